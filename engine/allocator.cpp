@@ -1,0 +1,131 @@
+// engine/allocator.cpp: the caching CPU allocator. See Note [CPU caching allocator] in allocator.h.
+#include "engine/allocator.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/error.h"
+
+namespace tg {
+namespace {
+
+constexpr std::size_t kAlign = 64;
+constexpr std::size_t kHugePage = std::size_t(2) << 20;
+
+// Small sizes round to 64 B; larger ones to a quarter of their power of two (at most 25% waste).
+std::size_t round_size(std::size_t n) {
+  if (n <= 4096) return (n + kAlign - 1) / kAlign * kAlign;
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  const std::size_t q = p / 8;
+  return (n + q - 1) / q * q;
+}
+
+class CachingCpuAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    const std::size_t size = round_size(nbytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        stats_.cached -= size;
+        account_alloc(size);
+        return p;
+      }
+    }
+    void* p = raw_alloc(size);
+    if (p == nullptr) {
+      cpu_empty_cache();
+      p = raw_alloc(size);
+    }
+    if (p == nullptr) {
+      CpuMemoryStats s = cpu_memory_stats();
+      throw OutOfMemoryError(detail::cat("CPU out of memory: tried to allocate ", nbytes, " bytes (",
+                                         size, " rounded); tensorgrad has ", s.allocated,
+                                         " bytes allocated and ", s.cached, " bytes cached"));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    account_alloc(size);
+    return p;
+  }
+
+  void deallocate(void* ptr, std::size_t nbytes) noexcept override {
+    if (ptr == nullptr) return;
+    const std::size_t size = round_size(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocated -= size;
+    if (stats_.cached + size <= limit_) {
+      try {
+        free_[size].push_back(ptr);
+        stats_.cached += size;
+        return;
+      } catch (...) {  // the free list could not grow: give the block back instead
+      }
+    }
+    std::free(ptr);
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& kv : free_)
+      for (void* p : kv.second) std::free(p);
+    free_.clear();
+    stats_.cached = 0;
+  }
+
+  CpuMemoryStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  void set_limit(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes;
+    }
+    empty_cache();
+  }
+
+ private:
+  static void* raw_alloc(std::size_t size) {
+    if (size < kHugePage) return std::aligned_alloc(kAlign, size);   // size is a multiple of 64
+    // Large blocks start on a 2 MiB boundary so that madvise covers whole huge pages (best effort).
+    const std::size_t padded = (size + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = std::aligned_alloc(kHugePage, padded);
+#ifdef MADV_HUGEPAGE
+    if (p != nullptr) madvise(p, padded, MADV_HUGEPAGE);
+#endif
+    return p;
+  }
+  void account_alloc(std::size_t size) {
+    stats_.allocated += size;
+    if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<std::size_t, std::vector<void*>> free_;
+  CpuMemoryStats stats_;
+  std::size_t limit_ = std::size_t(1) << 30;
+};
+
+// Never destroyed: Storages freed from static destructors of user code may still call it.
+CachingCpuAllocator& instance() {
+  static auto* a = new CachingCpuAllocator();
+  return *a;
+}
+
+}  // namespace
+
+Allocator& cpu_allocator() { return instance(); }
+CpuMemoryStats cpu_memory_stats() { return instance().stats(); }
+void cpu_empty_cache() { instance().empty_cache(); }
+void set_cpu_cache_limit(std::size_t bytes) { instance().set_limit(bytes); }
+
+}  // namespace tg

@@ -1,0 +1,644 @@
+// engine/cpu_backend.cpp: the CPU backend, the reference every other backend is tested against.
+// Plain loops over ops/functors.h, OpenMP above a size threshold, CBLAS (OpenBLAS) for gemm with a
+// small blocked fallback. Validation happened in engine/prim.cpp; nothing here throws inside a
+// parallel region. The CUDA twin of this file is cuda/.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/backend.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef TENSORGRAD_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace tg {
+namespace {
+
+// Loops smaller than this many elements run on one thread: a parallel region costs a few µs.
+constexpr int64_t kParallelGrain = 32768;
+
+int g_num_threads = 0;   // 0: not set, use the OpenMP default
+
+int max_threads() {
+#ifdef _OPENMP
+  return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/// Calls f(begin, end) on disjoint chunks of [0, n); parallel when the work (n * cost) is large.
+template <class F>
+void parallel_for(int64_t n, int64_t cost_per_item, F f) {
+  if (n <= 0) return;
+  const int threads = max_threads();
+  if (threads <= 1 || n < 2 || n * std::max<int64_t>(cost_per_item, 1) < kParallelGrain) {
+    f(int64_t(0), n);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t chunk = (n + nt - 1) / nt;
+    const int64_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) f(b, e);
+  }
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
+// Strided N-operand loops. Note [Strided loops]: every elementwise kernel walks its operands through
+// one of these: size-1 dims are dropped, dims that are contiguous in every operand are merged, and
+// the innermost dim becomes a row handed to a row function with each operand's inner stride.
+
+template <std::size_t N>
+struct Loop {
+  std::vector<int64_t> sizes;                      // outer .. inner, after coalescing
+  std::array<std::vector<int64_t>, N> strides;     // per operand, in elements
+};
+
+template <std::size_t N>
+Loop<N> make_loop(const Shape& shape, const std::array<const Shape*, N>& strides) {
+  Loop<N> L;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!L.sizes.empty()) {   // merge with the previous dim when contiguous in every operand
+      bool merge = true;
+      for (std::size_t k = 0; k < N; ++k)
+        if (L.strides[k].back() != (*strides[k])[d] * shape[d]) merge = false;
+      if (merge) {
+        L.sizes.back() *= shape[d];
+        for (std::size_t k = 0; k < N; ++k) L.strides[k].back() = (*strides[k])[d];
+        continue;
+      }
+    }
+    L.sizes.push_back(shape[d]);
+    for (std::size_t k = 0; k < N; ++k) L.strides[k].push_back((*strides[k])[d]);
+  }
+  return L;
+}
+
+/// row(offsets, n, inner_strides) for every row of the loop; rows run in parallel unless serial.
+template <std::size_t N, class Row>
+void run_loop(const Loop<N>& L, Row row, bool serial = false) {
+  using Offs = std::array<int64_t, N>;
+  const int64_t nd = static_cast<int64_t>(L.sizes.size());
+  if (nd == 0) {
+    row(Offs{}, int64_t(1), Offs{});
+    return;
+  }
+  const int64_t inner = L.sizes.back();
+  int64_t outer = 1;
+  for (int64_t d = 0; d + 1 < nd; ++d) outer *= L.sizes[d];
+  Offs inner_strides;
+  for (std::size_t k = 0; k < N; ++k) inner_strides[k] = L.strides[k].back();
+  auto rows = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> idx(std::max<int64_t>(nd - 1, 1), 0);
+    int64_t rem = begin;
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      idx[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    for (int64_t o = begin; o < end; ++o) {
+      Offs offs{};
+      for (int64_t d = 0; d + 1 < nd; ++d)
+        for (std::size_t k = 0; k < N; ++k) offs[k] += idx[d] * L.strides[k][d];
+      row(offs, inner, inner_strides);
+      for (int64_t d = nd - 2; d >= 0; --d) {   // odometer increment
+        if (++idx[d] < L.sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+  };
+  if (serial) rows(0, outer);
+  else parallel_for(outer, inner, rows);
+}
+
+template <class T>
+bool is_nan(T v) {
+  return v != v;   // false for integers
+}
+
+// ------------------------------------------------------------------------------------------------
+
+class CpuBackend final : public Backend {
+ public:
+  Allocator& allocator() override { return cpu_allocator(); }
+
+  void copy(const Tensor& src, const Tensor& dst) override {
+    dispatch_dtype(src.dtype(), [&](auto s) {
+      dispatch_dtype(dst.dtype(), [&](auto d) {
+        using S = decltype(s);
+        using D = decltype(d);
+        const S* sp = src.data<S>();
+        D* dp = dst.data<D>();
+        auto L = make_loop<2>(dst.shape(), {&dst.strides(), &src.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          D* out = dp + o[0];
+          const S* in = sp + o[1];
+          if (st[0] == 1 && st[1] == 1) {
+            for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
+          } else {
+            for (int64_t i = 0; i < n; ++i) out[i * st[0]] = static_cast<D>(in[i * st[1]]);
+          }
+        });
+      });
+    });
+  }
+
+  void fill(const Tensor& dst, double value) override {
+    dispatch_dtype(dst.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T v = static_cast<T>(value);
+      T* p = dst.data<T>();
+      auto L = make_loop<1>(dst.shape(), {&dst.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) p[o[0] + i * st[0]] = v;
+      });
+    });
+  }
+
+  void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override {
+    dispatch_floating(x.dtype(), "unary", [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T* xp = x.data<T>();
+        T* yp = out.data<T>();
+        auto L = make_loop<2>(out.shape(), {&out.strides(), &x.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          T* y = yp + o[0];
+          const T* in = xp + o[1];
+          if (st[0] == 1 && st[1] == 1) {
+            for (int64_t i = 0; i < n; ++i) y[i] = F::forward(in[i], args);
+          } else {
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::forward(in[i * st[1]], args);
+          }
+        });
+      });
+    });
+  }
+
+  void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                      const Tensor& dx) override {
+    // An operand the functor does not read may be undefined: dy stands in for it (never read).
+    const Tensor& xs = x.defined() ? x : dy;
+    const Tensor& ys = y.defined() ? y : dy;
+    dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T *xp = xs.data<T>(), *yp = ys.data<T>(), *gp = dy.data<T>();
+        T* dp = dx.data<T>();
+        auto L = make_loop<4>(dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          for (int64_t i = 0; i < n; ++i)
+            dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
+        });
+      });
+    });
+  }
+
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T *ap = a.data<T>(), *bp = b.data<T>();
+        T* op_ = out.data<T>();
+        auto L = make_loop<3>(out.shape(), {&out.strides(), &a.strides(), &b.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          T* y = op_ + o[0];
+          const T* u = ap + o[1];
+          const T* v = bp + o[2];
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
+            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(u[i], v[i]);
+          } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+            const T vb = *v;
+            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(u[i], vb);
+          } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+            const T ua = *u;
+            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(ua, v[i]);
+          } else {
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::apply(u[i * st[1]], v[i * st[2]]);
+          }
+        });
+      });
+    });
+  }
+
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    dispatch_dtype(cond.dtype(), [&](auto c) {
+      dispatch_dtype(out.dtype(), [&](auto t) {
+        using C = decltype(c);
+        using T = decltype(t);
+        const C* cp = cond.data<C>();
+        const T *ap = a.data<T>(), *bp = b.data<T>();
+        T* yp = out.data<T>();
+        auto L = make_loop<4>(out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          for (int64_t i = 0; i < n; ++i)
+            yp[o[0] + i * st[0]] = cp[o[1] + i * st[1]] != C(0) ? ap[o[2] + i * st[2]] : bp[o[3] + i * st[3]];
+        });
+      });
+    });
+  }
+
+  void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override {
+    // Permute kept dims first and reduced dims last; out (contiguous) enumerates the kept dims in order.
+    std::vector<int64_t> perm, kept_sizes;
+    std::vector<int64_t> reduced;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (out.shape()[d] == x.shape()[d]) {
+        perm.push_back(d);
+        kept_sizes.push_back(x.shape()[d]);
+      } else {
+        reduced.push_back(d);
+      }
+    }
+    const int64_t nkept = static_cast<int64_t>(perm.size());
+    perm.insert(perm.end(), reduced.begin(), reduced.end());
+    Tensor xp = x.permute(perm);
+    int64_t R = 1;
+    for (int64_t d : reduced) R *= x.shape()[d];
+    // The reduced block must be one stride apart; otherwise copy the permuted view once.
+    int64_t rstride = 1;
+    {
+      bool single = true;
+      int64_t expect = -1;
+      for (int64_t d = xp.dim() - 1; d >= nkept; --d) {
+        if (xp.shape()[d] == 1) continue;
+        if (expect == -1) rstride = xp.strides()[d];
+        else if (xp.strides()[d] != expect) single = false;
+        expect = xp.strides()[d] * xp.shape()[d];
+      }
+      if (!single) {
+        xp = xp.contiguous();
+        rstride = 1;
+      }
+    }
+    const int64_t O = out.numel();
+    Shape kept_strides(xp.strides().begin(), xp.strides().begin() + nkept);
+    Shape kept_shape(xp.shape().begin(), xp.shape().begin() + nkept);
+    // offsets of each output's reduced block
+    std::vector<int64_t> base(static_cast<std::size_t>(O));
+    {
+      Shape out_strides = contiguous_strides(kept_shape);
+      auto L = make_loop<2>(kept_shape, {&out_strides, &kept_strides});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) base[o[0] + i * st[0]] = o[1] + i * st[1];
+      }, /*serial=*/true);
+    }
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* p = xp.data<T>();
+      if (op == ReduceOp::Sum) {
+        using Acc = std::conditional_t<std::is_same<T, int64_t>::value, int64_t, double>;
+        T* y = out.data<T>();
+        auto sum_range = [&](const T* q, int64_t b, int64_t e) {
+          Acc acc = 0;
+          if (rstride == 1) {
+            for (int64_t r = b; r < e; ++r) acc += q[r];
+          } else {
+            for (int64_t r = b; r < e; ++r) acc += q[r * rstride];
+          }
+          return acc;
+        };
+        if (O == 1 && R >= 2 * kParallelGrain) {
+          // One output, much input: fixed chunks summed in parallel, combined in order (deterministic).
+          const int64_t chunks = (R + kParallelGrain - 1) / kParallelGrain;
+          std::vector<Acc> partial(static_cast<std::size_t>(chunks));
+          parallel_for(chunks, kParallelGrain, [&](int64_t b, int64_t e) {
+            for (int64_t c = b; c < e; ++c)
+              partial[c] = sum_range(p + base[0], c * kParallelGrain, std::min(R, (c + 1) * kParallelGrain));
+          });
+          Acc acc = 0;
+          for (Acc v : partial) acc += v;
+          y[0] = static_cast<T>(acc);
+          return;
+        }
+        parallel_for(O, R, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o) y[o] = static_cast<T>(sum_range(p + base[o], 0, R));
+        });
+        return;
+      }
+      const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+      const bool want_index = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+      parallel_for(O, R, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const T* q = p + base[o];
+          T best = q[0];
+          int64_t at = 0;
+          if (!is_nan(best)) {
+            for (int64_t r = 1; r < R; ++r) {
+              const T v = q[r * rstride];
+              if (is_nan(v)) {   // NaN wins, as in PyTorch
+                best = v;
+                at = r;
+                break;
+              }
+              if (is_max ? v > best : v < best) {
+                best = v;
+                at = r;
+              }
+            }
+          }
+          if (want_index) out.data<int64_t>()[o] = at;
+          else out.data<T>()[o] = best;
+        }
+      });
+    });
+  }
+
+  void gemm(const GemmArgs& g) override {
+    dispatch_floating(g.dtype, "matmul", [&](auto t) {
+      using T = decltype(t);
+      const T* A = static_cast<const T*>(g.a);
+      const T* B = static_cast<const T*>(g.b);
+      T* C = static_cast<T*>(g.c);
+      for (int64_t i = 0; i < g.batch; ++i)
+        gemm_one(g, A + i * g.stride_a, B + i * g.stride_b, C + i * g.stride_c);
+    });
+  }
+
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
+    dispatch_floating(x.dtype(), "softmax", [&](auto t) {
+      using T = decltype(t);
+      const Row r = rows_of(x, dim);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      parallel_for(r.outer * r.inner, r.D * 8, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
+          const T* in = xp + off;
+          T* y = yp + off;
+          T m = in[0];
+          for (int64_t d = 1; d < r.D; ++d) m = std::max(m, in[d * r.inner]);
+          if (is_nan(m) || std::isinf(m)) m = 0;   // keep NaN/inf inputs flowing through the formula
+          double s = 0;
+          for (int64_t d = 0; d < r.D; ++d) s += std::exp(static_cast<double>(in[d * r.inner] - m));
+          if (log) {
+            const T lse = static_cast<T>(std::log(s)) + m;
+            for (int64_t d = 0; d < r.D; ++d) y[d * r.inner] = in[d * r.inner] - lse;
+          } else {
+            const double inv = 1.0 / s;
+            for (int64_t d = 0; d < r.D; ++d)
+              y[d * r.inner] = static_cast<T>(std::exp(static_cast<double>(in[d * r.inner] - m)) * inv);
+          }
+        }
+      });
+    });
+  }
+
+  void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
+    dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
+      using T = decltype(t);
+      const Row r = rows_of(y, dim);
+      const T *yp = y.data<T>(), *gp = dy.data<T>();
+      T* dp = dx.data<T>();
+      parallel_for(r.outer * r.inner, r.D * 4, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
+          double s = 0;
+          for (int64_t d = 0; d < r.D; ++d) {
+            const int64_t i = off + d * r.inner;
+            s += log ? gp[i] : gp[i] * yp[i];
+          }
+          for (int64_t d = 0; d < r.D; ++d) {
+            const int64_t i = off + d * r.inner;
+            // softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy)
+            dp[i] = log ? static_cast<T>(gp[i] - std::exp(yp[i]) * s) : static_cast<T>(yp[i] * (gp[i] - s));
+          }
+        }
+      });
+    });
+  }
+
+  void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& loss, const Tensor& lse) override {
+    dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
+      using T = decltype(t);
+      const int64_t N = logits.shape()[0], C = logits.shape()[1];
+      const T* x = logits.data<T>();
+      const int64_t* tg_ = target.data<int64_t>();
+      T *lp = loss.data<T>(), *sp = lse.data<T>();
+      parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
+        for (int64_t n = b; n < e; ++n) {
+          const T* row = x + n * C;
+          T m = row[0];
+          for (int64_t c = 1; c < C; ++c) m = std::max(m, row[c]);
+          if (is_nan(m) || std::isinf(m)) m = 0;
+          double s = 0;
+          for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(row[c] - m));
+          const T l = static_cast<T>(std::log(s)) + m;   // log-sum-exp, stable for logits of +-1e4
+          sp[n] = l;
+          lp[n] = l - row[tg_[n]];
+        }
+      });
+    });
+  }
+
+  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& dloss,
+                              const Tensor& dlogits) override {
+    dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
+      using T = decltype(t);
+      const int64_t N = logits.shape()[0], C = logits.shape()[1];
+      const T *x = logits.data<T>(), *sp = lse.data<T>(), *gp = dloss.data<T>();
+      const int64_t* tg_ = target.data<int64_t>();
+      const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
+      T* dp = dlogits.data<T>();
+      parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
+        for (int64_t n = b; n < e; ++n) {
+          const T g = gp[n * gs];
+          for (int64_t c = 0; c < C; ++c) dp[n * C + c] = std::exp(x[n * C + c] - sp[n]) * g;   // softmax * g
+          dp[n * C + tg_[n]] -= g;                                                               // - onehot * g
+        }
+      });
+    });
+  }
+
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    const Row r = rows_of(x, dim);
+    const int64_t K = index.numel();
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      parallel_for(r.outer * K, r.inner, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t o = k / K, j = k % K;
+          std::copy_n(xp + (o * r.D + ip[j]) * r.inner, r.inner, yp + (o * K + j) * r.inner);
+        }
+      });
+    });
+  }
+
+  void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override {
+    const Row r = rows_of(dst, dim);
+    const int64_t K = index.numel();
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(dst.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* dp = dst.data<T>();
+      const T* sp = src.data<T>();
+      parallel_for(r.outer, K * r.inner, [&](int64_t b, int64_t e) {   // distinct o never collide
+        for (int64_t o = b; o < e; ++o)
+          for (int64_t j = 0; j < K; ++j) {
+            T* d = dp + (o * r.D + ip[j]) * r.inner;
+            const T* s = sp + (o * K + j) * r.inner;
+            for (int64_t i = 0; i < r.inner; ++i) d[i] += s[i];
+          }
+      });
+    });
+  }
+
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    gather_scatter(x, dim, index, out, /*scatter=*/false);
+  }
+  void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override {
+    gather_scatter(dst, dim, index, src, /*scatter=*/true);
+  }
+
+  void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) override {
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* p = out.data<T>();
+      parallel_for(out.numel(), 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          p[i] = static_cast<T>(philox::sample(kind, seed, offset + static_cast<uint64_t>(i), a, b));
+      });
+    });
+  }
+
+  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
+                double dampening, double weight_decay, bool nesterov, bool first_step) override {
+    dispatch_floating(param.dtype(), "sgd", [&](auto t) {
+      using T = decltype(t);
+      T* w = param.data<T>();
+      const T* g = grad.data<T>();
+      T* v = velocity.defined() ? velocity.data<T>() : nullptr;
+      const T lr_ = T(lr), mom = T(momentum), damp = T(1 - dampening), wd = T(weight_decay);
+      parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T d = g[i] + wd * w[i];                              // d = grad + weight_decay * w
+          if (v != nullptr) {
+            v[i] = first_step ? d : mom * v[i] + damp * d;      // v = momentum v + (1 - dampening) d
+            d = nesterov ? d + mom * v[i] : v[i];
+          }
+          w[i] -= lr_ * d;                                     // w = w - lr d
+        }
+      });
+    });
+  }
+
+  void synchronize() override {}
+
+ private:
+  struct Row {
+    int64_t outer, D, inner;
+  };
+  /// Views a contiguous tensor as (outer, D, inner) around dim.
+  static Row rows_of(const Tensor& x, int64_t dim) {
+    Row r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
+    for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
+    for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
+    return r;
+  }
+
+  /// gather: out[i] = x[i with dim -> index[i]];  scatter: x[i with dim -> index[i]] += out[i].
+  static void gather_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other, bool scatter) {
+    // Walk index's shape; x is read with its own strides except along dim, where index picks.
+    Shape xs = x.strides();
+    const int64_t dim_stride = x.dim() ? xs[dim] : 0;
+    if (x.dim()) xs[dim] = 0;
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* xp = x.data<T>();
+      T* op = other.data<T>();
+      auto L = make_loop<3>(index.shape(), {&other.strides(), &index.strides(), &xs});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) {
+          T* xe = xp + o[2] + i * st[2] + ip[o[1] + i * st[1]] * dim_stride;
+          T* oe = op + o[0] + i * st[0];
+          if (scatter) *xe += *oe;
+          else *oe = *xe;
+        }
+      }, /*serial=*/scatter);   // scatter_add may hit one element twice
+    });
+  }
+
+  template <class T>
+  static void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
+#ifdef TENSORGRAD_HAVE_CBLAS
+    if (g.M > 0 && g.N > 0) {
+      if (g.K == 0) {
+        if (g.beta == 0) std::fill_n(C, g.M * g.N, T(0));
+        return;
+      }
+      const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
+      if constexpr (std::is_same<T, float>::value)
+        cblas_sgemm(CblasRowMajor, ta, tb, int(g.M), int(g.N), int(g.K), 1.f, A, int(g.lda), B, int(g.ldb),
+                    float(g.beta), C, int(g.ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, int(g.M), int(g.N), int(g.K), 1.0, A, int(g.lda), B, int(g.ldb),
+                    g.beta, C, int(g.ldc));
+    }
+#else
+    // Blocked fallback: C = op(A) op(B) + beta C, with the k loop outside the j loop for unit strides.
+    auto a_at = [&](int64_t i, int64_t k) { return g.trans_a ? A[k * g.lda + i] : A[i * g.lda + k]; };
+    auto b_at = [&](int64_t k, int64_t j) { return g.trans_b ? B[j * g.ldb + k] : B[k * g.ldb + j]; };
+    constexpr int64_t kBlock = 64;
+    parallel_for(g.M, g.N * g.K, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < g.N; ++j) C[i * g.ldc + j] = g.beta == 0 ? T(0) : T(g.beta) * C[i * g.ldc + j];
+      for (int64_t kb = 0; kb < g.K; kb += kBlock)
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t k = kb; k < std::min(g.K, kb + kBlock); ++k) {
+            const T aik = a_at(i, k);
+            T* c = C + i * g.ldc;
+            for (int64_t j = 0; j < g.N; ++j) c[j] += aik * b_at(k, j);
+          }
+    });
+#endif
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static auto* b = new CpuBackend();   // never destroyed: see Note [CPU caching allocator]
+  return *b;
+}
+
+void set_num_threads(int n) {
+  if (n < 1) n = 1;
+  g_num_threads = n;
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+}
+
+int get_num_threads() {
+  if (g_num_threads > 0) return g_num_threads;
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+}  // namespace tg

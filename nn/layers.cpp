@@ -1,0 +1,50 @@
+// nn/layers.cpp: layer constructors (PyTorch's default init) and Sequential::forward.
+#include "nn/layers.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "engine/philox.h"
+#include "engine/prim.h"
+
+namespace tg {
+namespace nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
+    : in_features_(in_features), out_features_(out_features) {
+  TG_CHECK(in_features > 0 && out_features > 0, ShapeError, "Linear: in_features and out_features must be positive, got ",
+           in_features, " and ", out_features);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));   // kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(in))
+  weight = Variable(prim::random(philox::Kind::Uniform, {out_features, in_features}, -bound, bound, kFloat32, Device::cpu()));
+  register_parameter("weight", weight);
+  if (with_bias) {
+    bias = Variable(prim::random(philox::Kind::Uniform, {out_features}, -bound, bound, kFloat32, Device::cpu()));
+    register_parameter("bias", bias);
+  }
+}
+
+std::string Linear::name() const {
+  std::ostringstream os;
+  os << "Linear(in_features=" << in_features_ << ", out_features=" << out_features_
+     << ", bias=" << (bias.defined() ? "true" : "false") << ")";
+  return os.str();
+}
+
+Dropout::Dropout(double p) : p_(p) {
+  TG_CHECK(p >= 0 && p <= 1, Error, "Dropout: probability has to be between 0 and 1, but got ", p);
+}
+
+std::string Dropout::name() const {
+  std::ostringstream os;
+  os << "Dropout(p=" << p_ << ")";
+  return os.str();
+}
+
+Variable Sequential::forward(const Variable& x) {
+  Variable y = x;
+  for (auto& m : owned_) y = m->forward(y);
+  return y;
+}
+
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,46 @@
+// optim/optimizer.h: Optimizer base (parameter list, zero_grad, step) and SGD with PyTorch's
+// update formulas. Each update is one fused Backend::sgd_step per parameter (engine/cpu_backend.cpp).
+#pragma once
+#include <vector>
+
+#include "engine/variable.h"
+
+namespace tg {
+namespace optim {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Variable> params);
+  virtual ~Optimizer() = default;
+  /// set_to_none (default, as PyTorch 2): grads become undefined; else they are filled with zeros.
+  void zero_grad(bool set_to_none = true);
+  virtual void step() = 0;
+  const std::vector<Variable>& params() const { return params_; }
+ protected:
+  std::vector<Variable> params_;
+};
+
+struct SGDOptions {
+  SGDOptions(double lr) : lr_(lr) {}   // NOLINT: SGD(params, 0.01) reads naturally
+  SGDOptions& momentum(double m) { momentum_ = m; return *this; }
+  SGDOptions& dampening(double d) { dampening_ = d; return *this; }
+  SGDOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  SGDOptions& nesterov(bool n = true) { nesterov_ = n; return *this; }
+  double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
+  bool nesterov_ = false;
+};
+
+/// torch.optim.SGD: d = g + wd w; v = momentum v + (1 - dampening) d (v = d at the first step);
+/// d = nesterov ? d + momentum v : v; w -= lr d.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Variable> params, SGDOptions options);
+  void step() override;
+  SGDOptions& options() { return options_; }
+ private:
+  SGDOptions options_;
+  std::vector<Tensor> velocity_;   // one per parameter once momentum != 0
+};
+
+}  // namespace optim
+}  // namespace tg

@@ -1,0 +1,15 @@
+// tensorgrad.h: the one header users include. Everything public is reachable from here; nothing
+// here includes a CUDA header, so plain C++ consumers build against a CUDA-enabled library.
+#pragma once
+
+#include "cuda/cuda.h"
+#include "engine/autograd_tools.h"
+#include "engine/backend.h"
+#include "engine/error.h"
+#include "engine/grad_mode.h"
+#include "engine/variable.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+#include "ops/creation.h"
+#include "ops/ops.h"
+#include "optim/optimizer.h"

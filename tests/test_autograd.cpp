@@ -1,0 +1,270 @@
+// tests/test_autograd.cpp: the engine's semantics, one named case each: backward twice, retained
+// graphs, non-scalar roots, no_grad, detach, leaf/non-leaf grads, version counters, fan-out, a
+// 150,000-node chain, exceptions inside backward, concurrency, in-place history, anomaly mode,
+// to_dot, and a user-defined op through record().
+#include <atomic>
+#include <thread>
+
+#include "testing.h"
+
+using tg::Variable;
+using testing::check_values;
+
+namespace {
+Variable param(std::vector<float> v) {
+  return tg::from_vector(v, {static_cast<int64_t>(v.size())}, tg::TensorOptions().requires_grad(true));
+}
+}  // namespace
+
+TEST_CASE("backward twice through a freed graph throws; retain_graph allows it and accumulates") {
+  Variable x = param({1, 2});
+  Variable y = (x * x).sum();
+  y.backward();
+  check_values(x.grad(), {2, 4});
+  TG_CHECK_THROWS(y.backward(), tg::AutogradError, "Trying to backward through the graph a second time");
+  Variable z = (x * x * x).sum();
+  x.zero_grad();
+  z.backward(Variable(), /*retain_graph=*/true);
+  z.backward();
+  check_values(x.grad(), {6, 24});   // 2 * 3x^2
+}
+
+TEST_CASE("non-scalar backward needs an explicit gradient") {
+  Variable x = param({1, 2, 3});
+  Variable y = x * 2.0;
+  TG_CHECK_THROWS(y.backward(), tg::AutogradError, "grad can be implicitly created only for scalar outputs");
+  y.backward(tg::from_vector(std::vector<float>{1, 0.5f, -1}, {3}));
+  check_values(x.grad(), {2, 1, -2});
+  TG_CHECK_THROWS((x * 2.0).backward(tg::ones({2})), tg::ShapeError, "does not match");
+}
+
+TEST_CASE("backward on something that does not require grad") {
+  Variable c = tg::ones({1});
+  TG_CHECK_THROWS(c.backward(), tg::AutogradError, "element 0 of tensors does not require grad and does not have a grad_fn");
+  TG_CHECK_THROWS(Variable().backward(), tg::AutogradError, "undefined");
+}
+
+TEST_CASE("no_grad: results do not require grad and record nothing; grad mode is thread-local") {
+  Variable x = param({1, 2});
+  {
+    tg::NoGradGuard guard;
+    Variable y = x * 3.0;
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.is_leaf());
+    CHECK_FALSE(tg::GradMode::is_enabled());
+    bool other_thread_enabled = false;
+    std::thread([&] { other_thread_enabled = tg::GradMode::is_enabled(); }).join();
+    CHECK(other_thread_enabled);
+  }
+  CHECK(tg::GradMode::is_enabled());
+  CHECK((x * 3.0).requires_grad());
+}
+
+TEST_CASE("detach shares storage and cuts the graph") {
+  Variable x = param({1, 2});
+  Variable y = x * 2.0;
+  Variable d = y.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  CHECK(d.data().storage() == y.data().storage());
+  Variable z = (d * x).sum();
+  z.backward();
+  check_values(x.grad(), {2, 4});   // d is a constant
+}
+
+TEST_CASE("leaf vs non-leaf gradients; retain_grad keeps a non-leaf's") {
+  Variable x = param({1, 2});
+  Variable y = x * 3.0;
+  Variable w = x * 4.0;
+  w.retain_grad();
+  CHECK(x.is_leaf());
+  CHECK_FALSE(y.is_leaf());
+  ((y + w) * (y + w)).sum().backward();   // d/dw = 2(y + w) = 14x
+  check_values(x.grad(), {98, 196});      // 2(7x) * 7
+  CHECK_FALSE(y.grad().defined());        // not retained
+  check_values(w.grad(), {14, 28});
+  Variable c = tg::ones({2});
+  CHECK_FALSE(c.grad().defined());
+  TG_CHECK_THROWS(y.set_requires_grad(false), tg::AutogradError, "leaf variables");
+  TG_CHECK_THROWS(tg::ones({2}, tg::TensorOptions().dtype(tg::kInt64)).set_requires_grad(true), tg::AutogradError,
+                  "floating point");
+}
+
+TEST_CASE("x used twice gets twice the gradient (fan-out accumulation)") {
+  Variable x = param({3});
+  (x + x).sum().backward();
+  check_values(x.grad(), {2});
+  x.zero_grad();
+  Variable a = x * 2.0;
+  (a * a + a).sum().backward();   // d/dx = (2a + 1) * 2 = 2(12+1)
+  check_values(x.grad(), {26});
+}
+
+TEST_CASE("broadcast gradients are summed back to the input's shape") {
+  Variable a = tg::ones({3, 4}, tg::TensorOptions().requires_grad(true));
+  Variable b = tg::ones({4}, tg::TensorOptions().requires_grad(true));
+  Variable s = tg::ones({}, tg::TensorOptions().requires_grad(true));
+  ((a + b) * s).sum().backward();
+  CHECK(b.grad().shape() == tg::Shape{4});
+  check_values(b.grad(), {3, 3, 3, 3});
+  CHECK(s.grad().dim() == 0);
+  CHECK(s.grad().item() == 24);
+}
+
+TEST_CASE("grads accumulate across backward calls; zero_grad resets") {
+  Variable x = param({1});
+  (x * 2.0).sum().backward();
+  (x * 3.0).sum().backward();
+  check_values(x.grad(), {5});
+  Variable held = x.grad();
+  (x * 1.0).sum().backward();
+  check_values(held, {6});   // accumulation is in place, as in PyTorch
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("version counter: in-place on a saved tensor throws PyTorch's error") {
+  Variable x = param({1, -2, 3});
+  Variable y = tg::exp(x);   // exp saves its output
+  Variable z = y.sum();
+  y.mul_(2.0);
+  TG_CHECK_THROWS(z.backward(), tg::AutogradError,
+                  "one of the variables needed for gradient computation has been modified by an inplace operation");
+  Variable y2 = tg::exp(x);
+  Variable z2 = y2.sum();
+  y2.add_(1.0);
+  TG_CHECK_THROWS(z2.backward(), tg::AutogradError, "which is output 0 of exp, is at version 1; expected version 0");
+  // through a view
+  Variable a = tg::ones({4}, tg::TensorOptions().requires_grad(true));
+  Variable b = tg::ones({4});
+  Variable c = (a * b).sum();   // mul saved b
+  b.reshape({2, 2}).add_(1.0);
+  TG_CHECK_THROWS(c.backward(), tg::AutogradError, "modified by an inplace operation");
+  // through detach
+  Variable p = tg::ones({2}, tg::TensorOptions().requires_grad(true));
+  Variable q = tg::sigmoid(p);
+  Variable r = q.sum();
+  q.detach().zero_();
+  TG_CHECK_THROWS(r.backward(), tg::AutogradError, "modified by an inplace operation");
+}
+
+TEST_CASE("in-place on a leaf that requires grad throws; under no_grad it works") {
+  Variable w = param({1, 2});
+  TG_CHECK_THROWS(w.add_(1.0), tg::AutogradError, "a leaf Variable that requires grad is being used in an in-place operation");
+  {
+    tg::NoGradGuard g;
+    w.sub_(tg::from_vector(std::vector<float>{0.5f, 0.5f}, {2}));
+  }
+  check_values(w, {0.5, 1.5});
+  Variable v = w * 1.0;
+  TG_CHECK_THROWS(v.reshape({2, 1}).mul_(2.0), tg::AutogradError, "view of a Variable that requires grad");
+}
+
+TEST_CASE("in-place ops on non-leaves are recorded: gradients stay correct") {
+  Variable x = param({1, 2});
+  Variable w = param({3, 4});
+  Variable y = x * 1.0;
+  y.mul_(w);          // y = x w
+  y.add_(x);          // y = x w + x
+  y.sub_(2.0);
+  y.sum().backward();
+  check_values(x.grad(), {4, 5});   // w + 1
+  check_values(w.grad(), {1, 2});   // x
+  Variable z = x * 1.0;
+  z.copy_(w);         // z's value now comes from w only
+  z.sum().backward();
+  check_values(w.grad(), {2, 3});   // +1
+  check_values(x.grad(), {4, 5});   // unchanged: the old z gets no gradient
+}
+
+TEST_CASE("a 150,000-node chain backwards and frees without stack overflow") {
+  Variable x = param({1});
+  Variable y = x;
+  for (int i = 0; i < 150000; ++i) y = y + 1e-6;
+  y.sum().backward();
+  check_values(x.grad(), {1});
+  Variable z = x;
+  for (int i = 0; i < 150000; ++i) z = z * 1.0;
+  z = Variable();     // freeing the never-backwarded chain is iterative too
+  y = Variable();
+  CHECK(x.grad().item() == 1);
+}
+
+TEST_CASE("an exception inside backward propagates; the next backward works") {
+  Variable x = param({2});
+  Variable bad = tg::record("explodes", x.data().clone(), {x},
+                            [](const tg::Tensor&, tg::Grads&) { throw std::runtime_error("boom in backward"); });
+  CHECK_THROWS_WITH_AS(bad.sum().backward(), "boom in backward", std::runtime_error);
+  CHECK(tg::GradMode::is_enabled());   // the engine's NoGradGuard was unwound
+  Variable fine = (x * x).sum();
+  fine.backward();
+  check_values(x.grad(), {4});
+}
+
+TEST_CASE("a user-defined op through record(): softplus with its own backward") {
+  auto softplus = [](const Variable& v) {
+    tg::Tensor y = tg::prim::unary(tg::UnaryOp::Log, tg::prim::add(tg::prim::unary(tg::UnaryOp::Exp, v.data()),
+                                                                  tg::prim::scalar_like(1.0, v.data())));
+    tg::SavedTensor xs(v);
+    return tg::record("softplus", y, {v}, [xs](const tg::Tensor& grad, tg::Grads& g) {
+      g.set(0, tg::prim::mul(grad, tg::prim::unary(tg::UnaryOp::Sigmoid, xs.get())));   // d softplus = sigmoid
+    });
+  };
+  Variable x = testing::randn64({5}, 3);
+  CHECK(tg::autograd::gradcheck([&](const std::vector<Variable>& in) { return softplus(in[0]); }, {x}));
+}
+
+TEST_CASE("independent graphs backward concurrently from 8 threads; a shared leaf accumulates exactly") {
+  Variable shared = param({1, 2, 3});
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      Variable own = param({float(t)});
+      for (int k = 0; k < 50; ++k) {
+        Variable loss = (shared * 2.0).sum() + (own * own).sum();
+        loss.backward();
+      }
+      if (std::fabs(own.grad().item() - 100.0 * t) > 1e-3) ++wrong;   // 50 * 2t
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  check_values(shared.grad(), {800, 800, 800});   // 8 threads * 50 steps * 2
+}
+
+TEST_CASE("anomaly mode names the op whose backward produced NaN") {
+  Variable x = tg::from_vector(std::vector<double>{0.0, 1.0}, {2}, tg::TensorOptions().requires_grad(true));
+  Variable y = tg::sqrt(x).sum();   // d sqrt at 0 = inf
+  {
+    tg::autograd::DetectAnomalyGuard guard;
+    TG_CHECK_THROWS(y.backward(Variable(), true), tg::AutogradError, "Function 'sqrt' returned nan values");
+  }
+  y.backward();   // without the guard: no check, inf flows into the grad
+  CHECK(std::isinf(x.grad().to_vector<double>()[0]));
+}
+
+TEST_CASE("to_dot lists ops, shapes and leaves that require grad") {
+  Variable w = tg::ones({3, 2}, tg::TensorOptions().requires_grad(true));
+  Variable x = tg::ones({4, 3});
+  Variable loss = tg::relu(x.matmul(w)).sum();
+  const std::string dot = tg::autograd::to_dot(loss);
+  CHECK(dot.find("digraph") == 0);
+  CHECK(dot.find("matmul\\n[4, 2]") != std::string::npos);
+  CHECK(dot.find("relu") != std::string::npos);
+  CHECK(dot.find("sum\\n[]") != std::string::npos);
+  CHECK(dot.find("leaf [3, 2]\\nrequires_grad") != std::string::npos);
+  CHECK(dot.find("leaf [4, 3]") == std::string::npos);   // x does not require grad: not drawn
+}
+
+TEST_CASE("activations are freed by backward; nothing of the graph outlives its Variables") {
+  Variable w = tg::ones({64, 64}, tg::TensorOptions().requires_grad(true));
+  const auto before = tg::cpu_memory_stats().allocated;
+  {
+    Variable h = w;
+    for (int i = 0; i < 10; ++i) h = tg::tanh(h.matmul(w));
+    Variable loss = h.sum();
+    loss.backward();
+  }
+  w.zero_grad();
+  CHECK(tg::cpu_memory_stats().allocated == before);
+}

@@ -1,0 +1,105 @@
+// tests/test_errors.cpp: the error contract of DESIGN.md section 7: each bad input raises the right
+// tg::Error subclass with a message a user can act on, before anything is allocated or computed.
+#include "testing.h"
+
+using tg::Variable;
+
+TEST_CASE("errors: every class derives from tg::Error and std::runtime_error") {
+  try {
+    throw tg::ShapeError("x");
+  } catch (const tg::Error& e) {
+    CHECK(std::string(e.what()) == "x");
+  }
+  CHECK_THROWS_AS(throw tg::OutOfMemoryError("x"), std::runtime_error);
+  CHECK_THROWS_AS(throw tg::SerializationError("x"), tg::Error);
+}
+
+TEST_CASE("errors: shapes") {
+  TG_CHECK_THROWS(tg::matmul(tg::ones({3, 2}), tg::ones({3, 2})), tg::ShapeError,
+                  "matmul: mat1 and mat2 shapes cannot be multiplied (3x2 and 3x2)");
+  TG_CHECK_THROWS(tg::ones({5}) + tg::ones({6}), tg::ShapeError,
+                  "add: the size of tensor a (5) must match the size of tensor b (6) at non-singleton dimension 0");
+  TG_CHECK_THROWS(tg::ones({2, 3}) * tg::ones({4, 3}), tg::ShapeError, "mul: the size of tensor a (2)");
+  TG_CHECK_THROWS(tg::matmul(tg::ones({3}), tg::ones({3, 2})), tg::ShapeError, "matmul: expected 2-D or 3-D tensors");
+  TG_CHECK_THROWS(tg::matmul(tg::ones({2, 3, 4}), tg::ones({3, 4, 5})), tg::ShapeError, "batch sizes 2 and 3");
+  TG_CHECK_THROWS(tg::linear(tg::ones({2, 3}), tg::ones({4, 5})), tg::ShapeError, "linear: mat1 and mat2 shapes");
+  TG_CHECK_THROWS(tg::cat({tg::ones({2, 3}), tg::ones({2, 4})}, 0), tg::ShapeError, "sizes of tensors must match");
+  TG_CHECK_THROWS(tg::cat({}, 0), tg::ShapeError, "non-empty list");
+  TG_CHECK_THROWS(tg::stack({tg::ones({2}), tg::ones({3})}), tg::ShapeError, "equal size");
+  TG_CHECK_THROWS(tg::mse_loss(tg::ones({2}), tg::ones({3})), tg::ShapeError, "must have the same shape");
+  TG_CHECK_THROWS(tg::ones({2, 3}).t().view({6}), tg::ShapeError, "use .reshape(...) instead");
+  TG_CHECK_THROWS(tg::t(tg::ones({2, 3, 4})), tg::ShapeError, "<= 2 dimensions");
+}
+
+TEST_CASE("errors: dims and indices out of range") {
+  Variable x = tg::ones({2, 3});
+  TG_CHECK_THROWS(x.sum(2), tg::IndexError, "dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  TG_CHECK_THROWS(x.softmax(-3), tg::IndexError, "dimension out of range");
+  TG_CHECK_THROWS(x.transpose(0, 5), tg::IndexError, "transpose: dimension out of range");
+  TG_CHECK_THROWS(x.unsqueeze(4), tg::IndexError, "unsqueeze");
+  Variable idx = tg::from_vector(std::vector<int64_t>{0, 3}, {2});
+  TG_CHECK_THROWS(x.index_select(1, idx), tg::IndexError, "index_select: index 3 is out of bounds for dimension 1 with size 3");
+  Variable neg = tg::from_vector(std::vector<int64_t>{-1}, {1, 1});
+  TG_CHECK_THROWS(x.gather(0, neg), tg::IndexError, "gather: index -1 is out of bounds");
+  TG_CHECK_THROWS(x.index_select(0, tg::ones({1})), tg::DTypeError, "int64");
+}
+
+TEST_CASE("errors: cross_entropy targets") {
+  Variable logits = tg::ones({2, 5});
+  TG_CHECK_THROWS(tg::cross_entropy(logits, tg::from_vector(std::vector<int64_t>{1, 7}, {2})), tg::IndexError,
+                  "cross_entropy: target 7 is out of bounds for 5 classes");
+  TG_CHECK_THROWS(tg::cross_entropy(logits, tg::from_vector(std::vector<int64_t>{-1, 0}, {2})), tg::IndexError,
+                  "target -1 is out of bounds");
+  TG_CHECK_THROWS(tg::cross_entropy(logits, tg::ones({2})), tg::DTypeError, "int64 class indices");
+  TG_CHECK_THROWS(tg::cross_entropy(logits, tg::from_vector(std::vector<int64_t>{1}, {1})), tg::ShapeError,
+                  "expected target of shape (2)");
+  TG_CHECK_THROWS(tg::cross_entropy(tg::ones({5}), tg::from_vector(std::vector<int64_t>{1}, {1})), tg::ShapeError,
+                  "(N, C)");
+}
+
+TEST_CASE("errors: dtypes") {
+  Variable f = tg::ones({2});
+  Variable d = tg::ones({2}, tg::TensorOptions().dtype(tg::kFloat64));
+  Variable i = tg::ones({2}, tg::TensorOptions().dtype(tg::kInt64));
+  TG_CHECK_THROWS(f + d, tg::DTypeError, "add: expected both tensors to have the same dtype, but got float32 and float64");
+  TG_CHECK_THROWS(tg::exp(i), tg::DTypeError, "floating point");
+  TG_CHECK_THROWS(i / i, tg::DTypeError, "not supported for int64");
+  TG_CHECK_THROWS(tg::matmul(tg::ones({2, 2}, tg::TensorOptions().dtype(tg::kInt64)), tg::ones({2, 2}, tg::TensorOptions().dtype(tg::kInt64))),
+                  tg::DTypeError, "matmul");
+  CHECK((i + i).to_vector<int64_t>() == std::vector<int64_t>{2, 2});   // int64 arithmetic that is safe works
+}
+
+TEST_CASE("errors: devices") {
+  // A CUDA tensor cannot be created here (no GPU, or no CUDA build): the request says why.
+  if (!tg::cuda::is_available()) {
+    TG_CHECK_THROWS(tg::ones({2}, tg::TensorOptions().device(tg::Device::cuda())), tg::DeviceError, "cannot use cuda:0");
+    TG_CHECK_THROWS(tg::ones({2}).to(tg::Device::cuda()), tg::DeviceError, "cuda:0");
+  }
+  // The operand check runs before any kernel: exercised with a tensor that only claims to live on
+  // cuda:0 (its bytes are host memory and are never touched).
+  auto storage = std::make_shared<tg::Storage>(8, tg::Device::cuda(), &tg::cpu_allocator());
+  tg::Tensor fake(storage, {2}, {1}, 0, tg::kFloat32);
+  TG_CHECK_THROWS(tg::prim::add(fake, tg::ones({2}).data()), tg::DeviceError,
+                  "add: expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu");
+  TG_CHECK_THROWS(tg::prim::matmul(tg::ones({2, 2}).data(), fake.view({2, 1})), tg::DeviceError, "matmul: expected all tensors");
+}
+
+TEST_CASE("errors: autograd misuse") {
+  Variable c = tg::ones({1});
+  TG_CHECK_THROWS(c.backward(), tg::AutogradError, "does not require grad and does not have a grad_fn");
+  TG_CHECK_THROWS(tg::cross_entropy(tg::ones({1, 2}), tg::from_vector(std::vector<int64_t>{0}, {1}).to(tg::kFloat32).set_requires_grad(true)),
+                  tg::AutogradError, "no gradient with respect to targets");
+  Variable x = tg::ones({2}, tg::TensorOptions().requires_grad(true));
+  TG_CHECK_THROWS(tg::where(x, x, x), tg::AutogradError, "condition is not differentiable");
+  TG_CHECK_THROWS(tg::clamp(x, 1, -1), tg::Error, "must not be greater than max");
+}
+
+TEST_CASE("errors: undefined Variables and bad factories do not crash") {
+  Variable u;
+  CHECK_FALSE(u.defined());
+  CHECK_FALSE(u.requires_grad());
+  TG_CHECK_THROWS(u.shape(), tg::Error, "undefined");
+  TG_CHECK_THROWS(u + tg::ones({1}), tg::Error, "undefined");
+  TG_CHECK_THROWS(tg::arange(-1), tg::ShapeError, "non-negative");
+  TG_CHECK_THROWS(tg::eye(-2), tg::ShapeError, "non-negative");
+}

@@ -1,0 +1,154 @@
+// tests/test_nn.cpp: Module registration and traversal, Linear's init, Sequential, the losses, SGD's
+// update formulas against hand-computed values, and the API.md training loop converging.
+#include <sstream>
+
+#include "testing.h"
+
+using tg::Variable;
+using testing::check_values;
+
+namespace {
+struct Net : tg::nn::Module {
+  tg::nn::Linear fc1{4, 8}, fc2{8, 3};
+  Net() {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+};
+}  // namespace
+
+TEST_CASE("Module: parameters in registration order with dotted names") {
+  Net net;
+  const auto named = net.named_parameters();
+  REQUIRE(named.size() == 4);
+  CHECK(named[0].first == "fc1.weight");
+  CHECK(named[1].first == "fc1.bias");
+  CHECK(named[2].first == "fc2.weight");
+  CHECK(named[3].first == "fc2.bias");
+  CHECK(named[0].second.shape() == tg::Shape{8, 4});
+  CHECK(net.parameters().size() == 4);
+  for (auto& p : net.parameters()) CHECK(p.requires_grad());
+  CHECK(net.children().size() == 2);
+  // handles alias the module's own parameters
+  CHECK(net.parameters()[0].impl() == net.fc1.weight.impl());
+  std::ostringstream os;
+  os << net;
+  CHECK(os.str() == "Module(\n  (fc1): Linear(in_features=4, out_features=8, bias=true)\n  (fc2): Linear(in_features=8, out_features=3, bias=true)\n)");
+}
+
+TEST_CASE("Linear: PyTorch's default init bound 1/sqrt(in), forward shape") {
+  tg::manual_seed(0);
+  tg::nn::Linear fc(100, 50);
+  const double bound = 0.1;
+  CHECK(fc.weight.max().item() <= bound);
+  CHECK(fc.weight.min().item() >= -bound);
+  CHECK(fc.weight.max().item() > 0.09);   // spread over the whole range
+  CHECK(fc.bias.abs().max().item() <= bound);
+  CHECK(fc(tg::ones({7, 100})).shape() == tg::Shape{7, 50});
+  tg::nn::Linear nb(3, 2, false);
+  CHECK_FALSE(nb.bias.defined());
+  CHECK(nb.parameters().size() == 1);
+  TG_CHECK_THROWS(tg::nn::Linear(0, 3), tg::ShapeError, "must be positive");
+}
+
+TEST_CASE("Sequential builds in place and runs in order; train/eval reach children") {
+  tg::nn::Sequential seq;
+  seq.add<tg::nn::Linear>(10, 5);
+  seq.add<tg::nn::ReLU>();
+  seq.add<tg::nn::Dropout>(0.5);
+  seq.add<tg::nn::Linear>(5, 2);
+  CHECK(seq.size() == 4);
+  CHECK(seq.named_parameters()[2].first == "3.weight");
+  seq.eval();
+  Variable x = tg::randn({4, 10});
+  testing::check_close(seq(x), seq(x), 0, 0);   // dropout off: deterministic
+  for (auto& c : seq.children()) CHECK_FALSE(c.second->is_training());
+  seq.train();
+  CHECK(seq.children()[2].second->is_training());
+}
+
+TEST_CASE("SGD: plain, momentum, nesterov and weight decay follow torch.optim.SGD") {
+  // One parameter w = [1, -2] with the constant gradient of loss = sum(g * w), g = [0.5, 1].
+  auto run = [](tg::optim::SGDOptions opts, int steps) {
+    Variable w = tg::from_vector(std::vector<double>{1, -2}, {2}, tg::TensorOptions().requires_grad(true));
+    Variable g = tg::from_vector(std::vector<double>{0.5, 1}, {2});
+    tg::optim::SGD opt({w}, opts);
+    for (int i = 0; i < steps; ++i) {
+      opt.zero_grad();
+      (w * g).sum().backward();
+      opt.step();
+    }
+    return w.to_vector<double>();
+  };
+  auto near = [](std::vector<double> a, std::vector<double> b) {
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-12));
+  };
+  near(run(0.1, 1), {0.95, -2.1});
+  // momentum 0.9, 3 steps: v1 = g, v2 = 1.9 g, v3 = 2.71 g; w -= 0.1 (1 + 1.9 + 2.71) g = 0.561 g
+  near(run(tg::optim::SGDOptions(0.1).momentum(0.9), 3), {1 - 0.561 * 0.5, -2 - 0.561});
+  // nesterov: d = g + 0.9 v: steps 1.9 g, 2.71 g, 3.439 g -> 0.8049 g
+  near(run(tg::optim::SGDOptions(0.1).momentum(0.9).nesterov(), 3), {1 - 0.8049 * 0.5, -2 - 0.8049});
+  // weight decay 0.1, one step: d = g + 0.1 w = [0.6, 0.8]
+  near(run(tg::optim::SGDOptions(0.1).weight_decay(0.1), 1), {1 - 0.06, -2 - 0.08});
+  // dampening 0.5: v1 = g, v2 = 0.9 g + 0.5 g = 1.4 g -> 2.4 g in total
+  near(run(tg::optim::SGDOptions(0.1).momentum(0.9).dampening(0.5), 2), {1 - 0.24 * 0.5, -2 - 0.24});
+  TG_CHECK_THROWS(tg::optim::SGD({}, tg::optim::SGDOptions(0.1).nesterov()), tg::Error, "Nesterov");
+}
+
+TEST_CASE("zero_grad: set_to_none and zero-filling") {
+  Net net;
+  tg::optim::SGD opt(net.parameters(), 0.1);
+  net(tg::ones({2, 4})).sum().backward();
+  CHECK(net.fc1.weight.grad().defined());
+  opt.zero_grad(/*set_to_none=*/false);
+  CHECK(net.fc1.weight.grad().abs().sum().item() == 0);
+  opt.zero_grad();
+  CHECK_FALSE(net.fc1.weight.grad().defined());
+  net.zero_grad();
+}
+
+TEST_CASE("Module::to(dtype) moves parameters in place: an optimizer built before keeps working") {
+  Net net;
+  tg::optim::SGD opt(net.parameters(), 0.1);
+  net.to(tg::kFloat64);
+  CHECK(net.fc1.weight.dtype() == tg::kFloat64);
+  Variable x = tg::ones({2, 4}, tg::TensorOptions().dtype(tg::kFloat64));
+  const double before = net.fc2.bias.sum().item();
+  opt.zero_grad();
+  net(x).sum().backward();
+  opt.step();
+  CHECK(net.fc2.bias.sum().item() == doctest::Approx(before - 0.1 * 2 * 3));   // d sum / d bias = 2 per element
+  net.to(tg::Device::cpu());   // a no-op move keeps everything
+  CHECK(net.fc1.weight.dtype() == tg::kFloat64);
+  if (!tg::cuda::is_available()) {
+    const auto w = net.fc1.weight.to_vector<double>();
+    TG_CHECK_THROWS(net.to(tg::Device::cuda()), tg::DeviceError, "cuda:0");
+    CHECK(net.fc1.weight.device().is_cpu());   // a failed move changes nothing
+    CHECK(net.fc1.weight.to_vector<double>() == w);
+  }
+}
+
+TEST_CASE("the API.md training loop lowers the loss on a learnable problem") {
+  tg::manual_seed(1);
+  tg::nn::Sequential model;
+  model.add<tg::nn::Linear>(20, 32);
+  model.add<tg::nn::ReLU>();
+  model.add<tg::nn::Linear>(32, 4);
+  Variable inputs = tg::randn({64, 20});
+  Variable targets = inputs.index_select(1, tg::arange(4, tg::TensorOptions().dtype(tg::kInt64))).argmax(1);
+  tg::nn::CrossEntropyLoss criterion;
+  tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
+  double first = 0, last = 0;
+  for (int epoch = 0; epoch < 60; ++epoch) {
+    optimizer.zero_grad();
+    Variable loss = criterion(model(inputs), targets);
+    loss.backward();
+    optimizer.step();
+    if (epoch == 0) first = loss.item();
+    last = loss.item();
+  }
+  CHECK(last < 0.25 * first);
+  const double acc = (model(inputs).argmax(1) == targets).to(tg::kFloat32).mean().item();
+  CHECK(acc > 0.9);
+}

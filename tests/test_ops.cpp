@@ -1,0 +1,230 @@
+// tests/test_ops.cpp: forward values of the ops against hand-computed results, NaN propagation,
+// empty inputs, the non-differentiable ops, and in-place ops. Gradients: tests/test_gradcheck.cpp.
+#include <cmath>
+#include <limits>
+
+#include "testing.h"
+
+using tg::Variable;
+using testing::check_values;
+
+namespace {
+Variable vec(std::vector<float> v, tg::Shape s) { return tg::from_vector(v, s); }
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+TEST_CASE("elementwise values and broadcasting") {
+  Variable a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
+  Variable b = vec({10, 20, 30}, {3});
+  check_values(a + b, {11, 22, 33, 14, 25, 36});
+  check_values(a - b, {-9, -18, -27, -6, -15, -24});
+  check_values(a * vec({2, 3}, {2, 1}), {2, 4, 6, 12, 15, 18});
+  check_values(b / a, {10, 10, 10, 2.5, 4, 5});
+  check_values(2.0 - a, {1, 0, -1, -2, -3, -4});
+  check_values(-a + 1.0, {0, -1, -2, -3, -4, -5});
+  check_values(tg::pow(a, 2.0), {1, 4, 9, 16, 25, 36});
+  check_values(tg::pow(vec({2, 3}, {2}), vec({3, 2}, {2})), {8, 9});
+  check_values(tg::sqrt(vec({4, 9}, {2})), {2, 3});
+  check_values(tg::abs(vec({-1.5, 2}, {2})), {1.5, 2});
+  check_values(tg::relu(vec({-1, 0, 2}, {3})), {0, 0, 2});
+  check_values(tg::exp(vec({0, 1}, {2})), {1, std::exp(1.0)}, 1e-6);
+  check_values(tg::log(vec({1, std::exp(2.0f)}, {2})), {0, 2}, 1e-6);
+  check_values(tg::sigmoid(vec({0}, {1})), {0.5});
+  check_values(tg::tanh(vec({0.5}, {1})), {std::tanh(0.5)}, 1e-7);
+  check_values(tg::clamp(vec({-2, 0.5, 3}, {3}), -1, 1), {-1, 0.5, 1});
+  Variable c = vec({1, 0, 1}, {3});
+  check_values(tg::where(c, b, vec({-1}, {1})), {10, -1, 30});
+  // 0-d with anything
+  check_values(vec({2}, {}) * a, {2, 4, 6, 8, 10, 12});
+  CHECK((vec({2}, {}) * vec({3}, {})).dim() == 0);
+}
+
+TEST_CASE("comparisons and argmax are not differentiable and give 0/1 and int64") {
+  Variable a = tg::from_vector(std::vector<float>{1, 5, 3}, {3}, tg::TensorOptions().requires_grad(true));
+  Variable b = vec({2, 5, 1}, {3});
+  check_values(a == b, {0, 1, 0});
+  check_values(a != b, {1, 0, 1});
+  check_values(a > b, {0, 0, 1});
+  check_values(a < b, {1, 0, 0});
+  check_values(a >= b, {0, 1, 1});
+  check_values(a <= b, {1, 1, 0});
+  check_values(a > 2.0, {0, 1, 1});
+  CHECK_FALSE((a > b).requires_grad());
+  Variable m = vec({1, 9, 3, 7, 2, 8}, {2, 3});
+  CHECK(m.argmax().item() == 1);
+  CHECK(m.argmax().dtype() == tg::kInt64);
+  check_values(m.argmax(1), {1, 2});
+  check_values(m.argmax(0), {1, 0, 1});
+  CHECK(m.argmax(1, true).shape() == tg::Shape{2, 1});
+  // accuracy as users write it: int64 == int64, summed
+  Variable labels = tg::from_vector(std::vector<int64_t>{1, 0}, {2});
+  CHECK((m.argmax(1) == labels).sum().item() == 1);
+}
+
+TEST_CASE("reductions: values, dims, keepdim, empty inputs") {
+  Variable a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(a.sum().item() == 21);
+  check_values(a.sum(0), {5, 7, 9});
+  check_values(a.sum(1), {6, 15});
+  check_values(a.sum(-1, true), {6, 15});
+  CHECK(a.sum(1, true).shape() == tg::Shape{2, 1});
+  CHECK(a.mean().item() == doctest::Approx(3.5));
+  check_values(a.mean(0), {2.5, 3.5, 4.5});
+  check_values(a.max(1), {3, 6});
+  check_values(a.min(0), {1, 2, 3});
+  CHECK(a.max().item() == 6);
+  CHECK(a.min().item() == 1);
+  check_values(a.t().sum(1), {5, 7, 9});   // non-contiguous input
+  // big sums use a double accumulator: no float drift
+  Variable ones = tg::ones({3000001});
+  CHECK(ones.sum().item() == 3000001);
+  // empty inputs: sum is 0, mean is NaN, max of empty throws
+  Variable e = tg::zeros({0, 3});
+  CHECK(e.sum().item() == 0);
+  check_values(e.sum(0), {0, 0, 0});
+  CHECK(std::isnan(e.mean().item()));
+  CHECK(e.sum(1).shape() == tg::Shape{0});
+  CHECK(e.max(1).shape() == tg::Shape{0});
+  TG_CHECK_THROWS(e.max(), tg::IndexError, "empty");
+  TG_CHECK_THROWS(e.max(0), tg::IndexError, "of size 0");
+  TG_CHECK_THROWS(e.argmax(), tg::IndexError, "non-empty");
+}
+
+TEST_CASE("NaN in gives NaN out: relu, clamp, max, min, softmax") {
+  Variable x = tg::from_vector(std::vector<double>{1, kNaN, -2}, {3});
+  Variable r = tg::relu(x);
+  CHECK(std::isnan(r.to_vector<double>()[1]));
+  CHECK(std::isnan(tg::clamp(x, -1, 1).to_vector<double>()[1]));
+  CHECK(std::isnan(x.max().item()));
+  CHECK(std::isnan(x.min().item()));
+  CHECK(x.argmax().item() == 1);
+  const auto s = tg::softmax(x, 0).to_vector<double>();
+  for (double v : s) CHECK(std::isnan(v));
+}
+
+TEST_CASE("matmul: 2-D, batched, mixed, transposed operands against a naive loop") {
+  tg::manual_seed(3);
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{257, 33, 17}, {1, 5, 1}, {4, 1, 3}}) {
+    Variable a = tg::randn({M, K}, tg::TensorOptions().dtype(tg::kFloat64));
+    Variable b = tg::randn({K, N}, tg::TensorOptions().dtype(tg::kFloat64));
+    const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+    std::vector<double> ref(static_cast<std::size_t>(M * N), 0.0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k) ref[i * N + j] += av[i * K + k] * bv[k * N + j];
+    check_values(a.matmul(b), ref, 1e-9);
+    check_values(tg::matmul(a.t().contiguous().t(), b.t().contiguous().t()), ref, 1e-9);   // transposed storage
+  }
+  Variable A = tg::randn({3, 4, 5}), B = tg::randn({3, 5, 2});
+  Variable C = A.matmul(B);
+  CHECK(C.shape() == tg::Shape{3, 4, 2});
+  for (int64_t i = 0; i < 3; ++i) {
+    Variable Ai(A.data().select(0, i)), Bi(B.data().select(0, i)), Ci(C.data().select(0, i));
+    testing::check_close(Ci, Ai.matmul(Bi), 1e-5, 1e-5);
+  }
+  Variable W = tg::randn({5, 2});
+  Variable D = A.matmul(W);   // (3, 4, 5) @ (5, 2): the 2-D operand is shared by every batch entry
+  for (int64_t i = 0; i < 3; ++i) testing::check_close(Variable(D.data().select(0, i)), Variable(A.data().select(0, i)).matmul(W), 1e-5, 1e-5);
+  CHECK(tg::matmul(tg::zeros({2, 0}), tg::zeros({0, 3})).sum().item() == 0);
+  CHECK(tg::matmul(tg::ones({2, 0}), tg::ones({0, 3})).shape() == tg::Shape{2, 3});
+}
+
+TEST_CASE("linear equals matmul with the transposed weight plus bias") {
+  tg::manual_seed(4);
+  Variable x = tg::randn({7, 5}), w = tg::randn({3, 5}), b = tg::randn({3});
+  testing::check_close(tg::linear(x, w, b), x.matmul(w.t()) + b, 1e-5, 1e-6);
+  testing::check_close(tg::linear(x, w), x.matmul(w.t()), 1e-5, 1e-6);
+}
+
+TEST_CASE("softmax, log_softmax and cross_entropy values; stability for logits of +-1e4") {
+  Variable x = tg::from_vector(std::vector<double>{1, 2, 3, 1, 1, 1}, {2, 3});
+  const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), s = e1 + e2 + e3;
+  check_values(tg::softmax(x, 1), {e1 / s, e2 / s, e3 / s, 1. / 3, 1. / 3, 1. / 3}, 1e-12);
+  check_values(tg::log_softmax(x, 1), {1 - std::log(s), 2 - std::log(s), 3 - std::log(s), -std::log(3.0), -std::log(3.0), -std::log(3.0)}, 1e-12);
+  check_values(tg::softmax(x, 0).sum(0), {1, 1, 1}, 1e-12);
+  Variable t = tg::from_vector(std::vector<int64_t>{2, 0}, {2});
+  const double l0 = std::log(s) - 3, l1 = std::log(3.0);
+  CHECK(tg::cross_entropy(x, t).item() == doctest::Approx((l0 + l1) / 2).epsilon(1e-12));
+  CHECK(tg::cross_entropy(x, t, tg::Reduction::Sum).item() == doctest::Approx(l0 + l1).epsilon(1e-12));
+  check_values(tg::cross_entropy(x, t, tg::Reduction::None), {l0, l1}, 1e-12);
+  // equals the composite -log_softmax[target]
+  CHECK(tg::cross_entropy(x, t).item() ==
+        doctest::Approx(-(tg::gather(tg::log_softmax(x, 1), 1, t.unsqueeze(1))).mean().item()).epsilon(1e-12));
+  // +-1e4 logits: finite loss and gradient
+  Variable big = tg::from_vector(std::vector<float>{1e4f, -1e4f, 0, -1e4f, 1e4f, 1e4f}, {2, 3},
+                                 tg::TensorOptions().requires_grad(true));
+  Variable loss = tg::cross_entropy(big, tg::from_vector(std::vector<int64_t>{1, 2}, {2}));
+  CHECK(loss.item() == doctest::Approx((2e4 + std::log(2.0)) / 2).epsilon(1e-6));
+  loss.backward();
+  for (float g : big.grad().to_vector<float>()) CHECK(std::isfinite(g));
+  check_values(tg::softmax(big, 1), {1, 0, 0, 0, 0.5, 0.5}, 1e-6);
+}
+
+TEST_CASE("mse_loss, dropout statistics and eval identity") {
+  Variable a = vec({1, 2, 3}, {3}), b = vec({1, 4, 0}, {3});
+  CHECK(tg::mse_loss(a, b).item() == doctest::Approx(13.0 / 3));
+  CHECK(tg::mse_loss(a, b, tg::Reduction::Sum).item() == doctest::Approx(13.0));
+  tg::manual_seed(11);
+  Variable x = tg::ones({100000});
+  Variable y = tg::dropout(x, 0.25, true);
+  const auto v = y.to_vector<float>();
+  int64_t zeros = 0;
+  for (float f : v) {
+    if (f == 0) ++zeros;
+    else CHECK(f == doctest::Approx(1 / 0.75));
+  }
+  CHECK(std::fabs(zeros / 100000.0 - 0.25) < 0.01);
+  CHECK(tg::dropout(x, 0.25, false).data().storage() == x.data().storage());
+  CHECK(tg::dropout(x, 1.0, true).sum().item() == 0);
+  TG_CHECK_THROWS(tg::dropout(x, 1.5), tg::Error, "between 0 and 1");
+}
+
+TEST_CASE("cat, stack, index_select, gather values") {
+  Variable a = vec({1, 2, 3, 4}, {2, 2}), b = vec({5, 6}, {1, 2});
+  check_values(tg::cat({a, b}, 0), {1, 2, 3, 4, 5, 6});
+  check_values(tg::cat({a, a}, 1), {1, 2, 1, 2, 3, 4, 3, 4});
+  check_values(tg::stack({a, a}, 0), {1, 2, 3, 4, 1, 2, 3, 4});
+  CHECK(tg::stack({a, a}, 2).shape() == tg::Shape{2, 2, 2});
+  check_values(tg::stack({a, a}, 2), {1, 1, 2, 2, 3, 3, 4, 4});
+  Variable idx = tg::from_vector(std::vector<int64_t>{1, 1, 0}, {3});
+  check_values(a.index_select(0, idx), {3, 4, 3, 4, 1, 2});
+  check_values(a.index_select(1, idx), {2, 2, 1, 4, 4, 3});
+  Variable g = tg::from_vector(std::vector<int64_t>{1, 0, 0, 0}, {2, 2});
+  check_values(a.gather(1, g), {2, 1, 3, 3});
+  check_values(a.gather(0, g), {3, 2, 1, 2});
+}
+
+TEST_CASE("views as Variables: reshape, transpose, permute, expand, flatten") {
+  Variable x = tg::arange(24).reshape({2, 3, 4});
+  CHECK(x.permute({2, 0, 1}).shape() == tg::Shape{4, 2, 3});
+  CHECK(x.transpose(0, 2).contiguous().view({-1}).to_vector<float>()[1] == 12);
+  CHECK(tg::flatten(x, 1).shape() == tg::Shape{2, 12});
+  CHECK(tg::flatten(x).shape() == tg::Shape{24});
+  CHECK(x.unsqueeze(0).squeeze(0).shape() == x.shape());
+  CHECK(vec({1, 2}, {2, 1}).expand({2, 3}).to_vector<float>() == std::vector<float>{1, 1, 1, 2, 2, 2});
+  TG_CHECK_THROWS(x.reshape({5, -1}), tg::ShapeError, "is invalid for input of size 24");
+  TG_CHECK_THROWS(x.view({-1, -1}), tg::ShapeError, "only one dimension can be inferred");
+  TG_CHECK_THROWS(x.expand({3, 3, 4}), tg::ShapeError, "must match the existing size");
+  TG_CHECK_THROWS(x.permute({0, 0, 1}), tg::ShapeError, "repeated dim");
+}
+
+TEST_CASE("in-place ops change values and bump the version counter") {
+  Variable x = vec({1, 2, 3}, {3});
+  const uint64_t v0 = x.data().version();
+  x.add_(vec({1, 1, 1}, {3}));
+  x.mul_(2.0);
+  x.sub_(1.0);
+  check_values(x, {3, 5, 7});
+  CHECK(x.data().version() == v0 + 3);
+  x.fill_(4.0);
+  check_values(x, {4, 4, 4});
+  x.zero_();
+  check_values(x, {0, 0, 0});
+  x.copy_(vec({9}, {1}));   // broadcast source
+  check_values(x, {9, 9, 9});
+  Variable view = x.reshape({3, 1});
+  view.add_(1.0);           // writes through the view
+  check_values(x, {10, 10, 10});
+  TG_CHECK_THROWS(x.add_(vec({1, 2}, {2})), tg::ShapeError, "must match");
+  TG_CHECK_THROWS(vec({1}, {1}).add_(vec({1, 2}, {2})), tg::ShapeError, "doesn't match the broadcast shape");
+}

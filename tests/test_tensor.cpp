@@ -1,0 +1,149 @@
+// tests/test_tensor.cpp: Device/DType, shapes and overflow checks, Tensor views and copies,
+// printing, the caching CPU allocator and the Philox generator.
+#include <sstream>
+
+#include "engine/allocator.h"
+#include "testing.h"
+
+using tg::Tensor;
+using tg::Variable;
+
+TEST_CASE("Device: parse, print, compare") {
+  CHECK(tg::Device::cpu().str() == "cpu");
+  CHECK(tg::Device::cuda().str() == "cuda:0");
+  CHECK(tg::Device::cuda(1).str() == "cuda:1");
+  CHECK(tg::Device("cuda:0") == tg::Device::cuda());
+  CHECK(tg::Device("cuda") == tg::Device::cuda(0));
+  CHECK(tg::Device("cpu").is_cpu());
+  CHECK(tg::Device("cuda:3").index() == 3);
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "", "cuda:0:1", "cuda:1234567"})
+    TG_CHECK_THROWS(tg::Device(std::string(bad)), tg::Error, "expected a device string");
+  std::ostringstream os;
+  os << tg::Device::cuda(2) << " " << tg::kFloat64;
+  CHECK(os.str() == "cuda:2 float64");
+}
+
+TEST_CASE("Shape: element counts are checked for negative sizes and int64 overflow before allocation") {
+  CHECK(tg::checked_numel({2, 3, 4}) == 24);
+  CHECK(tg::checked_numel({}) == 1);
+  CHECK(tg::checked_numel({5, 0, int64_t(1) << 62}) == 0);
+  TG_CHECK_THROWS(tg::checked_numel({int64_t(1) << 32, int64_t(1) << 32}), tg::ShapeError, "more elements than fit in int64");
+  TG_CHECK_THROWS(tg::zeros({3, -1}), tg::ShapeError, "negative dimension");
+  TG_CHECK_THROWS(tg::zeros({int64_t(1) << 40, int64_t(1) << 30}), tg::ShapeError, "int64");
+  TG_CHECK_THROWS(tg::zeros({int64_t(1) << 61}), tg::OutOfMemoryError, "cannot allocate");
+  CHECK(tg::broadcast_shapes({3, 1}, {1, 4}, "add") == tg::Shape{3, 4});
+  CHECK(tg::broadcast_shapes({}, {2}, "add") == tg::Shape{2});
+}
+
+TEST_CASE("Tensor views share storage and compute strides") {
+  Variable x = tg::arange(12).reshape({3, 4});
+  const Tensor& t = x.data();
+  CHECK(t.strides() == tg::Shape{4, 1});
+  Tensor tr = t.transpose(0, 1);
+  CHECK(tr.shape() == tg::Shape{4, 3});
+  CHECK(tr.strides() == tg::Shape{1, 4});
+  CHECK_FALSE(tr.is_contiguous());
+  CHECK(tr.storage() == t.storage());
+  Tensor c = tr.contiguous();
+  CHECK(c.is_contiguous());
+  CHECK(c.storage() != t.storage());
+  testing::check_values(Variable(c), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  // view of a non-contiguous tensor where possible, error where not
+  Tensor sub = t.narrow(1, 1, 2);   // (3, 2) with strides (4, 1)
+  CHECK(sub.view({3, 2, 1}).strides() == tg::Shape{4, 1, 1});
+  TG_CHECK_THROWS(tr.view({12}), tg::ShapeError, "view size is not compatible");
+  testing::check_values(Variable(tr.reshape({12})), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  Tensor e = t.select(0, 1).unsqueeze(0).expand({2, 4});
+  CHECK(e.strides() == tg::Shape{0, 1});
+  testing::check_values(Variable(e), {4, 5, 6, 7, 4, 5, 6, 7});
+  CHECK(t.permute({1, 0}).shape() == tg::Shape{4, 3});
+  CHECK(t.unsqueeze(2).squeeze().shape() == tg::Shape{3, 4});
+  CHECK(t.clone().storage() != t.storage());
+}
+
+TEST_CASE("dtype conversions and item") {
+  Variable x = tg::from_vector(std::vector<float>{1.5f, -2.25f}, {2});
+  CHECK(x.to(tg::kFloat64).dtype() == tg::kFloat64);
+  testing::check_values(x.to(tg::kFloat64), {1.5, -2.25});
+  testing::check_values(x.to(tg::kInt64), {1, -2});
+  CHECK(x.sum().item() == doctest::Approx(-0.75));
+  CHECK(x.sum().item<float>() == doctest::Approx(-0.75f));
+  TG_CHECK_THROWS(x.item(), tg::ShapeError, "cannot be converted to Scalar");
+  CHECK(tg::eye(3).to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(tg::full({2}, 7.0, tg::TensorOptions().dtype(tg::kInt64)).to_vector<int64_t>() == std::vector<int64_t>{7, 7});
+}
+
+TEST_CASE("printing follows PyTorch's layout") {
+  std::ostringstream a, b, c, d;
+  a << tg::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  CHECK(a.str() == "tensor([[1., 2.],\n        [3., 4.]])");
+  b << tg::from_vector(std::vector<double>{0.5, -1.25}, {2});
+  CHECK(b.str() == "tensor([ 0.5000, -1.2500], dtype=float64)");
+  c << tg::from_vector(std::vector<int64_t>{3}, {});
+  CHECK(c.str() == "tensor(3)");
+  d << tg::from_vector(std::vector<float>{1, 2}, {2}, tg::TensorOptions().requires_grad(true)) * 2.0;
+  CHECK(d.str() == "tensor([2., 4.], grad_fn=<mul>)");
+  std::ostringstream e;
+  e << tg::zeros({2, 0});
+  CHECK(e.str() == "tensor([], size=(2, 0))");
+}
+
+TEST_CASE("CPU allocator: freed blocks are reused, statistics add up") {
+  tg::cpu_empty_cache();
+  const auto before = tg::cpu_memory_stats();
+  const void* first;
+  {
+    Tensor t = Tensor::empty({1 << 20});   // 4 MiB
+    first = t.raw_data();
+    CHECK(tg::cpu_memory_stats().allocated >= before.allocated + (std::size_t(4) << 20));
+  }
+  CHECK(tg::cpu_memory_stats().cached >= (std::size_t(4) << 20));
+  Tensor again = Tensor::empty({1 << 20});
+  CHECK(again.raw_data() == first);   // the same block, no new page faults
+  CHECK(reinterpret_cast<uintptr_t>(again.raw_data()) % 64 == 0);
+  tg::cpu_empty_cache();
+  CHECK(tg::cpu_memory_stats().cached == 0);
+}
+
+TEST_CASE("Philox: manual_seed makes randn repeatable; values have the right statistics") {
+  tg::manual_seed(123);
+  auto a = tg::randn({1000}).to_vector<float>();
+  auto a2 = tg::randn({1000}).to_vector<float>();
+  tg::manual_seed(123);
+  auto b = tg::randn({1000}).to_vector<float>();
+  CHECK(a == b);
+  CHECK(a != a2);
+  tg::manual_seed(5);
+  Variable n = tg::randn({200000}, tg::TensorOptions().dtype(tg::kFloat64));
+  const double mean = n.mean().item();
+  const double var = ((n - mean) * (n - mean)).mean().item();
+  CHECK(std::fabs(mean) < 0.01);
+  CHECK(std::fabs(var - 1.0) < 0.02);
+  Variable u = tg::rand({100000});
+  CHECK(u.min().item() >= 0.0);
+  CHECK(u.max().item() < 1.0);
+  CHECK(std::fabs(u.mean().item() - 0.5) < 0.01);
+  Variable r = tg::randint(3, 7, {10000});
+  CHECK(r.dtype() == tg::kInt64);
+  CHECK(r.min().item() == 3);
+  CHECK(r.max().item() == 6);
+  // float64 and float32 draws of the same counters agree to float precision
+  tg::manual_seed(8);
+  auto f32 = tg::randn({16}).to_vector<double>();
+  tg::manual_seed(8);
+  auto f64 = tg::randn({16}, tg::TensorOptions().dtype(tg::kFloat64)).to_vector<double>();
+  for (int i = 0; i < 16; ++i) CHECK(f32[i] == doctest::Approx(f64[i]).epsilon(1e-6));
+}
+
+TEST_CASE("factories and *_like") {
+  Variable z = tg::zeros({2, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  CHECK(z.dtype() == tg::kFloat64);
+  CHECK(tg::ones_like(z).sum().item() == 6);
+  CHECK(tg::full_like(z, 2.5).to_vector<double>() == std::vector<double>(6, 2.5));
+  CHECK(tg::arange(4).to_vector<float>() == std::vector<float>{0, 1, 2, 3});
+  CHECK(tg::randn_like(z).shape() == z.shape());
+  CHECK(tg::rand_like(z).dtype() == tg::kFloat64);
+  TG_CHECK_THROWS(tg::from_vector(std::vector<float>{1, 2, 3}, {2, 2}), tg::ShapeError, "cannot fill shape");
+  TG_CHECK_THROWS(tg::randint(5, 5, {2}), tg::Error, "expected low < high");
+  TG_CHECK_THROWS(tg::randn({2}, tg::TensorOptions().dtype(tg::kInt64)), tg::DTypeError, "floating point");
+}
