@@ -16,7 +16,7 @@ Variable param(std::vector<float> v) {
 }
 }  // namespace
 
-TEST_CASE("backward twice through a freed graph throws; retain_graph allows it and accumulates") {
+TEST_CASE("backward twice through a freed graph throws - retain_graph allows it and accumulates") {
   Variable x = param({1, 2});
   Variable y = (x * x).sum();
   y.backward();
@@ -44,7 +44,7 @@ TEST_CASE("backward on something that does not require grad") {
   TG_CHECK_THROWS(Variable().backward(), tg::AutogradError, "undefined");
 }
 
-TEST_CASE("no_grad: results do not require grad and record nothing; grad mode is thread-local") {
+TEST_CASE("no_grad: results do not require grad and record nothing - grad mode is thread-local") {
   Variable x = param({1, 2});
   {
     tg::NoGradGuard guard;
@@ -72,7 +72,7 @@ TEST_CASE("detach shares storage and cuts the graph") {
   check_values(x.grad(), {2, 4});   // d is a constant
 }
 
-TEST_CASE("leaf vs non-leaf gradients; retain_grad keeps a non-leaf's") {
+TEST_CASE("leaf vs non-leaf gradients - retain_grad keeps a non-leaf's") {
   Variable x = param({1, 2});
   Variable y = x * 3.0;
   Variable w = x * 4.0;
@@ -111,7 +111,7 @@ TEST_CASE("broadcast gradients are summed back to the input's shape") {
   CHECK(s.grad().item() == 24);
 }
 
-TEST_CASE("grads accumulate across backward calls; zero_grad resets") {
+TEST_CASE("grads accumulate across backward calls - zero_grad resets") {
   Variable x = param({1});
   (x * 2.0).sum().backward();
   (x * 3.0).sum().backward();
@@ -148,7 +148,7 @@ TEST_CASE("version counter: in-place on a saved tensor throws PyTorch's error") 
   TG_CHECK_THROWS(r.backward(), tg::AutogradError, "modified by an inplace operation");
 }
 
-TEST_CASE("in-place on a leaf that requires grad throws; under no_grad it works") {
+TEST_CASE("in-place on a leaf that requires grad throws - under no_grad it works") {
   Variable w = param({1, 2});
   TG_CHECK_THROWS(w.add_(1.0), tg::AutogradError, "a leaf Variable that requires grad is being used in an in-place operation");
   {
@@ -177,7 +177,7 @@ TEST_CASE("in-place ops on non-leaves are recorded: gradients stay correct") {
   check_values(x.grad(), {4, 5});   // unchanged: the old z gets no gradient
 }
 
-TEST_CASE("a 150,000-node chain backwards and frees without stack overflow") {
+TEST_CASE("a 150000-node chain backwards and frees without stack overflow") {
   Variable x = param({1});
   Variable y = x;
   for (int i = 0; i < 150000; ++i) y = y + 1e-6;
@@ -190,7 +190,7 @@ TEST_CASE("a 150,000-node chain backwards and frees without stack overflow") {
   CHECK(x.grad().item() == 1);
 }
 
-TEST_CASE("an exception inside backward propagates; the next backward works") {
+TEST_CASE("an exception inside backward propagates - the next backward works") {
   Variable x = param({2});
   Variable bad = tg::record("explodes", x.data().clone(), {x},
                             [](const tg::Tensor&, tg::Grads&) { throw std::runtime_error("boom in backward"); });
@@ -214,7 +214,7 @@ TEST_CASE("a user-defined op through record(): softplus with its own backward") 
   CHECK(tg::autograd::gradcheck([&](const std::vector<Variable>& in) { return softplus(in[0]); }, {x}));
 }
 
-TEST_CASE("independent graphs backward concurrently from 8 threads; a shared leaf accumulates exactly") {
+TEST_CASE("independent graphs backward concurrently from 8 threads - a shared leaf accumulates exactly") {
   Variable shared = param({1, 2, 3});
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
@@ -243,7 +243,7 @@ TEST_CASE("anomaly mode names the op whose backward produced NaN") {
   CHECK(std::isinf(x.grad().to_vector<double>()[0]));
 }
 
-TEST_CASE("to_dot lists ops, shapes and leaves that require grad") {
+TEST_CASE("to_dot lists ops shapes and leaves that require grad") {
   Variable w = tg::ones({3, 2}, tg::TensorOptions().requires_grad(true));
   Variable x = tg::ones({4, 3});
   Variable loss = tg::relu(x.matmul(w)).sum();
@@ -256,7 +256,7 @@ TEST_CASE("to_dot lists ops, shapes and leaves that require grad") {
   CHECK(dot.find("leaf [4, 3]") == std::string::npos);   // x does not require grad: not drawn
 }
 
-TEST_CASE("activations are freed by backward; nothing of the graph outlives its Variables") {
+TEST_CASE("activations are freed by backward - nothing of the graph outlives its Variables") {
   Variable w = tg::ones({64, 64}, tg::TensorOptions().requires_grad(true));
   const auto before = tg::cpu_memory_stats().allocated;
   {

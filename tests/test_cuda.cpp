@@ -20,7 +20,7 @@ TEST_CASE("cuda: is_available never throws and agrees with device_count") {
   if (require_cuda()) CHECK_MESSAGE(available, "TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
 }
 
-TEST_CASE("cuda: without a usable GPU, info explains why and CUDA tensors raise DeviceError") {
+TEST_CASE("cuda: without a usable GPU info explains why and CUDA tensors raise DeviceError") {
   if (tg::cuda::is_available()) {
     MESSAGE("a GPU is usable: the no-GPU behaviour is not exercised here");
     return;

@@ -328,7 +328,7 @@ TEST_CASE("gradcheck table covers every op in ops/ops.h") {
   for (const auto& entry : table) CHECK_MESSAGE(declared.count(entry.first) == 1, "stale entry " << entry.first);
 }
 
-TEST_CASE("gradcheck: every differentiable op, float64 central differences") {
+TEST_CASE("gradcheck: every differentiable op float64 central differences") {
   for (const auto& entry : gradcheck_table()) {
     for (const Sample& sample : entry.second()) {
       CAPTURE(entry.first);

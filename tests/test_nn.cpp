@@ -37,7 +37,7 @@ TEST_CASE("Module: parameters in registration order with dotted names") {
   CHECK(os.str() == "Module(\n  (fc1): Linear(in_features=4, out_features=8, bias=true)\n  (fc2): Linear(in_features=8, out_features=3, bias=true)\n)");
 }
 
-TEST_CASE("Linear: PyTorch's default init bound 1/sqrt(in), forward shape") {
+TEST_CASE("Linear: PyTorch's default init bound 1/sqrt(in) forward shape") {
   tg::manual_seed(0);
   tg::nn::Linear fc(100, 50);
   const double bound = 0.1;
@@ -52,7 +52,7 @@ TEST_CASE("Linear: PyTorch's default init bound 1/sqrt(in), forward shape") {
   TG_CHECK_THROWS(tg::nn::Linear(0, 3), tg::ShapeError, "must be positive");
 }
 
-TEST_CASE("Sequential builds in place and runs in order; train/eval reach children") {
+TEST_CASE("Sequential builds in place and runs in order - train/eval reach children") {
   tg::nn::Sequential seq;
   seq.add<tg::nn::Linear>(10, 5);
   seq.add<tg::nn::ReLU>();
@@ -68,7 +68,7 @@ TEST_CASE("Sequential builds in place and runs in order; train/eval reach childr
   CHECK(seq.children()[2].second->is_training());
 }
 
-TEST_CASE("SGD: plain, momentum, nesterov and weight decay follow torch.optim.SGD") {
+TEST_CASE("SGD: plain momentum nesterov and weight decay follow torch.optim.SGD") {
   // One parameter w = [1, -2] with the constant gradient of loss = sum(g * w), g = [0.5, 1].
   auto run = [](tg::optim::SGDOptions opts, int steps) {
     Variable w = tg::from_vector(std::vector<double>{1, -2}, {2}, tg::TensorOptions().requires_grad(true));

@@ -8,7 +8,7 @@
 using tg::Tensor;
 using tg::Variable;
 
-TEST_CASE("Device: parse, print, compare") {
+TEST_CASE("Device: parse print compare") {
   CHECK(tg::Device::cpu().str() == "cpu");
   CHECK(tg::Device::cuda().str() == "cuda:0");
   CHECK(tg::Device::cuda(1).str() == "cuda:1");
@@ -88,7 +88,7 @@ TEST_CASE("printing follows PyTorch's layout") {
   CHECK(e.str() == "tensor([], size=(2, 0))");
 }
 
-TEST_CASE("CPU allocator: freed blocks are reused, statistics add up") {
+TEST_CASE("CPU allocator: freed blocks are reused statistics add up") {
   tg::cpu_empty_cache();
   const auto before = tg::cpu_memory_stats();
   const void* first;
@@ -105,7 +105,7 @@ TEST_CASE("CPU allocator: freed blocks are reused, statistics add up") {
   CHECK(tg::cpu_memory_stats().cached == 0);
 }
 
-TEST_CASE("Philox: manual_seed makes randn repeatable; values have the right statistics") {
+TEST_CASE("Philox: manual_seed makes randn repeatable - values have the right statistics") {
   tg::manual_seed(123);
   auto a = tg::randn({1000}).to_vector<float>();
   auto a2 = tg::randn({1000}).to_vector<float>();
@@ -135,7 +135,7 @@ TEST_CASE("Philox: manual_seed makes randn repeatable; values have the right sta
   for (int i = 0; i < 16; ++i) CHECK(f32[i] == doctest::Approx(f64[i]).epsilon(1e-6));
 }
 
-TEST_CASE("factories and *_like") {
+TEST_CASE("factories and the _like variants") {
   Variable z = tg::zeros({2, 3}, tg::TensorOptions().dtype(tg::kFloat64));
   CHECK(z.dtype() == tg::kFloat64);
   CHECK(tg::ones_like(z).sum().item() == 6);
