@@ -8,6 +8,7 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/variable.h"
+#include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 #include "ops/creation.h"

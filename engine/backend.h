@@ -75,6 +75,11 @@ class Backend {
   virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
                         double momentum, double dampening, double weight_decay, bool nesterov,
                         bool first_step) = 0;
+  /// Fused Adam/AdamW update of one parameter (all contiguous, same shape), PyTorch's torch.optim.Adam
+  /// formulas at step `step` (1-based); max_exp_avg_sq is undefined unless amsgrad. decoupled: AdamW.
+  virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                         double weight_decay, bool decoupled, int64_t step) = 0;
   virtual void synchronize() = 0;
 };
 

@@ -541,6 +541,33 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
+                 bool decoupled, int64_t step) override {
+    dispatch_floating(param.dtype(), "adam", [&](auto t) {
+      using T = decltype(t);
+      T* w = param.data<T>();
+      const T* g = grad.data<T>();
+      T *m = exp_avg.data<T>(), *v = exp_avg_sq.data<T>();
+      T* vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
+      const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
+      const T step_size = T(lr / bc1), inv_sqrt_bc2 = T(1 / std::sqrt(bc2)), b1 = T(beta1), b2 = T(beta2);
+      const T wd = T(weight_decay), decay = T(1 - lr * weight_decay), eps_ = T(eps);
+      parallel_for(param.numel(), 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T gi = g[i];
+          if (decoupled) w[i] *= decay;                        // AdamW: w = w (1 - lr wd)
+          else gi += wd * w[i];                                // Adam: g = g + wd w
+          m[i] = b1 * m[i] + (T(1) - b1) * gi;                 // m = b1 m + (1 - b1) g
+          v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;            // v = b2 v + (1 - b2) g^2
+          T vv = v[i];
+          if (vmax != nullptr) vv = vmax[i] = std::max(vmax[i], v[i]);   // amsgrad: running max of v
+          w[i] -= step_size * m[i] / (std::sqrt(vv) * inv_sqrt_bc2 + eps_);   // w -= lr/bc1 m / (sqrt(v/bc2) + eps)
+        }
+      });
+    });
+  }
+
   void synchronize() override {}
 
  private:

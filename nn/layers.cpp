@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "engine/philox.h"
 #include "engine/prim.h"
+#include "nn/init.h"
 
 namespace tg {
 namespace nn {
@@ -14,11 +14,14 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
     : in_features_(in_features), out_features_(out_features) {
   TG_CHECK(in_features > 0 && out_features > 0, ShapeError, "Linear: in_features and out_features must be positive, got ",
            in_features, " and ", out_features);
-  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));   // kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(in))
-  weight = Variable(prim::random(philox::Kind::Uniform, {out_features, in_features}, -bound, bound, kFloat32, Device::cpu()));
+  // PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)) gives U(+-1/sqrt(in)) for the weight.
+  weight = Variable(prim::empty({out_features, in_features}));
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
   register_parameter("weight", weight);
   if (with_bias) {
-    bias = Variable(prim::random(philox::Kind::Uniform, {out_features}, -bound, bound, kFloat32, Device::cpu()));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    bias = Variable(prim::empty({out_features}));
+    init::uniform_(bias, -bound, bound);
     register_parameter("bias", bias);
   }
 }

@@ -152,3 +152,28 @@ TEST_CASE("the API.md training loop lowers the loss on a learnable problem") {
   const double acc = (model(inputs).argmax(1) == targets).to(tg::kFloat32).mean().item();
   CHECK(acc > 0.9);
 }
+
+TEST_CASE("nn::init: bounds and statistics follow torch.nn.init") {
+  tg::manual_seed(2);
+  Variable w = tg::empty({200, 300});
+  tg::nn::init::xavier_uniform_(w);
+  const double xb = std::sqrt(6.0 / 500);
+  CHECK(w.abs().max().item() <= xb);
+  CHECK(w.abs().max().item() > 0.99 * xb);
+  tg::nn::init::kaiming_uniform_(w);
+  const double kb = std::sqrt(2.0) * std::sqrt(3.0 / 300);
+  CHECK(w.abs().max().item() <= kb);
+  CHECK(w.abs().max().item() > 0.99 * kb);
+  tg::nn::init::kaiming_normal_(w);
+  const double sd = std::sqrt(2.0 / 300);
+  CHECK(std::sqrt((w * w).mean().item()) == doctest::Approx(sd).epsilon(0.02));
+  tg::nn::init::normal_(w, 3, 0.5);
+  CHECK(w.mean().item() == doctest::Approx(3).epsilon(0.01));
+  tg::nn::init::constant_(w, 0.25);
+  CHECK(w.min().item() == 0.25);
+  Variable b = tg::empty({5});
+  TG_CHECK_THROWS(tg::nn::init::xavier_uniform_(b), tg::ShapeError, "fewer than 2 dimensions");
+  const auto fans = tg::nn::init::fan_in_and_out(tg::empty({4, 3, 5, 5}));
+  CHECK(fans.first == 75);
+  CHECK(fans.second == 100);
+}
