@@ -13,4 +13,6 @@
 #include "nn/module.h"
 #include "ops/creation.h"
 #include "ops/ops.h"
+#include "optim/adam.h"
 #include "optim/optimizer.h"
+#include "optim/scheduler.h"

@@ -173,7 +173,12 @@ void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   check_binary(op, a, b, name);
-  const Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  if (a.shape() == b.shape()) {   // the common case: no broadcast views to build
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    backend_for(a.device()).binary(op, a, b, out);
+    return out;
+  }
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   backend_for(a.device()).binary(op, a.expand(shape), b.expand(shape), out);
   return out;

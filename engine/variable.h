@@ -224,6 +224,7 @@ bool any_requires_grad(const std::vector<Variable>& inputs);
 /// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
 Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, BackwardFn backward);
 inline Variable record(const char* name, Tensor out, std::initializer_list<Variable> inputs, BackwardFn backward) {
+  if (!any_requires_grad(inputs)) return Variable(std::move(out));   // no graph: skip building the input list
   return record(name, std::move(out), std::vector<Variable>(inputs), std::move(backward));
 }
 /// Marks `out` as a view of `base` (shares its storage) for the in-place rules.

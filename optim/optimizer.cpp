@@ -63,5 +63,47 @@ void SGD::step() {
   }
 }
 
+void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  TG_CHECK(state.empty(), Error, "set_state: this optimizer keeps no state, but the given state has ", state.size(),
+           " entries (the first is \"", state.front().first, "\")");
+}
+
+std::vector<std::pair<std::string, Tensor>> SGD::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < velocity_.size(); ++i)
+    if (velocity_[i].defined()) out.emplace_back("velocity." + std::to_string(i), velocity_[i]);
+  return out;
+}
+
+void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  // Validate every entry, then make private copies on each parameter's device, then swap: a
+  // failure leaves the old state in place.
+  const std::string prefix = "velocity.";
+  std::vector<Tensor> next(params_.size());
+  for (const auto& [name, t] : state) {
+    const std::string digits = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : std::string();
+    bool ok = !digits.empty() && digits.size() <= 9 && (digits == "0" || digits[0] != '0') &&
+              digits.find_first_not_of("0123456789") == std::string::npos;
+    const std::size_t i = ok ? std::size_t(std::stoul(digits)) : 0;
+    ok = ok && i < params_.size();
+    TG_CHECK(ok, Error, "SGD::set_state: unexpected entry \"", name, "\" (expected velocity.<i> for 0 <= i < ",
+             params_.size(), ")");
+    TG_CHECK(!next[i].defined(), Error, "SGD::set_state: duplicate entry \"", name, "\"");
+    TG_CHECK(t.defined(), Error, "SGD::set_state: entry \"", name, "\" is undefined");
+    const Variable& p = params_[i];
+    TG_CHECK(t.shape() == p.shape(), ShapeError, "SGD::set_state: \"", name, "\" has shape ", shape_str(t.shape()),
+             " but parameter ", i, " has shape ", shape_str(p.shape()));
+    TG_CHECK(t.dtype() == p.dtype(), DTypeError, "SGD::set_state: \"", name, "\" is ", dtype_name(t.dtype()),
+             " but parameter ", i, " is ", dtype_name(p.dtype()));
+    next[i] = t;
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (!next[i].defined()) continue;
+    const Tensor moved = next[i].to(params_[i].device());
+    next[i] = moved.storage() == next[i].storage() ? moved.clone() : moved.contiguous();   // never alias the caller's
+  }
+  velocity_ = std::move(next);
+}
+
 }  // namespace optim
 }  // namespace tg

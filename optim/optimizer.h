@@ -1,6 +1,8 @@
 // optim/optimizer.h: Optimizer base (parameter list, zero_grad, step) and SGD with PyTorch's
 // update formulas. Each update is one fused Backend::sgd_step per parameter (engine/cpu_backend.cpp).
 #pragma once
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/variable.h"
@@ -15,6 +17,14 @@ class Optimizer {
   /// set_to_none (default, as PyTorch 2): grads become undefined; else they are filled with zeros.
   void zero_grad(bool set_to_none = true);
   virtual void step() = 0;
+  /// The learning rate (what schedulers read and set).
+  virtual double lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  /// Checkpoint state as named tensors (tg::save/tg::load in nn/serialize.h); the base has none.
+  /// state() may alias the live buffers. set_state validates every entry (names, shapes, dtypes)
+  /// before changing anything; entries it does not receive are reset.
+  virtual std::vector<std::pair<std::string, Tensor>> state() const { return {}; }
+  virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
   const std::vector<Variable>& params() const { return params_; }
  protected:
   std::vector<Variable> params_;
@@ -36,6 +46,11 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Variable> params, SGDOptions options);
   void step() override;
+  /// "velocity.<parameter index>" for each momentum buffer that exists (none before the first step).
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  double lr() const override { return options_.lr_; }
+  void set_lr(double lr) override { options_.lr_ = lr; }
   SGDOptions& options() { return options_; }
  private:
   SGDOptions options_;

@@ -1,0 +1,71 @@
+// optim/scheduler.h: learning-rate schedulers with PyTorch's closed forms, stepped once per epoch
+// (or per iteration) after optimizer.step(): StepLR, CosineAnnealingLR, LinearLR (warm-up).
+#pragma once
+#include <cstdint>
+
+#include "optim/optimizer.h"
+
+namespace tg {
+namespace optim {
+
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& optimizer);
+  virtual ~LRScheduler() = default;
+  /// Advances one epoch and sets the optimizer's learning rate.
+  void step();
+  int64_t last_epoch() const { return epoch_; }
+  double base_lr() const { return base_lr_; }
+  double get_last_lr() const { return optimizer_.lr(); }
+
+ protected:
+  /// The learning rate at `epoch` (0 = the optimizer's initial rate).
+  virtual double lr_at(int64_t epoch) const = 0;
+  /// Called by subclass constructors once they are set up: applies lr_at(0).
+  void init() { optimizer_.set_lr(lr_at(0)); }
+
+ private:
+  Optimizer& optimizer_;
+  double base_lr_;
+  int64_t epoch_ = 0;
+};
+
+/// lr = base_lr * gamma^(epoch / step_size)
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+ protected:
+  double lr_at(int64_t epoch) const override;
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0);
+ protected:
+  double lr_at(int64_t epoch) const override;
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/// lr = base_lr * (start + (end - start) min(epoch, total_iters) / total_iters): a linear warm-up.
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+ protected:
+  double lr_at(int64_t epoch) const override;
+ private:
+  double start_, end_;
+  int64_t total_;
+};
+
+/// Scales all gradients so that their global 2-norm is at most max_norm; returns the norm before
+/// clipping (torch.nn.utils.clip_grad_norm_). Parameters without a gradient are skipped.
+double clip_grad_norm(const std::vector<Variable>& params, double max_norm);
+
+}  // namespace optim
+}  // namespace tg

@@ -1,0 +1,110 @@
+// tests/test_optim.cpp: Adam/AdamW against an independent scalar transcription of torch.optim's
+// algorithm, learning-rate schedulers' closed forms, and gradient clipping. SGD: tests/test_nn.cpp.
+#include <cmath>
+
+#include "testing.h"
+
+using tg::Variable;
+
+namespace {
+
+/// torch.optim.Adam / AdamW, one element, written from PyTorch's documented algorithm.
+struct RefAdam {
+  double lr, b1, b2, eps, wd;
+  bool amsgrad, decoupled;
+  double m = 0, v = 0, vmax = 0;
+  int t = 0;
+  double step(double w, double g) {
+    ++t;
+    if (decoupled) w *= 1 - lr * wd;
+    else g += wd * w;
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    const double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
+    double vh = v;
+    if (amsgrad) vh = vmax = std::max(vmax, v);
+    return w - lr / bc1 * m / (std::sqrt(vh) / std::sqrt(bc2) + eps);
+  }
+};
+
+/// Three steps on the quadratic sum(a (w - c)^2), float64, comparing every element to RefAdam.
+void check_adam(tg::optim::AdamOptions o, bool decoupled) {
+  const std::vector<double> w0{1.0, -2.0, 0.5}, a{1.0, 3.0, 0.2}, c{0.3, 0.1, -1.0};
+  Variable w = tg::from_vector(w0, {3}, tg::TensorOptions().requires_grad(true));
+  Variable av = tg::from_vector(a, {3}), cv = tg::from_vector(c, {3});
+  std::unique_ptr<tg::optim::Optimizer> opt;
+  if (decoupled) opt = std::make_unique<tg::optim::AdamW>(std::vector<Variable>{w}, o);
+  else opt = std::make_unique<tg::optim::Adam>(std::vector<Variable>{w}, o);
+  std::vector<RefAdam> ref(3, RefAdam{o.lr_, o.beta1_, o.beta2_, o.eps_, o.weight_decay_, o.amsgrad_, decoupled});
+  std::vector<double> expect = w0;
+  for (int step = 0; step < 3; ++step) {
+    opt->zero_grad();
+    (av * (w - cv) * (w - cv)).sum().backward();
+    opt->step();
+    for (int i = 0; i < 3; ++i) expect[i] = ref[i].step(expect[i], 2 * a[i] * (expect[i] - c[i]));
+    const auto got = w.to_vector<double>();
+    for (int i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(expect[i]).epsilon(1e-12));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Adam and AdamW follow torch.optim over three steps on a quadratic") {
+  check_adam(tg::optim::AdamOptions(0.1), false);
+  check_adam(tg::optim::AdamOptions(0.05).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1), false);
+  check_adam(tg::optim::AdamOptions(0.1).amsgrad(), false);
+  check_adam(tg::optim::AdamOptions(0.1).weight_decay(0.01), true);
+  TG_CHECK_THROWS(tg::optim::Adam({}, tg::optim::AdamOptions(0.1).betas(1.0, 0.9)), tg::Error, "invalid betas");
+}
+
+TEST_CASE("Adam: the first step moves every element by about lr") {
+  Variable w = tg::from_vector(std::vector<float>{1, -1}, {2}, tg::TensorOptions().requires_grad(true));
+  tg::optim::Adam adam({w}, 0.01);
+  (w * w).sum().backward();
+  adam.step();
+  testing::check_values(w, {0.99, -0.99}, 1e-6);   // m / sqrt(v) = sign(g) at step 1
+}
+
+TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR closed forms") {
+  Variable w = tg::ones({1}, tg::TensorOptions().requires_grad(true));
+  tg::optim::SGD sgd({w}, 1.0);
+  tg::optim::StepLR step(sgd, 2, 0.5);
+  std::vector<double> lrs;
+  for (int e = 0; e < 5; ++e) {
+    lrs.push_back(sgd.lr());
+    step.step();
+  }
+  testing::check_values(tg::from_vector(lrs), {1, 1, 0.5, 0.5, 0.25}, 1e-12);
+
+  tg::optim::SGD sgd2({w}, 0.1);
+  tg::optim::CosineAnnealingLR cos(sgd2, 4, 0.0);
+  lrs.clear();
+  for (int e = 0; e < 5; ++e) {
+    lrs.push_back(sgd2.lr());
+    cos.step();
+  }
+  testing::check_values(tg::from_vector(lrs), {0.1, 0.1 * (1 + std::cos(M_PI / 4)) / 2, 0.05, 0.1 * (1 + std::cos(3 * M_PI / 4)) / 2, 0}, 1e-12);
+
+  tg::optim::Adam adam({w}, 0.3);
+  tg::optim::LinearLR warm(adam, 0.5, 1.0, 2);
+  lrs.clear();
+  for (int e = 0; e < 4; ++e) {
+    lrs.push_back(adam.lr());
+    warm.step();
+  }
+  testing::check_values(tg::from_vector(lrs), {0.15, 0.225, 0.3, 0.3}, 1e-12);
+  TG_CHECK_THROWS(tg::optim::StepLR(sgd, 0), tg::Error, "step_size must be positive");
+}
+
+TEST_CASE("clip_grad_norm scales gradients to the max norm and returns the norm before") {
+  Variable a = tg::from_vector(std::vector<float>{3, 0}, {2}, tg::TensorOptions().requires_grad(true));
+  Variable b = tg::from_vector(std::vector<float>{0}, {1}, tg::TensorOptions().requires_grad(true));
+  Variable unused = tg::ones({2}, tg::TensorOptions().requires_grad(true));
+  ((a * a).sum() * 0.5 + b * 4.0).sum().backward();   // grads: a -> [3, 0], b -> [4]
+  const double norm = tg::optim::clip_grad_norm({a, b, unused}, 1.0);
+  CHECK(norm == doctest::Approx(5.0));
+  testing::check_values(a.grad(), {0.6, 0}, 1e-5);
+  testing::check_values(b.grad(), {0.8}, 1e-5);
+  CHECK(tg::optim::clip_grad_norm({a, b}, 10.0) == doctest::Approx(1.0).epsilon(1e-5));   // no change below the max
+  testing::check_values(a.grad(), {0.6, 0}, 1e-5);
+}
