@@ -21,7 +21,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 train: build
-	$(BUILD)/examples/train_seed_net $(ARGS)
+	$(BUILD)/examples/train_fashion_mnist $(ARGS)
 
 clean:
 	rm -rf $(BUILD)

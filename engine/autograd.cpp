@@ -6,6 +6,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "engine/autograd_tools.h"
 #include "engine/error.h"
 #include "engine/prim.h"
 #include "engine/variable.h"
@@ -107,6 +108,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
   ready.push(root_fn);
   const bool anomaly = AnomalyMode::is_enabled();
+  const BackwardObserver* observer = BackwardTraceGuard::current();
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
     ready.pop();
@@ -119,6 +121,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       TG_CHECK(node->backward != nullptr, AutogradError, kSecondBackward);
+      if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
       node->backward(g, out);

@@ -41,6 +41,16 @@ double* element(const Tensor& t, int64_t flat) {
 
 }  // namespace
 
+namespace {
+thread_local const BackwardObserver* t_observer = nullptr;
+}  // namespace
+
+BackwardTraceGuard::BackwardTraceGuard(BackwardObserver observer) : observer_(std::move(observer)), prev_(t_observer) {
+  t_observer = &observer_;
+}
+BackwardTraceGuard::~BackwardTraceGuard() { t_observer = prev_; }
+const BackwardObserver* BackwardTraceGuard::current() { return t_observer; }
+
 bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, const std::vector<Variable>& inputs,
                const GradcheckOptions& opt) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -27,6 +27,9 @@ class Adam : public Optimizer {
   double lr() const override { return options_.lr_; }
   void set_lr(double lr) override { options_.lr_ = lr; }
   AdamOptions& options() { return options_; }
+  /// exp_avg.<i>, exp_avg_sq.<i>, max_exp_avg_sq.<i> (amsgrad) and step.<i> (0-d int64) per parameter.
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
 
  protected:
   Adam(std::vector<Variable> params, AdamOptions options, bool decoupled);

@@ -51,10 +51,11 @@ void SGD::step() {
     const Variable g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     bool first = false;
-    if (o.momentum_ != 0 && (!velocity_[i].defined() || velocity_[i].device() != p.device() ||
-                             velocity_[i].dtype() != p.dtype())) {
-      velocity_[i] = prim::empty(p.shape(), p.dtype(), p.device());
+    if (o.momentum_ != 0 && !velocity_[i].defined()) {
+      velocity_[i] = prim::empty(p.shape(), p.dtype(), p.device());   // set by the first step: v = d
       first = true;
+    } else if (velocity_[i].defined() && (velocity_[i].device() != p.device() || velocity_[i].dtype() != p.dtype())) {
+      velocity_[i] = velocity_[i].to(p.device()).to(p.dtype());       // the module moved: keep the momentum
     }
     backend_for(p.device())
         .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? velocity_[i] : Tensor(), o.lr_, o.momentum_,
@@ -63,9 +64,14 @@ void SGD::step() {
   }
 }
 
-void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
-  TG_CHECK(state.empty(), Error, "set_state: this optimizer keeps no state, but the given state has ", state.size(),
-           " entries (the first is \"", state.front().first, "\")");
+// The base throws rather than returning nothing, so that an optimizer whose state was never wired
+// up cannot write a checkpoint that silently drops it.
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
+  throw Error("state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
+}
+
+void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>&) {
+  throw Error("set_state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
 }
 
 std::vector<std::pair<std::string, Tensor>> SGD::state() const {
@@ -78,31 +84,41 @@ std::vector<std::pair<std::string, Tensor>> SGD::state() const {
 void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
   // Validate every entry, then make private copies on each parameter's device, then swap: a
   // failure leaves the old state in place.
-  const std::string prefix = "velocity.";
   std::vector<Tensor> next(params_.size());
   for (const auto& [name, t] : state) {
-    const std::string digits = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : std::string();
-    bool ok = !digits.empty() && digits.size() <= 9 && (digits == "0" || digits[0] != '0') &&
-              digits.find_first_not_of("0123456789") == std::string::npos;
-    const std::size_t i = ok ? std::size_t(std::stoul(digits)) : 0;
-    ok = ok && i < params_.size();
-    TG_CHECK(ok, Error, "SGD::set_state: unexpected entry \"", name, "\" (expected velocity.<i> for 0 <= i < ",
-             params_.size(), ")");
+    const std::size_t i = state_index(name, "velocity", "SGD::set_state");
     TG_CHECK(!next[i].defined(), Error, "SGD::set_state: duplicate entry \"", name, "\"");
-    TG_CHECK(t.defined(), Error, "SGD::set_state: entry \"", name, "\" is undefined");
-    const Variable& p = params_[i];
-    TG_CHECK(t.shape() == p.shape(), ShapeError, "SGD::set_state: \"", name, "\" has shape ", shape_str(t.shape()),
-             " but parameter ", i, " has shape ", shape_str(p.shape()));
-    TG_CHECK(t.dtype() == p.dtype(), DTypeError, "SGD::set_state: \"", name, "\" is ", dtype_name(t.dtype()),
-             " but parameter ", i, " is ", dtype_name(p.dtype()));
+    check_state_entry(name, t, i, "SGD::set_state");
     next[i] = t;
   }
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (!next[i].defined()) continue;
-    const Tensor moved = next[i].to(params_[i].device());
-    next[i] = moved.storage() == next[i].storage() ? moved.clone() : moved.contiguous();   // never alias the caller's
-  }
+  for (std::size_t i = 0; i < next.size(); ++i)
+    if (next[i].defined()) next[i] = private_copy(next[i], params_[i].device());
   velocity_ = std::move(next);
+}
+
+std::size_t Optimizer::state_index(const std::string& name, const std::string& prefix, const char* who) const {
+  const std::string head = prefix + ".";
+  const std::string digits = name.rfind(head, 0) == 0 ? name.substr(head.size()) : std::string();
+  bool ok = !digits.empty() && digits.size() <= 9 && (digits == "0" || digits[0] != '0') &&
+            digits.find_first_not_of("0123456789") == std::string::npos;
+  const std::size_t i = ok ? std::size_t(std::stoul(digits)) : 0;
+  TG_CHECK(ok && i < params_.size(), Error, who, ": unexpected entry \"", name, "\" (expected ", prefix,
+           ".<i> for 0 <= i < ", params_.size(), ")");
+  return i;
+}
+
+void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const {
+  const Tensor& like = params_[i].data();
+  TG_CHECK(t.defined(), Error, who, ": entry \"", name, "\" is undefined");
+  TG_CHECK(t.shape() == like.shape(), ShapeError, who, ": \"", name, "\" has shape ", shape_str(t.shape()),
+           " but parameter ", i, " has shape ", shape_str(like.shape()));
+  TG_CHECK(t.dtype() == like.dtype(), DTypeError, who, ": \"", name, "\" is ", dtype_name(t.dtype()),
+           " but parameter ", i, " is ", dtype_name(like.dtype()));
+}
+
+Tensor Optimizer::private_copy(const Tensor& t, Device device) {
+  const Tensor moved = t.to(device);
+  return moved.storage() == t.storage() ? moved.clone() : moved.contiguous();   // never alias the caller's
 }
 
 }  // namespace optim

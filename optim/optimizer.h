@@ -20,13 +20,20 @@ class Optimizer {
   /// The learning rate (what schedulers read and set).
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
-  /// Checkpoint state as named tensors (tg::save/tg::load in nn/serialize.h); the base has none.
-  /// state() may alias the live buffers. set_state validates every entry (names, shapes, dtypes)
-  /// before changing anything; entries it does not receive are reset.
-  virtual std::vector<std::pair<std::string, Tensor>> state() const { return {}; }
+  /// Checkpoint state as named tensors (tg::save/tg::load in nn/serialize.h). state() may alias the
+  /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
+  /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
+  virtual std::vector<std::pair<std::string, Tensor>> state() const;
   virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
   const std::vector<Variable>& params() const { return params_; }
  protected:
+  /// For set_state: i of "<prefix>.<i>" with 0 <= i < params().size(), else Error naming `who`.
+  std::size_t state_index(const std::string& name, const std::string& prefix, const char* who) const;
+  /// For set_state: t is defined and has parameter i's shape (ShapeError) and dtype (DTypeError).
+  void check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const;
+  /// A copy of t on device that shares nothing with the caller's tensor.
+  static Tensor private_copy(const Tensor& t, Device device);
+
   std::vector<Variable> params_;
 };
 

@@ -1,0 +1,523 @@
+// tests/test_data.cpp: the IDX reader on small files written here (plain and gzip, good and broken),
+// MNIST's folder layout, TensorDataset, and DataLoader: coverage, reproducible shuffling, batch shapes,
+// errors from the prefetch thread, early exits. Loads the real Fashion-MNIST when it is installed.
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+#include <type_traits>
+
+#include "testing.h"
+
+namespace fs = std::filesystem;
+using tg::Variable;
+using tg::data::Batch;
+using tg::data::DataLoader;
+using tg::data::LoaderOptions;
+
+namespace {
+
+/// A fresh folder under the system temp dir, removed with everything in it at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    std::random_device rd;
+    path = fs::temp_directory_path() /
+           ("tg_data_test_" + std::to_string(rd()) + "_" + std::to_string(counter.fetch_add(1)));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+void put_be32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(v >> s));
+}
+
+/// IDX bytes: magic, dims (big-endian uint32), then data.
+std::vector<uint8_t> idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out;
+  put_be32(out, magic);
+  for (uint32_t d : dims) put_be32(out, d);
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes, bool gzip) {
+  if (gzip) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    if (!bytes.empty()) REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == int(bytes.size()));
+    REQUIRE(gzclose(f) == Z_OK);
+  } else {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(f.good());
+  }
+}
+
+std::vector<uint8_t> pattern(std::size_t n, unsigned mul = 37) {
+  std::vector<uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * mul + 11) % 256);
+  return v;
+}
+
+/// Writes an MNIST-layout pair (images n x 28 x 28, labels) for `prefix` ("train" or "t10k") into dir.
+void write_mnist_pair(const TempDir& dir, const std::string& prefix, uint32_t n_images, uint32_t n_labels, bool gzip) {
+  const std::string ext = gzip ? ".gz" : "";
+  write_file(dir.file(prefix + "-images-idx3-ubyte" + ext), idx_bytes(0x803, {n_images, 28, 28}, pattern(n_images * 784)),
+             gzip);
+  std::vector<uint8_t> labels(n_labels);
+  for (uint32_t i = 0; i < n_labels; ++i) labels[i] = static_cast<uint8_t>((i * 7) % 10);
+  write_file(dir.file(prefix + "-labels-idx1-ubyte" + ext), idx_bytes(0x801, {n_labels}, labels), gzip);
+}
+
+/// n samples: data (n, 2) = [i, -i] float32, targets (n) = i int64, so a batch shows which samples it holds.
+tg::data::TensorDataset numbered(int64_t n) {
+  std::vector<float> d;
+  std::vector<int64_t> t;
+  for (int64_t i = 0; i < n; ++i) {
+    d.push_back(float(i));
+    d.push_back(-float(i));
+    t.push_back(i);
+  }
+  return tg::data::TensorDataset(tg::from_vector(d, {n, 2}), tg::from_vector(t, {n}));
+}
+
+/// The sample ids (targets) of every batch of one epoch, checking each batch's data against its targets.
+std::vector<int64_t> one_epoch(DataLoader& loader) {
+  std::vector<int64_t> seen;
+  for (auto& batch : loader) {
+    const auto t = batch.target.to_vector<int64_t>();
+    const auto d = batch.data.to_vector<float>();
+    REQUIRE(d.size() == 2 * t.size());
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      CHECK(d[2 * k] == float(t[k]));
+      CHECK(d[2 * k + 1] == -float(t[k]));
+    }
+    seen.insert(seen.end(), t.begin(), t.end());
+  }
+  return seen;
+}
+
+/// Samples through get() only (so batches use Dataset's default get_batch); index 13 throws ShapeError.
+struct ThrowingDataset : tg::data::Dataset {
+  int64_t size() const override { return 40; }
+  tg::data::Example get(int64_t index) const override {
+    if (index == 13) throw tg::ShapeError("ThrowingDataset: sample 13 is broken");
+    return {tg::full({3}, double(index)), tg::full({}, double(index), tg::TensorOptions().dtype(tg::kInt64))};
+  }
+};
+
+/// A dataset whose batches take a while, to catch the loader shutting down while one is being made.
+struct SlowDataset : tg::data::Dataset {
+  int64_t size() const override { return 1000; }
+  tg::data::Example get(int64_t index) const override {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return {tg::full({2}, double(index)), tg::full({}, double(index), tg::TensorOptions().dtype(tg::kInt64))};
+  }
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// IDX reader
+
+TEST_CASE("data: IDX images and labels round-trip exact values from plain and gzip files") {
+  TempDir dir;
+  const std::vector<uint8_t> pixels = pattern(3 * 2 * 5);   // 3 images of 2 x 5
+  const std::vector<uint8_t> labels{0, 9, 5};
+  for (bool gzip : {false, true}) {
+    const std::string img = dir.file(gzip ? "img.gz" : "img"), lab = dir.file(gzip ? "lab.gz" : "lab");
+    write_file(img, idx_bytes(0x803, {3, 2, 5}, pixels), gzip);
+    write_file(lab, idx_bytes(0x801, {3}, labels), gzip);
+
+    Variable x = tg::data::read_idx_images(img);
+    CHECK(x.shape() == tg::Shape{3, 1, 2, 5});
+    CHECK(x.dtype() == tg::kFloat32);
+    const auto xv = x.to_vector<float>();
+    REQUIRE(xv.size() == pixels.size());
+    for (std::size_t i = 0; i < xv.size(); ++i) CHECK(xv[i] == float(pixels[i]) / 255.0f);
+
+    Variable y = tg::data::read_idx_labels(lab);
+    CHECK(y.shape() == tg::Shape{3});
+    CHECK(y.dtype() == tg::kInt64);
+    CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{0, 9, 5});
+
+    const tg::data::IdxArray raw = tg::data::read_idx(img, 3);
+    CHECK(raw.dims == std::vector<int64_t>{3, 2, 5});
+    CHECK(raw.bytes == pixels);
+  }
+  // 0 and 255 map to exactly 0 and 1
+  write_file(dir.file("ends"), idx_bytes(0x803, {1, 1, 2}, {0, 255}), false);
+  CHECK(tg::data::read_idx_images(dir.file("ends")).to_vector<float>() == std::vector<float>{0.0f, 1.0f});
+}
+
+TEST_CASE("data: IDX wrong magic raises DataError with the path and the offset") {
+  TempDir dir;
+  const std::string labels_as_images = dir.file("swapped.gz");
+  write_file(labels_as_images, idx_bytes(0x801, {3}, {1, 2, 3}), true);
+  TG_CHECK_THROWS(tg::data::read_idx_images(labels_as_images), tg::DataError, labels_as_images);
+  TG_CHECK_THROWS(tg::data::read_idx_images(labels_as_images), tg::DataError, "bad magic number 0x00000801 at byte offset 0");
+  TG_CHECK_THROWS(tg::data::read_idx_images(labels_as_images), tg::DataError, "expected 0x00000803");
+  TG_CHECK_THROWS(tg::data::read_idx_images(labels_as_images), tg::DataError, "swapped");
+
+  const std::string junk = dir.file("junk.txt");
+  write_file(junk, {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'}, false);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(junk), tg::DataError, junk);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(junk), tg::DataError, "at byte offset 0");
+
+  const std::string floats = dir.file("floats");
+  write_file(floats, idx_bytes(0x00000D01, {1}, {0, 0, 0, 0}), false);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(floats), tg::DataError, "element type 0x0d");
+
+  const std::string tiny = dir.file("tiny");
+  write_file(tiny, {0, 0}, false);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(tiny), tg::DataError, "ends at byte offset 2");
+}
+
+TEST_CASE("data: IDX truncated image file raises DataError with the path and the offset") {
+  TempDir dir;
+  for (bool gzip : {false, true}) {
+    const std::string path = dir.file(gzip ? "short.gz" : "short");
+    std::vector<uint8_t> bytes = idx_bytes(0x803, {4, 2, 2}, pattern(16));
+    bytes.resize(16 + 9);   // header + two whole images + one byte of the third
+    write_file(path, bytes, gzip);
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, path);
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, "truncated");
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError,
+                    std::string(gzip ? "byte offset 25 of the decompressed data" : "byte offset 25 but"));
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, "promises 32 bytes");
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, "record 2 of 4");
+
+    bytes.resize(10);   // inside the dims
+    write_file(path, bytes, gzip);
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, "ends at byte offset 10");
+    TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::DataError, "inside dimension 1");
+  }
+  // a gzip stream cut in the middle
+  const std::string cut = dir.file("cut.gz");
+  write_file(cut, idx_bytes(0x803, {40, 28, 28}, pattern(40 * 784, 97)), true);
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  TG_CHECK_THROWS(tg::data::read_idx_images(cut), tg::DataError, cut);
+  TG_CHECK_THROWS(tg::data::read_idx_images(cut), tg::DataError, "truncated");
+}
+
+TEST_CASE("data: IDX absurd or lying headers are refused without a large allocation") {
+  TempDir dir;
+  const std::string huge = dir.file("huge");
+  write_file(huge, idx_bytes(0x803, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {1, 2, 3}), false);
+  TG_CHECK_THROWS(tg::data::read_idx_images(huge), tg::DataError, "refuses");
+  TG_CHECK_THROWS(tg::data::read_idx_images(huge), tg::DataError, huge);
+  TG_CHECK_THROWS(tg::data::read_idx_images(huge), tg::DataError, "at byte offset 8");
+  // 4 GiB promised (just under the bound), a few bytes there: memory follows the bytes, not the header
+  const std::string liar = dir.file("liar.gz");
+  write_file(liar, idx_bytes(0x803, {65536, 256, 256}, pattern(1000)), true);
+  TG_CHECK_THROWS(tg::data::read_idx_images(liar), tg::DataError, "record 0 of 65536");
+  // more data than the header says
+  const std::string extra = dir.file("extra");
+  write_file(extra, idx_bytes(0x801, {2}, {1, 2, 3}), false);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(extra), tg::DataError, "has data after the 2 records");
+  TG_CHECK_THROWS(tg::data::read_idx_labels(extra), tg::DataError, "byte offset 10");
+  // an empty but well-formed file is fine
+  const std::string empty = dir.file("empty");
+  write_file(empty, idx_bytes(0x801, {0}, {}), false);
+  CHECK(tg::data::read_idx_labels(empty).shape() == tg::Shape{0});
+}
+
+TEST_CASE("data: IDX label out of range raises DataError naming the record") {
+  TempDir dir;
+  const std::string path = dir.file("labels.gz");
+  write_file(path, idx_bytes(0x801, {4}, {1, 2, 10, 3}), true);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(path), tg::DataError, "label 10 of record 2 (byte offset 10)");
+  TG_CHECK_THROWS(tg::data::read_idx_labels(path), tg::DataError, path);
+  TG_CHECK_THROWS(tg::data::read_idx_labels(path), tg::DataError, "out of range for 10 classes");
+  CHECK(tg::data::read_idx_labels(path, 11).to_vector<int64_t>() == std::vector<int64_t>{1, 2, 10, 3});
+}
+
+TEST_CASE("data: IDX missing file raises IOError with the path") {
+  TempDir dir;
+  const std::string path = dir.file("no-such-file.gz");
+  TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::IOError, path);
+  TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::IOError, "cannot open");
+  TG_CHECK_THROWS(tg::data::read_idx_images(path), tg::IOError, "No such file or directory");
+  TG_CHECK_THROWS(tg::data::read_idx_images(dir.path.string()), tg::IOError, "Is a directory");
+}
+
+// ------------------------------------------------------------------------------------------------
+// MNIST folder layout
+
+TEST_CASE("data: MNIST reads a folder of gzip or plain files and pairs images with labels") {
+  TempDir dir;
+  write_mnist_pair(dir, "train", 5, 5, true);
+  write_mnist_pair(dir, "t10k", 3, 3, false);   // unzipped names work too
+  tg::data::MNIST train(dir.path.string(), tg::data::Split::Train);
+  tg::data::FashionMNIST test(dir.path.string(), tg::data::Split::Test);
+  CHECK(train.size() == 5);
+  CHECK(test.size() == 3);
+  CHECK(train.split() == tg::data::Split::Train);
+  CHECK(train.data().shape() == tg::Shape{5, 1, 28, 28});
+  const tg::data::Example e = test.get(2);
+  CHECK(e.data.shape() == tg::Shape{1, 28, 28});
+  CHECK(e.target.shape() == tg::Shape{});
+  CHECK(e.target.item<int64_t>() == 4);   // (2 * 7) % 10
+  CHECK(e.data.to_vector<float>()[0] == float((2 * 784 * 37 + 11) % 256) / 255.0f);
+  CHECK(tg::data::FashionMNIST::classes().size() == 10);
+  CHECK(tg::data::FashionMNIST::classes()[9] == "Ankle boot");
+}
+
+TEST_CASE("data: MNIST images and labels count mismatch raises DataError naming both files") {
+  TempDir dir;
+  write_mnist_pair(dir, "train", 3, 2, true);
+  const std::string root = dir.path.string();
+  TG_CHECK_THROWS(tg::data::MNIST(root, tg::data::Split::Train), tg::DataError, "holds 3 images");
+  TG_CHECK_THROWS(tg::data::MNIST(root, tg::data::Split::Train), tg::DataError, "holds 2 labels");
+  TG_CHECK_THROWS(tg::data::MNIST(root, tg::data::Split::Train), tg::DataError, "train-labels-idx1-ubyte.gz");
+  // the test split's files are absent: IOError naming the file
+  TG_CHECK_THROWS(tg::data::MNIST(root, tg::data::Split::Test), tg::IOError, "t10k-images-idx3-ubyte.gz");
+}
+
+TEST_CASE("data: FashionMNIST with a missing folder says how to install it") {
+  TempDir dir;
+  const std::string root = (dir.path / "not-here").string();
+  TG_CHECK_THROWS(tg::data::FashionMNIST(root, tg::data::Split::Train), tg::IOError, root);
+  TG_CHECK_THROWS(tg::data::FashionMNIST(root, tg::data::Split::Train), tg::IOError, "does not exist");
+  TG_CHECK_THROWS(tg::data::FashionMNIST(root, tg::data::Split::Train), tg::IOError,
+                  "apt-get install dataset-fashion-mnist");
+  TG_CHECK_THROWS(tg::data::MNIST(root, tg::data::Split::Test), tg::IOError, "train-images-idx3-ubyte.gz");
+}
+
+// ------------------------------------------------------------------------------------------------
+// TensorDataset
+
+TEST_CASE("data: TensorDataset get and get_batch and their errors") {
+  auto ds = numbered(7);
+  CHECK(ds.size() == 7);
+  const tg::data::Example e = ds.get(3);
+  CHECK(e.data.to_vector<float>() == std::vector<float>{3, -3});
+  CHECK(e.target.item<int64_t>() == 3);
+  const Batch b = ds.get_batch({6, 0, 6});
+  CHECK(b.data.shape() == tg::Shape{3, 2});
+  CHECK(b.data.to_vector<float>() == std::vector<float>{6, -6, 0, 0, 6, -6});
+  CHECK(b.target.to_vector<int64_t>() == std::vector<int64_t>{6, 0, 6});
+  TG_CHECK_THROWS(ds.get(7), tg::IndexError, "index 7 is out of range for a dataset of 7 samples");
+  TG_CHECK_THROWS(ds.get_batch({1, -1}), tg::IndexError, "index -1");
+  TG_CHECK_THROWS(tg::data::TensorDataset(tg::zeros({5, 3}), tg::zeros({4})), tg::ShapeError,
+                  "data has 5 samples but targets has 4");
+  TG_CHECK_THROWS(tg::data::TensorDataset(tg::zeros({}), tg::zeros({4})), tg::ShapeError, "first (sample) dimension");
+}
+
+TEST_CASE("data: default get_batch stacks get() results") {
+  ThrowingDataset ds;
+  const Batch b = ds.get_batch({2, 5});
+  CHECK(b.data.shape() == tg::Shape{2, 3});
+  CHECK(b.data.to_vector<float>() == std::vector<float>{2, 2, 2, 5, 5, 5});
+  CHECK(b.target.shape() == tg::Shape{2});
+  CHECK(b.target.dtype() == tg::kInt64);
+  CHECK(b.target.to_vector<int64_t>() == std::vector<int64_t>{2, 5});
+  TG_CHECK_THROWS(ds.get_batch({40}), tg::IndexError, "out of range");
+  TG_CHECK_THROWS(ds.get_batch({}), tg::IndexError, "empty");
+
+  struct Ragged : tg::data::Dataset {
+    int64_t size() const override { return 4; }
+    tg::data::Example get(int64_t i) const override { return {tg::zeros({i + 1}), tg::zeros({})}; }
+  } ragged;
+  TG_CHECK_THROWS(ragged.get_batch({0, 1}), tg::DataError, "sample 1 (position 1 in the batch) has data");
+}
+
+// ------------------------------------------------------------------------------------------------
+// DataLoader
+
+// A loader keeps a reference to its dataset: a temporary dataset would dangle, so it does not compile.
+static_assert(!std::is_constructible<DataLoader, tg::data::TensorDataset&&, LoaderOptions>::value,
+              "DataLoader must reject temporary datasets");
+static_assert(std::is_constructible<DataLoader, const tg::data::TensorDataset&, LoaderOptions>::value, "");
+
+TEST_CASE("data: DataLoader visits every sample exactly once per epoch") {
+  auto ds = numbered(103);
+  for (bool shuffle : {false, true}) {
+    for (bool drop_last : {false, true}) {
+      for (int64_t prefetch : {0, 1, 3}) {
+        CAPTURE(shuffle);
+        CAPTURE(drop_last);
+        CAPTURE(prefetch);
+        DataLoader loader(ds, LoaderOptions().batch_size(10).shuffle(shuffle).drop_last(drop_last).prefetch(prefetch).seed(3));
+        CHECK(loader.size() == (drop_last ? 10 : 11));
+        for (int epoch = 0; epoch < 2; ++epoch) {
+          std::vector<int64_t> seen = one_epoch(loader);
+          CHECK(int64_t(seen.size()) == (drop_last ? 100 : 103));
+          if (!shuffle) {
+            for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == int64_t(i));
+          }
+          std::set<int64_t> unique(seen.begin(), seen.end());
+          CHECK(unique.size() == seen.size());
+          CHECK(*unique.begin() >= 0);
+          CHECK(*unique.rbegin() <= 102);
+          if (!drop_last) CHECK(*unique.rbegin() == 102);
+        }
+      }
+    }
+  }
+  // batch counts at the edges
+  auto small = numbered(3);
+  CHECK(DataLoader(small, LoaderOptions().batch_size(5)).size() == 1);
+  CHECK(DataLoader(small, LoaderOptions().batch_size(5).drop_last(true)).size() == 0);
+  DataLoader none(small, LoaderOptions().batch_size(5).drop_last(true));
+  CHECK(one_epoch(none).empty());
+  TG_CHECK_THROWS(DataLoader(small, LoaderOptions().batch_size(0)), tg::Error, "batch_size must be positive");
+  TG_CHECK_THROWS(DataLoader(small, LoaderOptions().prefetch(-1)), tg::Error, "prefetch must be non-negative");
+}
+
+TEST_CASE("data: DataLoader shuffle is reproducible from the seed and the epoch") {
+  auto ds = numbered(50);
+  DataLoader a(ds, LoaderOptions().batch_size(7).shuffle(true).seed(7));
+  DataLoader b(ds, LoaderOptions().batch_size(7).shuffle(true).seed(7).prefetch(0));
+  DataLoader c(ds, LoaderOptions().batch_size(7).shuffle(true).seed(8));
+  const auto a0 = one_epoch(a), a1 = one_epoch(a);
+  const auto b0 = one_epoch(b), b1 = one_epoch(b);
+  const auto c0 = one_epoch(c);
+  CHECK(a0 == b0);
+  CHECK(a1 == b1);
+  CHECK(a0 != a1);   // each epoch reshuffles
+  CHECK(a0 != c0);   // another seed, another order
+  CHECK(a0 == a.order(0));
+  CHECK(a.epoch() == 2);
+  a.set_epoch(0);
+  CHECK(one_epoch(a) == a0);
+  std::vector<int64_t> sorted = a0;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == DataLoader(ds).order(5));   // no shuffle: the identity, whatever the epoch
+}
+
+TEST_CASE("data: DataLoader batch shapes and dtypes") {
+  tg::manual_seed(1);
+  tg::data::TensorDataset ds(tg::rand({70, 1, 28, 28}), tg::randint(0, 10, {70}));
+  DataLoader loader(ds, LoaderOptions().batch_size(32).shuffle(true).pin_memory(true).seed(0));
+  REQUIRE(loader.size() == 3);
+  std::vector<int64_t> sizes;
+  for (auto& batch : loader) {
+    const int64_t n = batch.data.size(0);
+    sizes.push_back(n);
+    CHECK(batch.data.shape() == tg::Shape{n, 1, 28, 28});
+    CHECK(batch.data.dtype() == tg::kFloat32);
+    CHECK(batch.data.is_contiguous());
+    CHECK_FALSE(batch.data.requires_grad());
+    CHECK(batch.target.shape() == tg::Shape{n});
+    CHECK(batch.target.dtype() == tg::kInt64);
+    CHECK(batch.data.device() == tg::Device::cpu());
+  }
+  CHECK(sizes == std::vector<int64_t>{32, 32, 6});
+}
+
+TEST_CASE("data: DataLoader rethrows an error from the prefetch thread in the consumer with its type") {
+  ThrowingDataset ds;   // sample 13 throws ShapeError; batches of 4 -> batch 3 fails
+  for (int64_t prefetch : {0, 1, 2, 8}) {
+    CAPTURE(prefetch);
+    DataLoader loader(ds, LoaderOptions().batch_size(4).prefetch(prefetch));
+    int good = 0;
+    bool thrown = false;
+    try {
+      for (auto& batch : loader) {
+        CHECK(batch.data.shape() == tg::Shape{4, 3});
+        ++good;
+      }
+    } catch (const tg::ShapeError& e) {
+      thrown = true;
+      CHECK(std::string(e.what()).find("sample 13 is broken") != std::string::npos);
+    }
+    CHECK(thrown);
+    CHECK(good == 3);
+    // skipping batches without dereferencing still reports the error, at the increment
+    auto it = loader.begin();
+    CHECK(it->data.shape() == tg::Shape{4, 3});
+    for (int i = 0; i < 3; ++i) ++it;
+    TG_CHECK_THROWS(++it, tg::ShapeError, "sample 13");
+    CHECK(it == loader.end());   // the epoch ended with the error
+  }
+}
+
+TEST_CASE("data: DataLoader breaking out early or destroying the loader stops the thread") {
+  SlowDataset slow;
+  auto fast = numbered(1000);
+  for (int round = 0; round < 5; ++round) {
+    {
+      DataLoader loader(fast, LoaderOptions().batch_size(1).prefetch(2).shuffle(true));
+      int n = 0;
+      for (auto& batch : loader) {
+        CHECK(batch.data.shape() == tg::Shape{1, 2});
+        if (++n == 3) break;   // the thread waits on a full queue: the iterator's end must wake and join it
+      }
+      auto it = loader.begin();   // a second epoch started and dropped right away
+      (void)it;
+    }
+    {
+      DataLoader loader(slow, LoaderOptions().batch_size(8).prefetch(3));
+      for (auto& batch : loader) {
+        (void)batch;
+        break;   // the thread is most likely inside get_batch now
+      }
+    }
+    {
+      // the loader goes first while an iterator still lives: the iterator then throws, not hang or crash
+      DataLoader::Iterator it;
+      {
+        DataLoader loader(slow, LoaderOptions().batch_size(8).prefetch(2));
+        it = loader.begin();
+        CHECK((*it).data.shape() == tg::Shape{8, 2});
+      }
+      ++it;   // leaves the batch already fetched
+      TG_CHECK_THROWS(*it, tg::DataError, "destroyed");
+      CHECK(it == DataLoader::Iterator());
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The real data set
+
+TEST_CASE("data: Fashion-MNIST from the Debian package") {
+  const std::string root = "/usr/share/datasets/fashion-mnist";
+  if (!fs::is_directory(root)) {
+    MESSAGE("skipped: " << root << " is absent (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  tg::data::FashionMNIST train(root, tg::data::Split::Train);
+  tg::data::FashionMNIST test(root, tg::data::Split::Test);
+  CHECK(train.size() == 60000);
+  CHECK(test.size() == 10000);
+  for (const tg::data::FashionMNIST* ds : {&train, &test}) {
+    CHECK(ds->data().shape() == tg::Shape{ds->size(), 1, 28, 28});
+    CHECK(ds->data().dtype() == tg::kFloat32);
+    CHECK(ds->targets().shape() == tg::Shape{ds->size()});
+    CHECK(ds->targets().dtype() == tg::kInt64);
+    CHECK(ds->targets().min().item() == 0);
+    CHECK(ds->targets().max().item() == 9);
+    CHECK(ds->data().min().item() >= 0.0);
+    CHECK(ds->data().max().item() <= 1.0);
+    CHECK(ds->data().max().item() > 0.99);
+  }
+  DataLoader loader(test, LoaderOptions().batch_size(64).shuffle(true).pin_memory(true).seed(0));
+  CHECK(loader.size() == 157);
+  int64_t batches = 0, samples = 0;
+  for (auto& batch : loader) {
+    if (batches == 0) {
+      CHECK(batch.data.shape() == tg::Shape{64, 1, 28, 28});
+      CHECK(batch.target.shape() == tg::Shape{64});
+    }
+    ++batches;
+    samples += batch.data.size(0);
+  }
+  CHECK(batches == 157);
+  CHECK(samples == 10000);
+}
