@@ -9,6 +9,7 @@
 #include "data/loader.h"
 #include "engine/autograd_tools.h"
 #include "engine/backend.h"
+#include "engine/debug.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/prim.h"

@@ -8,10 +8,38 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/debug.h"
 #include "engine/error.h"
+
+// Under AddressSanitizer the cache would hide bugs (a read past a tensor's bytes lands in the block's
+// rounding slack; a use after free lands in a cached block), so both are poisoned while not in use.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_ASAN_POISONING 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(TG_ASAN_POISONING)
+#define TG_ASAN_POISONING 1
+#endif
+#ifdef TG_ASAN_POISONING
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace tg {
 namespace {
+
+#ifdef TG_ASAN_POISONING
+void mark_in_use(void* p, std::size_t nbytes, std::size_t size) {   // [0, nbytes) usable, the slack not
+  ASAN_UNPOISON_MEMORY_REGION(p, nbytes);
+  ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + nbytes, size - nbytes);
+}
+void mark_cached(void* p, std::size_t size) { ASAN_POISON_MEMORY_REGION(p, size); }
+void mark_freed(void* p, std::size_t size) { ASAN_UNPOISON_MEMORY_REGION(p, size); }
+#else
+void mark_in_use(void*, std::size_t, std::size_t) {}
+void mark_cached(void*, std::size_t) {}
+void mark_freed(void*, std::size_t) {}
+#endif
 
 constexpr std::size_t kAlign = 64;
 constexpr std::size_t kHugePage = std::size_t(2) << 20;
@@ -38,6 +66,7 @@ class CachingCpuAllocator final : public Allocator {
         it->second.pop_back();
         stats_.cached -= size;
         account_alloc(size);
+        mark_in_use(p, nbytes, size);
         return p;
       }
     }
@@ -54,6 +83,7 @@ class CachingCpuAllocator final : public Allocator {
     }
     std::lock_guard<std::mutex> lock(mutex_);
     account_alloc(size);
+    mark_in_use(p, nbytes, size);
     return p;
   }
 
@@ -66,17 +96,22 @@ class CachingCpuAllocator final : public Allocator {
       try {
         free_[size].push_back(ptr);
         stats_.cached += size;
+        mark_cached(ptr, size);
         return;
       } catch (...) {  // the free list could not grow: give the block back instead
       }
     }
+    mark_freed(ptr, size);
     std::free(ptr);
   }
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& kv : free_)
-      for (void* p : kv.second) std::free(p);
+      for (void* p : kv.second) {
+        mark_freed(p, kv.first);
+        std::free(p);
+      }
     free_.clear();
     stats_.cached = 0;
   }
@@ -127,5 +162,19 @@ Allocator& cpu_allocator() { return instance(); }
 CpuMemoryStats cpu_memory_stats() { return instance().stats(); }
 void cpu_empty_cache() { instance().empty_cache(); }
 void set_cpu_cache_limit(std::size_t bytes) { instance().set_limit(bytes); }
+
+namespace debug {
+namespace detail {
+std::atomic<int64_t> g_live[3] = {};
+}  // namespace detail
+LiveCounts live_counts() {
+  LiveCounts c;
+  c.storages = detail::g_live[detail::kStorage].load(std::memory_order_relaxed);
+  c.variables = detail::g_live[detail::kVariable].load(std::memory_order_relaxed);
+  c.nodes = detail::g_live[detail::kNode].load(std::memory_order_relaxed);
+  c.cpu_bytes = cpu_memory_stats().allocated;
+  return c;
+}
+}  // namespace debug
 
 }  // namespace tg

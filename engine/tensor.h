@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/allocator.h"
+#include "engine/debug.h"
 #include "engine/device.h"
 #include "engine/shape.h"
 
@@ -34,6 +35,7 @@ class Storage {
   Device device_;
   Allocator* allocator_ = nullptr;
   uint64_t version_ = 0;
+  debug::detail::Counted<debug::detail::kStorage> counted_;
 };
 
 class Tensor {

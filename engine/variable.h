@@ -27,6 +27,7 @@ struct VariableImpl {
   bool is_view = false;                    // shares storage with a graph input: see Variable::check_inplace
   std::shared_ptr<VariableImpl> grad;      // accumulated gradient (leaves, and non-leaves after retain_grad)
   std::shared_ptr<Node> grad_fn;           // producer; null for leaves
+  debug::detail::Counted<debug::detail::kVariable> counted;   // tg::debug::live_counts
 };
 
 /// Creation options, PyTorch style: TensorOptions().dtype(kFloat64).device(gpu).requires_grad(true).
@@ -192,6 +193,7 @@ struct Node {
   Device out_device;
   BackwardFn backward;                     // null once released (retain_graph = false)
   std::weak_ptr<VariableImpl> retained;    // the output, when it called retain_grad()
+  debug::detail::Counted<debug::detail::kNode> counted;       // tg::debug::live_counts
   ~Node();                                 // see Note [Iterative graph teardown]
 };
 

@@ -22,14 +22,7 @@ Adam::Adam(std::vector<Variable> params, AdamOptions options, bool decoupled)
 }
 
 void Adam::step() {
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Variable& p = params_[i];
-    const Variable g = p.grad();
-    if (!g.defined()) continue;
-    TG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), Error, "Adam: parameter ", i,
-             " ", tensor_meta_str(p.data()), " has a gradient ", tensor_meta_str(g.data()), " that does not match it");
-    TG_CHECK(p.data().is_contiguous(), Error, "Adam: parameter ", i, " must be contiguous");
-  }
+  check_grads("Adam");   // a step updates all parameters or none
   NoGradGuard no_grad;
   const AdamOptions& o = options_;
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -33,17 +33,20 @@ SGD::SGD(std::vector<Variable> params, SGDOptions options) : Optimizer(std::move
   velocity_.resize(params_.size());
 }
 
-void SGD::step() {
-  // Validate everything first: a step updates all parameters or none.
+void Optimizer::check_grads(const char* who) const {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Variable& p = params_[i];
     const Variable g = p.grad();
     if (!g.defined()) continue;
-    TG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), Error, "SGD: parameter ", i,
-             " ", tensor_meta_str(p.data()), " has a gradient ", tensor_meta_str(g.data()), " on ", g.device(),
-             " that does not match it");
-    TG_CHECK(p.data().is_contiguous(), Error, "SGD: parameter ", i, " must be contiguous");
+    TG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), Error, who, ": parameter ",
+             i, " ", tensor_meta_str(p.data()), " on ", p.device(), " has a gradient ", tensor_meta_str(g.data()),
+             " on ", g.device(), " that does not match it");
+    TG_CHECK(p.data().is_contiguous(), Error, who, ": parameter ", i, " must be contiguous");
   }
+}
+
+void SGD::step() {
+  check_grads("SGD");   // a step updates all parameters or none
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
   for (std::size_t i = 0; i < params_.size(); ++i) {

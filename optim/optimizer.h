@@ -27,6 +27,8 @@ class Optimizer {
   virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
   const std::vector<Variable>& params() const { return params_; }
  protected:
+  /// Before a step: every gradient matches its parameter (shape, dtype, device); else Error naming who.
+  void check_grads(const char* who) const;
   /// For set_state: i of "<prefix>.<i>" with 0 <= i < params().size(), else Error naming `who`.
   std::size_t state_index(const std::string& name, const std::string& prefix, const char* who) const;
   /// For set_state: t is defined and has parameter i's shape (ShapeError) and dtype (DTypeError).
