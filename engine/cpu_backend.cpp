@@ -4,6 +4,7 @@
 // parallel region. The CUDA twin of this file is cuda/.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -23,8 +24,15 @@ extern "C" void openblas_set_num_threads(int);
 namespace tg {
 namespace {
 
-// Loops smaller than this many elements run on one thread: a parallel region costs a few µs.
-constexpr int64_t kParallelGrain = 32768;
+// Loops with less work than this (elements x cost per element) run on one thread. A parallel region
+// costs a few µs on idle cores and up to milliseconds when the cores are busy with other work (the
+// data loader's thread, another process), so only clearly large loops are split.
+constexpr int64_t kParallelGrain = int64_t(1) << 18;
+// Full sums are cut into chunks of this many elements and combined in order: deterministic for any
+// thread count.
+constexpr int64_t kSumChunk = 32768;
+// Matrix products below this many multiply-adds run the BLAS on one thread (same reasoning).
+constexpr int64_t kBlasParallelMacs = int64_t(1) << 24;
 
 int g_num_threads = 0;   // 0: not set, use the OpenMP default
 
@@ -130,6 +138,16 @@ bool is_nan(T v) {
 }
 
 // ------------------------------------------------------------------------------------------------
+
+/// Sets the BLAS's thread count when it differs from the last one set (a cheap global in OpenBLAS).
+void set_blas_threads(int n) {
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+  static std::atomic<int> current{-1};
+  if (current.exchange(n, std::memory_order_relaxed) != n) openblas_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -321,13 +339,13 @@ class CpuBackend final : public Backend {
           }
           return acc;
         };
-        if (O == 1 && R >= 2 * kParallelGrain) {
+        if (O == 1 && R >= 2 * kSumChunk) {
           // One output, much input: fixed chunks summed in parallel, combined in order (deterministic).
-          const int64_t chunks = (R + kParallelGrain - 1) / kParallelGrain;
+          const int64_t chunks = (R + kSumChunk - 1) / kSumChunk;
           std::vector<Acc> partial(static_cast<std::size_t>(chunks));
-          parallel_for(chunks, kParallelGrain, [&](int64_t b, int64_t e) {
+          parallel_for(chunks, kSumChunk, [&](int64_t b, int64_t e) {
             for (int64_t c = b; c < e; ++c)
-              partial[c] = sum_range(p + base[0], c * kParallelGrain, std::min(R, (c + 1) * kParallelGrain));
+              partial[c] = sum_range(p + base[0], c * kSumChunk, std::min(R, (c + 1) * kSumChunk));
           });
           Acc acc = 0;
           for (Acc v : partial) acc += v;
@@ -620,6 +638,7 @@ class CpuBackend final : public Backend {
         if (g.beta == 0) std::fill_n(C, g.M * g.N, T(0));
         return;
       }
+      set_blas_threads(g.M * g.N * g.K >= kBlasParallelMacs ? get_num_threads() : 1);
       const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
       if constexpr (std::is_same<T, float>::value)
         cblas_sgemm(CblasRowMajor, ta, tb, int(g.M), int(g.N), int(g.K), 1.f, A, int(g.lda), B, int(g.ldb),
@@ -661,9 +680,7 @@ void set_num_threads(int n) {
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
-#ifdef TENSORGRAD_HAVE_OPENBLAS
-  openblas_set_num_threads(n);
-#endif
+  set_blas_threads(n);
 }
 
 int get_num_threads() {
