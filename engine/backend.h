@@ -26,6 +26,12 @@ struct GemmArgs {
   DType dtype = kFloat32;
 };
 
+/// Options of the fused softmax-cross-entropy (PyTorch's ignore_index and label_smoothing).
+struct CrossEntropyArgs {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -52,13 +58,15 @@ class Backend {
   virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
   /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.
   virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
-  /// logits (N, C), target (N) int64 in range, all contiguous. Sets loss (N) = lse - logit[target]
-  /// and lse (N) = log(sum(exp(logits))) per row.
-  virtual void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& loss,
-                             const Tensor& lse) = 0;
-  /// dlogits (N, C) = (softmax(logits) - onehot(target)) * dloss[n]; dloss (N) may have stride 0. Sets.
-  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
-                                      const Tensor& dloss, const Tensor& dlogits) = 0;
+  /// logits (N, C), target (N) int64 (each in [0, C) or == args.ignore_index), all contiguous. Sets
+  /// lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t]) + s (lse - mean(logits))
+  /// with s = label_smoothing; 0 for ignored rows.
+  virtual void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                             const Tensor& loss, const Tensor& lse) = 0;
+  /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n]; 0 for ignored rows.
+  /// dloss (N) may have stride 0. Sets.
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                                      const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) = 0;
   /// out = x.index_select(dim, index); x, out contiguous, index (K) int64 in range. Sets out.
   virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /// dst.index_select(dim, index) += src; dst, src contiguous. Accumulates (repeated indices add up).

@@ -449,43 +449,60 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& loss, const Tensor& lse) override {
+  void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
+                     const Tensor& lse) override {
     dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
       using T = decltype(t);
       const int64_t N = logits.shape()[0], C = logits.shape()[1];
       const T* x = logits.data<T>();
       const int64_t* tg_ = target.data<int64_t>();
       T *lp = loss.data<T>(), *sp = lse.data<T>();
+      const double s = args.label_smoothing;
       parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
         for (int64_t n = b; n < e; ++n) {
           const T* row = x + n * C;
           T m = row[0];
           for (int64_t c = 1; c < C; ++c) m = std::max(m, row[c]);
           if (is_nan(m) || std::isinf(m)) m = 0;
-          double s = 0;
-          for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(row[c] - m));
-          const T l = static_cast<T>(std::log(s)) + m;   // log-sum-exp, stable for logits of +-1e4
-          sp[n] = l;
-          lp[n] = l - row[tg_[n]];
+          double sum_exp = 0, sum_x = 0;
+          for (int64_t c = 0; c < C; ++c) {
+            sum_exp += std::exp(static_cast<double>(row[c] - m));
+            sum_x += row[c];
+          }
+          const double l = std::log(sum_exp) + m;   // log-sum-exp, stable for logits of +-1e4
+          sp[n] = static_cast<T>(l);
+          if (tg_[n] == args.ignore_index) {
+            lp[n] = T(0);
+            continue;
+          }
+          double v = l - row[tg_[n]];                                   // -log softmax[target]
+          if (s != 0) v = (1 - s) * v + s * (l - sum_x / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
+          lp[n] = static_cast<T>(v);
         }
       });
     });
   }
 
-  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& dloss,
-                              const Tensor& dlogits) override {
+  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override {
     dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
       using T = decltype(t);
       const int64_t N = logits.shape()[0], C = logits.shape()[1];
       const T *x = logits.data<T>(), *sp = lse.data<T>(), *gp = dloss.data<T>();
       const int64_t* tg_ = target.data<int64_t>();
       const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
+      const T s = T(args.label_smoothing), uniform = s / T(C);
       T* dp = dlogits.data<T>();
       parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
         for (int64_t n = b; n < e; ++n) {
+          T* d = dp + n * C;
+          if (tg_[n] == args.ignore_index) {
+            std::fill_n(d, C, T(0));
+            continue;
+          }
           const T g = gp[n * gs];
-          for (int64_t c = 0; c < C; ++c) dp[n * C + c] = std::exp(x[n * C + c] - sp[n]) * g;   // softmax * g
-          dp[n * C + tg_[n]] -= g;                                                               // - onehot * g
+          for (int64_t c = 0; c < C; ++c) d[c] = (std::exp(x[n * C + c] - sp[n]) - uniform) * g;   // (softmax - s/C) g
+          d[tg_[n]] -= (T(1) - s) * g;                                                            // - (1 - s) onehot g
         }
       });
     });

@@ -358,7 +358,7 @@ Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log
   return dx;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Tensor* lse) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse) {
   check_defined("cross_entropy", logits);
   check_defined("cross_entropy", target);
   check_floating("cross_entropy", logits);
@@ -372,24 +372,28 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Tensor* lse) {
            " for logits of shape ", shape_str(logits.shape()));
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   TG_CHECK(C > 0 || N == 0, ShapeError, "cross_entropy: logits have 0 classes");
+  TG_CHECK(args.label_smoothing >= 0 && args.label_smoothing <= 1, Error,
+           "cross_entropy: label_smoothing must be in [0, 1], got ", args.label_smoothing);
   if (target.device().is_cpu()) {
     const Tensor t = target.contiguous();
     for (int64_t i = 0; i < N; ++i) {
       const int64_t v = t.data<int64_t>()[i];
-      TG_CHECK(v >= 0 && v < C, IndexError, "cross_entropy: target ", v, " is out of bounds for ", C, " classes");
+      TG_CHECK((v >= 0 && v < C) || v == args.ignore_index, IndexError, "cross_entropy: target ", v,
+               " is out of bounds for ", C, " classes");
     }
   }
   Tensor loss = Tensor::empty({N}, logits.dtype(), logits.device());
   *lse = Tensor::empty({N}, logits.dtype(), logits.device());
-  if (N > 0) backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), loss, *lse);
+  if (N > 0) backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), args, loss, *lse);
   return loss;
 }
 
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& dloss) {
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss) {
   Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   if (dlogits.numel() > 0)
     backend_for(logits.device())
-        .cross_entropy_backward(logits.contiguous(), target.contiguous(), lse, dloss.expand({logits.shape()[0]}),
+        .cross_entropy_backward(logits.contiguous(), target.contiguous(), args, lse, dloss.expand({logits.shape()[0]}),
                                 dlogits);
   return dlogits;
 }

@@ -56,9 +56,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim, bool log);
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log);
 /// logits (N, C) float, target (N) int64 -> per-row loss (N); lse (N) is set for the backward.
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Tensor* lse);
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse);
 /// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C).
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& dloss);
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss);
 
 // ---- indexing
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);

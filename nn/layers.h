@@ -78,15 +78,27 @@ class Sequential : public Module {
   std::vector<std::unique_ptr<Module>> owned_;
 };
 
+/// Options of CrossEntropyLoss, PyTorch style: CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1).
+struct CrossEntropyLossOptions {
+  CrossEntropyLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  CrossEntropyLossOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+  Reduction reduction_ = Reduction::Mean;
+  int64_t ignore_index_ = -100;
+  double label_smoothing_ = 0;
+};
+
 /// Mean (or sum) over the batch of -log softmax(logits)[target]; targets are int64 class indices.
 class CrossEntropyLoss {
  public:
-  explicit CrossEntropyLoss(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}
+  CrossEntropyLoss() = default;
+  explicit CrossEntropyLoss(Reduction reduction) { options_.reduction(reduction); }
+  explicit CrossEntropyLoss(const CrossEntropyLossOptions& options) : options_(options) {}
   Variable operator()(const Variable& logits, const Variable& target) const {
-    return cross_entropy(logits, target, reduction_);
+    return cross_entropy(logits, target, options_.reduction_, options_.ignore_index_, options_.label_smoothing_);
   }
  private:
-  Reduction reduction_;
+  CrossEntropyLossOptions options_;
 };
 
 class MSELoss {

@@ -22,24 +22,29 @@ Variable softmax_impl(const Variable& x, int64_t dim, bool log) {
 Variable softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, false); }
 Variable log_softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, true); }
 
-// logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum
-Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction) {
+// logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum. Rows whose target is
+// ignore_index count for nothing (the mean divides by the rows that are not ignored, as in PyTorch).
+Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction, int64_t ignore_index,
+                       double label_smoothing) {
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
+  const CrossEntropyArgs args{ignore_index, label_smoothing};
   Tensor lse;
-  const Tensor rows = prim::cross_entropy(logits.data(), target.data(), &lse);   // lse - logit[target], per row
-  const int64_t N = rows.numel();
-  Tensor out = rows;
-  if (reduction != Reduction::None) {
-    out = prim::sum(rows);
-    if (reduction == Reduction::Mean) out = prim::mul(out, 1.0 / static_cast<double>(N));   // N = 0 gives NaN
+  const Tensor rows = prim::cross_entropy(logits.data(), target.data(), args, &lse);   // per-row loss
+  Tensor out = rows, count;
+  if (reduction != Reduction::None) out = prim::sum(rows);
+  if (reduction == Reduction::Mean) {
+    // count = number of rows not ignored, kept on the device (no sync); N = 0 or all ignored gives NaN
+    const Tensor kept = prim::binary(BinaryOp::Ne, target.data(), prim::scalar_like(double(ignore_index), target.data()), "cross_entropy");
+    count = prim::sum(kept).to(out.dtype());
+    out = prim::div(out, count);
   }
   const bool need = any_requires_grad({logits});
   SavedTensor x_saved = need ? SavedTensor(logits) : SavedTensor();
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse, reduction, N](const Tensor& grad, Grads& g) {
-    // dlogits = (softmax(logits) - onehot(target)) * dloss, dloss = grad per row (/ N for the mean)
-    const Tensor dloss = reduction == Reduction::Mean ? prim::mul(grad, 1.0 / static_cast<double>(N)) : grad;
-    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), lse, dloss));
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse, count, args](const Tensor& grad, Grads& g) {
+    // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss, dloss = grad per row (/ count for the mean)
+    const Tensor dloss = count.defined() ? prim::div(grad, count) : grad;
+    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse, dloss));
   });
 }
 

@@ -77,7 +77,9 @@ Variable gather(const Variable& x, int64_t dim, const Variable& index);
 Variable softmax(const Variable& x, int64_t dim);
 Variable log_softmax(const Variable& x, int64_t dim);
 /// logits (N, C), target (N) int64 class indices. Fused log-softmax + NLL, stable for large logits.
-Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction = Reduction::Mean);
+/// Targets equal to ignore_index contribute nothing; label_smoothing mixes in the uniform distribution.
+Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction = Reduction::Mean,
+                       int64_t ignore_index = -100, double label_smoothing = 0);
 Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction = Reduction::Mean);
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Variable dropout(const Variable& x, double p = 0.5, bool training = true);

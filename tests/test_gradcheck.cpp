@@ -277,7 +277,18 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn nc = [tgt3](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt3); };
     Variable big = randn64({5, 5}, 141, false);
     Variable big_leaf(tg::prim::mul(big.data(), 1e4), true);   // logits of +-1e4: stable forward and backward
+    Variable tgt_ign = tg::from_vector(std::vector<int64_t>{0, -100, 1, 4, -100}, {5});
+    Fn ignored = [tgt_ign](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt_ign); };
+    Fn smooth = [tgt](const std::vector<Variable>& in) {
+      return tg::cross_entropy(in[0], tgt, tg::Reduction::Sum, -100, 0.2);
+    };
+    Fn both = [tgt_ign](const std::vector<Variable>& in) {
+      return tg::cross_entropy(in[0], tgt_ign, tg::Reduction::None, -100, 0.1);
+    };
     return std::vector<Sample>{{"mean (5, 5)", {randn64({5, 5}, 140)}, mean},
+                               {"ignore_index rows", {randn64({5, 5}, 145)}, ignored},
+                               {"label smoothing 0.2", {randn64({5, 5}, 146)}, smooth},
+                               {"ignore_index and label smoothing", {randn64({5, 5}, 147)}, both},
                                {"sum", {randn64({5, 5}, 142)}, sum},
                                {"none", {randn64({5, 5}, 143)}, none},
                                {"non-contiguous logits", {transposed64(3, 4, 144)}, nc},

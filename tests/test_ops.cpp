@@ -228,3 +228,31 @@ TEST_CASE("in-place ops change values and bump the version counter") {
   TG_CHECK_THROWS(x.add_(vec({1, 2}, {2})), tg::ShapeError, "must match");
   TG_CHECK_THROWS(vec({1}, {1}).add_(vec({1, 2}, {2})), tg::ShapeError, "doesn't match the broadcast shape");
 }
+
+TEST_CASE("cross_entropy ignore_index and label_smoothing match their definitions") {
+  tg::manual_seed(12);
+  Variable x = tg::randn({6, 4}, tg::TensorOptions().dtype(tg::kFloat64));
+  Variable t = tg::from_vector(std::vector<int64_t>{0, 3, -100, 2, 1, -100}, {6});
+  // ignore_index: the mean runs over the 4 rows that are not ignored
+  Variable keep = tg::from_vector(std::vector<int64_t>{0, 1, 3, 4}, {4});
+  const double subset = tg::cross_entropy(x.index_select(0, keep), t.index_select(0, keep)).item();
+  CHECK(tg::cross_entropy(x, t).item() == doctest::Approx(subset).epsilon(1e-12));
+  testing::check_values(tg::cross_entropy(x, t, tg::Reduction::None).index_select(0, tg::from_vector(std::vector<int64_t>{2, 5}, {2})), {0, 0});
+  // label smoothing s: (1 - s) nll + s mean_c(-log_softmax)
+  Variable tk = t.index_select(0, keep), xk = x.index_select(0, keep);
+  const double s = 0.3;
+  Variable logp = tg::log_softmax(xk, 1);
+  const double nll = -tg::gather(logp, 1, tk.unsqueeze(1)).mean().item();
+  const double uniform = -logp.mean(1).mean().item();
+  CHECK(tg::cross_entropy(xk, tk, tg::Reduction::Mean, -100, s).item() == doctest::Approx((1 - s) * nll + s * uniform).epsilon(1e-12));
+  tg::nn::CrossEntropyLoss smoothed(tg::nn::CrossEntropyLossOptions().label_smoothing(s).ignore_index(-100));
+  CHECK(smoothed(x, t).item() == doctest::Approx((1 - s) * nll + s * uniform).epsilon(1e-12));
+  // every row ignored: the mean is NaN as in PyTorch; the gradient is zero
+  Variable xa = tg::randn({2, 3}, tg::TensorOptions().requires_grad(true));
+  Variable all_ignored = tg::from_vector(std::vector<int64_t>{-100, -100}, {2});
+  CHECK(std::isnan(tg::cross_entropy(xa, all_ignored).item()));
+  tg::cross_entropy(xa, all_ignored, tg::Reduction::Sum).backward();
+  CHECK(xa.grad().abs().sum().item() == 0);
+  TG_CHECK_THROWS(tg::cross_entropy(x, t, tg::Reduction::Mean, -100, 1.5), tg::Error, "label_smoothing must be in [0, 1]");
+  TG_CHECK_THROWS(tg::cross_entropy(x, t, tg::Reduction::Mean, 7), tg::IndexError, "target -100 is out of bounds");
+}
