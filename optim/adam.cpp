@@ -8,12 +8,14 @@
 namespace tg {
 namespace optim {
 
-Adam::Adam(std::vector<Variable> params, AdamOptions options) : Adam(std::move(params), options, false) {}
+Adam::Adam(std::vector<Variable> params, AdamOptions options)
+    : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, false) {}
 
-Adam::Adam(std::vector<Variable> params, AdamOptions options, bool decoupled)
-    : Optimizer(std::move(params)), options_(options), decoupled_(decoupled) {
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
+    : Optimizer(std::move(groups), options.lr_), options_(options), decoupled_(decoupled) {
   const AdamOptions& o = options_;
-  TG_CHECK(o.lr_ >= 0, Error, "Adam: invalid learning rate ", o.lr_);
   TG_CHECK(o.eps_ >= 0, Error, "Adam: invalid epsilon ", o.eps_);
   TG_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1, Error, "Adam: invalid betas (", o.beta1_,
            ", ", o.beta2_, "): each must be in [0, 1)");
@@ -41,7 +43,7 @@ void Adam::step() {
     }
     ++s.step;
     backend_for(p.device())
-        .adam_step(p.data(), g.data().contiguous(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, o.lr_, o.beta1_,
+        .adam_step(p.data(), g.data().contiguous(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i), o.beta1_,
                    o.beta2_, o.eps_, o.weight_decay_, decoupled_, s.step);
     p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
   }

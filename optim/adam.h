@@ -23,18 +23,18 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Variable> params, AdamOptions options = {});
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
   void step() override;
-  double lr() const override { return options_.lr_; }
-  void set_lr(double lr) override { options_.lr_ = lr; }
-  AdamOptions& options() { return options_; }
+  const AdamOptions& options() const { return options_; }
   /// exp_avg.<i>, exp_avg_sq.<i>, max_exp_avg_sq.<i> (amsgrad) and step.<i> (0-d int64) per parameter.
   std::vector<std::pair<std::string, Tensor>> state() const override;
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
 
  protected:
-  Adam(std::vector<Variable> params, AdamOptions options, bool decoupled);
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
 
  private:
+  void on_params_added() override { state_.resize(params_.size()); }
   struct State {
     int64_t step = 0;
     Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -49,7 +49,9 @@ class Adam : public Optimizer {
 class AdamW : public Adam {
  public:
   AdamW(std::vector<Variable> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
-      : Adam(std::move(params), options, /*decoupled=*/true) {}
+      : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, /*decoupled=*/true) {}
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options = AdamOptions().weight_decay(1e-2))
+      : Adam(std::move(groups), options, /*decoupled=*/true) {}
 };
 
 }  // namespace optim

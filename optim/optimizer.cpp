@@ -8,10 +8,47 @@
 namespace tg {
 namespace optim {
 
-Optimizer::Optimizer(std::vector<Variable> params) : params_(std::move(params)) {
-  for (std::size_t i = 0; i < params_.size(); ++i)
-    TG_CHECK(params_[i].defined() && params_[i].is_leaf(), Error, "optimizer: parameter ", i,
+Optimizer::Optimizer(std::vector<Variable> params, double lr)
+    : Optimizer(std::vector<ParamGroup>{ParamGroup{std::move(params), lr}}, lr) {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr) : default_lr_(default_lr) {
+  TG_CHECK(default_lr >= 0, Error, "optimizer: invalid learning rate ", default_lr);
+  for (ParamGroup& g : groups) add_param_group(std::move(g));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  const double lr = group.lr.value_or(default_lr_);
+  TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr, " for parameter group ", group_lr_.size());
+  for (std::size_t i = 0; i < group.params.size(); ++i) {
+    const Variable& p = group.params[i];
+    TG_CHECK(p.defined() && p.is_leaf(), Error, "optimizer: parameter ", i, " of group ", group_lr_.size(),
              " must be a defined leaf Variable");
+    for (const Variable& q : params_)
+      TG_CHECK(q.impl() != p.impl(), Error, "optimizer: some parameters appear in more than one parameter group");
+  }
+  for (Variable& p : group.params) {
+    params_.push_back(std::move(p));
+    group_of_.push_back(group_lr_.size());
+  }
+  group_lr_.push_back(lr);
+  on_params_added();
+}
+
+double Optimizer::lr(std::size_t group) const {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  return group_lr_[group];
+}
+
+void Optimizer::set_lr(double lr) {
+  for (std::size_t g = 0; g < group_lr_.size(); ++g) set_lr(g, lr);
+}
+
+void Optimizer::set_lr(std::size_t group, double lr) {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr);
+  group_lr_[group] = lr;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -25,8 +62,11 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
-SGD::SGD(std::vector<Variable> params, SGDOptions options) : Optimizer(std::move(params)), options_(options) {
-  TG_CHECK(options.lr_ >= 0, Error, "SGD: invalid learning rate ", options.lr_);
+SGD::SGD(std::vector<Variable> params, SGDOptions options)
+    : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(std::move(groups), options.lr_), options_(options) {
   TG_CHECK(options.momentum_ >= 0, Error, "SGD: invalid momentum ", options.momentum_);
   TG_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0), Error,
            "SGD: Nesterov momentum requires a momentum and zero dampening");
@@ -61,7 +101,7 @@ void SGD::step() {
       velocity_[i] = velocity_[i].to(p.device()).to(p.dtype());       // the module moved: keep the momentum
     }
     backend_for(p.device())
-        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? velocity_[i] : Tensor(), o.lr_, o.momentum_,
+        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? velocity_[i] : Tensor(), lr_of(i), o.momentum_,
                   o.dampening_, o.weight_decay_, o.nesterov_, first);
     p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
   }

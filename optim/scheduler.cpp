@@ -10,11 +10,18 @@
 namespace tg {
 namespace optim {
 
-LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
+LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
+  for (std::size_t g = 0; g < optimizer.num_param_groups(); ++g) base_lrs_.push_back(optimizer.lr(g));
+}
 
 void LRScheduler::step() {
   ++epoch_;
-  optimizer_.set_lr(lr_at(epoch_));
+  apply();
+}
+
+void LRScheduler::apply() {
+  for (std::size_t g = 0; g < base_lrs_.size() && g < optimizer_.num_param_groups(); ++g)
+    optimizer_.set_lr(g, lr_at(epoch_, base_lrs_[g]));
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
@@ -22,8 +29,8 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
   TG_CHECK(step_size > 0, Error, "StepLR: step_size must be positive, got ", step_size);
   init();
 }
-double StepLR::lr_at(int64_t epoch) const {
-  return base_lr() * std::pow(gamma_, static_cast<double>(epoch / step_size_));
+double StepLR::lr_at(int64_t epoch, double base_lr) const {
+  return base_lr * std::pow(gamma_, static_cast<double>(epoch / step_size_));
 }
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
@@ -31,9 +38,9 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double
   TG_CHECK(T_max > 0, Error, "CosineAnnealingLR: T_max must be positive, got ", T_max);
   init();
 }
-double CosineAnnealingLR::lr_at(int64_t epoch) const {
+double CosineAnnealingLR::lr_at(int64_t epoch, double base_lr) const {
   const double pi = 3.14159265358979323846;
-  return eta_min_ + (base_lr() - eta_min_) * (1 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(t_max_))) / 2;
+  return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(t_max_))) / 2;
 }
 
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
@@ -43,9 +50,9 @@ LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
   TG_CHECK(total_iters > 0, Error, "LinearLR: total_iters must be positive, got ", total_iters);
   init();
 }
-double LinearLR::lr_at(int64_t epoch) const {
+double LinearLR::lr_at(int64_t epoch, double base_lr) const {
   const double t = static_cast<double>(std::min(epoch, total_)) / static_cast<double>(total_);
-  return base_lr() * (start_ + (end_ - start_) * t);
+  return base_lr * (start_ + (end_ - start_) * t);
 }
 
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {

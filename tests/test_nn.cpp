@@ -93,7 +93,7 @@ TEST_CASE("SGD: plain momentum nesterov and weight decay follow torch.optim.SGD"
   near(run(tg::optim::SGDOptions(0.1).weight_decay(0.1), 1), {1 - 0.06, -2 - 0.08});
   // dampening 0.5: v1 = g, v2 = 0.9 g + 0.5 g = 1.4 g -> 2.4 g in total
   near(run(tg::optim::SGDOptions(0.1).momentum(0.9).dampening(0.5), 2), {1 - 0.24 * 0.5, -2 - 0.24});
-  TG_CHECK_THROWS(tg::optim::SGD({}, tg::optim::SGDOptions(0.1).nesterov()), tg::Error, "Nesterov");
+  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Variable>{}, tg::optim::SGDOptions(0.1).nesterov()), tg::Error, "Nesterov");
 }
 
 TEST_CASE("zero_grad: set_to_none and zero-filling") {

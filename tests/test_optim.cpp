@@ -55,7 +55,7 @@ TEST_CASE("Adam and AdamW follow torch.optim over three steps on a quadratic") {
   check_adam(tg::optim::AdamOptions(0.05).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1), false);
   check_adam(tg::optim::AdamOptions(0.1).amsgrad(), false);
   check_adam(tg::optim::AdamOptions(0.1).weight_decay(0.01), true);
-  TG_CHECK_THROWS(tg::optim::Adam({}, tg::optim::AdamOptions(0.1).betas(1.0, 0.9)), tg::Error, "invalid betas");
+  TG_CHECK_THROWS(tg::optim::Adam(std::vector<Variable>{}, tg::optim::AdamOptions(0.1).betas(1.0, 0.9)), tg::Error, "invalid betas");
 }
 
 TEST_CASE("Adam: the first step moves every element by about lr") {
@@ -135,4 +135,36 @@ TEST_CASE("Adam state round trip through a checkpoint gives bitwise identical st
   tg::optim::Adam plain({wb}, 0.1);   // no amsgrad: a max_exp_avg_sq entry does not fit
   TG_CHECK_THROWS(tg::load(plain, path), tg::Error, "incomplete");
   std::filesystem::remove(path);
+}
+
+TEST_CASE("parameter groups: each group steps with its own learning rate and schedulers scale each") {
+  Variable a = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  Variable b = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  Variable c = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  tg::optim::SGD sgd({tg::optim::ParamGroup{{a}, 0.1}, tg::optim::ParamGroup{{b}, std::nullopt}}, 0.5);
+  CHECK(sgd.num_param_groups() == 2);
+  CHECK(sgd.lr(0) == 0.1);
+  CHECK(sgd.lr(1) == 0.5);   // the default
+  sgd.add_param_group({{c}, 1.0});
+  (a + b + c).sum().backward();   // every gradient is 1
+  sgd.step();
+  testing::check_values(a, {0.9}, 1e-15);
+  testing::check_values(b, {0.5}, 1e-15);
+  testing::check_values(c, {0.0}, 1e-15);
+  tg::optim::StepLR sched(sgd, 1, 0.5);
+  sched.step();
+  CHECK(sgd.lr(0) == doctest::Approx(0.05));
+  CHECK(sgd.lr(1) == doctest::Approx(0.25));
+  CHECK(sgd.lr(2) == doctest::Approx(0.5));
+  sgd.set_lr(0.01);
+  CHECK(sgd.lr(2) == 0.01);
+  TG_CHECK_THROWS(sgd.lr(3), tg::IndexError, "parameter group 3 does not exist");
+  TG_CHECK_THROWS(sgd.add_param_group({{a}, 0.1}), tg::Error, "more than one parameter group");
+  tg::optim::Adam adam({tg::optim::ParamGroup{{a}, 0.01}, tg::optim::ParamGroup{{b}, 0.0}});
+  const double b_before = b.item();
+  adam.zero_grad();
+  (a * b).sum().backward();
+  adam.step();
+  CHECK(b.item() == b_before);   // lr 0 leaves the group unchanged
+  CHECK(a.item() != 0.9);
 }
