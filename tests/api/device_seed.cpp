@@ -1,0 +1,12 @@
+// tests/api/device_seed.cpp: the device-detection seed program of API.md, verbatim below this header,
+// built and run in CTest so that the API document stays true. The tutorial version: examples/device_basics.cpp.
+#include <tensorgrad.h>
+#include <iostream>
+int main() {
+  tg::Device device = tg::cuda::is_available() ? tg::Device::cuda() : tg::Device::cpu();
+  std::cout << (device.is_cuda() ? "CUDA is available! Using GPU for computations."
+                                 : "CUDA not available. Using CPU.") << "\n";
+  auto x = tg::randn({5, 5}, tg::TensorOptions().device(device));
+  auto y = tg::ones({5, 5}, tg::TensorOptions().device(device));
+  std::cout << x + y << "\n";
+}
