@@ -103,3 +103,18 @@ TEST_CASE("errors: undefined Variables and bad factories do not crash") {
   TG_CHECK_THROWS(tg::arange(-1), tg::ShapeError, "non-negative");
   TG_CHECK_THROWS(tg::eye(-2), tg::ShapeError, "non-negative");
 }
+
+TEST_CASE("errors: CPU allocation failure raises OutOfMemoryError with the size and leaks nothing") {
+  // 2^40 floats = 4 TiB: a valid shape that no allocator here can serve. (Under AddressSanitizer this
+  // needs ASAN_OPTIONS=allocator_may_return_null=1, which .ci/run sets.)
+  const auto before = tg::debug::live_counts();
+  TG_CHECK_THROWS(tg::zeros({int64_t(1) << 40}), tg::OutOfMemoryError, "tried to allocate 4398046511104 bytes");
+  Variable w = tg::ones({3}, tg::TensorOptions().requires_grad(true));
+  TG_CHECK_THROWS(w * tg::zeros({int64_t(1) << 38, 1}), tg::OutOfMemoryError, "CPU out of memory");
+  w = Variable();
+  const auto after = tg::debug::live_counts();
+  CHECK(after.storages == before.storages);
+  CHECK(after.variables == before.variables);
+  CHECK(after.nodes == before.nodes);
+  CHECK(after.cpu_bytes == before.cpu_bytes);
+}
