@@ -1,13 +1,16 @@
 # Two commands on a fresh Debian/Ubuntu machine (see README.md):
 #   make train   installs what is missing, builds, trains on Fashion-MNIST
 #   make test    installs what is missing, builds, runs the whole CTest suite
-# Variables: BUILD (build folder), CMAKE_ARGS (e.g. -DTENSORGRAD_CUDA=OFF), JOBS, ARGS (train flags).
+#   make bench   also installs libtorch-dev, builds the benchmarks, runs them against libtorch (bench/)
+# Variables: BUILD (build folder), CMAKE_ARGS (e.g. -DTENSORGRAD_CUDA=OFF), JOBS, ARGS (train flags),
+# BENCH_ARGS (flags for every bench/bench_* binary, e.g. --epochs 3 or --budget 2).
 BUILD ?= build
 CMAKE_ARGS ?=
+BENCH_ARGS ?=
 JOBS ?= 2
 ARGS ?=
 
-.PHONY: all deps build test train clean
+.PHONY: all deps build test train bench clean
 all: build
 
 deps:
@@ -22,6 +25,12 @@ test: build
 
 train: build
 	$(BUILD)/examples/train_fashion_mnist $(ARGS)
+
+bench:
+	@tools/install_deps.sh libtorch-dev
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTENSORGRAD_BUILD_BENCH=ON $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j$(JOBS) --target tensorgrad_benchmarks
+	bench/run_all.sh $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

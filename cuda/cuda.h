@@ -1,21 +1,32 @@
-// cuda/cuda.h: the public tg::cuda API (device queries and memory statistics). No CUDA header here,
-// so plain C++ consumers build. Implemented in cuda/runtime.cpp when tensorgrad is built with CUDA,
-// and by the stubs at the end of engine/backend.cpp when it is not.
+// cuda/cuda.h: the public tg::cuda API (device queries, current device, memory statistics) and the
+// hooks the engine and the DataLoader use (detail::). No CUDA header here, so plain C++ consumers build.
+// Implemented in cuda/runtime.cu when tensorgrad is built with CUDA, and by the stubs at the end of
+// engine/backend.cpp when it is not. The kernels behind the CUDA Backend are in cuda/*.cu.
 #pragma once
 #include <cstddef>
 #include <string>
 
 namespace tg {
 class Backend;
+class Device;
+class Tensor;
 namespace cuda {
 
-bool is_available() noexcept;          // never throws: any runtime error means "not available"
+/// True when the runtime reports at least one device and a probe kernel ran on cuda:0. Never throws:
+/// any runtime error (no driver, no device, driver too old, no code for the GPU's architecture)
+/// means "not available", and info() says why.
+bool is_available() noexcept;
 int device_count() noexcept;           // 0 without a usable GPU
+/// The calling thread's current device (0 unless set_device was called); tg::cuda::memory_* default to it.
+void set_device(int device);           // throws DeviceError for an unusable index
+int current_device();
+/// Waits for all queued work on every device in use; raises errors kernels recorded (e.g. a bad
+/// cross_entropy target) as the CPU would.
 void synchronize();
-std::size_t memory_allocated(int device = -1);
-std::size_t max_memory_allocated(int device = -1);
-std::size_t memory_reserved(int device = -1);
-void empty_cache();
+std::size_t memory_allocated(int device = -1);       // bytes in live tensor blocks (rounded sizes)
+std::size_t max_memory_allocated(int device = -1);   // peak of memory_allocated since the last reset
+std::size_t memory_reserved(int device = -1);        // bytes the caching allocator holds from the driver
+void empty_cache();                                  // returns cached, unused blocks to the driver
 void reset_peak_memory_stats(int device = -1);
 /// Driver and runtime versions, devices, compiled architectures; or why no GPU can be used.
 std::string info();
@@ -23,6 +34,14 @@ std::string info();
 namespace detail {
 /// The backend for cuda:index; throws DeviceError with the reason when it cannot be used.
 Backend& backend(int index);
+/// Tensor::to between devices, at least one of them CUDA (engine/backend.cpp). Host-to-device copies
+/// from pinned memory are asynchronous when non_blocking; device-to-host copies synchronize.
+Tensor to_device(const Tensor& t, Device device, bool non_blocking);
+/// A contiguous copy of a CPU tensor in pinned (page-locked) host memory, so that to(cuda, true)
+/// can be asynchronous; t itself when no GPU is usable. The DataLoader's pin_memory uses it.
+Tensor pin(const Tensor& t);
+/// Whether t's storage is pinned host memory from pin().
+bool is_pinned(const Tensor& t) noexcept;
 }  // namespace detail
 
 }  // namespace cuda

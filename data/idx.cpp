@@ -128,12 +128,13 @@ IdxArray read_idx(const std::string& path, int rank) {
     total *= d;
   }
 
-  // Read in chunks: memory grows with the bytes that are really there, not with what the header says.
+  // Read in chunks that double from 64 KiB up to kChunk: memory grows with the bytes that are really
+  // there (at most twice them plus 64 KiB), not with what the header says.
   const int64_t header = 4 + 4 * int64_t(rank);
-  out.bytes.reserve(static_cast<std::size_t>(std::min<int64_t>(total, int64_t(64) << 20)));
   while (static_cast<int64_t>(out.bytes.size()) < total) {
     const std::size_t old = out.bytes.size();
-    const std::size_t want = static_cast<std::size_t>(std::min<int64_t>(total - int64_t(old), int64_t(kChunk)));
+    const int64_t step = std::min<int64_t>(int64_t(kChunk), std::max<int64_t>(int64_t(old), int64_t(1) << 16));
+    const std::size_t want = static_cast<std::size_t>(std::min<int64_t>(total - int64_t(old), step));
     out.bytes.resize(old + want);
     const std::size_t got = in.read(out.bytes.data() + old, want);
     out.bytes.resize(old + got);

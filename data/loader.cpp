@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "cuda/cuda.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 
@@ -83,8 +84,10 @@ struct DataLoader::Epoch {
              batch.data.defined() ? tensor_meta_str(batch.data.data()) : std::string("undefined"), " and target ",
              batch.target.defined() ? tensor_meta_str(batch.target.data()) : std::string("undefined"), " for ", n,
              " indices; both need a first dimension of ", n);
-    // pin_memory: a no-op while tensors stay on the CPU. When the CUDA backend's pinned host allocator
-    // lands (its cuda/ issue), this is where batch.data and batch.target get copied into pinned buffers.
+    if (pin) {   // pin_memory with a usable GPU: page-locked copies, so that to(cuda, true) is asynchronous
+      batch.data = Variable(cuda::detail::pin(batch.data.data()));
+      if (batch.target.defined()) batch.target = Variable(cuda::detail::pin(batch.target.data()));
+    }
     return batch;
   }
 
@@ -166,6 +169,7 @@ struct DataLoader::Epoch {
   const Dataset& dataset;
   const std::vector<int64_t> order;
   const int64_t batch_size, num_batches, capacity;
+  bool pin = false;   // pin_memory(true) and a usable GPU; set before start()
   // consumer side: the iterating thread only
   int64_t pos = 0;
   bool has_current = false;
@@ -243,6 +247,7 @@ DataLoader::Iterator DataLoader::begin() {
               live_.end());
   auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), options_.prefetch());
   ++epoch_;
+  epoch->pin = options_.pin_memory() && cuda::is_available();
   epoch->start();
   live_.push_back(epoch);
   return Iterator(std::move(epoch));

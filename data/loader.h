@@ -18,8 +18,8 @@ class LoaderOptions {
  public:
   LoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
   LoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
-  /// On CPU a no-op. Once the CUDA backend's pinned host allocator exists (its cuda/ issue), the prefetch
-  /// thread will copy each batch into pinned buffers so that batch.data.to(gpu, true) is asynchronous.
+  /// With a usable GPU the prefetch thread copies each batch into pinned (page-locked) host memory, so
+  /// that batch.data.to(gpu, true) is asynchronous; without one it is a no-op.
   LoaderOptions& pin_memory(bool on) { pin_memory_ = on; return *this; }
   LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
   /// Drop the last, smaller batch when the dataset size is not a multiple of batch_size.

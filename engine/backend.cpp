@@ -12,13 +12,12 @@ Backend& backend_for(Device device) {
   return cuda::detail::backend(device.index());
 }
 
-Tensor Tensor::to(Device device) const {
+Tensor Tensor::to(Device device, bool non_blocking) const {
   if (device == this->device()) return *this;
-  Backend& target = backend_for(device);   // throws DeviceError when the device is unusable
-  (void)target;
-  // Cross-device copies belong to the CUDA backend (its own issue); until it lands no CUDA device is
-  // usable, so backend_for above has already thrown.
-  throw DeviceError(detail::cat("to: copies between ", this->device(), " and ", device, " are not supported"));
+  backend_for(device);   // throws DeviceError when the target device is unusable
+  // Host<->device and device<->device copies: cuda/runtime.cu (stream-ordered; pinned sources may be
+  // asynchronous with non_blocking; copies to the CPU synchronize).
+  return cuda::detail::to_device(*this, device, non_blocking);
 }
 
 #if !TENSORGRAD_WITH_CUDA
@@ -28,6 +27,8 @@ const char* kNoCuda = "tensorgrad was built without CUDA support (-DTENSORGRAD_C
 }
 bool is_available() noexcept { return false; }
 int device_count() noexcept { return 0; }
+void set_device(int device) { throw DeviceError(tg::detail::cat("cannot use cuda:", device, ": ", kNoCuda)); }
+int current_device() { return 0; }
 void synchronize() {}
 std::size_t memory_allocated(int) { return 0; }
 std::size_t max_memory_allocated(int) { return 0; }
@@ -39,6 +40,11 @@ namespace detail {
 Backend& backend(int index) {
   throw DeviceError(tg::detail::cat("cannot use cuda:", index, ": ", kNoCuda));
 }
+Tensor to_device(const Tensor& t, Device device, bool) {   // unreachable: backend_for threw first
+  throw DeviceError(tg::detail::cat("to: cannot copy from ", t.device(), " to ", device, ": ", kNoCuda));
+}
+Tensor pin(const Tensor& t) { return t; }
+bool is_pinned(const Tensor&) noexcept { return false; }
 }  // namespace detail
 }  // namespace cuda
 #endif

@@ -78,6 +78,12 @@ struct Loop {
 template <std::size_t N>
 Loop<N> make_loop(const Shape& shape, const std::array<const Shape*, N>& strides) {
   Loop<N> L;
+  for (int64_t s : shape)
+    if (s == 0) {   // no elements: one empty dim (merging the others could overflow int64 for {0, 2^62, 2^62})
+      L.sizes.assign(1, 0);
+      for (std::size_t k = 0; k < N; ++k) L.strides[k].assign(1, 0);
+      return L;
+    }
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     if (!L.sizes.empty()) {   // merge with the previous dim when contiguous in every operand
@@ -105,6 +111,8 @@ void run_loop(const Loop<N>& L, Row row, bool serial = false) {
     row(Offs{}, int64_t(1), Offs{});
     return;
   }
+  for (int64_t s : L.sizes)
+    if (s == 0) return;   // no elements: no row (its pointers would offset a null or foreign storage)
   const int64_t inner = L.sizes.back();
   int64_t outer = 1;
   for (int64_t d = 0; d + 1 < nd; ++d) outer *= L.sizes[d];
@@ -280,6 +288,10 @@ class CpuBackend final : public Backend {
   }
 
   void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override {
+    if (x.numel() == 0) {   // only a sum over an empty dim gets here (prim::reduce): zeros, no pointer arithmetic
+      fill(out, 0.0);
+      return;
+    }
     // Permute kept dims first and reduced dims last; out (contiguous) enumerates the kept dims in order.
     std::vector<int64_t> perm, kept_sizes;
     std::vector<int64_t> reduced;

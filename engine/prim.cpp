@@ -40,14 +40,15 @@ void check_int64_index(const char* op, const Tensor& index) {
   TG_CHECK(index.dtype() == kInt64, DTypeError, op, ": expected index to have dtype int64, got ",
            dtype_name(index.dtype()));
 }
-/// Host-side range check of an index tensor (copied to the host when it lives elsewhere).
+/// Host-side range check of a CPU index tensor. A CUDA index is checked by the kernel instead (copying
+/// it here would synchronize inside ops and backward closures): it records the first bad value in the
+/// device error flag, raised as this same IndexError at the next sync (cuda/reduce.cu).
 void check_index_range(const char* op, const Tensor& index, int64_t size, int64_t dim) {
-  if (index.numel() == 0) return;
-  const Tensor host = index.to(Device::cpu()).contiguous();
+  if (index.numel() == 0 || !index.device().is_cpu()) return;
+  const Tensor host = index.contiguous();
   const int64_t* p = host.data<int64_t>();
   for (int64_t i = 0; i < host.numel(); ++i)
-    TG_CHECK(p[i] >= 0 && p[i] < size, IndexError, op, ": index ", p[i], " is out of bounds for dimension ", dim,
-             " with size ", size);
+    if (!(p[i] >= 0 && p[i] < size)) throw index_out_of_range_error(op, p[i], dim, size);
 }
 }  // namespace
 
@@ -284,7 +285,8 @@ Operand as_blas_operand(const Tensor& t) {
     return {t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs, Tensor()};
   if ((R <= 1 || sr == 1) && (C <= 1 || sc >= std::max<int64_t>(R, 1)))
     return {t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs, Tensor()};
-  Tensor c = t.contiguous();
+  // A zero-size view counts as contiguous whatever its strides: clone it, or this would recurse forever.
+  Tensor c = t.numel() == 0 ? t.clone() : t.contiguous();
   Operand o = as_blas_operand(c);
   o.keep = c;
   return o;
@@ -311,10 +313,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   TG_CHECK(M <= kIntMax && N <= kIntMax && K <= kIntMax, ShapeError,
            "matmul: matrix dimensions above 2^31-1 are not supported (", shape_x(a.shape()), " and ",
            shape_x(b.shape()), ")");
-  const int64_t B = std::max(Ba, Bb);
+  const int64_t B = Ba == 1 ? Bb : Ba;   // broadcasting: 1 stretches, 0 does not (max would make 0 and 1 give 1)
   Tensor out = (a.dim() == 3 || b.dim() == 3) ? Tensor::empty({B, M, N}, a.dtype(), a.device())
                                               : Tensor::empty({M, N}, a.dtype(), a.device());
   if (out.numel() == 0) return out;
+  if (K == 0) {   // empty sums: zeros, without handing the BLAS pointers into empty storages
+    backend_for(a.device()).fill(out, 0.0);
+    return out;
+  }
   const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
   GemmArgs g;
   g.trans_a = oa.trans;
@@ -358,6 +364,14 @@ Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log
   return dx;
 }
 
+IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size) {
+  return IndexError(detail::cat(op, ": index ", index, " is out of bounds for dimension ", dim, " with size ", size));
+}
+
+IndexError cross_entropy_target_error(int64_t target, int64_t classes) {
+  return IndexError(detail::cat("cross_entropy: target ", target, " is out of bounds for ", classes, " classes"));
+}
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse) {
   check_defined("cross_entropy", logits);
   check_defined("cross_entropy", target);
@@ -374,12 +388,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   TG_CHECK(C > 0 || N == 0, ShapeError, "cross_entropy: logits have 0 classes");
   TG_CHECK(args.label_smoothing >= 0 && args.label_smoothing <= 1, Error,
            "cross_entropy: label_smoothing must be in [0, 1], got ", args.label_smoothing);
-  if (target.device().is_cpu()) {
+  if (target.device().is_cpu()) {   // CUDA targets: the kernel's device error flag, raised at the next sync
     const Tensor t = target.contiguous();
     for (int64_t i = 0; i < N; ++i) {
       const int64_t v = t.data<int64_t>()[i];
-      TG_CHECK((v >= 0 && v < C) || v == args.ignore_index, IndexError, "cross_entropy: target ", v,
-               " is out of bounds for ", C, " classes");
+      if (!((v >= 0 && v < C) || v == args.ignore_index)) throw cross_entropy_target_error(v, C);
     }
   }
   Tensor loss = Tensor::empty({N}, logits.dtype(), logits.device());
@@ -408,6 +421,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   TG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 0-D or 1-D, got shape ",
            shape_str(index.shape()));
   dim = wrap_dim(dim, x.dim(), "index_select");
+  TG_CHECK(x.dim() > 0 || index.numel() == 1, IndexError, "index_select: index to a 0-d tensor can have only 1 value, got ",
+           index.numel(), " value(s)");   // the output keeps x's shape []: exactly one element
   const int64_t size = x.dim() ? x.shape()[dim] : 1;
   check_index_range("index_select", index, size, dim);
   Shape shape = x.shape();
@@ -420,6 +435,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
   check_same_device("index_add_", dst, src);
+  check_same_device("index_add_", dst, index);
   check_same_dtype("index_add_", dst, src);
   check_int64_index("index_add_", index);
   dim = wrap_dim(dim, dst.dim(), "index_add_");
@@ -454,6 +470,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
   check_same_device("scatter_add_", dst, src);
+  check_same_device("scatter_add_", dst, index);
   check_same_dtype("scatter_add_", dst, src);
   check_int64_index("scatter_add_", index);
   dim = wrap_dim(dim, dst.dim(), "scatter_add_");
@@ -483,7 +500,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
       TG_CHECK(d == dim || x.shape()[d] == first.shape()[d], ShapeError, "cat: sizes of tensors must match except ",
                "in dimension ", dim, ". Expected size ", first.shape()[d], " but got size ", x.shape()[d],
                " for tensor number ", i, " in the list");
-    shape[dim] += x.shape()[dim];
+    TG_CHECK(!__builtin_add_overflow(shape[dim], x.shape()[dim], &shape[dim]), ShapeError, "cat: the sizes along ",
+             "dimension ", dim, " add up to more than int64 can count");
   }
   Tensor out = Tensor::empty(shape, first.dtype(), first.device());
   int64_t at = 0;

@@ -57,6 +57,11 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log);
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log);
 /// logits (N, C) float, target (N) int64 -> per-row loss (N); lse (N) is set for the backward.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse);
+/// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
+/// index_add_, gather, scatter_add_): raised by the host checks for CPU tensors and, for CUDA tensors,
+/// at the next sync from the device error flag (Note [Device error flag] in cuda/reduce.cu).
+IndexError cross_entropy_target_error(int64_t target, int64_t classes);
+IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);
 /// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C).
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
                               const Tensor& lse, const Tensor& dloss);

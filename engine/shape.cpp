@@ -42,7 +42,7 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (std::size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc)) acc = std::numeric_limits<int64_t>::max();
   }
   return st;
 }

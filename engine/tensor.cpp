@@ -50,17 +50,20 @@ bool Tensor::is_contiguous() const {
 Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
   Shape out = requested;
   int64_t known = 1, infer = -1;
+  bool known_overflows = false;   // the product of the given sizes exceeds int64 (and none is 0)
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       TG_CHECK(infer < 0, ShapeError, op, ": only one dimension can be inferred");
       infer = static_cast<int64_t>(i);
     } else {
       TG_CHECK(out[i] >= 0, ShapeError, op, ": invalid shape dimension ", out[i], " in ", shape_str(requested));
-      known *= out[i];
+      if (known != 0 && out[i] != 0) known_overflows |= __builtin_mul_overflow(known, out[i], &known);
+      if (out[i] == 0) known = 0;
     }
   }
+  if (known == 0) known_overflows = false;
   if (infer >= 0) {
-    TG_CHECK(known != 0 && numel % known == 0, ShapeError, op, ": shape '", shape_str(requested),
+    TG_CHECK(!known_overflows && known != 0 && numel % known == 0, ShapeError, op, ": shape '", shape_str(requested),
              "' is invalid for input of size ", numel);
     out[infer] = numel / known;
   }
@@ -158,6 +161,7 @@ Tensor Tensor::expand(const Shape& shape) const {
     s[i] = want;
     st[i] = want == have ? strides_[i - lead] : 0;
   }
+  checked_numel(s, "expand");   // negative sizes, and views whose element count overflows int64
   return as_strided(s, st, offset_);
 }
 
@@ -187,7 +191,8 @@ Tensor Tensor::squeeze() const {
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape s = shape_, st = strides_;
-  const int64_t stride = d < dim() ? strides_[d] * shape_[d] : 1;
+  int64_t stride = 1;   // a size-1 dim's stride is never used to step; saturate for zero-size tensors' huge strides
+  if (d < dim() && __builtin_mul_overflow(strides_[d], shape_[d], &stride)) stride = std::numeric_limits<int64_t>::max();
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, stride);
   return as_strided(s, st, offset_);

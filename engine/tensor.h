@@ -59,12 +59,17 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
 
-  /// Pointer to element [0,...,0] (offset applied).
+  /// Pointer to element [0,...,0] (offset applied); nullptr when the storage holds no bytes (a zero-size
+  /// tensor, whose views may still carry an offset: null + offset would be undefined behaviour).
   template <class T>
   T* data() const {
-    return static_cast<T*>(storage_->data()) + offset_;
+    T* base = static_cast<T*>(storage_->data());
+    return base ? base + offset_ : nullptr;
   }
-  void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_ * int64_t(dtype_size(dtype_)); }
+  void* raw_data() const {
+    char* base = static_cast<char*>(storage_->data());
+    return base ? base + offset_ * int64_t(dtype_size(dtype_)) : nullptr;
+  }
 
   // Views: share storage, metadata only. Each validates and throws with the op name.
   Tensor view(const Shape& shape) const;            // needs compatible strides (else ShapeError)
@@ -82,7 +87,7 @@ class Tensor {
   // Copies (through the backend).
   Tensor contiguous() const;                        // this if already contiguous
   Tensor clone() const;                             // always a fresh contiguous copy
-  Tensor to(Device device) const;                   // this if already there
+  Tensor to(Device device, bool non_blocking = false) const;   // this if already there; engine/backend.cpp
   Tensor to(DType dtype) const;                     // this if already that dtype
   double item() const;                              // one element, any device (syncs)
 

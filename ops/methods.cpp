@@ -48,12 +48,11 @@ Variable Variable::gather(int64_t dim, const Variable& index) const { return tg:
 Variable Variable::softmax(int64_t dim) const { return tg::softmax(*this, dim); }
 Variable Variable::log_softmax(int64_t dim) const { return tg::log_softmax(*this, dim); }
 
-Variable Variable::to(Device device, bool /*non_blocking*/) const {
-  // non_blocking is accepted for PyTorch parity; CPU copies are synchronous (the CUDA backend's issue
-  // makes pinned host-to-device copies asynchronous).
+Variable Variable::to(Device device, bool non_blocking) const {
+  // non_blocking: host-to-device copies from pinned memory (DataLoader pin_memory) are asynchronous.
   if (device == this->device()) return *this;
   const Device from = this->device();
-  return record("to", data().to(device), {*this}, [from](const Tensor& grad, Grads& g) {
+  return record("to", data().to(device, non_blocking), {*this}, [from](const Tensor& grad, Grads& g) {
     g.set(0, grad.to(from));                                              // the gradient goes back
   });
 }

@@ -30,9 +30,8 @@ Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
   TG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim (", start_dim, ") cannot come after end_dim (",
            end_dim, ")");
   Shape s(x.shape().begin(), x.shape().begin() + start_dim);
-  int64_t n = 1;
-  for (int64_t d = start_dim; d <= end_dim; ++d) n *= x.shape()[d];
-  s.push_back(n);
+  // the merged size, checked: a zero-size tensor's other sizes can multiply past int64
+  s.push_back(checked_numel(Shape(x.shape().begin() + start_dim, x.shape().begin() + end_dim + 1), "flatten"));
   s.insert(s.end(), x.shape().begin() + end_dim + 1, x.shape().end());
   return reshape(x, s);
 }

@@ -8,6 +8,12 @@ function(step)
   endif()
 endfunction()
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
-step(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+# The consumer uses the library's compiler: a sanitized libtensorgrad.a needs that compiler's runtimes.
+set(compiler_arg)
+if(CXX_COMPILER)
+  set(compiler_arg -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+endif()
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+     ${compiler_arg})
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${WORK_DIR}/build/consumer)

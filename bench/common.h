@@ -1,0 +1,217 @@
+// bench/common.h: what every benchmark in bench/ shares: its flags (--threads N, --smoke, --budget S,
+// --epochs N, --data DIR), the timing harness (warm-up, then the engines' calls interleaved round-robin
+// so that a load change on this shared machine hits them alike; median and min..max per engine), the
+// aligned table printer, and the "TARGET" lines that bench/run_all.sh collects into the summary of issue 5.
+// Header-only; nothing here includes a libtorch header (that half lives in bench/torch_side.cpp).
+#pragma once
+#include <tensorgrad.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "torch_side.h"
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+using Work = std::function<void()>;   // one repetition of a workload; empty = engine not available
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---- flags -------------------------------------------------------------------------------------
+
+struct Options {
+  int threads = 1;
+  bool smoke = false;        // tiny sizes, a couple of repetitions: the CTest smoke run
+  double budget_s = 2.0;     // seconds of timed calls per measured group (all engines together)
+  int epochs = 1;            // bench_fashion_mnist
+  std::string data = "/usr/share/datasets/fashion-mnist";
+};
+
+inline Options parse_options(int argc, char** argv, const char* usage) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "missing value after %s\nusage: %s\n", k.c_str(), usage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--threads") o.threads = std::atoi(value().c_str());
+    else if (k == "--smoke") o.smoke = true;
+    else if (k == "--budget") o.budget_s = std::atof(value().c_str());
+    else if (k == "--epochs") o.epochs = std::atoi(value().c_str());
+    else if (k == "--data") o.data = value();
+    else {
+      std::fprintf(stderr, "unknown flag %s\nusage: %s\n", k.c_str(), usage);
+      std::exit(2);
+    }
+  }
+  if (o.threads < 1 || o.epochs < 1 || !(o.budget_s >= 0)) {
+    std::fprintf(stderr, "--threads and --epochs must be positive, --budget non-negative\nusage: %s\n", usage);
+    std::exit(2);
+  }
+  return o;
+}
+
+/// Threads for both engines: tensorgrad's OpenMP + BLAS, libtorch's intra-op pool (inter-op pool: 1).
+inline void set_threads(int n) {
+  tg::set_num_threads(n);
+  torch_side::set_threads(n);
+}
+
+inline std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+inline void print_header(const std::string& title, const Options& o) {
+  std::printf("\n== %s | %d thread%s | tensorgrad vs %s | load %s%s\n", title.c_str(), o.threads,
+              o.threads == 1 ? "" : "s",
+              torch_side::available() ? ("libtorch " + torch_side::version()).c_str() : "(libtorch not built)",
+              loadavg().c_str(), o.smoke ? " | SMOKE (tiny sizes, numbers meaningless)" : "");
+}
+
+inline void print_footer() { std::printf("(load at end %s)\n", loadavg().c_str()); }
+
+// ---- timing ------------------------------------------------------------------------------------
+
+struct Stats {
+  double median = NAN, min = NAN, max = NAN;   // seconds per call
+  int reps = 0;
+  bool ok() const { return reps > 0; }
+};
+
+inline Stats summarize(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.min = v.front();
+  s.max = v.back();
+  s.reps = static_cast<int>(n);
+  return s;
+}
+
+struct Plan {
+  int warmup = 3;             // untimed calls per engine first (caches, allocator pools, lazy init)
+  int min_reps = 5;           // timed calls per engine at least ...
+  int max_reps = 1000000;     // ... and at most
+  double budget_s = 1.0;      // stop after min_reps once this much time went into timed calls
+};
+
+inline Plan plan_for(const Options& o, int warmup = 3, int min_reps = 5, double budget_scale = 1.0) {
+  Plan p;
+  if (o.smoke) {
+    p.warmup = 1;
+    p.min_reps = 2;
+    p.max_reps = 2;
+    p.budget_s = 0;
+  } else {
+    p.warmup = warmup;
+    p.min_reps = min_reps;
+    p.budget_s = o.budget_s * budget_scale;
+  }
+  return p;
+}
+
+/// Times each non-empty work: all warm up first, then one timed call each, round-robin, until the plan
+/// says stop. Returns seconds per call for each work (reps == 0 for an empty one).
+inline std::vector<Stats> measure(const std::vector<Work>& works, const Plan& plan) {
+  std::vector<std::vector<double>> samples(works.size());
+  for (const Work& w : works)
+    if (w)
+      for (int i = 0; i < plan.warmup; ++i) w();
+  const auto start = Clock::now();
+  for (int rep = 1;; ++rep) {
+    for (std::size_t i = 0; i < works.size(); ++i) {
+      if (!works[i]) continue;
+      const auto t0 = Clock::now();
+      works[i]();
+      samples[i].push_back(seconds_since(t0));
+    }
+    if (rep >= plan.max_reps) break;
+    if (rep >= plan.min_reps && seconds_since(start) >= plan.budget_s) break;
+  }
+  std::vector<Stats> out;
+  for (auto& s : samples) out.push_back(summarize(std::move(s)));
+  return out;
+}
+
+// ---- formatting --------------------------------------------------------------------------------
+
+inline std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// "median [min..max]" of s scaled (e.g. 1e6 for µs), or "n/a".
+inline std::string cell(const Stats& s, double scale, const char* f = "%.1f") {
+  if (!s.ok()) return "n/a";
+  return fmt(f, s.median * scale) + " [" + fmt(f, s.min * scale) + ".." + fmt(f, s.max * scale) + "]";
+}
+
+inline std::string ratio_str(double r) { return std::isfinite(r) ? fmt("%.2fx", r) : "n/a"; }
+
+/// Median time ratio a/b (tensorgrad / libtorch), NaN when either is missing.
+inline double time_ratio(const Stats& a, const Stats& b) { return a.ok() && b.ok() ? a.median / b.median : NAN; }
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : rows_{std::move(headers)} {}
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void print() const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows_)
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (width.size() <= i) width.push_back(0);
+        width[i] = std::max(width[i], r[i].size());
+      }
+    for (std::size_t k = 0; k < rows_.size(); ++k) {
+      std::string line;
+      for (std::size_t i = 0; i < rows_[k].size(); ++i) {
+        line += rows_[k][i];
+        if (i + 1 < rows_[k].size()) line += std::string(width[i] - rows_[k][i].size() + 2, ' ');
+      }
+      std::printf("%s\n", line.c_str());
+      if (k == 0) std::printf("%s\n", std::string(line.size(), '-').c_str());
+    }
+    std::fflush(stdout);
+  }
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// ---- targets of issue 5 --------------------------------------------------------------------------
+
+/// "met" / "MISSED", or "n/a" when the row could not be measured (no libtorch).
+inline std::string verdict(double value, bool met) { return std::isfinite(value) ? (met ? "met" : "MISSED") : "n/a"; }
+
+/// One line per target row; bench/run_all.sh greps "^TARGET" into the final summary. threads 0 means
+/// the row does not depend on the thread count. The 1-minute load average comes first: above ~1.5 on
+/// this 2-core machine someone else was computing, and the row may be disturbed.
+inline void print_target(const std::string& workload, int threads, const std::string& measured,
+                         const std::string& target, const std::string& verdict_text) {
+  const std::string t = threads == 0 ? "-" : std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  std::printf("TARGET  load %-5s  %-46s %-10s %-44s %-37s %s\n", loadavg().substr(0, loadavg().find(' ')).c_str(),
+              workload.c_str(), t.c_str(), measured.c_str(), target.c_str(), verdict_text.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace bench

@@ -1,0 +1,220 @@
+// bench/torch_side.cpp: the libtorch workloads declared in bench/torch_side.h, written as a libtorch
+// user would (torch::nn, torch::optim, the autograd API), each the same computation as its tensorgrad
+// twin in the bench_*.cpp files. The only file in bench/ that includes <torch/torch.h>. Without libtorch
+// (TG_BENCH_WITH_TORCH undefined) it compiles to stubs: available() is false, every Work is empty.
+#include "torch_side.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#ifdef TG_BENCH_WITH_TORCH
+#include <torch/torch.h>
+
+namespace bench {
+namespace torch_side {
+
+bool available() { return true; }
+
+std::string version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+void set_threads(int n) {
+  static bool interop_set = false;
+  if (!interop_set) {
+    at::set_num_interop_threads(1);
+    interop_set = true;
+  }
+  at::set_num_threads(n);
+}
+
+namespace {
+
+torch::Tensor chain(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int len) {
+  torch::Tensor y = x;
+  for (int i = 0; i < len / 2; ++i) y = (y + a) * b;
+  return y;
+}
+
+void reset_grads(const std::vector<torch::Tensor>& params) {
+  for (const auto& p : params) p.mutable_grad().reset();
+}
+
+}  // namespace
+
+Work op_chain(int64_t numel, int len, ChainMode mode) {
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).requires_grad(true);
+  torch::Tensor x = torch::randn({numel}, opts), a = torch::full({numel}, 1e-3, opts),
+                b = torch::full({numel}, 0.999, opts);
+  switch (mode) {
+    case ChainMode::NoGrad:
+      return [=] {
+        torch::NoGradGuard g;
+        chain(x, a, b, len);
+      };
+    case ChainMode::Record:
+      return [=] { chain(x, a, b, len); };
+    case ChainMode::Backward:
+      return [=] { chain(x, a, b, len).sum().backward(); };
+  }
+  return {};
+}
+
+namespace {
+struct MlpState {
+  torch::nn::Sequential net{torch::nn::Linear(784, 128), torch::nn::ReLU(), torch::nn::Linear(128, 10)};
+  std::vector<torch::Tensor> params = net->parameters();
+  torch::optim::SGD optimizer{params, torch::optim::SGDOptions(0.01)};
+  torch::nn::CrossEntropyLoss criterion;
+  torch::Tensor x, y;
+};
+}  // namespace
+
+Work mlp_step(int64_t batch) {
+  auto s = std::make_shared<MlpState>();
+  s->x = torch::randn({batch, 784});
+  s->y = torch::randint(0, 10, {batch}, torch::kLong);
+  return [s] {
+    reset_grads(s->params);
+    torch::Tensor loss = s->criterion(s->net->forward(s->x), s->y);
+    loss.backward();
+    s->optimizer.step();
+  };
+}
+
+Work matmul(int64_t n) {
+  torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
+  return [=] { torch::matmul(a, b); };
+}
+
+Work elementwise(Elementwise op, int64_t numel) {
+  torch::Tensor a = torch::randn({numel}), b = torch::randn({numel});
+  switch (op) {
+    case Elementwise::Add:
+      return [=] { torch::add(a, b); };
+    case Elementwise::Relu:
+      return [=] { torch::relu(a); };
+    case Elementwise::Exp:
+      return [=] { torch::exp(a); };
+    case Elementwise::ReluForwardBackward: {
+      torch::Tensor x = a.clone().requires_grad_(true), g = torch::ones({numel});
+      return [=] {
+        torch::relu(x).backward(g);
+        x.mutable_grad().reset();
+      };
+    }
+  }
+  return {};
+}
+
+Work softmax_cross_entropy(int64_t n, int64_t c) {
+  torch::Tensor logits = torch::randn({n, c}).requires_grad_(true);
+  torch::Tensor target = torch::randint(0, c, {n}, torch::kLong);
+  return [=] {
+    torch::nn::functional::cross_entropy(logits, target).backward();
+    logits.mutable_grad().reset();
+  };
+}
+
+struct FashionTrainer::Impl {
+  torch::Tensor train_x, train_y, test_x, test_y;
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::SGD> optimizer;
+  torch::Tensor forward(const torch::Tensor& x) { return fc2(torch::relu(fc1(x))); }
+};
+
+FashionTrainer::FashionTrainer(const float* train_x, const int64_t* train_y, int64_t n_train, const float* test_x,
+                               const int64_t* test_y, int64_t n_test, const Init& init, double lr,
+                               double momentum)
+    : impl_(std::make_unique<Impl>()) {
+  auto f32 = [](const float* p, std::vector<int64_t> shape) {
+    return torch::from_blob(const_cast<float*>(p), shape, torch::kFloat32).clone();
+  };
+  auto i64 = [](const int64_t* p, int64_t n) {
+    return torch::from_blob(const_cast<int64_t*>(p), {n}, torch::kLong).clone();
+  };
+  Impl& m = *impl_;
+  m.train_x = f32(train_x, {n_train, init.in});
+  m.train_y = i64(train_y, n_train);
+  m.test_x = f32(test_x, {n_test, init.in});
+  m.test_y = i64(test_y, n_test);
+  m.fc1 = torch::nn::Linear(init.in, init.hidden);
+  m.fc2 = torch::nn::Linear(init.hidden, init.out);
+  {
+    torch::NoGradGuard no_grad;
+    m.fc1->weight.copy_(f32(init.w1, {init.hidden, init.in}));
+    m.fc1->bias.copy_(f32(init.b1, {init.hidden}));
+    m.fc2->weight.copy_(f32(init.w2, {init.out, init.hidden}));
+    m.fc2->bias.copy_(f32(init.b2, {init.out}));
+  }
+  m.params = {m.fc1->weight, m.fc1->bias, m.fc2->weight, m.fc2->bias};
+  m.optimizer = std::make_unique<torch::optim::SGD>(m.params, torch::optim::SGDOptions(lr).momentum(momentum));
+}
+
+FashionTrainer::~FashionTrainer() = default;
+
+double FashionTrainer::train_epoch(const std::vector<int64_t>& order, int64_t batch_size, double lr) {
+  Impl& m = *impl_;
+  for (auto& group : m.optimizer->param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+  const int64_t n = static_cast<int64_t>(order.size());
+  torch::Tensor idx = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kLong);
+  double loss_sum = 0;
+  int64_t steps = 0;
+  for (int64_t start = 0; start < n; start += batch_size) {
+    torch::Tensor rows = idx.narrow(0, start, std::min(batch_size, n - start));
+    torch::Tensor xb = m.train_x.index_select(0, rows), yb = m.train_y.index_select(0, rows);
+    reset_grads(m.params);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(m.forward(xb), yb);
+    loss.backward();
+    m.optimizer->step();
+    loss_sum += loss.item<double>();
+    ++steps;
+  }
+  return steps ? loss_sum / steps : NAN;
+}
+
+double FashionTrainer::test_accuracy() {
+  Impl& m = *impl_;
+  torch::NoGradGuard no_grad;
+  const int64_t n = m.test_x.size(0);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += 1000) {
+    const int64_t len = std::min<int64_t>(1000, n - start);
+    torch::Tensor pred = m.forward(m.test_x.narrow(0, start, len)).argmax(1);
+    correct += pred.eq(m.test_y.narrow(0, start, len)).sum().item<int64_t>();
+  }
+  return n ? static_cast<double>(correct) / static_cast<double>(n) : NAN;
+}
+
+}  // namespace torch_side
+}  // namespace bench
+
+#else  // !TG_BENCH_WITH_TORCH: stubs
+
+namespace bench {
+namespace torch_side {
+
+bool available() { return false; }
+std::string version() { return "not built"; }
+void set_threads(int) {}
+Work op_chain(int64_t, int, ChainMode) { return {}; }
+Work mlp_step(int64_t) { return {}; }
+Work matmul(int64_t) { return {}; }
+Work elementwise(Elementwise, int64_t) { return {}; }
+Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
+
+struct FashionTrainer::Impl {};
+FashionTrainer::FashionTrainer(const float*, const int64_t*, int64_t, const float*, const int64_t*, int64_t,
+                               const Init&, double, double) {
+  throw std::runtime_error("bench: built without libtorch");
+}
+FashionTrainer::~FashionTrainer() = default;
+double FashionTrainer::train_epoch(const std::vector<int64_t>&, int64_t, double) { return NAN; }
+double FashionTrainer::test_accuracy() { return NAN; }
+
+}  // namespace torch_side
+}  // namespace bench
+
+#endif

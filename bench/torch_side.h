@@ -1,0 +1,63 @@
+// bench/torch_side.h: the libtorch half of every benchmark, behind an interface without torch headers,
+// so that only bench/torch_side.cpp pays for parsing <torch/torch.h>. Each factory builds its inputs once
+// and returns a Work that runs one repetition. Built without libtorch (TG_BENCH_WITH_TORCH undefined),
+// available() is false and every factory returns an empty Work.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bench {
+namespace torch_side {
+
+using Work = std::function<void()>;
+
+bool available();
+std::string version();      // "1.13.0"
+/// at::set_num_interop_threads(1) on the first call, then at::set_num_threads(n).
+void set_threads(int n);
+
+enum class ChainMode { NoGrad, Record, Backward };
+/// y = x; len/2 times y = (y + a) * b, on (numel) float tensors requiring grad; Backward adds .sum().backward().
+Work op_chain(int64_t numel, int len, ChainMode mode);
+
+/// One SGD step (lr 0.01) of Linear 784-128, ReLU, Linear 128-10, CrossEntropyLoss on random (batch, 784).
+/// Gradients are reset to undefined before the step (set_to_none, as tensorgrad's zero_grad does).
+Work mlp_step(int64_t batch);
+
+/// torch::matmul of two random (n, n) float32 matrices into a fresh output.
+Work matmul(int64_t n);
+
+enum class Elementwise { Add, Relu, Exp, ReluForwardBackward };
+/// Fresh output every call; ReluForwardBackward: y = relu(x), y.backward(ones), x.grad reset.
+Work elementwise(Elementwise op, int64_t numel);
+
+/// cross_entropy(logits (n, c) requiring grad, random targets), mean, then backward; grad reset.
+Work softmax_cross_entropy(int64_t n, int64_t c);
+
+/// The `make train` model (Linear in-hidden, ReLU, Linear hidden-out) with SGD + momentum, trained on data
+/// copied once from tensorgrad's dataset, starting from tensorgrad's initial weights (copied too).
+class FashionTrainer {
+ public:
+  struct Init {
+    const float *w1, *b1, *w2, *b2;   // (hidden, in), (hidden), (out, hidden), (out)
+    int64_t in, hidden, out;
+  };
+  FashionTrainer(const float* train_x, const int64_t* train_y, int64_t n_train, const float* test_x,
+                 const int64_t* test_y, int64_t n_test, const Init& init, double lr, double momentum);
+  ~FashionTrainer();
+  FashionTrainer(const FashionTrainer&) = delete;
+  FashionTrainer& operator=(const FashionTrainer&) = delete;
+  /// One epoch over the samples in `order`, in batches of batch_size, at learning rate lr: mean loss.
+  double train_epoch(const std::vector<int64_t>& order, int64_t batch_size, double lr);
+  double test_accuracy();   // fraction of the test set classified correctly
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace torch_side
+}  // namespace bench
