@@ -204,8 +204,9 @@ class Table {
 inline std::string verdict(double value, bool met) { return std::isfinite(value) ? (met ? "met" : "MISSED") : "n/a"; }
 
 /// One line per target row; bench/run_all.sh greps "^TARGET" into the final summary. threads 0 means
-/// the row does not depend on the thread count. The 1-minute load average comes first: above ~1.5 on
-/// this 2-core machine someone else was computing, and the row may be disturbed.
+/// the row does not depend on the thread count. The 1-minute load average comes first: the benchmark
+/// itself adds about 1 per thread it runs; well above that, someone else was computing on this 2-core
+/// machine and the row may be disturbed.
 inline void print_target(const std::string& workload, int threads, const std::string& measured,
                          const std::string& target, const std::string& verdict_text) {
   const std::string t = threads == 0 ? "-" : std::to_string(threads) + (threads == 1 ? " thread" : " threads");

@@ -14,7 +14,7 @@ failed=()
 echo "tensorgrad benchmarks vs libtorch (issue 5) | $(date -u '+%Y-%m-%d %H:%M UTC') | $(uname -sr)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
   "$(grep -o 'avx512f' /proc/cpuinfo | head -1 || echo 'no avx512f')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (others share this machine: rows run while the load is high may be disturbed)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a benchmark adds ~1 per thread it runs; rows run well above that may be disturbed)"
 echo "libtorch: $(dpkg-query -W -f='${Package} ${Version}' libtorch-dev 2>/dev/null || echo 'not installed')"
 
 for threads in 1 2; do

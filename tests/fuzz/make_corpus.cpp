@@ -55,43 +55,44 @@ struct Net : tg::nn::Module {   // the module fuzz_checkpoint loads into
   Net() { register_module("fc", fc); }
 };
 
+// Named *.safetensors.seed: .gitignore keeps *.safetensors out of the repository.
 void checkpoints(const std::string& scratch) {
   const std::string T = "fuzz_checkpoint";
   tg::manual_seed(7);
   Net net;
   tg::save(net, scratch);
   const std::string linear = slurp(scratch);
-  put(T, "linear_3x2.safetensors", linear);
+  put(T, "linear_3x2.safetensors.seed", linear);
 
   tg::save_tensors({{"f32", tg::randn({2, 3}).data()},
                     {"f64", tg::randn({}, tg::TensorOptions().dtype(tg::kFloat64)).data()},
                     {"i64", tg::randint(-5, 5, {4}).data()},
                     {"empty", tg::zeros({0, 5}).data()}},
                    scratch, {{"note", "every dtype, 0-d and zero-size"}});
-  put(T, "all_dtypes.safetensors", slurp(scratch));
+  put(T, "all_dtypes.safetensors.seed", slurp(scratch));
 
   tg::optim::SGD sgd(net.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
   tg::nn::CrossEntropyLoss loss;
   loss(net.fc(tg::randn({4, 3})), tg::randint(0, 2, {4})).backward();
   sgd.step();
   tg::save(sgd, scratch);
-  put(T, "sgd_momentum.safetensors", slurp(scratch));
+  put(T, "sgd_momentum.safetensors.seed", slurp(scratch));
 
   // As the reference writer does it: no metadata, no checksums.
   const std::string header = "{\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
                              "\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}}";
-  put(T, "foreign_no_crc.safetensors", le64(header.size()) + header + std::string(32, '\x01'));
-  put(T, "empty_object.safetensors", le64(8) + "{}      ");
+  put(T, "foreign_no_crc.safetensors.seed", le64(header.size()) + header + std::string(32, '\x01'));
+  put(T, "empty_object.safetensors.seed", le64(8) + "{}      ");
 
   // Broken ones.
-  put(T, "broken_truncated.safetensors", linear.substr(0, linear.size() / 2));
+  put(T, "broken_truncated.safetensors.seed", linear.substr(0, linear.size() / 2));
   std::string flipped = linear;
   flipped[flipped.size() - 3] = char(flipped[flipped.size() - 3] ^ 0x10);
-  put(T, "broken_bitflip.safetensors", flipped);
-  put(T, "broken_header_length.safetensors", le64(uint64_t(1) << 60) + "{}");
-  put(T, "broken_short.safetensors", "\x05\x00\x00");
+  put(T, "broken_bitflip.safetensors.seed", flipped);
+  put(T, "broken_header_length.safetensors.seed", le64(uint64_t(1) << 60) + "{}");
+  put(T, "broken_short.safetensors.seed", "\x05\x00\x00");
   const std::string bad = "{\"x\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,16]}}";
-  put(T, "broken_huge_shape.safetensors", le64(bad.size()) + bad + std::string(16, '\0'));
+  put(T, "broken_huge_shape.safetensors.seed", le64(bad.size()) + bad + std::string(16, '\0'));
 }
 
 void idx_files(const std::string& scratch) {
