@@ -98,5 +98,10 @@ Backend& cpu_backend();
 /// Threads used by CPU loops (OpenMP) and by the BLAS; default: the number of cores.
 void set_num_threads(int n);
 int get_num_threads();
+/// Flush subnormal floats to zero in CPU kernels (PyTorch: torch.set_flush_denormal). Off by default.
+/// Training loops whose momentum buffers decay towards zero otherwise spend most of a step on slow
+/// subnormal arithmetic. Applies to the calling thread and to every CPU kernel thread; returns
+/// false where the processor offers no such mode (non-x86).
+bool set_flush_denormal(bool on);
 
 }  // namespace tg

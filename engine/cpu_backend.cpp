@@ -14,6 +14,10 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define TG_HAVE_MXCSR 1
+#endif
 #ifdef TENSORGRAD_HAVE_CBLAS
 #include <cblas.h>
 #endif
@@ -36,6 +40,20 @@ constexpr int64_t kBlasParallelMacs = int64_t(1) << 24;
 
 int g_num_threads = 0;   // 0: not set, use the OpenMP default
 
+std::atomic<bool> g_flush_denormal{false};
+
+/// Sets or clears FTZ (bit 15) and DAZ (bit 6) in this thread's MXCSR.
+void apply_flush_denormal(bool on) {
+#ifdef TG_HAVE_MXCSR
+  const unsigned bits = 0x8040u;
+  const unsigned csr = _mm_getcsr();
+  const unsigned want = on ? (csr | bits) : (csr & ~bits);
+  if (want != csr) _mm_setcsr(want);
+#else
+  (void)on;
+#endif
+}
+
 int max_threads() {
 #ifdef _OPENMP
   return omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -54,8 +72,10 @@ void parallel_for(int64_t n, int64_t cost_per_item, F f) {
     return;
   }
 #ifdef _OPENMP
+  const bool flush = g_flush_denormal.load(std::memory_order_relaxed);
 #pragma omp parallel num_threads(threads)
   {
+    apply_flush_denormal(flush);   // worker threads follow the process-wide setting
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t chunk = (n + nt - 1) / nt;
     const int64_t b = t * chunk, e = std::min(n, b + chunk);
@@ -136,8 +156,17 @@ void run_loop(const Loop<N>& L, Row row, bool serial = false) {
       }
     }
   };
-  if (serial) rows(0, outer);
-  else parallel_for(outer, inner, rows);
+  if (serial) {
+    rows(0, outer);
+  } else if (outer == 1) {   // one long row (any contiguous tensor): split the row itself
+    parallel_for(inner, 1, [&](int64_t begin, int64_t end) {
+      Offs offs;
+      for (std::size_t k = 0; k < N; ++k) offs[k] = begin * inner_strides[k];
+      row(offs, end - begin, inner_strides);
+    });
+  } else {
+    parallel_for(outer, inner, rows);
+  }
 }
 
 template <class T>
@@ -710,6 +739,16 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 #endif
   set_blas_threads(n);
+}
+
+bool set_flush_denormal(bool on) {
+  g_flush_denormal.store(on, std::memory_order_relaxed);
+  apply_flush_denormal(on);
+#ifdef TG_HAVE_MXCSR
+  return true;
+#else
+  return !on;
+#endif
 }
 
 int get_num_threads() {

@@ -256,3 +256,14 @@ TEST_CASE("cross_entropy ignore_index and label_smoothing match their definition
   TG_CHECK_THROWS(tg::cross_entropy(x, t, tg::Reduction::Mean, -100, 1.5), tg::Error, "label_smoothing must be in [0, 1]");
   TG_CHECK_THROWS(tg::cross_entropy(x, t, tg::Reduction::Mean, 7), tg::IndexError, "target -100 is out of bounds");
 }
+
+TEST_CASE("set_flush_denormal flushes subnormal floats to zero in CPU kernels and can be undone") {
+  Variable tiny = tg::full({4}, 1e-40);   // a float32 subnormal
+  CHECK((tiny * 1.0).to_vector<float>()[0] > 0);
+  REQUIRE(tg::set_flush_denormal(true));
+  CHECK((tiny * 1.0).to_vector<float>()[0] == 0);
+  Variable big = tg::full({1 << 20}, 1e-40);   // large enough for the parallel path
+  CHECK((big * 1.0).sum().item() == 0);
+  tg::set_flush_denormal(false);
+  CHECK((tiny * 1.0).to_vector<float>()[0] > 0);
+}
