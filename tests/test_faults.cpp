@@ -34,30 +34,11 @@ struct FaultNet : tg::nn::Module {
   Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
-struct FaultDir {
-  std::string path;
-  FaultDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tg_faults_XXXXXX").string();
-    REQUIRE(::mkdtemp(&tmpl[0]) != nullptr);
-    path = tmpl;
-  }
-  ~FaultDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-  std::vector<std::string> temp_files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
-    return out;
-  }
+struct FaultDir : testing::TempDir {
+  FaultDir() : testing::TempDir("tg_faults") {}
 };
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string file_bytes(const std::string& path) { return testing::read_bytes(path); }
 
 std::string module_bytes(const tg::nn::Module& m) {
   std::string out;

@@ -43,32 +43,13 @@ struct WithBuffer : tg::nn::Module {
   }
 };
 
-/// A fresh folder under the system temp directory, removed with everything in it.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tg_serialize_XXXXXX").string();
-    REQUIRE(::mkdtemp(&tmpl[0]) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-  /// Names in the folder that look like our temporary files.
-  std::vector<std::string> temp_files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
-    return out;
-  }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("tg_serialize") {}
 };
 
 std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  REQUIRE(std::filesystem::exists(path));
+  return testing::read_bytes(path);
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {

@@ -6,7 +6,12 @@
 #include "engine/prim.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace testing {
@@ -54,6 +59,36 @@ inline void check_values(const tg::Variable& a, const std::vector<double>& expec
   REQUIRE(x.size() == expected.size());
   for (std::size_t i = 0; i < x.size(); ++i)
     CHECK_MESSAGE(std::fabs(x[i] - expected[i]) <= tol, "element " << i << ": " << x[i] << " vs " << expected[i]);
+}
+
+/// A fresh folder under the system temp directory, removed with everything in it.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix = "tg_test") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(&tmpl[0]) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  /// Names in the folder that look like a checkpoint writer's temporary files.
+  std::vector<std::string> temp_files() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path))
+      if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
+    return out;
+  }
+};
+
+/// A whole file's bytes ("" when it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace testing
