@@ -410,29 +410,10 @@ void CudaBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
   if (O == 0) return;
   DeviceGuard guard(ctx_.device());
   // As the CPU backend: kept dims first, reduced dims last; out (contiguous) enumerates the kept dims.
-  std::vector<int64_t> perm, reduced;
-  for (int64_t d = 0; d < x.dim(); ++d) (out.shape()[d] == x.shape()[d] ? perm : reduced).push_back(d);
-  const int64_t nkept = static_cast<int64_t>(perm.size());
-  perm.insert(perm.end(), reduced.begin(), reduced.end());
-  Tensor xp = x.permute(perm);
-  int64_t R = 1;
-  for (int64_t d : reduced) R *= x.shape()[d];
-  // The reduced block must be one stride apart; otherwise copy the permuted view once.
-  int64_t rstride = 1;
-  {
-    bool single = true;
-    int64_t expect = -1;
-    for (int64_t d = xp.dim() - 1; d >= nkept; --d) {
-      if (xp.shape()[d] == 1) continue;
-      if (expect == -1) rstride = xp.strides()[d];
-      else if (xp.strides()[d] != expect) single = false;
-      expect = xp.strides()[d] * xp.shape()[d];
-    }
-    if (!single) {
-      xp = xp.contiguous();
-      rstride = 1;
-    }
-  }
+  ReductionLayout layout = reduction_layout(x, out);
+  Tensor& xp = layout.x;
+  const int64_t nkept = layout.nkept, R = layout.R;
+  int64_t rstride = layout.rstride;
   Shape kept_shape(xp.shape().begin(), xp.shape().begin() + nkept);
   Shape kept_strides(xp.strides().begin(), xp.strides().begin() + nkept);
   if (coalesce<1>(kept_shape, {&kept_strides}).sizes.size() > static_cast<std::size_t>(kMaxDims)) {

@@ -12,6 +12,29 @@ Backend& backend_for(Device device) {
   return cuda::detail::backend(device.index());
 }
 
+ReductionLayout reduction_layout(const Tensor& x, const Tensor& out) {
+  ReductionLayout l;
+  std::vector<int64_t> perm, reduced;
+  for (int64_t d = 0; d < x.dim(); ++d) (out.shape()[d] == x.shape()[d] ? perm : reduced).push_back(d);
+  l.nkept = static_cast<int64_t>(perm.size());
+  perm.insert(perm.end(), reduced.begin(), reduced.end());
+  l.x = x.permute(perm);
+  for (int64_t d : reduced) l.R *= x.shape()[d];
+  bool single = true;   // are the reduced dims one stride apart?
+  int64_t expect = -1;
+  for (int64_t d = l.x.dim() - 1; d >= l.nkept; --d) {
+    if (l.x.shape()[d] == 1) continue;
+    if (expect == -1) l.rstride = l.x.strides()[d];
+    else if (l.x.strides()[d] != expect) single = false;
+    expect = l.x.strides()[d] * l.x.shape()[d];
+  }
+  if (!single) {
+    l.x = l.x.contiguous();
+    l.rstride = 1;
+  }
+  return l;
+}
+
 Tensor Tensor::to(Device device, bool non_blocking) const {
   if (device == this->device()) return *this;
   backend_for(device);   // throws DeviceError when the target device is unusable

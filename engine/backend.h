@@ -91,6 +91,19 @@ class Backend {
   virtual void synchronize() = 0;
 };
 
+/// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
+/// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
+/// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.
+struct ReductionLayout {
+  Tensor x;            // permuted view (or contiguous copy) of the input
+  int64_t nkept = 0;   // leading dims of x that are kept
+  int64_t R = 1;       // elements reduced into each output
+  int64_t rstride = 1;
+  Shape kept_shape() const { return Shape(x.shape().begin(), x.shape().begin() + nkept); }
+  Shape kept_strides() const { return Shape(x.strides().begin(), x.strides().begin() + nkept); }
+};
+ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
+
 /// The backend serving a device. CUDA devices throw DeviceError with the reason when unusable.
 Backend& backend_for(Device device);
 Backend& cpu_backend();

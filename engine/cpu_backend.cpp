@@ -321,41 +321,13 @@ class CpuBackend final : public Backend {
       fill(out, 0.0);
       return;
     }
-    // Permute kept dims first and reduced dims last; out (contiguous) enumerates the kept dims in order.
-    std::vector<int64_t> perm, kept_sizes;
-    std::vector<int64_t> reduced;
-    for (int64_t d = 0; d < x.dim(); ++d) {
-      if (out.shape()[d] == x.shape()[d]) {
-        perm.push_back(d);
-        kept_sizes.push_back(x.shape()[d]);
-      } else {
-        reduced.push_back(d);
-      }
-    }
-    const int64_t nkept = static_cast<int64_t>(perm.size());
-    perm.insert(perm.end(), reduced.begin(), reduced.end());
-    Tensor xp = x.permute(perm);
-    int64_t R = 1;
-    for (int64_t d : reduced) R *= x.shape()[d];
-    // The reduced block must be one stride apart; otherwise copy the permuted view once.
-    int64_t rstride = 1;
-    {
-      bool single = true;
-      int64_t expect = -1;
-      for (int64_t d = xp.dim() - 1; d >= nkept; --d) {
-        if (xp.shape()[d] == 1) continue;
-        if (expect == -1) rstride = xp.strides()[d];
-        else if (xp.strides()[d] != expect) single = false;
-        expect = xp.strides()[d] * xp.shape()[d];
-      }
-      if (!single) {
-        xp = xp.contiguous();
-        rstride = 1;
-      }
-    }
+    // Kept dims first, reduced dims last; out (contiguous) enumerates the kept dims in order.
+    const ReductionLayout layout = reduction_layout(x, out);
+    const Tensor& xp = layout.x;
+    const int64_t R = layout.R, rstride = layout.rstride;
     const int64_t O = out.numel();
-    Shape kept_strides(xp.strides().begin(), xp.strides().begin() + nkept);
-    Shape kept_shape(xp.shape().begin(), xp.shape().begin() + nkept);
+    const Shape kept_strides = layout.kept_strides();
+    const Shape kept_shape = layout.kept_shape();
     // offsets of each output's reduced block
     std::vector<int64_t> base(static_cast<std::size_t>(O));
     {
