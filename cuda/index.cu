@@ -96,16 +96,6 @@ struct ScatterAddStrided {
   }
 };
 
-struct RowView {
-  int64_t outer, D, inner;
-};
-RowView rows_of(const Tensor& x, int64_t dim) {
-  RowView r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
-  for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
-  for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
-  return r;
-}
-
 template <class Body>
 void gather_scatter(DeviceContext& ctx, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other,
                     Body body) {

@@ -387,16 +387,6 @@ struct CrossEntropyBackwardFlat {
   }
 };
 
-struct RowView {
-  int64_t outer, D, inner;
-};
-RowView rows_of(const Tensor& x, int64_t dim) {
-  RowView r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
-  for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
-  for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
-  return r;
-}
-
 /// Rows of at most this many elements go to one warp each; longer ones to a block each.
 constexpr int64_t kWarpRow = 1024;
 

@@ -12,6 +12,13 @@ Backend& backend_for(Device device) {
   return cuda::detail::backend(device.index());
 }
 
+RowView rows_of(const Tensor& x, int64_t dim) {
+  RowView r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
+  for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
+  for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
+  return r;
+}
+
 ReductionLayout reduction_layout(const Tensor& x, const Tensor& out) {
   ReductionLayout l;
   std::vector<int64_t> perm, reduced;

@@ -91,6 +91,13 @@ class Backend {
   virtual void synchronize() = 0;
 };
 
+/// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
+/// (o * D + d) * inner + i. Softmax, cross-entropy and the index kernels walk rows this way.
+struct RowView {
+  int64_t outer = 1, D = 1, inner = 1;
+};
+RowView rows_of(const Tensor& x, int64_t dim);
+
 /// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
 /// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
 /// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.

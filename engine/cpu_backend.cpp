@@ -412,7 +412,7 @@ class CpuBackend final : public Backend {
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
     dispatch_floating(x.dtype(), "softmax", [&](auto t) {
       using T = decltype(t);
-      const Row r = rows_of(x, dim);
+      const RowView r = rows_of(x, dim);
       const T* xp = x.data<T>();
       T* yp = out.data<T>();
       parallel_for(r.outer * r.inner, r.D * 8, [&](int64_t b, int64_t e) {
@@ -441,7 +441,7 @@ class CpuBackend final : public Backend {
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
     dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
       using T = decltype(t);
-      const Row r = rows_of(y, dim);
+      const RowView r = rows_of(y, dim);
       const T *yp = y.data<T>(), *gp = dy.data<T>();
       T* dp = dx.data<T>();
       parallel_for(r.outer * r.inner, r.D * 4, [&](int64_t b, int64_t e) {
@@ -522,7 +522,7 @@ class CpuBackend final : public Backend {
   }
 
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
-    const Row r = rows_of(x, dim);
+    const RowView r = rows_of(x, dim);
     const int64_t K = index.numel();
     const int64_t* ip = index.data<int64_t>();
     dispatch_dtype(x.dtype(), [&](auto t) {
@@ -539,7 +539,7 @@ class CpuBackend final : public Backend {
   }
 
   void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override {
-    const Row r = rows_of(dst, dim);
+    const RowView r = rows_of(dst, dim);
     const int64_t K = index.numel();
     const int64_t* ip = index.data<int64_t>();
     dispatch_dtype(dst.dtype(), [&](auto t) {
@@ -626,17 +626,6 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
 
  private:
-  struct Row {
-    int64_t outer, D, inner;
-  };
-  /// Views a contiguous tensor as (outer, D, inner) around dim.
-  static Row rows_of(const Tensor& x, int64_t dim) {
-    Row r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
-    for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
-    for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
-    return r;
-  }
-
   /// gather: out[i] = x[i with dim -> index[i]];  scatter: x[i with dim -> index[i]] += out[i].
   static void gather_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other, bool scatter) {
     // Walk index's shape; x is read with its own strides except along dim, where index picks.
