@@ -84,6 +84,16 @@ void parallel_for(int64_t n, int64_t cost_per_item, F f) {
 #endif
 }
 
+/// f(begin, end) over blocks of about 16K elements of `rows` contiguous rows of D elements each,
+/// blocks spread over the threads: see Note [Row blocks].
+template <class F>
+void for_row_blocks(int64_t rows, int64_t D, F f) {
+  const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(D, 1));
+  parallel_for(rows, D * 8, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i += per_block) f(i, std::min(e, i + per_block));
+  });
+}
+
 // ------------------------------------------------------------------------------------------------
 // Strided N-operand loops. Note [Strided loops]: every elementwise kernel walks its operands through
 // one of these: size-1 dims are dropped, dims that are contiguous in every operand are merged, and
@@ -175,6 +185,99 @@ bool is_nan(T v) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Note [SIMD clones]: the library is compiled for baseline x86-64 (SSE2) so that one binary runs on
+// any x86-64 CPU. The contiguous inner loops below, where the time goes, are compiled three times
+// by GCC's target_clones (AVX-512, AVX2 + FMA, baseline); the dynamic loader picks the best one for
+// the CPU once at start-up (an ifunc), so a call costs one indirect jump. Everything else, and any
+// other compiler, uses the baseline build of the same source.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(TENSORGRAD_NO_SIMD_CLONES)
+#define TG_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TG_SIMD_CLONES
+#endif
+
+template <class F, class T>
+TG_SIMD_CLONES void unary_contiguous(const T* x, T* y, int64_t n, UnaryArgs args) {
+  for (int64_t i = 0; i < n; ++i) y[i] = F::forward(x[i], args);
+}
+
+template <class F, class T>
+TG_SIMD_CLONES void unary_backward_contiguous(const T* x, const T* y, const T* dy, T* dx, int64_t n, UnaryArgs args) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = F::backward(x[i], y[i], dy[i], args);
+}
+
+/// out = a op b over n elements; a_step / b_step are 1 (a row) or 0 (one value broadcast).
+template <class F, class T, int AStep, int BStep>
+TG_SIMD_CLONES void binary_contiguous(const T* a, const T* b, T* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i * AStep], b[i * BStep]);
+}
+
+template <class T>
+TG_SIMD_CLONES void exp_in_place(T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) p[i] = fn::exp(p[i]);
+}
+
+/// Sum of a contiguous row in sixteen lanes (independent adds vectorize and do not wait on each
+/// other), combined in double; the lanes make the result independent of the thread count.
+template <class T>
+TG_SIMD_CLONES double row_sum(const T* p, int64_t n) {
+  T lane[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] += p[i + j];
+  double s = 0;
+  for (int j = 0; j < 16; ++j) s += lane[j];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+/// Largest element of a non-empty contiguous row; NaN if the row holds one (as in PyTorch).
+template <class T>
+T row_max(const T* p, int64_t n) {
+  T m = p[0];
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    m = p[i] > m ? p[i] : m;
+    nan |= is_nan(p[i]);
+  }
+  return nan ? std::numeric_limits<T>::quiet_NaN() : m;
+}
+
+/// Sum of p[i] q[i] over a contiguous row, in lanes like row_sum.
+template <class T>
+TG_SIMD_CLONES double row_dot(const T* p, const T* q, int64_t n) {
+  T lane[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] += p[i + j] * q[i + j];
+  double s = 0;
+  for (int j = 0; j < 16; ++j) s += lane[j];
+  for (; i < n; ++i) s += double(p[i]) * q[i];
+  return s;
+}
+
+template <class T>
+T finite_or_zero(T v) {
+  return std::isfinite(v) ? v : T(0);
+}
+
+/// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n)
+      : bytes_(static_cast<std::size_t>(n) * sizeof(T)), p_(static_cast<T*>(cpu_allocator().allocate(bytes_))) {}
+  ~Scratch() { cpu_allocator().deallocate(p_, bytes_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  std::size_t bytes_;
+  T* p_;
+};
+
+// ------------------------------------------------------------------------------------------------
 
 /// Sets the BLAS's thread count when it differs from the last one set (a cheap global in OpenBLAS).
 void set_blas_threads(int n) {
@@ -235,7 +338,7 @@ class CpuBackend final : public Backend {
           T* y = yp + o[0];
           const T* in = xp + o[1];
           if (st[0] == 1 && st[1] == 1) {
-            for (int64_t i = 0; i < n; ++i) y[i] = F::forward(in[i], args);
+            unary_contiguous<F>(in, y, n, args);
           } else {
             for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::forward(in[i * st[1]], args);
           }
@@ -257,8 +360,12 @@ class CpuBackend final : public Backend {
         T* dp = dx.data<T>();
         auto L = make_loop<4>(dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()});
         run_loop(L, [&](auto o, int64_t n, auto st) {
-          for (int64_t i = 0; i < n; ++i)
-            dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+            unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
+          }
         });
       });
     });
@@ -274,7 +381,7 @@ class CpuBackend final : public Backend {
         if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.shape() == out.shape() &&
             b.shape() == out.shape()) {   // flat fast path: no loop bookkeeping
           parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) op_[i] = F::apply(ap[i], bp[i]);
+            binary_contiguous<F, T, 1, 1>(ap + begin, bp + begin, op_ + begin, end - begin);
           });
           return;
         }
@@ -284,13 +391,11 @@ class CpuBackend final : public Backend {
           const T* u = ap + o[1];
           const T* v = bp + o[2];
           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
-            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(u[i], v[i]);
+            binary_contiguous<F, T, 1, 1>(u, v, y, n);
           } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-            const T vb = *v;
-            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(u[i], vb);
+            binary_contiguous<F, T, 1, 0>(u, v, y, n);
           } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-            const T ua = *u;
-            for (int64_t i = 0; i < n; ++i) y[i] = F::apply(ua, v[i]);
+            binary_contiguous<F, T, 0, 1>(u, v, y, n);
           } else {
             for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::apply(u[i * st[1]], v[i * st[2]]);
           }
@@ -409,42 +514,91 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Softmax family. Note [Row blocks]: with contiguous rows (softmax over the last dim, every
+  // cross-entropy) a block of rows is shifted by its row maxima, exponentiated in one vectorized pass
+  // (exp_in_place), then summed per row. Blocks hold about 16K elements so that the three passes
+  // stay in the L1/L2 cache; short rows (10 classes) vectorize as well as long ones.
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
     dispatch_floating(x.dtype(), "softmax", [&](auto t) {
       using T = decltype(t);
       const RowView r = rows_of(x, dim);
       const T* xp = x.data<T>();
       T* yp = out.data<T>();
-      parallel_for(r.outer * r.inner, r.D * 8, [&](int64_t b, int64_t e) {
+      if (r.inner == 1) {
+        const int64_t D = r.D;
+        for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
+          Scratch<T> maxes(e - b);
+          for (int64_t n = b; n < e; ++n) {
+            const T m = finite_or_zero(row_max(xp + n * D, D));   // NaN/inf inputs keep flowing through the formula
+            maxes.get()[n - b] = m;
+            for (int64_t d = 0; d < D; ++d) yp[n * D + d] = xp[n * D + d] - m;
+          }
+          exp_in_place(yp + b * D, (e - b) * D);
+          for (int64_t n = b; n < e; ++n) {
+            T* y = yp + n * D;
+            const double s = row_sum(y, D);
+            if (log) {
+              const T lse = static_cast<T>(std::log(s)) + maxes.get()[n - b];
+              for (int64_t d = 0; d < D; ++d) y[d] = xp[n * D + d] - lse;
+            } else {
+              const T inv = static_cast<T>(1.0 / s);
+              for (int64_t d = 0; d < D; ++d) y[d] *= inv;
+            }
+          }
+        });
+        return;
+      }
+      parallel_for(r.outer * r.inner, r.D * 8, [&](int64_t b, int64_t e) {   // strided rows: one at a time
         for (int64_t k = b; k < e; ++k) {
           const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
           const T* in = xp + off;
           T* y = yp + off;
           T m = in[0];
           for (int64_t d = 1; d < r.D; ++d) m = std::max(m, in[d * r.inner]);
-          if (is_nan(m) || std::isinf(m)) m = 0;   // keep NaN/inf inputs flowing through the formula
+          m = finite_or_zero(m);
           double s = 0;
-          for (int64_t d = 0; d < r.D; ++d) s += std::exp(static_cast<double>(in[d * r.inner] - m));
+          for (int64_t d = 0; d < r.D; ++d) s += fn::exp(in[d * r.inner] - m);
           if (log) {
             const T lse = static_cast<T>(std::log(s)) + m;
             for (int64_t d = 0; d < r.D; ++d) y[d * r.inner] = in[d * r.inner] - lse;
           } else {
             const double inv = 1.0 / s;
-            for (int64_t d = 0; d < r.D; ++d)
-              y[d * r.inner] = static_cast<T>(std::exp(static_cast<double>(in[d * r.inner] - m)) * inv);
+            for (int64_t d = 0; d < r.D; ++d) y[d * r.inner] = static_cast<T>(fn::exp(in[d * r.inner] - m) * inv);
           }
         }
       });
     });
   }
 
+  // softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy)
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
     dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
       using T = decltype(t);
       const RowView r = rows_of(y, dim);
       const T *yp = y.data<T>(), *gp = dy.data<T>();
       T* dp = dx.data<T>();
-      parallel_for(r.outer * r.inner, r.D * 4, [&](int64_t b, int64_t e) {
+      if (r.inner == 1) {
+        const int64_t D = r.D;
+        for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
+          if (log) {
+            std::copy(yp + b * D, yp + e * D, dp + b * D);
+            exp_in_place(dp + b * D, (e - b) * D);
+          }
+          for (int64_t n = b; n < e; ++n) {
+            const T *yr = yp + n * D, *gr = gp + n * D;
+            T* d = dp + n * D;
+            if (log) {
+              const T s = static_cast<T>(row_sum(gr, D));
+              for (int64_t i = 0; i < D; ++i) d[i] = gr[i] - d[i] * s;
+            } else {
+              const T s = static_cast<T>(row_dot(gr, yr, D));
+              for (int64_t i = 0; i < D; ++i) d[i] = yr[i] * (gr[i] - s);
+            }
+          }
+        });
+        return;
+      }
+      parallel_for(r.outer * r.inner, r.D * 4, [&](int64_t b, int64_t e) {   // strided rows: one at a time
         for (int64_t k = b; k < e; ++k) {
           const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
           double s = 0;
@@ -454,8 +608,7 @@ class CpuBackend final : public Backend {
           }
           for (int64_t d = 0; d < r.D; ++d) {
             const int64_t i = off + d * r.inner;
-            // softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy)
-            dp[i] = log ? static_cast<T>(gp[i] - std::exp(yp[i]) * s) : static_cast<T>(yp[i] * (gp[i] - s));
+            dp[i] = log ? static_cast<T>(gp[i] - fn::exp(yp[i]) * s) : static_cast<T>(yp[i] * (gp[i] - s));
           }
         }
       });
@@ -466,30 +619,31 @@ class CpuBackend final : public Backend {
                      const Tensor& lse) override {
     dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
       using T = decltype(t);
-      const int64_t N = logits.shape()[0], C = logits.shape()[1];
+      const int64_t C = logits.shape()[1];
       const T* x = logits.data<T>();
       const int64_t* tg_ = target.data<int64_t>();
       T *lp = loss.data<T>(), *sp = lse.data<T>();
       const double s = args.label_smoothing;
-      parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
+      for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
+        Scratch<T> shifted((e - b) * C);
+        Scratch<T> maxes(e - b);
+        T* z = shifted.get();
+        for (int64_t n = b; n < e; ++n) {
+          const T m = finite_or_zero(row_max(x + n * C, C));
+          maxes.get()[n - b] = m;
+          for (int64_t c = 0; c < C; ++c) z[(n - b) * C + c] = x[n * C + c] - m;
+        }
+        exp_in_place(z, (e - b) * C);
         for (int64_t n = b; n < e; ++n) {
           const T* row = x + n * C;
-          T m = row[0];
-          for (int64_t c = 1; c < C; ++c) m = std::max(m, row[c]);
-          if (is_nan(m) || std::isinf(m)) m = 0;
-          double sum_exp = 0, sum_x = 0;
-          for (int64_t c = 0; c < C; ++c) {
-            sum_exp += std::exp(static_cast<double>(row[c] - m));
-            sum_x += row[c];
-          }
-          const double l = std::log(sum_exp) + m;   // log-sum-exp, stable for logits of +-1e4
+          const double l = std::log(row_sum(z + (n - b) * C, C)) + maxes.get()[n - b];   // log-sum-exp, stable
           sp[n] = static_cast<T>(l);
           if (tg_[n] == args.ignore_index) {
             lp[n] = T(0);
             continue;
           }
           double v = l - row[tg_[n]];                                   // -log softmax[target]
-          if (s != 0) v = (1 - s) * v + s * (l - sum_x / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
+          if (s != 0) v = (1 - s) * v + s * (l - row_sum(row, C) / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
           lp[n] = static_cast<T>(v);
         }
       });
@@ -500,13 +654,16 @@ class CpuBackend final : public Backend {
                               const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override {
     dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
       using T = decltype(t);
-      const int64_t N = logits.shape()[0], C = logits.shape()[1];
+      const int64_t C = logits.shape()[1];
       const T *x = logits.data<T>(), *sp = lse.data<T>(), *gp = dloss.data<T>();
       const int64_t* tg_ = target.data<int64_t>();
       const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
       const T s = T(args.label_smoothing), uniform = s / T(C);
       T* dp = dlogits.data<T>();
-      parallel_for(N, C * 8, [&](int64_t b, int64_t e) {
+      for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
+        for (int64_t n = b; n < e; ++n)
+          for (int64_t c = 0; c < C; ++c) dp[n * C + c] = x[n * C + c] - sp[n];
+        exp_in_place(dp + b * C, (e - b) * C);                                   // softmax
         for (int64_t n = b; n < e; ++n) {
           T* d = dp + n * C;
           if (tg_[n] == args.ignore_index) {
@@ -514,8 +671,8 @@ class CpuBackend final : public Backend {
             continue;
           }
           const T g = gp[n * gs];
-          for (int64_t c = 0; c < C; ++c) d[c] = (std::exp(x[n * C + c] - sp[n]) - uniform) * g;   // (softmax - s/C) g
-          d[tg_[n]] -= (T(1) - s) * g;                                                            // - (1 - s) onehot g
+          for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
+          d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
         }
       });
     });

@@ -40,7 +40,7 @@ inline tg::Variable transposed64(int64_t rows, int64_t cols, uint64_t seed) {
   return tg::Variable(base.data().transpose(0, 1), true);
 }
 
-/// Every element of a within atol + rtol * |b| of b; NaN positions must match.
+/// Every element of a equal to b or within atol + rtol * |b| of it; NaN positions must match.
 inline void check_close(const tg::Variable& a, const tg::Variable& b, double rtol = 1e-5, double atol = 1e-7) {
   REQUIRE(a.shape() == b.shape());
   const auto x = a.to_vector<double>(), y = b.to_vector<double>();
@@ -49,6 +49,7 @@ inline void check_close(const tg::Variable& a, const tg::Variable& b, double rto
       CHECK_MESSAGE(std::isnan(x[i]), "element " << i << ": expected NaN, got " << x[i]);
       continue;
     }
+    if (x[i] == y[i]) continue;   // also equal infinities
     CHECK_MESSAGE(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]),
                   "element " << i << ": " << x[i] << " vs " << y[i]);
   }

@@ -1,0 +1,129 @@
+// tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
+// exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
+// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [SIMD clones] and [Row blocks]).
+#include "testing.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace {
+
+/// Distance in units in the last place between a float and the double it approximates.
+double ulp_distance(float got, double want) {
+  const float w = static_cast<float>(want);
+  const float next = std::nextafter(w, std::numeric_limits<float>::infinity());
+  const double ulp = std::isinf(next) ? double(w) - std::nextafter(w, 0.f) : double(next) - double(w);
+  return std::fabs(double(got) - want) / ulp;
+}
+
+/// float32 tensor with values spread over [lo, hi).
+tg::Variable spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
+  tg::manual_seed(seed);
+  return tg::rand(shape) * (hi - lo) + lo;
+}
+
+tg::Variable as64(const tg::Variable& x) { return tg::Variable(x.data().to(tg::kFloat64), false); }
+
+}  // namespace
+
+TEST_CASE("float exp is within 1 ulp of the exact value over its whole range") {
+  double worst = 0;
+  float worst_x = 0;
+  for (float x = -103.f; x < 88.7f; x += 7.3e-4f) {
+    const double want = std::exp(double(x));
+    const float got = tg::fn::exp(x);
+    if (want < double(std::numeric_limits<float>::min())) {   // subnormal result: half a subnormal step
+      CHECK_MESSAGE(std::fabs(double(got) - want) <= double(std::numeric_limits<float>::denorm_min()),
+                    "exp(" << x << ") = " << got << ", want " << want);
+      continue;
+    }
+    const double d = ulp_distance(got, want);
+    if (d > worst) {
+      worst = d;
+      worst_x = x;
+    }
+  }
+  CHECK_MESSAGE(worst <= 1.0, "worst error " << worst << " ulp at x = " << worst_x);
+}
+
+TEST_CASE("float exp edge values: NaN inf overflow underflow") {
+  CHECK(std::isnan(tg::fn::exp(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(tg::fn::exp(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
+  CHECK(tg::fn::exp(-std::numeric_limits<float>::infinity()) == 0.f);
+  CHECK(tg::fn::exp(0.f) == 1.f);
+  CHECK(tg::fn::exp(88.72f) == doctest::Approx(std::exp(double(88.72f))).epsilon(1e-6));   // just below FLT_MAX
+  CHECK(tg::fn::exp(88.73f) == std::numeric_limits<float>::infinity());
+  CHECK(tg::fn::exp(-200.f) == 0.f);
+  CHECK(tg::fn::exp(-100.f) > 0.f);   // subnormal, not flushed
+}
+
+TEST_CASE("exp of float tensors matches the double reference in every loop shape") {
+  const tg::Variable x = spread({64, 33}, -20, 20, 7);
+  const tg::Variable ref = tg::exp(as64(x));
+  testing::check_close(tg::exp(x), ref, 2e-7, 0);                                    // contiguous
+  testing::check_close(tg::exp(x.transpose(0, 1)), ref.transpose(0, 1), 2e-7, 0);    // strided
+  // a tensor too large for one thread's chunk, with NaN and inf in it
+  tg::Variable big = spread({1 << 19}, -80, 80, 8);
+  big.data().data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  big.data().data<float>()[6] = std::numeric_limits<float>::infinity();
+  testing::check_close(tg::exp(big), tg::exp(as64(big)), 2e-7, 0);
+  // backward of exp (y dy) and sigmoid (uses exp too)
+  tg::Variable leaf(x.data().clone(), true);
+  tg::exp(leaf).sum().backward();
+  testing::check_close(leaf.grad(), ref, 2e-7, 0);
+  testing::check_close(tg::sigmoid(x), tg::sigmoid(as64(x)), 3e-7, 1e-12);
+}
+
+TEST_CASE("binary ops on contiguous rows and broadcast scalars match the double reference") {
+  const tg::Variable a = spread({37, 65}, -3, 3, 9), b = spread({37, 65}, 0.5, 3, 10), s = spread({37, 1}, 1, 2, 11);
+  testing::check_close(a + b, as64(a) + as64(b), 1e-7, 1e-7);
+  testing::check_close(a / b, as64(a) / as64(b), 1e-7, 1e-7);
+  testing::check_close(a * s, as64(a) * as64(s), 1e-7, 1e-7);   // row op broadcast value
+  testing::check_close(s - a, as64(s) - as64(a), 1e-7, 1e-7);   // broadcast value op row
+}
+
+TEST_CASE("softmax and log_softmax over row blocks match the double reference") {
+  // 10 and 1000 classes (one block and many rows per block), 17 (a partial lane), 3000 rows (several
+  // blocks), and dim 0 (the strided path).
+  for (const tg::Shape& shape : {tg::Shape{3, 10}, tg::Shape{3000, 10}, tg::Shape{40, 1000}, tg::Shape{129, 17}}) {
+    const tg::Variable x = spread(shape, -30, 30, 12);
+    testing::check_close(tg::softmax(x, -1), tg::softmax(as64(x), -1), 1e-5, 1e-9);
+    testing::check_close(tg::log_softmax(x, -1), tg::log_softmax(as64(x), -1), 1e-5, 1e-5);
+    testing::check_close(tg::softmax(x, 0), tg::softmax(as64(x), 0), 1e-5, 1e-9);
+    // backward through both, against float64
+    for (bool log : {false, true}) {
+      tg::Variable xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
+      const tg::Variable w = spread(shape, -1, 1, 13);
+      auto f = [&](const tg::Variable& v) { return log ? tg::log_softmax(v, -1) : tg::softmax(v, -1); };
+      (f(xf) * w).sum().backward();
+      (f(xd) * as64(w)).sum().backward();
+      testing::check_close(xf.grad(), xd.grad(), 1e-4, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("softmax rows with NaN give NaN rows and leave the other rows alone") {
+  tg::Variable x = spread({4, 10}, -3, 3, 14);
+  x.data().data<float>()[12] = std::numeric_limits<float>::quiet_NaN();   // row 1
+  const auto y = tg::softmax(x, 1).to_vector<double>();
+  for (int i = 0; i < 40; ++i) CHECK_MESSAGE(std::isnan(y[i]) == (i / 10 == 1), "element " << i);
+}
+
+TEST_CASE("cross_entropy over row blocks matches the double reference with smoothing and ignore_index") {
+  for (const tg::Shape& shape : {tg::Shape{3000, 10}, tg::Shape{64, 1000}, tg::Shape{5, 3}}) {
+    const int64_t N = shape[0], C = shape[1];
+    const tg::Variable x = spread(shape, -10, 10, 15);
+    tg::Tensor t = tg::Tensor::empty({N}, tg::kInt64);
+    for (int64_t n = 0; n < N; ++n) t.data<int64_t>()[n] = (n * 7) % C;
+    t.data<int64_t>()[1] = -100;   // ignored
+    for (double smoothing : {0.0, 0.1}) {
+      tg::Variable xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
+      const tg::Variable lf = tg::cross_entropy(xf, tg::Variable(t), tg::Reduction::Mean, -100, smoothing);
+      const tg::Variable ld = tg::cross_entropy(xd, tg::Variable(t), tg::Reduction::Mean, -100, smoothing);
+      CHECK(lf.item() == doctest::Approx(ld.item()).epsilon(1e-5));
+      lf.backward();
+      ld.backward();
+      testing::check_close(xf.grad(), xd.grad(), 1e-4, 1e-8);
+    }
+  }
+}
