@@ -1,14 +1,240 @@
-// engine/shape.h: Shape (sizes) and strides arithmetic, all int64 and overflow-checked.
+// engine/shape.h: Shape (sizes) and strides arithmetic, all int64 and overflow-checked, and SmallVector,
+// the inline-storage vector behind Shape (and behind the graph's edge and gradient lists, engine/variable.h).
 // Broadcasting rules (NumPy) live here too; the loops that use them are in the backends.
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <new>
 #include <ostream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tg {
 
-using Shape = std::vector<int64_t>;
+/// Note [Small vectors]
+/// Every op builds a few shapes and strides, and every recorded op a few edges and gradients. With
+/// std::vector each one was a heap allocation (~30 per op forward + backward, most of the per-op
+/// cost), so these containers keep their first N elements inside the object and go to the heap only
+/// beyond N (a 7-d shape, a cat of 3 tensors). The interface is the part of std::vector the code
+/// uses: iterators are plain pointers, element order and value semantics are the same, and it
+/// converts to and from std::vector<T> implicitly so that code written against vectors keeps working.
+template <class T, std::size_t N>
+class SmallVector {
+  static_assert(N > 0, "SmallVector needs inline room for at least one element");
+
+ public:
+  using value_type = T;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = T&;
+  using const_reference = const T&;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using iterator = T*;
+  using const_iterator = const T*;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  SmallVector() noexcept {}
+  explicit SmallVector(size_type n) { resize(n); }
+  SmallVector(size_type n, const T& value) { assign(n, value); }
+  template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>   // not (count, value)
+  SmallVector(It first, It last) { assign(first, last); }
+  SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
+  SmallVector(const std::vector<T>& values) { assign(values.begin(), values.end()); }   // NOLINT: implicit
+  SmallVector(const SmallVector& o) { assign(o.begin(), o.end()); }
+  SmallVector(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) { take(o); }
+  ~SmallVector() { free_all(); }
+
+  SmallVector& operator=(const SmallVector& o) {
+    if (this != &o) assign(o.begin(), o.end());
+    return *this;
+  }
+  SmallVector& operator=(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) {
+    if (this != &o) {
+      free_all();
+      size_ = 0;
+      capacity_ = N;
+      take(o);
+    }
+    return *this;
+  }
+  SmallVector& operator=(std::initializer_list<T> values) {
+    assign(values.begin(), values.end());
+    return *this;
+  }
+  operator std::vector<T>() const { return std::vector<T>(begin(), end()); }   // NOLINT: implicit
+
+  // ---- access
+  T* data() noexcept { return on_heap() ? heap_ : reinterpret_cast<T*>(inline_); }
+  const T* data() const noexcept { return on_heap() ? heap_ : reinterpret_cast<const T*>(inline_); }
+  size_type size() const noexcept { return size_; }
+  size_type capacity() const noexcept { return capacity_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](size_type i) { return data()[i]; }
+  const T& operator[](size_type i) const { return data()[i]; }
+  T& front() { return data()[0]; }
+  const T& front() const { return data()[0]; }
+  T& back() { return data()[size_ - 1]; }
+  const T& back() const { return data()[size_ - 1]; }
+  iterator begin() noexcept { return data(); }
+  iterator end() noexcept { return data() + size_; }
+  const_iterator begin() const noexcept { return data(); }
+  const_iterator end() const noexcept { return data() + size_; }
+  const_iterator cbegin() const noexcept { return begin(); }
+  const_iterator cend() const noexcept { return end(); }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+
+  // ---- modifiers
+  void reserve(size_type n) {
+    if (n > capacity_) grow_to(n);
+  }
+  void clear() noexcept {
+    std::destroy(begin(), end());
+    size_ = 0;
+  }
+  template <class... Args>
+  T& emplace_back(Args&&... args) {
+    if (size_ == capacity_) {   // build first: args may refer to an element that growing moves
+      T value(std::forward<Args>(args)...);
+      grow_to(capacity_ * 2);
+      ::new (static_cast<void*>(end())) T(std::move(value));
+    } else {
+      ::new (static_cast<void*>(end())) T(std::forward<Args>(args)...);
+    }
+    ++size_;
+    return back();
+  }
+  void push_back(const T& value) { emplace_back(value); }
+  void push_back(T&& value) { emplace_back(std::move(value)); }
+  void pop_back() {
+    --size_;
+    std::destroy_at(end());
+  }
+  void resize(size_type n) { resize_with(n, [](void* p) { ::new (p) T(); }); }   // new elements value-initialized
+  void resize(size_type n, const T& value) {
+    if (n > size_ && n > capacity_) {   // value may be an element: copy it before growing
+      const T copy(value);
+      resize_with(n, [&copy](void* p) { ::new (p) T(copy); });
+    } else {
+      resize_with(n, [&value](void* p) { ::new (p) T(value); });
+    }
+  }
+  void assign(size_type n, const T& value) {
+    const T copy(value);
+    clear();
+    resize(n, copy);
+  }
+  template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>
+  void assign(It first, It last) {
+    clear();
+    using Category = typename std::iterator_traits<It>::iterator_category;
+    if constexpr (std::is_base_of<std::forward_iterator_tag, Category>::value)
+      reserve(static_cast<size_type>(std::distance(first, last)));
+    for (; first != last; ++first) emplace_back(*first);
+  }
+  iterator insert(const_iterator pos, const T& value) { return emplace(pos, value); }
+  iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
+  template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>
+  iterator insert(const_iterator pos, It first, It last) {
+    const difference_type at = pos - begin();
+    const SmallVector values(first, last);   // the range may lie in this vector
+    reserve(size_ + values.size());
+    for (const T& v : values) emplace_back(v);
+    std::rotate(begin() + at, end() - values.size(), end());
+    return begin() + at;
+  }
+  template <class... Args>
+  iterator emplace(const_iterator pos, Args&&... args) {
+    const difference_type at = pos - begin();
+    emplace_back(std::forward<Args>(args)...);
+    std::rotate(begin() + at, end() - 1, end());
+    return begin() + at;
+  }
+  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  iterator erase(const_iterator first, const_iterator last) {
+    const difference_type at = first - begin(), n = last - first;
+    std::move(begin() + at + n, end(), begin() + at);
+    std::destroy(end() - n, end());
+    size_ -= static_cast<uint32_t>(n);
+    return begin() + at;
+  }
+  void swap(SmallVector& o) {
+    SmallVector tmp(std::move(o));
+    o = std::move(*this);
+    *this = std::move(tmp);
+  }
+
+  // Hidden friends: found for a SmallVector on either side, and std::vector<T> converts to match.
+  friend bool operator==(const SmallVector& a, const SmallVector& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const SmallVector& a, const SmallVector& b) { return !(a == b); }
+  friend bool operator<(const SmallVector& a, const SmallVector& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  bool on_heap() const noexcept { return capacity_ > N; }
+
+  /// Moves into a heap block of capacity n (> capacity_).
+  void grow_to(size_type n) {
+    n = std::max<size_type>(n, N + 1);
+    T* block = static_cast<T*>(::operator new(n * sizeof(T)));
+    std::uninitialized_move(begin(), end(), block);
+    std::destroy(begin(), end());
+    if (on_heap()) ::operator delete(heap_);
+    heap_ = block;
+    capacity_ = static_cast<uint32_t>(n);
+  }
+  template <class Construct>
+  void resize_with(size_type n, Construct construct) {
+    if (n <= size_) {
+      std::destroy(begin() + n, end());
+    } else {
+      reserve(n);
+      for (T* p = end(); p != begin() + n; ++p) construct(static_cast<void*>(p));
+    }
+    size_ = static_cast<uint32_t>(n);
+  }
+  void free_all() noexcept {
+    clear();
+    if (on_heap()) ::operator delete(heap_);
+  }
+  /// Takes o's elements (this is empty and inline): steals a heap block, moves inline elements.
+  void take(SmallVector& o) {
+    if (o.on_heap()) {
+      heap_ = o.heap_;
+      capacity_ = o.capacity_;
+      size_ = o.size_;
+      o.capacity_ = N;
+    } else {
+      std::uninitialized_move(o.begin(), o.end(), reinterpret_cast<T*>(inline_));
+      size_ = o.size_;
+      std::destroy(o.begin(), o.end());
+    }
+    o.size_ = 0;
+  }
+
+  union {
+    alignas(T) unsigned char inline_[N * sizeof(T)];   // the first N elements
+    T* heap_;                                          // all elements once capacity_ > N
+  };
+  uint32_t size_ = 0;
+  uint32_t capacity_ = N;
+};
+
+/// Sizes or strides of a tensor: up to 6 dims inline (see Note [Small vectors]).
+using Shape = SmallVector<int64_t, 6>;
 
 std::string shape_str(const Shape& s);                       // "[2, 3]"
 std::string shape_x(const Shape& s);                         // "2x3" (matmul messages)

@@ -35,6 +35,89 @@ TEST_CASE("Shape: element counts are checked for negative sizes and int64 overfl
   CHECK(tg::broadcast_shapes({}, {2}, "add") == tg::Shape{2});
 }
 
+TEST_CASE("Shape: a vector of sizes with 6 dims inline, any rank on the heap") {
+  using tg::Shape;
+  Shape s{2, 3, 4};
+  CHECK(s.size() == 3);
+  CHECK(s.capacity() == 6);   // inline
+  CHECK(s == Shape{2, 3, 4});
+  CHECK(s != Shape{2, 3});
+  CHECK(s == std::vector<int64_t>{2, 3, 4});   // converts from and to std::vector
+  CHECK(std::vector<int64_t>(s) == std::vector<int64_t>{2, 3, 4});
+  CHECK(Shape(3, 1) == Shape{1, 1, 1});        // (count, value), not an iterator pair
+  CHECK(Shape(2) == Shape{0, 0});              // value-initialized
+  CHECK(Shape().empty());
+
+  // Past the inline capacity: grows onto the heap, keeps order; copies and moves keep the values.
+  Shape big;
+  for (int64_t i = 0; i < 9; ++i) big.push_back(10 + i);
+  CHECK(big.size() == 9);
+  CHECK(big.capacity() > 6);
+  CHECK(big.front() == 10);
+  CHECK(big.back() == 18);
+  Shape copy = big;
+  CHECK(copy == big);
+  copy[0] = -1;
+  CHECK(big[0] == 10);                          // a deep copy
+  Shape moved = std::move(copy);
+  CHECK(moved.size() == 9);
+  CHECK(moved[0] == -1);
+  CHECK(copy.empty());                          // NOLINT: a moved-from Shape is empty and usable
+  copy = s;
+  CHECK(copy == s);
+  moved = s;                                    // heap -> inline values
+  CHECK(moved == s);
+  s = big;                                      // inline -> heap values
+  CHECK(s == big);
+  Shape small{7};
+  small = std::move(big);
+  CHECK(small.size() == 9);
+  big = Shape{1, 2};
+  CHECK(big == Shape{1, 2});
+
+  // insert / erase / resize as std::vector does, also on aliasing arguments and across the boundary.
+  Shape v{1, 2, 3, 4, 5, 6};
+  v.insert(v.begin() + 1, v[5]);                // grows while inserting one of its own elements
+  CHECK(v == Shape{1, 6, 2, 3, 4, 5, 6});
+  v.erase(v.begin());
+  CHECK(v == Shape{6, 2, 3, 4, 5, 6});
+  v.insert(v.begin(), v.begin() + 4, v.end());
+  CHECK(v == Shape{5, 6, 6, 2, 3, 4, 5, 6});
+  v.erase(v.begin() + 1, v.begin() + 3);
+  CHECK(v == Shape{5, 2, 3, 4, 5, 6});
+  v.resize(8, v[0]);
+  CHECK(v == Shape{5, 2, 3, 4, 5, 6, 5, 5});
+  v.resize(2);
+  CHECK(v == Shape{5, 2});
+  v.push_back(v.back());
+  v.pop_back();
+  CHECK(v == Shape{5, 2});
+  CHECK(Shape(v.rbegin(), v.rend()) == Shape{2, 5});
+
+  // A 7-d tensor (heap shape) works like any other.
+  Tensor t = Tensor::empty({1, 2, 1, 2, 1, 2, 3});
+  CHECK(t.strides() == Shape{24, 12, 12, 6, 6, 3, 1});
+  CHECK(t.permute({6, 5, 4, 3, 2, 1, 0}).shape() == Shape{3, 2, 1, 2, 1, 2, 1});
+}
+
+TEST_CASE("SmallVector holds non-trivial elements: constructed and destroyed once each") {
+  auto p = std::make_shared<int>(0);
+  {
+    tg::SmallVector<std::shared_ptr<int>, 2> v;
+    for (int i = 0; i < 5; ++i) v.push_back(p);   // 2 inline, then the heap
+    CHECK(p.use_count() == 6);
+    auto w = v;
+    CHECK(p.use_count() == 11);
+    auto m = std::move(w);
+    CHECK(p.use_count() == 11);
+    v.erase(v.begin(), v.begin() + 3);
+    CHECK(p.use_count() == 8);
+    v.clear();
+    CHECK(p.use_count() == 6);
+  }
+  CHECK(p.use_count() == 1);
+}
+
 TEST_CASE("Tensor views share storage and compute strides") {
   Variable x = tg::arange(12).reshape({3, 4});
   const Tensor& t = x.data();
