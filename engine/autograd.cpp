@@ -120,12 +120,12 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     }
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
-      TG_CHECK(node->backward != nullptr, AutogradError, kSecondBackward);
+      TG_CHECK(static_cast<bool>(node->backward), AutogradError, kSecondBackward);
       if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
       node->backward(g, out);
-      if (!retain_graph) node->backward = nullptr;   // frees the saved tensors now
+      if (!retain_graph) node->backward.release();   // frees the saved tensors now
     }
     for (std::size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];

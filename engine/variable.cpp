@@ -129,27 +129,19 @@ const Tensor& SavedTensor::get() const {
 
 // ------------------------------------------------------------------------------------------------
 
-bool any_requires_grad(std::initializer_list<Variable> inputs) {
+bool any_requires_grad(const Variable* inputs, std::size_t n) {
   if (!GradMode::is_enabled()) return false;
-  for (const Variable& v : inputs)
-    if (v.requires_grad()) return true;
+  for (std::size_t i = 0; i < n; ++i)
+    if (inputs[i].requires_grad()) return true;
   return false;
 }
 
-bool any_requires_grad(const std::vector<Variable>& inputs) {
-  if (!GradMode::is_enabled()) return false;
-  for (const Variable& v : inputs)
-    if (v.requires_grad()) return true;
-  return false;
-}
-
-Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, BackwardFn backward) {
-  if (!any_requires_grad(inputs)) return Variable(std::move(out));
-  auto node = std::make_shared<Node>();
+Variable detail::attach_node(const char* name, Tensor out, const Variable* inputs, std::size_t n,
+                             std::shared_ptr<Node> node) {
   node->name = name;
   node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
-  node->next.resize(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
+  node->next.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
     const Variable& in = inputs[i];
     if (!in.requires_grad()) continue;
     Edge& e = node->next[i];
@@ -160,7 +152,6 @@ Variable record(const char* name, Tensor out, const std::vector<Variable>& input
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
   node->out_device = out.device();
-  node->backward = std::move(backward);
   auto impl = std::make_shared<VariableImpl>();
   impl->data = std::move(out);
   impl->requires_grad = true;

@@ -6,8 +6,10 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/grad_mode.h"
@@ -174,28 +176,74 @@ class Grads {
   bool need(std::size_t i) const { return needed_[i]; }
   /// Sets input i's gradient; it may have the broadcast shape: the engine sums it to the input's shape.
   void set(std::size_t i, Tensor g) { values_[i] = std::move(g); }
-  std::vector<bool>& needed() { return needed_; }
-  std::vector<Tensor>& values() { return values_; }
+  SmallVector<bool, 4>& needed() { return needed_; }
+  SmallVector<Tensor, 2>& values() { return values_; }
  private:
-  std::vector<bool> needed_;
-  std::vector<Tensor> values_;   // undefined = no gradient
+  SmallVector<bool, 4> needed_;
+  SmallVector<Tensor, 2> values_;   // undefined = no gradient
 };
 
 /// grad = dL/d(output), with the output's shape. Must capture Tensors only, never Variables.
+/// record() takes any callable of this signature; BackwardFn is the type-erased one to store it in.
 using BackwardFn = std::function<void(const Tensor& grad, Grads& out)>;
 
+/// A Node's handle on its backward rule, which lives inside the Node's own allocation (see
+/// detail::NodeWith): calling it runs the rule; release() destroys the rule and what it captured.
+class BackwardRule {
+ public:
+  BackwardRule() = default;
+  BackwardRule(const BackwardRule&) = delete;
+  BackwardRule& operator=(const BackwardRule&) = delete;
+  explicit operator bool() const { return rule_ != nullptr; }   // false once released
+  void operator()(const Tensor& grad, Grads& out) const { call_(rule_, grad, out); }
+  void bind(void* rule, void (*call)(void*, const Tensor&, Grads&), void (*destroy)(void*)) {
+    rule_ = rule;
+    call_ = call;
+    destroy_ = destroy;
+  }
+  void release() noexcept {
+    if (rule_ != nullptr) destroy_(rule_);
+    rule_ = nullptr;
+  }
+ private:
+  void* rule_ = nullptr;
+  void (*call_)(void*, const Tensor&, Grads&) = nullptr;
+  void (*destroy_)(void*) = nullptr;
+};
+
 struct Node {
+  Node() = default;
+  Node(const Node&) = delete;              // one owner of the rule and of the parent links
+  Node& operator=(const Node&) = delete;
   const char* name = "";                   // "mul": errors, anomaly reports and graph dumps
   uint64_t sequence_nr = 0;                // creation order; backward runs the newest first
-  std::vector<Edge> next;                  // edge i <-> input i
+  SmallVector<Edge, 2> next;               // edge i <-> input i
   Shape out_shape;
   DType out_dtype = kFloat32;
   Device out_device;
-  BackwardFn backward;                     // null once released (retain_graph = false)
+  BackwardRule backward;                   // false once released (retain_graph = false)
   std::weak_ptr<VariableImpl> retained;    // the output, when it called retain_grad()
   debug::detail::Counted<debug::detail::kNode> counted;       // tg::debug::live_counts
   ~Node();                                 // see Note [Iterative graph teardown]
 };
+
+namespace detail {
+/// A Node with its rule F stored inline: one allocation per recorded op (record makes these).
+template <class F>
+struct NodeWith final : Node {
+  explicit NodeWith(F&& f) : rule(std::move(f)) { bind(); }
+  explicit NodeWith(const F& f) : rule(f) { bind(); }
+  ~NodeWith() { backward.release(); }
+  void bind() {
+    backward.bind(
+        &rule, [](void* r, const Tensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
+        [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
+  }
+  std::optional<F> rule;
+};
+/// Links a fresh Node to the inputs that require grad and returns the recorded output (variable.cpp).
+Variable attach_node(const char* name, Tensor out, const Variable* inputs, std::size_t n, std::shared_ptr<Node> node);
+}  // namespace detail
 
 /// A tensor saved for backward, with the version it had when saved. get() throws AutogradError
 /// (PyTorch's words) when an in-place op changed it since. See Note [Version counter].
@@ -219,15 +267,33 @@ class SavedTensor {
 
 /// True when grad mode is on and some input requires grad: an op records a Node only then, and
 /// saves tensors for its backward only then.
-bool any_requires_grad(std::initializer_list<Variable> inputs);
-bool any_requires_grad(const std::vector<Variable>& inputs);
+bool any_requires_grad(const Variable* inputs, std::size_t n);
+inline bool any_requires_grad(std::initializer_list<Variable> inputs) {
+  return any_requires_grad(inputs.begin(), inputs.size());
+}
+inline bool any_requires_grad(const std::vector<Variable>& inputs) {
+  return any_requires_grad(inputs.data(), inputs.size());
+}
 
 /// Wraps a forward result. Attaches a Node only if grad mode is on and some input requires grad;
 /// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
-Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, BackwardFn backward);
-inline Variable record(const char* name, Tensor out, std::initializer_list<Variable> inputs, BackwardFn backward) {
-  if (!any_requires_grad(inputs)) return Variable(std::move(out));   // no graph: skip building the input list
-  return record(name, std::move(out), std::vector<Variable>(inputs), std::move(backward));
+/// backward: any callable as BackwardFn (a lambda, a BackwardFn); it is stored inside the Node.
+template <class F>
+Variable record(const char* name, Tensor out, const Variable* inputs, std::size_t n, F&& backward) {
+  using Rule = std::decay_t<F>;
+  static_assert(std::is_invocable<Rule&, const Tensor&, Grads&>::value,
+                "record: the backward rule must be callable as void(const Tensor& grad, Grads& out)");
+  if (!any_requires_grad(inputs, n)) return Variable(std::move(out));
+  return detail::attach_node(name, std::move(out), inputs, n,
+                             std::make_shared<detail::NodeWith<Rule>>(std::forward<F>(backward)));
+}
+template <class F>
+Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, F&& backward) {
+  return record(name, std::move(out), inputs.data(), inputs.size(), std::forward<F>(backward));
+}
+template <class F>
+Variable record(const char* name, Tensor out, std::initializer_list<Variable> inputs, F&& backward) {
+  return record(name, std::move(out), inputs.begin(), inputs.size(), std::forward<F>(backward));
 }
 /// Marks `out` as a view of `base` (shares its storage) for the in-place rules.
 Variable mark_view(Variable out, const Variable& base);
