@@ -4,7 +4,8 @@
 #include <cmath>
 #include <mutex>
 #include <queue>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "engine/autograd_tools.h"
 #include "engine/error.h"
@@ -60,6 +61,44 @@ const char* kSecondBackward =
     "retain_graph=true if you need to backward through the graph a second time or if you need to access saved "
     "tensors after calling backward.";
 
+/// Dense indices 0, 1, 2, ... for the Nodes one backward reaches, in order of discovery, so that its
+/// per-Node state (consumers left, gradient so far) lives in plain vectors. Open addressing keyed by
+/// address: it allocates once per doubling, where std::unordered_map allocated once per Node.
+class NodeIndex {
+ public:
+  NodeIndex() : slots_(64) {}
+  std::size_t size() const { return size_; }
+  /// n's index, giving it the next one (size() before the call) when new; .second is true then.
+  std::pair<int, bool> insert(Node* n) {
+    if (2 * (size_ + 1) > slots_.size()) grow();   // load factor <= 1/2
+    Slot& s = find(n);
+    if (s.node != nullptr) return {s.index, false};
+    s = Slot{n, static_cast<int>(size_++)};
+    return {s.index, true};
+  }
+  int at(Node* n) const { return const_cast<NodeIndex*>(this)->find(n).index; }   // n was inserted
+
+ private:
+  struct Slot {
+    Node* node = nullptr;
+    int index = -1;
+  };
+  Slot& find(Node* n) {   // n's slot, or the empty slot where it belongs
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ull >> 32 & mask;
+    while (slots_[i].node != nullptr && slots_[i].node != n) i = (i + 1) & mask;
+    return slots_[i];
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.node != nullptr) find(s.node) = s;
+  }
+  std::vector<Slot> slots_;   // a power of two
+  std::size_t size_ = 0;
+};
+
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
     return a->sequence_nr < b->sequence_nr;
@@ -91,20 +130,32 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     return;
   }
 
-  // 1. How many consumers inside this graph each Node has (iteratively: graphs can be 1e6 deep).
-  std::unordered_map<Node*, int> dependencies{{root_fn.get(), 0}};
+  // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
+  //    be 1e6 deep).
+  NodeIndex index;
+  index.insert(root_fn.get());
+  std::vector<int> dependencies{0};
   {
     std::vector<Node*> stack{root_fn.get()};
     while (!stack.empty()) {
       Node* node = stack.back();
       stack.pop_back();
-      for (const Edge& e : node->next)
-        if (e.fn && dependencies[e.fn.get()]++ == 0) stack.push_back(e.fn.get());
+      for (const Edge& e : node->next) {
+        if (!e.fn) continue;
+        const auto [i, added] = index.insert(e.fn.get());
+        if (added) {
+          dependencies.push_back(0);
+          stack.push_back(e.fn.get());
+        }
+        ++dependencies[i];
+      }
     }
   }
 
-  // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued.
-  std::unordered_map<Node*, Tensor> pending{{root_fn.get(), std::move(seed)}};
+  // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued. pending[i] is
+  //    the gradient summed so far for Node i; it is moved out (freed) when the Node runs.
+  std::vector<Tensor> pending(index.size());
+  pending[0] = std::move(seed);
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
   ready.push(root_fn);
   const bool anomaly = AnomalyMode::is_enabled();
@@ -112,12 +163,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
     ready.pop();
-    Tensor g;
-    auto it = pending.find(node.get());
-    if (it != pending.end()) {
-      g = std::move(it->second);
-      pending.erase(it);
-    }
+    Tensor g = std::move(pending[index.at(node.get())]);
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       TG_CHECK(static_cast<bool>(node->backward), AutogradError, kSecondBackward);
@@ -138,12 +184,13 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
         if (gi.shape() != e.shape) gi = prim::sum_to(gi, e.shape);   // undo broadcasting
       }
       if (e.fn) {
+        const int j = index.at(e.fn.get());
         if (gi.defined()) {
-          auto p = pending.find(e.fn.get());
-          if (p == pending.end()) pending.emplace(e.fn.get(), std::move(gi));
-          else p->second = prim::add(p->second, gi);   // fan-out: gradients from several consumers add up
+          Tensor& p = pending[j];
+          if (!p.defined()) p = std::move(gi);
+          else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
         }
-        if (--dependencies.at(e.fn.get()) == 0) ready.push(e.fn);
+        if (--dependencies[j] == 0) ready.push(e.fn);
       } else if (e.leaf && gi.defined()) {
         accumulate(*e.leaf, std::move(gi));
       }
