@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     auto c = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n * n));
     const float* pa = a.data().data<float>();
     const float* pb = b.data().data<float>();
-    blas_work = [c, pa, pb, n] {
+    blas_work = [c, pa, pb, n, threads = o.threads] {
+      openblas_set_num_threads(threads);   // tensorgrad keeps OpenBLAS at 1 thread (engine/parallel.h)
       const int k = static_cast<int>(n);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, k, k, 1.0f, pa, k, pb, k, 0.0f, c->data(), k);
     };

@@ -113,6 +113,7 @@ struct Plan {
   int min_reps = 5;           // timed calls per engine at least ...
   int max_reps = 1000000;     // ... and at most
   double budget_s = 1.0;      // stop after min_reps once this much time went into timed calls
+  double settle_s = 0;        // multi-threaded runs: untimed calls this long before each engine's block
 };
 
 inline Plan plan_for(const Options& o, int warmup = 3, int min_reps = 5, double budget_scale = 1.0) {
@@ -126,27 +127,57 @@ inline Plan plan_for(const Options& o, int warmup = 3, int min_reps = 5, double 
     p.warmup = warmup;
     p.min_reps = min_reps;
     p.budget_s = o.budget_s * budget_scale;
+    // OpenBLAS's idle threads spin for up to ~0.1 s after a call and OpenMP's for about a millisecond:
+    // a block of one engine first waits that out, untimed, so that the other engine's leftover
+    // spinning does not count against it (see measure()).
+    p.settle_s = o.threads > 1 ? 0.2 : 0.0;
   }
   return p;
 }
 
 /// Times each non-empty work: all warm up first, then one timed call each, round-robin, until the plan
 /// says stop. Returns seconds per call for each work (reps == 0 for an empty one).
+/// With settle_s > 0 (several threads) the engines instead take turns in blocks: two rounds, each
+/// engine's block starting with settle_s of untimed calls and then half its timed calls. Idle thread
+/// pools of the engine that ran before (libtorch's OpenMP team and OpenBLAS threads, tensorgrad's pool)
+/// keep spinning for a while and would otherwise be timed as the next engine's cost.
 inline std::vector<Stats> measure(const std::vector<Work>& works, const Plan& plan) {
   std::vector<std::vector<double>> samples(works.size());
   for (const Work& w : works)
     if (w)
       for (int i = 0; i < plan.warmup; ++i) w();
-  const auto start = Clock::now();
-  for (int rep = 1;; ++rep) {
-    for (std::size_t i = 0; i < works.size(); ++i) {
-      if (!works[i]) continue;
-      const auto t0 = Clock::now();
-      works[i]();
-      samples[i].push_back(seconds_since(t0));
+  std::size_t engines = 0;
+  for (const Work& w : works) engines += w ? 1 : 0;
+  if (plan.settle_s > 0 && engines > 1) {
+    constexpr int kRounds = 2;
+    const double block_s = plan.budget_s / static_cast<double>(kRounds * engines);
+    const int block_min = (plan.min_reps + kRounds - 1) / kRounds;
+    for (int round = 0; round < kRounds; ++round)
+      for (std::size_t i = 0; i < works.size(); ++i) {
+        if (!works[i]) continue;
+        const auto settle = Clock::now();
+        do works[i](); while (seconds_since(settle) < plan.settle_s);
+        const auto start = Clock::now();
+        for (int rep = 1;; ++rep) {
+          const auto t0 = Clock::now();
+          works[i]();
+          samples[i].push_back(seconds_since(t0));
+          if (rep >= plan.max_reps / kRounds) break;
+          if (rep >= block_min && seconds_since(start) >= block_s) break;
+        }
+      }
+  } else {
+    const auto start = Clock::now();
+    for (int rep = 1;; ++rep) {
+      for (std::size_t i = 0; i < works.size(); ++i) {
+        if (!works[i]) continue;
+        const auto t0 = Clock::now();
+        works[i]();
+        samples[i].push_back(seconds_since(t0));
+      }
+      if (rep >= plan.max_reps) break;
+      if (rep >= plan.min_reps && seconds_since(start) >= plan.budget_s) break;
     }
-    if (rep >= plan.max_reps) break;
-    if (rep >= plan.min_reps && seconds_since(start) >= plan.budget_s) break;
   }
   std::vector<Stats> out;
   for (auto& s : samples) out.push_back(summarize(std::move(s)));

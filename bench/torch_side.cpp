@@ -20,6 +20,23 @@ std::string version() {
          std::to_string(TORCH_VERSION_PATCH);
 }
 
+#ifdef TG_BENCH_HAVE_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace {
+int g_threads = 1;
+
+/// libtorch's matrix products go to the OpenBLAS it shares with tensorgrad in this process, and
+/// tensorgrad keeps OpenBLAS single-threaded (engine/parallel.h): before each libtorch repetition the
+/// thread count a libtorch user would have (OPENBLAS_NUM_THREADS = --threads) is set back.
+void restore_blas_threads() {
+#ifdef TG_BENCH_HAVE_OPENBLAS
+  openblas_set_num_threads(g_threads);
+#endif
+}
+}  // namespace
+
 void set_threads(int n) {
   static bool interop_set = false;
   if (!interop_set) {
@@ -27,6 +44,7 @@ void set_threads(int n) {
     interop_set = true;
   }
   at::set_num_threads(n);
+  g_threads = n;
 }
 
 namespace {
@@ -76,6 +94,7 @@ Work mlp_step(int64_t batch) {
   s->x = torch::randn({batch, 784});
   s->y = torch::randint(0, 10, {batch}, torch::kLong);
   return [s] {
+    restore_blas_threads();
     reset_grads(s->params);
     torch::Tensor loss = s->criterion(s->net->forward(s->x), s->y);
     loss.backward();
@@ -85,7 +104,10 @@ Work mlp_step(int64_t batch) {
 
 Work matmul(int64_t n) {
   torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
-  return [=] { torch::matmul(a, b); };
+  return [=] {
+    restore_blas_threads();
+    torch::matmul(a, b);
+  };
 }
 
 Work elementwise(Elementwise op, int64_t numel) {
@@ -157,6 +179,7 @@ FashionTrainer::~FashionTrainer() = default;
 
 double FashionTrainer::train_epoch(const std::vector<int64_t>& order, int64_t batch_size, double lr) {
   Impl& m = *impl_;
+  restore_blas_threads();
   for (auto& group : m.optimizer->param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
   const int64_t n = static_cast<int64_t>(order.size());
   torch::Tensor idx = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kLong);
@@ -177,6 +200,7 @@ double FashionTrainer::train_epoch(const std::vector<int64_t>& order, int64_t ba
 
 double FashionTrainer::test_accuracy() {
   Impl& m = *impl_;
+  restore_blas_threads();
   torch::NoGradGuard no_grad;
   const int64_t n = m.test_x.size(0);
   int64_t correct = 0;

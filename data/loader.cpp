@@ -16,10 +16,8 @@
 #include "cuda/cuda.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/parallel.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace tg {
 namespace data {
@@ -93,12 +91,10 @@ struct DataLoader::Epoch {
 
   /// The prefetch thread: fills the queue in order, at most `capacity` ahead; stops at the first error.
   void run() {
-#ifdef _OPENMP
-    // Copies on this thread stay on it: an OpenMP team of its own would fight the training step's
-    // threads for the cores (PyTorch's loader workers run single-threaded too). On a busy 2-core machine
-    // a 64-image gather took 3-7 ms with a team and 6 us without. The setting is this thread's only.
-    omp_set_num_threads(1);
-#endif
+    // Copies on this thread stay on it: spreading them over the thread pool would fight the training
+    // step for the cores (PyTorch's loader workers run single-threaded too). On a busy 2-core machine a
+    // 64-image gather took 3-7 ms with a team of threads and 6 us without.
+    parallel::set_thread_serial(true);
     for (int64_t b = 0; b < num_batches; ++b) {
       {
         std::unique_lock<std::mutex> lock(mutex);

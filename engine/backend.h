@@ -115,7 +115,8 @@ ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
 Backend& backend_for(Device device);
 Backend& cpu_backend();
 
-/// Threads used by CPU loops (OpenMP) and by the BLAS; default: the number of cores.
+/// Threads used by CPU loops and matrix products (engine/parallel.h); default: OMP_NUM_THREADS when
+/// set, else the number of cores.
 void set_num_threads(int n);
 int get_num_threads();
 /// Flush subnormal floats to zero in CPU kernels (PyTorch: torch.set_flush_denormal). Off by default.

@@ -1,5 +1,6 @@
 // engine/cpu_backend.cpp: the CPU backend, the reference every other backend is tested against.
-// Plain loops over ops/functors.h, OpenMP above a size threshold, CBLAS (OpenBLAS) for gemm with a
+// Plain loops over ops/functors.h, split over engine/parallel.h's thread pool above a size threshold,
+// CBLAS (OpenBLAS, single-threaded: Note [One thread pool]) for gemm with a
 // small blocked fallback. Validation happened in engine/prim.cpp; nothing here throws inside a
 // parallel region. The CUDA twin of this file is cuda/.
 #include <algorithm>
@@ -10,10 +11,8 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/parallel.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
 #define TG_HAVE_MXCSR 1
@@ -23,6 +22,7 @@
 #endif
 #ifdef TENSORGRAD_HAVE_OPENBLAS
 extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
 #endif
 
 namespace tg {
@@ -35,10 +35,9 @@ constexpr int64_t kParallelGrain = int64_t(1) << 18;
 // Full sums are cut into chunks of this many elements and combined in order: deterministic for any
 // thread count.
 constexpr int64_t kSumChunk = 32768;
-// Matrix products below this many multiply-adds run the BLAS on one thread (same reasoning).
-constexpr int64_t kBlasParallelMacs = int64_t(1) << 24;
-
-int g_num_threads = 0;   // 0: not set, use the OpenMP default
+// Matrix products with at least this many multiply-adds are split across the pool's threads (Note
+// [One thread pool]); smaller ones run on the calling thread.
+constexpr int64_t kGemmParallelMacs = int64_t(1) << 24;
 
 std::atomic<bool> g_flush_denormal{false};
 
@@ -54,13 +53,7 @@ void apply_flush_denormal(bool on) {
 #endif
 }
 
-int max_threads() {
-#ifdef _OPENMP
-  return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
+int max_threads() { return parallel::max_threads(); }
 
 /// Calls f(begin, end) on disjoint chunks of [0, n); parallel when the work (n * cost) is large.
 template <class F>
@@ -71,17 +64,11 @@ void parallel_for(int64_t n, int64_t cost_per_item, F f) {
     f(int64_t(0), n);
     return;
   }
-#ifdef _OPENMP
   const bool flush = g_flush_denormal.load(std::memory_order_relaxed);
-#pragma omp parallel num_threads(threads)
-  {
-    apply_flush_denormal(flush);   // worker threads follow the process-wide setting
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t chunk = (n + nt - 1) / nt;
-    const int64_t b = t * chunk, e = std::min(n, b + chunk);
-    if (b < e) f(b, e);
-  }
-#endif
+  parallel::run(n, threads, [&](int64_t b, int64_t e) {
+    apply_flush_denormal(flush);   // pool threads follow the process-wide setting
+    f(b, e);
+  });
 }
 
 /// f(begin, end) over blocks of about 16K elements of `rows` contiguous rows of D elements each,
@@ -261,6 +248,67 @@ T finite_or_zero(T v) {
   return std::isfinite(v) ? v : T(0);
 }
 
+/// y[j] = a x[j * x_step]: one row of an outer product (OpenBLAS's small-matrix kernels take 2.5x longer for K = 1).
+template <class T>
+TG_SIMD_CLONES void scaled_row(T a, const T* x, int64_t x_step, T* y, int64_t n) {
+  if (x_step == 1) {
+    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j * x_step];
+  }
+}
+
+// Fused optimizer loops: one pass over each parameter's buffers (Backend::sgd_step, adam_step).
+template <class T>
+struct SgdScalars {
+  T lr, momentum, one_minus_dampening, weight_decay;
+  bool nesterov, first_step;
+};
+
+/// w -= lr (g + wd w)
+template <class T>
+TG_SIMD_CLONES void sgd_plain(T* w, const T* g, int64_t n, SgdScalars<T> k) {
+  if (k.weight_decay == T(0)) {
+    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * g[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * (g[i] + k.weight_decay * w[i]);
+  }
+}
+
+/// d = g + wd w;  v = d on the first step, else momentum v + (1 - dampening) d;
+/// w -= lr (nesterov ? d + momentum v : v)
+template <class T>
+TG_SIMD_CLONES void sgd_momentum(T* w, const T* g, T* v, int64_t n, SgdScalars<T> k) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T d = g[i] + k.weight_decay * w[i];
+    const T vi = k.first_step ? d : k.momentum * v[i] + k.one_minus_dampening * d;
+    v[i] = vi;
+    w[i] -= k.lr * (k.nesterov ? d + k.momentum * vi : vi);
+  }
+}
+
+template <class T>
+struct AdamScalars {
+  T step_size, inv_sqrt_bc2, beta1, beta2, eps, weight_decay, decay;   // step_size = lr / bc1, decay = 1 - lr wd
+  bool decoupled;
+};
+
+/// AdamW: w *= 1 - lr wd, else g += wd w;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+/// amsgrad (vmax): v' = running max of v;  w -= lr/bc1 m / (sqrt(v'/bc2) + eps)
+template <class T>
+TG_SIMD_CLONES void adam_loop(T* w, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> k) {
+  for (int64_t i = 0; i < n; ++i) {
+    T gi = g[i];
+    if (k.decoupled) w[i] *= k.decay;
+    else gi += k.weight_decay * w[i];
+    m[i] = k.beta1 * m[i] + (T(1) - k.beta1) * gi;
+    v[i] = k.beta2 * v[i] + (T(1) - k.beta2) * gi * gi;
+    T vv = v[i];
+    if (vmax != nullptr) vv = vmax[i] = std::max(vmax[i], v[i]);
+    w[i] -= k.step_size * m[i] / (std::sqrt(vv) * k.inv_sqrt_bc2 + k.eps);
+  }
+}
+
 /// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
 template <class T>
 class Scratch {
@@ -279,13 +327,12 @@ class Scratch {
 
 // ------------------------------------------------------------------------------------------------
 
-/// Sets the BLAS's thread count when it differs from the last one set (a cheap global in OpenBLAS).
-void set_blas_threads(int n) {
+/// The BLAS runs on the thread that calls it (Note [One thread pool] in engine/parallel.h): large
+/// products are split into row or column blocks over the pool, one BLAS call each. Checked before
+/// every call because other code in the process (libtorch in bench/) may change it.
+void use_single_threaded_blas() {
 #ifdef TENSORGRAD_HAVE_OPENBLAS
-  static std::atomic<int> current{-1};
-  if (current.exchange(n, std::memory_order_relaxed) != n) openblas_set_num_threads(n);
-#else
-  (void)n;
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 #endif
 }
 
@@ -739,16 +786,10 @@ class CpuBackend final : public Backend {
       T* w = param.data<T>();
       const T* g = grad.data<T>();
       T* v = velocity.defined() ? velocity.data<T>() : nullptr;
-      const T lr_ = T(lr), mom = T(momentum), damp = T(1 - dampening), wd = T(weight_decay);
+      const SgdScalars<T> k{T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
       parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          T d = g[i] + wd * w[i];                              // d = grad + weight_decay * w
-          if (v != nullptr) {
-            v[i] = first_step ? d : mom * v[i] + damp * d;      // v = momentum v + (1 - dampening) d
-            d = nesterov ? d + mom * v[i] : v[i];
-          }
-          w[i] -= lr_ * d;                                     // w = w - lr d
-        }
+        if (v == nullptr) sgd_plain(w + b, g + b, e - b, k);
+        else sgd_momentum(w + b, g + b, v + b, e - b, k);
       });
     });
   }
@@ -763,19 +804,10 @@ class CpuBackend final : public Backend {
       T *m = exp_avg.data<T>(), *v = exp_avg_sq.data<T>();
       T* vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
       const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
-      const T step_size = T(lr / bc1), inv_sqrt_bc2 = T(1 / std::sqrt(bc2)), b1 = T(beta1), b2 = T(beta2);
-      const T wd = T(weight_decay), decay = T(1 - lr * weight_decay), eps_ = T(eps);
+      const AdamScalars<T> k{T(lr / bc1), T(1 / std::sqrt(bc2)), T(beta1), T(beta2), T(eps), T(weight_decay),
+                             T(1 - lr * weight_decay), decoupled};
       parallel_for(param.numel(), 8, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          T gi = g[i];
-          if (decoupled) w[i] *= decay;                        // AdamW: w = w (1 - lr wd)
-          else gi += wd * w[i];                                // Adam: g = g + wd w
-          m[i] = b1 * m[i] + (T(1) - b1) * gi;                 // m = b1 m + (1 - b1) g
-          v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;            // v = b2 v + (1 - b2) g^2
-          T vv = v[i];
-          if (vmax != nullptr) vv = vmax[i] = std::max(vmax[i], v[i]);   // amsgrad: running max of v
-          w[i] -= step_size * m[i] / (std::sqrt(vv) * inv_sqrt_bc2 + eps_);   // w -= lr/bc1 m / (sqrt(v/bc2) + eps)
-        }
+        adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
       });
     });
   }
@@ -808,20 +840,41 @@ class CpuBackend final : public Backend {
 
   template <class T>
   static void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
+    if (g.K == 1 && g.beta == 0 && g.M > 0 && g.N > 0) {   // outer product: the weight gradient at batch 1
+      const int64_t a_step = g.trans_a ? 1 : g.lda, b_step = g.trans_b ? g.ldb : 1;
+      parallel_for(g.M, g.N, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) scaled_row(A[i * a_step], B, b_step, C + i * g.ldc, g.N);
+      });
+      return;
+    }
 #ifdef TENSORGRAD_HAVE_CBLAS
     if (g.M > 0 && g.N > 0) {
       if (g.K == 0) {
         if (g.beta == 0) std::fill_n(C, g.M * g.N, T(0));
         return;
       }
-      set_blas_threads(g.M * g.N * g.K >= kBlasParallelMacs ? get_num_threads() : 1);
+      use_single_threaded_blas();
       const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
-      if constexpr (std::is_same<T, float>::value)
-        cblas_sgemm(CblasRowMajor, ta, tb, int(g.M), int(g.N), int(g.K), 1.f, A, int(g.lda), B, int(g.ldb),
-                    float(g.beta), C, int(g.ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, int(g.M), int(g.N), int(g.K), 1.0, A, int(g.lda), B, int(g.ldb),
-                    g.beta, C, int(g.ldc));
+      // C[i0:i1, j0:j1] = op(A)[i0:i1, :] op(B)[:, j0:j1] + beta C[i0:i1, j0:j1]
+      auto block = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        const T* a = A + i0 * (g.trans_a ? 1 : g.lda);
+        const T* b = B + j0 * (g.trans_b ? g.ldb : 1);
+        T* c = C + i0 * g.ldc + j0;
+        if constexpr (std::is_same<T, float>::value)
+          cblas_sgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.f, a, int(g.lda), b,
+                      int(g.ldb), float(g.beta), c, int(g.ldc));
+        else
+          cblas_dgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.0, a, int(g.lda), b,
+                      int(g.ldb), g.beta, c, int(g.ldc));
+      };
+      const int threads = max_threads();
+      if (threads <= 1 || g.M * g.N * g.K < kGemmParallelMacs) {
+        block(0, g.M, 0, g.N);
+      } else if (g.M >= g.N) {   // split the longer side of C into one block per thread
+        parallel_for(g.M, g.N * g.K, [&](int64_t i0, int64_t i1) { block(i0, i1, 0, g.N); });
+      } else {
+        parallel_for(g.N, g.M * g.K, [&](int64_t j0, int64_t j1) { block(0, g.M, j0, j1); });
+      }
     }
 #else
     // Blocked fallback: C = op(A) op(B) + beta C, with the k loop outside the j loop for unit strides.
@@ -850,14 +903,7 @@ Backend& cpu_backend() {
   return *b;
 }
 
-void set_num_threads(int n) {
-  if (n < 1) n = 1;
-  g_num_threads = n;
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-  set_blas_threads(n);
-}
+void set_num_threads(int n) { parallel::set_num_threads(n); }
 
 bool set_flush_denormal(bool on) {
   g_flush_denormal.store(on, std::memory_order_relaxed);
@@ -869,13 +915,6 @@ bool set_flush_denormal(bool on) {
 #endif
 }
 
-int get_num_threads() {
-  if (g_num_threads > 0) return g_num_threads;
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
+int get_num_threads() { return parallel::num_threads(); }
 
 }  // namespace tg

@@ -1,10 +1,16 @@
 // tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
 // exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
-// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [SIMD clones] and [Row blocks]).
+// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [SIMD clones] and [Row blocks]), and
+// the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
 #include "testing.h"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
+#include <thread>
+#include <vector>
+
+#include "engine/parallel.h"
 
 namespace {
 
@@ -126,4 +132,87 @@ TEST_CASE("cross_entropy over row blocks matches the double reference with smoot
       testing::check_close(xf.grad(), xd.grad(), 1e-4, 1e-8);
     }
   }
+}
+
+// ---- the CPU thread pool (engine/parallel.h, Note [One thread pool]); "thread" in the names puts these
+// in the ThreadSanitizer stage of .ci/run.
+
+TEST_CASE("thread pool: every index of a loop runs exactly once and chunks are disjoint") {
+  tg::set_num_threads(3);
+  for (int64_t n : {int64_t(1), int64_t(2), int64_t(7), int64_t(1000), int64_t(100003)}) {
+    for (int parts : {1, 2, 3, 8}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      tg::parallel::run(n, parts, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)].fetch_add(1);
+      });
+      int64_t wrong = 0;
+      for (auto& h : hits) wrong += h.load() != 1;
+      CHECK_MESSAGE(wrong == 0, "n " << n << " parts " << parts);
+    }
+  }
+  tg::set_num_threads(2);
+  CHECK(tg::get_num_threads() == 2);
+}
+
+TEST_CASE("thread pool: an exception in one chunk reaches the caller after the others finish") {
+  tg::set_num_threads(2);
+  std::atomic<int> done{0};
+  auto loop = [&] {
+    tg::parallel::run(1000, 4, [&](int64_t b, int64_t e) {
+      if (b == 0) throw tg::DataError("chunk 0 failed");
+      done.fetch_add(static_cast<int>(e - b));
+    });
+  };
+  CHECK_THROWS_AS(loop(), tg::DataError);
+  CHECK(done.load() == 750);
+  // the pool still works afterwards
+  std::atomic<int64_t> sum{0};
+  tg::parallel::run(100, 2, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
+  });
+  CHECK(sum.load() == 4950);
+}
+
+TEST_CASE("thread pool: a loop inside a loop runs inline on its thread") {
+  tg::set_num_threads(2);
+  std::atomic<int> inner_parallel{0}, inner_threads{0};
+  tg::parallel::run(4, 2, [&](int64_t, int64_t) {
+    inner_threads.fetch_add(tg::parallel::max_threads());
+    tg::parallel::run(10, 2, [&](int64_t b, int64_t e) { inner_parallel.fetch_add(b == 0 && e == 10 ? 0 : 1); });
+  });
+  CHECK(inner_threads.load() == 2);   // two chunks, each saw max_threads() == 1
+  CHECK(inner_parallel.load() == 0);
+}
+
+TEST_CASE("thread pool: large ops from several threads at once give the single-thread results") {
+  tg::set_num_threads(2);
+  const tg::Variable x = spread({1 << 19}, -5, 5, 21);   // above the parallel threshold
+  const tg::Variable a = spread({256, 512}, -1, 1, 22), b = spread({512, 256}, -1, 1, 23);
+  const tg::Variable want_exp = tg::exp(x), want_mm = tg::matmul(a, b), want_sm = tg::softmax(a, 1);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto e = tg::exp(x).to_vector<float>(), m = tg::matmul(a, b).to_vector<float>();
+        const auto s = tg::softmax(a, 1).to_vector<float>();
+        mismatches += e != want_exp.to_vector<float>();
+        mismatches += m != want_mm.to_vector<float>();
+        mismatches += s != want_sm.to_vector<float>();
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(mismatches.load() == 0);
+}
+
+TEST_CASE("thread pool: matrix products split over threads match one thread") {
+  // Above the split threshold (2^24 multiply-adds), both the row split (M >= N) and the column split.
+  const tg::Variable a = spread({512, 256}, -1, 1, 24), b = spread({256, 300}, -1, 1, 25);
+  const tg::Variable c = spread({64, 2048}, -1, 1, 26), d = spread({2048, 300}, -1, 1, 27);
+  tg::set_num_threads(1);
+  const tg::Variable ab1 = tg::matmul(a, b), cd1 = tg::matmul(c, d);
+  tg::set_num_threads(2);
+  testing::check_close(tg::matmul(a, b), ab1, 1e-6, 1e-6);
+  testing::check_close(tg::matmul(c, d), cd1, 1e-6, 1e-6);
+  testing::check_close(tg::matmul(a, b), tg::matmul(as64(a), as64(b)), 1e-4, 1e-4);
 }

@@ -13,7 +13,7 @@ build="${FUZZ_BUILD:-build-fuzz}"
 targets=(fuzz_checkpoint fuzz_idx fuzz_shapes)
 
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="${CXX:-clang++}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTENSORGRAD_CUDA=OFF -DTENSORGRAD_FUZZ=ON -DTENSORGRAD_OPENMP=OFF \
+  -DTENSORGRAD_CUDA=OFF -DTENSORGRAD_FUZZ=ON \
   -DTENSORGRAD_BUILD_TESTS=OFF -DTENSORGRAD_BUILD_EXAMPLES=OFF -DTENSORGRAD_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${JOBS:-2}" --target "${targets[@]}"
 

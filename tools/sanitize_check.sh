@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # tools/sanitize_check.sh: the sanitizer stages of .ci/run (clang, CUDA off). asan: builds build-asan
 # with address,undefined and runs the whole CTest suite, then requires the broken canary
-# (tests/sanitizer_canary.cpp) to be caught. tsan: builds build-tsan with thread (OpenMP off: libomp
-# is not instrumented) and runs the concurrency tests, then its canary. Usage: sanitize_check.sh [asan|tsan|all]
+# (tests/sanitizer_canary.cpp) to be caught. tsan: builds build-tsan with thread and runs the
+# concurrency tests (the thread pool's among them), then its canary. Usage: sanitize_check.sh [asan|tsan|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 jobs="${JOBS:-2}"
 cxx="${CXX:-clang++}"
-tools/install_deps.sh clang libclang-rt-14-dev libomp-dev
+tools/install_deps.sh clang libclang-rt-14-dev
 
 if [ "$what" = asan ] || [ "$what" = all ]; then
   echo "== ASan+UBSan: configure and build (build-asan)"
@@ -28,11 +28,12 @@ fi
 if [ "$what" = tsan ] || [ "$what" = all ]; then
   echo "== TSan: configure and build (build-tsan)"
   cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORGRAD_CUDA=OFF \
-    -DTENSORGRAD_SANITIZE=thread -DTENSORGRAD_OPENMP=OFF -DTENSORGRAD_BUILD_EXAMPLES=OFF \
+    -DTENSORGRAD_SANITIZE=thread -DTENSORGRAD_BUILD_EXAMPLES=OFF \
     -DTENSORGRAD_BUILD_BENCH=OFF >/dev/null
   cmake --build build-tsan -j"$jobs" --target tensorgrad_tests sanitizer_canary
   echo "== TSan: the concurrency tests"
-  # Threads in these: backward from 8 threads, grad mode per thread, the DataLoader's prefetch thread.
+  # Threads in these: backward from 8 threads, grad mode per thread, the DataLoader's prefetch thread,
+  # the CPU thread pool (engine/parallel.cpp).
   concurrency='no_grad: *,independent graphs backward concurrently*,data: DataLoader*,*concurren*,*thread*'
   build-tsan/tests/tensorgrad_tests -ltc -tc="$concurrency" | grep -v '^\[doctest\]\|^====' || true
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

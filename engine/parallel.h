@@ -1,0 +1,50 @@
+// engine/parallel.h: the CPU thread pool behind every parallel CPU loop (engine/cpu_backend.cpp).
+//
+// Note [One thread pool]: tensorgrad's loops and its matrix products share this one pool; the BLAS
+// always runs single-threaded on the pool thread that calls it. Two pools that each spin while idle
+// (OpenMP's team and OpenBLAS's own threads, as in session 1) took turns stealing each other's core:
+// a 784-128-10 MLP step at batch 1024 ran 2.6x slower on two threads than on one. Pool threads spin
+// only briefly (tens of µs) after a loop, then sleep, so they also leave the cores to a data
+// loader's thread and to other processes. Loops run inline, without the pool, when they are small,
+// when called from inside a pool loop, on a thread marked serial, or while another thread's loop
+// holds the pool.
+#pragma once
+#include <cstdint>
+
+namespace tg {
+namespace parallel {
+
+/// A borrowed callable f(begin, end): no allocation, valid while f lives.
+class RangeFn {
+ public:
+  template <class F>
+  RangeFn(const F& f)   // NOLINT(google-explicit-constructor): passed as a plain lambda
+      : obj_(&f), call_([](const void* o, int64_t b, int64_t e) { (*static_cast<const F*>(o))(b, e); }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(obj_, begin, end); }
+
+ private:
+  const void* obj_;
+  void (*call_)(const void*, int64_t, int64_t);
+};
+
+/// Calls f on `parts` disjoint chunks that cover [0, n) in order, spread over the pool's threads (the
+/// calling thread takes part), and returns when all are done; an exception thrown by f is rethrown
+/// here after the others finish. Runs f(0, n) on the calling thread when parts <= 1 or the pool is
+/// not available to this call (see the file comment).
+void run(int64_t n, int parts, RangeFn f);
+
+/// Threads a loop started on this thread may use: 1 inside a pool loop or on a serial thread, else
+/// the pool's size.
+int max_threads();
+
+/// The pool's size, the calling thread included. Default: OMP_NUM_THREADS when set (as PyTorch),
+/// else the number of cores.
+void set_num_threads(int n);
+int num_threads();
+
+/// Marks the calling thread so that its loops never use the pool (a data loader's prefetch thread:
+/// a loop of its own would take the cores the training step is using).
+void set_thread_serial(bool serial);
+
+}  // namespace parallel
+}  // namespace tg
