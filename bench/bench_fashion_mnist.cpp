@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
     return 77;
   }
   set_threads(o.threads);
+  // As `make train` does: subnormal floats (momentum of weights whose gradient is always zero, such as
+  // the border pixels') flushed to zero, in both engines.
+  tg::set_flush_denormal(true);
+  torch_side::set_flush_denormal(true);
   print_header("Fashion-MNIST, MLP 784-256-10, SGD momentum 0.9, lr 0.05 cosine, batch 64; " +
                    std::to_string(o.epochs) + " epoch(s)",
                o);

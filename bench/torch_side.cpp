@@ -47,6 +47,8 @@ void set_threads(int n) {
   g_threads = n;
 }
 
+void set_flush_denormal(bool on) { at::globalContext().setFlushDenormal(on); }
+
 namespace {
 
 torch::Tensor chain(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int len) {
@@ -223,6 +225,7 @@ namespace torch_side {
 bool available() { return false; }
 std::string version() { return "not built"; }
 void set_threads(int) {}
+void set_flush_denormal(bool) {}
 Work op_chain(int64_t, int, ChainMode) { return {}; }
 Work mlp_step(int64_t) { return {}; }
 Work matmul(int64_t) { return {}; }

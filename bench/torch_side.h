@@ -18,6 +18,8 @@ bool available();
 std::string version();      // "1.13.0"
 /// at::set_num_interop_threads(1) on the first call, then at::set_num_threads(n).
 void set_threads(int n);
+/// torch::set_flush_denormal (at::globalContext().setFlushDenormal).
+void set_flush_denormal(bool on);
 
 enum class ChainMode { NoGrad, Record, Backward };
 /// y = x; len/2 times y = (y + a) * b, on (numel) float tensors requiring grad; Backward adds .sum().backward().
