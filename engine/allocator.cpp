@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <array>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -43,10 +44,11 @@ void mark_freed(void*, std::size_t) {}
 
 constexpr std::size_t kAlign = 64;
 constexpr std::size_t kHugePage = std::size_t(2) << 20;
+constexpr std::size_t kSmallMax = 4096;
 
 // Small sizes round to 64 B; larger ones to a quarter of their power of two (at most 25% waste).
 std::size_t round_size(std::size_t n) {
-  if (n <= 4096) return (n + kAlign - 1) / kAlign * kAlign;
+  if (n <= kSmallMax) return (n + kAlign - 1) / kAlign * kAlign;
   std::size_t p = 1;
   while (p < n) p <<= 1;
   const std::size_t q = p / 8;
@@ -60,10 +62,10 @@ class CachingCpuAllocator final : public Allocator {
     const std::size_t size = round_size(nbytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
+      std::vector<void*>* list = find_free_list(size);
+      if (list != nullptr && !list->empty()) {
+        void* p = list->back();
+        list->pop_back();
         stats_.cached -= size;
         account_alloc(size);
         mark_in_use(p, nbytes, size);
@@ -94,7 +96,7 @@ class CachingCpuAllocator final : public Allocator {
     stats_.allocated -= size;
     if (stats_.cached + size <= limit_) {
       try {
-        free_[size].push_back(ptr);
+        free_list(size).push_back(ptr);
         stats_.cached += size;
         mark_cached(ptr, size);
         return;
@@ -107,11 +109,15 @@ class CachingCpuAllocator final : public Allocator {
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& kv : free_)
-      for (void* p : kv.second) {
-        mark_freed(p, kv.first);
+    auto free_blocks = [](std::vector<void*>& list, std::size_t size) {
+      for (void* p : list) {
+        mark_freed(p, size);
         std::free(p);
       }
+      list.clear();
+    };
+    for (std::size_t i = 0; i < small_free_.size(); ++i) free_blocks(small_free_[i], (i + 1) * kAlign);
+    for (auto& kv : free_) free_blocks(kv.second, kv.first);
     free_.clear();
     stats_.cached = 0;
   }
@@ -139,13 +145,23 @@ class CachingCpuAllocator final : public Allocator {
 #endif
     return p;
   }
+  // Free list of one rounded size: small sizes index an array (no hashing on the per-op path).
+  std::vector<void*>& free_list(std::size_t size) {
+    return size <= kSmallMax ? small_free_[size / kAlign - 1] : free_[size];
+  }
+  std::vector<void*>* find_free_list(std::size_t size) {
+    if (size <= kSmallMax) return &small_free_[size / kAlign - 1];
+    auto it = free_.find(size);
+    return it == free_.end() ? nullptr : &it->second;
+  }
   void account_alloc(std::size_t size) {
     stats_.allocated += size;
     if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
   }
 
   std::mutex mutex_;
-  std::unordered_map<std::size_t, std::vector<void*>> free_;
+  std::array<std::vector<void*>, kSmallMax / kAlign> small_free_;   // sizes 64, 128, ..., kSmallMax
+  std::unordered_map<std::size_t, std::vector<void*>> free_;         // larger sizes
   CpuMemoryStats stats_;
   std::size_t limit_ = std::size_t(1) << 30;
 };

@@ -1,9 +1,9 @@
 // engine/autograd.cpp: the reverse-mode backward pass, gradient accumulation, iterative graph
 // teardown, and the thread-local grad/anomaly modes. Op rules live in ops/; the graph types in
 // engine/variable.h (see Note [Graph ownership]).
+#include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -156,13 +156,14 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   //    the gradient summed so far for Node i; it is moved out (freed) when the Node runs.
   std::vector<Tensor> pending(index.size());
   pending[0] = std::move(seed);
-  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
-  ready.push(root_fn);
+  std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
+  const LaterFirst later_first;
   const bool anomaly = AnomalyMode::is_enabled();
   const BackwardObserver* observer = BackwardTraceGuard::current();
   while (!ready.empty()) {
-    std::shared_ptr<Node> node = ready.top();
-    ready.pop();
+    std::pop_heap(ready.begin(), ready.end(), later_first);
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
     Tensor g = std::move(pending[index.at(node.get())]);
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
@@ -190,7 +191,10 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
           if (!p.defined()) p = std::move(gi);
           else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
         }
-        if (--dependencies[j] == 0) ready.push(e.fn);
+        if (--dependencies[j] == 0) {
+          ready.push_back(e.fn);
+          std::push_heap(ready.begin(), ready.end(), later_first);
+        }
       } else if (e.leaf && gi.defined()) {
         accumulate(*e.leaf, std::move(gi));
       }

@@ -187,10 +187,14 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
 
 void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name) {
   check_binary(op, self, other, name);
-  const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
-  TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
-           " doesn't match the broadcast shape ", shape_str(shape));
-  backend_for(self.device()).binary(op, self, other.expand(shape), self);
+  if (self.shape() == other.shape()) {   // the common case (gradient accumulation): no broadcast view
+    backend_for(self.device()).binary(op, self, other, self);
+  } else {
+    const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
+    TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
+             " doesn't match the broadcast shape ", shape_str(shape));
+    backend_for(self.device()).binary(op, self, other.expand(shape), self);
+  }
   self.storage()->bump_version();
 }
 

@@ -32,8 +32,6 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
-
 int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
 
 bool Tensor::is_contiguous() const {

@@ -54,7 +54,7 @@ class Tensor {
   int64_t size(int64_t d) const;
   int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }
-  Device device() const;
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   uint64_t version() const { return storage_ ? storage_->version() : 0; }

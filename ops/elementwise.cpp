@@ -11,7 +11,7 @@ namespace {
 /// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads.
 Variable unary(UnaryOp op, const char* name, const Variable& x, UnaryArgs args = {}) {
   Tensor y = prim::unary(op, x.data(), args);
-  if (!any_requires_grad({x})) return Variable(y);
+  if (!any_requires_grad({x})) return Variable(std::move(y));
   bool uses_x = false, uses_y = false;
   visit(op, [&](auto f) {
     uses_x = decltype(f)::uses_x;
@@ -19,7 +19,8 @@ Variable unary(UnaryOp op, const char* name, const Variable& x, UnaryArgs args =
   });
   SavedTensor xs = uses_x ? SavedTensor(x) : SavedTensor();
   SavedTensor ys = uses_y ? SavedTensor(y, name) : SavedTensor();
-  return record(name, y, {x}, [op, args, xs, ys](const Tensor& grad, Grads& g) {
+  return record(name, std::move(y), {x},
+                [op, args, xs = std::move(xs), ys = std::move(ys)](const Tensor& grad, Grads& g) {
     g.set(0, prim::unary_backward(op, xs.get(), ys.get(), grad, args));   // dx = f'(x) * grad (fn::*::backward)
   });
 }
@@ -61,7 +62,8 @@ Variable mul(const Variable& a, const Variable& b) {
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
   SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
-  return record("mul", out, {a, b}, [a_saved, b_saved](const Tensor& grad, Grads& g) {
+  return record("mul", std::move(out), {a, b},
+                [a_saved = std::move(a_saved), b_saved = std::move(b_saved)](const Tensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, prim::mul(grad, b_saved.get()));              // d(a*b)/da = b
     if (g.need(1)) g.set(1, prim::mul(grad, a_saved.get()));              // d(a*b)/db = a
   });
@@ -72,7 +74,8 @@ Variable div(const Variable& a, const Variable& b) {
   const bool need = any_requires_grad({a, b});
   SavedTensor b_saved = need ? SavedTensor(b) : SavedTensor();
   SavedTensor out_saved = need && b.requires_grad() ? SavedTensor(out, "div") : SavedTensor();
-  return record("div", out, {a, b}, [b_saved, out_saved](const Tensor& grad, Grads& g) {
+  return record("div", std::move(out), {a, b},
+                [b_saved = std::move(b_saved), out_saved = std::move(out_saved)](const Tensor& grad, Grads& g) {
     const Tensor& bt = b_saved.get();
     if (g.need(0)) g.set(0, prim::div(grad, bt));                                          // d(a/b)/da = 1/b
     if (g.need(1)) g.set(1, prim::unary(UnaryOp::Neg, prim::div(prim::mul(grad, out_saved.get()), bt)));  // -a/b^2 = -out/b
