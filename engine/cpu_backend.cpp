@@ -218,16 +218,25 @@ TG_SIMD_CLONES double row_sum(const T* p, int64_t n) {
   return s;
 }
 
-/// Largest element of a non-empty contiguous row; NaN if the row holds one (as in PyTorch).
+/// Largest element of a non-empty contiguous row, ignoring NaN (callers only use it to shift the row:
+/// a NaN in the row reaches their results through the sum of exponentials anyway). Sixteen lanes, as
+/// in row_sum: one compare-and-select chain per element would not vectorize.
 template <class T>
-T row_max(const T* p, int64_t n) {
-  T m = p[0];
-  bool nan = false;
-  for (int64_t i = 0; i < n; ++i) {
-    m = p[i] > m ? p[i] : m;
-    nan |= is_nan(p[i]);
+TG_SIMD_CLONES T row_max(const T* p, int64_t n) {
+  if (n < 64) {   // short rows (10 classes): the lanes would cost more than they save
+    T m = p[0];
+    for (int64_t i = 1; i < n; ++i) m = p[i] > m ? p[i] : m;
+    return m;
   }
-  return nan ? std::numeric_limits<T>::quiet_NaN() : m;
+  T lane[16];
+  for (int j = 0; j < 16; ++j) lane[j] = p[0];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] = p[i + j] > lane[j] ? p[i + j] : lane[j];
+  T m = p[0];
+  for (int j = 0; j < 16; ++j) m = lane[j] > m ? lane[j] : m;
+  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
+  return m;
 }
 
 /// Sum of p[i] q[i] over a contiguous row, in lanes like row_sum.
