@@ -38,7 +38,8 @@ void run(int64_t n, int parts, RangeFn f);
 int max_threads();
 
 /// The pool's size, the calling thread included. Default: OMP_NUM_THREADS when set (as PyTorch),
-/// else the number of cores.
+/// else the number of cores. Waits for a loop running on the pool; throws tg::Error when called
+/// from inside one.
 void set_num_threads(int n);
 int num_threads();
 

@@ -182,6 +182,16 @@ TEST_CASE("thread pool: a loop inside a loop runs inline on its thread") {
   });
   CHECK(inner_threads.load() == 2);   // two chunks, each saw max_threads() == 1
   CHECK(inner_parallel.load() == 0);
+  std::atomic<int> refused{0};
+  tg::parallel::run(2, 2, [&](int64_t, int64_t) {
+    try {
+      tg::set_num_threads(4);
+    } catch (const tg::Error& e) {
+      refused += std::string(e.what()).find("inside a parallel CPU loop") != std::string::npos;
+    }
+  });
+  CHECK(refused.load() == 2);
+  CHECK(tg::get_num_threads() == 2);
 }
 
 TEST_CASE("thread pool: large ops from several threads at once give the single-thread results") {
