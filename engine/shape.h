@@ -42,18 +42,20 @@ class SmallVector {
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
-  SmallVector() noexcept {}
-  explicit SmallVector(size_type n) { resize(n); }
-  SmallVector(size_type n, const T& value) { assign(n, value); }
+  SmallVector() noexcept {
+    if constexpr (kTrivial) std::memset(inline_, 0, sizeof inline_);   // see copy_inline
+  }
+  explicit SmallVector(size_type n) : SmallVector() { resize(n); }
+  SmallVector(size_type n, const T& value) : SmallVector() { assign(n, value); }
   template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>   // not (count, value)
-  SmallVector(It first, It last) { assign(first, last); }
-  SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
-  SmallVector(const std::vector<T>& values) { assign(values.begin(), values.end()); }   // NOLINT: implicit
-  SmallVector(const SmallVector& o) {
+  SmallVector(It first, It last) : SmallVector() { assign(first, last); }
+  SmallVector(std::initializer_list<T> values) : SmallVector() { assign(values.begin(), values.end()); }
+  SmallVector(const std::vector<T>& values) : SmallVector() { assign(values.begin(), values.end()); }   // NOLINT
+  SmallVector(const SmallVector& o) : SmallVector() {
     if (kTrivial && !o.on_heap()) copy_inline(o);
     else assign(o.begin(), o.end());
   }
-  SmallVector(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) { take(o); }
+  SmallVector(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) : SmallVector() { take(o); }
   ~SmallVector() { free_all(); }
 
   SmallVector& operator=(const SmallVector& o) {
@@ -195,7 +197,8 @@ class SmallVector {
 
  private:
   // Elements that are plain bytes (int64 sizes) are copied as the whole fixed-size inline buffer:
-  // a few vector moves, no loop and no memmove call.
+  // a few vector moves, no loop and no memmove call. The constructors zero that buffer first (six
+  // stores), so that the copy never reads uninitialized bytes.
   static constexpr bool kTrivial = std::is_trivially_copyable<T>::value;
 
   bool on_heap() const noexcept { return capacity_ > N; }

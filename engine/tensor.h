@@ -40,7 +40,9 @@ class Storage {
 
 class Tensor {
  public:
-  Tensor() = default;   // undefined: defined() is false
+  // Undefined: defined() is false. User-provided (not = default) so that value-initialization (Grads,
+  // std::vector<Tensor>(n)) runs the member initializers only, instead of zeroing all 152 bytes first.
+  Tensor() noexcept {}
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
 
   /// Fresh contiguous tensor with unspecified contents; validates the shape before allocating.
