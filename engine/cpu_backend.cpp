@@ -204,18 +204,28 @@ TG_SIMD_CLONES void exp_in_place(T* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) p[i] = fn::exp(p[i]);
 }
 
-/// Sum of a contiguous row in sixteen lanes (independent adds vectorize and do not wait on each
-/// other), combined in double; the lanes make the result independent of the thread count.
+/// What sums accumulate in: double for floating types, int64 for integers.
 template <class T>
-TG_SIMD_CLONES double row_sum(const T* p, int64_t n) {
-  T lane[16] = {};
+using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
+
+/// Sum of a contiguous row in sixteen lanes (independent adds vectorize and do not wait on each
+/// other's latency), accumulated in SumAcc; the order depends only on n, not on the thread count.
+template <class T>
+TG_SIMD_CLONES SumAcc<T> row_sum(const T* p, int64_t n) {
+  SumAcc<T> lane[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int j = 0; j < 16; ++j) lane[j] += p[i + j];
-  double s = 0;
+  SumAcc<T> s = 0;
   for (int j = 0; j < 16; ++j) s += lane[j];
   for (; i < n; ++i) s += p[i];
   return s;
+}
+
+/// acc[j] += x[j]: one row of a column sum (a sum over the outer dim, such as a bias gradient).
+template <class T>
+TG_SIMD_CLONES void add_row_to(const T* x, SumAcc<T>* acc, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += x[j];
 }
 
 /// Largest element of a non-empty contiguous row, ignoring NaN (callers only use it to shift the row:
@@ -242,10 +252,10 @@ TG_SIMD_CLONES T row_max(const T* p, int64_t n) {
 /// Sum of p[i] q[i] over a contiguous row, in lanes like row_sum.
 template <class T>
 TG_SIMD_CLONES double row_dot(const T* p, const T* q, int64_t n) {
-  T lane[16] = {};
+  double lane[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lane[j] += p[i + j] * q[i + j];
+    for (int j = 0; j < 16; ++j) lane[j] += double(p[i + j]) * q[i + j];
   double s = 0;
   for (int j = 0; j < 16; ++j) s += lane[j];
   for (; i < n; ++i) s += double(p[i]) * q[i];
@@ -502,17 +512,26 @@ class CpuBackend final : public Backend {
       using T = decltype(t);
       const T* p = xp.data<T>();
       if (op == ReduceOp::Sum) {
-        using Acc = std::conditional_t<std::is_same<T, int64_t>::value, int64_t, double>;
+        using Acc = SumAcc<T>;
         T* y = out.data<T>();
         auto sum_range = [&](const T* q, int64_t b, int64_t e) {
+          if (rstride == 1) return row_sum(q + b, e - b);
           Acc acc = 0;
-          if (rstride == 1) {
-            for (int64_t r = b; r < e; ++r) acc += q[r];
-          } else {
-            for (int64_t r = b; r < e; ++r) acc += q[r * rstride];
-          }
+          for (int64_t r = b; r < e; ++r) acc += q[r * rstride];
           return acc;
         };
+        bool columns = rstride != 1 && O > 1;   // outputs contiguous in the input: sum row after row
+        for (int64_t o = 1; columns && o < O; ++o) columns = base[o] == base[0] + o;
+        if (columns) {
+          const T* q = p + base[0];
+          parallel_for(O, R, [&](int64_t b, int64_t e) {
+            Scratch<Acc> acc(e - b);
+            std::fill_n(acc.get(), e - b, Acc(0));
+            for (int64_t r = 0; r < R; ++r) add_row_to(q + r * rstride + b, acc.get(), e - b);
+            for (int64_t o = b; o < e; ++o) y[o] = static_cast<T>(acc.get()[o - b]);
+          });
+          return;
+        }
         if (O == 1 && R >= 2 * kSumChunk) {
           // One output, much input: fixed chunks summed in parallel, combined in order (deterministic).
           const int64_t chunks = (R + kSumChunk - 1) / kSumChunk;

@@ -226,3 +226,21 @@ TEST_CASE("thread pool: matrix products split over threads match one thread") {
   testing::check_close(tg::matmul(c, d), cd1, 1e-6, 1e-6);
   testing::check_close(tg::matmul(a, b), tg::matmul(as64(a), as64(b)), 1e-4, 1e-4);
 }
+
+TEST_CASE("sums: column sums (outer dim) and long rows in lanes match the double reference") {
+  const tg::Variable x = spread({300, 70}, -1, 1, 31);
+  testing::check_close(x.sum(0), as64(x).sum(0), 1e-6, 1e-6);                 // row after row
+  testing::check_close(x.sum(1), as64(x).sum(1), 1e-6, 1e-6);                 // lanes per row
+  testing::check_close(x.transpose(0, 1).sum(1), as64(x).sum(0), 1e-6, 1e-6); // the same through a view
+  const tg::Variable big = spread({1 << 20}, -1, 1, 32);                       // chunked, combined in order
+  CHECK(big.sum().item() == doctest::Approx(as64(big).sum().item()).epsilon(1e-6));
+  // integers stay exact
+  tg::Tensor t = tg::Tensor::empty({50, 33}, tg::kInt64);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = (i * 7919) % 1000003 + (int64_t(1) << 40);
+  const auto cols = tg::Variable(t).sum(0).to_vector<int64_t>();
+  for (int64_t j = 0; j < 33; ++j) {
+    int64_t want = 0;
+    for (int64_t i = 0; i < 50; ++i) want += t.data<int64_t>()[i * 33 + j];
+    CHECK(cols[j] == want);
+  }
+}
