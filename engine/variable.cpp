@@ -129,20 +129,20 @@ const Tensor& SavedTensor::get() const {
 
 // ------------------------------------------------------------------------------------------------
 
-bool any_requires_grad(const Variable* inputs, std::size_t n) {
+bool any_requires_grad(const InputRef* inputs, std::size_t n) {
   if (!GradMode::is_enabled()) return false;
   for (std::size_t i = 0; i < n; ++i)
-    if (inputs[i].requires_grad()) return true;
+    if (inputs[i].get().requires_grad()) return true;
   return false;
 }
 
-Variable detail::attach_node(const char* name, Tensor out, const Variable* inputs, std::size_t n,
+Variable detail::attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n,
                              std::shared_ptr<Node> node) {
   node->name = name;
   node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
   node->next.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const Variable& in = inputs[i];
+    const Variable& in = inputs[i].get();
     if (!in.requires_grad()) continue;
     Edge& e = node->next[i];
     if (in.grad_fn()) e.fn = in.grad_fn();

@@ -227,6 +227,8 @@ struct Node {
   ~Node();                                 // see Note [Iterative graph teardown]
 };
 
+class InputRef;
+
 namespace detail {
 /// A Node with its rule F stored inline: one allocation per recorded op (record makes these).
 template <class F>
@@ -242,7 +244,7 @@ struct NodeWith final : Node {
   std::optional<F> rule;
 };
 /// Links a fresh Node to the inputs that require grad and returns the recorded output (variable.cpp).
-Variable attach_node(const char* name, Tensor out, const Variable* inputs, std::size_t n, std::shared_ptr<Node> node);
+Variable attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n, std::shared_ptr<Node> node);
 }  // namespace detail
 
 /// A tensor saved for backward, with the version it had when saved. get() throws AutogradError
@@ -265,21 +267,33 @@ class SavedTensor {
 /// Views and detach() share the Storage, so a write through any alias is seen. A SavedTensor records
 /// the count when the forward saves it and checks it when the backward reads it.
 
+/// One input of an op, by reference: the {a, b} lists of record() and any_requires_grad() borrow
+/// the Variables (alive until the call returns, temporaries included) instead of copying their
+/// handles, which would cost two atomic reference-count updates per input per op.
+class InputRef {
+ public:
+  InputRef(const Variable& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
+  const Variable& get() const { return *v_; }
+ private:
+  const Variable* v_;
+};
+
 /// True when grad mode is on and some input requires grad: an op records a Node only then, and
 /// saves tensors for its backward only then.
-bool any_requires_grad(const Variable* inputs, std::size_t n);
-inline bool any_requires_grad(std::initializer_list<Variable> inputs) {
+bool any_requires_grad(const InputRef* inputs, std::size_t n);
+inline bool any_requires_grad(std::initializer_list<InputRef> inputs) {
   return any_requires_grad(inputs.begin(), inputs.size());
 }
 inline bool any_requires_grad(const std::vector<Variable>& inputs) {
-  return any_requires_grad(inputs.data(), inputs.size());
+  const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());
+  return any_requires_grad(refs.data(), refs.size());
 }
 
 /// Wraps a forward result. Attaches a Node only if grad mode is on and some input requires grad;
 /// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
 /// backward: any callable as BackwardFn (a lambda, a BackwardFn); it is stored inside the Node.
 template <class F>
-Variable record(const char* name, Tensor out, const Variable* inputs, std::size_t n, F&& backward) {
+Variable record(const char* name, Tensor out, const InputRef* inputs, std::size_t n, F&& backward) {
   using Rule = std::decay_t<F>;
   static_assert(std::is_invocable<Rule&, const Tensor&, Grads&>::value,
                 "record: the backward rule must be callable as void(const Tensor& grad, Grads& out)");
@@ -288,12 +302,13 @@ Variable record(const char* name, Tensor out, const Variable* inputs, std::size_
                              std::make_shared<detail::NodeWith<Rule>>(std::forward<F>(backward)));
 }
 template <class F>
-Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, F&& backward) {
-  return record(name, std::move(out), inputs.data(), inputs.size(), std::forward<F>(backward));
+Variable record(const char* name, Tensor out, std::initializer_list<InputRef> inputs, F&& backward) {
+  return record(name, std::move(out), inputs.begin(), inputs.size(), std::forward<F>(backward));
 }
 template <class F>
-Variable record(const char* name, Tensor out, std::initializer_list<Variable> inputs, F&& backward) {
-  return record(name, std::move(out), inputs.begin(), inputs.size(), std::forward<F>(backward));
+Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, F&& backward) {
+  const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());
+  return record(name, std::move(out), refs.data(), refs.size(), std::forward<F>(backward));
 }
 /// Marks `out` as a view of `base` (shares its storage) for the in-place rules.
 Variable mark_view(Variable out, const Variable& base);
