@@ -9,7 +9,9 @@
 // "format": "tensorgrad-1" and one "crc32c.<name>": "<8 hex digits>" per tensor.
 #include "nn/serialize.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -447,6 +449,28 @@ TensorInfo tensor_info(const std::string& where, const std::string& name, const 
 // ------------------------------------------------------------------------------------------------
 // save_tensors
 
+namespace {
+/// Removes `<name>.tmp.<pid>` files in dir left by saves of the same checkpoint that were killed: those
+/// whose process no longer exists. A live process's temporary file (a save under way) is kept.
+/// Best effort: a file that cannot be listed or removed is left alone.
+void remove_stale_temp_files(const std::string& dir, const std::string& name) {
+  const std::string prefix = name + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string file = e->d_name;
+    if (file.size() <= prefix.size() || file.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = file.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;   // alive, or not ours to judge (EPERM)
+    (void)::unlink((dir + "/" + file).c_str());
+  }
+  ::closedir(d);
+}
+}  // namespace
+
 void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& path,
                   const std::map<std::string, std::string>& metadata) {
   const std::string where = detail::cat("save: '", path, "'");
@@ -541,6 +565,7 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
   // Make the rename itself durable (best effort: some file systems refuse to sync a folder).
   const std::size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  remove_stale_temp_files(dir, slash == std::string::npos ? path : path.substr(slash + 1));
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     (void)::fsync(dfd);
