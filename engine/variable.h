@@ -227,10 +227,20 @@ struct Node {
   ~Node();                                 // see Note [Iterative graph teardown]
 };
 
-class InputRef;
+/// One input of an op, by reference: the {a, b} lists of record() and any_requires_grad() borrow
+/// the Variables (alive until the call returns, temporaries included) instead of copying their
+/// handles, which would cost two atomic reference-count updates per input per op.
+class InputRef {
+ public:
+  InputRef(const Variable& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
+  const Variable& get() const { return *v_; }
+ private:
+  const Variable* v_;
+};
 
 namespace detail {
-/// A Node with its rule F stored inline: one allocation per recorded op (record makes these).
+/// A Node with its rule F stored inline: one allocation per recorded op. record() makes these with
+/// make_shared, whose control block destroys the NodeWith (so ~Node need not be virtual).
 template <class F>
 struct NodeWith final : Node {
   explicit NodeWith(F&& f) : rule(std::move(f)) { bind(); }
@@ -266,17 +276,6 @@ class SavedTensor {
 /// Each Storage counts the in-place writes to its bytes (every prim that writes in place bumps it).
 /// Views and detach() share the Storage, so a write through any alias is seen. A SavedTensor records
 /// the count when the forward saves it and checks it when the backward reads it.
-
-/// One input of an op, by reference: the {a, b} lists of record() and any_requires_grad() borrow
-/// the Variables (alive until the call returns, temporaries included) instead of copying their
-/// handles, which would cost two atomic reference-count updates per input per op.
-class InputRef {
- public:
-  InputRef(const Variable& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
-  const Variable& get() const { return *v_; }
- private:
-  const Variable* v_;
-};
 
 /// True when grad mode is on and some input requires grad: an op records a Node only then, and
 /// saves tensors for its backward only then.

@@ -256,6 +256,49 @@ TEST_CASE("to_dot lists ops shapes and leaves that require grad") {
   CHECK(dot.find("leaf [4, 3]") == std::string::npos);   // x does not require grad: not drawn
 }
 
+TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs; the rule is freed by backward") {
+  // A BackwardFn (type-erased) and a temporary in the input list.
+  Variable x = param({1, 2, 3});
+  const tg::BackwardFn twice = [](const tg::Tensor& grad, tg::Grads& g) { g.set(0, tg::prim::mul(grad, 2.0)); };
+  Variable y = tg::record("twice", tg::prim::mul(x.data(), 2.0), {x * 1.0}, twice);
+  y.sum().backward();
+  check_values(x.grad(), {2, 2, 2});
+
+  // Six inputs from a std::vector (more than the inline room for edges and gradients), one without grad.
+  std::vector<Variable> xs;
+  for (int i = 0; i < 6; ++i) xs.push_back(i == 3 ? tg::ones({2}) : param({1, 2}));
+  tg::Tensor sum = tg::prim::zeros_like(xs[0].data());
+  for (const Variable& v : xs) sum = tg::prim::add(sum, v.data());
+  std::vector<bool> asked(6, false);
+  Variable s = tg::record("sum6", sum, xs, [&asked](const tg::Tensor& grad, tg::Grads& g) {
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (g.need(i)) {
+        asked[i] = true;
+        g.set(i, tg::prim::mul(grad, double(i + 1)));
+      }
+  });
+  REQUIRE(s.grad_fn()->next.size() == 6);
+  s.sum().backward();
+  for (int i = 0; i < 6; ++i) {
+    CHECK(asked[i] == (i != 3));
+    if (i != 3) check_values(xs[i].grad(), {float(i + 1), float(i + 1)});
+  }
+
+  // What a rule captured is released as soon as it ran (retain_graph = false), while the Node lives on.
+  tg::Tensor captured = tg::prim::full({4}, 1.0);
+  const std::weak_ptr<tg::Storage> alive = captured.storage();
+  Variable z = tg::record("keep", x.data().clone(), {x}, [captured](const tg::Tensor& grad, tg::Grads& g) {
+    g.set(0, grad);
+  });
+  captured = tg::Tensor();
+  CHECK(!alive.expired());
+  CHECK(static_cast<bool>(z.grad_fn()->backward));
+  z.sum().backward();
+  CHECK(alive.expired());
+  CHECK(!z.grad_fn()->backward);
+  TG_CHECK_THROWS(z.sum().backward(), tg::AutogradError, "backward through the graph a second time");
+}
+
 TEST_CASE("activations are freed by backward - nothing of the graph outlives its Variables") {
   Variable w = tg::ones({64, 64}, tg::TensorOptions().requires_grad(true));
   const auto before = tg::cpu_memory_stats().allocated;
