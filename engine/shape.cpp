@@ -38,7 +38,7 @@ int64_t checked_numel(const Shape& s, const char* op) {
 }
 
 Shape contiguous_strides(const Shape& s) {
-  Shape st(s.size());
+  Shape st = s;   // the right length (a block copy); every element is overwritten below
   int64_t acc = 1;
   for (std::size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
