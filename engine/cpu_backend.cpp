@@ -76,7 +76,10 @@ void parallel_for(int64_t n, int64_t cost_per_item, F f) {
 template <class F>
 void for_row_blocks(int64_t rows, int64_t D, F f) {
   const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(D, 1));
-  parallel_for(rows, D * 8, [&](int64_t b, int64_t e) {
+  // Work units per element for parallel_for's threshold: four passes over the block, one of them an
+  // exp (about 20 operations), so (1024, 10) logits already split over two threads.
+  constexpr int64_t kCostPerElement = 32;
+  parallel_for(rows, D * kCostPerElement, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i += per_block) f(i, std::min(e, i + per_block));
   });
 }
