@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TG_CPU_RELAX() _mm_pause()
@@ -30,6 +32,9 @@ namespace {
 
 thread_local bool t_in_loop = false;   // running a chunk of a pool loop (or the caller inside run)
 thread_local bool t_serial = false;
+// In a child process forked after the pool started, the pool's threads do not exist (and its locks may
+// be held by them): every loop runs inline there, as PyTorch's intra-op pool does after fork.
+std::atomic<bool> g_forked{false};
 
 // Spin this many pauses (tens of µs) for the next loop or for the last chunk before sleeping: long
 // enough to bridge the serial gaps of a training step, short enough not to hold a core that other
@@ -56,7 +61,10 @@ struct Job {
 
 class Pool {
  public:
-  Pool() { resize(default_threads()); }
+  Pool() {
+    ::pthread_atfork(nullptr, nullptr, [] { g_forked.store(true, std::memory_order_relaxed); });
+    resize(default_threads());
+  }
   // Never destroyed (see pool()): workers sleep on the condition variable until the process exits.
 
   int size() const { return size_.load(std::memory_order_relaxed); }
@@ -169,14 +177,14 @@ Pool& pool() {
 
 void run(int64_t n, int parts, RangeFn f) {
   if (n <= 0) return;
-  if (parts <= 1 || t_in_loop || t_serial) {
+  if (parts <= 1 || t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed)) {
     f(0, n);
     return;
   }
   pool().run(n, std::min<int64_t>(parts, n), f);
 }
 
-int max_threads() { return t_in_loop || t_serial ? 1 : pool().size(); }
+int max_threads() { return t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed) ? 1 : pool().size(); }
 
 void set_num_threads(int n) {
   TG_CHECK(!t_in_loop, Error, "set_num_threads: cannot be called from inside a parallel CPU loop");

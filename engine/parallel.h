@@ -6,8 +6,8 @@
 // a 784-128-10 MLP step at batch 1024 ran 2.6x slower on two threads than on one. Pool threads spin
 // only briefly (tens of µs) after a loop, then sleep, so they also leave the cores to a data
 // loader's thread and to other processes. Loops run inline, without the pool, when they are small,
-// when called from inside a pool loop, on a thread marked serial, or while another thread's loop
-// holds the pool.
+// when called from inside a pool loop, on a thread marked serial, while another thread's loop holds
+// the pool, or in a child process forked after the pool started.
 #pragma once
 #include <cstdint>
 

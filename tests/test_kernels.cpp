@@ -4,7 +4,12 @@
 // the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
 #include "testing.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <thread>
@@ -243,4 +248,26 @@ TEST_CASE("sums: column sums (outer dim) and long rows in lanes match the double
     for (int64_t i = 0; i < 50; ++i) want += t.data<int64_t>()[i * 33 + j];
     CHECK(cols[j] == want);
   }
+}
+
+TEST_CASE("thread pool: a child forked after the pool started runs its loops inline and finishes") {
+  tg::set_num_threads(2);
+  const tg::Variable x = spread({1 << 19}, -5, 5, 33);   // above the parallel threshold
+  const auto want = tg::exp(x).to_vector<float>();      // the pool has run in the parent
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const bool ok = tg::exp(x).to_vector<float>() == want && tg::parallel::max_threads() == 1;
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (done == 0) ::kill(pid, SIGKILL), ::waitpid(pid, &status, 0);
+  CHECK_MESSAGE(done == pid, "the forked child hung");
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(tg::parallel::max_threads() == 2);   // the parent's pool is untouched
 }
