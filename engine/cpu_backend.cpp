@@ -1,13 +1,15 @@
 // engine/cpu_backend.cpp: the CPU backend, the reference every other backend is tested against.
 // Plain loops over ops/functors.h, split over engine/parallel.h's thread pool above a size threshold,
 // CBLAS (OpenBLAS, single-threaded: Note [One thread pool]) for gemm with a
-// small blocked fallback. Validation happened in engine/prim.cpp; nothing here throws inside a
-// parallel region. The CUDA twin of this file is cuda/.
+// small blocked fallback. Validation happened in engine/prim.cpp; inside a parallel region only a
+// scratch allocation can throw (OutOfMemoryError), which the pool hands to the caller. The CUDA twin
+// of this file is cuda/.
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "engine/backend.h"
@@ -65,8 +67,11 @@ void parallel_for(int64_t n, int64_t cost_per_item, F f) {
     return;
   }
   const bool flush = g_flush_denormal.load(std::memory_order_relaxed);
+  const std::thread::id caller = std::this_thread::get_id();
   parallel::run(n, threads, [&](int64_t b, int64_t e) {
-    apply_flush_denormal(flush);   // pool threads follow the process-wide setting
+    // Pool threads follow the process-wide setting; the calling thread keeps its own floating-point
+    // mode, as it does for the loops too small to split.
+    if (std::this_thread::get_id() != caller) apply_flush_denormal(flush);
     f(b, e);
   });
 }
@@ -351,7 +356,8 @@ class Scratch {
 
 /// The BLAS runs on the thread that calls it (Note [One thread pool] in engine/parallel.h): large
 /// products are split into row or column blocks over the pool, one BLAS call each. Checked before
-/// every call because other code in the process (libtorch in bench/) may change it.
+/// every BLAS call, on the thread making it: other code in the process (libtorch in bench/) may
+/// change the count, and OpenBLAS's OpenMP build keeps one per thread.
 void use_single_threaded_blas() {
 #ifdef TENSORGRAD_HAVE_OPENBLAS
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
@@ -884,10 +890,10 @@ class CpuBackend final : public Backend {
         if (g.beta == 0) std::fill_n(C, g.M * g.N, T(0));
         return;
       }
-      use_single_threaded_blas();
       const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
       // C[i0:i1, j0:j1] = op(A)[i0:i1, :] op(B)[:, j0:j1] + beta C[i0:i1, j0:j1]
       auto block = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        use_single_threaded_blas();   // on the thread that calls: an OpenMP build of OpenBLAS counts per thread
         const T* a = A + i0 * (g.trans_a ? 1 : g.lda);
         const T* b = B + j0 * (g.trans_b ? g.ldb : 1);
         T* c = C + i0 * g.ldc + j0;

@@ -1,7 +1,8 @@
 // engine/parallel.cpp: the CPU thread pool (engine/parallel.h, Note [One thread pool]).
 //
 // One loop at a time: the caller publishes a Job under the mutex and bumps the generation; workers
-// spin briefly on the generation (2000 pauses, about 20 µs here), else sleep on a condition variable; every thread claims chunks
+// spin briefly on the generation (2000 pauses: about 20 µs on our machines, 5-100 µs depending on
+// the CPU), else sleep on a condition variable; every thread claims chunks
 // with an atomic counter. The caller returns only when every chunk is done and no worker still
 // holds the Job (it lives on the caller's stack).
 #include "engine/parallel.h"
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -53,7 +55,7 @@ struct Job {
   int64_t n = 0;
   int parts = 0;
   RangeFn f;
-  std::atomic<int> next{0};        // next chunk to claim
+  std::atomic<int64_t> next{0};    // next chunk to claim (each thread overshoots by one at the end)
   std::atomic<int> remaining{0};   // chunks not finished
   std::exception_ptr error;        // first exception, under Pool::mutex_
   Job(int64_t n_, int parts_, RangeFn f_) : n(n_), parts(parts_), f(f_), remaining(parts_) {}
@@ -63,7 +65,10 @@ class Pool {
  public:
   Pool() {
     ::pthread_atfork(nullptr, nullptr, [] { g_forked.store(true, std::memory_order_relaxed); });
-    resize(default_threads());
+    try {
+      resize(default_threads());
+    } catch (const std::system_error&) {   // no threads to be had: loops run on their callers
+    }
   }
   // Never destroyed (see pool()): workers sleep on the condition variable until the process exits.
 
@@ -81,7 +86,20 @@ class Pool {
     for (std::thread& t : workers_) t.join();
     workers_.clear();
     stop_ = false;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker(); });
+    size_.store(1, std::memory_order_relaxed);
+    try {
+      for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker(); });
+    } catch (...) {   // thread creation failed (system_error): back to no workers, then report it
+      {
+        std::lock_guard<std::mutex> lk(mutex_);
+        stop_ = true;
+      }
+      cv_work_.notify_all();
+      for (std::thread& t : workers_) t.join();
+      workers_.clear();
+      stop_ = false;
+      throw;
+    }
     size_.store(n, std::memory_order_relaxed);
   }
 
@@ -116,9 +134,10 @@ class Pool {
   }
 
   void work(Job& job) {
-    const int64_t chunk = (job.n + job.parts - 1) / job.parts;
-    for (int c; (c = job.next.fetch_add(1, std::memory_order_relaxed)) < job.parts;) {
-      const int64_t b = std::min(job.n, c * chunk), e = std::min(job.n, b + chunk);
+    // Chunk c: n / parts elements, one more for the first n % parts chunks (no overflow for any n).
+    const int64_t base = job.n / job.parts, extra = job.n % job.parts;
+    for (int64_t c; (c = job.next.fetch_add(1, std::memory_order_relaxed)) < job.parts;) {
+      const int64_t b = c * base + std::min(c, extra), e = b + base + (c < extra ? 1 : 0);
       try {
         if (b < e) job.f(b, e);
       } catch (...) {
@@ -188,10 +207,11 @@ int max_threads() { return t_in_loop || t_serial || g_forked.load(std::memory_or
 
 void set_num_threads(int n) {
   TG_CHECK(!t_in_loop, Error, "set_num_threads: cannot be called from inside a parallel CPU loop");
+  if (g_forked.load(std::memory_order_relaxed)) return;   // a forked child's loops all run inline
   pool().resize(n);
 }
 
-int num_threads() { return pool().size(); }
+int num_threads() { return g_forked.load(std::memory_order_relaxed) ? 1 : pool().size(); }
 
 void set_thread_serial(bool serial) { t_serial = serial; }
 

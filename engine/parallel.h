@@ -39,7 +39,8 @@ int max_threads();
 
 /// The pool's size, the calling thread included. Default: OMP_NUM_THREADS when set (as PyTorch),
 /// else the number of cores. Waits for a loop running on the pool; throws tg::Error when called
-/// from inside one.
+/// from a pool loop's chunk, std::system_error when threads cannot be created (the pool then has
+/// none). In a forked child both report and keep a size of 1.
 void set_num_threads(int n);
 int num_threads();
 

@@ -285,9 +285,10 @@ Operand as_blas_operand(const Tensor& t) {
   const int64_t R = t.shape()[nd - 2], C = t.shape()[nd - 1];
   const int64_t sr = t.strides()[nd - 2], sc = t.strides()[nd - 1];
   const int64_t bs = nd == 3 && t.shape()[0] > 1 ? t.strides()[0] : 0;
-  if ((C <= 1 || sc == 1) && (R <= 1 || sr >= std::max<int64_t>(C, 1)))
+  constexpr int64_t kLdMax = std::numeric_limits<int>::max();   // the BLAS takes leading dims as int
+  if ((C <= 1 || sc == 1) && (R <= 1 || (sr >= std::max<int64_t>(C, 1) && sr <= kLdMax)))
     return {t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs, Tensor()};
-  if ((R <= 1 || sr == 1) && (C <= 1 || sc >= std::max<int64_t>(R, 1)))
+  if ((R <= 1 || sr == 1) && (C <= 1 || (sc >= std::max<int64_t>(R, 1) && sc <= kLdMax)))
     return {t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs, Tensor()};
   // A zero-size view counts as contiguous whatever its strides: clone it, or this would recurse forever.
   Tensor c = t.numel() == 0 ? t.clone() : t.contiguous();

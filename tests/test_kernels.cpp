@@ -12,6 +12,9 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <utility>
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -159,6 +162,27 @@ TEST_CASE("thread pool: every index of a loop runs exactly once and chunks are d
   CHECK(tg::get_num_threads() == 2);
 }
 
+TEST_CASE("thread pool: chunks of a loop over almost 2^63 indices cover it without overflow") {
+  tg::set_num_threads(2);
+  const int64_t n = std::numeric_limits<int64_t>::max();
+  for (int parts : {2, 3, 7}) {
+    std::mutex m;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    tg::parallel::run(n, parts, [&](int64_t b, int64_t e) {
+      std::lock_guard<std::mutex> lk(m);
+      ranges.emplace_back(b, e);
+    });
+    std::sort(ranges.begin(), ranges.end());
+    REQUIRE(ranges.size() == static_cast<std::size_t>(parts));
+    CHECK(ranges.front().first == 0);
+    CHECK(ranges.back().second == n);
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      CHECK(ranges[i].first < ranges[i].second);
+      if (i > 0) CHECK(ranges[i].first == ranges[i - 1].second);
+    }
+  }
+}
+
 TEST_CASE("thread pool: an exception in one chunk reaches the caller after the others finish") {
   tg::set_num_threads(2);
   std::atomic<int> done{0};
@@ -257,7 +281,9 @@ TEST_CASE("thread pool: a child forked after the pool started runs its loops inl
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    const bool ok = tg::exp(x).to_vector<float>() == want && tg::parallel::max_threads() == 1;
+    bool ok = tg::exp(x).to_vector<float>() == want && tg::parallel::max_threads() == 1;
+    tg::set_num_threads(3);   // a no-op in the child: it must not wait for the parent's threads
+    ok = ok && tg::get_num_threads() == 1;
     ::_exit(ok ? 0 : 1);
   }
   int status = 0;
