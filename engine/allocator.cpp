@@ -1,6 +1,7 @@
 // engine/allocator.cpp: the caching CPU allocator. See Note [CPU caching allocator] in allocator.h.
 #include "engine/allocator.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <array>
@@ -82,8 +83,19 @@ class SpinLock {
   std::atomic<bool> locked_{false};
 };
 
+class CachingCpuAllocator;
+CachingCpuAllocator* g_allocator = nullptr;   // the one instance, for the fork handlers
+
 class CachingCpuAllocator final : public Allocator {
  public:
+  CachingCpuAllocator() {
+    // A fork while another thread holds the lock would leave it held forever in the child (with the
+    // free lists perhaps half-updated): fork waits for the lock, and both sides release it after.
+    g_allocator = this;
+    ::pthread_atfork([] { g_allocator->lock_.lock(); }, [] { g_allocator->lock_.unlock(); },
+                     [] { g_allocator->lock_.unlock(); });
+  }
+
   void* allocate(std::size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     const std::size_t size = round_size(nbytes);

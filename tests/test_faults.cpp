@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -197,4 +198,36 @@ TEST_CASE("faults: a save removes the temporary files of killed saves and keeps 
   FaultNet loaded(4, 3, 2);
   tg::load(loaded, path);
   CHECK(module_bytes(loaded) == module_bytes(net));
+}
+
+TEST_CASE("faults: fork while another thread allocates tensors leaves the child able to allocate") {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {   // takes and releases the CPU allocator's lock as fast as it can
+    while (!stop.load()) tg::Tensor::empty({64}, tg::kFloat32);
+  });
+  int hung = 0, failed = 0;
+  for (int round = 0; round < 40; ++round) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // only this thread exists here; the allocator's lock must be free
+      const tg::Tensor t = tg::Tensor::empty({1000}, tg::kFloat32);
+      ::_exit(t.numel() == 1000 ? 0 : 1);
+    }
+    int status = 0;
+    pid_t done = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (done == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ++hung;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+    }
+  }
+  stop = true;
+  churn.join();
+  CHECK(hung == 0);
+  CHECK(failed == 0);
 }
