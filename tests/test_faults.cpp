@@ -201,6 +201,10 @@ TEST_CASE("faults: a save removes the temporary files of killed saves and keeps 
 }
 
 TEST_CASE("faults: fork while another thread allocates tensors leaves the child able to allocate") {
+  // First use here: a fork while another thread runs a function-local static's initializer (the
+  // CPU backend's, on the first Tensor) hangs the child in the C++ runtime's guard, which no library
+  // can prevent; this test is about the allocator's lock.
+  (void)tg::Tensor::empty({1}, tg::kFloat32);
   std::atomic<bool> stop{false};
   std::thread churn([&] {   // takes and releases the CPU allocator's lock as fast as it can
     while (!stop.load()) tg::Tensor::empty({64}, tg::kFloat32);
