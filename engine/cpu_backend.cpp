@@ -336,6 +336,17 @@ TG_SIMD_CLONES void adam_loop(T* w, const T* g, T* m, T* v, T* vmax, int64_t n, 
   }
 }
 
+/// out[n, d] = e^(x[n, d] - max[n]) for `rows` contiguous rows of D, and max[n] (0 for a row whose
+/// maximum is not finite: NaN and inf inputs keep flowing through the formula): Note [Row blocks].
+template <class T>
+void exp_of_shifted_rows(const T* x, int64_t rows, int64_t D, T* out, T* max) {
+  for (int64_t n = 0; n < rows; ++n) {
+    max[n] = finite_or_zero(row_max(x + n * D, D));
+    for (int64_t d = 0; d < D; ++d) out[n * D + d] = x[n * D + d] - max[n];
+  }
+  exp_in_place(out, rows * D);
+}
+
 /// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
 template <class T>
 class Scratch {
@@ -612,12 +623,7 @@ class CpuBackend final : public Backend {
         const int64_t D = r.D;
         for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
           Scratch<T> maxes(e - b);
-          for (int64_t n = b; n < e; ++n) {
-            const T m = finite_or_zero(row_max(xp + n * D, D));   // NaN/inf inputs keep flowing through the formula
-            maxes.get()[n - b] = m;
-            for (int64_t d = 0; d < D; ++d) yp[n * D + d] = xp[n * D + d] - m;
-          }
-          exp_in_place(yp + b * D, (e - b) * D);
+          exp_of_shifted_rows(xp + b * D, e - b, D, yp + b * D, maxes.get());
           for (int64_t n = b; n < e; ++n) {
             T* y = yp + n * D;
             const double s = row_sum(y, D);
@@ -709,18 +715,13 @@ class CpuBackend final : public Backend {
       T *lp = loss.data<T>(), *sp = lse.data<T>();
       const double s = args.label_smoothing;
       for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
-        Scratch<T> shifted((e - b) * C);
-        Scratch<T> maxes(e - b);
-        T* z = shifted.get();
-        for (int64_t n = b; n < e; ++n) {
-          const T m = finite_or_zero(row_max(x + n * C, C));
-          maxes.get()[n - b] = m;
-          for (int64_t c = 0; c < C; ++c) z[(n - b) * C + c] = x[n * C + c] - m;
-        }
-        exp_in_place(z, (e - b) * C);
+        Scratch<T> scratch((e - b) * (C + 1));   // the shifted block, then one maximum per row
+        T* z = scratch.get();
+        T* maxes = z + (e - b) * C;
+        exp_of_shifted_rows(x + b * C, e - b, C, z, maxes);
         for (int64_t n = b; n < e; ++n) {
           const T* row = x + n * C;
-          const double l = std::log(row_sum(z + (n - b) * C, C)) + maxes.get()[n - b];   // log-sum-exp, stable
+          const double l = std::log(row_sum(z + (n - b) * C, C)) + maxes[n - b];   // log-sum-exp, stable
           sp[n] = static_cast<T>(l);
           if (tg_[n] == args.ignore_index) {
             lp[n] = T(0);

@@ -78,26 +78,11 @@ class Pool {
     n = std::max(n, 1);
     std::lock_guard<std::mutex> busy(run_mutex_);
     if (n == size() && static_cast<int>(workers_.size()) == n - 1) return;
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      stop_ = true;
-    }
-    cv_work_.notify_all();
-    for (std::thread& t : workers_) t.join();
-    workers_.clear();
-    stop_ = false;
-    size_.store(1, std::memory_order_relaxed);
+    stop_workers();
     try {
       for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker(); });
     } catch (...) {   // thread creation failed (system_error): back to no workers, then report it
-      {
-        std::lock_guard<std::mutex> lk(mutex_);
-        stop_ = true;
-      }
-      cv_work_.notify_all();
-      for (std::thread& t : workers_) t.join();
-      workers_.clear();
-      stop_ = false;
+      stop_workers();
       throw;
     }
     size_.store(n, std::memory_order_relaxed);
@@ -129,6 +114,19 @@ class Pool {
   }
 
  private:
+  /// Wakes every worker to exit, joins them; the pool is then its caller alone. Under run_mutex_.
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      stop_ = true;
+    }
+    cv_work_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stop_ = false;
+    size_.store(1, std::memory_order_relaxed);
+  }
+
   bool finished(const Job& job) const {
     return job.remaining.load(std::memory_order_acquire) == 0 && active_.load(std::memory_order_acquire) == 0;
   }
