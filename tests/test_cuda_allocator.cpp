@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "cuda/caching_allocator.h"
+#include "tensorgrad/cuda/caching_allocator.h"
 #include "testing.h"
 
 using tg::cuda::detail::CachingAllocator;

@@ -322,7 +322,7 @@ const std::map<std::string, std::string> kNotDifferentiable = {
 }  // namespace
 
 TEST_CASE("gradcheck table covers every op in ops/ops.h") {
-  std::ifstream header(TG_SOURCE_DIR "/ops/ops.h");
+  std::ifstream header(TG_SOURCE_DIR "/src/tensorgrad/ops/ops.h");
   REQUIRE(header.good());
   std::stringstream text;
   text << header.rdbuf();

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/parallel.h"
+#include "tensorgrad/engine/parallel.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // printing, the caching CPU allocator and the Philox generator.
 #include <sstream>
 
-#include "engine/allocator.h"
+#include "tensorgrad/engine/allocator.h"
 #include "testing.h"
 
 using tg::Tensor;

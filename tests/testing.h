@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 #include <tensorgrad.h>
 
-#include "engine/prim.h"
+#include "tensorgrad/engine/prim.h"
 
 #include <cmath>
 #include <cstdlib>

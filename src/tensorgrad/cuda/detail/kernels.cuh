@@ -1,0 +1,356 @@
+// cuda/detail/kernels.cuh: building blocks shared by the kernels of cuda/*.cu: launch geometry,
+// strided offset calculators (the GPU twin of Note [Strided loops] in engine/cpu_backend.cpp),
+// aligned vector types, and deterministic warp/block reductions. nvcc only; internal to cuda/.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/engine/shape.h"
+
+namespace tg {
+namespace cuda {
+namespace detail {
+
+constexpr int kBlock = 256;        // threads per block of the elementwise kernels
+constexpr int kMaxGrid = 8192;     // grid-stride loops cover the rest (independent of the device)
+constexpr int kMaxDims = 8;        // dims an OffsetCalc carries after coalescing
+
+/// Host-side twins of visit() in ops/functors.h (which is __host__ __device__ and so may not call the
+/// host lambdas that launch kernels): visitor(fn::Relu{}), ... from the same X-macro lists.
+template <class Visitor>
+void host_visit(UnaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CUDA_CASE(Name) \
+  case UnaryOp::Name: visitor(fn::Name{}); return;
+    TG_UNARY_OPS(TG_CUDA_CASE)
+#undef TG_CUDA_CASE
+  }
+  throw Error("host_visit: unknown UnaryOp");
+}
+template <class Visitor>
+void host_visit(BinaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CUDA_CASE(Name) \
+  case BinaryOp::Name: visitor(fn::Name{}); return;
+    TG_BINARY_OPS(TG_CUDA_CASE)
+#undef TG_CUDA_CASE
+  }
+  throw Error("host_visit: unknown BinaryOp");
+}
+
+/// Blocks for n work items, `per_thread` items per thread, capped at kMaxGrid.
+inline unsigned grid_for(int64_t n, int64_t per_thread = 1) {
+  const int64_t threads = (n + per_thread - 1) / per_thread;
+  const int64_t blocks = (threads + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxGrid ? kMaxGrid : blocks));
+}
+
+__device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
+__device__ __forceinline__ int64_t grid_stride() { return int64_t(blockDim.x) * gridDim.x; }
+
+template <class T>
+__host__ __device__ __forceinline__ bool is_nan(T v) {
+  return v != v;   // false for integers
+}
+template <class T>
+__host__ __device__ __forceinline__ bool is_inf(T v) {
+  return v == T(INFINITY) || v == -T(INFINITY);
+}
+// Math in the operand's precision, named explicitly (no overload surprises between float and double).
+__device__ __forceinline__ float texp(float x) { return expf(x); }
+__device__ __forceinline__ double texp(double x) { return exp(x); }
+__device__ __forceinline__ float tlog(float x) { return logf(x); }
+__device__ __forceinline__ double tlog(double x) { return log(x); }
+__device__ __forceinline__ float tsqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double tsqrt(double x) { return sqrt(x); }
+
+/// Records the first bad input a kernel meets; see Note [Device error flag] in cuda/reduce.cu.
+__device__ __forceinline__ void record_error(DeviceErrorFlag* flag, int code, int op, int dim, long long value,
+                                             long long bound) {
+  if (atomicCAS(&flag->code, 0, code) == 0) {
+    flag->op = op;
+    flag->dim = dim;
+    flag->value = value;
+    flag->bound = bound;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Strided offsets. The host coalesces dims (size-1 dims dropped, dims contiguous in every operand
+// merged), keeps at most kMaxDims inner dims in the calculator, and loops over the rest itself
+// (launch_strided below). A linear index becomes one element offset per operand.
+
+template <int N>
+struct OffsetCalc {
+  int ndim = 0;
+  bool narrow = false;   // every index fits 32 bits: cheaper divisions
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims][N] = {};
+  int64_t base[N] = {};
+  __device__ __forceinline__ void get(int64_t linear, int64_t (&off)[N]) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = base[k];
+    if (narrow) {
+      uint32_t lin = static_cast<uint32_t>(linear);
+      for (int d = ndim - 1; d >= 0; --d) {
+        const uint32_t size = static_cast<uint32_t>(sizes[d]);
+        const uint32_t q = lin / size, idx = lin - q * size;
+        lin = q;
+#pragma unroll
+        for (int k = 0; k < N; ++k) off[k] += int64_t(idx) * strides[d][k];
+      }
+      return;
+    }
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t size = sizes[d];
+      const int64_t q = linear / size, idx = linear - q * size;
+      linear = q;
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += idx * strides[d][k];
+    }
+  }
+};
+
+/// Offsets of a loop with at most two (coalesced) dims: no division at all.
+template <int N>
+struct Strides2 {
+  int64_t base[N], row[N], col[N];
+};
+
+template <int N>
+struct Coalesced {
+  std::vector<int64_t> sizes;                   // outer .. inner
+  std::vector<std::array<int64_t, N>> strides;  // per dim, per operand (elements)
+};
+
+template <int N>
+Coalesced<N> coalesce(const Shape& shape, const std::array<const Shape*, N>& strides) {
+  Coalesced<N> c;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    std::array<int64_t, N> st;
+    for (int k = 0; k < N; ++k) st[k] = (*strides[k])[d];
+    if (!c.sizes.empty()) {
+      bool merge = true;
+      for (int k = 0; k < N; ++k)
+        if (c.strides.back()[k] != st[k] * shape[d]) merge = false;
+      if (merge) {
+        c.sizes.back() *= shape[d];
+        c.strides.back() = st;
+        continue;
+      }
+    }
+    c.sizes.push_back(shape[d]);
+    c.strides.push_back(st);
+  }
+  return c;
+}
+
+/// Calls launch(calc, n) once per slice: calc covers the (at most kMaxDims) inner dims of the
+/// coalesced loop with n elements; dims beyond kMaxDims are walked here on the host (rare: only
+/// tensors of rank > 8 that do not coalesce).
+template <int N, class Launch>
+void for_each_slice(const Shape& shape, const std::array<const Shape*, N>& strides, Launch launch) {
+  for (int64_t s : shape)
+    if (s == 0) return;
+  const Coalesced<N> c = coalesce<N>(shape, strides);
+  const int nd = static_cast<int>(c.sizes.size());
+  const int inner = nd < kMaxDims ? nd : kMaxDims;
+  const int outer = nd - inner;
+  OffsetCalc<N> calc;
+  calc.ndim = inner;
+  int64_t n = 1;
+  for (int d = 0; d < inner; ++d) {
+    calc.sizes[d] = c.sizes[outer + d];
+    for (int k = 0; k < N; ++k) calc.strides[d][k] = c.strides[outer + d][k];
+    n *= calc.sizes[d];
+  }
+  if (n == 0) return;
+  calc.narrow = n <= int64_t(UINT32_MAX);
+  std::vector<int64_t> idx(static_cast<std::size_t>(outer), 0);
+  for (;;) {
+    for (int k = 0; k < N; ++k) {
+      calc.base[k] = 0;
+      for (int d = 0; d < outer; ++d) calc.base[k] += idx[d] * c.strides[d][k];
+    }
+    launch(calc, n);
+    int d = outer - 1;
+    for (; d >= 0; --d) {   // odometer over the outer dims
+      if (++idx[d] < c.sizes[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+/// body(off) for every element of a strided loop; off[k] is operand k's element offset.
+template <int N, class Body>
+__global__ void strided_kernel(int64_t n, OffsetCalc<N> calc, Body body) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    int64_t off[N];
+    calc.get(i, off);
+    body(off);
+  }
+}
+
+/// body(off) over a (rows, cols) loop: blocks along x walk a row (coalesced when the inner strides
+/// are 1), blocks along y walk rows.
+template <int N, class Body>
+__global__ void strided2d_kernel(int64_t rows, int64_t cols, Strides2<N> st, Body body) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (int64_t c = global_thread(); c < cols; c += grid_stride()) {
+      int64_t off[N];
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] = st.base[k] + r * st.row[k] + c * st.col[k];
+      body(off);
+    }
+  }
+}
+
+/// Runs body over every element of `shape`, operand k at strides[k] (broadcast operands have stride
+/// 0). Loops of one or two coalesced dims with long rows (transposes, row and column broadcasts) use
+/// the division-free 2-D kernel; the rest compute offsets with OffsetCalc.
+template <int N, class Body>
+void launch_strided(cudaStream_t stream, const Shape& shape, const std::array<const Shape*, N>& strides,
+                    const Body& body) {
+  for (int64_t s : shape)
+    if (s == 0) return;
+  const Coalesced<N> c = coalesce<N>(shape, strides);
+  const std::size_t nd = c.sizes.size();
+  if (nd <= 1 || (nd == 2 && c.sizes[1] >= 128)) {
+    Strides2<N> st;
+    const int64_t rows = nd == 2 ? c.sizes[0] : 1, cols = nd >= 1 ? c.sizes[nd - 1] : 1;
+    for (int k = 0; k < N; ++k) {
+      st.base[k] = 0;
+      st.row[k] = nd == 2 ? c.strides[0][k] : 0;
+      st.col[k] = nd >= 1 ? c.strides[nd - 1][k] : 0;
+    }
+    const int64_t bx = std::min<int64_t>((cols + kBlock - 1) / kBlock, kMaxGrid);
+    const int64_t by = std::min<int64_t>({rows, 65535, std::max<int64_t>(1, 65536 / bx)});
+    strided2d_kernel<N, Body><<<dim3(unsigned(bx), unsigned(by)), kBlock, 0, stream>>>(rows, cols, st, body);
+    TG_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  for_each_slice<N>(shape, strides, [&](const OffsetCalc<N>& calc, int64_t n) {
+    strided_kernel<N, Body><<<grid_for(n), kBlock, 0, stream>>>(n, calc, body);
+    TG_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+/// body(i) for i in [0, n): contiguous operands.
+template <class Body>
+__global__ void flat_kernel(int64_t n, Body body) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) body(i);
+}
+
+template <class Body>
+void launch_flat(cudaStream_t stream, int64_t n, const Body& body) {
+  if (n == 0) return;
+  flat_kernel<Body><<<grid_for(n), kBlock, 0, stream>>>(n, body);
+  TG_CUDA_CHECK(cudaGetLastError());
+}
+
+// ------------------------------------------------------------------------------------------------
+// 16-byte vectors: float4 / double2 loads and stores where every pointer is 16-byte aligned.
+
+template <class T>
+struct VecWidth {
+  static constexpr int value = 16 / sizeof(T);
+};
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// ------------------------------------------------------------------------------------------------
+// Deterministic reductions: a fixed tree given the team size, so equal inputs give equal bits.
+// Accumulator types provide shfl_down / shfl_idx overloads (structs in their own .cu file); a
+// Combine provides operator()(a, b) and a static identity().
+
+__device__ __forceinline__ float shfl_down(float v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double shfl_down(double v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ long long shfl_down(long long v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+__device__ __forceinline__ double shfl_idx(double v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+__device__ __forceinline__ long long shfl_idx(long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+
+/// Reduces v over the 32 lanes of a warp; lane 0 holds the result.
+template <class A, class Combine>
+__device__ __forceinline__ A warp_reduce(A v, const Combine& combine) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_down(v, o));
+  return v;
+}
+/// Same, with the result returned to every lane.
+template <class A, class Combine>
+__device__ __forceinline__ A warp_allreduce(A v, const Combine& combine) {
+  return shfl_idx(warp_reduce(v, combine), 0);
+}
+
+/// Reduces v over the whole block (blockDim.x a multiple of 32, at most 1024) and returns the result
+/// to every thread. `scratch` is shared memory for 32 values. Must be reached by every thread of the
+/// block; ends with a barrier, so the scratch can be reused at once.
+template <class A, class Combine>
+__device__ A block_allreduce(A v, const Combine& combine, A* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  v = warp_reduce(v, combine);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < nwarps ? scratch[lane] : Combine::identity();
+    v = warp_reduce(v, combine);
+    if (lane == 0) scratch[0] = v;
+  }
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+/// A team reduces one row: a warp (kWarp, several rows per block) or the whole block.
+template <bool kWarp>
+struct Team {
+  int lane, size;
+  int64_t first, stride;   // rows: first, first + stride, ...
+  __device__ Team() {
+    if (kWarp) {
+      const int per_block = blockDim.x >> 5;
+      lane = threadIdx.x & 31;
+      size = 32;
+      first = int64_t(blockIdx.x) * per_block + (threadIdx.x >> 5);
+      stride = int64_t(gridDim.x) * per_block;
+    } else {
+      lane = threadIdx.x;
+      size = blockDim.x;
+      first = blockIdx.x;
+      stride = gridDim.x;
+    }
+  }
+  template <class A, class Combine>
+  __device__ A allreduce(A v, const Combine& combine, A* scratch) const {
+    if (kWarp) return warp_allreduce(v, combine);
+    return block_allreduce(v, combine, scratch);
+  }
+};
+
+/// Blocks for `rows` rows handled by warps (8 per block) or by whole blocks.
+inline unsigned team_grid(int64_t rows, bool warp) {
+  const int64_t blocks = warp ? (rows + kBlock / 32 - 1) / (kBlock / 32) : rows;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxGrid ? kMaxGrid : blocks));
+}
+
+template <class A>
+struct SumOp {
+  __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
+  __device__ __forceinline__ static A identity() { return A(0); }
+};
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

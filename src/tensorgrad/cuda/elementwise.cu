@@ -1,0 +1,371 @@
+// cuda/elementwise.cu: the elementwise half of the CUDA Backend: copy, fill, unary (forward and
+// backward, one kernel per ops/functors.h functor), binary with broadcasting through strides, where,
+// and the fused SGD/Adam updates. The CPU twins are in engine/cpu_backend.cpp; tests/test_cuda.cpp
+// compares the two. Reductions, softmax and cross-entropy are in cuda/reduce.cu.
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "tensorgrad/cuda/detail/kernels.cuh"
+
+namespace tg {
+namespace cuda {
+namespace detail {
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// Kernel bodies. A *Flat body takes a linear index (all operands contiguous); a *Strided body takes
+// one element offset per operand (launch_strided).
+
+template <class D, class S>
+struct CastFlat {
+  D* dst;
+  const S* src;
+  __device__ void operator()(int64_t i) const { dst[i] = static_cast<D>(src[i]); }
+};
+template <class D, class S>
+struct CastStrided {
+  D* dst;
+  const S* src;
+  __device__ void operator()(const int64_t (&o)[2]) const { dst[o[0]] = static_cast<D>(src[o[1]]); }
+};
+
+template <class T>
+struct FillFlat {
+  T* dst;
+  T value;
+  __device__ void operator()(int64_t i) const { dst[i] = value; }
+};
+template <class T>
+struct FillStrided {
+  T* dst;
+  T value;
+  __device__ void operator()(const int64_t (&o)[1]) const { dst[o[0]] = value; }
+};
+
+template <class T, class F>
+struct UnaryStrided {
+  T* y;
+  const T* x;
+  UnaryArgs args;
+  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = F::forward(x[o[1]], args); }
+};
+
+/// y = F(x), contiguous: V-wide vector loads and stores (float4 / double2), scalar tail.
+template <class T, class F, int V>
+__global__ void unary_vec_kernel(const T* x, T* y, int64_t n, UnaryArgs args) {
+  const int64_t nv = n / V;
+  const auto* xv = reinterpret_cast<const Vec<T, V>*>(x);
+  auto* yv = reinterpret_cast<Vec<T, V>*>(y);
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+    const Vec<T, V> a = xv[i];
+    Vec<T, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = F::forward(a.v[j], args);
+    yv[i] = r;
+  }
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) y[i] = F::forward(x[i], args);
+}
+
+template <class T, class F>
+struct UnaryBackwardFlat {
+  T* dx;
+  const T *x, *y, *dy;
+  UnaryArgs args;
+  __device__ void operator()(int64_t i) const { dx[i] = F::backward(x[i], y[i], dy[i], args); }
+};
+template <class T, class F>
+struct UnaryBackwardStrided {
+  T* dx;
+  const T *x, *y, *dy;
+  UnaryArgs args;
+  __device__ void operator()(const int64_t (&o)[4]) const { dx[o[0]] = F::backward(x[o[1]], y[o[2]], dy[o[3]], args); }
+};
+
+/// out = a op b, all contiguous and of out's shape: vector loads of both operands.
+template <class T, class F, int V>
+__global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n) {
+  const int64_t nv = n / V;
+  const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
+  const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
+  auto* ov = reinterpret_cast<Vec<T, V>*>(out);
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+    const Vec<T, V> x = av[i], y = bv[i];
+    Vec<T, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = F::apply(x.v[j], y.v[j]);
+    ov[i] = r;
+  }
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) out[i] = F::apply(a[i], b[i]);
+}
+
+/// out = a op b where one side is a single (broadcast) element: x * 0.5, bias-free scalars.
+template <class T, class F, bool kScalarA>
+struct BinaryScalarFlat {
+  T* out;
+  const T* tensor;
+  const T* scalar;
+  __device__ void operator()(int64_t i) const {
+    const T s = *scalar;
+    out[i] = kScalarA ? F::apply(s, tensor[i]) : F::apply(tensor[i], s);
+  }
+};
+template <class T, class F>
+struct BinaryStrided {
+  T* out;
+  const T *a, *b;
+  __device__ void operator()(const int64_t (&o)[3]) const { out[o[0]] = F::apply(a[o[1]], b[o[2]]); }
+};
+
+template <class C, class T>
+struct WhereStrided {
+  T* out;
+  const C* cond;
+  const T *a, *b;
+  __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] != C(0) ? a[o[2]] : b[o[3]]; }
+};
+
+/// torch.optim.SGD, one parameter, all contiguous. Reads w, g (and v): 12-16 B/elem in fp32, writes 4-8.
+template <class T>
+struct SgdFlat {
+  T* w;
+  const T* g;
+  T* v;   // null without momentum
+  T lr, mom, damp, wd;
+  bool nesterov, first_step;
+  __device__ void operator()(int64_t i) const {
+    T d = g[i] + wd * w[i];                              // d = grad + weight_decay * w
+    if (v != nullptr) {
+      const T vi = first_step ? d : mom * v[i] + damp * d;   // v = momentum v + (1 - dampening) d
+      v[i] = vi;
+      d = nesterov ? d + mom * vi : vi;
+    }
+    w[i] -= lr * d;                                      // w = w - lr d
+  }
+};
+
+/// torch.optim.Adam / AdamW, one parameter, all contiguous: one read and one write of w, m, v (and
+/// vmax), one read of g: 16 B read + 12 B written per fp32 element without amsgrad.
+template <class T>
+struct AdamFlat {
+  T* w;
+  const T* g;
+  T *m, *v, *vmax;   // vmax null unless amsgrad
+  T step_size, inv_sqrt_bc2, b1, b2, wd, decay, eps;
+  bool decoupled;
+  __device__ void operator()(int64_t i) const {
+    T gi = g[i];
+    T wi = w[i];
+    if (decoupled) wi *= decay;                          // AdamW: w = w (1 - lr wd)
+    else gi += wd * wi;                                  // Adam: g = g + wd w
+    const T mi = b1 * m[i] + (T(1) - b1) * gi;           // m = b1 m + (1 - b1) g
+    const T vi = b2 * v[i] + (T(1) - b2) * gi * gi;      // v = b2 v + (1 - b2) g^2
+    m[i] = mi;
+    v[i] = vi;
+    T vv = vi;
+    if (vmax != nullptr) {                               // amsgrad: running max of v (std::max's NaN rule)
+      const T old = vmax[i];
+      vv = old < vi ? vi : old;
+      vmax[i] = vv;
+    }
+    w[i] = wi - step_size * mi / (sqrt(vv) * inv_sqrt_bc2 + eps);   // w -= lr/bc1 m / (sqrt(v/bc2) + eps)
+  }
+};
+
+bool all_zero_strides(const Tensor& t) {
+  for (int64_t s : t.strides())
+    if (s != 0) return false;
+  return true;
+}
+
+template <class T>
+constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, double>::value ||
+                               std::is_same<T, int64_t>::value;
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Backend methods. Validation happened in engine/prim.cpp.
+
+void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  const bool flat = src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape();
+  if (flat && src.dtype() == dst.dtype()) {   // a plain device-to-device copy at copy-engine speed
+    TG_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), static_cast<std::size_t>(n) * dtype_size(dst.dtype()),
+                                  cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  dispatch_dtype(src.dtype(), [&](auto s) {
+    dispatch_dtype(dst.dtype(), [&](auto d) {
+      using S = decltype(s);
+      using D = decltype(d);
+      if (flat) launch_flat(stream, n, CastFlat<D, S>{dst.data<D>(), src.data<S>()});
+      else launch_strided<2>(stream, dst.shape(), {&dst.strides(), &src.strides()}, CastStrided<D, S>{dst.data<D>(), src.data<S>()});
+    });
+  });
+}
+
+void CudaBackend::fill(const Tensor& dst, double value) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  if (dst.is_contiguous() && value == 0 && !std::signbit(value)) {   // +0 is all-zero bits in every dtype
+    TG_CUDA_CHECK(cudaMemsetAsync(dst.raw_data(), 0, static_cast<std::size_t>(n) * dtype_size(dst.dtype()), stream));
+    return;
+  }
+  dispatch_dtype(dst.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T v = static_cast<T>(value);
+    if (dst.is_contiguous()) launch_flat(stream, n, FillFlat<T>{dst.data<T>(), v});
+    else launch_strided<1>(stream, dst.shape(), {&dst.strides()}, FillStrided<T>{dst.data<T>(), v});
+  });
+}
+
+void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  dispatch_floating(x.dtype(), "unary", [&](auto t) {
+    using T = decltype(t);
+    host_visit(op, [&](auto f) {
+      using F = decltype(f);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      if (x.is_contiguous() && out.is_contiguous()) {
+        constexpr int V = VecWidth<T>::value;
+        if (aligned16(xp) && aligned16(yp)) {
+          unary_vec_kernel<T, F, V><<<grid_for(n, V), kBlock, 0, stream>>>(xp, yp, n, args);
+        } else {
+          unary_vec_kernel<T, F, 1><<<grid_for(n), kBlock, 0, stream>>>(xp, yp, n, args);
+        }
+        TG_CUDA_CHECK(cudaGetLastError());
+        return;
+      }
+      launch_strided<2>(stream, out.shape(), {&out.strides(), &x.strides()}, UnaryStrided<T, F>{yp, xp, args});
+    });
+  });
+}
+
+void CudaBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 const Tensor& dx) {
+  const int64_t n = dx.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  // An operand the functor does not read may be undefined: dy stands in for it (never read).
+  const Tensor& xs = x.defined() ? x : dy;
+  const Tensor& ys = y.defined() ? y : dy;
+  dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
+    using T = decltype(t);
+    host_visit(op, [&](auto f) {
+      using F = decltype(f);
+      if (xs.is_contiguous() && ys.is_contiguous() && dy.is_contiguous() && dx.is_contiguous()) {
+        launch_flat(stream, n, UnaryBackwardFlat<T, F>{dx.data<T>(), xs.data<T>(), ys.data<T>(), dy.data<T>(), args});
+      } else {
+        launch_strided<4>(stream, dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()},
+                          UnaryBackwardStrided<T, F>{dx.data<T>(), xs.data<T>(), ys.data<T>(), dy.data<T>(), args});
+      }
+    });
+  });
+}
+
+void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  dispatch_dtype(out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    host_visit(op, [&](auto f) {
+      using F = decltype(f);
+      if constexpr (std::is_same<T, int64_t>::value &&
+                    (std::is_same<F, fn::Div>::value || std::is_same<F, fn::Pow>::value)) {
+        throw DTypeError("binary: div and pow are not supported for int64 tensors");   // prim rejects it first
+      } else {
+        const T *ap = a.data<T>(), *bp = b.data<T>();
+        T* op_ = out.data<T>();
+        const bool out_flat = out.is_contiguous();
+        const bool a_flat = a.is_contiguous() && a.shape() == out.shape();
+        const bool b_flat = b.is_contiguous() && b.shape() == out.shape();
+        if (out_flat && a_flat && b_flat) {
+          constexpr int V = VecWidth<T>::value;
+          if (kVectorizable<T> && aligned16(ap) && aligned16(bp) && aligned16(op_)) {
+            binary_vec_kernel<T, F, V><<<grid_for(n, V), kBlock, 0, stream>>>(ap, bp, op_, n);
+          } else {
+            binary_vec_kernel<T, F, 1><<<grid_for(n), kBlock, 0, stream>>>(ap, bp, op_, n);
+          }
+          TG_CUDA_CHECK(cudaGetLastError());
+        } else if (out_flat && a_flat && all_zero_strides(b)) {
+          launch_flat(stream, n, BinaryScalarFlat<T, F, false>{op_, ap, bp});
+        } else if (out_flat && b_flat && all_zero_strides(a)) {
+          launch_flat(stream, n, BinaryScalarFlat<T, F, true>{op_, bp, ap});
+        } else {
+          launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()},
+                            BinaryStrided<T, F>{op_, ap, bp});
+        }
+      }
+    });
+  });
+}
+
+void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  dispatch_dtype(cond.dtype(), [&](auto c) {
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using C = decltype(c);
+      using T = decltype(t);
+      launch_strided<4>(stream, out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()},
+                        WhereStrided<C, T>{out.data<T>(), cond.data<C>(), a.data<T>(), b.data<T>()});
+    });
+  });
+}
+
+void CudaBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
+                           double momentum, double dampening, double weight_decay, bool nesterov, bool first_step) {
+  const int64_t n = param.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  dispatch_floating(param.dtype(), "sgd", [&](auto t) {
+    using T = decltype(t);
+    SgdFlat<T> body{param.data<T>(), grad.data<T>(), velocity.defined() ? velocity.data<T>() : nullptr,
+                    T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
+    launch_flat(ctx_.stream(), n, body);
+  });
+}
+
+void CudaBackend::adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                            const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                            double weight_decay, bool decoupled, int64_t step) {
+  const int64_t n = param.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  dispatch_floating(param.dtype(), "adam", [&](auto t) {
+    using T = decltype(t);
+    const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
+    AdamFlat<T> body{param.data<T>(),
+                     grad.data<T>(),
+                     exp_avg.data<T>(),
+                     exp_avg_sq.data<T>(),
+                     max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr,
+                     T(lr / bc1),
+                     T(1 / std::sqrt(bc2)),
+                     T(beta1),
+                     T(beta2),
+                     T(weight_decay),
+                     T(1 - lr * weight_decay),
+                     T(eps),
+                     decoupled};
+    launch_flat(ctx_.stream(), n, body);
+  });
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

@@ -1,0 +1,41 @@
+// cuda/random.cu: Backend::random on CUDA: element i of a draw is philox::sample(kind, seed, offset + i)
+// from engine/philox.h, the very formula the CPU loop in engine/cpu_backend.cpp runs, so manual_seed
+// gives the same values on both devices. Compiled with -fmad=false (CMakeLists.txt) so that no
+// multiply-add is fused differently from the CPU; the remaining difference is the last-ulp accuracy
+// of the device's double log/cos (float32 results are identical in practice).
+#include "tensorgrad/cuda/detail/kernels.cuh"
+#include "tensorgrad/engine/philox.h"
+
+namespace tg {
+namespace cuda {
+namespace detail {
+namespace {
+
+/// One Philox block (10 rounds of 32-bit multiplies) plus a few double ops per element: compute-bound
+/// on the double unit for Normal; writes 4 or 8 bytes per element, coalesced.
+template <class T>
+struct RandomFlat {
+  T* out;
+  philox::Kind kind;
+  uint64_t seed, offset;
+  double a, b;
+  __device__ void operator()(int64_t i) const {
+    out[i] = static_cast<T>(philox::sample(kind, seed, offset + static_cast<uint64_t>(i), a, b));
+  }
+};
+
+}  // namespace
+
+void CudaBackend::random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceGuard guard(ctx_.device());
+  dispatch_dtype(out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_flat(ctx_.stream(), n, RandomFlat<T>{out.data<T>(), kind, seed, offset, a, b});
+  });
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

@@ -1,0 +1,518 @@
+// cuda/reduce.cu: the reducing half of the CUDA Backend: sum/max/min/argmax/argmin along axes (and so
+// sum_to), softmax / log-softmax forward and backward, and the fused cross-entropy forward/backward
+// with ignore_index, label smoothing and the device error flag for bad targets. Every reduction is a
+// fixed tree for a given shape: the same input gives the same bits on every run. The CPU twins are in
+// engine/cpu_backend.cpp; elementwise kernels are in cuda/elementwise.cu.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "tensorgrad/cuda/detail/kernels.cuh"
+
+namespace tg {
+namespace cuda {
+namespace detail {
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// Reducers: load an element, combine two partial results (associative; ties and NaN resolved by
+// position so the tree shape does not matter), store the final result.
+
+template <class T>
+struct SumReducer {
+  using Acc = std::conditional_t<std::is_same<T, int64_t>::value, long long, double>;
+  T* out;
+  __device__ static Acc identity() { return Acc(0); }
+  __device__ Acc load(T v, int64_t) const { return static_cast<Acc>(v); }
+  __device__ Acc operator()(Acc a, Acc b) const { return a + b; }
+  __device__ void store(int64_t o, Acc a) const { out[o] = static_cast<T>(a); }
+};
+
+/// A value and its position in the reduced block; i < 0 is "nothing seen yet".
+template <class T>
+struct Extremum {
+  T v;
+  long long i;
+};
+template <class T>
+__device__ __forceinline__ Extremum<T> shfl_down(Extremum<T> e, int o) {
+  using W = std::conditional_t<std::is_same<T, int64_t>::value, long long, T>;   // a shuffle-able type
+  return {static_cast<T>(detail::shfl_down(static_cast<W>(e.v), o)), detail::shfl_down(e.i, o)};
+}
+template <class T>
+__device__ __forceinline__ Extremum<T> shfl_idx(Extremum<T> e, int src) {
+  using W = std::conditional_t<std::is_same<T, int64_t>::value, long long, T>;
+  return {static_cast<T>(detail::shfl_idx(static_cast<W>(e.v), src)), detail::shfl_idx(e.i, src)};
+}
+
+/// Max/min (kMax) with the CPU's rules: NaN wins (the first NaN for argmax), ties keep the first.
+template <class T, bool kMax>
+struct ExtremumReducer {
+  using Acc = Extremum<T>;
+  T* out_value;          // max/min: the value ...
+  int64_t* out_index;    // ... argmax/argmin: the position (exactly one of the two is set)
+  __device__ static Acc identity() { return {T(0), -1}; }
+  __device__ Acc load(T v, int64_t r) const { return {v, static_cast<long long>(r)}; }
+  __device__ Acc operator()(const Acc& a, const Acc& b) const {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    const bool an = is_nan(a.v), bn = is_nan(b.v);
+    if (an || bn) {
+      if (an && bn) return a.i <= b.i ? a : b;
+      return an ? a : b;
+    }
+    if (kMax ? b.v > a.v : b.v < a.v) return b;
+    if (kMax ? a.v > b.v : a.v < b.v) return a;
+    return a.i <= b.i ? a : b;
+  }
+  __device__ void store(int64_t o, const Acc& a) const {
+    if (out_index != nullptr) out_index[o] = a.i;
+    else out_value[o] = a.v;
+  }
+};
+
+/// One team (warp or block) per (output, split): reads the split's part of a contiguous (rstride 1)
+/// block, coalesced across the team, then a tree over the team.
+template <class Red, class T, bool kWarp>
+__global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, int64_t R, int64_t rstride,
+                                   int64_t splits, int64_t chunk, typename Red::Acc* partial, Red red) {
+  using Acc = typename Red::Acc;
+  __shared__ Acc scratch[32];
+  const Team<kWarp> team;
+  const int64_t items = O * splits;
+  for (int64_t item = team.first; item < items; item += team.stride) {
+    const int64_t o = item / splits, s = item - o * splits;
+    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    int64_t off[1];
+    base.get(o, off);
+    const T* q = x + off[0];
+    Acc acc = Red::identity();
+    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(q[r * rstride], r));
+    acc = team.allreduce(acc, red, scratch);
+    if (team.lane == 0) {
+      if (splits > 1) partial[o * splits + s] = acc;
+      else red.store(o, acc);
+    }
+  }
+}
+
+/// One thread per (output, split), consecutive threads on consecutive outputs: coalesced when the
+/// outputs are adjacent in memory and the reduced elements are not (sum over the batch dim).
+template <class Red, class T>
+__global__ void reduce_cols_kernel(const T* x, OffsetCalc<1> base, int64_t O, int64_t R, int64_t rstride,
+                                   int64_t splits, int64_t chunk, typename Red::Acc* partial, Red red) {
+  using Acc = typename Red::Acc;
+  for (int64_t item = global_thread(); item < O * splits; item += grid_stride()) {
+    const int64_t s = item / O, o = item - s * O;
+    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    int64_t off[1];
+    base.get(o, off);
+    const T* q = x + off[0];
+    Acc acc = Red::identity();
+    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(q[r * rstride], r));
+    if (splits > 1) partial[s * O + o] = acc;
+    else red.store(o, acc);
+  }
+}
+
+/// Second pass: each output combines its splits in order.
+template <class Red>
+__global__ void reduce_partials_kernel(const typename Red::Acc* partial, int64_t O, int64_t splits, int64_t so,
+                                       int64_t ss, Red red) {
+  using Acc = typename Red::Acc;
+  for (int64_t o = global_thread(); o < O; o += grid_stride()) {
+    Acc acc = Red::identity();
+    for (int64_t s = 0; s < splits; ++s) acc = red(acc, partial[o * so + s * ss]);
+    red.store(o, acc);
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Scratch device memory from the caching allocator, returned when the scope ends. Safe without a
+/// synchronization: see Note [One stream per device].
+struct Scratch {
+  Allocator& allocator;
+  std::size_t nbytes;
+  void* ptr;
+  Scratch(Allocator& a, std::size_t n) : allocator(a), nbytes(n), ptr(a.allocate(n)) {}
+  ~Scratch() { allocator.deallocate(ptr, nbytes); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+/// Runs the reduction of x's (O, R) layout: output o reduces x[base(o) + r * rstride], r < R.
+template <class Red, class T>
+void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64_t O, int64_t R, int64_t rstride,
+                const Red& red) {
+  using Acc = typename Red::Acc;
+  cudaStream_t stream = ctx.stream();
+  // Split counts depend only on the shape (never on the device), so results are reproducible.
+  const bool rows = rstride == 1 && R >= 32;
+  int64_t splits = 1;
+  if (rows) {
+    if (O < 1024 && R > 8192) splits = std::min(ceil_div(R, 4096), std::max<int64_t>(1, 2048 / O));
+  } else if (O < 65536 && R > 64) {
+    splits = std::min(ceil_div(R, 64), std::max<int64_t>(1, 65536 / O));
+  }
+  const int64_t chunk = splits > 1 ? ceil_div(R, splits) : std::max<int64_t>(R, 1);
+  Acc* partial = nullptr;
+  std::unique_ptr<Scratch> scratch;
+  if (splits > 1) {
+    scratch.reset(new Scratch(ctx.allocator(), static_cast<std::size_t>(O * splits) * sizeof(Acc)));
+    partial = static_cast<Acc*>(scratch->ptr);
+  }
+  if (rows) {
+    if (chunk >= 1024) {
+      reduce_rows_kernel<Red, T, false><<<team_grid(O * splits, false), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
+                                                                                          chunk, partial, red);
+    } else {
+      reduce_rows_kernel<Red, T, true><<<team_grid(O * splits, true), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
+                                                                                         chunk, partial, red);
+    }
+  } else {
+    reduce_cols_kernel<Red, T><<<grid_for(O * splits), kBlock, 0, stream>>>(x, base, O, R, rstride, splits, chunk,
+                                                                            partial, red);
+  }
+  TG_CUDA_CHECK(cudaGetLastError());
+  if (splits > 1) {
+    const int64_t so = rows ? splits : 1, ss = rows ? 1 : O;
+    reduce_partials_kernel<Red><<<grid_for(O), kBlock, 0, stream>>>(partial, O, splits, so, ss, red);
+    TG_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Softmax and cross-entropy rows. Row statistics are gathered in one read with the online
+// (running-max) softmax: each thread keeps (m, s) with s = sum exp(x - m), rescaled when m grows;
+// partial results combine the same way. NaN and infinities follow the CPU backend: a NaN anywhere
+// makes s NaN; a row whose max is +-inf is summed again with m = 0, as the CPU does.
+
+template <class T>
+struct RowStats {
+  T m;        // running max (never NaN: NaN never wins a comparison)
+  double s;   // sum of exp(x - m)
+  double sx;  // sum of x (label smoothing only)
+};
+template <class T>
+__device__ __forceinline__ RowStats<T> shfl_down(RowStats<T> v, int o) {
+  return {detail::shfl_down(v.m, o), detail::shfl_down(v.s, o), detail::shfl_down(v.sx, o)};
+}
+template <class T>
+__device__ __forceinline__ RowStats<T> shfl_idx(RowStats<T> v, int src) {
+  return {detail::shfl_idx(v.m, src), detail::shfl_idx(v.s, src), detail::shfl_idx(v.sx, src)};
+}
+
+template <class T>
+struct RowStatsOp {
+  __device__ static RowStats<T> identity() { return {-T(INFINITY), 0.0, 0.0}; }
+  /// Folds one element into a thread's statistics.
+  __device__ static void add(RowStats<T>& st, T x) {
+    st.sx += static_cast<double>(x);
+    if (x > st.m) {   // a new max: rescale (a -inf max has seen nothing but -inf and NaN: s is 0 or NaN)
+      st.s = st.s * (st.m == -T(INFINITY) ? 1.0 : static_cast<double>(texp(st.m - x))) + 1.0;
+      st.m = x;
+    } else if (x != -T(INFINITY)) {   // exp(-inf - m) adds nothing; NaN adds NaN
+      st.s += static_cast<double>(texp(x - st.m));
+    }
+  }
+  __device__ RowStats<T> operator()(RowStats<T> a, RowStats<T> b) const {
+    if (a.m < b.m) {
+      const RowStats<T> t = a;
+      a = b;
+      b = t;
+    }
+    const double f = b.m == -T(INFINITY) ? 1.0 : static_cast<double>(texp(b.m - a.m));
+    return {a.m, a.s + b.s * f, a.sx + b.sx};
+  }
+};
+
+/// The row's statistics, known to every lane of the team; a +-inf max is replaced by 0 (the CPU rule).
+template <class T, bool kWarp>
+__device__ RowStats<T> row_stats(const T* in, int64_t D, const Team<kWarp>& team, RowStats<T>* scratch) {
+  RowStatsOp<T> op;
+  RowStats<T> st = RowStatsOp<T>::identity();
+  for (int64_t d = team.lane; d < D; d += team.size) RowStatsOp<T>::add(st, in[d]);
+  st = team.allreduce(st, op, scratch);
+  if (is_inf(st.m)) {   // team-uniform: every lane sees the same m
+    double s = 0;
+    for (int64_t d = team.lane; d < D; d += team.size) s += static_cast<double>(texp(in[d]));
+    st.s = team.allreduce(s, SumOp<double>(), reinterpret_cast<double*>(scratch));
+    st.m = T(0);
+  }
+  return st;
+}
+
+/// (log-)softmax over the last dim: one team per row, one read for the statistics, one read and one
+/// write for the result.
+template <class T, bool kWarp>
+__global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t D, bool log_) {
+  __shared__ RowStats<T> scratch[32];
+  const Team<kWarp> team;
+  for (int64_t row = team.first; row < rows; row += team.stride) {
+    const T* in = x + row * D;
+    T* out = y + row * D;
+    const RowStats<T> st = row_stats<T, kWarp>(in, D, team, scratch);
+    if (log_) {
+      const T lse = static_cast<T>(tlog(st.s)) + st.m;
+      for (int64_t d = team.lane; d < D; d += team.size) out[d] = in[d] - lse;
+    } else {
+      const double inv = 1.0 / st.s;
+      for (int64_t d = team.lane; d < D; d += team.size) out[d] = static_cast<T>(static_cast<double>(texp(in[d] - st.m)) * inv);
+    }
+  }
+}
+
+/// (log-)softmax over a middle dim: one thread per (outer, inner) column, adjacent threads on
+/// adjacent inner positions (coalesced); three passes over the column, as the CPU loop.
+template <class T>
+__global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t D, int64_t inner, bool log_) {
+  for (int64_t k = global_thread(); k < outer * inner; k += grid_stride()) {
+    const int64_t off = (k / inner) * D * inner + k % inner;
+    const T* in = x + off;
+    T* out = y + off;
+    T m = in[0];
+    for (int64_t d = 1; d < D; ++d) m = m < in[d * inner] ? in[d * inner] : m;   // std::max's NaN rule
+    if (is_nan(m) || is_inf(m)) m = T(0);
+    double s = 0;
+    for (int64_t d = 0; d < D; ++d) s += static_cast<double>(texp(in[d * inner] - m));
+    if (log_) {
+      const T lse = static_cast<T>(tlog(s)) + m;
+      for (int64_t d = 0; d < D; ++d) out[d * inner] = in[d * inner] - lse;
+    } else {
+      const double inv = 1.0 / s;
+      for (int64_t d = 0; d < D; ++d) out[d * inner] = static_cast<T>(static_cast<double>(texp(in[d * inner] - m)) * inv);
+    }
+  }
+}
+
+/// softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy). One team per row.
+template <class T, bool kWarp>
+__global__ void softmax_backward_rows_kernel(const T* y, const T* dy, T* dx, int64_t rows, int64_t D, bool log_) {
+  __shared__ double scratch[32];
+  const Team<kWarp> team;
+  for (int64_t row = team.first; row < rows; row += team.stride) {
+    const T *yr = y + row * D, *gr = dy + row * D;
+    T* dr = dx + row * D;
+    double s = 0;
+    for (int64_t d = team.lane; d < D; d += team.size)
+      s += log_ ? static_cast<double>(gr[d]) : static_cast<double>(gr[d] * yr[d]);
+    s = team.allreduce(s, SumOp<double>(), scratch);
+    for (int64_t d = team.lane; d < D; d += team.size)
+      dr[d] = log_ ? static_cast<T>(gr[d] - texp(yr[d]) * s) : static_cast<T>(yr[d] * (gr[d] - s));
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_cols_kernel(const T* y, const T* dy, T* dx, int64_t outer, int64_t D, int64_t inner,
+                                             bool log_) {
+  for (int64_t k = global_thread(); k < outer * inner; k += grid_stride()) {
+    const int64_t off = (k / inner) * D * inner + k % inner;
+    double s = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t i = off + d * inner;
+      s += log_ ? static_cast<double>(dy[i]) : static_cast<double>(dy[i] * y[i]);
+    }
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t i = off + d * inner;
+      dx[i] = log_ ? static_cast<T>(dy[i] - texp(y[i]) * s) : static_cast<T>(y[i] * (dy[i] - s));
+    }
+  }
+}
+
+// Note [Device error flag]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A kernel cannot throw and device asserts would kill the context, so a kernel that meets bad input
+// (a cross-entropy target outside [0, C) that is not ignore_index, an index out of range) records the first such value in
+// its device's DeviceErrorFlag (device memory, one per device, cuda/runtime.cu) and writes NaN
+// instead of reading out of bounds. Every synchronization (item(), to(cpu), tg::cuda::synchronize())
+// queues a copy of the flag to pinned host memory before it waits, then raises the IndexError that
+// engine/prim.cpp raises on the CPU for the same target (prim::cross_entropy_target_error), and
+// clears the flag. Nothing in the happy path waits or copies more than those 32 bytes per sync.
+// Index kernels (cuda/index.cu) report out-of-range indices the same way, as the IndexError of
+// prim::index_out_of_range_error; engine/prim.cpp checks only CPU indices on the host.
+
+/// The team leader's part of cross_entropy_kernel: lse, and the row's loss or the error flag.
+template <class T>
+__device__ void write_loss(const RowStats<T>& st, const T* row, int64_t t, int64_t n, int64_t C, int64_t ignore_index,
+                           double smoothing, T* loss, T* lse, DeviceErrorFlag* flag) {
+  const double l = tlog(st.s) + static_cast<double>(st.m);   // log-sum-exp
+  lse[n] = static_cast<T>(l);
+  if (t == ignore_index) {
+    loss[n] = T(0);
+  } else if (t < 0 || t >= C) {
+    record_error(flag, kErrCrossEntropyTarget, 0, 0, t, C);
+    loss[n] = T(NAN);
+  } else {
+    double v = l - static_cast<double>(row[t]);   // -log softmax[target]
+    if (smoothing != 0) v = (1 - smoothing) * v + smoothing * (l - st.sx / static_cast<double>(C));   // + s mean(-log softmax)
+    loss[n] = static_cast<T>(v);
+  }
+}
+
+/// Fused log-softmax + NLL with ignore_index and label smoothing: one team per row, one read of the
+/// row (online statistics) plus the target's logit. Sets loss (N) and lse (N).
+template <class T, bool kWarp>
+__global__ void cross_entropy_kernel(const T* logits, const int64_t* target, T* loss, T* lse, int64_t N, int64_t C,
+                                     int64_t ignore_index, double smoothing, DeviceErrorFlag* flag) {
+  __shared__ RowStats<T> scratch[32];
+  const Team<kWarp> team;
+  for (int64_t n = team.first; n < N; n += team.stride) {
+    const T* row = logits + n * C;
+    const RowStats<T> st = row_stats<T, kWarp>(row, C, team, scratch);
+    if (team.lane == 0) write_loss(st, row, target[n], n, C, ignore_index, smoothing, loss, lse, flag);
+  }
+}
+
+/// dlogits = (softmax - s/C) g - (1 - s) onehot(target) g; 0 for ignored rows. One thread per logit,
+/// fully coalesced: reads the logit, writes its gradient, the per-row values come from cache.
+template <class T>
+struct CrossEntropyBackwardFlat {
+  const T *x, *lse, *dloss;
+  const int64_t* target;
+  T* dx;
+  int64_t C, gstride, ignore_index;
+  T smoothing, uniform;
+  __device__ void operator()(int64_t i) const {
+    const int64_t n = i / C, c = i - n * C;
+    const int64_t t = target[n];
+    if (t == ignore_index) {
+      dx[i] = T(0);
+      return;
+    }
+    const T g = dloss[n * gstride];
+    T d = (texp(x[i] - lse[n]) - uniform) * g;   // (softmax - s/C) g
+    if (c == t) d -= (T(1) - smoothing) * g;    // - (1 - s) onehot g
+    dx[i] = d;
+  }
+};
+
+/// Rows of at most this many elements go to one warp each; longer ones to a block each.
+constexpr int64_t kWarpRow = 1024;
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Backend methods
+
+void CudaBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+  const int64_t O = out.numel();
+  if (O == 0) return;
+  DeviceGuard guard(ctx_.device());
+  // As the CPU backend: kept dims first, reduced dims last; out (contiguous) enumerates the kept dims.
+  ReductionLayout layout = reduction_layout(x, out);
+  Tensor& xp = layout.x;
+  const int64_t nkept = layout.nkept, R = layout.R;
+  int64_t rstride = layout.rstride;
+  Shape kept_shape(xp.shape().begin(), xp.shape().begin() + nkept);
+  Shape kept_strides(xp.strides().begin(), xp.strides().begin() + nkept);
+  if (coalesce<1>(kept_shape, {&kept_strides}).sizes.size() > static_cast<std::size_t>(kMaxDims)) {
+    xp = xp.contiguous();   // kept dims then merge into one
+    rstride = 1;
+    kept_strides.assign(xp.strides().begin(), xp.strides().begin() + nkept);
+  }
+  OffsetCalc<1> base;
+  for_each_slice<1>(kept_shape, {&kept_strides}, [&](const OffsetCalc<1>& c, int64_t) { base = c; });
+
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* p = xp.data<T>();
+    switch (op) {
+      case ReduceOp::Sum:
+        run_reduce(ctx_, p, base, O, R, rstride, SumReducer<T>{out.data<T>()});
+        break;
+      case ReduceOp::Max:
+        run_reduce(ctx_, p, base, O, R, rstride, ExtremumReducer<T, true>{out.data<T>(), nullptr});
+        break;
+      case ReduceOp::Min:
+        run_reduce(ctx_, p, base, O, R, rstride, ExtremumReducer<T, false>{out.data<T>(), nullptr});
+        break;
+      case ReduceOp::ArgMax:
+        run_reduce(ctx_, p, base, O, R, rstride, ExtremumReducer<T, true>{nullptr, out.data<int64_t>()});
+        break;
+      case ReduceOp::ArgMin:
+        run_reduce(ctx_, p, base, O, R, rstride, ExtremumReducer<T, false>{nullptr, out.data<int64_t>()});
+        break;
+    }
+  });
+}
+
+void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  const RowView r = rows_of(x, dim);
+  dispatch_floating(x.dtype(), "softmax", [&](auto t) {
+    using T = decltype(t);
+    const T* xp = x.data<T>();
+    T* yp = out.data<T>();
+    if (r.inner == 1) {
+      if (r.D <= kWarpRow) softmax_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
+      else softmax_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
+    } else {
+      softmax_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, r.inner, log);
+    }
+    TG_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) {
+  if (dx.numel() == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  const RowView r = rows_of(y, dim);
+  dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
+    using T = decltype(t);
+    const T *yp = y.data<T>(), *gp = dy.data<T>();
+    T* dp = dx.data<T>();
+    if (r.inner == 1) {
+      if (r.D <= kWarpRow)
+        softmax_backward_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+      else
+        softmax_backward_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+    } else {
+      softmax_backward_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, r.inner,
+                                                                                         log);
+    }
+    TG_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                                const Tensor& loss, const Tensor& lse) {
+  const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  if (N == 0) return;
+  DeviceGuard guard(ctx_.device());
+  cudaStream_t stream = ctx_.stream();
+  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
+    using T = decltype(t);
+    if (C <= kWarpRow)
+      cross_entropy_kernel<T, true><<<team_grid(N, true), kBlock, 0, stream>>>(
+          logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
+          args.label_smoothing, ctx_.error_flag());
+    else
+      cross_entropy_kernel<T, false><<<team_grid(N, false), kBlock, 0, stream>>>(
+          logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
+          args.label_smoothing, ctx_.error_flag());
+    TG_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                                         const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) {
+  const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  if (N * C == 0) return;
+  DeviceGuard guard(ctx_.device());
+  dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
+    using T = decltype(t);
+    const T s = T(args.label_smoothing);
+    CrossEntropyBackwardFlat<T> body{logits.data<T>(), lse.data<T>(), dloss.data<T>(), target.data<int64_t>(),
+                                     dlogits.data<T>(), C, dloss.strides().empty() ? 0 : dloss.strides()[0],
+                                     args.ignore_index, s, s / T(C)};
+    launch_flat(ctx_.stream(), N * C, body);
+  });
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

@@ -1,0 +1,102 @@
+// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
+// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
+// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "tensorgrad/data/dataset.h"
+
+namespace tg {
+namespace data {
+
+/// Builder-style options: LoaderOptions().batch_size(64).shuffle(true).seed(0).
+class LoaderOptions {
+ public:
+  LoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
+  LoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
+  /// With a usable GPU the prefetch thread copies each batch into pinned (page-locked) host memory, so
+  /// that batch.data.to(gpu, true) is asynchronous; without one it is a no-op.
+  LoaderOptions& pin_memory(bool on) { pin_memory_ = on; return *this; }
+  LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
+  /// Drop the last, smaller batch when the dataset size is not a multiple of batch_size.
+  LoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
+  /// Batches prepared ahead by the background thread; 0 prepares each batch on the caller's thread.
+  LoaderOptions& prefetch(int64_t n) { prefetch_ = n; return *this; }
+
+  int64_t batch_size() const { return batch_size_; }
+  bool shuffle() const { return shuffle_; }
+  bool pin_memory() const { return pin_memory_; }
+  uint64_t seed() const { return seed_; }
+  bool drop_last() const { return drop_last_; }
+  int64_t prefetch() const { return prefetch_; }
+
+ private:
+  int64_t batch_size_ = 1;
+  bool shuffle_ = false;
+  bool pin_memory_ = false;
+  uint64_t seed_ = 0;
+  bool drop_last_ = false;
+  int64_t prefetch_ = 2;
+};
+
+/// for (auto& batch : loader) { batch.data; batch.target; }   // data (B, ...), target (B, ...)
+/// Each begin() starts a new epoch: with shuffle, its order depends only on the seed and the epoch number
+/// (0, 1, 2, ... counted by begin(), or set_epoch()). An exception thrown while preparing a batch is
+/// rethrown, with its type, where the consumer dereferences or increments past it; the epoch then ends.
+/// Destroying the last iterator of an epoch (breaking out of the loop) or the loader stops and joins
+/// its thread. The dataset must outlive the loader; see Note [Dataset thread safety].
+class DataLoader {
+  struct Epoch;   // one pass over the data: its order, its prefetch thread and queue (data/loader.cpp)
+
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Batch*;
+    using reference = Batch&;
+
+    Iterator() = default;                 // the end iterator
+    Batch& operator*() const;             // waits for the batch; rethrows the error that replaced it
+    Batch* operator->() const { return &**this; }
+    Iterator& operator++();
+    bool operator==(const Iterator& other) const;
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+   private:
+    friend class DataLoader;
+    explicit Iterator(std::shared_ptr<Epoch> epoch) : epoch_(std::move(epoch)) {}
+    bool at_end() const;
+    std::shared_ptr<Epoch> epoch_;   // copies share the position (an input iterator)
+  };
+
+  DataLoader(const Dataset& dataset, LoaderOptions options = LoaderOptions());
+  DataLoader(const Dataset&& dataset, LoaderOptions options = LoaderOptions()) = delete;   // would dangle
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  Iterator begin();                        // starts epoch epoch() and its prefetch thread
+  Iterator end() { return Iterator(); }
+  int64_t size() const;                    // batches per epoch
+  int64_t epoch() const { return epoch_; } // the number the next begin() uses
+  void set_epoch(int64_t epoch);           // e.g. to resume a run at a given epoch's order
+  const LoaderOptions& options() const { return options_; }
+  const Dataset& dataset() const { return *dataset_; }
+  /// The sample order of an epoch (identity without shuffle): a permutation of [0, dataset.size()).
+  std::vector<int64_t> order(int64_t epoch) const;
+
+ private:
+  const Dataset* dataset_;
+  LoaderOptions options_;
+  int64_t epoch_ = 0;
+  std::vector<std::weak_ptr<Epoch>> live_;   // epochs whose threads the destructor must stop
+};
+
+}  // namespace data
+}  // namespace tg

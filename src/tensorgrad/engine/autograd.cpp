@@ -1,0 +1,224 @@
+// engine/autograd.cpp: the reverse-mode backward pass, gradient accumulation, iterative graph
+// teardown, and the thread-local grad/anomaly modes. Op rules live in ops/; the graph types in
+// engine/variable.h (see Note [Graph ownership]).
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "tensorgrad/engine/autograd_tools.h"
+#include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/engine/variable.h"
+
+namespace tg {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+thread_local bool t_anomaly_enabled = false;
+std::mutex g_accumulate_mutex;   // leaves shared by graphs that backward on several threads
+}  // namespace
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+bool autograd::AnomalyMode::is_enabled() { return t_anomaly_enabled; }
+void autograd::AnomalyMode::set_enabled(bool enabled) { t_anomaly_enabled = enabled; }
+
+namespace {
+
+/// Adds g into impl.grad. The first gradient is stolen when nobody else holds it (and it is a plain
+/// contiguous tensor), else copied, so that later in-place accumulation never writes into a tensor
+/// that another leaf or the caller also holds.
+void accumulate(VariableImpl& impl, Tensor g) {
+  std::lock_guard<std::mutex> lock(g_accumulate_mutex);
+  if (!impl.grad || !impl.grad->data.defined()) {
+    if (g.storage().use_count() > 1 || !g.is_contiguous() || g.offset() != 0 ||
+        g.storage()->nbytes() != static_cast<std::size_t>(g.numel()) * dtype_size(g.dtype()))
+      g = g.clone();
+    impl.grad = std::make_shared<VariableImpl>();
+    impl.grad->data = std::move(g);
+  } else {
+    prim::binary_(BinaryOp::Add, impl.grad->data, g, "backward");   // accumulates into .grad
+  }
+}
+
+bool has_non_finite(const Tensor& t) {
+  if (!is_floating(t.dtype())) return false;
+  const Tensor host = t.to(Device::cpu()).contiguous();
+  return dispatch_dtype(host.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T* p = host.data<T>();
+    for (int64_t i = 0; i < host.numel(); ++i)
+      if (!std::isfinite(static_cast<double>(p[i]))) return true;
+    return false;
+  });
+}
+
+const char* kSecondBackward =
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward(). Specify "
+    "retain_graph=true if you need to backward through the graph a second time or if you need to access saved "
+    "tensors after calling backward.";
+
+/// Dense indices 0, 1, 2, ... for the Nodes one backward reaches, in order of discovery, so that its
+/// per-Node state (consumers left, gradient so far) lives in plain vectors. Open addressing keyed by
+/// address: it allocates once per doubling, where std::unordered_map allocated once per Node.
+class NodeIndex {
+ public:
+  NodeIndex() : slots_(64) {}
+  std::size_t size() const { return size_; }
+  /// n's index, giving it the next one (size() before the call) when new; .second is true then.
+  std::pair<int, bool> insert(Node* n) {
+    if (2 * (size_ + 1) > slots_.size()) grow();   // load factor <= 1/2
+    Slot& s = find(n);
+    if (s.node != nullptr) return {s.index, false};
+    s = Slot{n, static_cast<int>(size_++)};
+    return {s.index, true};
+  }
+  int at(Node* n) const { return const_cast<NodeIndex*>(this)->find(n).index; }   // n was inserted
+
+ private:
+  struct Slot {
+    Node* node = nullptr;
+    int index = -1;
+  };
+  Slot& find(Node* n) {   // n's slot, or the empty slot where it belongs
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ull >> 32 & mask;
+    while (slots_[i].node != nullptr && slots_[i].node != n) i = (i + 1) & mask;
+    return slots_[i];
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.node != nullptr) find(s.node) = s;
+  }
+  std::vector<Slot> slots_;   // a power of two
+  std::size_t size_ = 0;
+};
+
+struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
+  bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+    return a->sequence_nr < b->sequence_nr;
+  }
+};
+
+}  // namespace
+
+void autograd::run_backward(const Variable& root, const Variable& grad, bool retain_graph) {
+  TG_CHECK(root.defined(), AutogradError, "backward: called on an undefined Variable");
+  TG_CHECK(root.requires_grad(), AutogradError,
+           "element 0 of tensors does not require grad and does not have a grad_fn");
+  Tensor seed;
+  if (grad.defined()) {
+    TG_CHECK(grad.shape() == root.shape(), ShapeError, "backward: grad of shape ", shape_str(grad.shape()),
+             " does not match the output's shape ", shape_str(root.shape()));
+    prim::check_same_device("backward", root.data(), grad.data());
+    prim::check_same_dtype("backward", root.data(), grad.data());
+    seed = grad.data();
+  } else {
+    TG_CHECK(root.numel() == 1, AutogradError, "grad can be implicitly created only for scalar outputs (the output has shape ",
+             shape_str(root.shape()), "; pass a gradient of that shape to backward)");
+    seed = prim::full(root.shape(), 1.0, root.dtype(), root.device());
+  }
+  NoGradGuard no_grad;   // rules call prims only, but a user's custom rule must not record either
+  const std::shared_ptr<Node>& root_fn = root.grad_fn();
+  if (!root_fn) {   // backward() on a leaf: dL/dL = seed
+    accumulate(*root.impl(), seed);
+    return;
+  }
+
+  // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
+  //    be 1e6 deep).
+  NodeIndex index;
+  index.insert(root_fn.get());
+  std::vector<int> dependencies{0};
+  {
+    std::vector<Node*> stack{root_fn.get()};
+    while (!stack.empty()) {
+      Node* node = stack.back();
+      stack.pop_back();
+      for (const Edge& e : node->next) {
+        if (!e.fn) continue;
+        const auto [i, added] = index.insert(e.fn.get());
+        if (added) {
+          dependencies.push_back(0);
+          stack.push_back(e.fn.get());
+        }
+        ++dependencies[i];
+      }
+    }
+  }
+
+  // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued. pending[i] is
+  //    the gradient summed so far for Node i; it is moved out (freed) when the Node runs.
+  std::vector<Tensor> pending(index.size());
+  pending[0] = std::move(seed);
+  std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
+  const LaterFirst later_first;
+  const bool anomaly = AnomalyMode::is_enabled();
+  const BackwardObserver* observer = BackwardTraceGuard::current();
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), later_first);
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
+    Tensor g = std::move(pending[index.at(node.get())]);
+    Grads out(node->next.size());
+    if (g.defined()) {   // no gradient reached this node: its inputs get none from it
+      TG_CHECK(static_cast<bool>(node->backward), AutogradError, kSecondBackward);
+      if (observer != nullptr) (*observer)(*node, g);
+      if (auto kept = node->retained.lock()) accumulate(*kept, g);
+      for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
+      node->backward(g, out);
+      if (!retain_graph) node->backward.release();   // frees the saved tensors now
+    }
+    for (std::size_t i = 0; i < node->next.size(); ++i) {
+      const Edge& e = node->next[i];
+      Tensor gi = std::move(out.values()[i]);
+      if (gi.defined() && e.needs_grad()) {
+        if (anomaly && has_non_finite(gi))
+          throw AutogradError(detail::cat("Function '", node->name, "' returned nan values in its ", i,
+                                          "th output (anomaly detection: the backward of ", node->name,
+                                          " produced NaN or Inf for input ", i, ")"));
+        if (gi.shape() != e.shape) gi = prim::sum_to(gi, e.shape);   // undo broadcasting
+      }
+      if (e.fn) {
+        const int j = index.at(e.fn.get());
+        if (gi.defined()) {
+          Tensor& p = pending[j];
+          if (!p.defined()) p = std::move(gi);
+          else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
+        }
+        if (--dependencies[j] == 0) {
+          ready.push_back(e.fn);
+          std::push_heap(ready.begin(), ready.end(), later_first);
+        }
+      } else if (e.leaf && gi.defined()) {
+        accumulate(*e.leaf, std::move(gi));
+      }
+    }
+  }
+}
+
+// Note [Iterative graph teardown]
+// Dropping the last handle to a long chain would recurse once per Node (~Node -> ~Edge -> ~Node ...)
+// and overflow the stack around 1e5 nodes. Instead, every parent this Node solely owns is moved into
+// a heap-allocated stack and freed in a loop (PyTorch: deleteNode in function.cpp).
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> orphans;
+  auto take_parents = [&orphans](Node& n) {
+    for (Edge& e : n.next)
+      if (e.fn && e.fn.use_count() == 1) orphans.push_back(std::move(e.fn));
+    n.next.clear();
+  };
+  take_parents(*this);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> n = std::move(orphans.back());
+    orphans.pop_back();
+    take_parents(*n);   // n dies at the end of this iteration, parent-less
+  }
+}
+
+}  // namespace tg

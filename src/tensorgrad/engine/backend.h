@@ -1,0 +1,128 @@
+// engine/backend.h: the per-device kernel interface. One implementation per device type: the CPU
+// reference in engine/cpu_backend.cpp, the CUDA one in cuda/. Backends trust their arguments:
+// shapes, dtypes and devices are validated before the call, in engine/prim.cpp.
+#pragma once
+#include <cstdint>
+
+#include "tensorgrad/engine/philox.h"
+#include "tensorgrad/engine/tensor.h"
+#include "tensorgrad/ops/functors.h"
+
+namespace tg {
+
+/// One (batched) row-major matrix product: C[i] = op(A[i]) . op(B[i]) + beta * C[i] for i < batch.
+/// op(A) is (M, K) and op(B) is (K, N); each matrix is row-major with leading dimension ld*
+/// (its row length as stored), and consecutive batch entries are stride_* elements apart (0 repeats
+/// one matrix). beta = 0 sets C, beta = 1 accumulates into it.
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  double beta = 0;
+  DType dtype = kFloat32;
+};
+
+/// Options of the fused softmax-cross-entropy (PyTorch's ignore_index and label_smoothing).
+struct CrossEntropyArgs {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Allocator& allocator() = 0;
+
+  /// dst (any strides) <- src (same shape, any strides, any dtype: converted). Sets dst.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  /// Sets every element of dst (any strides) to value.
+  virtual void fill(const Tensor& dst, double value) = 0;
+  /// out (contiguous, x's shape) = op(x). Sets out.
+  virtual void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) = 0;
+  /// dx (contiguous) = op'(x, y) * dy; x, y, dy share dx's shape (contiguous). Sets dx.
+  virtual void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                              const Tensor& dx) = 0;
+  /// out (any strides, shape S) = a op b, with a and b already expanded to S (stride 0 where broadcast).
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /// out = cond != 0 ? a : b, all three expanded to out's shape. Sets out.
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /// out (contiguous) has x's rank with size 1 on every reduced dim and x's size elsewhere; reduces
+  /// x over the dims where the sizes differ. ArgMax/ArgMin need exactly one reduced dim and an int64 out.
+  virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
+  virtual void gemm(const GemmArgs& args) = 0;
+  /// x, out contiguous, same shape; (log-)softmax along dim. Sets out.
+  virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
+  /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
+  /// logits (N, C), target (N) int64 (each in [0, C) or == args.ignore_index), all contiguous. Sets
+  /// lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t]) + s (lse - mean(logits))
+  /// with s = label_smoothing; 0 for ignored rows.
+  virtual void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                             const Tensor& loss, const Tensor& lse) = 0;
+  /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n]; 0 for ignored rows.
+  /// dloss (N) may have stride 0. Sets.
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                                      const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) = 0;
+  /// out = x.index_select(dim, index); x, out contiguous, index (K) int64 in range. Sets out.
+  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /// dst.index_select(dim, index) += src; dst, src contiguous. Accumulates (repeated indices add up).
+  virtual void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  /// out[..i..] = x[..index[..i..]..] along dim; index has x's rank; x, index, out contiguous. Sets out.
+  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /// dst[..index[..i..]..] += src[..i..] along dim; the reverse of gather. Accumulates.
+  virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  /// out (contiguous) element i = philox::sample(kind, seed, offset + i, a, b). Sets out.
+  virtual void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b,
+                      const Tensor& out) = 0;
+  /// Fused SGD update of one parameter (all contiguous, same shape); velocity may be undefined when
+  /// momentum == 0. Implements PyTorch's torch.optim.SGD formulas.
+  virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
+                        double momentum, double dampening, double weight_decay, bool nesterov,
+                        bool first_step) = 0;
+  /// Fused Adam/AdamW update of one parameter (all contiguous, same shape), PyTorch's torch.optim.Adam
+  /// formulas at step `step` (1-based); max_exp_avg_sq is undefined unless amsgrad. decoupled: AdamW.
+  virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                         double weight_decay, bool decoupled, int64_t step) = 0;
+  virtual void synchronize() = 0;
+};
+
+/// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
+/// (o * D + d) * inner + i. Softmax, cross-entropy and the index kernels walk rows this way.
+struct RowView {
+  int64_t outer = 1, D = 1, inner = 1;
+};
+RowView rows_of(const Tensor& x, int64_t dim);
+
+/// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
+/// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
+/// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.
+struct ReductionLayout {
+  Tensor x;            // permuted view (or contiguous copy) of the input
+  int64_t nkept = 0;   // leading dims of x that are kept
+  int64_t R = 1;       // elements reduced into each output
+  int64_t rstride = 1;
+  Shape kept_shape() const { return Shape(x.shape().begin(), x.shape().begin() + nkept); }
+  Shape kept_strides() const { return Shape(x.strides().begin(), x.strides().begin() + nkept); }
+};
+ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
+
+/// The backend serving a device. CUDA devices throw DeviceError with the reason when unusable.
+Backend& backend_for(Device device);
+Backend& cpu_backend();
+
+/// Threads used by CPU loops and matrix products (engine/parallel.h); default: OMP_NUM_THREADS when
+/// set, else the number of cores.
+void set_num_threads(int n);
+int get_num_threads();
+/// Flush subnormal floats to zero in CPU kernels (PyTorch: torch.set_flush_denormal). Off by default.
+/// Training loops whose momentum buffers decay towards zero otherwise spend most of a step on slow
+/// subnormal arithmetic. Applies to the calling thread and to every CPU kernel thread; returns
+/// false where the processor offers no such mode (non-x86).
+bool set_flush_denormal(bool on);
+
+}  // namespace tg

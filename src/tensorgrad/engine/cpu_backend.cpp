@@ -1,0 +1,958 @@
+// engine/cpu_backend.cpp: the CPU backend, the reference every other backend is tested against.
+// Plain loops over ops/functors.h, split over engine/parallel.h's thread pool above a size threshold,
+// CBLAS (OpenBLAS, single-threaded: Note [One thread pool]) for gemm with a
+// small blocked fallback. Validation happened in engine/prim.cpp; inside a parallel region only a
+// scratch allocation can throw (OutOfMemoryError), which the pool hands to the caller. The CUDA twin
+// of this file is cuda/.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "tensorgrad/engine/backend.h"
+#include "tensorgrad/engine/parallel.h"
+
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define TG_HAVE_MXCSR 1
+#endif
+#ifdef TENSORGRAD_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+#endif
+
+namespace tg {
+namespace {
+
+// Loops with less work than this (elements x cost per element) run on one thread. A parallel region
+// costs a few µs on idle cores and up to milliseconds when the cores are busy with other work (the
+// data loader's thread, another process), so only clearly large loops are split.
+constexpr int64_t kParallelGrain = int64_t(1) << 18;
+// Full sums are cut into chunks of this many elements and combined in order: deterministic for any
+// thread count.
+constexpr int64_t kSumChunk = 32768;
+// Matrix products with at least this many multiply-adds are split across the pool's threads (Note
+// [One thread pool]); smaller ones run on the calling thread.
+constexpr int64_t kGemmParallelMacs = int64_t(1) << 24;
+
+std::atomic<bool> g_flush_denormal{false};
+
+/// Sets or clears FTZ (bit 15) and DAZ (bit 6) in this thread's MXCSR.
+void apply_flush_denormal(bool on) {
+#ifdef TG_HAVE_MXCSR
+  const unsigned bits = 0x8040u;
+  const unsigned csr = _mm_getcsr();
+  const unsigned want = on ? (csr | bits) : (csr & ~bits);
+  if (want != csr) _mm_setcsr(want);
+#else
+  (void)on;
+#endif
+}
+
+int max_threads() { return parallel::max_threads(); }
+
+/// Calls f(begin, end) on disjoint chunks of [0, n); parallel when the work (n * cost) is large.
+template <class F>
+void parallel_for(int64_t n, int64_t cost_per_item, F f) {
+  if (n <= 0) return;
+  const int threads = max_threads();
+  if (threads <= 1 || n < 2 || n * std::max<int64_t>(cost_per_item, 1) < kParallelGrain) {
+    f(int64_t(0), n);
+    return;
+  }
+  const bool flush = g_flush_denormal.load(std::memory_order_relaxed);
+  const std::thread::id caller = std::this_thread::get_id();
+  parallel::run(n, threads, [&](int64_t b, int64_t e) {
+    // Pool threads follow the process-wide setting; the calling thread keeps its own floating-point
+    // mode, as it does for the loops too small to split.
+    if (std::this_thread::get_id() != caller) apply_flush_denormal(flush);
+    f(b, e);
+  });
+}
+
+/// f(begin, end) over blocks of about 16K elements of `rows` contiguous rows of D elements each,
+/// blocks spread over the threads: see Note [Row blocks].
+template <class F>
+void for_row_blocks(int64_t rows, int64_t D, F f) {
+  const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(D, 1));
+  // Work units per element for parallel_for's threshold: four passes over the block, one of them an
+  // exp (about 20 operations), so (1024, 10) logits already split over two threads.
+  constexpr int64_t kCostPerElement = 32;
+  parallel_for(rows, D * kCostPerElement, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i += per_block) f(i, std::min(e, i + per_block));
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Strided N-operand loops. Note [Strided loops]: every elementwise kernel walks its operands through
+// one of these: size-1 dims are dropped, dims that are contiguous in every operand are merged, and
+// the innermost dim becomes a row handed to a row function with each operand's inner stride.
+
+template <std::size_t N>
+struct Loop {
+  std::vector<int64_t> sizes;                      // outer .. inner, after coalescing
+  std::array<std::vector<int64_t>, N> strides;     // per operand, in elements
+};
+
+template <std::size_t N>
+Loop<N> make_loop(const Shape& shape, const std::array<const Shape*, N>& strides) {
+  Loop<N> L;
+  for (int64_t s : shape)
+    if (s == 0) {   // no elements: one empty dim (merging the others could overflow int64 for {0, 2^62, 2^62})
+      L.sizes.assign(1, 0);
+      for (std::size_t k = 0; k < N; ++k) L.strides[k].assign(1, 0);
+      return L;
+    }
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!L.sizes.empty()) {   // merge with the previous dim when contiguous in every operand
+      bool merge = true;
+      for (std::size_t k = 0; k < N; ++k)
+        if (L.strides[k].back() != (*strides[k])[d] * shape[d]) merge = false;
+      if (merge) {
+        L.sizes.back() *= shape[d];
+        for (std::size_t k = 0; k < N; ++k) L.strides[k].back() = (*strides[k])[d];
+        continue;
+      }
+    }
+    L.sizes.push_back(shape[d]);
+    for (std::size_t k = 0; k < N; ++k) L.strides[k].push_back((*strides[k])[d]);
+  }
+  return L;
+}
+
+/// row(offsets, n, inner_strides) for every row of the loop; rows run in parallel unless serial.
+template <std::size_t N, class Row>
+void run_loop(const Loop<N>& L, Row row, bool serial = false) {
+  using Offs = std::array<int64_t, N>;
+  const int64_t nd = static_cast<int64_t>(L.sizes.size());
+  if (nd == 0) {
+    row(Offs{}, int64_t(1), Offs{});
+    return;
+  }
+  for (int64_t s : L.sizes)
+    if (s == 0) return;   // no elements: no row (its pointers would offset a null or foreign storage)
+  const int64_t inner = L.sizes.back();
+  int64_t outer = 1;
+  for (int64_t d = 0; d + 1 < nd; ++d) outer *= L.sizes[d];
+  Offs inner_strides;
+  for (std::size_t k = 0; k < N; ++k) inner_strides[k] = L.strides[k].back();
+  auto rows = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> idx(std::max<int64_t>(nd - 1, 1), 0);
+    int64_t rem = begin;
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      idx[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    for (int64_t o = begin; o < end; ++o) {
+      Offs offs{};
+      for (int64_t d = 0; d + 1 < nd; ++d)
+        for (std::size_t k = 0; k < N; ++k) offs[k] += idx[d] * L.strides[k][d];
+      row(offs, inner, inner_strides);
+      for (int64_t d = nd - 2; d >= 0; --d) {   // odometer increment
+        if (++idx[d] < L.sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+  };
+  if (serial) {
+    rows(0, outer);
+  } else if (outer == 1) {   // one long row (any contiguous tensor): split the row itself
+    parallel_for(inner, 1, [&](int64_t begin, int64_t end) {
+      Offs offs;
+      for (std::size_t k = 0; k < N; ++k) offs[k] = begin * inner_strides[k];
+      row(offs, end - begin, inner_strides);
+    });
+  } else {
+    parallel_for(outer, inner, rows);
+  }
+}
+
+template <class T>
+bool is_nan(T v) {
+  return v != v;   // false for integers
+}
+
+// ------------------------------------------------------------------------------------------------
+// Note [SIMD clones]: the library is compiled for baseline x86-64 (SSE2) so that one binary runs on
+// any x86-64 CPU. The contiguous inner loops below, where the time goes, are compiled three times
+// by GCC's target_clones (AVX-512, AVX2 + FMA, baseline); the dynamic loader picks the best one for
+// the CPU once at start-up (an ifunc), so a call costs one indirect jump. Everything else, and any
+// other compiler, uses the baseline build of the same source.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(TENSORGRAD_NO_SIMD_CLONES)
+#define TG_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TG_SIMD_CLONES
+#endif
+
+template <class F, class T>
+TG_SIMD_CLONES void unary_contiguous(const T* x, T* y, int64_t n, UnaryArgs args) {
+  for (int64_t i = 0; i < n; ++i) y[i] = F::forward(x[i], args);
+}
+
+template <class F, class T>
+TG_SIMD_CLONES void unary_backward_contiguous(const T* x, const T* y, const T* dy, T* dx, int64_t n, UnaryArgs args) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = F::backward(x[i], y[i], dy[i], args);
+}
+
+/// out = a op b over n elements; a_step / b_step are 1 (a row) or 0 (one value broadcast).
+template <class F, class T, int AStep, int BStep>
+TG_SIMD_CLONES void binary_contiguous(const T* a, const T* b, T* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i * AStep], b[i * BStep]);
+}
+
+template <class T>
+TG_SIMD_CLONES void exp_in_place(T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) p[i] = fn::exp(p[i]);
+}
+
+/// What sums accumulate in: double for floating types, int64 for integers.
+template <class T>
+using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
+
+/// Sum of a contiguous row in sixteen lanes (independent adds vectorize and do not wait on each
+/// other's latency), accumulated in SumAcc; the order depends only on n, not on the thread count.
+template <class T>
+TG_SIMD_CLONES SumAcc<T> row_sum(const T* p, int64_t n) {
+  SumAcc<T> lane[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] += p[i + j];
+  SumAcc<T> s = 0;
+  for (int j = 0; j < 16; ++j) s += lane[j];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+/// acc[j] += x[j]: one row of a column sum (a sum over the outer dim, such as a bias gradient).
+template <class T>
+TG_SIMD_CLONES void add_row_to(const T* x, SumAcc<T>* acc, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += x[j];
+}
+
+/// Largest element of a non-empty contiguous row, ignoring NaN (callers only use it to shift the row:
+/// a NaN in the row reaches their results through the sum of exponentials anyway). Sixteen lanes, as
+/// in row_sum: one compare-and-select chain per element would not vectorize.
+template <class T>
+TG_SIMD_CLONES T row_max(const T* p, int64_t n) {
+  if (n < 64) {   // short rows (10 classes): the lanes would cost more than they save
+    T m = p[0];
+    for (int64_t i = 1; i < n; ++i) m = p[i] > m ? p[i] : m;
+    return m;
+  }
+  T lane[16];
+  for (int j = 0; j < 16; ++j) lane[j] = p[0];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] = p[i + j] > lane[j] ? p[i + j] : lane[j];
+  T m = p[0];
+  for (int j = 0; j < 16; ++j) m = lane[j] > m ? lane[j] : m;
+  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
+  return m;
+}
+
+/// Sum of p[i] q[i] over a contiguous row, in lanes like row_sum.
+template <class T>
+TG_SIMD_CLONES double row_dot(const T* p, const T* q, int64_t n) {
+  double lane[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lane[j] += double(p[i + j]) * q[i + j];
+  double s = 0;
+  for (int j = 0; j < 16; ++j) s += lane[j];
+  for (; i < n; ++i) s += double(p[i]) * q[i];
+  return s;
+}
+
+template <class T>
+T finite_or_zero(T v) {
+  return std::isfinite(v) ? v : T(0);
+}
+
+/// y[j] = a x[j * x_step]: one row of an outer product (OpenBLAS's small-matrix kernels take 2.5x longer for K = 1).
+template <class T>
+TG_SIMD_CLONES void scaled_row(T a, const T* x, int64_t x_step, T* y, int64_t n) {
+  if (x_step == 1) {
+    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j * x_step];
+  }
+}
+
+// Fused optimizer loops: one pass over each parameter's buffers (Backend::sgd_step, adam_step).
+template <class T>
+struct SgdScalars {
+  T lr, momentum, one_minus_dampening, weight_decay;
+  bool nesterov, first_step;
+};
+
+/// w -= lr (g + wd w)
+template <class T>
+TG_SIMD_CLONES void sgd_plain(T* w, const T* g, int64_t n, SgdScalars<T> k) {
+  if (k.weight_decay == T(0)) {
+    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * g[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * (g[i] + k.weight_decay * w[i]);
+  }
+}
+
+/// d = g + wd w;  v = d on the first step, else momentum v + (1 - dampening) d;
+/// w -= lr (nesterov ? d + momentum v : v)
+template <class T>
+TG_SIMD_CLONES void sgd_momentum(T* w, const T* g, T* v, int64_t n, SgdScalars<T> k) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T d = g[i] + k.weight_decay * w[i];
+    const T vi = k.first_step ? d : k.momentum * v[i] + k.one_minus_dampening * d;
+    v[i] = vi;
+    w[i] -= k.lr * (k.nesterov ? d + k.momentum * vi : vi);
+  }
+}
+
+template <class T>
+struct AdamScalars {
+  T step_size, inv_sqrt_bc2, beta1, beta2, eps, weight_decay, decay;   // step_size = lr / bc1, decay = 1 - lr wd
+  bool decoupled;
+};
+
+/// AdamW: w *= 1 - lr wd, else g += wd w;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+/// amsgrad (vmax): v' = running max of v;  w -= lr/bc1 m / (sqrt(v'/bc2) + eps)
+template <class T>
+TG_SIMD_CLONES void adam_loop(T* w, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> k) {
+  for (int64_t i = 0; i < n; ++i) {
+    T gi = g[i];
+    if (k.decoupled) w[i] *= k.decay;
+    else gi += k.weight_decay * w[i];
+    m[i] = k.beta1 * m[i] + (T(1) - k.beta1) * gi;
+    v[i] = k.beta2 * v[i] + (T(1) - k.beta2) * gi * gi;
+    T vv = v[i];
+    if (vmax != nullptr) vv = vmax[i] = std::max(vmax[i], v[i]);
+    w[i] -= k.step_size * m[i] / (std::sqrt(vv) * k.inv_sqrt_bc2 + k.eps);
+  }
+}
+
+/// out[n, d] = e^(x[n, d] - max[n]) for `rows` contiguous rows of D, and max[n] (0 for a row whose
+/// maximum is not finite: NaN and inf inputs keep flowing through the formula): Note [Row blocks].
+template <class T>
+void exp_of_shifted_rows(const T* x, int64_t rows, int64_t D, T* out, T* max) {
+  for (int64_t n = 0; n < rows; ++n) {
+    max[n] = finite_or_zero(row_max(x + n * D, D));
+    for (int64_t d = 0; d < D; ++d) out[n * D + d] = x[n * D + d] - max[n];
+  }
+  exp_in_place(out, rows * D);
+}
+
+/// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n)
+      : bytes_(static_cast<std::size_t>(n) * sizeof(T)), p_(static_cast<T*>(cpu_allocator().allocate(bytes_))) {}
+  ~Scratch() { cpu_allocator().deallocate(p_, bytes_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  std::size_t bytes_;
+  T* p_;
+};
+
+// ------------------------------------------------------------------------------------------------
+
+/// The BLAS runs on the thread that calls it (Note [One thread pool] in engine/parallel.h): large
+/// products are split into row or column blocks over the pool, one BLAS call each. Checked before
+/// every BLAS call, on the thread making it: other code in the process (libtorch in bench/) may
+/// change the count, and OpenBLAS's OpenMP build keeps one per thread.
+void use_single_threaded_blas() {
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+#endif
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Allocator& allocator() override { return cpu_allocator(); }
+
+  void copy(const Tensor& src, const Tensor& dst) override {
+    dispatch_dtype(src.dtype(), [&](auto s) {
+      dispatch_dtype(dst.dtype(), [&](auto d) {
+        using S = decltype(s);
+        using D = decltype(d);
+        const S* sp = src.data<S>();
+        D* dp = dst.data<D>();
+        auto L = make_loop<2>(dst.shape(), {&dst.strides(), &src.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          D* out = dp + o[0];
+          const S* in = sp + o[1];
+          if (st[0] == 1 && st[1] == 1) {
+            for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
+          } else {
+            for (int64_t i = 0; i < n; ++i) out[i * st[0]] = static_cast<D>(in[i * st[1]]);
+          }
+        });
+      });
+    });
+  }
+
+  void fill(const Tensor& dst, double value) override {
+    dispatch_dtype(dst.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T v = static_cast<T>(value);
+      T* p = dst.data<T>();
+      auto L = make_loop<1>(dst.shape(), {&dst.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) p[o[0] + i * st[0]] = v;
+      });
+    });
+  }
+
+  void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override {
+    dispatch_floating(x.dtype(), "unary", [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T* xp = x.data<T>();
+        T* yp = out.data<T>();
+        auto L = make_loop<2>(out.shape(), {&out.strides(), &x.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          T* y = yp + o[0];
+          const T* in = xp + o[1];
+          if (st[0] == 1 && st[1] == 1) {
+            unary_contiguous<F>(in, y, n, args);
+          } else {
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::forward(in[i * st[1]], args);
+          }
+        });
+      });
+    });
+  }
+
+  void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                      const Tensor& dx) override {
+    // An operand the functor does not read may be undefined: dy stands in for it (never read).
+    const Tensor& xs = x.defined() ? x : dy;
+    const Tensor& ys = y.defined() ? y : dy;
+    dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T *xp = xs.data<T>(), *yp = ys.data<T>(), *gp = dy.data<T>();
+        T* dp = dx.data<T>();
+        auto L = make_loop<4>(dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+            unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
+          }
+        });
+      });
+    });
+  }
+
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      visit(op, [&](auto f) {
+        using F = decltype(f);
+        const T *ap = a.data<T>(), *bp = b.data<T>();
+        T* op_ = out.data<T>();
+        if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.shape() == out.shape() &&
+            b.shape() == out.shape()) {   // flat fast path: no loop bookkeeping
+          parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
+            binary_contiguous<F, T, 1, 1>(ap + begin, bp + begin, op_ + begin, end - begin);
+          });
+          return;
+        }
+        auto L = make_loop<3>(out.shape(), {&out.strides(), &a.strides(), &b.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          T* y = op_ + o[0];
+          const T* u = ap + o[1];
+          const T* v = bp + o[2];
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
+            binary_contiguous<F, T, 1, 1>(u, v, y, n);
+          } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+            binary_contiguous<F, T, 1, 0>(u, v, y, n);
+          } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+            binary_contiguous<F, T, 0, 1>(u, v, y, n);
+          } else {
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::apply(u[i * st[1]], v[i * st[2]]);
+          }
+        });
+      });
+    });
+  }
+
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    dispatch_dtype(cond.dtype(), [&](auto c) {
+      dispatch_dtype(out.dtype(), [&](auto t) {
+        using C = decltype(c);
+        using T = decltype(t);
+        const C* cp = cond.data<C>();
+        const T *ap = a.data<T>(), *bp = b.data<T>();
+        T* yp = out.data<T>();
+        auto L = make_loop<4>(out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()});
+        run_loop(L, [&](auto o, int64_t n, auto st) {
+          for (int64_t i = 0; i < n; ++i)
+            yp[o[0] + i * st[0]] = cp[o[1] + i * st[1]] != C(0) ? ap[o[2] + i * st[2]] : bp[o[3] + i * st[3]];
+        });
+      });
+    });
+  }
+
+  void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override {
+    if (x.numel() == 0) {   // only a sum over an empty dim gets here (prim::reduce): zeros, no pointer arithmetic
+      fill(out, 0.0);
+      return;
+    }
+    // Kept dims first, reduced dims last; out (contiguous) enumerates the kept dims in order.
+    const ReductionLayout layout = reduction_layout(x, out);
+    const Tensor& xp = layout.x;
+    const int64_t R = layout.R, rstride = layout.rstride;
+    const int64_t O = out.numel();
+    const Shape kept_strides = layout.kept_strides();
+    const Shape kept_shape = layout.kept_shape();
+    // offsets of each output's reduced block
+    std::vector<int64_t> base(static_cast<std::size_t>(O));
+    {
+      Shape out_strides = contiguous_strides(kept_shape);
+      auto L = make_loop<2>(kept_shape, {&out_strides, &kept_strides});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) base[o[0] + i * st[0]] = o[1] + i * st[1];
+      }, /*serial=*/true);
+    }
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* p = xp.data<T>();
+      if (op == ReduceOp::Sum) {
+        using Acc = SumAcc<T>;
+        T* y = out.data<T>();
+        auto sum_range = [&](const T* q, int64_t b, int64_t e) {
+          if (rstride == 1) return row_sum(q + b, e - b);
+          Acc acc = 0;
+          for (int64_t r = b; r < e; ++r) acc += q[r * rstride];
+          return acc;
+        };
+        bool columns = rstride != 1 && O > 1;   // outputs contiguous in the input: sum row after row
+        for (int64_t o = 1; columns && o < O; ++o) columns = base[o] == base[0] + o;
+        if (columns) {
+          const T* q = p + base[0];
+          parallel_for(O, R, [&](int64_t b, int64_t e) {
+            Scratch<Acc> acc(e - b);
+            std::fill_n(acc.get(), e - b, Acc(0));
+            for (int64_t r = 0; r < R; ++r) add_row_to(q + r * rstride + b, acc.get(), e - b);
+            for (int64_t o = b; o < e; ++o) y[o] = static_cast<T>(acc.get()[o - b]);
+          });
+          return;
+        }
+        if (O == 1 && R >= 2 * kSumChunk) {
+          // One output, much input: fixed chunks summed in parallel, combined in order (deterministic).
+          const int64_t chunks = (R + kSumChunk - 1) / kSumChunk;
+          std::vector<Acc> partial(static_cast<std::size_t>(chunks));
+          parallel_for(chunks, kSumChunk, [&](int64_t b, int64_t e) {
+            for (int64_t c = b; c < e; ++c)
+              partial[c] = sum_range(p + base[0], c * kSumChunk, std::min(R, (c + 1) * kSumChunk));
+          });
+          Acc acc = 0;
+          for (Acc v : partial) acc += v;
+          y[0] = static_cast<T>(acc);
+          return;
+        }
+        parallel_for(O, R, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o) y[o] = static_cast<T>(sum_range(p + base[o], 0, R));
+        });
+        return;
+      }
+      const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+      const bool want_index = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+      parallel_for(O, R, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const T* q = p + base[o];
+          T best = q[0];
+          int64_t at = 0;
+          if (!is_nan(best)) {
+            for (int64_t r = 1; r < R; ++r) {
+              const T v = q[r * rstride];
+              if (is_nan(v)) {   // NaN wins, as in PyTorch
+                best = v;
+                at = r;
+                break;
+              }
+              if (is_max ? v > best : v < best) {
+                best = v;
+                at = r;
+              }
+            }
+          }
+          if (want_index) out.data<int64_t>()[o] = at;
+          else out.data<T>()[o] = best;
+        }
+      });
+    });
+  }
+
+  void gemm(const GemmArgs& g) override {
+    dispatch_floating(g.dtype, "matmul", [&](auto t) {
+      using T = decltype(t);
+      const T* A = static_cast<const T*>(g.a);
+      const T* B = static_cast<const T*>(g.b);
+      T* C = static_cast<T*>(g.c);
+      for (int64_t i = 0; i < g.batch; ++i)
+        gemm_one(g, A + i * g.stride_a, B + i * g.stride_b, C + i * g.stride_c);
+    });
+  }
+
+  // Softmax family. Note [Row blocks]: with contiguous rows (softmax over the last dim, every
+  // cross-entropy) a block of rows is shifted by its row maxima, exponentiated in one vectorized pass
+  // (exp_in_place), then summed per row. Blocks hold about 16K elements so that the three passes
+  // stay in the L1/L2 cache; short rows (10 classes) vectorize as well as long ones.
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
+    dispatch_floating(x.dtype(), "softmax", [&](auto t) {
+      using T = decltype(t);
+      const RowView r = rows_of(x, dim);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      if (r.inner == 1) {
+        const int64_t D = r.D;
+        for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
+          Scratch<T> maxes(e - b);
+          exp_of_shifted_rows(xp + b * D, e - b, D, yp + b * D, maxes.get());
+          for (int64_t n = b; n < e; ++n) {
+            T* y = yp + n * D;
+            const double s = row_sum(y, D);
+            if (log) {
+              const T lse = static_cast<T>(std::log(s)) + maxes.get()[n - b];
+              for (int64_t d = 0; d < D; ++d) y[d] = xp[n * D + d] - lse;
+            } else {
+              const T inv = static_cast<T>(1.0 / s);
+              for (int64_t d = 0; d < D; ++d) y[d] *= inv;
+            }
+          }
+        });
+        return;
+      }
+      parallel_for(r.outer * r.inner, r.D * 8, [&](int64_t b, int64_t e) {   // strided rows: one at a time
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
+          const T* in = xp + off;
+          T* y = yp + off;
+          T m = in[0];
+          for (int64_t d = 1; d < r.D; ++d) m = std::max(m, in[d * r.inner]);
+          m = finite_or_zero(m);
+          double s = 0;
+          for (int64_t d = 0; d < r.D; ++d) s += fn::exp(in[d * r.inner] - m);
+          if (log) {
+            const T lse = static_cast<T>(std::log(s)) + m;
+            for (int64_t d = 0; d < r.D; ++d) y[d * r.inner] = in[d * r.inner] - lse;
+          } else {
+            const double inv = 1.0 / s;
+            for (int64_t d = 0; d < r.D; ++d) y[d * r.inner] = static_cast<T>(fn::exp(in[d * r.inner] - m) * inv);
+          }
+        }
+      });
+    });
+  }
+
+  // softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy)
+  void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
+    dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
+      using T = decltype(t);
+      const RowView r = rows_of(y, dim);
+      const T *yp = y.data<T>(), *gp = dy.data<T>();
+      T* dp = dx.data<T>();
+      if (r.inner == 1) {
+        const int64_t D = r.D;
+        for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
+          if (log) {
+            std::copy(yp + b * D, yp + e * D, dp + b * D);
+            exp_in_place(dp + b * D, (e - b) * D);
+          }
+          for (int64_t n = b; n < e; ++n) {
+            const T *yr = yp + n * D, *gr = gp + n * D;
+            T* d = dp + n * D;
+            if (log) {
+              const T s = static_cast<T>(row_sum(gr, D));
+              for (int64_t i = 0; i < D; ++i) d[i] = gr[i] - d[i] * s;
+            } else {
+              const T s = static_cast<T>(row_dot(gr, yr, D));
+              for (int64_t i = 0; i < D; ++i) d[i] = yr[i] * (gr[i] - s);
+            }
+          }
+        });
+        return;
+      }
+      parallel_for(r.outer * r.inner, r.D * 4, [&](int64_t b, int64_t e) {   // strided rows: one at a time
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t off = (k / r.inner) * r.D * r.inner + k % r.inner;
+          double s = 0;
+          for (int64_t d = 0; d < r.D; ++d) {
+            const int64_t i = off + d * r.inner;
+            s += log ? gp[i] : gp[i] * yp[i];
+          }
+          for (int64_t d = 0; d < r.D; ++d) {
+            const int64_t i = off + d * r.inner;
+            dp[i] = log ? static_cast<T>(gp[i] - fn::exp(yp[i]) * s) : static_cast<T>(yp[i] * (gp[i] - s));
+          }
+        }
+      });
+    });
+  }
+
+  void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
+                     const Tensor& lse) override {
+    dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
+      using T = decltype(t);
+      const int64_t C = logits.shape()[1];
+      const T* x = logits.data<T>();
+      const int64_t* tg_ = target.data<int64_t>();
+      T *lp = loss.data<T>(), *sp = lse.data<T>();
+      const double s = args.label_smoothing;
+      for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
+        Scratch<T> scratch((e - b) * (C + 1));   // the shifted block, then one maximum per row
+        T* z = scratch.get();
+        T* maxes = z + (e - b) * C;
+        exp_of_shifted_rows(x + b * C, e - b, C, z, maxes);
+        for (int64_t n = b; n < e; ++n) {
+          const T* row = x + n * C;
+          const double l = std::log(row_sum(z + (n - b) * C, C)) + maxes[n - b];   // log-sum-exp, stable
+          sp[n] = static_cast<T>(l);
+          if (tg_[n] == args.ignore_index) {
+            lp[n] = T(0);
+            continue;
+          }
+          double v = l - row[tg_[n]];                                   // -log softmax[target]
+          if (s != 0) v = (1 - s) * v + s * (l - row_sum(row, C) / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
+          lp[n] = static_cast<T>(v);
+        }
+      });
+    });
+  }
+
+  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override {
+    dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
+      using T = decltype(t);
+      const int64_t C = logits.shape()[1];
+      const T *x = logits.data<T>(), *sp = lse.data<T>(), *gp = dloss.data<T>();
+      const int64_t* tg_ = target.data<int64_t>();
+      const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
+      const T s = T(args.label_smoothing), uniform = s / T(C);
+      T* dp = dlogits.data<T>();
+      for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
+        for (int64_t n = b; n < e; ++n)
+          for (int64_t c = 0; c < C; ++c) dp[n * C + c] = x[n * C + c] - sp[n];
+        exp_in_place(dp + b * C, (e - b) * C);                                   // softmax
+        for (int64_t n = b; n < e; ++n) {
+          T* d = dp + n * C;
+          if (tg_[n] == args.ignore_index) {
+            std::fill_n(d, C, T(0));
+            continue;
+          }
+          const T g = gp[n * gs];
+          for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
+          d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
+        }
+      });
+    });
+  }
+
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    const RowView r = rows_of(x, dim);
+    const int64_t K = index.numel();
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      parallel_for(r.outer * K, r.inner, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t o = k / K, j = k % K;
+          std::copy_n(xp + (o * r.D + ip[j]) * r.inner, r.inner, yp + (o * K + j) * r.inner);
+        }
+      });
+    });
+  }
+
+  void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override {
+    const RowView r = rows_of(dst, dim);
+    const int64_t K = index.numel();
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(dst.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* dp = dst.data<T>();
+      const T* sp = src.data<T>();
+      parallel_for(r.outer, K * r.inner, [&](int64_t b, int64_t e) {   // distinct o never collide
+        for (int64_t o = b; o < e; ++o)
+          for (int64_t j = 0; j < K; ++j) {
+            T* d = dp + (o * r.D + ip[j]) * r.inner;
+            const T* s = sp + (o * K + j) * r.inner;
+            for (int64_t i = 0; i < r.inner; ++i) d[i] += s[i];
+          }
+      });
+    });
+  }
+
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    gather_scatter(x, dim, index, out, /*scatter=*/false);
+  }
+  void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override {
+    gather_scatter(dst, dim, index, src, /*scatter=*/true);
+  }
+
+  void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) override {
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* p = out.data<T>();
+      parallel_for(out.numel(), 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          p[i] = static_cast<T>(philox::sample(kind, seed, offset + static_cast<uint64_t>(i), a, b));
+      });
+    });
+  }
+
+  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
+                double dampening, double weight_decay, bool nesterov, bool first_step) override {
+    dispatch_floating(param.dtype(), "sgd", [&](auto t) {
+      using T = decltype(t);
+      T* w = param.data<T>();
+      const T* g = grad.data<T>();
+      T* v = velocity.defined() ? velocity.data<T>() : nullptr;
+      const SgdScalars<T> k{T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
+      parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
+        if (v == nullptr) sgd_plain(w + b, g + b, e - b, k);
+        else sgd_momentum(w + b, g + b, v + b, e - b, k);
+      });
+    });
+  }
+
+  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
+                 bool decoupled, int64_t step) override {
+    dispatch_floating(param.dtype(), "adam", [&](auto t) {
+      using T = decltype(t);
+      T* w = param.data<T>();
+      const T* g = grad.data<T>();
+      T *m = exp_avg.data<T>(), *v = exp_avg_sq.data<T>();
+      T* vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
+      const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
+      const AdamScalars<T> k{T(lr / bc1), T(1 / std::sqrt(bc2)), T(beta1), T(beta2), T(eps), T(weight_decay),
+                             T(1 - lr * weight_decay), decoupled};
+      parallel_for(param.numel(), 8, [&](int64_t b, int64_t e) {
+        adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
+      });
+    });
+  }
+
+  void synchronize() override {}
+
+ private:
+  /// gather: out[i] = x[i with dim -> index[i]];  scatter: x[i with dim -> index[i]] += out[i].
+  static void gather_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other, bool scatter) {
+    // Walk index's shape; x is read with its own strides except along dim, where index picks.
+    Shape xs = x.strides();
+    const int64_t dim_stride = x.dim() ? xs[dim] : 0;
+    if (x.dim()) xs[dim] = 0;
+    const int64_t* ip = index.data<int64_t>();
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* xp = x.data<T>();
+      T* op = other.data<T>();
+      auto L = make_loop<3>(index.shape(), {&other.strides(), &index.strides(), &xs});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i) {
+          T* xe = xp + o[2] + i * st[2] + ip[o[1] + i * st[1]] * dim_stride;
+          T* oe = op + o[0] + i * st[0];
+          if (scatter) *xe += *oe;
+          else *oe = *xe;
+        }
+      }, /*serial=*/scatter);   // scatter_add may hit one element twice
+    });
+  }
+
+  template <class T>
+  static void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
+    if (g.K == 1 && g.beta == 0 && g.M > 0 && g.N > 0) {   // outer product: the weight gradient at batch 1
+      const int64_t a_step = g.trans_a ? 1 : g.lda, b_step = g.trans_b ? g.ldb : 1;
+      parallel_for(g.M, g.N, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) scaled_row(A[i * a_step], B, b_step, C + i * g.ldc, g.N);
+      });
+      return;
+    }
+#ifdef TENSORGRAD_HAVE_CBLAS
+    if (g.M > 0 && g.N > 0) {
+      if (g.K == 0) {
+        if (g.beta == 0) std::fill_n(C, g.M * g.N, T(0));
+        return;
+      }
+      const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
+      // C[i0:i1, j0:j1] = op(A)[i0:i1, :] op(B)[:, j0:j1] + beta C[i0:i1, j0:j1]
+      auto block = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        use_single_threaded_blas();   // on the thread that calls: an OpenMP build of OpenBLAS counts per thread
+        const T* a = A + i0 * (g.trans_a ? 1 : g.lda);
+        const T* b = B + j0 * (g.trans_b ? g.ldb : 1);
+        T* c = C + i0 * g.ldc + j0;
+        if constexpr (std::is_same<T, float>::value)
+          cblas_sgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.f, a, int(g.lda), b,
+                      int(g.ldb), float(g.beta), c, int(g.ldc));
+        else
+          cblas_dgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.0, a, int(g.lda), b,
+                      int(g.ldb), g.beta, c, int(g.ldc));
+      };
+      const int threads = max_threads();
+      if (threads <= 1 || g.M * g.N * g.K < kGemmParallelMacs) {
+        block(0, g.M, 0, g.N);
+      } else if (g.M >= g.N) {   // split the longer side of C into one block per thread
+        parallel_for(g.M, g.N * g.K, [&](int64_t i0, int64_t i1) { block(i0, i1, 0, g.N); });
+      } else {
+        parallel_for(g.N, g.M * g.K, [&](int64_t j0, int64_t j1) { block(0, g.M, j0, j1); });
+      }
+    }
+#else
+    // Blocked fallback: C = op(A) op(B) + beta C, with the k loop outside the j loop for unit strides.
+    auto a_at = [&](int64_t i, int64_t k) { return g.trans_a ? A[k * g.lda + i] : A[i * g.lda + k]; };
+    auto b_at = [&](int64_t k, int64_t j) { return g.trans_b ? B[j * g.ldb + k] : B[k * g.ldb + j]; };
+    constexpr int64_t kBlock = 64;
+    parallel_for(g.M, g.N * g.K, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < g.N; ++j) C[i * g.ldc + j] = g.beta == 0 ? T(0) : T(g.beta) * C[i * g.ldc + j];
+      for (int64_t kb = 0; kb < g.K; kb += kBlock)
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t k = kb; k < std::min(g.K, kb + kBlock); ++k) {
+            const T aik = a_at(i, k);
+            T* c = C + i * g.ldc;
+            for (int64_t j = 0; j < g.N; ++j) c[j] += aik * b_at(k, j);
+          }
+    });
+#endif
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static auto* b = new CpuBackend();   // never destroyed: see Note [CPU caching allocator]
+  return *b;
+}
+
+void set_num_threads(int n) { parallel::set_num_threads(n); }
+
+bool set_flush_denormal(bool on) {
+  g_flush_denormal.store(on, std::memory_order_relaxed);
+  apply_flush_denormal(on);
+#ifdef TG_HAVE_MXCSR
+  return true;
+#else
+  return !on;
+#endif
+}
+
+int get_num_threads() { return parallel::num_threads(); }
+
+}  // namespace tg

@@ -1,0 +1,45 @@
+// engine/device.cpp: Device parsing and printing, DType names.
+#include <cctype>
+#include <cstdlib>
+
+#include "tensorgrad/engine/device.h"
+#include "tensorgrad/engine/error.h"
+
+namespace tg {
+
+Device::Device(DeviceType type, int index) : type_(type), index_(type == DeviceType::CPU ? 0 : index) {
+  TG_CHECK(index >= 0, DeviceError, "Device: device index must not be negative, got ", index);
+}
+
+Device::Device(const std::string& spec) {
+  if (spec == "cpu") return;
+  const std::string prefix = "cuda";
+  bool ok = spec.compare(0, prefix.size(), prefix) == 0;
+  int index = 0;
+  if (ok && spec.size() > prefix.size()) {
+    ok = spec[prefix.size()] == ':' && spec.size() > prefix.size() + 1 && spec.size() <= prefix.size() + 6;
+    for (std::size_t i = prefix.size() + 1; ok && i < spec.size(); ++i)
+      ok = std::isdigit(static_cast<unsigned char>(spec[i])) != 0;
+    if (ok) index = std::atoi(spec.c_str() + prefix.size() + 1);
+  }
+  TG_CHECK(ok, Error, "Device: expected a device string like \"cpu\", \"cuda\" or \"cuda:1\", got \"", spec, "\"");
+  type_ = DeviceType::CUDA;
+  index_ = index;
+}
+
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index_); }
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int64: return "int64";
+  }
+  return "unknown";
+}
+
+std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+}  // namespace tg

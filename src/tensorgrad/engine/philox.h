@@ -1,0 +1,63 @@
+// engine/philox.h: Philox4x32-10, the counter-based generator behind every random op.
+// Element i of a random op drawn at generator offset `off` uses counter (off + i) and key `seed`,
+// so the CPU loop and the CUDA kernel produce the same values for the same manual_seed.
+// The generator state (seed, offset) lives in engine/random.cpp.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "tensorgrad/engine/macros.h"
+
+namespace tg {
+namespace philox {
+
+struct U4 {
+  uint32_t x, y, z, w;
+};
+
+TG_HD uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
+  const uint64_t p = static_cast<uint64_t>(a) * b;
+  *hi = static_cast<uint32_t>(p >> 32);
+  return static_cast<uint32_t>(p);
+}
+
+/// Four 32-bit random words for counter `ctr` under key `seed`.
+TG_HD U4 draw(uint64_t seed, uint64_t ctr) {
+  uint32_t c0 = static_cast<uint32_t>(ctr), c1 = static_cast<uint32_t>(ctr >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    uint32_t hi0, hi1;
+    const uint32_t lo0 = mulhilo(0xD2511F53u, c0, &hi0);
+    const uint32_t lo1 = mulhilo(0xCD9E8D57u, c2, &hi1);
+    const uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return {c0, c1, c2, c3};
+}
+
+/// Uniform in [0, 1) with 53 random bits from two words.
+TG_HD double to_unit(uint32_t hi, uint32_t lo) {
+  const uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (static_cast<uint64_t>(lo) >> 11);
+  return static_cast<double>(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+enum class Kind : int { Uniform, Normal, Integer };
+
+/// Value of element i: Uniform in [a, b), Normal(mean a, std b) by Box-Muller, Integer in [a, b).
+TG_HD double sample(Kind kind, uint64_t seed, uint64_t ctr, double a, double b) {
+  const U4 u = draw(seed, ctr);
+  if (kind == Kind::Uniform) return a + (b - a) * to_unit(u.x, u.y);
+  if (kind == Kind::Integer) {
+    const uint64_t range = static_cast<uint64_t>(b - a);
+    const uint64_t bits = (static_cast<uint64_t>(u.x) << 32) | u.y;
+    return a + static_cast<double>(bits % range);   // bias below 2^-40 for ranges under 2^24
+  }
+  const double u1 = 1.0 - to_unit(u.x, u.y);        // (0, 1]: log is finite
+  const double u2 = to_unit(u.z, u.w);
+  return a + b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace philox
+}  // namespace tg

@@ -1,0 +1,521 @@
+// engine/prim.cpp: validation, output allocation and backend dispatch for the graph-free tensor math.
+// Every check happens here, before allocation and before any kernel runs (DESIGN.md section 7).
+#include "tensorgrad/engine/prim.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "tensorgrad/engine/error.h"
+
+namespace tg {
+namespace prim {
+
+// ------------------------------------------------------------------------------------------------
+// checks
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.device() == b.device(), DeviceError, op,
+           ": expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
+           b.device());
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": expected both tensors to have the same dtype, but got ",
+           dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+}
+
+void check_floating(const char* op, const Tensor& t) {
+  TG_CHECK(is_floating(t.dtype()), DTypeError, op,
+           ": expected a floating point tensor (float32 or float64), got ", dtype_name(t.dtype()));
+}
+
+namespace {
+void check_defined(const char* op, const Tensor& t) {
+  TG_CHECK(t.defined(), Error, op, ": got an undefined tensor");
+}
+void check_int64_index(const char* op, const Tensor& index) {
+  TG_CHECK(index.dtype() == kInt64, DTypeError, op, ": expected index to have dtype int64, got ",
+           dtype_name(index.dtype()));
+}
+/// Host-side range check of a CPU index tensor. A CUDA index is checked by the kernel instead (copying
+/// it here would synchronize inside ops and backward closures): it records the first bad value in the
+/// device error flag, raised as this same IndexError at the next sync (cuda/reduce.cu).
+void check_index_range(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+  if (index.numel() == 0 || !index.device().is_cpu()) return;
+  const Tensor host = index.contiguous();
+  const int64_t* p = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    if (!(p[i] >= 0 && p[i] < size)) throw index_out_of_range_error(op, p[i], dim, size);
+}
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// creation
+
+Tensor empty(const Shape& shape, DType dtype, Device device) { return Tensor::empty(shape, dtype, device); }
+
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = Tensor::empty(shape, dtype, device);
+  backend_for(device).fill(t, value);
+  return t;
+}
+
+Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype(), t.device()); }
+
+Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.dtype(), like.device()); }
+
+Tensor arange(int64_t n, DType dtype, Device device) {
+  TG_CHECK(n >= 0, ShapeError, "arange: upper bound must be non-negative, got ", n);
+  Tensor host = Tensor::empty({n}, dtype, Device::cpu());
+  dispatch_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (int64_t i = 0; i < n; ++i) host.data<T>()[i] = static_cast<T>(i);
+  });
+  return to_device(host, device);
+}
+
+Tensor eye(int64_t n, DType dtype, Device device) {
+  TG_CHECK(n >= 0, ShapeError, "eye: n must be non-negative, got ", n);
+  Tensor t = full({n, n}, 0.0, dtype, device);
+  fill_(t.as_strided({n}, {n + 1}, 0), 1.0);   // the diagonal as a strided view
+  return t;
+}
+
+Tensor from_host(const void* data, const Shape& shape, DType dtype, Device device) {
+  Tensor host = Tensor::empty(shape, dtype, Device::cpu());
+  if (host.numel() > 0) std::memcpy(host.raw_data(), data, static_cast<std::size_t>(host.numel()) * dtype_size(dtype));
+  return to_device(host, device);
+}
+
+// ------------------------------------------------------------------------------------------------
+// random: one process-wide Philox stream. Each draw reserves numel counters, so results do not depend
+// on the device or the thread count. See engine/philox.h.
+
+namespace {
+std::mutex g_rng_mutex;
+uint64_t g_seed = 0x5eed;
+uint64_t g_offset = 0;
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g_rng_mutex);
+  g_seed = seed;
+  g_offset = 0;
+}
+
+Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType dtype, Device device) {
+  Tensor t = Tensor::empty(shape, dtype, device);
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(g_rng_mutex);
+    seed = g_seed;
+    offset = g_offset;
+    g_offset += static_cast<uint64_t>(t.numel());
+  }
+  backend_for(device).random(kind, seed, offset, a, b, t);
+  return t;
+}
+
+// ------------------------------------------------------------------------------------------------
+// copies
+
+void fill_(const Tensor& dst, double value) {
+  check_defined("fill_", dst);
+  backend_for(dst.device()).fill(dst, value);
+  dst.storage()->bump_version();
+}
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  check_defined("copy_", dst);
+  check_defined("copy_", src);
+  TG_CHECK(broadcast_shapes(dst.shape(), src.shape(), "copy_") == dst.shape(), ShapeError, "copy_: source of shape ",
+           shape_str(src.shape()), " cannot be broadcast to the destination's shape ", shape_str(dst.shape()));
+  const Tensor s = src.expand(dst.shape());
+  if (src.device() == dst.device()) {
+    backend_for(dst.device()).copy(s, dst);
+  } else {
+    backend_for(dst.device()).copy(to_device(s.contiguous(), dst.device()), dst);
+  }
+  dst.storage()->bump_version();
+}
+
+Tensor to_device(const Tensor& t, Device device) { return t.to(device); }
+
+// ------------------------------------------------------------------------------------------------
+// elementwise
+
+Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args) {
+  check_defined("unary", x);
+  check_floating("unary", x);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  backend_for(x.device()).unary(op, args, x, out);
+  return out;
+}
+
+Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args) {
+  Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
+  backend_for(dy.device()).unary_backward(op, args, x, y, dy, dx);
+  return dx;
+}
+
+namespace {
+void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  check_defined(name, a);
+  check_defined(name, b);
+  check_same_device(name, a, b);
+  check_same_dtype(name, a, b);
+  TG_CHECK(is_floating(a.dtype()) || (op != BinaryOp::Div && op != BinaryOp::Pow), DTypeError, name,
+           ": not supported for int64 tensors (convert with .to(tg::kFloat32) first)");
+}
+}  // namespace
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  check_binary(op, a, b, name);
+  if (a.shape() == b.shape()) {   // the common case: no broadcast views to build
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    backend_for(a.device()).binary(op, a, b, out);
+    return out;
+  }
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  backend_for(a.device()).binary(op, a.expand(shape), b.expand(shape), out);
+  return out;
+}
+
+void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name) {
+  check_binary(op, self, other, name);
+  if (self.shape() == other.shape()) {   // the common case (gradient accumulation): no broadcast view
+    backend_for(self.device()).binary(op, self, other, self);
+  } else {
+    const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
+    TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
+             " doesn't match the broadcast shape ", shape_str(shape));
+    backend_for(self.device()).binary(op, self, other.expand(shape), self);
+  }
+  self.storage()->bump_version();
+}
+
+Tensor mul(const Tensor& a, double s) { return binary(BinaryOp::Mul, a, scalar_like(s, a), "mul"); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined("where", cond);
+  check_same_device("where", cond, a);
+  check_same_device("where", a, b);
+  check_same_dtype("where", a, b);
+  const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  backend_for(a.device()).where(cond.expand(shape), a.expand(shape), b.expand(shape), out);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// reductions
+
+Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
+  check_defined(name, x);
+  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  if (arg && dims.empty()) {   // over all elements: the flattened index, as in PyTorch
+    TG_CHECK(x.numel() > 0, IndexError, name, ": expected a non-empty tensor (cannot take ", name,
+             " of an empty tensor)");
+    Tensor flat = x.reshape({x.numel()});
+    Tensor out = Tensor::empty({1}, kInt64, x.device());
+    backend_for(x.device()).reduce(op, flat, out);
+    return keepdim ? out.view(Shape(x.dim(), 1)) : out.view({});
+  }
+  TG_CHECK(!arg || dims.size() == 1, ShapeError, name, ": expects exactly one dim");
+  TG_CHECK(op == ReduceOp::Sum || x.numel() > 0 || !dims.empty(), IndexError, name,
+           ": cannot compute ", name, " of an empty tensor (shape ", shape_str(x.shape()), ")");
+  std::vector<bool> reduced(static_cast<std::size_t>(std::max<int64_t>(x.dim(), 1)), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, x.dim(), name);
+    TG_CHECK(!reduced[w] || dims.empty(), ShapeError, name, ": dim ", w, " appears multiple times in the list of dims");
+    reduced[w] = true;
+  }
+  Shape keep_shape = x.shape(), final_shape;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (reduced[d]) {
+      TG_CHECK(op == ReduceOp::Sum || x.shape()[d] > 0, IndexError, name, ": cannot compute ", name,
+               " over dimension ", d, " of size 0 (shape ", shape_str(x.shape()), ")");
+      keep_shape[d] = 1;
+      if (keepdim) final_shape.push_back(1);
+    } else {
+      final_shape.push_back(x.shape()[d]);
+    }
+  }
+  Tensor out = Tensor::empty(keep_shape, arg ? kInt64 : x.dtype(), x.device());
+  if (out.numel() > 0) backend_for(x.device()).reduce(op, x, out);
+  return out.view(final_shape);
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  TG_CHECK(broadcast_shapes(x.shape(), shape, "sum_to") == x.shape(), ShapeError, "sum_to: cannot sum shape ",
+           shape_str(x.shape()), " down to ", shape_str(shape));
+  const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
+  if (dims.empty()) return x.reshape(shape);
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  // reduce into x's rank with ones on the summed dims, then view as the target shape
+  Shape keep = x.shape();
+  for (int64_t d : dims) keep[d] = 1;
+  Tensor keep_view = out.view(keep);
+  backend_for(x.device()).reduce(ReduceOp::Sum, x, keep_view);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// matmul
+
+namespace {
+struct Operand {
+  const void* ptr;
+  bool trans;
+  int64_t ld, batch_stride;
+  Tensor keep;   // holds a contiguous copy alive when one was needed
+};
+
+/// How the BLAS can read the (R, C) matrices of t (batch dim first when 3-D) without copying.
+Operand as_blas_operand(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t R = t.shape()[nd - 2], C = t.shape()[nd - 1];
+  const int64_t sr = t.strides()[nd - 2], sc = t.strides()[nd - 1];
+  const int64_t bs = nd == 3 && t.shape()[0] > 1 ? t.strides()[0] : 0;
+  constexpr int64_t kLdMax = std::numeric_limits<int>::max();   // the BLAS takes leading dims as int
+  if ((C <= 1 || sc == 1) && (R <= 1 || (sr >= std::max<int64_t>(C, 1) && sr <= kLdMax)))
+    return {t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs, Tensor()};
+  if ((R <= 1 || sr == 1) && (C <= 1 || (sc >= std::max<int64_t>(R, 1) && sc <= kLdMax)))
+    return {t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs, Tensor()};
+  // A zero-size view counts as contiguous whatever its strides: clone it, or this would recurse forever.
+  Tensor c = t.numel() == 0 ? t.clone() : t.contiguous();
+  Operand o = as_blas_operand(c);
+  o.keep = c;
+  return o;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined("matmul", a);
+  check_defined("matmul", b);
+  check_same_device("matmul", a, b);
+  TG_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), ShapeError,
+           "matmul: expected 2-D or 3-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D (shapes ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
+  check_same_dtype("matmul", a, b);
+  check_floating("matmul", a);
+  const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1];
+  const int64_t K2 = b.shape()[b.dim() - 2], N = b.shape()[b.dim() - 1];
+  TG_CHECK(K == K2, ShapeError, "matmul: mat1 and mat2 shapes cannot be multiplied (", shape_x(a.shape()), " and ",
+           shape_x(b.shape()), ")");
+  const int64_t Ba = a.dim() == 3 ? a.shape()[0] : 1, Bb = b.dim() == 3 ? b.shape()[0] : 1;
+  TG_CHECK(Ba == Bb || Ba == 1 || Bb == 1, ShapeError, "matmul: batch sizes ", Ba, " and ", Bb,
+           " cannot be broadcast (shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  TG_CHECK(M <= kIntMax && N <= kIntMax && K <= kIntMax, ShapeError,
+           "matmul: matrix dimensions above 2^31-1 are not supported (", shape_x(a.shape()), " and ",
+           shape_x(b.shape()), ")");
+  const int64_t B = Ba == 1 ? Bb : Ba;   // broadcasting: 1 stretches, 0 does not (max would make 0 and 1 give 1)
+  Tensor out = (a.dim() == 3 || b.dim() == 3) ? Tensor::empty({B, M, N}, a.dtype(), a.device())
+                                              : Tensor::empty({M, N}, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  if (K == 0) {   // empty sums: zeros, without handing the BLAS pointers into empty storages
+    backend_for(a.device()).fill(out, 0.0);
+    return out;
+  }
+  const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+  GemmArgs g;
+  g.trans_a = oa.trans;
+  g.trans_b = ob.trans;
+  g.batch = B;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.a = oa.ptr;
+  g.b = ob.ptr;
+  g.c = out.raw_data();
+  g.lda = oa.ld;
+  g.ldb = ob.ld;
+  g.ldc = N;
+  g.stride_a = oa.batch_stride;
+  g.stride_b = ob.batch_stride;
+  g.stride_c = M * N;
+  g.beta = 0;
+  g.dtype = a.dtype();
+  backend_for(a.device()).gemm(g);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// softmax and cross-entropy
+
+Tensor softmax(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  check_defined(name, x);
+  check_floating(name, x);
+  dim = wrap_dim(dim, x.dim(), name);
+  const Tensor xc = x.contiguous();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) backend_for(x.device()).softmax(xc, dim, log, out);
+  return out;
+}
+
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log) {
+  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  if (dx.numel() > 0) backend_for(y.device()).softmax_backward(y.contiguous(), dy.contiguous(), dim, log, dx);
+  return dx;
+}
+
+IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size) {
+  return IndexError(detail::cat(op, ": index ", index, " is out of bounds for dimension ", dim, " with size ", size));
+}
+
+IndexError cross_entropy_target_error(int64_t target, int64_t classes) {
+  return IndexError(detail::cat("cross_entropy: target ", target, " is out of bounds for ", classes, " classes"));
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse) {
+  check_defined("cross_entropy", logits);
+  check_defined("cross_entropy", target);
+  check_floating("cross_entropy", logits);
+  check_same_device("cross_entropy", logits, target);
+  TG_CHECK(logits.dim() == 2, ShapeError, "cross_entropy: expected logits of shape (N, C), got ",
+           shape_str(logits.shape()));
+  TG_CHECK(target.dtype() == kInt64, DTypeError,
+           "cross_entropy: expected target to hold int64 class indices, got ", dtype_name(target.dtype()));
+  TG_CHECK(target.dim() == 1 && target.shape()[0] == logits.shape()[0], ShapeError,
+           "cross_entropy: expected target of shape (", logits.shape()[0], "), got ", shape_str(target.shape()),
+           " for logits of shape ", shape_str(logits.shape()));
+  const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  TG_CHECK(C > 0 || N == 0, ShapeError, "cross_entropy: logits have 0 classes");
+  TG_CHECK(args.label_smoothing >= 0 && args.label_smoothing <= 1, Error,
+           "cross_entropy: label_smoothing must be in [0, 1], got ", args.label_smoothing);
+  if (target.device().is_cpu()) {   // CUDA targets: the kernel's device error flag, raised at the next sync
+    const Tensor t = target.contiguous();
+    for (int64_t i = 0; i < N; ++i) {
+      const int64_t v = t.data<int64_t>()[i];
+      if (!((v >= 0 && v < C) || v == args.ignore_index)) throw cross_entropy_target_error(v, C);
+    }
+  }
+  Tensor loss = Tensor::empty({N}, logits.dtype(), logits.device());
+  *lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  if (N > 0) backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), args, loss, *lse);
+  return loss;
+}
+
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss) {
+  Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+  if (dlogits.numel() > 0)
+    backend_for(logits.device())
+        .cross_entropy_backward(logits.contiguous(), target.contiguous(), args, lse, dloss.expand({logits.shape()[0]}),
+                                dlogits);
+  return dlogits;
+}
+
+// ------------------------------------------------------------------------------------------------
+// indexing
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined("index_select", x);
+  check_same_device("index_select", x, index);
+  check_int64_index("index_select", index);
+  TG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 0-D or 1-D, got shape ",
+           shape_str(index.shape()));
+  dim = wrap_dim(dim, x.dim(), "index_select");
+  TG_CHECK(x.dim() > 0 || index.numel() == 1, IndexError, "index_select: index to a 0-d tensor can have only 1 value, got ",
+           index.numel(), " value(s)");   // the output keeps x's shape []: exactly one element
+  const int64_t size = x.dim() ? x.shape()[dim] : 1;
+  check_index_range("index_select", index, size, dim);
+  Shape shape = x.shape();
+  if (x.dim()) shape[dim] = index.numel();
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  if (out.numel() > 0)
+    backend_for(x.device()).index_select(x.contiguous(), dim, index.contiguous().reshape({index.numel()}), out);
+  return out;
+}
+
+void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_same_device("index_add_", dst, src);
+  check_same_device("index_add_", dst, index);
+  check_same_dtype("index_add_", dst, src);
+  check_int64_index("index_add_", index);
+  dim = wrap_dim(dim, dst.dim(), "index_add_");
+  check_index_range("index_add_", index, dst.dim() ? dst.shape()[dim] : 1, dim);
+  TG_CHECK(dst.is_contiguous(), Error, "index_add_: destination must be contiguous");
+  if (src.numel() > 0)
+    backend_for(dst.device()).index_add(dst, dim, index.contiguous().reshape({index.numel()}), src.contiguous());
+  dst.storage()->bump_version();
+}
+
+namespace {
+void check_gather_shapes(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
+  TG_CHECK(index.dim() == x.dim(), ShapeError, op, ": index tensor must have the same number of dimensions as ",
+           "input tensor (", shape_str(index.shape()), " vs ", shape_str(x.shape()), ")");
+  for (int64_t d = 0; d < x.dim(); ++d)
+    TG_CHECK(d == dim || index.shape()[d] <= x.shape()[d], ShapeError, op, ": size of index ",
+             shape_str(index.shape()), " does not fit input ", shape_str(x.shape()), " at dimension ", d);
+}
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined("gather", x);
+  check_same_device("gather", x, index);
+  check_int64_index("gather", index);
+  dim = wrap_dim(dim, x.dim(), "gather");
+  check_gather_shapes("gather", x, dim, index);
+  check_index_range("gather", index, x.dim() ? x.shape()[dim] : 1, dim);
+  Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) backend_for(x.device()).gather(x, dim, index, out);
+  return out;
+}
+
+void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_same_device("scatter_add_", dst, src);
+  check_same_device("scatter_add_", dst, index);
+  check_same_dtype("scatter_add_", dst, src);
+  check_int64_index("scatter_add_", index);
+  dim = wrap_dim(dim, dst.dim(), "scatter_add_");
+  check_gather_shapes("scatter_add_", dst, dim, index);
+  TG_CHECK(src.shape() == index.shape(), ShapeError, "scatter_add_: src shape ", shape_str(src.shape()),
+           " must match index shape ", shape_str(index.shape()));
+  check_index_range("scatter_add_", index, dst.dim() ? dst.shape()[dim] : 1, dim);
+  if (src.numel() > 0) backend_for(dst.device()).scatter_add(dst, dim, index, src);
+  dst.storage()->bump_version();
+}
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  TG_CHECK(!xs.empty(), ShapeError, "cat: expected a non-empty list of tensors");
+  const Tensor& first = xs[0];
+  TG_CHECK(first.dim() > 0, ShapeError, "cat: zero-dimensional tensor cannot be concatenated");
+  dim = wrap_dim(dim, first.dim(), "cat");
+  Shape shape = first.shape();
+  shape[dim] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& x = xs[i];
+    check_defined("cat", x);
+    check_same_device("cat", first, x);
+    check_same_dtype("cat", first, x);
+    TG_CHECK(x.dim() == first.dim(), ShapeError, "cat: tensors must have the same number of dimensions: got ",
+             first.dim(), " and ", x.dim());
+    for (int64_t d = 0; d < x.dim(); ++d)
+      TG_CHECK(d == dim || x.shape()[d] == first.shape()[d], ShapeError, "cat: sizes of tensors must match except ",
+               "in dimension ", dim, ". Expected size ", first.shape()[d], " but got size ", x.shape()[d],
+               " for tensor number ", i, " in the list");
+    TG_CHECK(!__builtin_add_overflow(shape[dim], x.shape()[dim], &shape[dim]), ShapeError, "cat: the sizes along ",
+             "dimension ", dim, " add up to more than int64 can count");
+  }
+  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    if (x.numel() > 0) backend_for(out.device()).copy(x, out.narrow(dim, at, x.shape()[dim]));
+    at += x.shape()[dim];
+  }
+  return out;
+}
+
+}  // namespace prim
+}  // namespace tg

@@ -1,0 +1,335 @@
+// engine/tensor.cpp: Storage lifetime, Tensor views (metadata only) and copies, and printing.
+// Kernels behind copies live in the backends (engine/backend.h).
+#include "tensorgrad/engine/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+#include "tensorgrad/engine/backend.h"
+#include "tensorgrad/engine/error.h"
+
+namespace tg {
+
+Storage::Storage(std::size_t nbytes, Device device, Allocator* allocator)
+    : data_(allocator->allocate(nbytes)), nbytes_(nbytes), device_(device), allocator_(allocator) {}
+
+Storage::~Storage() { allocator_->deallocate(data_, nbytes_); }
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
+      numel_(numel_of(shape_)), dtype_(dtype) {}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  const int64_t n = checked_numel(shape, "empty");
+  TG_CHECK(n <= std::numeric_limits<int64_t>::max() / int64_t(dtype_size(dtype)), OutOfMemoryError, "empty: cannot allocate ", n, " elements of ",
+           dtype_name(dtype), " (shape ", shape_str(shape), ")");
+  Backend& be = backend_for(device);   // throws DeviceError for an unusable device
+  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(dtype), device, &be.allocator());
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+
+bool Tensor::is_contiguous() const {
+  if (numel_ == 0) return true;
+  int64_t expect = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (shape_[d] == 1) continue;
+    if (strides_[d] != expect) return false;
+    expect *= shape_[d];
+  }
+  return true;
+}
+
+Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
+  Shape out = requested;
+  int64_t known = 1, infer = -1;
+  bool known_overflows = false;   // the product of the given sizes exceeds int64 (and none is 0)
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      TG_CHECK(infer < 0, ShapeError, op, ": only one dimension can be inferred");
+      infer = static_cast<int64_t>(i);
+    } else {
+      TG_CHECK(out[i] >= 0, ShapeError, op, ": invalid shape dimension ", out[i], " in ", shape_str(requested));
+      if (known != 0 && out[i] != 0) known_overflows |= __builtin_mul_overflow(known, out[i], &known);
+      if (out[i] == 0) known = 0;
+    }
+  }
+  if (known == 0) known_overflows = false;
+  if (infer >= 0) {
+    TG_CHECK(!known_overflows && known != 0 && numel % known == 0, ShapeError, op, ": shape '", shape_str(requested),
+             "' is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  }
+  TG_CHECK(checked_numel(out, op) == numel, ShapeError, op, ": shape '", shape_str(requested),
+           "' is invalid for input of size ", numel);
+  return out;
+}
+
+Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
+  return Tensor(storage_, shape, strides, offset, dtype_);
+}
+
+Tensor Tensor::view(const Shape& requested) const {
+  const Shape shape = infer_shape(requested, numel_, "view");
+  if (is_contiguous()) return as_strided(shape, contiguous_strides(shape), offset_);
+  // Non-contiguous: each chunk of old dims that stays contiguous maps onto a run of new dims
+  // (PyTorch's computeStride). Fails when a new dim spans a stride jump.
+  Shape new_strides(shape.size());
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = strides_.empty() ? 1 : strides_.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    tensor_numel *= shape_[d];
+    if (d == 0 || (shape_[d - 1] != 1 && strides_[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      TG_CHECK(view_numel == tensor_numel, ShapeError, "view: view size is not compatible with input tensor's size ",
+               "and stride (at least one dimension spans across two contiguous subspaces) for shape ",
+               shape_str(shape_), " with strides ", shape_str(strides_), "; use .reshape(...) instead");
+      if (d > 0) {
+        chunk_base_stride = strides_[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  for (; view_d >= 0; --view_d) new_strides[view_d] = 1;   // trailing size-1 dims
+  return as_strided(shape, new_strides, offset_);
+}
+
+Tensor Tensor::reshape(const Shape& requested) const {
+  const Shape shape = infer_shape(requested, numel_, "reshape");
+  try {
+    return view(shape);
+  } catch (const ShapeError&) {
+    return contiguous().view(shape);
+  }
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim(), "transpose");
+  d1 = wrap_dim(d1, dim(), "transpose");
+  if (dim() == 0) return *this;
+  Shape s = shape_, st = strides_;
+  std::swap(s[d0], s[d1]);
+  std::swap(st[d0], st[d1]);
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  TG_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError, "permute: number of dims don't match (got ",
+           dims.size(), " dims for a tensor of shape ", shape_str(shape_), ")");
+  std::vector<bool> seen(dims.size(), false);
+  Shape s(dims.size()), st(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], dim(), "permute");
+    TG_CHECK(!seen[d], ShapeError, "permute: repeated dim ", dims[i]);
+    seen[d] = true;
+    s[i] = shape_[d];
+    st[i] = strides_[d];
+  }
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  TG_CHECK(shape.size() >= shape_.size(), ShapeError, "expand: the number of sizes provided (", shape.size(),
+           ") must be greater or equal to the number of dimensions in the tensor (", shape_.size(), ")");
+  const std::size_t lead = shape.size() - shape_.size();
+  Shape s(shape.size()), st(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      TG_CHECK(shape[i] >= 0, ShapeError, "expand: invalid size ", shape[i], " for a new leading dimension");
+      s[i] = shape[i];
+      st[i] = 0;
+      continue;
+    }
+    const int64_t have = shape_[i - lead];
+    const int64_t want = shape[i] == -1 ? have : shape[i];
+    TG_CHECK(want == have || have == 1, ShapeError, "expand: the expanded size of the tensor (", want,
+             ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
+             shape_str(shape), ".  Tensor sizes: ", shape_str(shape_));
+    s[i] = want;
+    st[i] = want == have ? strides_[i - lead] : 0;
+  }
+  checked_numel(s, "expand");   // negative sizes, and views whose element count overflows int64
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  if (dim() == 0) {
+    wrap_dim(d, 0, "squeeze");
+    return *this;
+  }
+  d = wrap_dim(d, dim(), "squeeze");
+  if (shape_[d] != 1) return *this;
+  Shape s = shape_, st = strides_;
+  s.erase(s.begin() + d);
+  st.erase(st.begin() + d);
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape s, st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (shape_[d] != 1) {
+      s.push_back(shape_[d]);
+      st.push_back(strides_[d]);
+    }
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape s = shape_, st = strides_;
+  int64_t stride = 1;   // a size-1 dim's stride is never used to step; saturate for zero-size tensors' huge strides
+  if (d < dim() && __builtin_mul_overflow(strides_[d], shape_[d], &stride)) stride = std::numeric_limits<int64_t>::max();
+  s.insert(s.begin() + d, 1);
+  st.insert(st.begin() + d, stride);
+  return as_strided(s, st, offset_);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  TG_CHECK(dim() > 0, IndexError, "narrow: cannot be applied to a 0-dim tensor");
+  d = wrap_dim(d, dim(), "narrow");
+  TG_CHECK(start >= 0 && length >= 0 && start <= shape_[d] - length, IndexError, "narrow: start (", start,
+           ") + length (", length, ") exceeds dimension size (", shape_[d], ")");
+  Shape s = shape_;
+  s[d] = length;
+  return as_strided(s, strides_, offset_ + start * strides_[d]);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  TG_CHECK(dim() > 0, IndexError, "select: cannot be applied to a 0-dim tensor");
+  d = wrap_dim(d, dim(), "select");
+  const int64_t size = shape_[d];
+  TG_CHECK(index >= -size && index < size, IndexError, "select: index ", index,
+           " is out of bounds for dimension ", d, " with size ", size);
+  if (index < 0) index += size;
+  Shape s = shape_, st = strides_;
+  s.erase(s.begin() + d);
+  st.erase(st.begin() + d);
+  return as_strided(s, st, offset_ + index * strides_[d]);
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  backend_for(device()).copy(*this, out);
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = empty(shape_, dtype, device());
+  backend_for(device()).copy(*this, out);
+  return out;
+}
+
+double Tensor::item() const {
+  TG_CHECK(defined(), Error, "item: the tensor is undefined");
+  TG_CHECK(numel_ == 1, ShapeError, "item: a Tensor with ", numel_, " elements cannot be converted to Scalar");
+  const Tensor host = to(Device::cpu());
+  return dispatch_dtype(dtype_, [&](auto t) { return static_cast<double>(*host.data<decltype(t)>()); });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Printing, in PyTorch's layout: tensor([[ 1.0000, -2.0000],\n        [ 3.0000,  4.0000]])
+
+std::string tensor_meta_str(const Tensor& t) {
+  return detail::cat("[", dtype_name(t.dtype()), " ", shape_str(t.shape()), "]");
+}
+
+namespace {
+
+std::string format_value(double v, DType dtype, bool int_like, int precision, bool sci) {
+  char buf[64];
+  if (dtype == kInt64) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
+  else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
+  else if (sci) std::snprintf(buf, sizeof buf, "%.*e", precision, v);
+  else if (int_like) std::snprintf(buf, sizeof buf, "%.0f.", v);
+  else std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  return buf;
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  const Tensor host = t.to(Device::cpu()).contiguous();
+  std::vector<double> vals(static_cast<std::size_t>(host.numel()));
+  dispatch_dtype(host.dtype(), [&](auto z) {
+    const auto* p = host.data<decltype(z)>();
+    for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<double>(p[i]);
+  });
+  bool int_like = true;
+  double max_abs = 0, min_abs = 0;
+  bool first = true;
+  for (double v : vals) {
+    if (!std::isfinite(v)) continue;
+    if (v != std::floor(v)) int_like = false;
+    const double a = std::fabs(v);
+    if (first || a > max_abs) max_abs = a;
+    if (a != 0 && (first || min_abs == 0 || a < min_abs)) min_abs = a;
+    first = false;
+  }
+  const bool sci = !int_like && (max_abs >= 1e8 || (min_abs != 0 && min_abs < 1e-4) ||
+                                 (min_abs != 0 && max_abs / min_abs > 1e3 && max_abs > 1e3));
+  std::vector<std::string> strs;
+  std::size_t width = 0;
+  for (double v : vals) {
+    strs.push_back(format_value(v, t.dtype(), int_like, 4, sci));
+    width = std::max(width, strs.back().size());
+  }
+  os << "tensor(";
+  const int64_t nd = host.dim();
+  if (nd == 0) {
+    os << strs[0];
+  } else {
+    // Iterative nested printing: an odometer over all dims, brackets opened and closed as it rolls.
+    const Shape& s = host.shape();
+    const int64_t n = host.numel();
+    if (n == 0) {
+      os << "[]";
+      if (nd > 1) os << ", size=(" << shape_str(s).substr(1, shape_str(s).size() - 2) << ")";
+    } else {
+      for (int64_t d = 0; d < nd; ++d) os << '[';
+      std::vector<int64_t> idx(nd, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        os << std::setw(static_cast<int>(width)) << strs[i];
+        int64_t closed = 0;
+        for (int64_t d = nd - 1; d >= 0; --d) {
+          if (++idx[d] < s[d]) break;
+          idx[d] = 0;
+          ++closed;
+        }
+        for (int64_t c = 0; c < closed; ++c) os << ']';
+        if (i + 1 < n) {
+          os << ',';
+          if (closed > 0) {
+            for (int64_t c = 1; c < closed; ++c) os << '\n';
+            os << '\n' << std::string(7 + nd - closed, ' ');
+            for (int64_t c = 0; c < closed; ++c) os << '[';
+          } else {
+            os << ' ';
+          }
+        }
+      }
+    }
+  }
+  if (t.dtype() == kFloat64) os << ", dtype=float64";
+  if (t.device().is_cuda()) os << ", device='" << t.device() << "'";
+  os << ')';
+  return os;
+}
+
+}  // namespace tg

@@ -1,0 +1,167 @@
+// engine/variable.cpp: Variable's non-op members, SavedTensor, record() and printing.
+// The backward pass is in engine/autograd.cpp; the ops (and their Variable methods) in ops/.
+#include "tensorgrad/engine/variable.h"
+
+#include <atomic>
+
+#include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+
+namespace {
+std::atomic<uint64_t> g_sequence{0};
+
+std::shared_ptr<VariableImpl> need_impl(const std::shared_ptr<VariableImpl>& impl, const char* what) {
+  TG_CHECK(impl != nullptr && impl->data.defined(), Error, what, ": the Variable is undefined");
+  return impl;
+}
+}  // namespace
+
+Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+  impl_->data = std::move(data);
+  if (requires_grad) set_requires_grad(true);
+}
+
+const Tensor& Variable::data() const {
+  TG_CHECK(impl_ != nullptr, Error, "the Variable is undefined (default-constructed)");
+  return impl_->data;
+}
+
+void Variable::set_data(const Tensor& t) {
+  need_impl(impl_, "set_data");
+  impl_->data = t;
+}
+
+double Variable::item() const { return data().item(); }
+
+template <class T>
+std::vector<T> Variable::to_vector() const {
+  constexpr DType want = std::is_same<T, float>::value ? kFloat32 : std::is_same<T, double>::value ? kFloat64 : kInt64;
+  const Tensor host = data().to(Device::cpu()).to(want).contiguous();
+  const T* p = host.data<T>();
+  return std::vector<T>(p, p + host.numel());
+}
+template std::vector<float> Variable::to_vector<float>() const;
+template std::vector<double> Variable::to_vector<double>() const;
+template std::vector<int64_t> Variable::to_vector<int64_t>() const;
+
+Variable& Variable::set_requires_grad(bool r) {
+  need_impl(impl_, "set_requires_grad");
+  TG_CHECK(is_leaf() || r, AutogradError,
+           "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
+           "a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  TG_CHECK(!r || is_floating(impl_->data.dtype()), AutogradError,
+           "only Tensors of floating point dtype can require gradients (got ", dtype_name(impl_->data.dtype()), ")");
+  impl_->requires_grad = r;
+  return *this;
+}
+
+const std::shared_ptr<Node>& Variable::grad_fn() const {
+  static const std::shared_ptr<Node> kNone;
+  return impl_ ? impl_->grad_fn : kNone;
+}
+
+Variable Variable::grad() const { return impl_ && impl_->grad ? Variable(impl_->grad) : Variable(); }
+
+void Variable::set_grad(const Variable& g) {
+  need_impl(impl_, "set_grad");
+  if (!g.defined()) {
+    impl_->grad.reset();
+    return;
+  }
+  TG_CHECK(g.shape() == shape(), ShapeError, "set_grad: assigned grad has shape ", shape_str(g.shape()),
+           " but the Variable has shape ", shape_str(shape()));
+  impl_->grad = std::make_shared<VariableImpl>();
+  impl_->grad->data = g.data();
+}
+
+void Variable::zero_grad() {
+  if (impl_) impl_->grad.reset();
+}
+
+void Variable::retain_grad() {
+  need_impl(impl_, "retain_grad");
+  TG_CHECK(impl_->requires_grad, AutogradError, "can't retain_grad on Tensor that has requires_grad=false");
+  if (is_leaf()) return;   // leaves keep their grad anyway
+  impl_->retains_grad = true;
+  impl_->grad_fn->retained = impl_;
+}
+
+Variable Variable::detach() const { return Variable(data()); }
+
+void Variable::backward(const Variable& grad, bool retain_graph) const {
+  autograd::run_backward(*this, grad, retain_graph);
+}
+
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+  if (!v.defined()) return os << "Variable(undefined)";
+  std::ostringstream body;
+  body << v.data();
+  std::string s = body.str();
+  std::string extra;
+  if (v.grad_fn()) extra = std::string(", grad_fn=<") + v.grad_fn()->name + ">";
+  else if (v.requires_grad()) extra = ", requires_grad=true";
+  if (!extra.empty()) s.insert(s.size() - 1, extra);
+  return os << s;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+SavedTensor::SavedTensor(const Variable& input)
+    : t_(input.defined() ? input.data() : Tensor()), version_(t_.version()),
+      producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {}
+
+SavedTensor::SavedTensor(const Tensor& output, const char* op_name)
+    : t_(output), version_(output.version()), producer_(op_name) {}
+
+const Tensor& SavedTensor::get() const {
+  if (t_.defined() && t_.version() != version_) {
+    std::string which = producer_ ? detail::cat(", which is output 0 of ", producer_, ",") : std::string();
+    throw AutogradError(detail::cat(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: ",
+        tensor_meta_str(t_), which, " is at version ", t_.version(), "; expected version ", version_,
+        " instead. Hint: the backward of an op reads a tensor you changed in place afterwards; use an "
+        "out-of-place op (x = x + y instead of x.add_(y)) or .clone() it first."));
+  }
+  return t_;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+bool any_requires_grad(const InputRef* inputs, std::size_t n) {
+  if (!GradMode::is_enabled()) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (inputs[i].get().requires_grad()) return true;
+  return false;
+}
+
+Variable detail::attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n,
+                             std::shared_ptr<Node> node) {
+  node->name = name;
+  node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
+  node->next.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Variable& in = inputs[i].get();
+    if (!in.requires_grad()) continue;
+    Edge& e = node->next[i];
+    if (in.grad_fn()) e.fn = in.grad_fn();
+    else e.leaf = in.impl();
+    e.shape = in.shape();
+  }
+  node->out_shape = out.shape();
+  node->out_dtype = out.dtype();
+  node->out_device = out.device();
+  auto impl = std::make_shared<VariableImpl>();
+  impl->data = std::move(out);
+  impl->requires_grad = true;
+  impl->grad_fn = std::move(node);
+  return Variable(std::move(impl));
+}
+
+Variable mark_view(Variable out, const Variable& base) {
+  if (out.impl() && (base.requires_grad() || (base.impl() && base.impl()->is_view))) out.impl()->is_view = true;
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,68 @@
+// nn/init.cpp: torch.nn.init formulas. Values are drawn on the CPU stream's counters and copied
+// into the parameter in place (its handle, device and dtype stay), under NoGradGuard.
+#include "tensorgrad/nn/init.h"
+
+#include <cmath>
+
+#include "tensorgrad/engine/philox.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+namespace nn {
+namespace init {
+
+namespace {
+Variable& fill_random(Variable& v, philox::Kind kind, double a, double b) {
+  TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
+  prim::check_floating("init", v.data());
+  NoGradGuard no_grad;
+  prim::copy_(v.data(), prim::random(kind, v.shape(), a, b, v.dtype(), v.device()));
+  return v;
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v) {
+  TG_CHECK(v.dim() >= 2, ShapeError, "init: fan in and fan out can not be computed for a tensor with fewer than 2 ",
+           "dimensions (shape ", shape_str(v.shape()), ")");
+  int64_t receptive = 1;
+  for (int64_t d = 2; d < v.dim(); ++d) receptive *= v.shape()[d];
+  return {v.shape()[1] * receptive, v.shape()[0] * receptive};
+}
+
+Variable& uniform_(Variable& v, double a, double b) { return fill_random(v, philox::Kind::Uniform, a, b); }
+Variable& normal_(Variable& v, double mean, double std) { return fill_random(v, philox::Kind::Normal, mean, std); }
+
+Variable& constant_(Variable& v, double value) {
+  TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
+  NoGradGuard no_grad;
+  prim::fill_(v.data(), value);
+  return v;
+}
+Variable& zeros_(Variable& v) { return constant_(v, 0); }
+Variable& ones_(Variable& v) { return constant_(v, 1); }
+
+Variable& kaiming_uniform_(Variable& v, double a) {
+  const double gain = std::sqrt(2.0 / (1 + a * a));
+  const double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in_and_out(v).first));
+  return uniform_(v, -bound, bound);
+}
+
+Variable& kaiming_normal_(Variable& v, double a) {
+  const double gain = std::sqrt(2.0 / (1 + a * a));
+  return normal_(v, 0, gain / std::sqrt(static_cast<double>(fan_in_and_out(v).first)));
+}
+
+Variable& xavier_uniform_(Variable& v, double gain) {
+  const auto [in, out] = fan_in_and_out(v);
+  const double bound = gain * std::sqrt(6.0 / static_cast<double>(in + out));
+  return uniform_(v, -bound, bound);
+}
+
+Variable& xavier_normal_(Variable& v, double gain) {
+  const auto [in, out] = fan_in_and_out(v);
+  return normal_(v, 0, gain * std::sqrt(2.0 / static_cast<double>(in + out)));
+}
+
+}  // namespace init
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,29 @@
+// nn/init.h: in-place parameter initialisers with PyTorch's names and formulas (torch.nn.init).
+// Each fills an existing Variable without recording a graph; random ones draw from the Philox stream.
+#pragma once
+#include "tensorgrad/engine/variable.h"
+
+namespace tg {
+namespace nn {
+namespace init {
+
+/// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (2-D: (out, in)).
+std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v);
+
+Variable& uniform_(Variable& v, double a = 0, double b = 1);
+Variable& normal_(Variable& v, double mean = 0, double std = 1);
+Variable& constant_(Variable& v, double value);
+Variable& zeros_(Variable& v);
+Variable& ones_(Variable& v);
+/// U(-bound, bound), bound = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)) (leaky_relu gain).
+Variable& kaiming_uniform_(Variable& v, double a = 0);
+/// N(0, std), std = gain / sqrt(fan_in), as kaiming_normal_ with nonlinearity leaky_relu(a).
+Variable& kaiming_normal_(Variable& v, double a = 0);
+/// U(-bound, bound), bound = gain * sqrt(6 / (fan_in + fan_out)).
+Variable& xavier_uniform_(Variable& v, double gain = 1);
+/// N(0, std), std = gain * sqrt(2 / (fan_in + fan_out)).
+Variable& xavier_normal_(Variable& v, double gain = 1);
+
+}  // namespace init
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,53 @@
+// nn/layers.cpp: layer constructors (PyTorch's default init) and Sequential::forward.
+#include "tensorgrad/nn/layers.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/nn/init.h"
+
+namespace tg {
+namespace nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
+    : in_features_(in_features), out_features_(out_features) {
+  TG_CHECK(in_features > 0 && out_features > 0, ShapeError, "Linear: in_features and out_features must be positive, got ",
+           in_features, " and ", out_features);
+  // PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)) gives U(+-1/sqrt(in)) for the weight.
+  weight = Variable(prim::empty({out_features, in_features}));
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  register_parameter("weight", weight);
+  if (with_bias) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    bias = Variable(prim::empty({out_features}));
+    init::uniform_(bias, -bound, bound);
+    register_parameter("bias", bias);
+  }
+}
+
+std::string Linear::name() const {
+  std::ostringstream os;
+  os << "Linear(in_features=" << in_features_ << ", out_features=" << out_features_
+     << ", bias=" << (bias.defined() ? "true" : "false") << ")";
+  return os.str();
+}
+
+Dropout::Dropout(double p) : p_(p) {
+  TG_CHECK(p >= 0 && p <= 1, Error, "Dropout: probability has to be between 0 and 1, but got ", p);
+}
+
+std::string Dropout::name() const {
+  std::ostringstream os;
+  os << "Dropout(p=" << p_ << ")";
+  return os.str();
+}
+
+Variable Sequential::forward(const Variable& x) {
+  Variable y = x;
+  for (auto& m : owned_) y = m->forward(y);
+  return y;
+}
+
+}  // namespace nn
+}  // namespace tg

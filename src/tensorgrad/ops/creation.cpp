@@ -1,0 +1,64 @@
+// ops/creation.cpp: factory functions. Random ones draw from the one Philox stream (engine/prim.cpp),
+// so the same manual_seed gives the same values on every device.
+#include "tensorgrad/ops/creation.h"
+
+#include "tensorgrad/engine/philox.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+
+namespace {
+Variable leaf(Tensor t, const TensorOptions& o) { return Variable(std::move(t), o.requires_grad()); }
+}  // namespace
+
+void manual_seed(uint64_t seed) { prim::manual_seed(seed); }
+
+Variable empty(const Shape& shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
+Variable zeros(const Shape& shape, const TensorOptions& o) { return full(shape, 0.0, o); }
+Variable ones(const Shape& shape, const TensorOptions& o) { return full(shape, 1.0, o); }
+Variable full(const Shape& shape, double value, const TensorOptions& o) {
+  return leaf(prim::full(shape, value, o.dtype(), o.device()), o);
+}
+Variable arange(int64_t n, const TensorOptions& o) { return leaf(prim::arange(n, o.dtype(), o.device()), o); }
+Variable eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dtype(), o.device()), o); }
+
+Variable rand(const Shape& shape, const TensorOptions& o) {
+  TG_CHECK(is_floating(o.dtype()), DTypeError, "rand: expected a floating point dtype, got ", dtype_name(o.dtype()));
+  return leaf(prim::random(philox::Kind::Uniform, shape, 0.0, 1.0, o.dtype(), o.device()), o);
+}
+
+Variable randn(const Shape& shape, const TensorOptions& o) {
+  TG_CHECK(is_floating(o.dtype()), DTypeError, "randn: expected a floating point dtype, got ", dtype_name(o.dtype()));
+  return leaf(prim::random(philox::Kind::Normal, shape, 0.0, 1.0, o.dtype(), o.device()), o);
+}
+
+Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
+  TG_CHECK(low < high, Error, "randint: expected low < high, but got low=", low, " and high=", high);
+  const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
+  return leaf(prim::random(philox::Kind::Integer, shape, double(low), double(high), dtype, o.device()), o);
+}
+
+template <class T>
+Variable from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& o) {
+  constexpr DType own = std::is_same<T, float>::value ? kFloat32 : std::is_same<T, double>::value ? kFloat64 : kInt64;
+  TG_CHECK(checked_numel(shape, "from_vector") == static_cast<int64_t>(values.size()), ShapeError, "from_vector: ",
+           values.size(), " values cannot fill shape ", shape_str(shape));
+  Tensor t = prim::from_host(values.data(), shape, own, o.device());
+  if (o.has_dtype()) t = t.to(o.dtype());
+  return leaf(t, o);
+}
+template Variable from_vector<float>(const std::vector<float>&, const Shape&, const TensorOptions&);
+template Variable from_vector<double>(const std::vector<double>&, const Shape&, const TensorOptions&);
+template Variable from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, const TensorOptions&);
+
+namespace {
+TensorOptions like(const Variable& x) { return TensorOptions().dtype(x.dtype()).device(x.device()); }
+}  // namespace
+
+Variable zeros_like(const Variable& x) { return zeros(x.shape(), like(x)); }
+Variable ones_like(const Variable& x) { return ones(x.shape(), like(x)); }
+Variable full_like(const Variable& x, double value) { return full(x.shape(), value, like(x)); }
+Variable rand_like(const Variable& x) { return rand(x.shape(), like(x)); }
+Variable randn_like(const Variable& x) { return randn(x.shape(), like(x)); }
+
+}  // namespace tg

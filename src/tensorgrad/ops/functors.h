@@ -1,0 +1,176 @@
+// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
+// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
+// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
+// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "tensorgrad/engine/macros.h"
+
+namespace tg {
+
+/// Scalar parameters of a unary op (pow's exponent, clamp's bounds); most ops ignore them.
+struct UnaryArgs {
+  double a = 0, b = 0;
+};
+
+namespace fn {
+using std::abs;
+using std::log;
+using std::pow;
+using std::sqrt;
+using std::tanh;
+
+/// Note [Vectorizable exp]: std::exp is a libm call per element, which no compiler vectorizes, and
+/// made exp(x) on 16M floats 4x slower than a copy. On the CPU, float exp is this branch-free
+/// version instead (Cephes' polynomial for e^r on [-ln2/2, ln2/2], r = x - n ln2, scaled by 2^n
+/// in two steps so that results near overflow and subnormal results come out right): within 1 ulp
+/// of the correctly rounded value (tests/test_ops.cpp sweeps it), NaN in gives NaN out, and a loop
+/// over it vectorizes (engine/cpu_backend.cpp compiles those loops for AVX2 and AVX-512 too).
+/// Double stays with libm: it is the reference dtype. The GPU uses its own expf.
+TG_HD float exp(float x) {
+#ifdef __CUDA_ARCH__
+  return ::expf(x);
+#else
+  auto to_bits = [](float f) { int32_t i; std::memcpy(&i, &f, sizeof i); return i; };
+  auto from_bits = [](int32_t i) { float f; std::memcpy(&f, &i, sizeof f); return f; };
+  float xc = x < -104.0f ? -104.0f : x;   // e^-104 rounds to 0, e^88.8 to inf; NaN passes both
+  xc = xc > 88.8f ? 88.8f : xc;
+  const float t = xc * 1.44269504088896341f + 12582912.0f;   // + 1.5 * 2^23: round(x log2 e) lands in
+  const float nf = t - 12582912.0f;                         // the low mantissa bits of t
+  const int32_t n = to_bits(t) - 0x4B400000;
+  const float r = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;   // x - n ln2, ln2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;                                  // e^r
+  const int32_t n1 = n >> 1, n2 = n - n1;                    // 2^n = 2^n1 2^n2, each a normal float
+  return p * from_bits(int32_t(uint32_t(n1 + 127) << 23)) * from_bits(int32_t(uint32_t(n2 + 127) << 23));
+#endif
+}
+TG_HD double exp(double x) { return std::exp(x); }
+
+// forward(x, p) = y;  backward(x, y, dy, p) = dL/dx given y = forward(x) and dy = dL/dy.
+// uses_x / uses_y say which of x and y backward reads, so that an op saves only those.
+// NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
+struct Relu {
+  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return x < T(0) ? T(0) : x; }   // NaN stays NaN
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return x > T(0) ? dy : T(0); }
+};
+struct Sigmoid {
+  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(1) / (T(1) + exp(-x)); }
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y * (T(1) - y); }  // s(1-s)
+};
+struct Tanh {
+  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return tanh(x); }
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * (T(1) - y * y); }  // 1 - tanh^2
+};
+struct Exp {
+  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return exp(x); }
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y; }              // e^x
+};
+struct Log {
+  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return log(x); }
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return dy / x; }             // 1/x
+};
+struct Neg {
+  static constexpr bool uses_x = false, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return -x; }
+  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs) { return -dy; }                  // -1
+};
+struct Sqrt {
+  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return sqrt(x); }
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy / (T(2) * y); }     // 1/(2 sqrt x)
+};
+struct Abs {
+  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return abs(x); }
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // sign(x)
+    return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
+  }
+};
+struct PowScalar {   // x^a
+  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) { return pow(x, T(p.a)); }
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // a x^(a-1)
+    return p.a == 0 ? T(0) : dy * T(p.a) * pow(x, T(p.a - 1));
+  }
+};
+struct Clamp {       // min(max(x, a), b)
+  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) {
+    return x < T(p.a) ? T(p.a) : (x > T(p.b) ? T(p.b) : x);                                         // NaN stays NaN
+  }
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // 1 inside
+    return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
+  }
+};
+}  // namespace fn
+
+#define TG_UNARY_OPS(X) \
+  X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp)
+
+enum class UnaryOp : uint8_t {
+#define TG_ENUM(Name) Name,
+  TG_UNARY_OPS(TG_ENUM)
+#undef TG_ENUM
+};
+
+/// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
+template <class Visitor>
+TG_HD void visit(UnaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CASE(Name) \
+  case UnaryOp::Name: visitor(fn::Name{}); return;
+    TG_UNARY_OPS(TG_CASE)
+#undef TG_CASE
+  }
+}
+
+namespace fn {
+// Binary forward math. Comparisons give 1 or 0 in the operands' dtype (tensorgrad has no bool dtype).
+struct Add { template <class T> TG_HD static T apply(T a, T b) { return a + b; } };
+struct Sub { template <class T> TG_HD static T apply(T a, T b) { return a - b; } };
+struct Mul { template <class T> TG_HD static T apply(T a, T b) { return a * b; } };
+struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; } };
+struct Pow { template <class T> TG_HD static T apply(T a, T b) { return T(pow(a, b)); } };
+struct Eq { template <class T> TG_HD static T apply(T a, T b) { return a == b ? T(1) : T(0); } };
+struct Ne { template <class T> TG_HD static T apply(T a, T b) { return a != b ? T(1) : T(0); } };
+struct Gt { template <class T> TG_HD static T apply(T a, T b) { return a > b ? T(1) : T(0); } };
+struct Lt { template <class T> TG_HD static T apply(T a, T b) { return a < b ? T(1) : T(0); } };
+struct Ge { template <class T> TG_HD static T apply(T a, T b) { return a >= b ? T(1) : T(0); } };
+struct Le { template <class T> TG_HD static T apply(T a, T b) { return a <= b ? T(1) : T(0); } };
+}  // namespace fn
+
+#define TG_BINARY_OPS(X) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Eq) X(Ne) X(Gt) X(Lt) X(Ge) X(Le)
+
+enum class BinaryOp : uint8_t {
+#define TG_ENUM(Name) Name,
+  TG_BINARY_OPS(TG_ENUM)
+#undef TG_ENUM
+};
+
+template <class Visitor>
+TG_HD void visit(BinaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CASE(Name) \
+  case BinaryOp::Name: visitor(fn::Name{}); return;
+    TG_BINARY_OPS(TG_CASE)
+#undef TG_CASE
+  }
+}
+
+enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin };
+
+}  // namespace tg

@@ -1,0 +1,49 @@
+// ops/linalg.cpp: matmul and the fused linear layer op. Forward and backward through prim::matmul,
+// which hands transposed views to the BLAS as flags (no copies). Kernels: Backend::gemm.
+// Shapes: N = rows (batch), I = in_features, O = out_features.
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+// a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
+Variable matmul(const Variable& a, const Variable& b) {
+  Tensor out = prim::matmul(a.data(), b.data());
+  const bool grad_mode = GradMode::is_enabled();
+  SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
+  SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
+  return record("matmul", out, {a, b}, [a_saved, b_saved](const Tensor& grad, Grads& g) {
+    if (g.need(0)) g.set(0, prim::matmul(grad, b_saved.get().transpose(-1, -2)));   // da = grad . b^T
+    if (g.need(1)) g.set(1, prim::matmul(a_saved.get().transpose(-1, -2), grad));   // db = a^T . grad (summed over a broadcast batch)
+  });
+}
+
+// y (N, O) = x (N, I) . weight (O, I)^T + bias (O); x of higher rank is flattened to (N, I) and back.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  TG_CHECK(x.dim() >= 1 && weight.dim() == 2, ShapeError, "linear: expected input (..., in_features) and weight ",
+           "(out_features, in_features), got ", shape_str(x.shape()), " and ", shape_str(weight.shape()));
+  const int64_t I = x.shape().back(), O = weight.shape()[0];
+  TG_CHECK(weight.shape()[1] == I, ShapeError, "linear: mat1 and mat2 shapes cannot be multiplied (",
+           shape_x({x.numel() / std::max<int64_t>(I, 1), I}), " and ", shape_x({weight.shape()[1], O}), ")");
+  TG_CHECK(!bias.defined() || bias.shape() == Shape{O}, ShapeError, "linear: expected bias of shape [", O,
+           "], got ", bias.defined() ? shape_str(bias.shape()) : "undefined");
+  const Shape in_shape = x.shape();
+  Shape out_shape = in_shape;
+  out_shape.back() = O;
+  const Tensor x2 = x.data().reshape({-1, I});
+  Tensor y = prim::matmul(x2, weight.data().transpose(0, 1));
+  if (bias.defined()) prim::binary_(BinaryOp::Add, y, bias.data(), "linear");   // row-broadcast bias, in place
+  const bool grad_mode = GradMode::is_enabled();
+  SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(x) : SavedTensor();
+  SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O](const Tensor& grad, Grads& g) {
+    const Tensor g2 = grad.reshape({-1, O});
+    if (g.need(0)) g.set(0, prim::matmul(g2, w_saved.get()).view(in_shape));                   // dx = grad . W   (N, I)
+    if (g.need(1)) g.set(1, prim::matmul(g2.transpose(0, 1), x_saved.get().reshape({-1, I})));  // dW = grad^T . x (O, I)
+    if (g.size() > 2 && g.need(2)) g.set(2, prim::sum_to(g2, {O}));                            // db = sum_n grad (O)
+  });
+}
+
+}  // namespace tg

@@ -1,0 +1,74 @@
+// ops/nn.cpp: softmax, log_softmax, the fused softmax-cross-entropy loss, mse_loss and dropout.
+// Kernels: Backend::softmax / cross_entropy (one pass per row). Modules wrapping these: nn/.
+#include "tensorgrad/engine/philox.h"
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+namespace {
+Variable softmax_impl(const Variable& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  Tensor y = prim::softmax(x.data(), dim, log);
+  dim = wrap_dim(dim, x.dim(), name);
+  SavedTensor y_saved = any_requires_grad({x}) ? SavedTensor(y, name) : SavedTensor();
+  return record(name, y, {x}, [y_saved, dim, log](const Tensor& grad, Grads& g) {
+    // softmax: dx = y (grad - sum(grad y));  log_softmax: dx = grad - exp(y) sum(grad)
+    g.set(0, prim::softmax_backward(y_saved.get(), grad, dim, log));
+  });
+}
+}  // namespace
+
+Variable softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Variable log_softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+// logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum. Rows whose target is
+// ignore_index count for nothing (the mean divides by the rows that are not ignored, as in PyTorch).
+Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction, int64_t ignore_index,
+                       double label_smoothing) {
+  TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
+  const CrossEntropyArgs args{ignore_index, label_smoothing};
+  Tensor lse;
+  const Tensor rows = prim::cross_entropy(logits.data(), target.data(), args, &lse);   // per-row loss
+  Tensor out = rows, count;
+  if (reduction != Reduction::None) out = prim::sum(rows);
+  if (reduction == Reduction::Mean) {
+    // count = number of rows not ignored, kept on the device (no sync); N = 0 or all ignored gives NaN
+    const Tensor kept = prim::binary(BinaryOp::Ne, target.data(), prim::scalar_like(double(ignore_index), target.data()), "cross_entropy");
+    count = prim::sum(kept).to(out.dtype());
+    out = prim::div(out, count);
+  }
+  const bool need = any_requires_grad({logits});
+  SavedTensor x_saved = need ? SavedTensor(logits) : SavedTensor();
+  SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse, count, args](const Tensor& grad, Grads& g) {
+    // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss, dloss = grad per row (/ count for the mean)
+    const Tensor dloss = count.defined() ? prim::div(grad, count) : grad;
+    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse, dloss));
+  });
+}
+
+Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction) {
+  TG_CHECK(input.shape() == target.shape(), ShapeError, "mse_loss: input of shape ", shape_str(input.shape()),
+           " and target of shape ", shape_str(target.shape()), " must have the same shape");
+  const Variable d = sub(input, target);   // composite: the gradient comes from sub, mul and the reduction
+  const Variable sq = mul(d, d);
+  if (reduction == Reduction::None) return sq;
+  return reduction == Reduction::Sum ? sum(sq) : mean(sq);
+}
+
+Variable dropout(const Variable& x, double p, bool training) {
+  TG_CHECK(p >= 0 && p <= 1, Error, "dropout: probability has to be between 0 and 1, but got ", p);
+  if (!training || p == 0) return x;
+  prim::check_floating("dropout", x.data());
+  // mask = [u >= p] / (1 - p), drawn from the global Philox stream (manual_seed makes it repeatable)
+  const Tensor u = prim::random(philox::Kind::Uniform, x.shape(), 0.0, 1.0, x.dtype(), x.device());
+  Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout");
+  if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
+  Tensor out = prim::mul(x.data(), mask);
+  return record("dropout", out, {x}, [mask](const Tensor& grad, Grads& g) {
+    g.set(0, prim::mul(grad, mask));                                     // d(x * mask)/dx = mask
+  });
+}
+
+}  // namespace tg

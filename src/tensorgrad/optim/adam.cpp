@@ -1,0 +1,112 @@
+// optim/adam.cpp: Adam/AdamW steps. Every parameter is validated before any is updated, so a step
+// completes for all parameters or changes none. Kernel: Backend::adam_step.
+#include "tensorgrad/optim/adam.h"
+
+#include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+namespace optim {
+
+Adam::Adam(std::vector<Variable> params, AdamOptions options)
+    : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
+    : Optimizer(std::move(groups), options.lr_), options_(options), decoupled_(decoupled) {
+  const AdamOptions& o = options_;
+  TG_CHECK(o.eps_ >= 0, Error, "Adam: invalid epsilon ", o.eps_);
+  TG_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1, Error, "Adam: invalid betas (", o.beta1_,
+           ", ", o.beta2_, "): each must be in [0, 1)");
+  TG_CHECK(o.weight_decay_ >= 0, Error, "Adam: invalid weight_decay ", o.weight_decay_);
+  state_.resize(params_.size());
+}
+
+void Adam::step() {
+  check_grads("Adam");   // a step updates all parameters or none
+  NoGradGuard no_grad;
+  const AdamOptions& o = options_;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Variable& p = params_[i];
+    const Variable g = p.grad();
+    if (!g.defined()) continue;   // not reached by this backward
+    State& s = state_[i];
+    if (!s.exp_avg.defined()) {
+      s.exp_avg = prim::full(p.shape(), 0.0, p.dtype(), p.device());
+      s.exp_avg_sq = prim::full(p.shape(), 0.0, p.dtype(), p.device());
+      if (o.amsgrad_) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, p.dtype(), p.device());
+    } else if (s.exp_avg.device() != p.device() || s.exp_avg.dtype() != p.dtype()) {   // the module moved
+      s.exp_avg = s.exp_avg.to(p.device()).to(p.dtype());
+      s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(p.dtype());
+      if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(p.dtype());
+    }
+    ++s.step;
+    backend_for(p.device())
+        .adam_step(p.data(), g.data().contiguous(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i), o.beta1_,
+                   o.beta2_, o.eps_, o.weight_decay_, decoupled_, s.step);
+    p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> Adam::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const State& s = state_[i];
+    if (!s.exp_avg.defined()) continue;
+    const std::string k = std::to_string(i);
+    out.emplace_back("exp_avg." + k, s.exp_avg);
+    out.emplace_back("exp_avg_sq." + k, s.exp_avg_sq);
+    if (s.max_exp_avg_sq.defined()) out.emplace_back("max_exp_avg_sq." + k, s.max_exp_avg_sq);
+    out.emplace_back("step." + k, prim::full({}, static_cast<double>(s.step), kInt64));
+  }
+  return out;
+}
+
+void Adam::set_state(const std::vector<std::pair<std::string, Tensor>>& entries) {
+  // Validate every entry and that each parameter's entries are complete, then copy, then swap.
+  std::vector<State> next(params_.size());
+  std::vector<bool> has_step(params_.size(), false);
+  for (const auto& [name, t] : entries) {
+    const std::string prefix = name.substr(0, name.find('.'));
+    const std::size_t i = state_index(name, prefix, "Adam::set_state");
+    State& s = next[i];
+    if (prefix == "step") {
+      TG_CHECK(t.defined() && t.dtype() == kInt64 && t.numel() == 1, Error, "Adam::set_state: \"", name,
+               "\" must be a one-element int64 tensor");
+      TG_CHECK(!has_step[i], Error, "Adam::set_state: duplicate entry \"", name, "\"");
+      s.step = static_cast<int64_t>(t.item());
+      TG_CHECK(s.step >= 1, Error, "Adam::set_state: \"", name, "\" must be at least 1, got ", s.step);
+      has_step[i] = true;
+      continue;
+    }
+    Tensor* slot = prefix == "exp_avg" ? &s.exp_avg
+                 : prefix == "exp_avg_sq" ? &s.exp_avg_sq
+                 : prefix == "max_exp_avg_sq" ? &s.max_exp_avg_sq : nullptr;
+    TG_CHECK(slot != nullptr, Error, "Adam::set_state: unexpected entry \"", name, "\"");
+    TG_CHECK(!slot->defined(), Error, "Adam::set_state: duplicate entry \"", name, "\"");
+    check_state_entry(name, t, i, "Adam::set_state");
+    *slot = t;
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    State& s = next[i];
+    const bool any = s.exp_avg.defined() || s.exp_avg_sq.defined() || s.max_exp_avg_sq.defined() || has_step[i];
+    if (!any) continue;
+    TG_CHECK(s.exp_avg.defined() && s.exp_avg_sq.defined() && has_step[i] &&
+                 s.max_exp_avg_sq.defined() == options_.amsgrad_,
+             Error, "Adam::set_state: the state of parameter ", i, " is incomplete (needs exp_avg, exp_avg_sq, step",
+             options_.amsgrad_ ? " and max_exp_avg_sq with amsgrad" : " and no max_exp_avg_sq without amsgrad", ")");
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    State& s = next[i];
+    if (!s.exp_avg.defined()) continue;
+    const Device d = params_[i].device();
+    s.exp_avg = private_copy(s.exp_avg, d);
+    s.exp_avg_sq = private_copy(s.exp_avg_sq, d);
+    if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = private_copy(s.max_exp_avg_sq, d);
+  }
+  state_ = std::move(next);
+}
+
+}  // namespace optim
+}  // namespace tg

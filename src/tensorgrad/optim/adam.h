@@ -1,0 +1,58 @@
+// optim/adam.h: Adam and AdamW with PyTorch's formulas (bias correction, optional amsgrad). Each
+// update is one fused Backend::adam_step per parameter. The base class is in optim/optimizer.h.
+#pragma once
+#include <vector>
+
+#include "tensorgrad/optim/optimizer.h"
+
+namespace tg {
+namespace optim {
+
+struct AdamOptions {
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}   // NOLINT: Adam(params, 1e-3) reads naturally
+  AdamOptions& betas(double b1, double b2) { beta1_ = b1; beta2_ = b2; return *this; }
+  AdamOptions& eps(double e) { eps_ = e; return *this; }
+  AdamOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  AdamOptions& amsgrad(bool a = true) { amsgrad_ = a; return *this; }
+  double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
+  bool amsgrad_ = false;
+};
+
+/// torch.optim.Adam: g += wd w; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+/// w -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps)   (v -> max(v) over steps with amsgrad).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Variable> params, AdamOptions options = {});
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  void step() override;
+  const AdamOptions& options() const { return options_; }
+  /// exp_avg.<i>, exp_avg_sq.<i>, max_exp_avg_sq.<i> (amsgrad) and step.<i> (0-d int64) per parameter.
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+
+ protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+
+ private:
+  void on_params_added() override { state_.resize(params_.size()); }
+  struct State {
+    int64_t step = 0;
+    Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+  };
+  AdamOptions options_;
+  bool decoupled_;
+  std::vector<State> state_;
+};
+
+/// torch.optim.AdamW: Adam with decoupled weight decay, w *= 1 - lr wd before the update.
+/// Default weight_decay 1e-2 as in PyTorch.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Variable> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
+      : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, /*decoupled=*/true) {}
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options = AdamOptions().weight_decay(1e-2))
+      : Adam(std::move(groups), options, /*decoupled=*/true) {}
+};
+
+}  // namespace optim
+}  // namespace tg

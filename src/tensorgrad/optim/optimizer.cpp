@@ -1,0 +1,168 @@
+// optim/optimizer.cpp: Optimizer::zero_grad and SGD::step. Validation of every parameter happens
+// before any is updated, so a step either completes for all parameters or changes none.
+#include "tensorgrad/optim/optimizer.h"
+
+#include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+namespace optim {
+
+Optimizer::Optimizer(std::vector<Variable> params, double lr)
+    : Optimizer(std::vector<ParamGroup>{ParamGroup{std::move(params), lr}}, lr) {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr) : default_lr_(default_lr) {
+  TG_CHECK(default_lr >= 0, Error, "optimizer: invalid learning rate ", default_lr);
+  for (ParamGroup& g : groups) add_param_group(std::move(g));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  const double lr = group.lr.value_or(default_lr_);
+  TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr, " for parameter group ", group_lr_.size());
+  for (std::size_t i = 0; i < group.params.size(); ++i) {
+    const Variable& p = group.params[i];
+    TG_CHECK(p.defined() && p.is_leaf(), Error, "optimizer: parameter ", i, " of group ", group_lr_.size(),
+             " must be a defined leaf Variable");
+    for (const Variable& q : params_)
+      TG_CHECK(q.impl() != p.impl(), Error, "optimizer: some parameters appear in more than one parameter group");
+  }
+  for (Variable& p : group.params) {
+    params_.push_back(std::move(p));
+    group_of_.push_back(group_lr_.size());
+  }
+  group_lr_.push_back(lr);
+  on_params_added();
+}
+
+double Optimizer::lr(std::size_t group) const {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  return group_lr_[group];
+}
+
+void Optimizer::set_lr(double lr) {
+  for (std::size_t g = 0; g < group_lr_.size(); ++g) set_lr(g, lr);
+}
+
+void Optimizer::set_lr(std::size_t group, double lr) {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr);
+  group_lr_[group] = lr;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (Variable& p : params_) {
+    if (set_to_none) {
+      p.zero_grad();
+    } else if (p.grad().defined()) {
+      NoGradGuard no_grad;
+      prim::fill_(p.grad().data(), 0.0);
+    }
+  }
+}
+
+SGD::SGD(std::vector<Variable> params, SGDOptions options)
+    : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(std::move(groups), options.lr_), options_(options) {
+  TG_CHECK(options.momentum_ >= 0, Error, "SGD: invalid momentum ", options.momentum_);
+  TG_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0), Error,
+           "SGD: Nesterov momentum requires a momentum and zero dampening");
+  velocity_.resize(params_.size());
+}
+
+void Optimizer::check_grads(const char* who) const {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Variable& p = params_[i];
+    const Variable g = p.grad();
+    if (!g.defined()) continue;
+    TG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), Error, who, ": parameter ",
+             i, " ", tensor_meta_str(p.data()), " on ", p.device(), " has a gradient ", tensor_meta_str(g.data()),
+             " on ", g.device(), " that does not match it");
+    TG_CHECK(p.data().is_contiguous(), Error, who, ": parameter ", i, " must be contiguous");
+  }
+}
+
+void SGD::step() {
+  check_grads("SGD");   // a step updates all parameters or none
+  NoGradGuard no_grad;
+  const SGDOptions& o = options_;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Variable& p = params_[i];
+    const Variable g = p.grad();
+    if (!g.defined()) continue;   // not reached by this backward
+    bool first = false;
+    if (o.momentum_ != 0 && !velocity_[i].defined()) {
+      velocity_[i] = prim::empty(p.shape(), p.dtype(), p.device());   // set by the first step: v = d
+      first = true;
+    } else if (velocity_[i].defined() && (velocity_[i].device() != p.device() || velocity_[i].dtype() != p.dtype())) {
+      velocity_[i] = velocity_[i].to(p.device()).to(p.dtype());       // the module moved: keep the momentum
+    }
+    backend_for(p.device())
+        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? velocity_[i] : Tensor(), lr_of(i), o.momentum_,
+                  o.dampening_, o.weight_decay_, o.nesterov_, first);
+    p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
+  }
+}
+
+// The base throws rather than returning nothing, so that an optimizer whose state was never wired
+// up cannot write a checkpoint that silently drops it.
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
+  throw Error("state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
+}
+
+void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>&) {
+  throw Error("set_state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
+}
+
+std::vector<std::pair<std::string, Tensor>> SGD::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < velocity_.size(); ++i)
+    if (velocity_[i].defined()) out.emplace_back("velocity." + std::to_string(i), velocity_[i]);
+  return out;
+}
+
+void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  // Validate every entry, then make private copies on each parameter's device, then swap: a
+  // failure leaves the old state in place.
+  std::vector<Tensor> next(params_.size());
+  for (const auto& [name, t] : state) {
+    const std::size_t i = state_index(name, "velocity", "SGD::set_state");
+    TG_CHECK(!next[i].defined(), Error, "SGD::set_state: duplicate entry \"", name, "\"");
+    check_state_entry(name, t, i, "SGD::set_state");
+    next[i] = t;
+  }
+  for (std::size_t i = 0; i < next.size(); ++i)
+    if (next[i].defined()) next[i] = private_copy(next[i], params_[i].device());
+  velocity_ = std::move(next);
+}
+
+std::size_t Optimizer::state_index(const std::string& name, const std::string& prefix, const char* who) const {
+  const std::string head = prefix + ".";
+  const std::string digits = name.rfind(head, 0) == 0 ? name.substr(head.size()) : std::string();
+  bool ok = !digits.empty() && digits.size() <= 9 && (digits == "0" || digits[0] != '0') &&
+            digits.find_first_not_of("0123456789") == std::string::npos;
+  const std::size_t i = ok ? std::size_t(std::stoul(digits)) : 0;
+  TG_CHECK(ok && i < params_.size(), Error, who, ": unexpected entry \"", name, "\" (expected ", prefix,
+           ".<i> for 0 <= i < ", params_.size(), ")");
+  return i;
+}
+
+void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const {
+  const Tensor& like = params_[i].data();
+  TG_CHECK(t.defined(), Error, who, ": entry \"", name, "\" is undefined");
+  TG_CHECK(t.shape() == like.shape(), ShapeError, who, ": \"", name, "\" has shape ", shape_str(t.shape()),
+           " but parameter ", i, " has shape ", shape_str(like.shape()));
+  TG_CHECK(t.dtype() == like.dtype(), DTypeError, who, ": \"", name, "\" is ", dtype_name(t.dtype()),
+           " but parameter ", i, " is ", dtype_name(like.dtype()));
+}
+
+Tensor Optimizer::private_copy(const Tensor& t, Device device) {
+  const Tensor moved = t.to(device);
+  return moved.storage() == t.storage() ? moved.clone() : moved.contiguous();   // never alias the caller's
+}
+
+}  // namespace optim
+}  // namespace tg

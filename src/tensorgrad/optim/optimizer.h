@@ -1,0 +1,95 @@
+// optim/optimizer.h: Optimizer base (parameter groups with their own learning rate, zero_grad, step,
+// checkpoint state) and SGD with PyTorch's update formulas. Each update is one fused
+// Backend::sgd_step per parameter (engine/cpu_backend.cpp). Adam/AdamW: optim/adam.h.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensorgrad/engine/variable.h"
+
+namespace tg {
+namespace optim {
+
+/// Parameters that share a learning rate (PyTorch's param_groups); no lr: the optimizer's default.
+struct ParamGroup {
+  std::vector<Variable> params;
+  std::optional<double> lr;
+};
+
+class Optimizer {
+ public:
+  /// One group holding every parameter, at learning rate lr.
+  Optimizer(std::vector<Variable> params, double lr);
+  /// Groups in order; a group without lr uses default_lr.
+  Optimizer(std::vector<ParamGroup> groups, double default_lr);
+  virtual ~Optimizer() = default;
+  /// set_to_none (default, as PyTorch 2): grads become undefined; else they are filled with zeros.
+  void zero_grad(bool set_to_none = true);
+  virtual void step() = 0;
+  /// Adds a group (PyTorch's add_param_group); its state starts empty.
+  void add_param_group(ParamGroup group);
+  std::size_t num_param_groups() const { return group_lr_.size(); }
+  /// Learning rate of a group (what schedulers read and set); set_lr(lr) sets every group.
+  double lr(std::size_t group = 0) const;
+  void set_lr(double lr);
+  void set_lr(std::size_t group, double lr);
+  /// Checkpoint state as named tensors (tg::save/tg::load in nn/serialize.h). state() may alias the
+  /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
+  /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
+  virtual std::vector<std::pair<std::string, Tensor>> state() const;
+  virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
+  /// Every parameter, group after group: the indices used by state() names.
+  const std::vector<Variable>& params() const { return params_; }
+ protected:
+  /// The learning rate of params()[i].
+  double lr_of(std::size_t i) const { return group_lr_[group_of_[i]]; }
+  /// Called after add_param_group appended parameters: grow per-parameter state to params().size().
+  virtual void on_params_added() {}
+  /// Before a step: every gradient matches its parameter (shape, dtype, device); else Error naming who.
+  void check_grads(const char* who) const;
+  /// For set_state: i of "<prefix>.<i>" with 0 <= i < params().size(), else Error naming `who`.
+  std::size_t state_index(const std::string& name, const std::string& prefix, const char* who) const;
+  /// For set_state: t is defined and has parameter i's shape (ShapeError) and dtype (DTypeError).
+  void check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const;
+  /// A copy of t on device that shares nothing with the caller's tensor.
+  static Tensor private_copy(const Tensor& t, Device device);
+
+  std::vector<Variable> params_;
+
+ private:
+  std::vector<std::size_t> group_of_;   // parameter index -> group
+  std::vector<double> group_lr_;
+  double default_lr_;
+};
+
+struct SGDOptions {
+  SGDOptions(double lr) : lr_(lr) {}   // NOLINT: SGD(params, 0.01) reads naturally
+  SGDOptions& momentum(double m) { momentum_ = m; return *this; }
+  SGDOptions& dampening(double d) { dampening_ = d; return *this; }
+  SGDOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  SGDOptions& nesterov(bool n = true) { nesterov_ = n; return *this; }
+  double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;   // lr_: the default for groups without one
+  bool nesterov_ = false;
+};
+
+/// torch.optim.SGD: d = g + wd w; v = momentum v + (1 - dampening) d (v = d at the first step);
+/// d = nesterov ? d + momentum v : v; w -= lr d.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Variable> params, SGDOptions options);
+  SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  void step() override;
+  /// "velocity.<parameter index>" for each momentum buffer that exists (none before the first step).
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  const SGDOptions& options() const { return options_; }
+ private:
+  void on_params_added() override { velocity_.resize(params_.size()); }
+  SGDOptions options_;
+  std::vector<Tensor> velocity_;   // one per parameter once momentum != 0
+};
+
+}  // namespace optim
+}  // namespace tg
