@@ -1,10 +1,15 @@
-// A user's program built against the installed tensorgrad: a gradient through the umbrella header.
+// A user's program built against tensorgrad (installed, pkg-config or add_subdirectory): a gradient
+// through the umbrella header. --info prints tg::cuda::info(); --rss prints the peak resident memory.
 #include <tensorgrad.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
 
-int main() {
+int main(int argc, char** argv) {
   auto w = tg::from_vector(std::vector<float>{1, 2, 3}, {3}, tg::TensorOptions().requires_grad(true));
   auto loss = (w * w).sum();   // d/dw = 2w
   loss.backward();
@@ -12,5 +17,13 @@ int main() {
   const bool ok = std::fabs(g[0] - 2) < 1e-6 && std::fabs(g[1] - 4) < 1e-6 && std::fabs(g[2] - 6) < 1e-6;
   std::printf("consumer: loss %.1f, grad [%.1f, %.1f, %.1f], cuda available: %d -> %s\n", loss.item(), g[0], g[1],
               g[2], int(tg::cuda::is_available()), ok ? "ok" : "WRONG");
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--info") == 0) std::cout << tg::cuda::info() << "\n";
+    if (std::strcmp(argv[i], "--rss") == 0) {   // VmHWM: the peak resident set size, in kB
+      std::ifstream status("/proc/self/status");
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmHWM:", 0) == 0) std::cout << "peak rss kB: " << line.substr(6) << "\n";
+    }
+  }
   return ok ? 0 : 1;
 }

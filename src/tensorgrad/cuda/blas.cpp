@@ -2,10 +2,12 @@
 // read as column-major is its transpose, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the
 // operands swap, the flags stay (EXAMPLES.md E5). Batches use the strided-batched call; a repeated
 // matrix (batch stride 0) is folded into one larger GEMM when it can be, else looped. The handle is
-// the device context's, bound to its stream (cuda/runtime.cu). The CPU twin is in engine/cpu_backend.cpp.
+// the device context's, bound to its stream (cuda/runtime.cu); cuBLAS itself is opened at run time
+// (Note [CUDA at run time], cuda/libraries.cpp). The CPU twin is in engine/cpu_backend.cpp.
 #include <climits>
 
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/libraries.h"
 
 namespace tg {
 namespace cuda {
@@ -27,19 +29,20 @@ void gemm_call(cublasHandle_t h, const GemmArgs& g, int64_t M, int64_t batch, co
   const int m = to_int(g.N, "N"), n = to_int(M, "M"), k = to_int(g.K, "K");
   const int lda = to_int(g.lda, "lda"), ldb = to_int(g.ldb, "ldb"), ldc = to_int(g.ldc, "ldc");
   const cublasOperation_t ta = op_of(g.trans_b), tb = op_of(g.trans_a);
+  const CublasApi& api = cublas();
   if (batch == 1) {
     if constexpr (std::is_same<T, float>::value)
-      TG_CUBLAS_CHECK(cublasSgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
+      TG_CUBLAS_CHECK(api.sgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
     else
-      TG_CUBLAS_CHECK(cublasDgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
+      TG_CUBLAS_CHECK(api.dgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
     return;
   }
   const int count = to_int(batch, "batch");
   if constexpr (std::is_same<T, float>::value)
-    TG_CUBLAS_CHECK(cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
+    TG_CUBLAS_CHECK(api.sgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
                                               ldc, stride_c, count));
   else
-    TG_CUBLAS_CHECK(cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
+    TG_CUBLAS_CHECK(api.dgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
                                               ldc, stride_c, count));
 }
 

@@ -15,6 +15,7 @@
 
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/libraries.h"
 #include "tensorgrad/engine/prim.h"
 
 #ifndef TENSORGRAD_CUDA_ARCHS
@@ -34,8 +35,9 @@ namespace detail {
 }
 
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* what, const char* file, int line) {
-  std::string msg = tg::detail::cat("cuBLAS error ", cublasGetStatusName(status), " (", cublasGetStatusString(status),
-                                    ") in ", what, " at ", file, ":", line);
+  const CublasApi& api = cublas();   // loaded: a status comes from a call through it
+  std::string msg = tg::detail::cat("cuBLAS error ", api.status_name(status), " (", api.status_string(status), ") in ",
+                                    what, " at ", file, ":", line);
   if (status == CUBLAS_STATUS_ALLOC_FAILED) throw OutOfMemoryError(msg);
   throw CudaError(msg);
 }
@@ -103,7 +105,9 @@ ProbeResult run_probe() noexcept {
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
       cudaGetLastError();
-      r.reason = tg::detail::cat("no usable CUDA device: ", cudaGetErrorString(err));
+      const LibraryStatus& driver = driver_library();
+      r.reason = driver.loaded ? tg::detail::cat("no usable CUDA device: ", cudaGetErrorString(err))
+                               : "no CUDA driver installed (" + driver.detail + ")";
       return r;
     }
     if (count <= 0) {
@@ -113,6 +117,11 @@ ProbeResult run_probe() noexcept {
     std::string why;
     if (!probe_device(0, &why)) {
       r.reason = why;
+      return r;
+    }
+    const LibraryStatus& blas = cublas_library();   // Note [CUDA at run time]: opened only with a device
+    if (!blas.loaded) {
+      r.reason = "cuBLAS could not be loaded (" + blas.detail + ")";
       return r;
     }
     r.available = true;
@@ -360,13 +369,14 @@ DeviceContext::DeviceContext(int device, bool caching_allocator) : device_(devic
 cublasHandle_t DeviceContext::blas() {
   std::call_once(blas_once_, [this] {
     DeviceGuard guard(device_);
-    TG_CUBLAS_CHECK(cublasCreate(&blas_));
-    TG_CUBLAS_CHECK(cublasSetStream(blas_, stream_));   // same stream as our kernels
+    const CublasApi& api = cublas();
+    TG_CUBLAS_CHECK(api.create(&blas_));
+    TG_CUBLAS_CHECK(api.set_stream(blas_, stream_));   // same stream as our kernels
     // Its workspace comes from our allocator (and shows in memory_allocated): NVIDIA's recommended
     // 32 MiB on Hopper, 4 MiB before. Kept for the process, like the handle.
     const std::size_t bytes = std::size_t(major >= 9 ? 32 : 4) << 20;
     void* workspace = allocator_.allocate(bytes);
-    TG_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace, bytes));
+    TG_CUBLAS_CHECK(api.set_workspace(blas_, workspace, bytes));
   });
   return blas_;
 }
@@ -517,13 +527,31 @@ std::string info() {
     std::ostringstream os;
     if (p.available) os << "CUDA: available";
     else os << "CUDA: not available: " << p.reason;
-    os << "\n  " << detail::versions();
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    os << "\n  runtime: CUDA " << detail::version_str(runtime) << " (linked statically)";
+    const detail::LibraryStatus& drv = detail::driver_library();
+    if (!drv.loaded) os << "\n  driver: not found (" << drv.detail << ")";
+    else if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
+      os << "\n  driver: CUDA " << detail::version_str(driver) << " (" << drv.path << ")";
+    else os << "\n  driver: " << drv.path << " (version unknown)";
+    const detail::LibraryStatus& blas = detail::cublas_library();
+    if (blas.loaded) {
+      int major = 0, minor = 0, patch = 0;
+      const detail::CublasApi& api = detail::cublas();
+      api.get_property(MAJOR_VERSION, &major);
+      api.get_property(MINOR_VERSION, &minor);
+      api.get_property(PATCH_LEVEL, &patch);
+      os << "\n  cuBLAS: " << major << "." << minor << "." << patch << " (" << blas.path << ")";
+    } else {
+      os << "\n  cuBLAS: not found (" << blas.detail << ")";
+    }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
       cudaGetLastError();
       count = 0;
     }
-    os << "; " << count << " device(s)";
+    os << "\n  " << count << " device(s)";
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp prop{};
       if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) {

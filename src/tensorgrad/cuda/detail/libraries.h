@@ -1,0 +1,49 @@
+// cuda/detail/libraries.h: the CUDA libraries tensorgrad opens at run time instead of linking them
+// (Note [CUDA at run time]): the driver (libcuda.so.1, only checked: the static CUDA runtime opens it
+// itself) and cuBLAS (libcublas.so.N, every entry point resolved into one table). Internal to cuda/:
+// it includes cuBLAS's header for the function types. Implemented in cuda/libraries.cpp.
+#pragma once
+#include <cublas_v2.h>
+
+#include <string>
+
+namespace tg {
+namespace cuda {
+namespace detail {
+
+/// Where a library was found, or why it was not: the dlopen error of every place that was tried.
+struct LibraryStatus {
+  bool loaded = false;
+  std::string path;     // the file that was opened (dlinfo), when loaded
+  std::string detail;   // when not loaded: one "name: dlerror" per attempt
+};
+
+/// The driver library (libcuda.so.1): opened once to tell "no driver installed" from "no device" or
+/// "driver too old" in messages. Never throws.
+const LibraryStatus& driver_library() noexcept;
+
+/// cuBLAS entry points, named after the functions of cublas_v2.h and typed from their declarations,
+/// so a signature that changes in a new toolkit is a compile error, not a wrong call.
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  decltype(&::cublasSetWorkspace_v2) set_workspace = nullptr;
+  decltype(&::cublasSgemm_v2) sgemm = nullptr;
+  decltype(&::cublasDgemm_v2) dgemm = nullptr;
+  decltype(&::cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
+  decltype(&::cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  decltype(&::cublasGetStatusName) status_name = nullptr;
+  decltype(&::cublasGetStatusString) status_string = nullptr;
+  decltype(&::cublasGetProperty) get_property = nullptr;
+};
+
+/// Opens cuBLAS on the first call (thread-safe) and resolves the whole table; the status says where
+/// it came from or why it could not be used. Never throws. The library stays loaded for the process.
+const LibraryStatus& cublas_library() noexcept;
+/// The resolved table; throws DeviceError naming the library and each failed attempt when cuBLAS
+/// cannot be loaded.
+const CublasApi& cublas();
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

@@ -1,0 +1,159 @@
+// cuda/libraries.cpp: opens the CUDA libraries at run time (dlopen) and resolves cuBLAS's entry
+// points into one table (cuda/detail/libraries.h). Host C++ (g++). The runtime API and the kernels
+// are in cuda/runtime.cu and the other .cu files; the calls through the table are in cuda/blas.cpp
+// and cuda/runtime.cu.
+#include "tensorgrad/cuda/detail/libraries.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/engine/error.h"
+
+#ifndef TENSORGRAD_CUDA_LIBDIR
+#define TENSORGRAD_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+
+namespace tg {
+namespace cuda {
+namespace detail {
+
+// Note [CUDA at run time]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A program linked against a CUDA-enabled tensorgrad must start, and fall back to the CPU, on a
+// machine without a GPU, a driver or a CUDA toolkit; `ldd` of it lists no CUDA library. So:
+// - The CUDA runtime is linked statically (libcudart_static, redistributable, installed next to
+//   libtensorgrad.a). It loads the driver (libcuda.so.1) with dlopen on the first runtime call, and
+//   reports cudaErrorInsufficientDriver / cudaErrorNoDevice when there is none.
+// - cuBLAS, whose shared library alone maps about 600 MB and costs about 200 MB of resident memory
+//   at start-up when linked, is opened here with dlopen when the availability probe finds a device,
+//   and every entry point we call goes through CublasApi. The probe treats a missing cuBLAS like a
+//   missing driver: is_available() is false and info() names the library and where it was looked for.
+// - The kernels are compiled into libtensorgrad.a (fat binaries for the configured architectures);
+//   with lazy module loading they cost nothing until the first launch.
+// The alternative, the whole CUDA backend as a dlopen'ed module, would need the engine's symbols
+// exported from the user's executable or a second copy of the engine's global state in the module.
+// Search order for a library: the dynamic loader's own (LD_LIBRARY_PATH, ld.so.cache), then
+// $CUDA_HOME/lib64, then the toolkit directory the library was built against.
+
+namespace {
+
+std::string loaded_path(void* handle) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && map->l_name[0] != 0)
+    return map->l_name;
+  return "(path unknown)";
+}
+
+/// dlopen of the first of `names` that loads; *status says which file or, when none did, each error.
+void* open_first(const std::vector<std::string>& names, LibraryStatus* status) {
+  for (const std::string& name : names) {
+    dlerror();
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) {
+      status->loaded = true;
+      status->path = loaded_path(h);
+      status->detail.clear();
+      return h;
+    }
+    const char* err = dlerror();
+    if (!status->detail.empty()) status->detail += "; ";
+    status->detail += err != nullptr ? err : (name + ": cannot be opened");
+  }
+  return nullptr;
+}
+
+/// The places a CUDA library `file` (e.g. "libcublas.so.13") is looked for, in order.
+std::vector<std::string> candidates(const std::string& file) {
+  std::vector<std::string> names{file};
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && home[0] != 0)
+    names.push_back(std::string(home) + "/lib64/" + file);
+  const std::string built = std::string(TENSORGRAD_CUDA_LIBDIR) + "/" + file;
+  if (built != names.back()) names.push_back(built);
+  return names;
+}
+
+template <class F>
+bool resolve(void* h, const char* symbol, F* slot, LibraryStatus* status) {
+  dlerror();
+  void* p = dlsym(h, symbol);
+  if (p == nullptr) {
+    status->loaded = false;
+    if (!status->detail.empty()) status->detail += "; ";
+    status->detail += tg::detail::cat(status->path, " has no symbol ", symbol);
+    return false;
+  }
+  *slot = reinterpret_cast<F>(p);
+  return true;
+}
+
+struct Cublas {
+  LibraryStatus status;
+  CublasApi api;
+};
+
+Cublas* load_cublas() {
+  auto* c = new Cublas();   // never destroyed: the table is used until the process exits
+  const std::string file = tg::detail::cat("libcublas.so.", CUBLAS_VER_MAJOR);
+  void* h = open_first(candidates(file), &c->status);
+  if (h == nullptr) return c;
+  CublasApi& a = c->api;
+  LibraryStatus* s = &c->status;
+  const bool ok = resolve(h, "cublasCreate_v2", &a.create, s) & resolve(h, "cublasSetStream_v2", &a.set_stream, s) &
+                  resolve(h, "cublasSetWorkspace_v2", &a.set_workspace, s) & resolve(h, "cublasSgemm_v2", &a.sgemm, s) &
+                  resolve(h, "cublasDgemm_v2", &a.dgemm, s) &
+                  resolve(h, "cublasSgemmStridedBatched", &a.sgemm_strided_batched, s) &
+                  resolve(h, "cublasDgemmStridedBatched", &a.dgemm_strided_batched, s) &
+                  resolve(h, "cublasGetStatusName", &a.status_name, s) &
+                  resolve(h, "cublasGetStatusString", &a.status_string, s) &
+                  resolve(h, "cublasGetProperty", &a.get_property, s);
+  if (!ok) c->status.loaded = false;
+  return c;
+}
+
+const Cublas* cublas_state() noexcept {
+  try {
+    static const Cublas* c = load_cublas();
+    return c;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+const LibraryStatus& driver_library() noexcept {
+  static const LibraryStatus fallback{false, "", "out of memory while opening libcuda.so.1"};
+  try {
+    static const LibraryStatus* status = [] {
+      auto* s = new LibraryStatus();
+      // The runtime opens the same file; this handle only keeps it loaded and tells where it is.
+      open_first({"libcuda.so.1"}, s);
+      return s;
+    }();
+    return *status;
+  } catch (...) {
+    return fallback;
+  }
+}
+
+const LibraryStatus& cublas_library() noexcept {
+  static const LibraryStatus fallback{false, "", "out of memory while opening cuBLAS"};
+  const Cublas* c = cublas_state();
+  return c != nullptr ? c->status : fallback;
+}
+
+const CublasApi& cublas() {
+  const Cublas* c = cublas_state();
+  if (c == nullptr || !c->status.loaded)
+    throw DeviceError(tg::detail::cat("cuBLAS could not be loaded (", c != nullptr ? c->status.detail : "out of memory",
+                                      "): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH"));
+  return c->api;
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg
