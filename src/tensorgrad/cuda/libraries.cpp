@@ -28,8 +28,8 @@ namespace detail {
 // - The CUDA runtime is linked statically (libcudart_static, redistributable, installed next to
 //   libtensorgrad.a). It loads the driver (libcuda.so.1) with dlopen on the first runtime call, and
 //   reports cudaErrorInsufficientDriver / cudaErrorNoDevice when there is none.
-// - cuBLAS, whose shared library alone maps about 600 MB and costs about 200 MB of resident memory
-//   at start-up when linked, is opened here with dlopen when the availability probe finds a device,
+// - cuBLAS, whose shared libraries map about 600 MB and cost any program linked with them about
+//   157 MB of resident memory at start-up, is opened here with dlopen when the availability probe finds a device,
 //   and every entry point we call goes through CublasApi. The probe treats a missing cuBLAS like a
 //   missing driver: is_available() is false and info() names the library and where it was looked for.
 // - The kernels are compiled into libtensorgrad.a (fat binaries for the configured architectures);
