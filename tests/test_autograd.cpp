@@ -232,6 +232,57 @@ TEST_CASE("independent graphs backward concurrently from 8 threads - a shared le
   check_values(shared.grad(), {800, 800, 800});   // 8 threads * 50 steps * 2
 }
 
+namespace {
+/// Runs loss.backward(retain_graph) from `threads` threads released together; returns how many
+/// raised the "backward a second time" AutogradError (any other exception fails the test).
+int concurrent_backward(const Variable& loss, int threads, bool retain_graph) {
+  std::atomic<int> second{0}, other{0}, waiting{threads};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      --waiting;
+      while (waiting.load() > 0) std::this_thread::yield();   // start together
+      try {
+        loss.backward(Variable(), retain_graph);
+      } catch (const tg::AutogradError& e) {
+        (std::string(e.what()).find("backward through the graph a second time") != std::string::npos ? second : other)++;
+      } catch (...) {
+        ++other;
+      }
+    });
+  for (auto& th : pool) th.join();
+  CHECK(other.load() == 0);
+  return second.load();
+}
+}  // namespace
+
+TEST_CASE("concurrent backward on one graph without retain_graph: one thread wins, the others raise") {
+  for (int round = 0; round < 20; ++round) {
+    Variable w = testing::randn64({64, 32}, 11 + round);
+    Variable x = testing::randn64({16, 64}, 12, false);
+    Variable loss = tg::relu(tg::matmul(x, w)).mul(tg::tanh(tg::matmul(x, w))).sum();   // several rules, shared w
+    const int losers = concurrent_backward(loss, 8, /*retain_graph=*/false);
+    CHECK(losers == 7);
+    // the winner's gradient alone, as one backward would give
+    Variable w2 = Variable(w.data().clone(), true);
+    tg::relu(tg::matmul(x, w2)).mul(tg::tanh(tg::matmul(x, w2))).sum().backward();
+    testing::check_close(w.grad(), w2.grad(), 0, 0);   // bit for bit: the same rules on the same data
+    TG_CHECK_THROWS(loss.backward(), tg::AutogradError, "second time");   // and the graph stays freed
+  }
+}
+
+TEST_CASE("concurrent backward on one graph with retain_graph: every thread runs, the gradients add up") {
+  Variable w = testing::randn64({32, 8}, 21);
+  Variable x = testing::randn64({5, 32}, 22, false);
+  Variable loss = tg::sigmoid(tg::matmul(x, w)).sum();
+  CHECK(concurrent_backward(loss, 8, /*retain_graph=*/true) == 0);
+  Variable w1 = Variable(w.data().clone(), true);
+  tg::sigmoid(tg::matmul(x, w1)).sum().backward();
+  testing::check_close(w.grad(), w1.grad() * 8.0, 1e-12, 1e-12);   // 8 sums of the same float64 values
+  // a freeing backward after the retaining ones frees the graph once
+  CHECK(concurrent_backward(loss, 4, /*retain_graph=*/false) == 3);
+}
+
 TEST_CASE("anomaly mode names the op whose backward produced NaN") {
   Variable x = tg::from_vector(std::vector<double>{0.0, 1.0}, {2}, tg::TensorOptions().requires_grad(true));
   Variable y = tg::sqrt(x).sum();   // d sqrt at 0 = inf

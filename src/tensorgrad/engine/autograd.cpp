@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,58 @@ class NodeIndex {
   std::size_t size_ = 0;
 };
 
+// Note [Concurrent backward]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Several threads may backward through one graph at once. With retain_graph a run only reads the
+// rule and its saved tensors, so any number of such runs share a Node (a count in Node::run_state).
+// Without it the run frees the rule, so it claims the Node for itself: a thread that finds the rule
+// claimed by a freeing run, or already freed, raises PyTorch's "backward through the graph a second
+// time" error instead of calling a rule that another thread is destroying. A freeing run waits for
+// retaining runs in progress to finish. Every backward starts at the root, so of several threads
+// that backward one graph without retain_graph exactly one gets past it; the others raise.
+class RuleRun {
+ public:
+  static constexpr uint32_t kExclusive = 1u << 30, kReleased = 1u << 31;
+  RuleRun(Node& n, bool retain_graph) : node_(n), retain_(retain_graph) {
+    uint32_t s = n.run_state.load(std::memory_order_acquire);
+    for (;;) {
+      if ((s & (kExclusive | kReleased)) != 0) throw AutogradError(kSecondBackward);
+      if (!retain_ && s != 0) {   // retaining runs in progress: the rule is freed after them
+        std::this_thread::yield();
+        s = n.run_state.load(std::memory_order_acquire);
+        continue;
+      }
+      if (n.run_state.compare_exchange_weak(s, retain_ ? s + 1 : kExclusive, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+        break;
+    }
+    if (!n.backward) {   // a Node whose rule was never bound: nothing to call
+      undo();
+      throw AutogradError(kSecondBackward);
+    }
+  }
+  RuleRun(const RuleRun&) = delete;
+  RuleRun& operator=(const RuleRun&) = delete;
+  /// Frees the rule and its saved tensors (retain_graph = false), after it ran.
+  void release_rule() {
+    node_.backward.release();
+    released_ = true;
+  }
+  ~RuleRun() { undo(); }
+
+ private:
+  void undo() {
+    if (done_) return;
+    done_ = true;
+    if (retain_) node_.run_state.fetch_sub(1, std::memory_order_acq_rel);
+    else node_.run_state.store(released_ ? kReleased : 0, std::memory_order_release);
+  }
+  Node& node_;
+  const bool retain_;
+  bool released_ = false;
+  bool done_ = false;
+};
+
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
     return a->sequence_nr < b->sequence_nr;
@@ -167,12 +220,12 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     Tensor g = std::move(pending[index.at(node.get())]);
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
-      TG_CHECK(static_cast<bool>(node->backward), AutogradError, kSecondBackward);
+      RuleRun run(*node, retain_graph);   // throws when the rule was (or is being) freed
       if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
       node->backward(g, out);
-      if (!retain_graph) node->backward.release();   // frees the saved tensors now
+      if (!retain_graph) run.release_rule();   // frees the saved tensors now
     }
     for (std::size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];

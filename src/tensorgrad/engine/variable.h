@@ -2,6 +2,7 @@
 // The backward algorithm lives in engine/autograd.cpp; op rules live in ops/ (each op's methods on
 // Variable are defined there too, in ops/methods.cpp); GradMode and guards in engine/grad_mode.h.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -222,6 +223,7 @@ struct Node {
   DType out_dtype = kFloat32;
   Device out_device;
   BackwardRule backward;                   // false once released (retain_graph = false)
+  std::atomic<uint32_t> run_state{0};      // who is running the rule: Note [Concurrent backward], autograd.cpp
   std::weak_ptr<VariableImpl> retained;    // the output, when it called retain_grad()
   debug::detail::Counted<debug::detail::kNode> counted;       // tg::debug::live_counts
   ~Node();                                 // see Note [Iterative graph teardown]
