@@ -177,3 +177,71 @@ TEST_CASE("nn::init: bounds and statistics follow torch.nn.init") {
   CHECK(fans.first == 75);
   CHECK(fans.second == 100);
 }
+
+// ------------------------------------------------------------------------------------------------
+// The module tree (Note [Module tree], nn/module.cpp)
+
+TEST_CASE("Module tree: a module cannot be registered inside itself, directly or through a descendant") {
+  tg::nn::Module a, b, c;
+  TG_CHECK_THROWS(a.register_module("self", a), tg::Error, "would contain itself");
+  b.register_module("c", c);
+  a.register_module("b", b);
+  TG_CHECK_THROWS(c.register_module("a", a), tg::Error, "would contain itself");   // a -> b -> c -> a
+  TG_CHECK_THROWS(c.register_module("b", b), tg::Error, "would contain itself");
+  CHECK(c.children().empty());   // refused registrations leave nothing behind
+  CHECK(a.parameters().empty());  // and traversal terminates
+}
+
+TEST_CASE("Module tree: a shared layer and a tied weight count once, as PyTorch's parameters() does") {
+  struct Tied : tg::nn::Module {
+    tg::nn::Linear enc{6, 6}, dec{6, 6};
+    Tied() {
+      register_module("enc", enc);
+      register_module("dec", dec);
+      register_module("again", enc);   // the same Linear under a second name
+      dec.weight = enc.weight;         // tied: one VariableImpl
+    }
+  } m;
+  const auto named = m.named_parameters();
+  std::vector<std::string> names;
+  for (const auto& p : named) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"enc.weight", "enc.bias", "dec.bias"});
+  // SGD steps the tied weight once per step: w - lr * g, not w - 2 lr * g
+  const tg::Tensor w0 = m.enc.weight.data().clone();
+  tg::optim::SGD sgd(m.parameters(), tg::optim::SGDOptions(0.5));
+  auto x = testing::randn64({3, 6}, 5, false).to(tg::kFloat32);
+  m.dec(m.enc(x)).sum().backward();
+  const tg::Tensor g = m.enc.weight.grad().data().clone();
+  sgd.step();
+  testing::check_close(m.enc.weight, Variable(tg::prim::sub(w0, tg::prim::mul(g, tg::prim::scalar_like(0.5, g)))), 1e-6, 1e-7);
+}
+
+TEST_CASE("Module tree: names are non-empty, dot-free and unique across children, parameters and buffers") {
+  struct M : tg::nn::Module {
+    tg::nn::Linear fc{2, 2};
+    Variable buf = tg::zeros({2}), other = tg::zeros({2});
+  } m;
+  m.register_module("fc", m.fc);
+  m.register_buffer("running", m.buf);
+  TG_CHECK_THROWS(m.register_buffer("", m.other), tg::Error, "invalid name");
+  TG_CHECK_THROWS(m.register_buffer("a.b", m.other), tg::Error, "invalid name");
+  TG_CHECK_THROWS(m.register_buffer("running", m.other), tg::Error, "already registered");
+  TG_CHECK_THROWS(m.register_buffer("fc", m.other), tg::Error, "already registered");
+  TG_CHECK_THROWS(m.register_parameter("running", m.other), tg::Error, "already registered");
+  TG_CHECK_THROWS(m.register_module("running", m.fc), tg::Error, "already registered");
+  CHECK(m.named_buffers().size() == 1);
+  // the module still saves and loads: no refused name got in
+  testing::TempDir dir;
+  const std::string path = dir.path + "/m.safetensors";
+  tg::save(m, path);
+  CHECK_NOTHROW(tg::load(m, path));
+}
+
+TEST_CASE("Module tree: 300,000 nested Sequentials are destroyed without overflowing the stack") {
+  auto root = std::make_unique<tg::nn::Sequential>();
+  tg::nn::Sequential* cur = root.get();
+  for (int i = 0; i < 300000; ++i) cur = &cur->add<tg::nn::Sequential>();
+  cur->add<tg::nn::Linear>(2, 2);
+  CHECK(root->size() == 1);
+  root.reset();   // recursive destruction overflows an 8 MB stack around 10^5 levels
+}

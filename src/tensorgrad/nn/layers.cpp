@@ -43,6 +43,21 @@ std::string Dropout::name() const {
   return os.str();
 }
 
+// Destroying nested Sequentials recursively (~Sequential -> ~unique_ptr -> ~Sequential ...) uses one
+// stack frame per level; instead the owned children of every Sequential met are moved into one
+// heap-allocated list, so each module dies with nothing left to destroy below it.
+Sequential::~Sequential() {
+  std::vector<std::unique_ptr<Module>> pending = std::move(owned_);
+  while (!pending.empty()) {
+    std::unique_ptr<Module> m = std::move(pending.back());
+    pending.pop_back();
+    if (auto* s = dynamic_cast<Sequential*>(m.get())) {
+      for (auto& c : s->owned_) pending.push_back(std::move(c));
+      s->owned_.clear();
+    }
+  }
+}
+
 Variable Sequential::forward(const Variable& x) {
   Variable y = x;
   for (auto& m : owned_) y = m->forward(y);

@@ -63,6 +63,8 @@ class Flatten : public Module {
 /// Runs its children in order. Built in place: seq.add<Linear>(784, 128); seq.add<ReLU>();
 class Sequential : public Module {
  public:
+  Sequential() = default;
+  ~Sequential() override;   // iterative: a chain of 10^6 nested Sequentials must not overflow the stack
   template <class M, class... Args>
   M& add(Args&&... args) {
     auto owned = std::make_unique<M>(std::forward<Args>(args)...);

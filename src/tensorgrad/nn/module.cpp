@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_set>
 
 #include "tensorgrad/engine/error.h"
 
@@ -13,32 +14,56 @@ Variable Module::forward(const Variable&) {
   throw Error(name() + ": forward(const Variable&) is not implemented; override it in your Module");
 }
 
-void Module::add_child(const std::string& name, Module* child) {
-  TG_CHECK(!name.empty() && name.find('.') == std::string::npos, Error, "register_module: invalid name \"", name,
+// Note [Module tree]
+// ~~~~~~~~~~~~~~~~~~
+// Registration builds a directed acyclic graph of modules: a module may be registered under several
+// parents (shared or tied layers) but never inside itself, directly or through its descendants, which
+// add_child refuses (a cycle would make every traversal endless). Traversals visit each module once,
+// under the first name that reaches it, and named_parameters() returns each parameter once (by
+// identity: tied weights are one parameter), as PyTorch's named_modules / named_parameters do with
+// remove_duplicate=True. Names within one module are unique across its children, parameters and
+// buffers, non-empty and free of '.', so that dotted state_dict keys stay unambiguous.
+void Module::check_new_name(const char* who, const std::string& name) const {
+  TG_CHECK(!name.empty() && name.find('.') == std::string::npos, Error, who, ": invalid name \"", name,
            "\" (must be non-empty and contain no '.')");
-  for (const auto& c : children_) TG_CHECK(c.first != name, Error, "register_module: \"", name, "\" is already registered");
+  auto taken = [&name](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&name](const auto& e) { return e.first == name; });
+  };
+  TG_CHECK(!taken(children_) && !taken(params_) && !taken(buffers_), Error, who, ": \"", name,
+           "\" is already registered in this ", this->name());
+}
+
+void Module::add_child(const std::string& name, Module* child) {
+  check_new_name("register_module", name);
+  TG_CHECK(child != nullptr, Error, "register_module: \"", name, "\" is a null module");
+  bool cycle = false;   // would this module become its own descendant?
+  child->walk([this, &cycle](const std::string&, const Module& m) { cycle = cycle || &m == this; });
+  TG_CHECK(!cycle, Error, "register_module: cannot register \"", name, "\" (", child->name(),
+           "): this module would contain itself");
   children_.emplace_back(name, child);
 }
 
 Variable& Module::register_parameter(const std::string& name, Variable& v, bool requires_grad) {
-  TG_CHECK(!name.empty() && name.find('.') == std::string::npos, Error, "register_parameter: invalid name \"", name, "\"");
-  for (const auto& p : params_) TG_CHECK(p.first != name, Error, "register_parameter: \"", name, "\" is already registered");
+  check_new_name("register_parameter", name);
   if (v.defined()) v.set_requires_grad(requires_grad);
   params_.emplace_back(name, &v);
   return v;
 }
 
 Variable& Module::register_buffer(const std::string& name, Variable& v) {
+  check_new_name("register_buffer", name);
   buffers_.emplace_back(name, &v);
   return v;
 }
 
 template <class F>
-void Module::walk(F&& f) const {
+void Module::walk(F&& f) const {   // See Note [Module tree]: each module once, pre-order
   std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
+  std::unordered_set<const Module*> seen;
   while (!stack.empty()) {
     auto [prefix, m] = stack.back();
     stack.pop_back();
+    if (!seen.insert(m).second) continue;
     f(prefix, *m);
     for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)   // keep registration order
       stack.emplace_back(prefix + it->first + ".", it->second);
@@ -47,18 +72,20 @@ void Module::walk(F&& f) const {
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Variable>> out;
-  walk([&out](const std::string& prefix, const Module& m) {
+  std::unordered_set<const VariableImpl*> seen;   // tied parameters once (Note [Module tree])
+  walk([&out, &seen](const std::string& prefix, const Module& m) {
     for (const auto& p : m.params_)
-      if (p.second->defined()) out.emplace_back(prefix + p.first, *p.second);
+      if (p.second->defined() && seen.insert(p.second->impl().get()).second) out.emplace_back(prefix + p.first, *p.second);
   });
   return out;
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_buffers() const {
   std::vector<std::pair<std::string, Variable>> out;
-  walk([&out](const std::string& prefix, const Module& m) {
+  std::unordered_set<const VariableImpl*> seen;
+  walk([&out, &seen](const std::string& prefix, const Module& m) {
     for (const auto& b : m.buffers_)
-      if (b.second->defined()) out.emplace_back(prefix + b.first, *b.second);
+      if (b.second->defined() && seen.insert(b.second->impl().get()).second) out.emplace_back(prefix + b.first, *b.second);
   });
   return out;
 }

@@ -27,7 +27,8 @@ class Module {
   /// One-line description used when printing: "Linear(in_features=784, out_features=128, bias=true)".
   virtual std::string name() const { return "Module"; }
 
-  /// Registers a child; it must outlive this module (usually a member). Returns it.
+  /// Registers a child; it must outlive this module (usually a member). Returns it. A module may be
+  /// registered in several parents (it is then visited once), never inside itself.
   template <class M>
   M& register_module(const std::string& name, M& child) {
     add_child(name, &child);
@@ -52,6 +53,7 @@ class Module {
 
  private:
   void add_child(const std::string& name, Module* child);
+  void check_new_name(const char* who, const std::string& name) const;   // Note [Module tree], module.cpp
   template <class F>
   void walk(F&& f) const;   // f(prefix, module) over this module and every descendant, iteratively
 
