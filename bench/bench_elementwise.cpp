@@ -3,7 +3,7 @@
 // each output written once). Ceilings measured in the same run on the same threads: a plain c = a + b loop
 // and std::memcpy into preallocated (already faulted) buffers, plus c = a + b into a freshly malloc'd
 // buffer (what a fresh output costs without a caching allocator). Target (issue 5): add, relu and exp
-// >= 0.7x the a+b->c loop's bandwidth. Usage: bench_elementwise [--threads N] [--budget S] [--smoke]
+// >= 0.7x the a+b->c loop's bandwidth. Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <cstdlib>
@@ -58,7 +58,9 @@ Buffer alloc_floats(int64_t n) {
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o = parse_options(argc, argv, "bench_elementwise [--threads N] [--budget S] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_elementwise",
+      "Elementwise ops on 16M floats (add, relu, exp, relu forward + backward), tensorgrad vs libtorch,\n"
+      "in GB/s against a plain a+b->c loop and memcpy measured in the same run.");
   set_threads(o.threads);
   tg::manual_seed(0);
   const int64_t n = o.smoke ? 4096 : int64_t(16) << 20;   // 16M floats = 64 MiB per tensor

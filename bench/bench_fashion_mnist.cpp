@@ -4,7 +4,7 @@
 // weights and each epoch's shuffled order, so both see the same batches; tensorgrad reads them through
 // tg::data::DataLoader (prefetch thread) as `make train` does, libtorch gathers them with index_select.
 // Target (issue 5): epoch <= 0.8x libtorch, accuracy within 0.5 points. Exit 77 (CTest skip) without data.
-// Usage: bench_fashion_mnist [--threads N] [--epochs N] [--data DIR] [--smoke]
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <filesystem>
@@ -51,8 +51,9 @@ const float* floats(const tg::Variable& v) {
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o =
-      parse_options(argc, argv, "bench_fashion_mnist [--threads N] [--epochs N] [--data DIR] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_fashion_mnist",
+      "The `make train` model trained on Fashion-MNIST by tensorgrad and libtorch on the same batches:\n"
+      "seconds per epoch and test accuracy. Exits 77 (CTest: skipped) without the data.");
   if (!std::filesystem::exists(o.data + "/train-images-idx3-ubyte.gz") &&
       !std::filesystem::exists(o.data + "/train-images-idx3-ubyte")) {
     std::fprintf(stderr,

@@ -2,7 +2,7 @@
 // tg::matmul and torch::matmul into a fresh output, and cblas_sgemm called directly into a preallocated
 // output (the same OpenBLAS tensorgrad links) as the ceiling. Target (issue 5): tg::matmul at 1024
 // >= 0.9x the direct cblas_sgemm rate.
-// Usage: bench_matmul [--threads N] [--budget S] [--smoke]
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 #ifdef TG_BENCH_HAVE_CBLAS
@@ -12,7 +12,9 @@ extern "C" void openblas_set_num_threads(int);
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o = parse_options(argc, argv, "bench_matmul [--threads N] [--budget S] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_matmul",
+      "Square float32 matmul (256 to 2048) in GFLOP/s: tg::matmul, torch::matmul and cblas_sgemm called\n"
+      "directly as the ceiling.");
   set_threads(o.threads);
 #ifdef TG_BENCH_HAVE_CBLAS
   openblas_set_num_threads(o.threads);

@@ -2,7 +2,7 @@
 // SGD lr 0.01: zero_grad, forward, backward, step) at batch 1, 32, 100, 256, 1024, tensorgrad vs libtorch:
 // µs per step and samples/s. Targets (issue 5): batch 1 <= 0.2x, batch 100 <= 0.8x, batch 1024 <= 1.0x on
 // 1 thread and <= 0.7x on 2 threads and faster than tensorgrad on 1 thread (measured in the same run).
-// Usage: bench_mlp [--threads N] [--budget S] [--smoke]
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <memory>
@@ -39,7 +39,8 @@ bench::Work tg_step(int64_t batch) {
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o = parse_options(argc, argv, "bench_mlp [--threads N] [--budget S] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_mlp",
+      "One SGD training step of an MLP 784-128-10 at batch 1 to 1024, tensorgrad vs libtorch: us per step.");
   set_threads(o.threads);
   tg::manual_seed(0);
   print_header("MLP 784-128-10 training step (SGD lr 0.01); µs per step, median [min..max]", o);

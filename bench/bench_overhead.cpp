@@ -2,7 +2,7 @@
 // add/mul on tiny tensors (1 and 16 elements) that require grad: nanoseconds per op for the forward
 // without grad, the forward recording the graph, and forward + backward (.sum().backward(), counted as
 // part of the chain's 100 ops). Target (issue 5): forward + backward on 1 element <= 0.2x libtorch.
-// Usage: bench_overhead [--threads N] [--budget S] [--smoke]
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 namespace {
@@ -19,7 +19,8 @@ tg::Variable chain(const tg::Variable& x, const tg::Variable& a, const tg::Varia
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o = parse_options(argc, argv, "bench_overhead [--threads N] [--budget S] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_overhead",
+      "Per-op autograd overhead on tiny tensors (a chain of 100 add/mul), tensorgrad vs libtorch: ns per op.");
   set_threads(o.threads);
   print_header("per-op overhead: chain of 100 alternating add/mul, requires_grad; ns per op, median [min..max]", o);
 

@@ -1,12 +1,13 @@
 // bench/bench_softmax_ce.cpp: softmax cross-entropy (mean over the batch) forward + backward for logits
 // (1024, 10) and (256, 1000) that require grad, tensorgrad's fused tg::cross_entropy vs libtorch's
 // cross_entropy; the logits' gradient is reset after each call. Target (issue 5): (1024, 10) <= 0.5x.
-// Usage: bench_softmax_ce [--threads N] [--budget S] [--smoke]
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 int main(int argc, char** argv) {
   using namespace bench;
-  const Options o = parse_options(argc, argv, "bench_softmax_ce [--threads N] [--budget S] [--smoke]");
+  const Options o = parse_options(argc, argv, "bench_softmax_ce",
+      "Softmax cross-entropy forward + backward on logits (1024, 10) and (256, 1000), tensorgrad vs libtorch.");
   set_threads(o.threads);
   tg::manual_seed(0);
   print_header("softmax cross-entropy forward + backward; µs per call, median [min..max]", o);

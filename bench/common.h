@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"   // examples/cli.h
 #include "torch_side.h"
 
 namespace bench {
@@ -28,7 +29,7 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// ---- flags -------------------------------------------------------------------------------------
+// ---- flags (parsed by examples/cli.h) -------------------------------------------------------------
 
 struct Options {
   int threads = 1;
@@ -38,31 +39,18 @@ struct Options {
   std::string data = "/usr/share/datasets/fashion-mnist";
 };
 
-inline Options parse_options(int argc, char** argv, const char* usage) {
+/// Every benchmark takes the same flags (make bench's BENCH_ARGS reach all of them; each ignores what it
+/// has no use for); --help lists them, a bad one exits 2 naming it (examples/cli.h).
+inline Options parse_options(int argc, char** argv, const char* program, const char* about) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "missing value after %s\nusage: %s\n", k.c_str(), usage);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--threads") o.threads = std::atoi(value().c_str());
-    else if (k == "--smoke") o.smoke = true;
-    else if (k == "--budget") o.budget_s = std::atof(value().c_str());
-    else if (k == "--epochs") o.epochs = std::atoi(value().c_str());
-    else if (k == "--data") o.data = value();
-    else {
-      std::fprintf(stderr, "unknown flag %s\nusage: %s\n", k.c_str(), usage);
-      std::exit(2);
-    }
-  }
-  if (o.threads < 1 || o.epochs < 1 || !(o.budget_s >= 0)) {
-    std::fprintf(stderr, "--threads and --epochs must be positive, --budget non-negative\nusage: %s\n", usage);
-    std::exit(2);
-  }
+  cli::Parser p(program, about);
+  p.add("--threads", o.threads, "N", "threads for both engines", cli::Range::positive);
+  p.add("--smoke", o.smoke, "tiny sizes and two repetitions, as CTest runs it (numbers meaningless)");
+  p.add("--budget", o.budget_s, "S", "seconds of timed calls per measured group, engines together",
+        cli::Range::non_negative);
+  p.add("--epochs", o.epochs, "N", "training epochs of bench_fashion_mnist", cli::Range::positive);
+  p.add("--data", o.data, "DIR", "Fashion-MNIST folder of bench_fashion_mnist");
+  p.parse(argc, argv);
   return o;
 }
 

@@ -2,13 +2,13 @@
 // Fashion-MNIST with SGD + momentum and a cosine learning-rate schedule, batches from the DataLoader,
 // a progress line about once a second, test accuracy after every epoch, then a checkpoint that is
 // saved, reloaded into a fresh model and re-evaluated to the same accuracy.
-// Flags: --epochs N --batch-size B --lr LR --device cpu|cuda --data DIR --threads T --checkpoint PATH
+// Flags: `train_fashion_mnist --help` (parsed by examples/cli.h).
 #include <tensorgrad.h>
+
+#include "cli.h"
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -36,24 +36,28 @@ struct Args {
   std::string checkpoint = "fashion_mnist_mlp.safetensors";
 };
 
+/// The flags (examples/cli.h): --help lists them with their defaults; a bad one exits 2 naming it.
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw tg::Error("missing value after " + k);
-      return argv[++i];
-    };
-    if (k == "--epochs") a.epochs = std::stoi(value());
-    else if (k == "--batch-size") a.batch_size = std::stoll(value());
-    else if (k == "--lr") a.lr = std::stod(value());
-    else if (k == "--device") a.device = value();
-    else if (k == "--data") a.data = value();
-    else if (k == "--threads") a.threads = std::stoi(value());
-    else if (k == "--checkpoint") a.checkpoint = value();
-    else throw tg::Error("unknown flag " + k + " (flags: --epochs --batch-size --lr --device --data --threads --checkpoint)");
+  cli::Parser p("train_fashion_mnist",
+                "Trains an MLP 784-256-10 (ReLU) on Fashion-MNIST with SGD, momentum 0.9 and a cosine schedule,\n"
+                "prints the test accuracy after every epoch, then saves the model, reloads it into a fresh one\n"
+                "and checks that it scores the same.");
+  p.add("--epochs", a.epochs, "N", "passes over the 60,000 training images", cli::Range::positive);
+  p.add("--batch-size", a.batch_size, "B", "training images per step", cli::Range::positive);
+  p.add("--lr", a.lr, "LR", "initial learning rate, annealed to 0 over the epochs", cli::Range::positive);
+  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  p.add("--data", a.data, "DIR", "folder of the four Fashion-MNIST IDX files, .gz or not");
+  p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
+  p.add("--checkpoint", a.checkpoint, "PATH", "safetensors file the trained model is saved to and reloaded from");
+  p.parse(argc, argv);
+  if (a.device != "auto") {
+    try {
+      (void)tg::Device(a.device);   // "cpu", "cuda", "cuda:N"; anything else throws
+    } catch (const tg::Error& e) {
+      p.fail("--device " + a.device + ": " + e.what());
+    }
   }
-  if (a.epochs < 1 || a.batch_size < 1 || !(a.lr > 0)) throw tg::Error("--epochs, --batch-size and --lr must be positive");
   return a;
 }
 

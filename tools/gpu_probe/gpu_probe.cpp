@@ -4,10 +4,11 @@
 // Medians over repetitions after warm-up; nothing is asserted. Run by tools/gpu_check.sh.
 #include <tensorgrad.h>
 
+#include "cli.h"   // examples/cli.h
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -126,11 +127,14 @@ void bench(int reps) {
 int main(int argc, char** argv) {
   bool run_bench = false;
   int reps = 10;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--bench") == 0) run_bench = true;
-    else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--peak-gbs") == 0 && i + 1 < argc) g_peak_gbs = std::atof(argv[++i]);
-  }
+  cli::Parser p("gpu_probe",
+                "Prints tg::cuda::info() and a smoke sum on cuda:0 (exit 2 without a GPU); with --bench, times\n"
+                "each CUDA kernel family against the bytes or FLOPs it must move.");
+  p.add("--bench", run_bench, "time the kernel families");
+  p.add("--reps", reps, "N", "timed calls per kernel (median), after 3 warm-up calls", cli::Range::positive);
+  p.add("--peak-gbs", g_peak_gbs, "GBS", "GB/s the rates are shown as a share of; the default is the H200's copy bandwidth",
+        cli::Range::positive);
+  p.parse(argc, argv);
   std::printf("%s\n", tg::cuda::info().c_str());
   if (!tg::cuda::is_available()) return 2;   // a GPU check without a GPU fails
   try {
