@@ -1,6 +1,7 @@
-// data/dataset.h: the Dataset interface (one Example by index, or a whole Batch at once) and
-// TensorDataset over two tensors that share their first (sample) dimension. The IDX/MNIST datasets
-// are in data/idx.h; batching, shuffling and the prefetch thread are in data/loader.h.
+/// \file
+/// data/dataset.h: the Dataset interface (one Example by index, or a whole Batch at once) and
+/// TensorDataset over two tensors that share their first (sample) dimension. The IDX/MNIST datasets
+/// are in data/idx.h; batching, shuffling and the prefetch thread are in data/loader.h.
 #pragma once
 #include <cstdint>
 #include <vector>

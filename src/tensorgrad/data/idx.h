@@ -1,6 +1,7 @@
-// data/idx.h: the IDX file format (MNIST's: big-endian magic and dims, then unsigned bytes), gzip or
-// plain, and the MNIST-format datasets built on it. Every bad file throws IOError or DataError naming
-// the path and the byte offset. Generic datasets are in data/dataset.h, batching in data/loader.h.
+/// \file
+/// data/idx.h: the IDX file format (MNIST's: big-endian magic and dims, then unsigned bytes), gzip or
+/// plain, and the MNIST-format datasets built on it. Every bad file throws IOError or DataError naming
+/// the path and the byte offset. Generic datasets are in data/dataset.h, batching in data/loader.h.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,6 +1,7 @@
-// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
-// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
-// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
+/// \file
+/// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
+/// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
+/// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,6 @@
-// engine/allocator.h: the Allocator interface and the caching CPU allocator behind every CPU Storage.
-// The CUDA caching allocator implements the same interface in cuda/ (its own issue).
+/// \file
+/// engine/allocator.h: the Allocator interface and the caching CPU allocator behind every CPU Storage.
+/// The CUDA caching allocator implements the same interface in cuda/ (its own issue).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,6 @@
-// engine/autograd_tools.h: tools for checking and seeing the graph: gradcheck (float64 central
-// differences), to_dot (Graphviz text). DetectAnomalyGuard is in engine/grad_mode.h.
+/// \file
+/// engine/autograd_tools.h: tools for checking and seeing the graph: gradcheck (float64 central
+/// differences), to_dot (Graphviz text). DetectAnomalyGuard is in engine/grad_mode.h.
 #pragma once
 #include <functional>
 #include <string>

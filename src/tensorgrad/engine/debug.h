@@ -1,5 +1,6 @@
-// engine/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, VariableImpl
-// and Node each hold a Counted member; the counts are process-wide relaxed atomics.
+/// \file
+/// engine/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, VariableImpl
+/// and Node each hold a Counted member; the counts are process-wide relaxed atomics.
 #pragma once
 #include <atomic>
 #include <cstddef>

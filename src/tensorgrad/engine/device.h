@@ -1,5 +1,6 @@
-// engine/device.h: Device ("cpu", "cuda:N") and DType (float32, float64, int64).
-// Pure value types; which backend serves a device is decided in engine/backend.cpp.
+/// \file
+/// engine/device.h: Device ("cpu", "cuda:N") and DType (float32, float64, int64).
+/// Pure value types; which backend serves a device is decided in engine/backend.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,7 @@
-// engine/error.h: the error hierarchy every tensorgrad failure is reported through, and TG_CHECK.
-// Nothing a user or a file controls may abort, assert or exit: it throws one of these instead.
-// Messages name the op and the operands (DESIGN.md section 7); see engine/format.h for helpers.
+/// \file
+/// engine/error.h: the error hierarchy every tensorgrad failure is reported through, and TG_CHECK.
+/// Nothing a user or a file controls may abort, assert or exit: it throws one of these instead.
+/// Messages name the op and the operands (DESIGN.md section 7); see engine/format.h for helpers.
 #pragma once
 #include <sstream>
 #include <stdexcept>

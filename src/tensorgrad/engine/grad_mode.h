@@ -1,5 +1,6 @@
-// engine/grad_mode.h: thread-local switches of the autograd engine: grad mode (NoGradGuard) and
-// anomaly detection (autograd::DetectAnomalyGuard). Read by record() and by the backward pass.
+/// \file
+/// engine/grad_mode.h: thread-local switches of the autograd engine: grad mode (NoGradGuard) and
+/// anomaly detection (autograd::DetectAnomalyGuard). Read by record() and by the backward pass.
 #pragma once
 
 namespace tg {

@@ -1,4 +1,5 @@
-// engine/macros.h: TG_HD marks scalar code shared by the CPU loops and the CUDA kernels.
+/// \file
+/// engine/macros.h: TG_HD marks scalar code shared by the CPU loops and the CUDA kernels.
 #pragma once
 #if defined(__CUDACC__)
 #define TG_HD __host__ __device__ __forceinline__

@@ -1,13 +1,14 @@
-// engine/parallel.h: the CPU thread pool behind every parallel CPU loop (engine/cpu_backend.cpp).
-//
-// Note [One thread pool]: tensorgrad's loops and its matrix products share this one pool; the BLAS
-// always runs single-threaded on the pool thread that calls it. Two pools that each spin while idle
-// (OpenMP's team and OpenBLAS's own threads, as in session 1) took turns stealing each other's core:
-// a 784-128-10 MLP step at batch 1024 ran 2.6x slower on two threads than on one. Pool threads spin
-// only briefly (tens of µs) after a loop, then sleep, so they also leave the cores to a data
-// loader's thread and to other processes. Loops run inline, without the pool, when they are small,
-// when called from inside a pool loop, on a thread marked serial, while another thread's loop holds
-// the pool, or in a child process forked after the pool started.
+/// \file
+/// engine/parallel.h: the CPU thread pool behind every parallel CPU loop (engine/cpu_backend.cpp).
+///
+/// Note [One thread pool]: tensorgrad's loops and its matrix products share this one pool; the BLAS
+/// always runs single-threaded on the pool thread that calls it. Two pools that each spin while idle
+/// (OpenMP's team and OpenBLAS's own threads) take turns stealing each other's core: a 784-128-10
+/// MLP step at batch 1024 runs 2.6x slower on two threads than on one. Pool threads spin
+/// only briefly (tens of µs) after a loop, then sleep, so they also leave the cores to a data
+/// loader's thread and to other processes. Loops run inline, without the pool, when they are small,
+/// when called from inside a pool loop, on a thread marked serial, while another thread's loop holds
+/// the pool, or in a child process forked after the pool started.
 #pragma once
 #include <cstdint>
 

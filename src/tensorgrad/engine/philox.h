@@ -1,7 +1,8 @@
-// engine/philox.h: Philox4x32-10, the counter-based generator behind every random op.
-// Element i of a random op drawn at generator offset `off` uses counter (off + i) and key `seed`,
-// so the CPU loop and the CUDA kernel produce the same values for the same manual_seed.
-// The generator state (seed, offset) lives in engine/random.cpp.
+/// \file
+/// engine/philox.h: Philox4x32-10, the counter-based generator behind every random op.
+/// Element i of a random op drawn at generator offset `off` uses counter (off + i) and key `seed`,
+/// so the CPU loop and the CUDA kernel produce the same values for the same manual_seed.
+/// The generator state (seed, offset) lives in engine/random.cpp.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,7 @@
-// engine/prim.h: graph-free tensor math. Each function validates its operands (shapes, dtypes,
-// devices: DESIGN.md section 7 messages), allocates the output and calls the device's backend.
-// Differentiable ops (ops/) are built from these; backward closures call them too.
+/// \file
+/// engine/prim.h: graph-free tensor math. Each function validates its operands (shapes, dtypes,
+/// devices: DESIGN.md section 7 messages), allocates the output and calls the device's backend.
+/// Differentiable ops (ops/) are built from these; backward closures call them too.
 #pragma once
 #include <cstdint>
 #include <vector>

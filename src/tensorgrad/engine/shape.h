@@ -1,6 +1,7 @@
-// engine/shape.h: Shape (sizes) and strides arithmetic, all int64 and overflow-checked, and SmallVector,
-// the inline-storage vector behind Shape (and behind the graph's edge and gradient lists, engine/variable.h).
-// Broadcasting rules (NumPy) live here too; the loops that use them are in the backends.
+/// \file
+/// engine/shape.h: Shape (sizes) and strides arithmetic, all int64 and overflow-checked, and SmallVector,
+/// the inline-storage vector behind Shape (and behind the graph's edge and gradient lists, engine/variable.h).
+/// Broadcasting rules (NumPy) live here too; the loops that use them are in the backends.
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -1,5 +1,6 @@
-// engine/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
-// No autograd here: that is Variable (engine/variable.h). Math on Tensors is in engine/prim.h.
+/// \file
+/// engine/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
+/// No autograd here: that is Variable (engine/variable.h). Math on Tensors is in engine/prim.h.
 #pragma once
 #include <cstdint>
 #include <memory>

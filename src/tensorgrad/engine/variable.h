@@ -1,6 +1,7 @@
-// engine/variable.h: Variable (what users hold), its shared VariableImpl, graph Nodes and record().
-// The backward algorithm lives in engine/autograd.cpp; op rules live in ops/ (each op's methods on
-// Variable are defined there too, in ops/methods.cpp); GradMode and guards in engine/grad_mode.h.
+/// \file
+/// engine/variable.h: Variable (what users hold), its shared VariableImpl, graph Nodes and record().
+/// The backward algorithm lives in engine/autograd.cpp; op rules live in ops/ (each op's methods on
+/// Variable are defined there too, in ops/methods.cpp); GradMode and guards in engine/grad_mode.h.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,6 @@
-// nn/layers.h: the standard layers and losses as Modules: Linear, ReLU, Sigmoid, Tanh, Dropout,
-// Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
+/// \file
+/// nn/layers.h: the standard layers and losses as Modules: Linear, ReLU, Sigmoid, Tanh, Dropout,
+/// Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
 #pragma once
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
-// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
-// traversal with dotted names, device/dtype moves in place, train/eval, printing. Layers are in
-// nn/layers.h; the ops they call in ops/ops.h.
+/// \file
+/// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
+/// traversal with dotted names, device/dtype moves in place, train/eval, printing. Layers are in
+/// nn/layers.h; the ops they call in ops/ops.h.
 #pragma once
 #include <memory>
 #include <ostream>

@@ -1,6 +1,7 @@
-// ops/creation.h: factory functions (tg::randn, tg::zeros, ...) and the random seed. Not
-// differentiable ops: results are leaves, requiring grad only when the options say so.
-// Defined in ops/creation.cpp; the Philox generator behind them is engine/philox.h.
+/// \file
+/// ops/creation.h: factory functions (tg::randn, tg::zeros, ...) and the random seed. Not
+/// differentiable ops: results are leaves, requiring grad only when the options say so.
+/// Defined in ops/creation.cpp; the Philox generator behind them is engine/philox.h.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,7 +1,8 @@
-// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
-// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
-// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
-// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
+/// \file
+/// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
+/// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
+/// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
+/// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
 #pragma once
 #include <cmath>
 #include <cstdint>

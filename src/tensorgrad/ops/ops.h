@@ -1,7 +1,8 @@
-// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
-// functions. Each is defined in ops/<family>.cpp with its backward right below its forward.
-// tests/test_gradcheck.cpp reads this file: every function declared here must have a gradcheck
-// entry there (or be listed as non-differentiable with a reason), or the coverage test fails.
+/// \file
+/// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
+/// functions. Each is defined in ops/<family>.cpp with its backward right below its forward.
+/// tests/test_gradcheck.cpp reads this file: every function declared here must have a gradcheck
+/// entry there (or be listed as non-differentiable with a reason), or the coverage test fails.
 #pragma once
 #include <cstdint>
 #include <vector>
