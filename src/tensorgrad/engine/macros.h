@@ -4,5 +4,7 @@
 #if defined(__CUDACC__)
 #define TG_HD __host__ __device__ __forceinline__
 #else
+/// Marks a function compiled for both sides: `__host__ __device__ __forceinline__` under nvcc,
+/// `inline` in plain C++.
 #define TG_HD inline
 #endif
