@@ -19,9 +19,12 @@
 
 namespace tg {
 
+/// A vector of T that keeps its first N elements inside the object: std::vector's interface (the part
+/// the engine uses), without a heap allocation up to N elements.
+///
 /// Note [Small vectors]
 /// Every op builds a few shapes and strides, and every recorded op a few edges and gradients. With
-/// std::vector each one was a heap allocation (~30 per op forward + backward, most of the per-op
+/// std::vector each one would be a heap allocation (~30 per op forward + backward, most of the per-op
 /// cost), so these containers keep their first N elements inside the object and go to the heap only
 /// beyond N (a 7-d shape, a cat of 3 tensors). The interface is the part of std::vector the code
 /// uses: iterators are plain pointers, element order and value semantics are the same, and it
@@ -31,6 +34,8 @@ class SmallVector {
   static_assert(N > 0, "SmallVector needs inline room for at least one element");
 
  public:
+  ///@{
+  /// The member types of std::vector; iterators are plain pointers.
   using value_type = T;
   using size_type = std::size_t;
   using difference_type = std::ptrdiff_t;
@@ -42,29 +47,41 @@ class SmallVector {
   using const_iterator = const T*;
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  ///@}
 
+  /// Empty, with room for N elements inline.
   SmallVector() noexcept {
     if constexpr (kTrivial) std::memset(inline_, 0, sizeof inline_);   // see copy_inline
   }
+  /// n value-initialized elements.
   explicit SmallVector(size_type n) : SmallVector() { resize(n); }
+  /// n copies of value.
   SmallVector(size_type n, const T& value) : SmallVector() { assign(n, value); }
+  /// The elements of [first, last).
   template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>   // not (count, value)
   SmallVector(It first, It last) : SmallVector() { assign(first, last); }
+  /// The listed elements: Shape{2, 3}.
   SmallVector(std::initializer_list<T> values) : SmallVector() { assign(values.begin(), values.end()); }
+  /// A copy of a std::vector's elements; implicit, so that vectors pass where a Shape is expected.
   SmallVector(const std::vector<T>& values) : SmallVector() { assign(values.begin(), values.end()); }   // NOLINT
+  /// A copy of o's elements.
   SmallVector(const SmallVector& o) : SmallVector() {
     if (kTrivial && !o.on_heap()) copy_inline(o);
     else assign(o.begin(), o.end());
   }
+  /// Takes o's elements (its heap block, when it has one); o is left empty.
   SmallVector(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) : SmallVector() { take(o); }
+  /// Destroys the elements and frees the heap block, if any.
   ~SmallVector() { free_all(); }
 
+  /// Replaces the elements with copies of o's.
   SmallVector& operator=(const SmallVector& o) {
     if (this == &o) return *this;
     if (kTrivial && !on_heap() && !o.on_heap()) copy_inline(o);
     else assign(o.begin(), o.end());
     return *this;
   }
+  /// Replaces the elements with o's (taking its heap block, when it has one); o is left empty.
   SmallVector& operator=(SmallVector&& o) noexcept(std::is_nothrow_move_constructible<T>::value) {
     if (this != &o) {
       free_all();
@@ -74,13 +91,18 @@ class SmallVector {
     }
     return *this;
   }
+  /// Replaces the elements with the listed ones.
   SmallVector& operator=(std::initializer_list<T> values) {
     assign(values.begin(), values.end());
     return *this;
   }
+  /// A std::vector with the same elements; implicit, so that a Shape passes where a vector is expected.
   operator std::vector<T>() const { return std::vector<T>(begin(), end()); }   // NOLINT: implicit
 
   // ---- access
+  ///@{
+  /// As the std::vector member of the same name: data() points at the first element, inline or on
+  /// the heap; operator[], front() and back() do not check bounds.
   T* data() noexcept { return on_heap() ? heap_ : reinterpret_cast<T*>(inline_); }
   const T* data() const noexcept { return on_heap() ? heap_ : reinterpret_cast<const T*>(inline_); }
   size_type size() const noexcept { return size_; }
@@ -102,8 +124,13 @@ class SmallVector {
   reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+  ///@}
 
   // ---- modifiers
+  ///@{
+  /// As the std::vector member of the same name. A growing operation that passes N moves the
+  /// elements to the heap (which invalidates pointers and iterators); arguments that refer to an
+  /// element of this vector are safe.
   void reserve(size_type n) {
     if (n > capacity_) grow_to(n);
   }
@@ -182,8 +209,10 @@ class SmallVector {
     o = std::move(*this);
     *this = std::move(tmp);
   }
+  ///@}
 
   // Hidden friends: found for a SmallVector on either side, and std::vector<T> converts to match.
+  /// Same size and equal elements.
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
     if (a.size() != b.size()) return false;
     const T *p = a.data(), *q = b.data();
@@ -191,7 +220,9 @@ class SmallVector {
       if (!(p[i] == q[i])) return false;
     return true;
   }
+  /// Not a == b.
   friend bool operator!=(const SmallVector& a, const SmallVector& b) { return !(a == b); }
+  /// Lexicographical order of the elements (for use as a map key).
   friend bool operator<(const SmallVector& a, const SmallVector& b) {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   }
@@ -260,8 +291,8 @@ class SmallVector {
 /// Sizes or strides of a tensor: up to 6 dims inline (see Note [Small vectors]).
 using Shape = SmallVector<int64_t, 6>;
 
-std::string shape_str(const Shape& s);                       // "[2, 3]"
-std::string shape_x(const Shape& s);                         // "2x3" (matmul messages)
+std::string shape_str(const Shape& s);                       ///< "[2, 3]"
+std::string shape_x(const Shape& s);                         ///< "2x3" (matmul messages)
 /// Element count; throws ShapeError on negative sizes or int64 overflow (before anything is allocated).
 int64_t checked_numel(const Shape& s, const char* op = "tensor");
 /// Element count of a shape already validated by checked_numel. A zero size wins before any product
@@ -276,7 +307,8 @@ inline int64_t numel_of(const Shape& s) {
 /// Row-major strides. For a zero-size shape whose strides would overflow int64 they saturate at
 /// INT64_MAX: such a tensor has no element, so no stride is ever used to address one.
 Shape contiguous_strides(const Shape& s);
-/// Wraps a possibly negative dim into [0, rank); throws IndexError naming op otherwise.
+/// Wraps a possibly negative dim into [0, rank); throws IndexError naming op otherwise. A 0-d tensor
+/// (rank 0) accepts dims 0 and -1, as in PyTorch.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
 /// NumPy broadcast of two shapes; throws ShapeError in PyTorch's words naming op.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
