@@ -11,8 +11,13 @@
 namespace tg {
 namespace autograd {
 
+/// Tolerances of gradcheck(), PyTorch's defaults: an element passes when
+/// |analytical - numerical| <= atol + rtol * |numerical|.
 struct GradcheckOptions {
+  ///@{
+  /// eps: the finite-difference step; atol, rtol: the absolute and relative tolerances.
   double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+  ///@}
 };
 
 /// Compares backward's gradient of every input that requires grad with central differences.
@@ -30,11 +35,13 @@ using BackwardObserver = std::function<void(const Node& node, const Tensor& grad
 /// debugging (examples/graph_walkthrough.cpp); without a guard the engine pays one branch per op.
 class BackwardTraceGuard {
  public:
+  /// Installs observer for this thread (guards nest: the innermost one reports).
   explicit BackwardTraceGuard(BackwardObserver observer);
+  /// Restores the observer that was installed before.
   ~BackwardTraceGuard();
   BackwardTraceGuard(const BackwardTraceGuard&) = delete;
   BackwardTraceGuard& operator=(const BackwardTraceGuard&) = delete;
-  static const BackwardObserver* current();   // the innermost guard's observer on this thread, or null
+  static const BackwardObserver* current();   ///< the innermost guard's observer on this thread, or null
  private:
   BackwardObserver observer_;
   const BackwardObserver* prev_;
