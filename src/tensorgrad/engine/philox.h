@@ -14,10 +14,14 @@ namespace philox {
 
 /// The four 32-bit words of one Philox draw.
 struct U4 {
-  ///@{
-  /// The words, in output order.
+  /// The first word; x and y feed Uniform and Integer draws and Normal's first uniform.
   uint32_t x, y, z, w;
-  ///@}
+  /** \var y
+      The second word. */
+  /** \var z
+      The third word; z and w feed Normal's second uniform. */
+  /** \var w
+      The fourth word. */
 };
 
 /// The 64-bit product a * b: returns its low 32 bits and stores the high 32 bits in *hi.

@@ -34,20 +34,29 @@ class SmallVector {
   static_assert(N > 0, "SmallVector needs inline room for at least one element");
 
  public:
-  ///@{
-  /// The member types of std::vector; iterators are plain pointers.
+  // The member types of std::vector; iterators are plain pointers.
+  /// The element type.
   using value_type = T;
+  /// Sizes and indices.
   using size_type = std::size_t;
+  /// Iterator differences.
   using difference_type = std::ptrdiff_t;
+  /// An element reference.
   using reference = T&;
+  /// A const element reference.
   using const_reference = const T&;
+  /// An element pointer.
   using pointer = T*;
+  /// A const element pointer.
   using const_pointer = const T*;
+  /// A plain pointer.
   using iterator = T*;
+  /// A plain const pointer.
   using const_iterator = const T*;
+  /// Walks from back to front.
   using reverse_iterator = std::reverse_iterator<iterator>;
+  /// Walks from back to front, const.
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
-  ///@}
 
   /// Empty, with room for N elements inline.
   SmallVector() noexcept {
@@ -99,45 +108,64 @@ class SmallVector {
   /// A std::vector with the same elements; implicit, so that a Shape passes where a vector is expected.
   operator std::vector<T>() const { return std::vector<T>(begin(), end()); }   // NOLINT: implicit
 
-  // ---- access
-  ///@{
-  /// As the std::vector member of the same name: data() points at the first element, inline or on
-  /// the heap; operator[], front() and back() do not check bounds.
+  // ---- access: as the std::vector members of the same names; operator[], front() and back() do
+  // not check bounds.
+  /// The first element, inline or on the heap.
   T* data() noexcept { return on_heap() ? heap_ : reinterpret_cast<T*>(inline_); }
+  /// The first element, inline or on the heap.
   const T* data() const noexcept { return on_heap() ? heap_ : reinterpret_cast<const T*>(inline_); }
+  /// The number of elements.
   size_type size() const noexcept { return size_; }
+  /// Elements that fit without growing (at least N).
   size_type capacity() const noexcept { return capacity_; }
+  /// size() == 0.
   bool empty() const noexcept { return size_ == 0; }
+  /// Element i (unchecked).
   T& operator[](size_type i) { return data()[i]; }
+  /// Element i (unchecked).
   const T& operator[](size_type i) const { return data()[i]; }
+  /// The first element (unchecked).
   T& front() { return data()[0]; }
+  /// The first element (unchecked).
   const T& front() const { return data()[0]; }
+  /// The last element (unchecked).
   T& back() { return data()[size_ - 1]; }
+  /// The last element (unchecked).
   const T& back() const { return data()[size_ - 1]; }
+  /// Points at the first element.
   iterator begin() noexcept { return data(); }
+  /// Points past the last element.
   iterator end() noexcept { return data() + size_; }
+  /// Points at the first element.
   const_iterator begin() const noexcept { return data(); }
+  /// Points past the last element.
   const_iterator end() const noexcept { return data() + size_; }
+  /// Points at the first element.
   const_iterator cbegin() const noexcept { return begin(); }
+  /// Points past the last element.
   const_iterator cend() const noexcept { return end(); }
+  /// Points at the last element, walking backwards.
   reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  /// Points before the first element, walking backwards.
   reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  /// Points at the last element, walking backwards.
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  /// Points before the first element, walking backwards.
   const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
-  ///@}
 
-  // ---- modifiers
-  ///@{
-  /// As the std::vector member of the same name. A growing operation that passes N moves the
-  /// elements to the heap (which invalidates pointers and iterators); arguments that refer to an
-  /// element of this vector are safe.
+  // ---- modifiers: as the std::vector members of the same names. Growing past the capacity moves the
+  // elements (to the heap past N), which invalidates pointers and iterators; arguments that refer
+  // to an element of this vector are safe.
+  /// Makes room for n elements.
   void reserve(size_type n) {
     if (n > capacity_) grow_to(n);
   }
+  /// Destroys every element; the capacity stays.
   void clear() noexcept {
     std::destroy(begin(), end());
     size_ = 0;
   }
+  /// Appends T(args...) and returns it.
   template <class... Args>
   T& emplace_back(Args&&... args) {
     if (size_ == capacity_) {   // build first: args may refer to an element that growing moves
@@ -150,13 +178,18 @@ class SmallVector {
     ++size_;
     return back();
   }
+  /// Appends a copy of value.
   void push_back(const T& value) { emplace_back(value); }
+  /// Appends value, moved.
   void push_back(T&& value) { emplace_back(std::move(value)); }
+  /// Removes the last element (unchecked).
   void pop_back() {
     --size_;
     std::destroy_at(end());
   }
+  /// n elements: removes from the end, or appends value-initialized ones.
   void resize(size_type n) { resize_with(n, [](void* p) { ::new (p) T(); }); }   // new elements value-initialized
+  /// n elements: removes from the end, or appends copies of value.
   void resize(size_type n, const T& value) {
     if (n > size_ && n > capacity_) {   // value may be an element: copy it before growing
       const T copy(value);
@@ -165,11 +198,13 @@ class SmallVector {
       resize_with(n, [&value](void* p) { ::new (p) T(value); });
     }
   }
+  /// Replaces the elements with n copies of value.
   void assign(size_type n, const T& value) {
     const T copy(value);
     clear();
     resize(n, copy);
   }
+  /// Replaces the elements with those of [first, last).
   template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>
   void assign(It first, It last) {
     clear();
@@ -178,8 +213,11 @@ class SmallVector {
       reserve(static_cast<size_type>(std::distance(first, last)));
     for (; first != last; ++first) emplace_back(*first);
   }
+  /// Inserts a copy of value before pos; returns its position.
   iterator insert(const_iterator pos, const T& value) { return emplace(pos, value); }
+  /// Inserts value, moved, before pos; returns its position.
   iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
+  /// Inserts [first, last) before pos; returns the first one's position.
   template <class It, class = std::enable_if_t<!std::is_integral<It>::value>>
   iterator insert(const_iterator pos, It first, It last) {
     const difference_type at = pos - begin();
@@ -189,6 +227,7 @@ class SmallVector {
     std::rotate(begin() + at, end() - values.size(), end());
     return begin() + at;
   }
+  /// Inserts T(args...) before pos; returns its position.
   template <class... Args>
   iterator emplace(const_iterator pos, Args&&... args) {
     const difference_type at = pos - begin();
@@ -196,7 +235,9 @@ class SmallVector {
     std::rotate(begin() + at, end() - 1, end());
     return begin() + at;
   }
+  /// Removes the element at pos; returns the position after it.
   iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  /// Removes [first, last); returns the position after them.
   iterator erase(const_iterator first, const_iterator last) {
     const difference_type at = first - begin(), n = last - first;
     std::move(begin() + at + n, end(), begin() + at);
@@ -204,12 +245,12 @@ class SmallVector {
     size_ -= static_cast<uint32_t>(n);
     return begin() + at;
   }
+  /// Exchanges the elements with o's.
   void swap(SmallVector& o) {
     SmallVector tmp(std::move(o));
     o = std::move(*this);
     *this = std::move(tmp);
   }
-  ///@}
 
   // Hidden friends: found for a SmallVector on either side, and std::vector<T> converts to match.
   /// Same size and equal elements.

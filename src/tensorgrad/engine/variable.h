@@ -229,6 +229,7 @@ class Variable {
   /// the update in NoGradGuard, as optimizers do) and a view of a Variable that requires grad; on a
   /// non-leaf the op is recorded, as in PyTorch.
   ///@{
+
   /// *this += o, with o broadcast to this shape (not the other way: ShapeError).
   Variable& add_(const Variable& o);
   /// *this += s.
