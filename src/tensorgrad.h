@@ -1,6 +1,7 @@
-// tensorgrad.h: the one header users include. Everything public is reachable from here; nothing
-// here includes a CUDA header, so plain C++ consumers build against a CUDA-enabled library.
-// engine/prim.h (graph-free tensor math) is public for writing custom ops with tg::record.
+/// \file
+/// tensorgrad.h: the one header users include. Everything public is reachable from here; nothing
+/// here includes a CUDA header, so plain C++ consumers build against a CUDA-enabled library.
+/// engine/prim.h (graph-free tensor math) is public for writing custom ops with tg::record.
 #pragma once
 
 #include "tensorgrad/cuda/cuda.h"
@@ -23,3 +24,32 @@
 #include "tensorgrad/optim/adam.h"
 #include "tensorgrad/optim/optimizer.h"
 #include "tensorgrad/optim/scheduler.h"
+
+/// \namespace tg
+/// Everything tensorgrad offers: Variable and its ops (ops/ops.h), factories (ops/creation.h),
+/// devices and dtypes, errors, checkpoints (tg::save, tg::load). Names follow PyTorch's (`torch::`).
+/// \namespace tg::autograd
+/// Graph tools: gradcheck, to_dot, DetectAnomalyGuard, BackwardTraceGuard (PyTorch's torch.autograd).
+/// \namespace tg::cuda
+/// The CUDA runtime as users see it: device queries, the current device, memory statistics
+/// (PyTorch's torch.cuda). Every function also works in a build without CUDA.
+/// \namespace tg::data
+/// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader.
+/// \namespace tg::debug
+/// Live-object counters for leak tests.
+/// \namespace tg::fn
+/// The scalar math of the elementwise ops, shared by the CPU loops and the CUDA kernels. Each unary
+/// functor has `forward(x, args)` and `backward(x, y, dy, args)`; each binary one has `apply(a, b)`.
+/// \namespace tg::nn
+/// Modules (Module, Linear, Sequential, ...) and losses (PyTorch's torch.nn).
+/// \namespace tg::nn::init
+/// In-place parameter initialisers (PyTorch's torch.nn.init).
+/// \namespace tg::optim
+/// Optimizers (SGD, Adam, AdamW), learning-rate schedulers and clip_grad_norm (PyTorch's torch.optim).
+/// \namespace tg::parallel
+/// The CPU thread pool that runs tensorgrad's parallel loops.
+/// \namespace tg::philox
+/// Philox4x32-10, the counter-based random generator behind every random op.
+/// \namespace tg::prim
+/// Graph-free math on Tensors: validated, allocating, no autograd. The building blocks of ops and of
+/// backward rules written with tg::record.

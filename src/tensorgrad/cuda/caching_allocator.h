@@ -1,8 +1,9 @@
-// cuda/caching_allocator.h: the pool logic of the CUDA caching allocator (Note [Caching allocator]),
-// written against an injectable raw allocator (a malloc/free pair) so that
-// tests/test_cuda_allocator.cpp checks pool selection, rounding, reuse, retry-on-OOM and statistics on
-// the CPU with a fake. Plain C++, no CUDA header. The device half (cudaMalloc/cudaFree, one instance per
-// device, tg::cuda::memory_* and TG_CUDA_ALLOCATOR=passthrough) is cuda/runtime.cu.
+/// \file
+/// cuda/caching_allocator.h: the pool logic of the CUDA caching allocator (Note [Caching allocator]),
+/// written against an injectable raw allocator (a malloc/free pair) so that
+/// tests/test_cuda_allocator.cpp checks pool selection, rounding, reuse, retry-on-OOM and statistics on
+/// the CPU with a fake. Plain C++, no CUDA header. The device half (cudaMalloc/cudaFree, one instance per
+/// device, tg::cuda::memory_* and TG_CUDA_ALLOCATOR=passthrough) is cuda/runtime.cu.
 #pragma once
 #include <cstddef>
 #include <cstdint>

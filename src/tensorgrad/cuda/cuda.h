@@ -16,17 +16,26 @@ namespace cuda {
 /// any runtime error (no driver, no device, driver too old, no code for the GPU's architecture)
 /// means "not available", and info() says why.
 bool is_available() noexcept;
+/// The number of CUDA devices the runtime reports; 0 without a usable GPU. Never throws.
 int device_count() noexcept;           // 0 without a usable GPU
 /// The calling thread's current device (0 unless set_device was called); tg::cuda::memory_* default to it.
 void set_device(int device);           // throws DeviceError for an unusable index
+/// The calling thread's current device index (0 unless set_device was called; 0 without CUDA).
 int current_device();
 /// Waits for all queued work on every device in use; raises errors kernels recorded (e.g. a bad
 /// cross_entropy target) as the CPU would.
 void synchronize();
+/// Bytes in live tensor blocks (rounded sizes) on device (-1: the current one); 0 without a usable
+/// GPU or before the device is first used (torch.cuda.memory_allocated).
 std::size_t memory_allocated(int device = -1);       // bytes in live tensor blocks (rounded sizes)
+/// The peak of memory_allocated(device) since the last reset_peak_memory_stats (torch.cuda.max_memory_allocated).
 std::size_t max_memory_allocated(int device = -1);   // peak of memory_allocated since the last reset
+/// Bytes the caching allocator holds from the driver on device, live and cached (torch.cuda.memory_reserved).
 std::size_t memory_reserved(int device = -1);        // bytes the caching allocator holds from the driver
+/// Returns the cached, unused blocks of every device in use to the driver (torch.cuda.empty_cache);
+/// live tensors keep theirs.
 void empty_cache();                                  // returns cached, unused blocks to the driver
+/// Restarts max_memory_allocated(device) from the current memory_allocated(device).
 void reset_peak_memory_stats(int device = -1);
 /// Driver and runtime versions, devices, compiled architectures; or why no GPU can be used.
 std::string info();

@@ -1,6 +1,7 @@
-// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
-// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
-// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
+/// \file
+/// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
+/// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
+/// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,22 +17,32 @@ namespace data {
 /// Builder-style options: LoaderOptions().batch_size(64).shuffle(true).seed(0).
 class LoaderOptions {
  public:
+  /// Samples per batch (default 1; the DataLoader throws Error unless positive).
   LoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
+  /// A new random order every epoch (default off: dataset order).
   LoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
   /// With a usable GPU the prefetch thread copies each batch into pinned (page-locked) host memory, so
   /// that batch.data.to(gpu, true) is asynchronous; without one it is a no-op.
   LoaderOptions& pin_memory(bool on) { pin_memory_ = on; return *this; }
+  /// The shuffle seed (default 0): an epoch's order depends only on it and the epoch number, not on
+  /// manual_seed.
   LoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
   /// Drop the last, smaller batch when the dataset size is not a multiple of batch_size.
   LoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
   /// Batches prepared ahead by the background thread; 0 prepares each batch on the caller's thread.
   LoaderOptions& prefetch(int64_t n) { prefetch_ = n; return *this; }
 
+  /// See batch_size(int64_t).
   int64_t batch_size() const { return batch_size_; }
+  /// See shuffle(bool).
   bool shuffle() const { return shuffle_; }
+  /// See pin_memory(bool).
   bool pin_memory() const { return pin_memory_; }
+  /// See seed(uint64_t).
   uint64_t seed() const { return seed_; }
+  /// See drop_last(bool).
   bool drop_last() const { return drop_last_; }
+  /// See prefetch(int64_t) (default 2).
   int64_t prefetch() const { return prefetch_; }
 
  private:
@@ -53,19 +64,30 @@ class DataLoader {
   struct Epoch;   // one pass over the data: its order, its prefetch thread and queue (data/loader.cpp)
 
  public:
+  /// An input iterator over one epoch's batches; copies share the position.
   class Iterator {
    public:
+    /// Single pass.
     using iterator_category = std::input_iterator_tag;
+    /// A Batch.
     using value_type = Batch;
+    /// For the standard algorithms.
     using difference_type = std::ptrdiff_t;
+    /// Batch*.
     using pointer = Batch*;
+    /// Batch&.
     using reference = Batch&;
 
-    Iterator() = default;                 // the end iterator
-    Batch& operator*() const;             // waits for the batch; rethrows the error that replaced it
+    Iterator() = default;                 ///< the end iterator
+    Batch& operator*() const;             ///< waits for the batch; rethrows the error that replaced it
+    /// The current batch's members: it->data, it->target.
     Batch* operator->() const { return &**this; }
+    /// Moves to the next batch; a batch skipped without dereferencing is still consumed (and its
+    /// error rethrown). IndexError on the end iterator.
     Iterator& operator++();
+    /// Both at the end, or the same epoch at the same position.
     bool operator==(const Iterator& other) const;
+    /// Not ==.
     bool operator!=(const Iterator& other) const { return !(*this == other); }
 
    private:
@@ -75,18 +97,26 @@ class DataLoader {
     std::shared_ptr<Epoch> epoch_;   // copies share the position (an input iterator)
   };
 
+  /// Borrows dataset (it must outlive the loader); Error unless batch_size > 0 and prefetch >= 0.
   DataLoader(const Dataset& dataset, LoaderOptions options = LoaderOptions());
   DataLoader(const Dataset&& dataset, LoaderOptions options = LoaderOptions()) = delete;   // would dangle
+  /// Stops and joins the prefetch threads of epochs still running.
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  Iterator begin();                        // starts epoch epoch() and its prefetch thread
+  Iterator begin();                        ///< starts epoch epoch() and its prefetch thread
+  /// The end iterator.
   Iterator end() { return Iterator(); }
-  int64_t size() const;                    // batches per epoch
-  int64_t epoch() const { return epoch_; } // the number the next begin() uses
-  void set_epoch(int64_t epoch);           // e.g. to resume a run at a given epoch's order
+  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  int64_t size() const;
+  int64_t epoch() const { return epoch_; } ///< the number the next begin() uses
+  /// Sets the number the next begin() uses (>= 0, else Error), e.g. to resume a run at a given
+  /// epoch's order.
+  void set_epoch(int64_t epoch);
+  /// The options it was built with.
   const LoaderOptions& options() const { return options_; }
+  /// The borrowed dataset.
   const Dataset& dataset() const { return *dataset_; }
   /// The sample order of an epoch (identity without shuffle): a permutation of [0, dataset.size()).
   std::vector<int64_t> order(int64_t epoch) const;

@@ -1,11 +1,14 @@
-// engine/allocator.h: the Allocator interface and the caching CPU allocator behind every CPU Storage.
-// The CUDA caching allocator implements the same interface in cuda/ (its own issue).
+/// \file
+/// engine/allocator.h: the Allocator interface and the caching CPU allocator behind every CPU Storage.
+/// The CUDA caching allocator implements the same interface in cuda/ (its own issue).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 namespace tg {
 
+/// Where a Storage gets its bytes: the caching CPU allocator (cpu_allocator()), or the CUDA caching
+/// allocator of one device. Implement it to back tensors with other memory.
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -15,21 +18,29 @@ class Allocator {
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
 };
 
+/// Byte counts of the caching CPU allocator (cpu_memory_stats()).
 struct CpuMemoryStats {
-  std::size_t allocated = 0;       // bytes in live blocks (rounded sizes)
-  std::size_t cached = 0;          // bytes in freed blocks kept for reuse
+  std::size_t allocated = 0;       ///< bytes in live blocks (rounded sizes)
+  std::size_t cached = 0;          ///< bytes in freed blocks kept for reuse
+  /// Highest `allocated` since the process started.
   std::size_t peak_allocated = 0;
 };
 
+/// The process-wide caching CPU allocator behind every CPU Storage; never destroyed, thread-safe.
+///
 /// Note [CPU caching allocator]
 /// A training step frees and re-requests the same sizes every iteration; a fresh 64 MiB block costs
 /// ~50 ms of page faults here. Freed blocks are kept in per-size free lists (sizes rounded so that
 /// near-equal requests share blocks) and handed out again; blocks of 2 MiB and more are
-/// madvise(MADV_HUGEPAGE)d. The cache is bounded (cpu_cache_limit); on allocation failure it is
+/// madvise(MADV_HUGEPAGE)d. The cache is bounded (set_cpu_cache_limit()); on allocation failure it is
 /// emptied and the request retried once, then OutOfMemoryError names the requested size.
 Allocator& cpu_allocator();
+/// The CPU allocator's current byte counts.
 CpuMemoryStats cpu_memory_stats();
+/// Frees every cached (unused) CPU block; live blocks stay. PyTorch has no CPU equivalent.
 void cpu_empty_cache();
-void set_cpu_cache_limit(std::size_t bytes);   // default 1 GiB
+/// Most bytes of freed blocks the CPU cache keeps; blocks freed beyond it go back to the system.
+/// Empties the cache.
+void set_cpu_cache_limit(std::size_t bytes);   ///< Default 1 GiB.
 
 }  // namespace tg

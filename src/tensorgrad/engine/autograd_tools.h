@@ -1,5 +1,6 @@
-// engine/autograd_tools.h: tools for checking and seeing the graph: gradcheck (float64 central
-// differences), to_dot (Graphviz text). DetectAnomalyGuard is in engine/grad_mode.h.
+/// \file
+/// engine/autograd_tools.h: tools for checking and seeing the graph: gradcheck (float64 central
+/// differences), to_dot (Graphviz text). DetectAnomalyGuard is in engine/grad_mode.h.
 #pragma once
 #include <functional>
 #include <string>
@@ -10,8 +11,15 @@
 namespace tg {
 namespace autograd {
 
+/// Tolerances of gradcheck(), PyTorch's defaults: an element passes when
+/// |analytical - numerical| <= atol + rtol * |numerical|.
 struct GradcheckOptions {
+  /// The finite-difference step: (f(x + eps) - f(x - eps)) / (2 eps).
   double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+  /** \var atol
+      The absolute tolerance. */
+  /** \var rtol
+      The relative tolerance, times |numerical|. */
 };
 
 /// Compares backward's gradient of every input that requires grad with central differences.
@@ -29,11 +37,13 @@ using BackwardObserver = std::function<void(const Node& node, const Tensor& grad
 /// debugging (examples/graph_walkthrough.cpp); without a guard the engine pays one branch per op.
 class BackwardTraceGuard {
  public:
+  /// Installs observer for this thread (guards nest: the innermost one reports).
   explicit BackwardTraceGuard(BackwardObserver observer);
+  /// Restores the observer that was installed before.
   ~BackwardTraceGuard();
   BackwardTraceGuard(const BackwardTraceGuard&) = delete;
   BackwardTraceGuard& operator=(const BackwardTraceGuard&) = delete;
-  static const BackwardObserver* current();   // the innermost guard's observer on this thread, or null
+  static const BackwardObserver* current();   ///< the innermost guard's observer on this thread, or null
  private:
   BackwardObserver observer_;
   const BackwardObserver* prev_;

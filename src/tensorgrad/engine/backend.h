@@ -15,26 +15,57 @@ namespace tg {
 /// (its row length as stored), and consecutive batch entries are stride_* elements apart (0 repeats
 /// one matrix). beta = 0 sets C, beta = 1 accumulates into it.
 struct GemmArgs {
+  /// A is stored transposed: op(A) = A^T, A stored as (K, M).
   bool trans_a = false, trans_b = false;
+  /** \var trans_b
+      B is stored transposed: op(B) = B^T, B stored as (N, K). */
+  /// The number of products.
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  /** \var M
+      Rows of op(A) and of C. */
+  /** \var N
+      Columns of op(B) and of C. */
+  /** \var K
+      Columns of op(A), rows of op(B). */
+  /// The first A matrix (elements of dtype).
   const void* a = nullptr;
+  /// The first B matrix.
   const void* b = nullptr;
+  /// The first C matrix (written).
   void* c = nullptr;
+  /// A's leading dimension: elements between the starts of consecutive stored rows.
   int64_t lda = 0, ldb = 0, ldc = 0;
+  /** \var ldb
+      B's leading dimension. */
+  /** \var ldc
+      C's leading dimension. */
+  /// Elements between consecutive A matrices of the batch (0 repeats one).
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  /** \var stride_b
+      Elements between consecutive B matrices (0 repeats one). */
+  /** \var stride_c
+      Elements between consecutive C matrices. */
+  /// 0 sets C, 1 accumulates into it.
   double beta = 0;
+  /// The element type of A, B and C (float32 or float64).
   DType dtype = kFloat32;
 };
 
 /// Options of the fused softmax-cross-entropy (PyTorch's ignore_index and label_smoothing).
 struct CrossEntropyArgs {
+  /// Rows whose target equals it count for nothing.
   int64_t ignore_index = -100;
+  /// s in [0, 1]: the target distribution is (1 - s) onehot + s / C.
   double label_smoothing = 0;
 };
 
+/// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
+/// shapes, dtypes and devices first; an implementation trusts its arguments. "Sets out" means every
+/// element of out is written.
 class Backend {
  public:
   virtual ~Backend() = default;
+  /// Where this device's Storages get their bytes.
   virtual Allocator& allocator() = 0;
 
   /// dst (any strides) <- src (same shape, any strides, any dtype: converted). Sets dst.
@@ -53,6 +84,7 @@ class Backend {
   /// out (contiguous) has x's rank with size 1 on every reduced dim and x's size elsewhere; reduces
   /// x over the dims where the sizes differ. ArgMax/ArgMin need exactly one reduced dim and an int64 out.
   virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
+  /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
   /// x, out contiguous, same shape; (log-)softmax along dim. Sets out.
   virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
@@ -88,36 +120,52 @@ class Backend {
   virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
                          double weight_decay, bool decoupled, int64_t step) = 0;
+  /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
 };
 
 /// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
 /// (o * D + d) * inner + i. Softmax, cross-entropy and the index kernels walk rows this way.
 struct RowView {
+  /// The product of the sizes before dim.
   int64_t outer = 1, D = 1, inner = 1;
+  /** \var D
+      The size of dim (1 for a 0-d tensor). */
+  /** \var inner
+      The product of the sizes after dim. */
 };
+/// x's (outer, D, inner) around dim (already wrapped).
 RowView rows_of(const Tensor& x, int64_t dim);
 
 /// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
 /// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
 /// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.
 struct ReductionLayout {
+  /// The input with its kept dims first: a permuted view, or a contiguous copy of it.
   Tensor x;            // permuted view (or contiguous copy) of the input
+  /// How many leading dims of x are kept.
   int64_t nkept = 0;   // leading dims of x that are kept
+  /// Elements reduced into each output.
   int64_t R = 1;       // elements reduced into each output
+  /// The step, in elements, between the R elements of one output.
   int64_t rstride = 1;
+  /// The sizes of the kept dims.
   Shape kept_shape() const { return Shape(x.shape().begin(), x.shape().begin() + nkept); }
+  /// The strides of the kept dims in x.
   Shape kept_strides() const { return Shape(x.strides().begin(), x.strides().begin() + nkept); }
 };
+/// The layout of reducing x into out (x's rank, size 1 on the reduced dims).
 ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
 
 /// The backend serving a device. CUDA devices throw DeviceError with the reason when unusable.
 Backend& backend_for(Device device);
+/// The CPU backend (never destroyed).
 Backend& cpu_backend();
 
 /// Threads used by CPU loops and matrix products (engine/parallel.h); default: OMP_NUM_THREADS when
 /// set, else the number of cores.
 void set_num_threads(int n);
+/// The CPU thread count in use (torch.get_num_threads).
 int get_num_threads();
 /// Flush subnormal floats to zero in CPU kernels (PyTorch: torch.set_flush_denormal). Off by default.
 /// Training loops whose momentum buffers decay towards zero otherwise spend most of a step on slow

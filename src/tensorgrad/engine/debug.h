@@ -1,5 +1,6 @@
-// engine/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, VariableImpl
-// and Node each hold a Counted member; the counts are process-wide relaxed atomics.
+/// \file
+/// engine/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, VariableImpl
+/// and Node each hold a Counted member; the counts are process-wide relaxed atomics.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -8,16 +9,20 @@
 namespace tg {
 namespace debug {
 
+/// A snapshot of the live-object counters: compare two snapshots to find leaks.
 struct LiveCounts {
-  int64_t storages = 0;          // live tensor buffers, any device
-  int64_t variables = 0;         // live VariableImpls (every Variable handle family, grads included)
-  int64_t nodes = 0;             // live graph nodes
-  std::size_t cpu_bytes = 0;     // bytes in live CPU allocator blocks (rounded sizes)
+  int64_t storages = 0;          ///< live tensor buffers, any device
+  int64_t variables = 0;         ///< live VariableImpls (every Variable handle family, grads included)
+  int64_t nodes = 0;             ///< live graph nodes
+  std::size_t cpu_bytes = 0;     ///< bytes in live CPU allocator blocks (rounded sizes)
+  /// All four counts equal.
   bool operator==(const LiveCounts& o) const {
     return storages == o.storages && variables == o.variables && nodes == o.nodes && cpu_bytes == o.cpu_bytes;
   }
+  /// Some count differs.
   bool operator!=(const LiveCounts& o) const { return !(*this == o); }
 };
+/// The current counts, process-wide (relaxed atomic reads: exact once other threads are quiet).
 LiveCounts live_counts();
 
 namespace detail {

@@ -1,7 +1,8 @@
-// engine/philox.h: Philox4x32-10, the counter-based generator behind every random op.
-// Element i of a random op drawn at generator offset `off` uses counter (off + i) and key `seed`,
-// so the CPU loop and the CUDA kernel produce the same values for the same manual_seed.
-// The generator state (seed, offset) lives in engine/random.cpp.
+/// \file
+/// engine/philox.h: Philox4x32-10, the counter-based generator behind every random op.
+/// Element i of a random op drawn at generator offset `off` uses counter (off + i) and key `seed`,
+/// so the CPU loop and the CUDA kernel produce the same values for the same manual_seed.
+/// The generator state (seed, offset) lives in engine/random.cpp.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -11,10 +12,19 @@
 namespace tg {
 namespace philox {
 
+/// The four 32-bit words of one Philox draw.
 struct U4 {
+  /// The first word; x and y feed Uniform and Integer draws and Normal's first uniform.
   uint32_t x, y, z, w;
+  /** \var y
+      The second word. */
+  /** \var z
+      The third word; z and w feed Normal's second uniform. */
+  /** \var w
+      The fourth word. */
 };
 
+/// The 64-bit product a * b: returns its low 32 bits and stores the high 32 bits in *hi.
 TG_HD uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   const uint64_t p = static_cast<uint64_t>(a) * b;
   *hi = static_cast<uint32_t>(p >> 32);
@@ -43,7 +53,14 @@ TG_HD double to_unit(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
+/// The distribution of a random op (see sample()).
 enum class Kind : int { Uniform, Normal, Integer };
+/** \var Kind::Uniform
+    Uniform real in [a, b) (rand). */
+/** \var Kind::Normal
+    Normal with mean a and standard deviation b (randn). */
+/** \var Kind::Integer
+    Uniform integer in [a, b) (randint). */
 
 /// Value of element i: Uniform in [a, b), Normal(mean a, std b) by Box-Muller, Integer in [a, b).
 TG_HD double sample(Kind kind, uint64_t seed, uint64_t ctr, double a, double b) {

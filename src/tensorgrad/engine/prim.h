@@ -1,6 +1,7 @@
-// engine/prim.h: graph-free tensor math. Each function validates its operands (shapes, dtypes,
-// devices: DESIGN.md section 7 messages), allocates the output and calls the device's backend.
-// Differentiable ops (ops/) are built from these; backward closures call them too.
+/// \file
+/// engine/prim.h: graph-free tensor math. Each function validates its operands (shapes, dtypes,
+/// devices: DESIGN.md section 7 messages), allocates the output and calls the device's backend.
+/// Differentiable ops (ops/) are built from these; backward closures call them too.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,70 +13,117 @@ namespace tg {
 namespace prim {
 
 // ---- creation
+/// A contiguous tensor with unspecified contents (Tensor::empty).
 Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+/// A contiguous tensor with every element set to value (converted to dtype).
 Tensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = Device::cpu());
+/// Zeros with t's shape, dtype and device.
 Tensor zeros_like(const Tensor& t);
-Tensor scalar_like(double value, const Tensor& like);   // 0-d tensor with like's dtype and device
+Tensor scalar_like(double value, const Tensor& like);   ///< 0-d tensor with like's dtype and device
+/// 0, 1, ..., n-1 as a 1-D tensor; ShapeError when n < 0.
 Tensor arange(int64_t n, DType dtype, Device device);
+/// The (n, n) identity matrix; ShapeError when n < 0.
 Tensor eye(int64_t n, DType dtype, Device device);
 /// Copies host memory holding numel(shape) elements of dtype onto device.
 Tensor from_host(const void* data, const Shape& shape, DType dtype, Device device);
 
 // ---- random (Philox; see engine/philox.h). One generator: manual_seed resets it.
+/// Seeds the process-wide generator and resets its offset (tg::manual_seed calls it).
 void manual_seed(uint64_t seed);
+/// A fresh tensor of draws from kind's distribution with parameters a, b (philox::sample). Each call
+/// reserves numel() counters of the one stream, so values depend neither on the device nor on the
+/// thread count.
 Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType dtype, Device device);
 
 // ---- copies and fills (in place: bump the version counter of the written storage)
+/// Sets every element of dst (any strides) to value.
 void fill_(const Tensor& dst, double value);
+/// Copies src into dst, across devices too. ShapeError when src does not broadcast to dst's shape.
 void copy_(const Tensor& dst, const Tensor& src);       // src broadcast to dst's shape; any dtypes
+/// t.to(device): t itself when already there.
 Tensor to_device(const Tensor& t, Device device);
 
 // ---- elementwise
+/// op(x) into a fresh contiguous tensor; x must be floating (DTypeError).
 Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args = {});
+/// dx = op'(x, y) * dy for y = op(x), with dy's shape. x or y may be undefined when the op's functor
+/// does not read it (fn::Relu::uses_x, ...).
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args = {});
+/// a op b with broadcasting; same device and dtype (DeviceError, DTypeError), Div and Pow need
+/// floating operands. name is the op in error messages.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);   // broadcasts
+/// self = self op other in place; other broadcasts to self's shape, not the other way (ShapeError).
 void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name);   // self op= other
+/// a + b, broadcast.
 inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b, "add"); }
+/// a - b, broadcast.
 inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b, "sub"); }
+/// a * b, broadcast.
 inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b, "mul"); }
+/// a / b, broadcast.
 inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b, "div"); }
+/// a * s.
 Tensor mul(const Tensor& a, double s);
+/// cond != 0 ? a : b elementwise, all three broadcast; a and b share dtype and device.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // ---- reductions. dims empty = all dims. ArgMax/ArgMin take at most one dim and give int64.
+/// Reduces x over dims (each at most once; negative dims count from the end), dropping them unless
+/// keepdim. ArgMax/ArgMin over all dims give the flattened index. Max, Min and the arg reductions of
+/// an empty tensor or over a size-0 dim throw IndexError; name is the op in messages.
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name);
+/// The sum of all elements, 0-d.
 inline Tensor sum(const Tensor& x) { return reduce(ReduceOp::Sum, x, {}, false, "sum"); }
 /// Sums x down to `shape`, which x's shape broadcasts from (the engine's undoing of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // ---- linear algebra: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N).
 // Transposed views are passed to the BLAS as flags, not copied.
+/// The matrix product: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N), or (B, M, N) when either
+/// is 3-D (a batch of 1 broadcasts). Floating, same dtype and device; ShapeError for other ranks,
+/// mismatched K, or sizes above 2^31-1.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- softmax family and the fused loss
+/// softmax (log = false) or log_softmax (log = true) of floating x along dim.
 Tensor softmax(const Tensor& x, int64_t dim, bool log);
+/// The gradient dx from y = softmax(x, dim, log) and dy = dL/dy.
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log);
 /// logits (N, C) float, target (N) int64 -> per-row loss (N); lse (N) is set for the backward.
+/// Targets outside [0, C) that are not args.ignore_index throw IndexError (for CUDA tensors at
+/// the next sync); label_smoothing outside [0, 1] throws Error.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse);
 /// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
 /// index_add_, gather, scatter_add_): raised by the host checks for CPU tensors and, for CUDA tensors,
 /// at the next sync from the device error flag (Note [Device error flag] in cuda/reduce.cu).
 IndexError cross_entropy_target_error(int64_t target, int64_t classes);
+/// The IndexError for index out of [0, size) along dim in op (see cross_entropy_target_error()).
 IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);
 /// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C).
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
                               const Tensor& lse, const Tensor& dloss);
 
 // ---- indexing
+/// The entries of x at index (0-D or 1-D int64, each in [0, size(dim))) along dim: x's shape with
+/// size(dim) replaced by index.numel(). Out-of-range indices throw IndexError.
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// dst.index_select(dim, index) += src in place (repeated indices add up); dst must be contiguous.
 void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
+/// out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (likewise for other dims): index (int64) has
+/// x's rank and sizes no larger than x's off dim; the result has index's shape.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// The reverse of gather: dst[index[i][j][k]][j][k] += src[i][j][k] for dim 0, in place; src has
+/// index's shape.
 void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
+/// Concatenates xs (at least one; same rank, dtype and device; equal sizes off dim) along dim.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 
 // ---- checks shared with ops/
+/// DeviceError naming op unless a and b are on one device.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+/// DTypeError naming op unless a and b share a dtype.
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+/// DTypeError naming op unless t is float32 or float64.
 void check_floating(const char* op, const Tensor& t);
 
 }  // namespace prim

@@ -1,5 +1,6 @@
-// engine/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
-// No autograd here: that is Variable (engine/variable.h). Math on Tensors is in engine/prim.h.
+/// \file
+/// engine/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
+/// No autograd here: that is Variable (engine/variable.h). Math on Tensors is in engine/prim.h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,15 +19,22 @@ namespace tg {
 /// See Note [Version counter] in engine/variable.h.
 class Storage {
  public:
+  /// Allocates nbytes from allocator (which must outlive the Storage); throws OutOfMemoryError.
   Storage(std::size_t nbytes, Device device, Allocator* allocator);
+  /// Gives the bytes back to the allocator.
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  /// The first byte; nullptr when nbytes() is 0.
   void* data() const { return data_; }
+  /// The size in bytes, as requested.
   std::size_t nbytes() const { return nbytes_; }
+  /// The device that holds the bytes.
   Device device() const { return device_; }
+  /// The number of in-place writes so far.
   uint64_t version() const { return version_; }
+  /// Records an in-place write (every prim that writes in place calls it).
   void bump_version() { ++version_; }
 
  private:
@@ -38,27 +46,47 @@ class Storage {
   debug::detail::Counted<debug::detail::kStorage> counted_;
 };
 
+/// A strided view over a shared Storage: shape, strides and offset in elements, and a dtype. No
+/// autograd (that is Variable, which holds one). Copies are cheap handles that share the bytes;
+/// views share them too. Math on Tensors is in tg::prim; backward rules (tg::record) receive and
+/// return Tensors. PyTorch's at::Tensor without its autograd part.
 class Tensor {
  public:
-  // Undefined: defined() is false. User-provided (not = default) so that value-initialization (Grads,
+  /// Undefined: defined() is false.
+  // User-provided (not = default) so that value-initialization (Grads,
   // std::vector<Tensor>(n)) runs the member initializers only, instead of zeroing all 152 bytes first.
   Tensor() noexcept {}
+  /// A view of storage with the given sizes, strides (in elements) and offset. Unchecked: every
+  /// element it addresses must lie inside the storage.
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
 
   /// Fresh contiguous tensor with unspecified contents; validates the shape before allocating.
   static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
 
+  /// False for a default-constructed Tensor (no storage).
   bool defined() const { return storage_ != nullptr; }
+  /// The size of each dim.
   const Shape& shape() const { return shape_; }
+  /// The step, in elements, between neighbours along each dim (0 where expanded).
   const Shape& strides() const { return strides_; }
+  /// The position of element [0,...,0] in the storage, in elements.
   int64_t offset() const { return offset_; }
+  /// The number of dims (0 for a scalar).
   int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  /// The size of dim d (negative d counts from the end); IndexError when out of range.
   int64_t size(int64_t d) const;
+  /// The number of elements.
   int64_t numel() const { return numel_; }
+  /// The element type.
   DType dtype() const { return dtype_; }
+  /// The storage's device; cpu for an undefined tensor.
   Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  /// True when the elements are laid out in row-major order without gaps (size-1 dims and
+  /// zero-size tensors count as contiguous, as in PyTorch).
   bool is_contiguous() const;
+  /// The shared bytes.
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// The storage's version counter (0 when undefined); see Note [Version counter].
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
 
   /// Pointer to element [0,...,0] (offset applied); nullptr when the storage holds no bytes (a zero-size
@@ -68,30 +96,47 @@ class Tensor {
     T* base = static_cast<T*>(storage_->data());
     return base ? base + offset_ : nullptr;
   }
+  /// The same pointer, untyped (offset applied in bytes of the dtype).
   void* raw_data() const {
     char* base = static_cast<char*>(storage_->data());
     return base ? base + offset_ * int64_t(dtype_size(dtype_)) : nullptr;
   }
 
   // Views: share storage, metadata only. Each validates and throws with the op name.
-  Tensor view(const Shape& shape) const;            // needs compatible strides (else ShapeError)
-  Tensor reshape(const Shape& shape) const;         // view when possible, else a contiguous copy
+  /// The same elements with another shape (one size may be -1: inferred). Needs strides compatible
+  /// with the new shape (always so when contiguous), else ShapeError.
+  Tensor view(const Shape& shape) const;
+  /// As view() when possible, else a contiguous copy with the new shape.
+  Tensor reshape(const Shape& shape) const;
+  /// A view with the given sizes, strides and offset over the same storage. Unchecked.
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
+  /// Swaps dims d0 and d1.
   Tensor transpose(int64_t d0, int64_t d1) const;
+  /// Reorders the dims: dim i of the result is dim dims[i] of this. ShapeError unless dims is a
+  /// permutation of all dims.
   Tensor permute(const std::vector<int64_t>& dims) const;
+  /// Broadcasts size-1 dims (and new leading dims) to shape with stride 0; -1 keeps a size.
   Tensor expand(const Shape& shape) const;
+  /// Removes dim d when its size is 1; otherwise returns this unchanged.
   Tensor squeeze(int64_t d) const;
+  /// Removes every size-1 dim.
   Tensor squeeze() const;
+  /// Inserts a size-1 dim at position d (in [-dim()-1, dim()]).
   Tensor unsqueeze(int64_t d) const;
+  /// Elements [start, start + length) along dim d; IndexError when out of range.
   Tensor narrow(int64_t d, int64_t start, int64_t length) const;
+  /// The slice at index along dim d, which is removed; negative index counts from the end.
   Tensor select(int64_t d, int64_t index) const;
 
   // Copies (through the backend).
-  Tensor contiguous() const;                        // this if already contiguous
-  Tensor clone() const;                             // always a fresh contiguous copy
-  Tensor to(Device device, bool non_blocking = false) const;   // this if already there; engine/backend.cpp
-  Tensor to(DType dtype) const;                     // this if already that dtype
-  double item() const;                              // one element, any device (syncs)
+  Tensor contiguous() const;                        ///< this if already contiguous, else clone()
+  Tensor clone() const;                             ///< always a fresh contiguous copy
+  /// A copy on device; this itself when already there. Host-to-GPU copies from pinned memory are
+  /// asynchronous with non_blocking; copies to the CPU synchronize. DeviceError when the device is unusable.
+  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor to(DType dtype) const;                     ///< a converted copy; this if already that dtype
+  /// The value of a one-element tensor as double, from any device (syncs); ShapeError otherwise.
+  double item() const;
 
  private:
   std::shared_ptr<Storage> storage_;
@@ -106,6 +151,6 @@ Shape infer_shape(const Shape& requested, int64_t numel, const char* op);
 
 /// Prints like PyTorch: "tensor([[1.0000, 2.0000], ...])" with dtype/device suffixes when not defaults.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
-std::string tensor_meta_str(const Tensor& t);       // "[float32 [2, 3]]", used in error messages
+std::string tensor_meta_str(const Tensor& t);       ///< "[float32 [2, 3]]", used in error messages
 
 }  // namespace tg

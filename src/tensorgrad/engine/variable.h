@@ -1,6 +1,7 @@
-// engine/variable.h: Variable (what users hold), its shared VariableImpl, graph Nodes and record().
-// The backward algorithm lives in engine/autograd.cpp; op rules live in ops/ (each op's methods on
-// Variable are defined there too, in ops/methods.cpp); GradMode and guards in engine/grad_mode.h.
+/// \file
+/// engine/variable.h: Variable (what users hold), its shared VariableImpl, graph Nodes and record().
+/// The backward algorithm lives in engine/autograd.cpp; op rules live in ops/ (each op's methods on
+/// Variable are defined there too, in ops/methods.cpp); GradMode and guards in engine/grad_mode.h.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -24,24 +25,34 @@ class Variable;
 /// State shared by every copy of a Variable: copies are handles, as in PyTorch. set_data() (used by
 /// Module::to) swaps the value for every holder, so an optimizer built earlier sees the move.
 struct VariableImpl {
+  /// The value.
   Tensor data;
+  /// Whether gradients flow to (and, for a leaf, accumulate in) this value.
   bool requires_grad = false;
+  /// A non-leaf whose gradient backward keeps (Variable::retain_grad).
   bool retains_grad = false;
-  bool is_view = false;                    // shares storage with a graph input: see Variable::check_inplace
-  std::shared_ptr<VariableImpl> grad;      // accumulated gradient (leaves, and non-leaves after retain_grad)
-  std::shared_ptr<Node> grad_fn;           // producer; null for leaves
-  debug::detail::Counted<debug::detail::kVariable> counted;   // tg::debug::live_counts
+  bool is_view = false;                    ///< a view of a Variable that requires grad: no in-place ops on it
+  std::shared_ptr<VariableImpl> grad;      ///< accumulated gradient (leaves, and non-leaves after retain_grad)
+  std::shared_ptr<Node> grad_fn;           ///< producer; null for leaves
+  debug::detail::Counted<debug::detail::kVariable> counted;   ///< counts live instances for tg::debug::live_counts()
 };
 
 /// Creation options, PyTorch style: TensorOptions().dtype(kFloat64).device(gpu).requires_grad(true).
+/// Defaults: float32, cpu, no grad.
 class TensorOptions {
  public:
+  /// Sets the element type.
   TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
+  /// Sets the device.
   TensorOptions& device(Device d) { device_ = d; return *this; }
+  /// Makes the result a leaf that requires grad (floating dtypes only).
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  /// The element type (float32 unless set).
   DType dtype() const { return dtype_; }
-  bool has_dtype() const { return has_dtype_; }   // randint defaults to int64 when no dtype was set
+  bool has_dtype() const { return has_dtype_; }   ///< randint defaults to int64 when no dtype was set
+  /// The device (cpu unless set).
   Device device() const { return device_; }
+  /// Whether the result requires grad (false unless set).
   bool requires_grad() const { return requires_grad_; }
  private:
   DType dtype_ = kFloat32;
@@ -50,111 +61,208 @@ class TensorOptions {
   bool requires_grad_ = false;
 };
 
+/// What users hold: a Tensor value with its autograd state (PyTorch's torch::Tensor). Copies are
+/// handles to one shared VariableImpl, as in PyTorch. Ops on Variables (ops/ops.h, the methods
+/// below, the operators) record the graph that backward() walks when some input requires grad and
+/// grad mode is on. A default-constructed Variable is undefined: most members then throw tg::Error.
 class Variable {
  public:
-  Variable() = default;                                  // undefined
+  Variable() = default;                                  ///< undefined
+  /// Wraps data as a leaf; requires_grad needs a floating dtype (AutogradError).
   explicit Variable(Tensor data, bool requires_grad = false);
+  /// A handle on an existing shared state (what record() and the engine build).
   explicit Variable(std::shared_ptr<VariableImpl> impl) : impl_(std::move(impl)) {}
 
+  /// True when it holds a value (not default-constructed).
   bool defined() const { return impl_ != nullptr && impl_->data.defined(); }
-  const Tensor& data() const;                            // the value, without autograd
-  void set_data(const Tensor& t);                        // swaps the value for all copies (shape may change)
+  const Tensor& data() const;                            ///< the value, without autograd
+  void set_data(const Tensor& t);                        ///< swaps the value for all copies (shape may change)
+  /// The shared state (autograd internals; for custom ops and tools).
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
 
   // ---- metadata
+  /// The size of each dim.
   const Shape& shape() const { return data().shape(); }
+  /// The size of dim d (negative d counts from the end); IndexError when out of range.
   int64_t size(int64_t d) const { return data().size(d); }
+  /// The number of dims (0 for a scalar).
   int64_t dim() const { return data().dim(); }
+  /// The number of elements.
   int64_t numel() const { return data().numel(); }
+  /// The element type.
   DType dtype() const { return data().dtype(); }
+  /// Where the value lives.
   Device device() const { return data().device(); }
+  /// device().is_cuda().
   bool is_cuda() const { return device().is_cuda(); }
+  /// Row-major without gaps (Tensor::is_contiguous).
   bool is_contiguous() const { return data().is_contiguous(); }
 
   // ---- values
-  double item() const;                                   // one element; syncs with the device
+  /// The value of a one-element Variable as double (PyTorch's item()); syncs with the device.
+  /// ShapeError for more than one element.
+  double item() const;
+  /// item() converted to T: `x.sum().item<float>()`.
   template <class T> T item() const { return static_cast<T>(item()); }
-  template <class T> std::vector<T> to_vector() const;   // all elements in row-major order, converted to T
-  Variable to(Device device, bool non_blocking = false) const;   // differentiable
-  Variable to(DType dtype) const;                                 // differentiable
+  /// All elements copied to the host in row-major order, converted to T (float, double or int64_t).
+  template <class T> std::vector<T> to_vector() const;
+  /// A copy on device, recorded in the graph (the gradient is copied back); this itself when already
+  /// there. non_blocking: host-to-GPU copies from pinned memory (DataLoader pin_memory) are
+  /// asynchronous. DeviceError when the device cannot be used.
+  Variable to(Device device, bool non_blocking = false) const;
+  /// A converted copy, recorded in the graph for floating targets (int64 results carry no gradient);
+  /// this itself when already of that dtype.
+  Variable to(DType dtype) const;
+  /// to(Device::cuda()): to cuda:0.
   Variable cuda() const { return to(Device::cuda()); }
+  /// to(Device::cpu()).
   Variable cpu() const { return to(Device::cpu()); }
 
   // ---- autograd
+  /// Whether gradients flow to this Variable (false when undefined).
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
-  Variable& set_requires_grad(bool r);                   // leaves only (PyTorch: requires_grad_)
+  /// Sets requires_grad on a leaf and returns *this (PyTorch's requires_grad_). Switching it off on a
+  /// non-leaf, or on for an int64 value, throws AutogradError.
+  Variable& set_requires_grad(bool r);
+  /// True when no recorded op produced it (users' tensors and parameters; undefined ones too).
   bool is_leaf() const { return !impl_ || !impl_->grad_fn; }
+  /// The Node of the op that produced it; null for leaves.
   const std::shared_ptr<Node>& grad_fn() const;
-  Variable grad() const;                                 // undefined until a backward reaches it
+  Variable grad() const;                                 ///< undefined until a backward reaches it
+  /// Replaces the gradient (an undefined g clears it); ShapeError unless g has this shape.
   void set_grad(const Variable& g);
-  void zero_grad();                                      // sets grad to undefined (PyTorch set_to_none)
-  void retain_grad();                                    // keep .grad() of a non-leaf after backward
-  Variable detach() const;                               // same storage, no graph
+  void zero_grad();                                      ///< sets grad to undefined (PyTorch set_to_none)
+  /// Keeps .grad() of a non-leaf after backward (leaves always keep theirs). AutogradError unless it
+  /// requires grad.
+  void retain_grad();
+  Variable detach() const;                               ///< same storage, no graph
   /// Reverse-mode pass from this Variable. grad: dL/dthis (required unless one element).
+  /// The gradients of the leaves that require grad accumulate into their grad(). Without
+  /// retain_graph the graph's saved tensors are freed as it goes, and a second backward through it
+  /// throws AutogradError. Also AutogradError when this does not require grad.
   void backward(const Variable& grad = Variable(), bool retain_graph = false) const;
 
   // ---- ops as methods (defined in ops/methods.cpp; every one is also a free function in ops/ops.h)
+  /// tg::add(*this, o)
   Variable add(const Variable& o) const;
+  /// tg::sub(*this, o)
   Variable sub(const Variable& o) const;
+  /// tg::mul(*this, o)
   Variable mul(const Variable& o) const;
+  /// tg::div(*this, o)
   Variable div(const Variable& o) const;
+  /// tg::pow(*this, o)
   Variable pow(const Variable& o) const;
+  /// tg::pow(*this, exponent)
   Variable pow(double exponent) const;
+  /// tg::neg(*this)
   Variable neg() const;
+  /// tg::exp(*this)
   Variable exp() const;
+  /// tg::log(*this)
   Variable log() const;
+  /// tg::sqrt(*this)
   Variable sqrt() const;
+  /// tg::abs(*this)
   Variable abs() const;
+  /// tg::relu(*this)
   Variable relu() const;
+  /// tg::sigmoid(*this)
   Variable sigmoid() const;
+  /// tg::tanh(*this)
   Variable tanh() const;
+  /// tg::clamp(*this, min, max)
   Variable clamp(double min, double max) const;
+  /// tg::sum(*this): all elements
   Variable sum() const;
+  /// tg::sum(*this, dim, keepdim)
   Variable sum(int64_t dim, bool keepdim = false) const;
+  /// tg::mean(*this): all elements
   Variable mean() const;
+  /// tg::mean(*this, dim, keepdim)
   Variable mean(int64_t dim, bool keepdim = false) const;
+  /// tg::max(*this): all elements
   Variable max() const;
+  /// tg::max(*this, dim, keepdim): the values only
   Variable max(int64_t dim, bool keepdim = false) const;
+  /// tg::min(*this): all elements
   Variable min() const;
+  /// tg::min(*this, dim, keepdim): the values only
   Variable min(int64_t dim, bool keepdim = false) const;
+  /// tg::argmax(*this): the flattened index
   Variable argmax() const;
+  /// tg::argmax(*this, dim, keepdim)
   Variable argmax(int64_t dim, bool keepdim = false) const;
+  /// tg::matmul(*this, o)
   Variable matmul(const Variable& o) const;
+  /// tg::reshape(*this, shape)
   Variable reshape(const Shape& shape) const;
+  /// tg::view(*this, shape)
   Variable view(const Shape& shape) const;
+  /// tg::transpose(*this, d0, d1)
   Variable transpose(int64_t d0, int64_t d1) const;
+  /// tg::t(*this)
   Variable t() const;
+  /// tg::permute(*this, dims)
   Variable permute(const std::vector<int64_t>& dims) const;
+  /// tg::squeeze(*this): every size-1 dim
   Variable squeeze() const;
+  /// tg::squeeze(*this, dim)
   Variable squeeze(int64_t dim) const;
+  /// tg::unsqueeze(*this, dim)
   Variable unsqueeze(int64_t dim) const;
+  /// tg::expand(*this, shape)
   Variable expand(const Shape& shape) const;
+  /// tg::contiguous(*this)
   Variable contiguous() const;
+  /// tg::index_select(*this, dim, index)
   Variable index_select(int64_t dim, const Variable& index) const;
+  /// tg::gather(*this, dim, index)
   Variable gather(int64_t dim, const Variable& index) const;
+  /// tg::softmax(*this, dim)
   Variable softmax(int64_t dim) const;
+  /// tg::log_softmax(*this, dim)
   Variable log_softmax(int64_t dim) const;
 
   // ---- in place (ops/inplace.cpp). Version counters catch writes to tensors saved for backward.
+  /// \name In-place ops
+  /// Each returns *this. Under grad mode they refuse (AutogradError) a leaf that requires grad (wrap
+  /// the update in NoGradGuard, as optimizers do) and a view of a Variable that requires grad; on a
+  /// non-leaf the op is recorded, as in PyTorch.
+  ///@{
+
+  /// *this += o, with o broadcast to this shape (not the other way: ShapeError).
   Variable& add_(const Variable& o);
+  /// *this += s.
   Variable& add_(double s);
+  /// *this -= o, with o broadcast to this shape.
   Variable& sub_(const Variable& o);
+  /// *this -= s.
   Variable& sub_(double s);
+  /// *this *= o, with o broadcast to this shape.
   Variable& mul_(const Variable& o);
+  /// *this *= s.
   Variable& mul_(double s);
+  /// Sets every element to 0.
   Variable& zero_();
+  /// Sets every element to value.
   Variable& fill_(double value);
+  /// Copies src's values into this (src broadcast to this shape; any dtype and device).
   Variable& copy_(const Variable& src);
+  ///@}
 
  private:
   std::shared_ptr<VariableImpl> impl_;
 };
 
+/// Prints the value like PyTorch, with ", grad_fn=<op>" or ", requires_grad=true" when they apply.
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 // ------------------------------------------------------------------------------------------------
 // The graph. See Note [Graph ownership].
 
+/// One input of a recorded op, as backward sees it: where that input's gradient goes, and its shape.
+///
 /// Note [Graph ownership]
 /// A Node is one recorded op. Its edges point at what each input needs for its gradient: the
 /// producing Node for a non-leaf, the VariableImpl for a leaf that requires grad (so that backward can
@@ -163,21 +271,27 @@ std::ostream& operator<<(std::ostream& os, const Variable& v);
 /// lives only as long as a closure that needs it. Nodes are freed iteratively (engine/autograd.cpp,
 /// Node::~Node), so a chain of a million ops neither overflows the stack in backward nor in teardown.
 struct Edge {
-  std::shared_ptr<Node> fn;                // producer of a non-leaf input
-  std::shared_ptr<VariableImpl> leaf;      // a leaf input that requires grad
-  Shape shape;                             // the input's shape: the engine sums gradients back to it
+  std::shared_ptr<Node> fn;                ///< producer of a non-leaf input
+  std::shared_ptr<VariableImpl> leaf;      ///< a leaf input that requires grad
+  Shape shape;                             ///< the input's shape: the engine sums gradients back to it
+  /// True when the input wants a gradient (fn or leaf is set).
   bool needs_grad() const { return fn != nullptr || leaf != nullptr; }
 };
 
 /// What a backward closure sees: which inputs want a gradient, and where to put it.
 class Grads {
  public:
+  /// n inputs, none needed yet, no gradients set (the engine fills in need()).
   explicit Grads(std::size_t n) : needed_(n, false), values_(n) {}
+  /// The number of inputs of the op.
   std::size_t size() const { return needed_.size(); }
+  /// Whether input i wants a gradient; a rule may skip computing the others.
   bool need(std::size_t i) const { return needed_[i]; }
   /// Sets input i's gradient; it may have the broadcast shape: the engine sums it to the input's shape.
   void set(std::size_t i, Tensor g) { values_[i] = std::move(g); }
+  /// The need() flags, for the engine to set.
   SmallVector<bool, 4>& needed() { return needed_; }
+  /// The gradients set so far (undefined: none), for the engine to read.
   SmallVector<Tensor, 2>& values() { return values_; }
  private:
   SmallVector<bool, 4> needed_;
@@ -195,13 +309,16 @@ class BackwardRule {
   BackwardRule() = default;
   BackwardRule(const BackwardRule&) = delete;
   BackwardRule& operator=(const BackwardRule&) = delete;
-  explicit operator bool() const { return rule_ != nullptr; }   // false once released
+  explicit operator bool() const { return rule_ != nullptr; }   ///< false once released
+  /// Runs the rule; it must be bound and not released.
   void operator()(const Tensor& grad, Grads& out) const { call_(rule_, grad, out); }
+  /// Points the handle at a rule: call(rule, grad, out) runs it, destroy(rule) destroys it.
   void bind(void* rule, void (*call)(void*, const Tensor&, Grads&), void (*destroy)(void*)) {
     rule_ = rule;
     call_ = call;
     destroy_ = destroy;
   }
+  /// Destroys the rule and what it captured (saved tensors); a no-op when already released.
   void release() noexcept {
     if (rule_ != nullptr) destroy_(rule_);
     rule_ = nullptr;
@@ -212,20 +329,33 @@ class BackwardRule {
   void (*destroy_)(void*) = nullptr;
 };
 
+/// One recorded op in the graph (PyTorch's torch::autograd::Node, what grad_fn() returns): its
+/// name, its inputs' edges and its backward rule. Made by record(); see Note [Graph ownership].
 struct Node {
+  /// An empty node (record() fills it in).
   Node() = default;
   Node(const Node&) = delete;              // one owner of the rule and of the parent links
   Node& operator=(const Node&) = delete;
-  const char* name = "";                   // "mul": errors, anomaly reports and graph dumps
-  uint64_t sequence_nr = 0;                // creation order; backward runs the newest first
-  SmallVector<Edge, 2> next;               // edge i <-> input i
+  const char* name = "";                   ///< "mul": errors, anomaly reports and graph dumps
+  uint64_t sequence_nr = 0;                ///< creation order; backward runs the newest first
+  SmallVector<Edge, 2> next;               ///< edge i <-> input i
+  /// The output's shape, dtype and device.
   Shape out_shape;
+  /// See out_shape.
   DType out_dtype = kFloat32;
+  /// See out_shape.
   Device out_device;
+<<<<<<< HEAD
   BackwardRule backward;                   // false once released (retain_graph = false)
   std::atomic<uint32_t> run_state{0};      // who is running the rule: Note [Concurrent backward], autograd.cpp
   std::weak_ptr<VariableImpl> retained;    // the output, when it called retain_grad()
   debug::detail::Counted<debug::detail::kNode> counted;       // tg::debug::live_counts
+=======
+  BackwardRule backward;                   ///< false once released (retain_graph = false)
+  std::weak_ptr<VariableImpl> retained;    ///< the output, when it called retain_grad()
+  debug::detail::Counted<debug::detail::kNode> counted;       ///< counts live nodes for tg::debug::live_counts()
+  /// Frees the nodes only this one kept alive iteratively, so that long chains cannot overflow the stack.
+>>>>>>> docs
   ~Node();                                 // see Note [Iterative graph teardown]
 };
 
@@ -234,7 +364,9 @@ struct Node {
 /// handles, which would cost two atomic reference-count updates per input per op.
 class InputRef {
  public:
+  /// Borrows v; implicit, so that {a, b} works.
   InputRef(const Variable& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
+  /// The borrowed Variable.
   const Variable& get() const { return *v_; }
  private:
   const Variable* v_;
@@ -261,12 +393,22 @@ Variable attach_node(const char* name, Tensor out, const InputRef* inputs, std::
 
 /// A tensor saved for backward, with the version it had when saved. get() throws AutogradError
 /// (PyTorch's words) when an in-place op changed it since. See Note [Version counter].
+///
+/// Note [Version counter]
+/// Each Storage counts the in-place writes to its bytes (every prim that writes in place bumps it).
+/// Views and detach() share the Storage, so a write through any alias is seen. A SavedTensor records
+/// the count when the forward saves it and checks it when the backward reads it.
 class SavedTensor {
  public:
+  /// Nothing saved: get() returns an undefined Tensor.
   SavedTensor() = default;
+  /// Saves an input of the op (its value and current version).
   SavedTensor(const Variable& input);                        // NOLINT: an input of the op
+  /// Saves the op's own output; op_name names it in the error message.
   SavedTensor(const Tensor& output, const char* op_name);    // the op's own output
+  /// The saved tensor; AutogradError when its storage was written in place since it was saved.
   const Tensor& get() const;
+  /// Whether anything was saved.
   bool defined() const { return t_.defined(); }
  private:
   Tensor t_;
@@ -274,17 +416,14 @@ class SavedTensor {
   const char* producer_ = nullptr;                           // op whose output 0 this is; null for leaves
 };
 
-/// Note [Version counter]
-/// Each Storage counts the in-place writes to its bytes (every prim that writes in place bumps it).
-/// Views and detach() share the Storage, so a write through any alias is seen. A SavedTensor records
-/// the count when the forward saves it and checks it when the backward reads it.
-
 /// True when grad mode is on and some input requires grad: an op records a Node only then, and
 /// saves tensors for its backward only then.
 bool any_requires_grad(const InputRef* inputs, std::size_t n);
+/// any_requires_grad() over a braced list: any_requires_grad({a, b}).
 inline bool any_requires_grad(std::initializer_list<InputRef> inputs) {
   return any_requires_grad(inputs.begin(), inputs.size());
 }
+/// any_requires_grad() over a vector of inputs.
 inline bool any_requires_grad(const std::vector<Variable>& inputs) {
   const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());
   return any_requires_grad(refs.data(), refs.size());
@@ -293,6 +432,13 @@ inline bool any_requires_grad(const std::vector<Variable>& inputs) {
 /// Wraps a forward result. Attaches a Node only if grad mode is on and some input requires grad;
 /// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
 /// backward: any callable as BackwardFn (a lambda, a BackwardFn); it is stored inside the Node.
+/// name must outlive the graph (a string literal). Example (examples/custom_op.cpp):
+/// \code
+/// tg::SavedTensor x_saved(x);
+/// return tg::record("softplus", y, {x}, [x_saved](const tg::Tensor& grad, tg::Grads& g) {
+///   g.set(0, tg::prim::mul(grad, tg::prim::unary(tg::UnaryOp::Sigmoid, x_saved.get())));
+/// });
+/// \endcode
 template <class F>
 Variable record(const char* name, Tensor out, const InputRef* inputs, std::size_t n, F&& backward) {
   using Rule = std::decay_t<F>;
@@ -302,10 +448,12 @@ Variable record(const char* name, Tensor out, const InputRef* inputs, std::size_
   return detail::attach_node(name, std::move(out), inputs, n,
                              std::make_shared<detail::NodeWith<Rule>>(std::forward<F>(backward)));
 }
+/// record() over a braced list of inputs: record("op", out, {a, b}, rule).
 template <class F>
 Variable record(const char* name, Tensor out, std::initializer_list<InputRef> inputs, F&& backward) {
   return record(name, std::move(out), inputs.begin(), inputs.size(), std::forward<F>(backward));
 }
+/// record() over a vector of inputs (ops with a variable number of them, such as cat).
 template <class F>
 Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, F&& backward) {
   const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());

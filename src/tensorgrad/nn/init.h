@@ -1,5 +1,6 @@
-// nn/init.h: in-place parameter initialisers with PyTorch's names and formulas (torch.nn.init).
-// Each fills an existing Variable without recording a graph; random ones draw from the Philox stream.
+/// \file
+/// nn/init.h: in-place parameter initialisers with PyTorch's names and formulas (torch.nn.init).
+/// Each fills an existing Variable without recording a graph; random ones draw from the Philox stream.
 #pragma once
 #include "tensorgrad/engine/variable.h"
 
@@ -8,12 +9,19 @@ namespace nn {
 namespace init {
 
 /// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (2-D: (out, in)).
+/// Returns {fan_in, fan_out}; ShapeError for fewer than 2 dims.
 std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v);
 
+// Each returns v. The random ones need a floating v (DTypeError); all throw Error for an undefined v.
+/// Uniform in [a, b) (torch.nn.init.uniform_).
 Variable& uniform_(Variable& v, double a = 0, double b = 1);
+/// Normal with the given mean and standard deviation (torch.nn.init.normal_).
 Variable& normal_(Variable& v, double mean = 0, double std = 1);
+/// Every element value (torch.nn.init.constant_).
 Variable& constant_(Variable& v, double value);
+/// Every element 0.
 Variable& zeros_(Variable& v);
+/// Every element 1.
 Variable& ones_(Variable& v);
 /// U(-bound, bound), bound = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)) (leaky_relu gain).
 Variable& kaiming_uniform_(Variable& v, double a = 0);

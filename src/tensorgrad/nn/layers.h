@@ -1,5 +1,6 @@
-// nn/layers.h: the standard layers and losses as Modules: Linear, ReLU, Sigmoid, Tanh, Dropout,
-// Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
+/// \file
+/// nn/layers.h: the standard layers and losses as Modules: Linear, ReLU, Sigmoid, Tanh, Dropout,
+/// Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -13,38 +14,55 @@ namespace nn {
 
 /// y = x . weight^T + bias: x (N, in), weight (out, in), bias (out).
 /// Init as PyTorch: weight and bias uniform in +-1/sqrt(in).
+/// x may have more leading dims: (..., in) -> (..., out), as torch::nn::Linear.
 class Linear : public Module {
  public:
+  /// float32 parameters on the CPU, drawn from the manual_seed stream; ShapeError unless both sizes
+  /// are positive.
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  /// linear(x, weight, bias): x (..., in_features) -> (..., out_features).
   Variable forward(const Variable& x) override { return linear(x, weight, bias); }
+  /// "Linear(in_features=784, out_features=128, bias=true)".
   std::string name() const override;
-  Variable weight;   // registered as "weight"
-  Variable bias;     // registered as "bias"; undefined when bias = false
+  Variable weight;   ///< (out_features, in_features), registered as "weight"
+  Variable bias;     ///< (out_features), registered as "bias"; undefined when bias = false
  private:
   int64_t in_features_, out_features_;
 };
 
+/// relu(x) as a module (torch::nn::ReLU).
 class ReLU : public Module {
  public:
+  /// relu(x), any shape.
   Variable forward(const Variable& x) override { return relu(x); }
+  /// "ReLU()".
   std::string name() const override { return "ReLU()"; }
 };
+/// sigmoid(x) as a module (torch::nn::Sigmoid).
 class Sigmoid : public Module {
  public:
+  /// sigmoid(x), any shape.
   Variable forward(const Variable& x) override { return sigmoid(x); }
+  /// "Sigmoid()".
   std::string name() const override { return "Sigmoid()"; }
 };
+/// tanh(x) as a module (torch::nn::Tanh).
 class Tanh : public Module {
  public:
+  /// tanh(x), any shape.
   Variable forward(const Variable& x) override { return tanh(x); }
+  /// "Tanh()".
   std::string name() const override { return "Tanh()"; }
 };
 
 /// Zeroes elements with probability p while training; the identity in eval().
 class Dropout : public Module {
  public:
+  /// Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5);
+  /// dropout(x, p, is_training()): scaled by 1/(1-p) while training, x itself in eval().
   Variable forward(const Variable& x) override { return dropout(x, p_, is_training()); }
+  /// "Dropout(p=0.5)".
   std::string name() const override;
  private:
   double p_;
@@ -53,8 +71,11 @@ class Dropout : public Module {
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class Flatten : public Module {
  public:
+  /// Flattens dims start_dim..end_dim (torch::nn::Flatten's defaults).
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}
+  /// flatten(x, start_dim, end_dim): (N, 1, 28, 28) -> (N, 784) with the defaults.
   Variable forward(const Variable& x) override { return flatten(x, start_, end_); }
+  /// "Flatten()".
   std::string name() const override { return "Flatten()"; }
  private:
   int64_t start_, end_;
@@ -63,8 +84,13 @@ class Flatten : public Module {
 /// Runs its children in order. Built in place: seq.add<Linear>(784, 128); seq.add<ReLU>();
 class Sequential : public Module {
  public:
+<<<<<<< HEAD
   Sequential() = default;
   ~Sequential() override;   // iterative: a chain of 10^6 nested Sequentials must not overflow the stack
+=======
+  /// Builds an M from args, owned by the Sequential, registers it as child "0", "1", ... and
+  /// returns it.
+>>>>>>> docs
   template <class M, class... Args>
   M& add(Args&&... args) {
     auto owned = std::make_unique<M>(std::forward<Args>(args)...);
@@ -73,8 +99,11 @@ class Sequential : public Module {
     owned_.push_back(std::move(owned));
     return ref;
   }
+  /// Each child's forward in order; x itself when empty.
   Variable forward(const Variable& x) override;
+  /// "Sequential".
   std::string name() const override { return "Sequential"; }
+  /// The number of children.
   std::size_t size() const { return owned_.size(); }
  private:
   std::vector<std::unique_ptr<Module>> owned_;
@@ -82,20 +111,32 @@ class Sequential : public Module {
 
 /// Options of CrossEntropyLoss, PyTorch style: CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1).
 struct CrossEntropyLossOptions {
+  /// Sets how rows combine (default Reduction::Mean).
   CrossEntropyLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  /// Sets the target value whose rows count for nothing (default -100).
   CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  /// Sets the label smoothing in [0, 1] (default 0).
   CrossEntropyLossOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+  /// See reduction().
   Reduction reduction_ = Reduction::Mean;
+  /// See ignore_index().
   int64_t ignore_index_ = -100;
+  /// See label_smoothing().
   double label_smoothing_ = 0;
 };
 
 /// Mean (or sum) over the batch of -log softmax(logits)[target]; targets are int64 class indices.
+/// Not a Module: it has no parameters (torch::nn::CrossEntropyLoss).
 class CrossEntropyLoss {
  public:
+  /// Mean over the batch, no ignored class, no smoothing.
   CrossEntropyLoss() = default;
+  /// With the given reduction.
   explicit CrossEntropyLoss(Reduction reduction) { options_.reduction(reduction); }
+  /// With all options.
   explicit CrossEntropyLoss(const CrossEntropyLossOptions& options) : options_(options) {}
+  /// cross_entropy(logits, target, ...): logits (N, C), target (N) int64 -> 0-d, or (N) with
+  /// Reduction::None.
   Variable operator()(const Variable& logits, const Variable& target) const {
     return cross_entropy(logits, target, options_.reduction_, options_.ignore_index_, options_.label_smoothing_);
   }
@@ -103,9 +144,12 @@ class CrossEntropyLoss {
   CrossEntropyLossOptions options_;
 };
 
+/// The mean (or sum) of (input - target)^2 (torch::nn::MSELoss); not a Module.
 class MSELoss {
  public:
+  /// With the given reduction (default: the mean).
   explicit MSELoss(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}
+  /// mse_loss(input, target, reduction); input and target of one shape.
   Variable operator()(const Variable& input, const Variable& target) const {
     return mse_loss(input, target, reduction_);
   }

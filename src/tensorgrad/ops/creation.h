@@ -1,6 +1,7 @@
-// ops/creation.h: factory functions (tg::randn, tg::zeros, ...) and the random seed. Not
-// differentiable ops: results are leaves, requiring grad only when the options say so.
-// Defined in ops/creation.cpp; the Philox generator behind them is engine/philox.h.
+/// \file
+/// ops/creation.h: factory functions (tg::randn, tg::zeros, ...) and the random seed. Not
+/// differentiable ops: results are leaves, requiring grad only when the options say so.
+/// Defined in ops/creation.cpp; the Philox generator behind them is engine/philox.h.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -9,28 +10,51 @@
 
 namespace tg {
 
+/// Seeds the one random stream behind rand, randn, randint, dropout and the nn::init functions, on
+/// every device (torch.manual_seed). The same seed gives the same values on the CPU and the GPU,
+/// whatever the thread count.
 void manual_seed(uint64_t seed);
 
+// Every factory below returns a leaf with options' dtype (float32 unless set) and device (cpu
+// unless set) that requires grad when options say so (floating dtypes only). A negative size throws
+// ShapeError, an unusable device DeviceError.
+
+/// Unspecified contents (torch.empty).
 Variable empty(const Shape& shape, const TensorOptions& options = {});
+/// All zeros (torch.zeros).
 Variable zeros(const Shape& shape, const TensorOptions& options = {});
+/// All ones (torch.ones).
 Variable ones(const Shape& shape, const TensorOptions& options = {});
+/// Every element value (torch.full).
 Variable full(const Shape& shape, double value, const TensorOptions& options = {});
+/// 0, 1, ..., n-1, 1-D (torch.arange(n)).
 Variable arange(int64_t n, const TensorOptions& options = {});
+/// The (n, n) identity matrix (torch.eye).
 Variable eye(int64_t n, const TensorOptions& options = {});
-Variable rand(const Shape& shape, const TensorOptions& options = {});    // uniform [0, 1)
-Variable randn(const Shape& shape, const TensorOptions& options = {});   // standard normal
+/// Uniform in [0, 1) (torch.rand); DTypeError for int64.
+Variable rand(const Shape& shape, const TensorOptions& options = {});
+/// Standard normal (torch.randn); DTypeError for int64.
+Variable randn(const Shape& shape, const TensorOptions& options = {});
 /// Integers uniform in [low, high); int64 unless options set another dtype.
+/// Error unless low < high (torch.randint).
 Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = {});
 /// Copies values into a tensor of `shape` (default: 1-D). The dtype follows T unless options set one.
+/// T is float, double or int64_t; ShapeError unless values.size() is shape's element count.
 template <class T>
 Variable from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options = {});
+/// from_vector(values, shape) with the 1-D shape {values.size()}.
 template <class T>
 Variable from_vector(const std::vector<T>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}); }
 
+/// zeros() with x's shape, dtype and device (torch.zeros_like).
 Variable zeros_like(const Variable& x);
+/// ones() with x's shape, dtype and device.
 Variable ones_like(const Variable& x);
+/// full() with x's shape, dtype and device.
 Variable full_like(const Variable& x, double value);
+/// rand() with x's shape, dtype and device.
 Variable rand_like(const Variable& x);
+/// randn() with x's shape, dtype and device.
 Variable randn_like(const Variable& x);
 
 }  // namespace tg

@@ -1,7 +1,8 @@
-// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
-// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
-// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
-// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
+/// \file
+/// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
+/// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
+/// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
+/// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -13,7 +14,10 @@ namespace tg {
 
 /// Scalar parameters of a unary op (pow's exponent, clamp's bounds); most ops ignore them.
 struct UnaryArgs {
+  /// pow's exponent; clamp's lower bound.
   double a = 0, b = 0;
+  /** \var b
+      clamp's upper bound. */
 };
 
 namespace fn {
@@ -53,79 +57,163 @@ TG_HD float exp(float x) {
   return p * from_bits(int32_t(uint32_t(n1 + 127) << 23)) * from_bits(int32_t(uint32_t(n2 + 127) << 23));
 #endif
 }
+/// std::exp: double keeps libm's exp, the reference.
 TG_HD double exp(double x) { return std::exp(x); }
 
+// The functor protocol of the unary ops:
 // forward(x, p) = y;  backward(x, y, dy, p) = dL/dx given y = forward(x) and dy = dL/dy.
 // uses_x / uses_y say which of x and y backward reads, so that an op saves only those.
 // NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
+/// relu: y = max(x, 0) (NaN stays NaN); dx = dy where x > 0, else 0.
 struct Relu {
-  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return x < T(0) ? T(0) : x; }   // NaN stays NaN
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return x > T(0) ? dy : T(0); }
 };
+/// sigmoid: y = 1 / (1 + e^-x); dx = dy y (1 - y).
 struct Sigmoid {
-  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(1) / (T(1) + exp(-x)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y * (T(1) - y); }  // s(1-s)
 };
+/// tanh: y = tanh(x); dx = dy (1 - y^2).
 struct Tanh {
-  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return tanh(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * (T(1) - y * y); }  // 1 - tanh^2
 };
+/// exp: y = e^x (fn::exp); dx = dy y.
 struct Exp {
-  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return exp(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y; }              // e^x
 };
+/// log: y = ln(x); dx = dy / x.
 struct Log {
-  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return log(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return dy / x; }             // 1/x
 };
+/// neg: y = -x; dx = -dy.
 struct Neg {
-  static constexpr bool uses_x = false, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return -x; }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs) { return -dy; }                  // -1
 };
+/// sqrt: y = sqrt(x); dx = dy / (2 y).
 struct Sqrt {
-  static constexpr bool uses_x = false, uses_y = true;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return sqrt(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy / (T(2) * y); }     // 1/(2 sqrt x)
 };
+/// abs: y = |x|; dx = dy sign(x) (0 at 0).
 struct Abs {
-  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return abs(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // sign(x)
     return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
   }
 };
+/// pow with a scalar exponent a (UnaryArgs::a): y = x^a; dx = dy a x^(a-1) (0 when a = 0).
 struct PowScalar {   // x^a
-  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) { return pow(x, T(p.a)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // a x^(a-1)
     return p.a == 0 ? T(0) : dy * T(p.a) * pow(x, T(p.a - 1));
   }
 };
+/// clamp to [a, b] (UnaryArgs): y = min(max(x, a), b) (NaN stays NaN); dx = dy where a <= x <= b, else 0.
 struct Clamp {       // min(max(x, a), b)
-  static constexpr bool uses_x = true, uses_y = false;   // what backward reads
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) {
     return x < T(p.a) ? T(p.a) : (x > T(p.b) ? T(p.b) : x);                                         // NaN stays NaN
   }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // 1 inside
     return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
   }
 };
 }  // namespace fn
 
+/// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.
 #define TG_UNARY_OPS(X) \
   X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp)
 
+/// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).
 enum class UnaryOp : uint8_t {
 #define TG_ENUM(Name) Name,
   TG_UNARY_OPS(TG_ENUM)
 #undef TG_ENUM
 };
+/** \var UnaryOp::Relu
+    fn::Relu */
+/** \var UnaryOp::Sigmoid
+    fn::Sigmoid */
+/** \var UnaryOp::Tanh
+    fn::Tanh */
+/** \var UnaryOp::Exp
+    fn::Exp */
+/** \var UnaryOp::Log
+    fn::Log */
+/** \var UnaryOp::Neg
+    fn::Neg */
+/** \var UnaryOp::Sqrt
+    fn::Sqrt */
+/** \var UnaryOp::Abs
+    fn::Abs */
+/** \var UnaryOp::PowScalar
+    fn::PowScalar */
+/** \var UnaryOp::Clamp
+    fn::Clamp */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
 template <class Visitor>
@@ -140,27 +228,85 @@ TG_HD void visit(UnaryOp op, Visitor&& visitor) {
 
 namespace fn {
 // Binary forward math. Comparisons give 1 or 0 in the operands' dtype (tensorgrad has no bool dtype).
+/// a + b.
 struct Add { template <class T> TG_HD static T apply(T a, T b) { return a + b; } };
+/** \fn Add::apply
+    Returns a + b in T. */
+/// a - b.
 struct Sub { template <class T> TG_HD static T apply(T a, T b) { return a - b; } };
+/** \fn Sub::apply
+    Returns a - b in T. */
+/// a * b.
 struct Mul { template <class T> TG_HD static T apply(T a, T b) { return a * b; } };
+/** \fn Mul::apply
+    Returns a * b in T. */
+/// a / b.
 struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; } };
+/** \fn Div::apply
+    Returns a / b in T. */
+/// a^b.
 struct Pow { template <class T> TG_HD static T apply(T a, T b) { return T(pow(a, b)); } };
+/** \fn Pow::apply
+    Returns a^b in T. */
+/// a == b (1 or 0).
 struct Eq { template <class T> TG_HD static T apply(T a, T b) { return a == b ? T(1) : T(0); } };
+/** \fn Eq::apply
+    Returns a == b (1 or 0) in T. */
+/// a != b (1 or 0).
 struct Ne { template <class T> TG_HD static T apply(T a, T b) { return a != b ? T(1) : T(0); } };
+/** \fn Ne::apply
+    Returns a != b (1 or 0) in T. */
+/// a > b (1 or 0).
 struct Gt { template <class T> TG_HD static T apply(T a, T b) { return a > b ? T(1) : T(0); } };
+/** \fn Gt::apply
+    Returns a > b (1 or 0) in T. */
+/// a < b (1 or 0).
 struct Lt { template <class T> TG_HD static T apply(T a, T b) { return a < b ? T(1) : T(0); } };
+/** \fn Lt::apply
+    Returns a < b (1 or 0) in T. */
+/// a >= b (1 or 0).
 struct Ge { template <class T> TG_HD static T apply(T a, T b) { return a >= b ? T(1) : T(0); } };
+/** \fn Ge::apply
+    Returns a >= b (1 or 0) in T. */
+/// a <= b (1 or 0).
 struct Le { template <class T> TG_HD static T apply(T a, T b) { return a <= b ? T(1) : T(0); } };
+/** \fn Le::apply
+    Returns a <= b (1 or 0) in T. */
 }  // namespace fn
 
+/// X-macro over the binary functors, in BinaryOp order: TG_BINARY_OPS(X) expands X(Name) for each.
 #define TG_BINARY_OPS(X) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Eq) X(Ne) X(Gt) X(Lt) X(Ge) X(Le)
 
+/// The binary elementwise ops, one per functor in tg::fn (prim::binary, Backend::binary).
 enum class BinaryOp : uint8_t {
 #define TG_ENUM(Name) Name,
   TG_BINARY_OPS(TG_ENUM)
 #undef TG_ENUM
 };
+/** \var BinaryOp::Add
+    fn::Add: a + b */
+/** \var BinaryOp::Sub
+    fn::Sub: a - b */
+/** \var BinaryOp::Mul
+    fn::Mul: a * b */
+/** \var BinaryOp::Div
+    fn::Div: a / b */
+/** \var BinaryOp::Pow
+    fn::Pow: a^b */
+/** \var BinaryOp::Eq
+    fn::Eq: a == b */
+/** \var BinaryOp::Ne
+    fn::Ne: a != b */
+/** \var BinaryOp::Gt
+    fn::Gt: a > b */
+/** \var BinaryOp::Lt
+    fn::Lt: a < b */
+/** \var BinaryOp::Ge
+    fn::Ge: a >= b */
+/** \var BinaryOp::Le
+    fn::Le: a <= b */
 
+/// Turns the runtime enum into a compile-time functor: visitor(fn::Add{}), ...
 template <class Visitor>
 TG_HD void visit(BinaryOp op, Visitor&& visitor) {
   switch (op) {
@@ -171,6 +317,17 @@ TG_HD void visit(BinaryOp op, Visitor&& visitor) {
   }
 }
 
+/// The reductions of prim::reduce and Backend::reduce.
 enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin };
+/** \var ReduceOp::Sum
+    The sum (0 for no elements). */
+/** \var ReduceOp::Max
+    The largest element (NaN if any is NaN). */
+/** \var ReduceOp::Min
+    The smallest element (NaN if any is NaN). */
+/** \var ReduceOp::ArgMax
+    The index of the largest element (int64), over one dim. */
+/** \var ReduceOp::ArgMin
+    The index of the smallest element (int64), over one dim. */
 
 }  // namespace tg

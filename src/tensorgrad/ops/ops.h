@@ -1,7 +1,8 @@
-// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
-// functions. Each is defined in ops/<family>.cpp with its backward right below its forward.
-// tests/test_gradcheck.cpp reads this file: every function declared here must have a gradcheck
-// entry there (or be listed as non-differentiable with a reason), or the coverage test fails.
+/// \file
+/// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
+/// functions. Each is defined in `ops/<family>.cpp` with its backward right below its forward.
+/// tests/test_gradcheck.cpp reads this file: every function declared here must have a gradcheck
+/// entry there (or be listed as non-differentiable with a reason), or the coverage test fails.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,102 +11,224 @@
 
 namespace tg {
 
+/// How a loss combines its per-element (or per-row) values (PyTorch's reduction= argument).
 enum class Reduction { None, Mean, Sum };
 
 // ---- elementwise (ops/elementwise.cpp); binary ops broadcast (NumPy rules)
-Variable add(const Variable& a, const Variable& b);
-Variable sub(const Variable& a, const Variable& b);
-Variable mul(const Variable& a, const Variable& b);
-Variable div(const Variable& a, const Variable& b);
-Variable pow(const Variable& a, const Variable& b);
-Variable pow(const Variable& a, double exponent);
-Variable neg(const Variable& x);
-Variable exp(const Variable& x);
-Variable log(const Variable& x);
-Variable sqrt(const Variable& x);
-Variable abs(const Variable& x);
-Variable relu(const Variable& x);
-Variable sigmoid(const Variable& x);
-Variable tanh(const Variable& x);
-Variable clamp(const Variable& x, double min, double max);
-Variable where(const Variable& cond, const Variable& a, const Variable& b);   // cond != 0 picks a
-// comparisons: 1 or 0 in the operands' dtype (no bool dtype); not differentiable
-Variable eq(const Variable& a, const Variable& b);
-Variable ne(const Variable& a, const Variable& b);
-Variable gt(const Variable& a, const Variable& b);
-Variable lt(const Variable& a, const Variable& b);
-Variable ge(const Variable& a, const Variable& b);
-Variable le(const Variable& a, const Variable& b);
+/// \name Elementwise
+/// Binary ops broadcast a and b (NumPy rules; ShapeError otherwise) and need one dtype and one
+/// device (DTypeError, DeviceError): tensorgrad does not promote types. Unary ops need a floating
+/// x (DTypeError for int64). Each is also a Variable method: tg::add(a, b) is a.add(b).
+///@{
 
-// ---- reductions (ops/reduce.cpp); max/min over all elements split the gradient among ties
+/// a + b (torch.add).
+Variable add(const Variable& a, const Variable& b);
+/// a - b (torch.sub).
+Variable sub(const Variable& a, const Variable& b);
+/// a * b elementwise (torch.mul).
+Variable mul(const Variable& a, const Variable& b);
+/// a / b elementwise (torch.div); floating operands only.
+Variable div(const Variable& a, const Variable& b);
+/// a^b elementwise (torch.pow); floating operands only. Gradients: b a^(b-1) for a, a^b ln(a) for b.
+Variable pow(const Variable& a, const Variable& b);
+/// a^exponent (torch.pow with a scalar exponent).
+Variable pow(const Variable& a, double exponent);
+/// -x (torch.neg).
+Variable neg(const Variable& x);
+/// e^x (torch.exp).
+Variable exp(const Variable& x);
+/// Natural logarithm (torch.log); NaN below 0, -inf at 0.
+Variable log(const Variable& x);
+/// Square root (torch.sqrt); NaN below 0.
+Variable sqrt(const Variable& x);
+/// |x| (torch.abs); the gradient at 0 is 0.
+Variable abs(const Variable& x);
+/// max(x, 0) (torch.relu); the gradient at 0 is 0.
+Variable relu(const Variable& x);
+/// 1 / (1 + e^-x) (torch.sigmoid).
+Variable sigmoid(const Variable& x);
+/// Hyperbolic tangent (torch.tanh).
+Variable tanh(const Variable& x);
+/// min(max(x, min), max) (torch.clamp); the gradient is 1 inside [min, max], 0 outside. Error when min > max.
+Variable clamp(const Variable& x, double min, double max);
+/// cond != 0 ? a : b elementwise, all three broadcast (torch.where). cond may have any dtype and
+/// gets no gradient: AutogradError when it requires grad.
+Variable where(const Variable& cond, const Variable& a, const Variable& b);
+///@}
+
+/// \name Comparisons
+/// 1 or 0 in the operands' dtype (tensorgrad has no bool dtype), broadcast; not differentiable:
+/// the result never requires grad. Same dtype and device rules as the binary ops.
+///@{
+
+/// a == b (torch.eq).
+Variable eq(const Variable& a, const Variable& b);
+/// a != b (torch.ne).
+Variable ne(const Variable& a, const Variable& b);
+/// a > b (torch.gt).
+Variable gt(const Variable& a, const Variable& b);
+/// a < b (torch.lt).
+Variable lt(const Variable& a, const Variable& b);
+/// a >= b (torch.ge).
+Variable ge(const Variable& a, const Variable& b);
+/// a <= b (torch.le).
+Variable le(const Variable& a, const Variable& b);
+///@}
+
+// ---- reductions (ops/reduce.cpp); max/min split the gradient among ties
+/// \name Reductions
+/// Without dim: over all elements, a 0-d result. With dim (negative counts from the end): over that
+/// dim, which is removed unless keepdim. max and min give the values only (no indices, unlike
+/// PyTorch's max(dim)); they and argmax throw IndexError on an empty tensor or a size-0 dim.
+///@{
+
+/// The sum of all elements (torch.sum); keeps x's dtype.
 Variable sum(const Variable& x);
+/// The sum along dim.
 Variable sum(const Variable& x, int64_t dim, bool keepdim = false);
+/// The mean of all elements (torch.mean); floating x only; NaN for an empty tensor.
 Variable mean(const Variable& x);
+/// The mean along dim.
 Variable mean(const Variable& x, int64_t dim, bool keepdim = false);
+/// The largest element (torch.max); NaN when any element is NaN. The gradient is split evenly among ties.
 Variable max(const Variable& x);
+/// The largest values along dim (torch.max(x, dim).values); ties share the gradient.
 Variable max(const Variable& x, int64_t dim, bool keepdim = false);
+/// The smallest element (torch.min); NaN when any element is NaN. The gradient is split evenly among ties.
 Variable min(const Variable& x);
+/// The smallest values along dim (torch.min(x, dim).values); ties share the gradient.
 Variable min(const Variable& x, int64_t dim, bool keepdim = false);
-Variable argmax(const Variable& x);                                   // int64, not differentiable
+/// The index of the largest element in the flattened x, int64, 0-d (torch.argmax); the first one
+/// on ties, a NaN when there is one. Not differentiable.
+Variable argmax(const Variable& x);
+/// The index of the largest value along dim, int64.
 Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
+///@}
 
 // ---- linear algebra (ops/linalg.cpp)
-Variable matmul(const Variable& a, const Variable& b);   // (M,K)@(K,N), batched (B,M,K)@(B,K,N), mixed 2-D/3-D
+/// The matrix product (torch.matmul for 2-D and 3-D): a (M, K) @ b (K, N) -> (M, N); batched
+/// a (B, M, K) @ b (B, K, N) -> (B, M, N), where a batch of 1, or a 2-D operand, is shared by every
+/// batch entry. Floating, same dtype and device. ShapeError for other ranks or mismatched K, in
+/// PyTorch's words: "mat1 and mat2 shapes cannot be multiplied (3x2 and 3x2)".
+Variable matmul(const Variable& a, const Variable& b);
 /// y = x . weight^T + bias: x (..., I), weight (O, I), bias (O) or undefined -> y (..., O). Fused.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 
 // ---- views and shape (ops/shape.cpp): views share storage with their input
+/// \name Views and shapes
+/// The view ops (reshape when it can, view, transpose, t, permute, squeeze, unsqueeze, expand) share
+/// x's storage: in-place writes through one are seen by the other.
+///@{
+
+/// x with another shape and the same elements (torch.reshape); one size may be -1 (inferred). A view
+/// when the strides allow it, else a copy. ShapeError when the element counts differ.
 Variable reshape(const Variable& x, const Shape& shape);
+/// As reshape(), but always a view: ShapeError when x's strides do not allow it (torch.Tensor.view).
 Variable view(const Variable& x, const Shape& shape);
+/// Swaps dims d0 and d1 (torch.transpose).
 Variable transpose(const Variable& x, int64_t d0, int64_t d1);
-Variable t(const Variable& x);                                        // 2-D transpose
+/// The transpose of a 2-D x (torch.t); 0-D and 1-D x come back unchanged. ShapeError above 2-D.
+Variable t(const Variable& x);
+/// Reorders the dims: dim i of the result is dim dims[i] of x (torch.permute).
 Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+/// Removes every size-1 dim (torch.squeeze).
 Variable squeeze(const Variable& x);
+/// Removes dim when its size is 1; otherwise x's shape is kept.
 Variable squeeze(const Variable& x, int64_t dim);
+/// Inserts a size-1 dim at dim, in [-x.dim()-1, x.dim()] (torch.unsqueeze).
 Variable unsqueeze(const Variable& x, int64_t dim);
+/// Broadcasts x to shape without copying (stride 0); -1 keeps a size (torch.Tensor.expand). The
+/// gradient is summed back over the broadcast dims.
 Variable expand(const Variable& x, const Shape& shape);
+/// x itself when contiguous, else a contiguous copy (torch.Tensor.contiguous).
 Variable contiguous(const Variable& x);
+/// Merges dims start_dim..end_dim into one (torch.flatten), through reshape(); a 0-d x becomes (1).
 Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1);
+/// Concatenates xs along dim (torch.cat): at least one, same rank, dtype and device, equal sizes off dim.
 Variable cat(const std::vector<Variable>& xs, int64_t dim = 0);
+/// Stacks equal-shape xs along a new dim (torch.stack): (S...) x n -> (n, S...) for dim 0.
 Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+///@}
 
 // ---- indexing (ops/index.cpp); index is int64
+/// x (..., D, ...), index (K) int64 with entries in [0, D) -> (..., K, ...): the entries at index along
+/// dim (torch.index_select). Out-of-range indices throw IndexError (for CUDA tensors at the next sync).
+/// Repeated indices add up in the gradient; index gets none.
 Variable index_select(const Variable& x, int64_t dim, const Variable& index);
+/// out[i][j] = x[index[i][j]][j] for dim 0, x[i][index[i][j]] for dim 1 (torch.gather): index (int64)
+/// has x's rank, sizes no larger than x's off dim, entries in [0, x.size(dim)); out has index's shape.
 Variable gather(const Variable& x, int64_t dim, const Variable& index);
 
 // ---- neural-network functions (ops/nn.cpp)
+/// exp(x) / sum(exp(x)) along dim, computed stably (torch.softmax); floating x.
 Variable softmax(const Variable& x, int64_t dim);
+/// log(softmax(x, dim)), computed stably (torch.log_softmax); floating x.
 Variable log_softmax(const Variable& x, int64_t dim);
 /// logits (N, C), target (N) int64 class indices. Fused log-softmax + NLL, stable for large logits.
 /// Targets equal to ignore_index contribute nothing; label_smoothing mixes in the uniform distribution.
+/// Result: (N) per row for Reduction::None, else 0-d; Mean divides by the rows not ignored (NaN when
+/// there are none), as torch.nn.functional.cross_entropy. Other targets outside [0, C) throw
+/// IndexError (for CUDA tensors at the next sync); a target that requires grad throws AutogradError.
 Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction = Reduction::Mean,
                        int64_t ignore_index = -100, double label_smoothing = 0);
+/// (input - target)^2 elementwise, then reduced (torch.nn.functional.mse_loss); ShapeError unless the
+/// shapes are equal (no broadcasting).
 Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction = Reduction::Mean);
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
+/// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
+/// manual_seed stream (torch.nn.functional.dropout).
 Variable dropout(const Variable& x, double p = 0.5, bool training = true);
 
 // ---- operators (ops/methods.cpp): Variables and scalars on either side
+/// \name Operators
+/// The same ops as the functions above, with a Variable or a double on either side; a double becomes
+/// a 0-d constant of the Variable's dtype and device (scalar_like) and broadcasts.
+///@{
+
+/// add(a, b)
 Variable operator+(const Variable& a, const Variable& b);
+/// sub(a, b)
 Variable operator-(const Variable& a, const Variable& b);
+/// mul(a, b), elementwise (matmul() is the matrix product)
 Variable operator*(const Variable& a, const Variable& b);
+/// div(a, b)
 Variable operator/(const Variable& a, const Variable& b);
+/// neg(x)
 Variable operator-(const Variable& x);
+/// a + s
 Variable operator+(const Variable& a, double s);
+/// a - s
 Variable operator-(const Variable& a, double s);
+/// a * s
 Variable operator*(const Variable& a, double s);
+/// a / s
 Variable operator/(const Variable& a, double s);
+/// s + a
 Variable operator+(double s, const Variable& a);
+/// s - a
 Variable operator-(double s, const Variable& a);
+/// s * a
 Variable operator*(double s, const Variable& a);
+/// s / a
 Variable operator/(double s, const Variable& a);
+/// eq(a, b): a Variable of 1 and 0, not a bool
 Variable operator==(const Variable& a, const Variable& b);
+/// ne(a, b)
 Variable operator!=(const Variable& a, const Variable& b);
+/// gt(a, b)
 Variable operator>(const Variable& a, const Variable& b);
+/// lt(a, b)
 Variable operator<(const Variable& a, const Variable& b);
+/// ge(a, b)
 Variable operator>=(const Variable& a, const Variable& b);
+/// le(a, b)
 Variable operator<=(const Variable& a, const Variable& b);
+/// a > s
 Variable operator>(const Variable& a, double s);
+/// a < s
 Variable operator<(const Variable& a, double s);
+
+///@}
 
 /// A 0-d constant with like's dtype and device (scalar operands of the operators above).
 Variable scalar_like(double value, const Variable& like);

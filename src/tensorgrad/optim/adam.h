@@ -8,13 +8,30 @@
 namespace tg {
 namespace optim {
 
+/// Options of Adam and AdamW, PyTorch style: AdamOptions(1e-3).betas(0.9, 0.98).weight_decay(0.01).
+/// The constructors throw Error for betas outside [0, 1) or a negative eps or weight_decay.
 struct AdamOptions {
+  /// The learning rate (default 1e-3); implicit, so that Adam(params, 1e-3) works.
   AdamOptions(double lr = 1e-3) : lr_(lr) {}   // NOLINT: Adam(params, 1e-3) reads naturally
+  /// The decay rates of the first and second moment averages (default 0.9, 0.999).
   AdamOptions& betas(double b1, double b2) { beta1_ = b1; beta2_ = b2; return *this; }
+  /// Added to the denominator for stability (default 1e-8).
   AdamOptions& eps(double e) { eps_ = e; return *this; }
+  /// Weight decay: an L2 term in the gradient for Adam, decoupled for AdamW (default 0).
   AdamOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  /// Uses the maximum of the second moment average over all steps (default off).
   AdamOptions& amsgrad(bool a = true) { amsgrad_ = a; return *this; }
+  /// The learning rate, the default for groups without one.
   double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
+  /** \var beta1_
+      See betas(). */
+  /** \var beta2_
+      See betas(). */
+  /** \var eps_
+      See eps(). */
+  /** \var weight_decay_
+      See weight_decay(). */
+  /// See amsgrad().
   bool amsgrad_ = false;
 };
 
@@ -22,15 +39,21 @@ struct AdamOptions {
 /// w -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps)   (v -> max(v) over steps with amsgrad).
 class Adam : public Optimizer {
  public:
+  /// One group with every parameter at options' learning rate.
   Adam(std::vector<Variable> params, AdamOptions options = {});
+  /// Several groups; a group without lr uses options' learning rate.
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
+  /// The options it was built with.
   const AdamOptions& options() const { return options_; }
-  /// exp_avg.<i>, exp_avg_sq.<i>, max_exp_avg_sq.<i> (amsgrad) and step.<i> (0-d int64) per parameter.
+  /// `exp_avg.<i>`, `exp_avg_sq.<i>`, `max_exp_avg_sq.<i>` (amsgrad) and `step.<i>` (0-d int64) per parameter.
   std::vector<std::pair<std::string, Tensor>> state() const override;
+  /// Loads entries named as state() names them; nothing changes when one does not fit.
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
 
  protected:
+  /// decoupled = true is AdamW's weight decay (the AdamW constructors use it).
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
 
  private:
@@ -48,8 +71,10 @@ class Adam : public Optimizer {
 /// Default weight_decay 1e-2 as in PyTorch.
 class AdamW : public Adam {
  public:
+  /// One group with every parameter at options' learning rate.
   AdamW(std::vector<Variable> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
       : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, /*decoupled=*/true) {}
+  /// Several groups; a group without lr uses options' learning rate.
   AdamW(std::vector<ParamGroup> groups, AdamOptions options = AdamOptions().weight_decay(1e-2))
       : Adam(std::move(groups), options, /*decoupled=*/true) {}
 };

@@ -14,10 +14,15 @@ namespace optim {
 
 /// Parameters that share a learning rate (PyTorch's param_groups); no lr: the optimizer's default.
 struct ParamGroup {
+  /// The group's parameters: defined leaves, each in one group only.
   std::vector<Variable> params;
+  /// The group's learning rate; unset: the optimizer's default.
   std::optional<double> lr;
 };
 
+/// The base of every optimizer (PyTorch's torch::optim::Optimizer): parameter groups, each with its
+/// learning rate, zero_grad(), step() and checkpoint state. Constructors throw Error for a negative
+/// learning rate, an undefined or non-leaf parameter, or a parameter in two groups.
 class Optimizer {
  public:
   /// One group holding every parameter, at learning rate lr.
@@ -27,18 +32,25 @@ class Optimizer {
   virtual ~Optimizer() = default;
   /// set_to_none (default, as PyTorch 2): grads become undefined; else they are filled with zeros.
   void zero_grad(bool set_to_none = true);
+  /// Updates every parameter that has a gradient from it, without recording a graph. Every gradient
+  /// is checked first (shape, dtype, device: Error), so a step updates all parameters or none.
   virtual void step() = 0;
   /// Adds a group (PyTorch's add_param_group); its state starts empty.
   void add_param_group(ParamGroup group);
+  /// The number of parameter groups.
   std::size_t num_param_groups() const { return group_lr_.size(); }
   /// Learning rate of a group (what schedulers read and set); set_lr(lr) sets every group.
+  /// IndexError for a group that does not exist.
   double lr(std::size_t group = 0) const;
+  /// Sets every group's learning rate (Error when negative).
   void set_lr(double lr);
+  /// Sets one group's learning rate (IndexError for a bad group, Error when negative).
   void set_lr(std::size_t group, double lr);
-  /// Checkpoint state as named tensors (tg::save/tg::load in nn/serialize.h). state() may alias the
+  /// Checkpoint state as named tensors (tg::save() and tg::load() in nn/serialize.h). state() may alias the
   /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
   /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
   virtual std::vector<std::pair<std::string, Tensor>> state() const;
+  /// Replaces the state with entries named as state() names them; see state() for the checks.
   virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
   /// Every parameter, group after group: the indices used by state() names.
   const std::vector<Variable>& params() const { return params_; }
@@ -56,6 +68,7 @@ class Optimizer {
   /// A copy of t on device that shares nothing with the caller's tensor.
   static Tensor private_copy(const Tensor& t, Device device);
 
+  /// Every parameter, group after group (what params() returns).
   std::vector<Variable> params_;
 
  private:
@@ -64,13 +77,27 @@ class Optimizer {
   double default_lr_;
 };
 
+/// Options of SGD, PyTorch style: SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4).
 struct SGDOptions {
+  /// The learning rate; implicit, so that SGD(params, 0.01) works.
   SGDOptions(double lr) : lr_(lr) {}   // NOLINT: SGD(params, 0.01) reads naturally
+  /// Momentum factor (default 0: plain SGD; Error when negative).
   SGDOptions& momentum(double m) { momentum_ = m; return *this; }
+  /// Dampening of the momentum (default 0).
   SGDOptions& dampening(double d) { dampening_ = d; return *this; }
+  /// L2 penalty added to the gradient (default 0).
   SGDOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  /// Nesterov momentum (needs momentum > 0 and dampening 0, else Error).
   SGDOptions& nesterov(bool n = true) { nesterov_ = n; return *this; }
+  /// The learning rate, the default for groups without one.
   double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;   // lr_: the default for groups without one
+  /** \var momentum_
+      See momentum(). */
+  /** \var dampening_
+      See dampening(). */
+  /** \var weight_decay_
+      See weight_decay(). */
+  /// See nesterov().
   bool nesterov_ = false;
 };
 
@@ -78,12 +105,18 @@ struct SGDOptions {
 /// d = nesterov ? d + momentum v : v; w -= lr d.
 class SGD : public Optimizer {
  public:
+  /// One group with every parameter at options' learning rate.
   SGD(std::vector<Variable> params, SGDOptions options);
+  /// Several groups; a group without lr uses options' learning rate.
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
   /// "velocity.<parameter index>" for each momentum buffer that exists (none before the first step).
   std::vector<std::pair<std::string, Tensor>> state() const override;
+  /// Loads momentum buffers named as state() names them; Error, ShapeError or DTypeError before
+  /// anything changes when an entry does not fit.
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  /// The options it was built with.
   const SGDOptions& options() const { return options_; }
  private:
   void on_params_added() override { velocity_.resize(params_.size()); }

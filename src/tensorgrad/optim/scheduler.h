@@ -10,14 +10,21 @@
 namespace tg {
 namespace optim {
 
+/// The base of the learning-rate schedulers (PyTorch's torch.optim.lr_scheduler.LRScheduler). It
+/// records every group's learning rate at construction as base_lr and, at each step(), sets
+/// lr_at(epoch, base_lr) in closed form. The optimizer must outlive it.
 class LRScheduler {
  public:
+  /// Reads the base learning rates; subclass constructors then call init().
   explicit LRScheduler(Optimizer& optimizer);
   virtual ~LRScheduler() = default;
   /// Advances one epoch and sets every group's learning rate.
   void step();
+  /// The number of step() calls so far (0 after construction).
   int64_t last_epoch() const { return epoch_; }
+  /// A group's learning rate when the scheduler was built; std::out_of_range for a bad group.
   double base_lr(std::size_t group = 0) const { return base_lrs_.at(group); }
+  /// A group's current learning rate (the optimizer's).
   double get_last_lr(std::size_t group = 0) const { return optimizer_.lr(group); }
 
  protected:
@@ -36,6 +43,7 @@ class LRScheduler {
 /// lr = base_lr * gamma^(epoch / step_size)
 class StepLR : public LRScheduler {
  public:
+  /// Multiplies the learning rate by gamma every step_size epochs (Error unless step_size > 0).
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
  protected:
   double lr_at(int64_t epoch, double base_lr) const override;
@@ -47,6 +55,7 @@ class StepLR : public LRScheduler {
 /// lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2
 class CosineAnnealingLR : public LRScheduler {
  public:
+  /// Anneals from base_lr to eta_min over T_max epochs (Error unless T_max > 0).
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0);
  protected:
   double lr_at(int64_t epoch, double base_lr) const override;
@@ -58,6 +67,8 @@ class CosineAnnealingLR : public LRScheduler {
 /// lr = base_lr * (start + (end - start) min(epoch, total_iters) / total_iters): a linear warm-up.
 class LinearLR : public LRScheduler {
  public:
+  /// Scales base_lr from start_factor (in (0, 1]) to end_factor (in [0, 1]) over total_iters (> 0)
+  /// epochs, then keeps end_factor; Error otherwise.
   LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
  protected:
   double lr_at(int64_t epoch, double base_lr) const override;
