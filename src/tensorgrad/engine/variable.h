@@ -345,17 +345,13 @@ struct Node {
   DType out_dtype = kFloat32;
   /// See out_shape.
   Device out_device;
-<<<<<<< HEAD
-  BackwardRule backward;                   // false once released (retain_graph = false)
-  std::atomic<uint32_t> run_state{0};      // who is running the rule: Note [Concurrent backward], autograd.cpp
-  std::weak_ptr<VariableImpl> retained;    // the output, when it called retain_grad()
-  debug::detail::Counted<debug::detail::kNode> counted;       // tg::debug::live_counts
-=======
   BackwardRule backward;                   ///< false once released (retain_graph = false)
+  /// Who runs the rule right now: retaining runs (a count), one freeing run, or released. See
+  /// Note [Concurrent backward] in engine/autograd.cpp.
+  std::atomic<uint32_t> run_state{0};
   std::weak_ptr<VariableImpl> retained;    ///< the output, when it called retain_grad()
   debug::detail::Counted<debug::detail::kNode> counted;       ///< counts live nodes for tg::debug::live_counts()
   /// Frees the nodes only this one kept alive iteratively, so that long chains cannot overflow the stack.
->>>>>>> docs
   ~Node();                                 // see Note [Iterative graph teardown]
 };
 

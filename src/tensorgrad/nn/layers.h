@@ -84,13 +84,12 @@ class Flatten : public Module {
 /// Runs its children in order. Built in place: seq.add<Linear>(784, 128); seq.add<ReLU>();
 class Sequential : public Module {
  public:
-<<<<<<< HEAD
   Sequential() = default;
-  ~Sequential() override;   // iterative: a chain of 10^6 nested Sequentials must not overflow the stack
-=======
+  /// Destroys the owned children iteratively: a chain of 10^6 nested Sequentials must not overflow
+  /// the stack.
+  ~Sequential() override;
   /// Builds an M from args, owned by the Sequential, registers it as child "0", "1", ... and
   /// returns it.
->>>>>>> docs
   template <class M, class... Args>
   M& add(Args&&... args) {
     auto owned = std::make_unique<M>(std::forward<Args>(args)...);
