@@ -118,3 +118,64 @@ TEST_CASE("errors: CPU allocation failure raises OutOfMemoryError with the size 
   CHECK(after.nodes == before.nodes);
   CHECK(after.cpu_bytes == before.cpu_bytes);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Overlapping writes (Note [Overlapping writes], engine/prim.cpp): refused as PyTorch refuses them
+
+namespace {
+Variable square3(uint64_t seed) { return testing::randn64({3, 3}, seed, false); }
+}  // namespace
+
+TEST_CASE("overlap: an input sharing memory with the written tensor through another view is refused") {
+  const char* partial = "some elements of the input tensor and the written-to tensor refer to a single memory location";
+  Variable a = square3(1);
+  const auto before = a.to_vector<double>();
+  TG_CHECK_THROWS(a.add_(a.t()), tg::Error, partial);
+  TG_CHECK_THROWS(a.sub_(a.t()), tg::Error, partial);
+  TG_CHECK_THROWS(a.mul_(a.t()), tg::Error, partial);
+  TG_CHECK_THROWS(a.copy_(a.t()), tg::Error, partial);
+  TG_CHECK_THROWS(a.copy_(tg::Variable(a.data().select(0, 1))), tg::Error, partial);   // a row broadcast over a
+  CHECK(a.to_vector<double>() == before);   // refused before anything was written
+  // the same view, and disjoint views of one storage, are fine
+  a.add_(a);
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(a.to_vector<double>()[i] == 2 * before[i]);
+  const tg::Tensor m = a.data();
+  const auto row1 = m.narrow(0, 1, 1).clone();
+  tg::prim::binary_(tg::BinaryOp::Add, m.narrow(0, 0, 1), m.narrow(0, 1, 1), "add_");
+  CHECK(m.narrow(0, 1, 1).clone().to(tg::Device::cpu()).data<double>()[0] == row1.data<double>()[0]);
+}
+
+TEST_CASE("overlap: a written tensor that reaches one location through several elements is refused") {
+  const char* internal = "more than one element of the written-to tensor refers to a single memory location";
+  Variable row = tg::zeros({1, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  TG_CHECK_THROWS(row.expand({4, 3}).add_(1.0), tg::Error, internal);
+  TG_CHECK_THROWS(row.expand({4, 3}).mul_(2.0), tg::Error, internal);
+  TG_CHECK_THROWS(row.expand({4, 3}).fill_(1.0), tg::Error, internal);
+  TG_CHECK_THROWS(row.expand({4, 3}).copy_(testing::randn64({4, 3}, 2, false)), tg::Error, internal);
+  CHECK(row.to_vector<double>() == std::vector<double>{0, 0, 0});
+  // an expanded input is fine: it is only read
+  Variable m = tg::zeros({4, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  m.add_(tg::ones({1, 3}, tg::TensorOptions().dtype(tg::kFloat64)).expand({4, 3}));
+  CHECK(m.sum().item() == 12.0);
+}
+
+TEST_CASE("overlap: index_add_ and scatter_add_ refuse a source that aliases the destination") {
+  const tg::Tensor dst = testing::randn64({4, 3}, 3, false).data();
+  const tg::Tensor idx = tg::from_vector(std::vector<int64_t>{0, 1}, {2}).data();
+  TG_CHECK_THROWS(tg::prim::index_add_(dst, 0, idx, dst.narrow(0, 1, 2)), tg::Error, "refer to a single memory location");
+  const tg::Tensor gidx = tg::from_vector(std::vector<int64_t>{0, 1, 2, 3, 0, 1}, {2, 3}).data();
+  TG_CHECK_THROWS(tg::prim::scatter_add_(dst, 0, gidx, dst.narrow(0, 0, 2)), tg::Error, "refer to a single memory location");
+}
+
+TEST_CASE("overlap: a Variable cannot be its own grad, and an expanded grad accumulates out of place") {
+  Variable x = testing::randn64({2, 3}, 4);
+  TG_CHECK_THROWS(x.set_grad(x), tg::AutogradError, "can't assign Variable as its own grad");
+  TG_CHECK_THROWS(x.set_grad(Variable(x.data().transpose(0, 1).transpose(0, 1))), tg::AutogradError, "own grad");
+  TG_CHECK_THROWS(x.set_grad(tg::zeros({2, 3})), tg::DTypeError, "different type");
+  // a grad set to an expanded view: backward adds (x * 2).sum()'s gradient 2 to every element once
+  Variable base = tg::ones({1, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  x.set_grad(base.expand({2, 3}));
+  (x * 2.0).sum().backward();
+  testing::check_values(x.grad(), {3, 3, 3, 3, 3, 3});
+  testing::check_values(base, {1, 1, 1});   // the expanded source was not written through
+}

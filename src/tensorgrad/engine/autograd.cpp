@@ -39,6 +39,10 @@ void accumulate(VariableImpl& impl, Tensor g) {
       g = g.clone();
     impl.grad = std::make_shared<VariableImpl>();
     impl.grad->data = std::move(g);
+  } else if (prim::has_internal_overlap(impl.grad->data) || impl.grad->data.storage() == g.storage()) {
+    // a grad the user set to an expanded view, or one aliasing the incoming gradient: adding in place
+    // would write one element several times (Note [Overlapping writes]); replace it with the sum
+    impl.grad->data = prim::add(impl.grad->data, g);
   } else {
     prim::binary_(BinaryOp::Add, impl.grad->data, g, "backward");   // accumulates into .grad
   }

@@ -22,6 +22,63 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
            b.device());
 }
 
+// Note [Overlapping writes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A kernel writes its output element by element while it reads its inputs, so a write is refused, as
+// PyTorch refuses it, when (1) the written tensor reaches one memory location through several
+// elements (x.expand(3, 3).add_(1) would add three times to one float, or race between threads), or
+// (2) an input shares memory with the output without being exactly the same view (a.add_(a.t())
+// reads elements already overwritten). Identical views (a.add_(a), a.copy_(a)) are fine: element i
+// reads only what element i writes. When either tensor is not a permutation of a dense block, the
+// memory ranges cannot be compared cheaply; like PyTorch, such pairs ("too hard") are let through.
+namespace {
+/// True when t's elements cover a dense block exactly once (its dims, sorted by stride, are
+/// contiguous): then its memory is the element range [offset, offset + numel).
+bool is_non_overlapping_and_dense(const Tensor& t) {
+  SmallVector<std::pair<int64_t, int64_t>, 6> dims;   // (stride, size) of the dims of size > 1
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[d] != 1) dims.push_back({t.strides()[d], t.shape()[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t expect = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expect) return false;
+    expect *= size;
+  }
+  return true;
+}
+}  // namespace
+
+bool has_internal_overlap(const Tensor& t) {
+  if (t.numel() <= 1) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[d] != 1 && t.strides()[d] == 0) return true;
+  return false;
+}
+
+void check_no_internal_overlap(const char* op, const Tensor& t) {
+  TG_CHECK(!has_internal_overlap(t), Error, op,
+           ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
+           "location (an expanded view of shape ", shape_str(t.shape()), " with strides ", shape_str(t.strides()),
+           "). Please clone() the tensor before performing the operation.");
+}
+
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in, bool same_view_ok) {
+  if (out.numel() == 0 || in.numel() == 0 || out.storage() != in.storage()) return;
+  if (!is_non_overlapping_and_dense(out) || !is_non_overlapping_and_dense(in)) return;   // too hard to tell
+  const int64_t out_begin = out.offset() * static_cast<int64_t>(dtype_size(out.dtype()));
+  const int64_t in_begin = in.offset() * static_cast<int64_t>(dtype_size(in.dtype()));
+  const int64_t out_end = out_begin + out.numel() * static_cast<int64_t>(dtype_size(out.dtype()));
+  const int64_t in_end = in_begin + in.numel() * static_cast<int64_t>(dtype_size(in.dtype()));
+  if (out_end <= in_begin || in_end <= out_begin) return;   // disjoint
+  const bool same_view = out_begin == in_begin && out.dtype() == in.dtype() && out.shape() == in.shape() &&
+                         out.strides() == in.strides();
+  TG_CHECK(same_view && same_view_ok, Error, op,
+           ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           "memory location (input ", shape_str(in.shape()), " with strides ", shape_str(in.strides()), ", output ",
+           shape_str(out.shape()), " with strides ", shape_str(out.strides()),
+           "). Please clone() the tensor before performing the operation.");
+}
+
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   TG_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": expected both tensors to have the same dtype, but got ",
            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
@@ -124,6 +181,7 @@ Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType d
 
 void fill_(const Tensor& dst, double value) {
   check_defined("fill_", dst);
+  check_no_internal_overlap("fill_", dst);
   backend_for(dst.device()).fill(dst, value);
   dst.storage()->bump_version();
 }
@@ -133,6 +191,8 @@ void copy_(const Tensor& dst, const Tensor& src) {
   check_defined("copy_", src);
   TG_CHECK(broadcast_shapes(dst.shape(), src.shape(), "copy_") == dst.shape(), ShapeError, "copy_: source of shape ",
            shape_str(src.shape()), " cannot be broadcast to the destination's shape ", shape_str(dst.shape()));
+  check_no_internal_overlap("copy_", dst);
+  check_no_partial_overlap("copy_", dst, src);
   const Tensor s = src.expand(dst.shape());
   if (src.device() == dst.device()) {
     backend_for(dst.device()).copy(s, dst);
@@ -187,6 +247,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
 
 void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name) {
   check_binary(op, self, other, name);
+  check_no_internal_overlap(name, self);
+  check_no_partial_overlap(name, self, other);
   if (self.shape() == other.shape()) {   // the common case (gradient accumulation): no broadcast view
     backend_for(self.device()).binary(op, self, other, self);
   } else {
@@ -446,6 +508,8 @@ void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tenso
   dim = wrap_dim(dim, dst.dim(), "index_add_");
   check_index_range("index_add_", index, dst.dim() ? dst.shape()[dim] : 1, dim);
   TG_CHECK(dst.is_contiguous(), Error, "index_add_: destination must be contiguous");
+  check_no_partial_overlap("index_add_", dst, src, /*same_view_ok=*/false);
+  check_no_partial_overlap("index_add_", dst, index, false);
   if (src.numel() > 0)
     backend_for(dst.device()).index_add(dst, dim, index.contiguous().reshape({index.numel()}), src.contiguous());
   dst.storage()->bump_version();
@@ -483,6 +547,9 @@ void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Ten
   TG_CHECK(src.shape() == index.shape(), ShapeError, "scatter_add_: src shape ", shape_str(src.shape()),
            " must match index shape ", shape_str(index.shape()));
   check_index_range("scatter_add_", index, dst.dim() ? dst.shape()[dim] : 1, dim);
+  check_no_internal_overlap("scatter_add_", dst);
+  check_no_partial_overlap("scatter_add_", dst, src, /*same_view_ok=*/false);
+  check_no_partial_overlap("scatter_add_", dst, index, false);
   if (src.numel() > 0) backend_for(dst.device()).scatter_add(dst, dim, index, src);
   dst.storage()->bump_version();
 }

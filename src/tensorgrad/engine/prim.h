@@ -125,6 +125,16 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
 /// DTypeError naming op unless t is float32 or float64.
 void check_floating(const char* op, const Tensor& t);
+/// True when t reaches one memory location through several of its elements (a dim of size > 1 with
+/// stride 0, as expand() makes). See Note [Overlapping writes].
+bool has_internal_overlap(const Tensor& t);
+/// Error naming op when has_internal_overlap(t): a write to t would store to one location several times.
+void check_no_internal_overlap(const char* op, const Tensor& t);
+/// Error naming op when `out` (written) and `in` (read) share some memory but are not the same view:
+/// an elementwise write would read elements it already overwrote. With same_view_ok = false the same
+/// view is refused too (ops that write elements other than the one they read: index_add_, scatter_add_).
+/// See Note [Overlapping writes].
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in, bool same_view_ok = true);
 
 }  // namespace prim
 }  // namespace tg

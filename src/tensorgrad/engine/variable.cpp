@@ -72,6 +72,14 @@ void Variable::set_grad(const Variable& g) {
   }
   TG_CHECK(g.shape() == shape(), ShapeError, "set_grad: assigned grad has shape ", shape_str(g.shape()),
            " but the Variable has shape ", shape_str(shape()));
+  TG_CHECK(g.dtype() == dtype(), DTypeError, "set_grad: assigned grad has data of a different type (",
+           dtype_name(g.dtype()), " for a ", dtype_name(dtype()), " Variable)");
+  TG_CHECK(g.device() == device(), DeviceError, "set_grad: assigned grad has data located on a different device (",
+           g.device(), " for a Variable on ", device(), ")");
+  // Backward would accumulate into the Variable's own values, and an optimizer would read the
+  // gradient it is overwriting (Note [Overlapping writes], engine/prim.cpp).
+  TG_CHECK(g.data().storage() != data().storage(), AutogradError,
+           "set_grad: can't assign Variable as its own grad (the assigned grad shares memory with the Variable)");
   impl_->grad = std::make_shared<VariableImpl>();
   impl_->grad->data = g.data();
 }
