@@ -1,5 +1,6 @@
 // tests/test_tensor.cpp: Device/DType, shapes and overflow checks, Tensor views and copies,
 // printing, the caching CPU allocator and the Philox generator.
+#include <limits>
 #include <sstream>
 
 #include "tensorgrad/engine/allocator.h"
@@ -169,6 +170,38 @@ TEST_CASE("printing follows PyTorch's layout") {
   std::ostringstream e;
   e << tg::zeros({2, 0});
   CHECK(e.str() == "tensor([], size=(2, 0))");
+}
+
+TEST_CASE("printing: int64 values are exact and large tensors are summarized as PyTorch does") {
+  std::ostringstream a;
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  a << tg::from_vector(std::vector<int64_t>{big, std::numeric_limits<int64_t>::min(), (int64_t(1) << 53) + 1}, {3});
+  CHECK(a.str() == "tensor([ 9223372036854775807, -9223372036854775808,     9007199254740993])");
+  // more than 1000 elements: the first and last 3 of each longer dim
+  std::ostringstream b;
+  b << tg::arange(2000, tg::TensorOptions().dtype(tg::kInt64));
+  CHECK(b.str() == "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+  std::ostringstream c;
+  c << tg::zeros({2000, 3});
+  CHECK(c.str() == "tensor([[0., 0., 0.],\n        [0., 0., 0.],\n        [0., 0., 0.],\n        ...,\n"
+                   "        [0., 0., 0.],\n        [0., 0., 0.],\n        [0., 0., 0.]])");
+  std::ostringstream d;   // a (8192, 8192) tensor prints 36 values, not 67 million
+  d << tg::zeros({8192, 8192}).data().transpose(0, 1);
+  CHECK(d.str().size() < 400);
+  CHECK(d.str().find("...") != std::string::npos);
+  // 1000 elements exactly: printed in full
+  std::ostringstream e;
+  e << tg::zeros({1000});
+  CHECK(e.str().find("...") == std::string::npos);
+}
+
+TEST_CASE("item<int64_t> is exact beyond 2^53") {
+  const int64_t v = (int64_t(1) << 53) + 1;
+  CHECK(tg::from_vector(std::vector<int64_t>{v}, {1}).item<int64_t>() == v);
+  CHECK(tg::from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::max()}, {}).item<int64_t>() ==
+        std::numeric_limits<int64_t>::max());
+  CHECK(tg::from_vector(std::vector<float>{2.5f}, {}).item<float>() == 2.5f);
+  TG_CHECK_THROWS(tg::zeros({2}).item<float>(), tg::ShapeError, "cannot be converted to Scalar");
 }
 
 TEST_CASE("CPU allocator: freed blocks are reused statistics add up") {

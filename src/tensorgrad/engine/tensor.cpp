@@ -8,6 +8,8 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/error.h"
@@ -250,9 +252,9 @@ std::string tensor_meta_str(const Tensor& t) {
 
 namespace {
 
-std::string format_value(double v, DType dtype, bool int_like, int precision, bool sci) {
+std::string format_value(double v, int64_t iv, DType dtype, bool int_like, int precision, bool sci) {
   char buf[64];
-  if (dtype == kInt64) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  if (dtype == kInt64) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv));   // exact
   else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
   else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
   else if (sci) std::snprintf(buf, sizeof buf, "%.*e", precision, v);
@@ -261,16 +263,56 @@ std::string format_value(double v, DType dtype, bool int_like, int precision, bo
   return buf;
 }
 
+// PyTorch's print options: tensors of more than kSummarizeAbove elements show the first and last
+// kEdgeItems entries of each longer dim, with "..." between.
+constexpr int64_t kSummarizeAbove = 1000;
+constexpr int64_t kEdgeItems = 3;
+
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
-  const Tensor host = t.to(Device::cpu()).contiguous();
-  std::vector<double> vals(static_cast<std::size_t>(host.numel()));
-  dispatch_dtype(host.dtype(), [&](auto z) {
-    const auto* p = host.data<decltype(z)>();
-    for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<double>(p[i]);
-  });
+  const Tensor host = t.to(Device::cpu());
+  const int64_t nd = host.dim();
+  const Shape& s = host.shape();
+  // The indices shown along each dim; gap[d] is the position before which "..." goes (-1: none).
+  const bool summarize = host.numel() > kSummarizeAbove;
+  std::vector<std::vector<int64_t>> sel(static_cast<std::size_t>(nd));
+  std::vector<int64_t> gap(static_cast<std::size_t>(nd), -1);
+  int64_t count = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    auto& v = sel[static_cast<std::size_t>(d)];
+    if (summarize && s[d] > 2 * kEdgeItems) {
+      for (int64_t i = 0; i < kEdgeItems; ++i) v.push_back(i);
+      for (int64_t i = s[d] - kEdgeItems; i < s[d]; ++i) v.push_back(i);
+      gap[static_cast<std::size_t>(d)] = kEdgeItems;
+    } else {
+      for (int64_t i = 0; i < s[d]; ++i) v.push_back(i);
+    }
+    count *= static_cast<int64_t>(v.size());
+  }
+  // Read only the shown elements (an odometer over the selected positions), in storage precision.
+  std::vector<double> vals;
+  std::vector<int64_t> ivals;
+  vals.reserve(static_cast<std::size_t>(count));
+  ivals.reserve(static_cast<std::size_t>(count));
+  {
+    std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
+    dispatch_dtype(host.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T* base = static_cast<const T*>(host.storage()->data());
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t off = host.offset();
+        for (int64_t d = 0; d < nd; ++d) off += sel[static_cast<std::size_t>(d)][static_cast<std::size_t>(pos[d])] * host.strides()[d];
+        vals.push_back(static_cast<double>(base[off]));
+        ivals.push_back(std::is_integral<T>::value ? static_cast<int64_t>(base[off]) : 0);
+        for (int64_t d = nd - 1; d >= 0; --d) {
+          if (++pos[d] < static_cast<int64_t>(sel[static_cast<std::size_t>(d)].size())) break;
+          pos[d] = 0;
+        }
+      }
+    });
+  }
   bool int_like = true;
   double max_abs = 0, min_abs = 0;
   bool first = true;
@@ -286,44 +328,48 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
                                  (min_abs != 0 && max_abs / min_abs > 1e3 && max_abs > 1e3));
   std::vector<std::string> strs;
   std::size_t width = 0;
-  for (double v : vals) {
-    strs.push_back(format_value(v, t.dtype(), int_like, 4, sci));
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    strs.push_back(format_value(vals[i], ivals[i], t.dtype(), int_like, 4, sci));
     width = std::max(width, strs.back().size());
   }
   os << "tensor(";
-  const int64_t nd = host.dim();
   if (nd == 0) {
     os << strs[0];
+  } else if (count == 0) {
+    os << "[]";
+    if (nd > 1) os << ", size=(" << shape_str(s).substr(1, shape_str(s).size() - 2) << ")";
   } else {
-    // Iterative nested printing: an odometer over all dims, brackets opened and closed as it rolls.
-    const Shape& s = host.shape();
-    const int64_t n = host.numel();
-    if (n == 0) {
-      os << "[]";
-      if (nd > 1) os << ", size=(" << shape_str(s).substr(1, shape_str(s).size() - 2) << ")";
-    } else {
-      for (int64_t d = 0; d < nd; ++d) os << '[';
-      std::vector<int64_t> idx(nd, 0);
-      for (int64_t i = 0; i < n; ++i) {
-        os << std::setw(static_cast<int>(width)) << strs[i];
-        int64_t closed = 0;
-        for (int64_t d = nd - 1; d >= 0; --d) {
-          if (++idx[d] < s[d]) break;
-          idx[d] = 0;
-          ++closed;
-        }
-        for (int64_t c = 0; c < closed; ++c) os << ']';
-        if (i + 1 < n) {
-          os << ',';
-          if (closed > 0) {
-            for (int64_t c = 1; c < closed; ++c) os << '\n';
-            os << '\n' << std::string(7 + nd - closed, ' ');
-            for (int64_t c = 0; c < closed; ++c) os << '[';
-          } else {
-            os << ' ';
-          }
-        }
+    // Iterative nested printing: an odometer over the shown positions, brackets opened and closed
+    // as it rolls; crossing a dim's gap prints "..." at that level.
+    for (int64_t d = 0; d < nd; ++d) os << '[';
+    std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      os << std::setw(static_cast<int>(width)) << strs[static_cast<std::size_t>(i)];
+      int64_t closed = 0;
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        if (++pos[d] < static_cast<int64_t>(sel[static_cast<std::size_t>(d)].size())) break;
+        pos[d] = 0;
+        ++closed;
       }
+      for (int64_t c = 0; c < closed; ++c) os << ']';
+      if (i + 1 == count) break;
+      const int64_t moved = nd - 1 - closed;   // the dim whose position advanced
+      const bool elide = pos[moved] == gap[static_cast<std::size_t>(moved)];
+      os << ',';
+      if (closed == 0) {
+        os << (elide ? "  ..., " : " ");
+        continue;
+      }
+      auto separator = [&] {
+        for (int64_t c = 1; c < closed; ++c) os << '\n';
+        os << '\n' << std::string(static_cast<std::size_t>(7 + nd - closed), ' ');
+      };
+      separator();
+      if (elide) {
+        os << "...,";
+        separator();
+      }
+      for (int64_t c = 0; c < closed; ++c) os << '[';
     }
   }
   if (t.dtype() == kFloat64) os << ", dtype=float64";

@@ -102,8 +102,12 @@ class Variable {
   /// The value of a one-element Variable as double (PyTorch's item()); syncs with the device.
   /// ShapeError for more than one element.
   double item() const;
-  /// item() converted to T: `x.sum().item<float>()`.
-  template <class T> T item() const { return static_cast<T>(item()); }
+  /// The value read as T (float, double or int64_t): `x.sum().item<float>()`. Exact for an int64
+  /// Variable read as int64_t, also beyond 2^53, where item() as double would round.
+  template <class T> T item() const {
+    if (numel() != 1) (void)item();   // the ShapeError of item()
+    return to_vector<T>()[0];
+  }
   /// All elements copied to the host in row-major order, converted to T (float, double or int64_t).
   template <class T> std::vector<T> to_vector() const;
   /// A copy on device, recorded in the graph (the gradient is copied back); this itself when already
