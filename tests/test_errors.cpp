@@ -1,5 +1,8 @@
 // tests/test_errors.cpp: the error contract of DESIGN.md section 7: each bad input raises the right
 // tg::Error subclass with a message a user can act on, before anything is allocated or computed.
+#include <cmath>
+#include <limits>
+
 #include "testing.h"
 
 using tg::Variable;
@@ -178,4 +181,21 @@ TEST_CASE("overlap: a Variable cannot be its own grad, and an expanded grad accu
   (x * 2.0).sum().backward();
   testing::check_values(x.grad(), {3, 3, 3, 3, 3, 3});
   testing::check_values(base, {1, 1, 1});   // the expanded source was not written through
+}
+
+TEST_CASE("integers: fills that do not fit an int64 raise, fractional scalars on int64 tensors refuse to truncate") {
+  const auto i64 = tg::TensorOptions().dtype(tg::kInt64);
+  TG_CHECK_THROWS(tg::full({2}, 1e20, i64), tg::Error, "cannot be converted to type int64 without overflow");
+  TG_CHECK_THROWS(tg::full({2}, std::nan(""), i64), tg::Error, "without overflow");
+  TG_CHECK_THROWS(tg::full({2}, 9223372036854775808.0, i64), tg::Error, "without overflow");   // 2^63
+  Variable z = tg::zeros({3}, i64);
+  TG_CHECK_THROWS(z.fill_(std::numeric_limits<double>::infinity()), tg::Error, "without overflow");
+  CHECK(z.to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0});
+  CHECK(tg::full({2}, 2.5, i64).to_vector<int64_t>() == std::vector<int64_t>{2, 2});   // truncates, as PyTorch
+  CHECK(tg::full({1}, -9223372036854775808.0, i64).item<int64_t>() == std::numeric_limits<int64_t>::min());
+  Variable n = tg::arange(4, i64);
+  TG_CHECK_THROWS(n * 0.5, tg::DTypeError, "fractional scalar 0.5");
+  TG_CHECK_THROWS(n + 0.5, tg::DTypeError, "convert the tensor first");
+  CHECK((n * 3.0).to_vector<int64_t>() == std::vector<int64_t>{0, 3, 6, 9});
+  CHECK((n.to(tg::kFloat32) * 0.5).to_vector<float>() == std::vector<float>{0, 0.5f, 1, 1.5f});
 }

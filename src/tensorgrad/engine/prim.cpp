@@ -3,6 +3,7 @@
 #include "tensorgrad/engine/prim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstring>
 #include <limits>
@@ -114,7 +115,18 @@ void check_index_range(const char* op, const Tensor& index, int64_t size, int64_
 
 Tensor empty(const Shape& shape, DType dtype, Device device) { return Tensor::empty(shape, dtype, device); }
 
+namespace {
+/// An integer dtype holds value after truncation (PyTorch's full and fill_ truncate 2.5 to 2), but not
+/// NaN, infinities or values beyond its range: those raise instead of storing INT64_MIN.
+void check_representable(const char* op, double value, DType dtype) {
+  if (is_floating(dtype)) return;
+  TG_CHECK(std::isfinite(value) && value >= -9223372036854775808.0 && value < 9223372036854775808.0, Error, op,
+           ": value ", value, " cannot be converted to type ", dtype_name(dtype), " without overflow");
+}
+}  // namespace
+
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  check_representable("full", value, dtype);
   Tensor t = Tensor::empty(shape, dtype, device);
   backend_for(device).fill(t, value);
   return t;
@@ -122,7 +134,14 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
 
 Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype(), t.device()); }
 
-Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.dtype(), like.device()); }
+Tensor scalar_like(double value, const Tensor& like) {
+  // An integer tensor combined with a fractional scalar: PyTorch promotes the result to float; until
+  // scalar promotion exists here, refuse rather than truncate the scalar (x * 0.5 would give zeros).
+  TG_CHECK(is_floating(like.dtype()) || !std::isfinite(value) || value == std::trunc(value), DTypeError,
+           "an ", dtype_name(like.dtype()), " tensor combined with the fractional scalar ", value,
+           " would truncate it; convert the tensor first, e.g. x.to(tg::kFloat32)");
+  return full({}, value, like.dtype(), like.device());
+}
 
 Tensor arange(int64_t n, DType dtype, Device device) {
   TG_CHECK(n >= 0, ShapeError, "arange: upper bound must be non-negative, got ", n);
@@ -181,6 +200,7 @@ Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType d
 
 void fill_(const Tensor& dst, double value) {
   check_defined("fill_", dst);
+  check_representable("fill_", value, dst.dtype());
   check_no_internal_overlap("fill_", dst);
   backend_for(dst.device()).fill(dst, value);
   dst.storage()->bump_version();
