@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -520,4 +521,28 @@ TEST_CASE("data: Fashion-MNIST from the Debian package") {
   }
   CHECK(batches == 157);
   CHECK(samples == 10000);
+}
+
+TEST_CASE("data: DataLoader over a dataset too large to order raises OutOfMemoryError, epochs never overflow") {
+  struct Huge : tg::data::Dataset {
+    int64_t size() const override { return int64_t(1) << 40; }   // 2^40 samples: 8 TiB of sample order
+    tg::data::Example get(int64_t) const override { return {tg::zeros({1}), tg::zeros({})}; }
+  } huge;
+  DataLoader loader(huge, LoaderOptions().batch_size(4).shuffle(false));
+  CHECK(loader.size() == (int64_t(1) << 38));
+  TG_CHECK_THROWS(loader.begin(), tg::OutOfMemoryError, "cannot allocate the sample order of 1099511627776 samples");
+
+  struct Small : tg::data::Dataset {
+    int64_t size() const override { return 5; }
+    tg::data::Example get(int64_t i) const override { return {tg::full({1}, double(i)), tg::zeros({})}; }
+  } small;
+  DataLoader shuffled(small, LoaderOptions().batch_size(5).shuffle(true).seed(3));
+  shuffled.set_epoch(std::numeric_limits<int64_t>::max());
+  int64_t batches = 0;
+  for (int round = 0; round < 2; ++round)   // epoch INT64_MAX, then the counter wraps to 0
+    for (const auto& b : shuffled) {
+      CHECK(b.data.shape() == tg::Shape{5, 1});
+      ++batches;
+    }
+  CHECK(batches == 2);
 }

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -229,7 +230,14 @@ void DataLoader::set_epoch(int64_t epoch) {
 }
 
 std::vector<int64_t> DataLoader::order(int64_t epoch) const {
-  std::vector<int64_t> order(static_cast<std::size_t>(dataset_->size()));
+  const int64_t n = dataset_->size();
+  std::vector<int64_t> order;
+  try {   // one int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory
+    order.resize(static_cast<std::size_t>(n));
+  } catch (const std::exception&) {
+    throw OutOfMemoryError(tg::detail::cat("DataLoader: cannot allocate the sample order of ", n, " samples (", n,
+                                           " x 8 bytes); is the dataset's size() right?"));
+  }
   std::iota(order.begin(), order.end(), int64_t(0));
   if (!options_.shuffle()) return order;
   std::mt19937_64 gen(splitmix64(splitmix64(options_.seed()) ^ static_cast<uint64_t>(epoch)));
@@ -242,7 +250,7 @@ DataLoader::Iterator DataLoader::begin() {
   live_.erase(std::remove_if(live_.begin(), live_.end(), [](const std::weak_ptr<Epoch>& w) { return w.expired(); }),
               live_.end());
   auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), options_.prefetch());
-  ++epoch_;
+  epoch_ = epoch_ == std::numeric_limits<int64_t>::max() ? 0 : epoch_ + 1;   // the shuffle seed wraps, never overflows
   epoch->pin = options_.pin_memory() && cuda::is_available();
   epoch->start();
   live_.push_back(epoch);
