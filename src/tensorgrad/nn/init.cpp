@@ -29,8 +29,16 @@ std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v) {
   return {v.shape()[1] * receptive, v.shape()[0] * receptive};
 }
 
-Variable& uniform_(Variable& v, double a, double b) { return fill_random(v, philox::Kind::Uniform, a, b); }
-Variable& normal_(Variable& v, double mean, double std) { return fill_random(v, philox::Kind::Normal, mean, std); }
+Variable& uniform_(Variable& v, double a, double b) {
+  TG_CHECK(std::isfinite(a) && std::isfinite(b) && a <= b, Error,
+           "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
+  return fill_random(v, philox::Kind::Uniform, a, b);
+}
+Variable& normal_(Variable& v, double mean, double std) {
+  TG_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0, Error,
+           "normal_ expects a finite mean and std >= 0.0, but found mean ", mean, " and std ", std);
+  return fill_random(v, philox::Kind::Normal, mean, std);
+}
 
 Variable& constant_(Variable& v, double value) {
   TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
