@@ -537,8 +537,8 @@ TEST_CASE("checkpoint: SGD momentum state round trip gives bitwise identical ste
   for (int i = 0; i < 3; ++i) step(a, opt_a);
   const auto state = opt_a.state();
   REQUIRE(state.size() == 4);
-  CHECK(state[0].first == "velocity.0");
-  CHECK(state[3].first == "velocity.3");
+  CHECK(state[0].first == "momentum_buffer.0");   // PyTorch's name for SGD's state
+  CHECK(state[3].first == "momentum_buffer.3");
   tg::save(a, model_path);
   tg::save(opt_a, opt_path);
 
@@ -565,7 +565,7 @@ TEST_CASE("checkpoint: SGD momentum state round trip gives bitwise identical ste
   for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i].second.storage() == before[i].second.storage());
 
   tg::optim::SGD few({a.fc1.weight}, options);
-  TG_CHECK_THROWS(tg::load(few, opt_path), tg::SerializationError, "unexpected entry \"velocity.1\"");
+  TG_CHECK_THROWS(tg::load(few, opt_path), tg::SerializationError, "unexpected entry \"momentum_buffer.1\"");
   // A model checkpoint is not an optimizer checkpoint.
   TG_CHECK_THROWS(tg::load(opt_b, model_path), tg::SerializationError, "unexpected entry \"fc1.weight\"");
 }

@@ -41,7 +41,7 @@ void save(const nn::Module& module, const std::string& path);
 /// into the existing parameters and buffers (their handles, storages and devices are kept).
 void load(nn::Module& module, const std::string& path);
 
-/// Saves optimizer.state() (SGD: "velocity.<parameter index>" momentum buffers).
+/// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...).
 void save(const optim::Optimizer& optimizer, const std::string& path);
 /// Loads a file written by save(optimizer, ...) through Optimizer::set_state: on a mismatch the
 /// optimizer is unchanged and tg::SerializationError names the path.

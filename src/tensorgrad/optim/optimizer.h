@@ -81,14 +81,15 @@ class SGD : public Optimizer {
   SGD(std::vector<Variable> params, SGDOptions options);
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
   void step() override;
-  /// "velocity.<parameter index>" for each momentum buffer that exists (none before the first step).
+  /// "momentum_buffer.<parameter index>" (PyTorch's name) for each momentum buffer that exists (none
+  /// before the first step). set_state also reads "velocity.<i>", the name in tensorgrad-1 checkpoints.
   std::vector<std::pair<std::string, Tensor>> state() const override;
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
   const SGDOptions& options() const { return options_; }
  private:
-  void on_params_added() override { velocity_.resize(params_.size()); }
+  void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   SGDOptions options_;
-  std::vector<Tensor> velocity_;   // one per parameter once momentum != 0
+  std::vector<Tensor> momentum_buffer_;   // one per parameter once momentum != 0
 };
 
 }  // namespace optim
