@@ -1,7 +1,8 @@
 // bench/bench_checkpoint.cpp: checkpoint speed (nn/serialize.h) for a 256 MiB float32 module (four
 // Linear(4096, 4096)): tg::save (with its fsync), tg::load_tensors, tg::load into the module, against a
-// plain read() of the same file into a reused buffer, all with the file warm in the page cache. Target
-// (issue 7): load <= 2x read. tensorgrad only: there is no libtorch half.
+// plain read() of the same file into a reused buffer, all with the file warm in the page cache, and the
+// CRC-32C of the file's bytes (SSE4.2 path when the CPU has it, and the portable one). Target (issue 7):
+// load <= 2x read. tensorgrad only: there is no libtorch half.
 // Usage: bench_checkpoint [--budget S] [--smoke] [--dir FOLDER]   (default folder: the system temp folder)
 #include <fcntl.h>
 #include <unistd.h>
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
                           [&] { tg::load(target, path); }},
                          plan);
   std::remove(path.c_str());
+  const auto crc = measure({[&] { (void)tg::detail::crc32c(buf.data(), buf.size()); },
+                            [&] { (void)tg::detail::crc32c_portable(buf.data(), buf.size()); }},
+                           plan);
 
   const double mib = double(file_bytes) / (1 << 20);
   auto rate = [&](const Stats& st) { return st.ok() ? fmt("%.2f GB/s", double(file_bytes) / st.median / 1e9) : "n/a"; };
@@ -79,6 +83,8 @@ int main(int argc, char** argv) {
   table.row({"tg::load_tensors", cell(s[1], 1e3), rate(s[1]), ratio_str(time_ratio(s[1], s[0]))});
   table.row({"tg::load(module)", cell(s[2], 1e3), rate(s[2]), ratio_str(time_ratio(s[2], s[0]))});
   table.row({"tg::save(module) incl. fsync", cell(save, 1e3), rate(save), ratio_str(time_ratio(save, s[0]))});
+  table.row({"crc32c of the file's bytes", cell(crc[0], 1e3), rate(crc[0]), ratio_str(time_ratio(crc[0], s[0]))});
+  table.row({"crc32c_portable (no SSE4.2)", cell(crc[1], 1e3), rate(crc[1]), ratio_str(time_ratio(crc[1], s[0]))});
   table.print();
   std::printf("file: %.1f MiB\n", mib);
   const double r = time_ratio(s[2], s[0]);
