@@ -762,7 +762,9 @@ TEST_CASE("checkpoint: the header carries format pt, the checksum kind and one c
   CHECK(meta.at("tensorgrad.checksums").str == "crc32c");
   const std::size_t data_start = 8 + std::size_t(le64(bytes));
   std::vector<std::string> names;
-  for (const auto& [name, entry] : top.members) {
+  for (const auto& member : top.members) {
+    const std::string& name = member.first;   // not a structured binding: clang 14's CAPTURE cannot see those
+    const Json& entry = member.second;
     if (name == "__metadata__") continue;
     CAPTURE(name);
     names.push_back(name);
