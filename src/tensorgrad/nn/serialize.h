@@ -58,10 +58,11 @@ std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path
 
 /// Saves module.named_parameters() and module.named_buffers() ("fc1.weight", ...).
 void save(const nn::Module& module, const std::string& path);
-/// Loads a file into the module's parameters and buffers: their values are copied in, their handles,
-/// storages and devices are kept. Every problem (missing and unexpected keys when strict, shape and
-/// dtype mismatches, a checksum that does not match) is listed in one tg::SerializationError, and then
-/// the module is unchanged. Not strict: the keys both have are loaded and the others returned.
+/// Loads a file into the module's parameters and buffers: their values are written in, their handles,
+/// storages and devices are kept (views of them see the new values). Shape and dtype mismatches, and
+/// missing and unexpected keys when strict, are listed in one tg::SerializationError; a damaged file or
+/// checksums that do not match throw from load_tensors first. After any error the module is unchanged.
+/// Not strict: the keys both have are loaded and the others returned.
 IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOptions& options = {});
 
 /// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...).
