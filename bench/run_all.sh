@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run_all.sh: what `make bench` runs after building: every benchmark of issue 5 at 1 and 2 threads,
-# then the footprint, each printing its own table; then the summary of every "TARGET" line with its
-# verdict (met / MISSED / n/a). Usage: bench/run_all.sh BUILD_DIR [extra flags for every bench_* binary]
+# the checkpoint benchmark (issue 7) once, then the footprint, each printing its own table; then the
+# summary of every "TARGET" line with its verdict (met / MISSED / n/a).
+# Usage: bench/run_all.sh BUILD_DIR [extra flags for every bench_* binary]
 # Exit status: non-zero when a benchmark failed to run (never because a target was missed).
 set -uo pipefail
 build=${1:?usage: run_all.sh BUILD_DIR [flags]}
@@ -29,6 +30,10 @@ for threads in 1 2; do
     [ "$rc" -eq 0 ] || failed+=("bench_$name --threads $threads (exit $rc)")
   done
 done
+# Checkpoint speed (issue 7) does not depend on the thread count: one run.
+"$build/bench/bench_checkpoint" "$@" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || failed+=("bench_checkpoint (exit $rc)")
 fp_flags=()
 for a in "$@"; do [ "$a" = --smoke ] && fp_flags=(--smoke); done
 "$here/footprint.sh" "$build" "${fp_flags[@]}" 2>&1 | tee -a "$log"

@@ -1,6 +1,8 @@
-// tests/test_serialize.cpp: safetensors checkpoints (nn/serialize.h): bitwise round trips of tensors,
-// modules and SGD state, the header layout, a fixture written by the reference safetensors writer
-// (tests/data/make_fixtures.py), and every kind of damaged file, each rejected with the model unchanged.
+// tests/test_serialize.cpp: safetensors checkpoints (nn/serialize.h): the CRC-32C paths, bitwise round
+// trips of tensors, modules and SGD state, the header layout and its metadata (read by a JSON reader of
+// the test's own), a fixture from the reference safetensors writer (tests/data/make_fixtures.py), files
+// in the tensorgrad-1 layout, stale checksums and LoadOptions, non-strict module loads, and every kind
+// of damaged file, each rejected with the model unchanged.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -96,13 +98,14 @@ std::vector<std::string> snapshot(const tg::nn::Module& m) {
   return out;
 }
 
-/// Expects load(module, path) to throw SerializationError containing every substring, and the
-/// module to be bitwise unchanged afterwards.
-void check_rejected(tg::nn::Module& module, const std::string& path, const std::vector<std::string>& substrings) {
+/// Expects load(module, path, options) to throw SerializationError containing every substring, and
+/// the module to be bitwise unchanged afterwards.
+void check_rejected(tg::nn::Module& module, const std::string& path, const std::vector<std::string>& substrings,
+                    const tg::LoadOptions& options = {}) {
   const auto before = snapshot(module);
   bool thrown = false;
   try {
-    tg::load(module, path);
+    tg::load(module, path, options);
   } catch (const tg::SerializationError& e) {
     thrown = true;
     const std::string msg = e.what();
@@ -110,6 +113,153 @@ void check_rejected(tg::nn::Module& module, const std::string& path, const std::
   }
   CHECK_MESSAGE(thrown, "load of " << path << " did not throw SerializationError");
   CHECK(snapshot(module) == before);
+}
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+std::string shape_json(const tg::Shape& shape) {
+  std::string s = "[";
+  for (std::size_t d = 0; d < shape.size(); ++d) s += (d ? "," : "") + std::to_string(shape[d]);
+  return s + "]";
+}
+
+/// A float32 checkpoint in the tensorgrad-1 layout, written by hand: "format": "tensorgrad-1" and one
+/// "crc32c.<name>" per tensor (unless `skip_crc` names it), tensors in order.
+std::string tensorgrad1_file(const std::vector<std::pair<std::string, tg::Tensor>>& tensors,
+                             const std::string& skip_crc = "") {
+  std::string meta = "{\"__metadata__\":{\"format\":\"tensorgrad-1\"", entries, data;
+  for (const auto& [name, t] : tensors) {
+    REQUIRE(t.dtype() == tg::kFloat32);
+    const std::string b = bytes_of(t);
+    if (name != skip_crc) meta += ",\"crc32c." + name + "\":\"" + hex8(tg::detail::crc32c_portable(b.data(), b.size())) + "\"";
+    entries += ",\"" + name + "\":{\"dtype\":\"F32\",\"shape\":" + shape_json(t.shape()) + ",\"data_offsets\":[" +
+               std::to_string(data.size()) + "," + std::to_string(data.size() + b.size()) + "]}";
+    data += b;
+  }
+  std::string header = meta + "}" + entries + "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  return make_file(header, data);
+}
+
+/// A small JSON reader of the test's own (objects, strings with escapes, integers, arrays), so that the
+/// header tensorgrad writes is checked by other code than the one that reads it back.
+struct Json {
+  enum Kind { Object, Array, String, Number } kind = Object;
+  std::vector<std::pair<std::string, Json>> members;   // Object
+  std::vector<Json> items;                             // Array
+  std::string str;                                     // String
+  int64_t num = 0;                                     // Number
+  const Json& at(const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return m.second;
+    FAIL("no key \"" << key << "\" in the JSON object");
+    return *this;
+  }
+  bool has(const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return true;
+    return false;
+  }
+};
+
+struct JsonReader {
+  const std::string& s;
+  std::size_t i = 0;
+  void ws() {
+    while (i < s.size() && std::strchr(" \t\r\n", s[i]) != nullptr) ++i;
+  }
+  void expect(char c) {
+    ws();
+    REQUIRE_MESSAGE(i < s.size(), "JSON ends early");
+    REQUIRE_MESSAGE(s[i] == c, "expected '" << c << "' at " << i << " in " << s);
+    ++i;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i < s.size() && s[i] != '"') {
+      char c = s[i++];
+      if (c == '\\') {
+        REQUIRE(i < s.size());
+        c = s[i++];
+        if (c == 'n') c = '\n';
+        else if (c == 't') c = '\t';
+        else if (c == 'r') c = '\r';
+        else if (c == 'b') c = '\b';
+        else if (c == 'f') c = '\f';
+        else if (c == 'u') {
+          REQUIRE(i + 4 <= s.size());
+          c = char(std::stoi(s.substr(i, 4), nullptr, 16));   // the test's names are ASCII
+          i += 4;
+        }
+      }
+      out += c;
+    }
+    expect('"');
+    return out;
+  }
+  Json value() {
+    ws();
+    REQUIRE(i < s.size());
+    Json v;
+    if (s[i] == '{') {
+      ++i;
+      ws();
+      if (s[i] == '}') {
+        ++i;
+        return v;
+      }
+      for (;;) {
+        std::string key = string();
+        expect(':');
+        v.members.emplace_back(std::move(key), value());
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        expect('}');
+        return v;
+      }
+    }
+    if (s[i] == '[') {
+      ++i;
+      v.kind = Json::Array;
+      ws();
+      if (s[i] == ']') {
+        ++i;
+        return v;
+      }
+      for (;;) {
+        v.items.push_back(value());
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        expect(']');
+        return v;
+      }
+    }
+    if (s[i] == '"') {
+      v.kind = Json::String;
+      v.str = string();
+      return v;
+    }
+    v.kind = Json::Number;
+    std::size_t used = 0;
+    v.num = std::stoll(s.substr(i), &used);
+    i += used;
+    return v;
+  }
+};
+
+/// The parsed JSON header of a safetensors file's bytes.
+Json header_json(const std::string& bytes) {
+  const std::string header = bytes.substr(8, std::size_t(le64(bytes)));
+  JsonReader r{header};
+  Json top = r.value();
+  r.ws();
+  CHECK(r.i == header.size());
+  return top;
 }
 
 /// The header of a Linear(3, 2) checkpoint without checksums, as another tool would write it.
@@ -122,9 +272,32 @@ std::string linear_header(const std::string& weight_offsets, const std::string& 
 
 TEST_CASE("checkpoint: crc32c gives the Castagnoli check value") {
   const char* digits = "123456789";
-  CHECK(tg::detail::crc32c(digits, 9) == 0xE3069283u);
-  CHECK(tg::detail::crc32c(digits + 4, 5, tg::detail::crc32c(digits, 4)) == 0xE3069283u);   // running
-  CHECK(tg::detail::crc32c("", 0) == 0u);
+  for (auto crc : {&tg::detail::crc32c, &tg::detail::crc32c_portable}) {
+    CHECK(crc(digits, 9, 0) == 0xE3069283u);
+    CHECK(crc(digits + 4, 5, crc(digits, 4, 0)) == 0xE3069283u);   // running
+    CHECK(crc("", 0, 0) == 0u);
+  }
+}
+
+TEST_CASE("checkpoint: crc32c with the SSE4.2 instruction equals the portable one at every length and alignment") {
+  // Lengths around the 8-byte steps and the three 8 KiB streams (24 KiB rounds) of the fast path.
+  std::vector<unsigned char> buf(3 * 24576 + 300);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& b : buf) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x >> 24);
+  }
+  for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(8), std::size_t(9), std::size_t(257),
+                          std::size_t(24575), std::size_t(24576), std::size_t(24577), std::size_t(2 * 24576 + 33),
+                          std::size_t(3 * 24576 + 255)})
+    for (std::size_t start : {0, 1, 3, 8}) {
+      CAPTURE(len);
+      CAPTURE(start);
+      CHECK(tg::detail::crc32c(buf.data() + start, len) == tg::detail::crc32c_portable(buf.data() + start, len));
+      const std::size_t half = len / 2;
+      CHECK(tg::detail::crc32c(buf.data() + start + half, len - half, tg::detail::crc32c(buf.data() + start, half)) ==
+            tg::detail::crc32c_portable(buf.data() + start, len));
+    }
 }
 
 TEST_CASE("checkpoint: save_tensors round trip is bitwise for every dtype - odd sizes 0-d and zero-size") {
@@ -157,7 +330,8 @@ TEST_CASE("checkpoint: save_tensors round trip is bitwise for every dtype - odd 
   CHECK(loaded[3].second.dim() == 0);
   CHECK(loaded[4].second.numel() == 0);
   CHECK(meta.at("note") == "hello \"world\"");
-  CHECK(meta.at("format") == "tensorgrad-1");
+  CHECK(meta.at("format") == "pt");
+  CHECK(meta.at("tensorgrad.checksums") == "crc32c");
   CHECK(meta.count("crc32c.f32.odd") == 1);
   CHECK(dir.temp_files().empty());
 
@@ -166,6 +340,9 @@ TEST_CASE("checkpoint: save_tensors round trip is bitwise for every dtype - odd 
                   "duplicate tensor name \"a\"");
   TG_CHECK_THROWS(tg::save_tensors({{"__metadata__", tensors[0].second}}, path), tg::SerializationError, "reserved");
   TG_CHECK_THROWS(tg::save_tensors({}, path, {{"crc32c.x", "0"}}), tg::SerializationError, "reserved for tensorgrad");
+  TG_CHECK_THROWS(tg::save_tensors({}, path, {{"format", "np"}}), tg::SerializationError, "reserved for tensorgrad");
+  TG_CHECK_THROWS(tg::save_tensors({}, path, {{"tensorgrad.checksums", "none"}}), tg::SerializationError,
+                  "reserved for tensorgrad");
   TG_CHECK_THROWS(tg::save_tensors({{"u", tg::Tensor()}}, path), tg::SerializationError, "undefined");
 }
 
@@ -230,7 +407,8 @@ TEST_CASE("checkpoint: header bytes follow the safetensors layout") {
     std::snprintf(buf, sizeof buf, "%08x", tg::detail::crc32c(bytes_of(lin.weight.data()).data(), 24));
     return std::string(buf);
   }();
-  CHECK(header.find("\"__metadata__\":{\"format\":\"tensorgrad-1\",\"crc32c.weight\":\"" + crc_w + "\"") == 1);
+  CHECK(header.find("\"__metadata__\":{\"format\":\"pt\",\"tensorgrad.checksums\":\"crc32c\",\"crc32c.weight\":\"" +
+                    crc_w + "\"") == 1);
   CHECK(header.find("\"weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}") != std::string::npos);
   CHECK(header.find("\"bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}") != std::string::npos);
   const std::string data = bytes.substr(8 + std::size_t(n));
@@ -537,8 +715,8 @@ TEST_CASE("checkpoint: SGD momentum state round trip gives bitwise identical ste
   for (int i = 0; i < 3; ++i) step(a, opt_a);
   const auto state = opt_a.state();
   REQUIRE(state.size() == 4);
-  CHECK(state[0].first == "velocity.0");
-  CHECK(state[3].first == "velocity.3");
+  CHECK(state[0].first == "momentum_buffer.0");   // PyTorch's name for SGD's state
+  CHECK(state[3].first == "momentum_buffer.3");
   tg::save(a, model_path);
   tg::save(opt_a, opt_path);
 
@@ -565,7 +743,223 @@ TEST_CASE("checkpoint: SGD momentum state round trip gives bitwise identical ste
   for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i].second.storage() == before[i].second.storage());
 
   tg::optim::SGD few({a.fc1.weight}, options);
-  TG_CHECK_THROWS(tg::load(few, opt_path), tg::SerializationError, "unexpected entry \"velocity.1\"");
+  TG_CHECK_THROWS(tg::load(few, opt_path), tg::SerializationError, "unexpected entry \"momentum_buffer.1\"");
   // A model checkpoint is not an optimizer checkpoint.
   TG_CHECK_THROWS(tg::load(opt_b, model_path), tg::SerializationError, "unexpected entry \"fc1.weight\"");
+}
+
+TEST_CASE("checkpoint: the header carries format pt, the checksum kind and one crc32c per tensor") {
+  TempDir dir;
+  const std::string path = dir.file("net.safetensors");
+  tg::manual_seed(9);
+  WithBuffer a(3);
+  tg::save_tensors({{"x", tg::randn({5}).data()}}, path, {{"note", "kept"}});
+  tg::save(a, path);
+  const std::string bytes = read_bytes(path);
+  const Json top = header_json(bytes);
+  const Json& meta = top.at("__metadata__");
+  CHECK(meta.at("format").str == "pt");   // what the Hugging Face loaders require
+  CHECK(meta.at("tensorgrad.checksums").str == "crc32c");
+  const std::size_t data_start = 8 + std::size_t(le64(bytes));
+  std::vector<std::string> names;
+  for (const auto& member : top.members) {
+    const std::string& name = member.first;   // not a structured binding: clang 14's CAPTURE cannot see those
+    const Json& entry = member.second;
+    if (name == "__metadata__") continue;
+    CAPTURE(name);
+    names.push_back(name);
+    const Json& offsets = entry.at("data_offsets");
+    REQUIRE(offsets.items.size() == 2);
+    const std::string data = bytes.substr(data_start + std::size_t(offsets.items[0].num),
+                                          std::size_t(offsets.items[1].num - offsets.items[0].num));
+    CHECK(meta.at("crc32c." + name).str == hex8(tg::detail::crc32c_portable(data.data(), data.size())));
+  }
+  CHECK(names == std::vector<std::string>{"fc.weight", "fc.bias", "steps"});
+  CHECK(top.at("steps").at("dtype").str == "I64");
+  CHECK(meta.members.size() == 2 + names.size());   // nothing else: metadata belongs to the call that writes
+}
+
+TEST_CASE("checkpoint: files in the tensorgrad-1 layout still load, and are still checked") {
+  TempDir dir;
+  const std::string path = dir.file("old.safetensors");
+  tg::manual_seed(10);
+  tg::nn::Linear a(3, 2), b(3, 2);
+  write_bytes(path, tensorgrad1_file({{"weight", a.weight.data()}, {"bias", a.bias.data()}}));
+  std::map<std::string, std::string> meta;
+  CHECK(tg::load_tensors(path, &meta).size() == 2);
+  CHECK(meta.at("format") == "tensorgrad-1");
+  tg::load(b, path);
+  CHECK(snapshot(a) == snapshot(b));
+
+  // Their checksums are verified ...
+  std::string bytes = read_bytes(path);
+  bytes[bytes.size() - 5] ^= 0x40;   // inside bias
+  write_bytes(path, bytes);
+  tg::nn::Linear c(3, 2);
+  check_rejected(c, path, {path, "checksum mismatch for tensor \"bias\"", "verify_checksums(false)"});
+  // ... and every tensor of such a file must have one.
+  write_bytes(path, tensorgrad1_file({{"weight", a.weight.data()}, {"bias", a.bias.data()}}, "bias"));
+  check_rejected(c, path, {path, "tensor \"bias\" has no crc32c checksum", "verify_checksums(false)"});
+  tg::load(c, path, tg::LoadOptions().verify_checksums(false));
+  CHECK(snapshot(a) == snapshot(c));
+
+  // SGD state of that layout names its buffers velocity.<i>; it loads as momentum_buffer.<i>.
+  tg::manual_seed(11);
+  const tg::Tensor v0 = tg::randn({2, 3}).data(), v1 = tg::randn({2}).data();
+  write_bytes(path, tensorgrad1_file({{"velocity.0", v0}, {"velocity.1", v1}}));
+  tg::optim::SGD opt(b.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
+  tg::load(opt, path);
+  const auto state = opt.state();
+  REQUIRE(state.size() == 2);
+  CHECK(state[0].first == "momentum_buffer.0");
+  CHECK(state[1].first == "momentum_buffer.1");
+  CHECK(bytes_of(state[0].second) == bytes_of(v0));
+  CHECK(bytes_of(state[1].second) == bytes_of(v1));
+  tg::save_tensors({{"velocity.0", v0}, {"momentum_buffer.0", v0}}, path);
+  TG_CHECK_THROWS(tg::load(opt, path), tg::SerializationError, "duplicate entry \"momentum_buffer.0\"");
+}
+
+TEST_CASE("checkpoint: tensors rewritten under kept metadata are a checksum mismatch that verify_checksums(false) loads") {
+  TempDir dir;
+  const std::string path = dir.file("net.safetensors");
+  tg::manual_seed(12);
+  SmallNet a;
+  tg::save(a, path);
+  const std::string original = read_bytes(path);
+
+  // Another tool changed fc2.bias (3 floats, the last 12 bytes) in place and kept the header as it was.
+  const std::string new_bias = float_bytes({0.25f, -4.0f, 1.5f});
+  const std::string rewritten = original.substr(0, original.size() - 12) + new_bias;
+  write_bytes(path, rewritten);
+  SmallNet b;
+  check_rejected(b, path,
+                 {path, "does not match the checksums in the header", "checksum mismatch for tensor \"fc2.bias\"",
+                  "another tool re-saved the tensors and kept tensorgrad's metadata", "or the file is corrupted",
+                  "pass tg::LoadOptions().verify_checksums(false)"});
+  TG_CHECK_THROWS(tg::load_tensors(path), tg::SerializationError, "verify_checksums(false)");
+  const auto keys = tg::load(b, path, tg::LoadOptions().verify_checksums(false));
+  CHECK(keys.missing_keys.empty());
+  CHECK(keys.unexpected_keys.empty());
+  CHECK(b.fc2.bias.to_vector<float>() == std::vector<float>{0.25f, -4.0f, 1.5f});
+  CHECK(bytes_of(b.fc1.weight.data()) == bytes_of(a.fc1.weight.data()));
+  CHECK(tg::load_tensors(path, nullptr, tg::LoadOptions().verify_checksums(false)).size() == 4);
+
+  // Another tool wrote only fc1, new values, and copied tensorgrad's metadata: every problem is listed.
+  const Json top = header_json(original);
+  std::string header = "{\"__metadata__\":{";
+  bool first = true;
+  for (const auto& [k, v] : top.at("__metadata__").members) {
+    header += std::string(first ? "" : ",") + "\"" + k + "\":\"" + v.str + "\"";
+    first = false;
+  }
+  tg::manual_seed(13);
+  const tg::Tensor w = tg::randn({8, 4}).data(), bias = tg::randn({8}).data();
+  header += "},\"fc1.weight\":{\"dtype\":\"F32\",\"shape\":[8,4],\"data_offsets\":[0,128]},"
+            "\"fc1.bias\":{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[128,160]}}";
+  write_bytes(path, make_file(header, bytes_of(w) + bytes_of(bias)));
+  SmallNet c;
+  check_rejected(c, path,
+                 {"metadata has a checksum \"crc32c.fc2.weight\" for a tensor that is not in the file",
+                  "\"crc32c.fc2.bias\" for a tensor", "checksum mismatch for tensor \"fc1.weight\"",
+                  "checksum mismatch for tensor \"fc1.bias\"", "verify_checksums(false)"});
+  const auto loaded = tg::load(c, path, tg::LoadOptions().verify_checksums(false).strict(false));
+  CHECK(loaded.missing_keys == std::vector<std::string>{"fc2.weight", "fc2.bias"});
+  CHECK(bytes_of(c.fc1.weight.data()) == bytes_of(w));
+}
+
+TEST_CASE("checkpoint: strict(false) loads the keys both have and returns the missing and unexpected ones") {
+  TempDir dir;
+  const std::string path = dir.file("net.safetensors");
+  tg::manual_seed(14);
+  SmallNet a(4, 8, 3);
+  a.to(tg::kFloat64);
+  tg::save(a, path);
+
+  struct Other : tg::nn::Module {
+    tg::nn::Linear fc1, head{8, 3};
+    Variable extra;
+    explicit Other(int64_t hidden) : fc1(4, hidden) {
+      register_module("fc1", fc1);
+      register_module("head", head);
+      extra = tg::randn({2});
+      register_buffer("extra", extra);
+    }
+  };
+  tg::manual_seed(15);
+  Other other(8);
+  other.to(tg::kFloat64);
+  const auto before = snapshot(other);
+  check_rejected(other, path, {"Missing key(s) in checkpoint: \"head.weight\", \"head.bias\", \"extra\".",
+                               "Unexpected key(s) in checkpoint: \"fc2.weight\", \"fc2.bias\".",
+                               "pass tg::LoadOptions().strict(false)"});
+
+  const tg::IncompatibleKeys keys = tg::load(other, path, tg::LoadOptions().strict(false));
+  CHECK(keys.missing_keys == std::vector<std::string>{"head.weight", "head.bias", "extra"});
+  CHECK(keys.unexpected_keys == std::vector<std::string>{"fc2.weight", "fc2.bias"});
+  CHECK(bytes_of(other.fc1.weight.data()) == bytes_of(a.fc1.weight.data()));   // loaded
+  CHECK(bytes_of(other.fc1.bias.data()) == bytes_of(a.fc1.bias.data()));
+  const auto after = snapshot(other);
+  CHECK(after[2] == before[2]);   // head.weight, head.bias and extra are left as they were
+  CHECK(after[3] == before[3]);
+  CHECK(after[4] == before[4]);
+
+  // Shapes and dtypes still have to match, and then nothing is loaded, not even the keys that fit.
+  Other narrow(7);
+  narrow.to(tg::kFloat64);
+  check_rejected(narrow, path, {"size mismatch for fc1.weight", "nothing was changed"}, tg::LoadOptions().strict(false));
+  Other single(8);
+  check_rejected(single, path, {"dtype mismatch for fc1.weight"}, tg::LoadOptions().strict(false));
+  std::string msg;
+  try {
+    tg::load(narrow, path, tg::LoadOptions().strict(false));
+  } catch (const tg::SerializationError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("Missing key") == std::string::npos);   // not errors when not strict
+
+  // A strict load that matches returns empty lists; an optimizer's state never loads partly.
+  SmallNet same(4, 8, 3);
+  same.to(tg::kFloat64);
+  const auto none = tg::load(same, path);
+  CHECK(none.missing_keys.empty());
+  CHECK(none.unexpected_keys.empty());
+  tg::optim::SGD opt(same.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
+  TG_CHECK_THROWS(tg::load(opt, path, tg::LoadOptions().strict(false)), tg::SerializationError,
+                  "strict(false) applies to modules");
+}
+
+TEST_CASE("checkpoint: a load writes through the parameters' storages: earlier views see the values") {
+  TempDir dir;
+  const std::string path = dir.file("net.safetensors");
+  tg::manual_seed(16);
+  SmallNet a(33, 17, 5), b(33, 17, 5);
+  tg::save(a, path);
+  const tg::Tensor row = b.fc1.weight.data().select(0, 3);   // a view taken before the load
+  const uint64_t version = b.fc1.weight.data().version();
+  tg::load(b, path);
+  CHECK(bytes_of(row) == bytes_of(a.fc1.weight.data().select(0, 3)));
+  CHECK(b.fc1.weight.data().version() > version);   // an in-place write, as autograd must see it
+
+  // Parameters that are not their whole storage, or not in its order, are copied into: a row of a
+  // larger block (its neighbours untouched) and a transposed block.
+  struct Packed : tg::nn::Module {
+    tg::Tensor block, square;
+    Variable row, transposed;
+    Packed() {
+      block = tg::randn({3, 4}).data();
+      square = tg::randn({5, 5}).data();
+      row = Variable(block.narrow(0, 1, 1), true);
+      transposed = Variable(square.transpose(0, 1), true);
+      register_parameter("row", row);
+      register_parameter("transposed", transposed);
+    }
+  };
+  Packed p, q;
+  tg::save(p, path);
+  const std::string first = bytes_of(q.block.select(0, 0)), last = bytes_of(q.block.select(0, 2));
+  tg::load(q, path);
+  CHECK(bytes_of(q.row.data()) == bytes_of(p.row.data()));
+  CHECK(bytes_of(q.transposed.data()) == bytes_of(p.transposed.data()));
+  CHECK(bytes_of(q.block.select(0, 0)) == first);
+  CHECK(bytes_of(q.block.select(0, 2)) == last);
 }

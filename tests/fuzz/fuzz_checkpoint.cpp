@@ -1,7 +1,8 @@
 // tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the safetensors loader (nn/serialize.h). The
-// input bytes are a checkpoint file. Contract: load_tensors / load(module) / load(optimizer) either
-// succeed or throw tg::SerializationError; a failed module load leaves the module bitwise unchanged;
-// a successful load holds no more tensor bytes than the file. Anything else aborts (a bug).
+// input bytes are a checkpoint file. Contract: load_tensors / load(module) / load(optimizer), with and
+// without checksums, strict or not, either succeed or throw tg::SerializationError; a failed module
+// load leaves the module bitwise unchanged; a successful load holds no more tensor bytes than the file
+// and reports only keys that exist. Anything else aborts (a bug).
 #include <tensorgrad.h>
 
 #include <cstring>
@@ -28,9 +29,9 @@ std::string module_bytes(const tg::nn::Module& m) {
   return out;
 }
 
-void check_tensors(const std::string& path, size_t file_size) {
+void check_tensors(const std::string& path, size_t file_size, const tg::LoadOptions& options) {
   std::map<std::string, std::string> metadata;
-  const auto tensors = tg::load_tensors(path, &metadata);
+  const auto tensors = tg::load_tensors(path, &metadata, options);
   size_t total = 0;
   for (const auto& [name, t] : tensors) {
     if (!t.defined() || !t.is_contiguous()) fuzz::bug("load_tensors returned an undefined or strided tensor \"" + name + "\"");
@@ -47,16 +48,21 @@ void check_tensors(const std::string& path, size_t file_size) {
   }
 }
 
-void check_module(const std::string& path) {
+void check_module(const std::string& path, const tg::LoadOptions& options) {
   tg::manual_seed(1);
   Net net;
   const std::string before = module_bytes(net);
+  tg::IncompatibleKeys keys;
   try {
-    tg::load(net, path);
+    keys = tg::load(net, path, options);
   } catch (const tg::SerializationError&) {
     if (module_bytes(net) != before) fuzz::bug("a failed load(module) changed the module");
     throw;
   }
+  for (const auto& k : keys.missing_keys)
+    if (k != "fc.weight" && k != "fc.bias") fuzz::bug("load(module) reported a missing key the module lacks: " + k);
+  if (options.strict_ && (!keys.missing_keys.empty() || !keys.unexpected_keys.empty()))
+    fuzz::bug("a strict load(module) succeeded with missing or unexpected keys");
 }
 
 void check_optimizer(const std::string& path) {
@@ -83,8 +89,11 @@ void expect_serialization_error_or_success(const char* what, F&& f) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_path(".safetensors");
   fuzz::write_file(path, data, size);
-  expect_serialization_error_or_success("load_tensors", [&] { check_tensors(path, size); });
-  expect_serialization_error_or_success("load(module)", [&] { check_module(path); });
+  const tg::LoadOptions strict, lenient = tg::LoadOptions().strict(false).verify_checksums(false);
+  expect_serialization_error_or_success("load_tensors", [&] { check_tensors(path, size, strict); });
+  expect_serialization_error_or_success("load_tensors without checksums", [&] { check_tensors(path, size, lenient); });
+  expect_serialization_error_or_success("load(module)", [&] { check_module(path, strict); });
+  expect_serialization_error_or_success("load(module) not strict", [&] { check_module(path, lenient); });
   expect_serialization_error_or_success("load(optimizer)", [&] { check_optimizer(path); });
   return 0;
 }

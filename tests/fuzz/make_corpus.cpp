@@ -1,6 +1,6 @@
 // tests/fuzz/make_corpus.cpp: writes the committed seed corpora under tests/fuzz/corpus/<target>/:
 // valid checkpoints saved by tensorgrad itself (a Linear, every dtype, SGD state, a file without
-// checksums as another tool writes it), valid IDX files (plain and gzip), one fuzz_shapes input per op,
+// checksums as another tool writes it, one in the tensorgrad-1 layout, one whose checksums are stale), valid IDX files (plain and gzip), one fuzz_shapes input per op,
 // and a few broken files of each kind. Usage: fuzz_make_corpus <corpus folder>. Rerun it (and commit
 // the result) when an input format changes.
 #include <tensorgrad.h>
@@ -83,6 +83,25 @@ void checkpoints(const std::string& scratch) {
                              "\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}}";
   put(T, "foreign_no_crc.safetensors.seed", le64(header.size()) + header + std::string(32, '\x01'));
   put(T, "empty_object.safetensors.seed", le64(8) + "{}      ");
+
+  // The tensorgrad-1 layout (format tensorgrad-1, SGD state named velocity.<i>), checksums by hand.
+  const std::string w(24, '\x02'), b(8, '\x03'), v(24, '\x04');
+  auto crc = [](const std::string& s) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", tg::detail::crc32c(s.data(), s.size()));
+    return std::string(buf);
+  };
+  const std::string old = "{\"__metadata__\":{\"format\":\"tensorgrad-1\",\"crc32c.fc.weight\":\"" + crc(w) +
+                          "\",\"crc32c.fc.bias\":\"" + crc(b) + "\"},\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+                          "\"data_offsets\":[0,24]},\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}}";
+  put(T, "tensorgrad1_linear.safetensors.seed", le64(old.size()) + old + w + b);
+  const std::string old_sgd = "{\"__metadata__\":{\"format\":\"tensorgrad-1\",\"crc32c.velocity.0\":\"" + crc(v) +
+                              "\"},\"velocity.0\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+  put(T, "tensorgrad1_sgd.safetensors.seed", le64(old_sgd.size()) + old_sgd + v);
+  // Re-saved by another tool that changed a tensor and kept the metadata: stale checksums.
+  std::string stale = linear;
+  stale.replace(stale.size() - 8, 8, std::string(8, '\x05'));
+  put(T, "stale_checksum.safetensors.seed", stale);
 
   // Broken ones.
   put(T, "broken_truncated.safetensors.seed", linear.substr(0, linear.size() / 2));

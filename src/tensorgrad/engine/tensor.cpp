@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/engine/backend.h"
@@ -20,6 +21,14 @@ Storage::Storage(std::size_t nbytes, Device device, Allocator* allocator)
     : data_(allocator->allocate(nbytes)), nbytes_(nbytes), device_(device), allocator_(allocator) {}
 
 Storage::~Storage() { allocator_->deallocate(data_, nbytes_); }
+
+bool Storage::swap_bytes(Storage& other) noexcept {
+  if (nbytes_ != other.nbytes_ || device_ != other.device_ || allocator_ != other.allocator_) return false;
+  std::swap(data_, other.data_);
+  ++version_;
+  ++other.version_;
+  return true;
+}
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
     : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),

@@ -36,6 +36,11 @@ class Storage {
   uint64_t version() const { return version_; }
   /// Records an in-place write (every prim that writes in place calls it).
   void bump_version() { ++version_; }
+  /// When other has the same size, device and allocator: exchanges the two blocks of bytes in O(1)
+  /// (what copying all of other's bytes here would show through this storage's views), bumps both
+  /// versions and returns true. Otherwise changes nothing and returns false. Checkpoint loads use it
+  /// to move freshly read parameters in without a second copy (nn/serialize.cpp).
+  bool swap_bytes(Storage& other) noexcept;
 
  private:
   void* data_ = nullptr;

@@ -70,7 +70,7 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
   TG_CHECK(options.momentum_ >= 0, Error, "SGD: invalid momentum ", options.momentum_);
   TG_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0), Error,
            "SGD: Nesterov momentum requires a momentum and zero dampening");
-  velocity_.resize(params_.size());
+  momentum_buffer_.resize(params_.size());
 }
 
 void Optimizer::check_grads(const char* who) const {
@@ -94,14 +94,15 @@ void SGD::step() {
     const Variable g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     bool first = false;
-    if (o.momentum_ != 0 && !velocity_[i].defined()) {
-      velocity_[i] = prim::empty(p.shape(), p.dtype(), p.device());   // set by the first step: v = d
+    Tensor& buf = momentum_buffer_[i];
+    if (o.momentum_ != 0 && !buf.defined()) {
+      buf = prim::empty(p.shape(), p.dtype(), p.device());   // set by the first step: v = d
       first = true;
-    } else if (velocity_[i].defined() && (velocity_[i].device() != p.device() || velocity_[i].dtype() != p.dtype())) {
-      velocity_[i] = velocity_[i].to(p.device()).to(p.dtype());       // the module moved: keep the momentum
+    } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != p.dtype())) {
+      buf = buf.to(p.device()).to(p.dtype());   // the module moved: keep the momentum
     }
     backend_for(p.device())
-        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? velocity_[i] : Tensor(), lr_of(i), o.momentum_,
+        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), o.momentum_,
                   o.dampening_, o.weight_decay_, o.nesterov_, first);
     p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
   }
@@ -119,8 +120,8 @@ void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>&) {
 
 std::vector<std::pair<std::string, Tensor>> SGD::state() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (std::size_t i = 0; i < velocity_.size(); ++i)
-    if (velocity_[i].defined()) out.emplace_back("velocity." + std::to_string(i), velocity_[i]);
+  for (std::size_t i = 0; i < momentum_buffer_.size(); ++i)
+    if (momentum_buffer_[i].defined()) out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffer_[i]);
   return out;
 }
 
@@ -129,14 +130,16 @@ void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
   // failure leaves the old state in place.
   std::vector<Tensor> next(params_.size());
   for (const auto& [name, t] : state) {
-    const std::size_t i = state_index(name, "velocity", "SGD::set_state");
+    // "velocity.<i>": the same buffer as named in checkpoints marked "format": "tensorgrad-1".
+    const char* prefix = name.rfind("velocity.", 0) == 0 ? "velocity" : "momentum_buffer";
+    const std::size_t i = state_index(name, prefix, "SGD::set_state");
     TG_CHECK(!next[i].defined(), Error, "SGD::set_state: duplicate entry \"", name, "\"");
     check_state_entry(name, t, i, "SGD::set_state");
     next[i] = t;
   }
   for (std::size_t i = 0; i < next.size(); ++i)
     if (next[i].defined()) next[i] = private_copy(next[i], params_[i].device());
-  velocity_ = std::move(next);
+  momentum_buffer_ = std::move(next);
 }
 
 std::size_t Optimizer::state_index(const std::string& name, const std::string& prefix, const char* who) const {

@@ -111,7 +111,8 @@ class SGD : public Optimizer {
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
   /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
-  /// "velocity.<parameter index>" for each momentum buffer that exists (none before the first step).
+  /// "momentum_buffer.<parameter index>" (PyTorch's name) for each momentum buffer that exists (none
+  /// before the first step). set_state also reads "velocity.<i>", the name in tensorgrad-1 checkpoints.
   std::vector<std::pair<std::string, Tensor>> state() const override;
   /// Loads momentum buffers named as state() names them; Error, ShapeError or DTypeError before
   /// anything changes when an entry does not fit.
@@ -119,9 +120,9 @@ class SGD : public Optimizer {
   /// The options it was built with.
   const SGDOptions& options() const { return options_; }
  private:
-  void on_params_added() override { velocity_.resize(params_.size()); }
+  void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   SGDOptions options_;
-  std::vector<Tensor> velocity_;   // one per parameter once momentum != 0
+  std::vector<Tensor> momentum_buffer_;   // one per parameter once momentum != 0
 };
 
 }  // namespace optim
