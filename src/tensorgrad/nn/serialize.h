@@ -27,14 +27,14 @@ struct LoadOptions {
   /// true (default): tensor bytes must match the crc32c checksums recorded in the header. false: the
   /// checksums are not read, for a file whose tensors another tool rewrote but whose metadata it kept.
   LoadOptions& verify_checksums(bool v) { verify_checksums_ = v; return *this; }
-  bool strict_ = true;
-  bool verify_checksums_ = true;
+  bool strict_ = true;             ///< see strict()
+  bool verify_checksums_ = true;   ///< see verify_checksums()
 };
 
 /// What a module load did not match, as PyTorch's load_state_dict returns it (empty when strict).
 struct IncompatibleKeys {
-  std::vector<std::string> missing_keys;      // the module's names that the file lacks (left unchanged)
-  std::vector<std::string> unexpected_keys;   // the file's names that the module lacks (ignored)
+  std::vector<std::string> missing_keys;      ///< the module's names that the file lacks (left unchanged)
+  std::vector<std::string> unexpected_keys;   ///< the file's names that the module lacks (ignored)
 };
 
 /// Writes tensors to a safetensors file at path, atomically (a temporary file in the same folder,
