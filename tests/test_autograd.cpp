@@ -362,3 +362,14 @@ TEST_CASE("activations are freed by backward - nothing of the graph outlives its
   w.zero_grad();
   CHECK(tg::cpu_memory_stats().allocated == before);
 }
+
+TEST_CASE("a custom rule's gradient in another dtype is cast to its input's dtype, as PyTorch does") {
+  Variable x = tg::from_vector(std::vector<float>{1, 2, 3}, {3}, tg::TensorOptions().requires_grad(true));
+  Variable y = tg::record("twice_in_double", tg::prim::mul(x.data(), 2.0), {x}, [](const tg::Tensor& grad, tg::Grads& g) {
+    g.set(0, tg::prim::mul(grad.to(tg::kFloat64), 2.0));   // a float64 gradient for a float32 input
+  });
+  Variable z = y * y;   // a non-leaf path as well: the cast happens before fan-in
+  (z.sum() + y.sum()).backward();
+  CHECK(x.grad().dtype() == tg::kFloat32);
+  testing::check_values(x.grad(), {2 * (2 * 2 + 1), 2 * (2 * 4 + 1), 2 * (2 * 6 + 1)});   // d/dx (4x^2 + 2x)
+}

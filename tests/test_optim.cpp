@@ -2,6 +2,7 @@
 // algorithm, learning-rate schedulers' closed forms, and gradient clipping. SGD: tests/test_nn.cpp.
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "testing.h"
 
@@ -167,4 +168,40 @@ TEST_CASE("parameter groups: each group steps with its own learning rate and sch
   adam.step();
   CHECK(b.item() == b_before);   // lr 0 leaves the group unchanged
   CHECK(a.item() != 0.9);
+}
+
+TEST_CASE("optimizer state whose parameter changed shape is refused before any update (SGD, Adam)") {
+  for (int which = 0; which < 2; ++which) {
+    Variable a = testing::randn64({4}, 1), b = testing::randn64({3, 3}, 2);
+    std::unique_ptr<tg::optim::Optimizer> opt;
+    if (which == 0) opt = std::make_unique<tg::optim::SGD>(std::vector<Variable>{a, b}, tg::optim::SGDOptions(0.1).momentum(0.9));
+    else opt = std::make_unique<tg::optim::Adam>(std::vector<Variable>{a, b}, tg::optim::AdamOptions(0.1).amsgrad());
+    auto one_step = [&] {
+      opt->zero_grad();
+      ((a * a).sum() + (b * b).sum()).backward();
+      opt->step();
+    };
+    one_step();   // creates the state at the old shapes
+    b.set_data(testing::randn64({5, 7}, 3, false).data());   // documented as allowed
+    const auto a_before = a.to_vector<double>();
+    opt->zero_grad();
+    ((a * a).sum() + (b * b).sum()).backward();
+    TG_CHECK_THROWS(opt->step(), tg::ShapeError, "must match the size of parameter 1");
+    CHECK(a.to_vector<double>() == a_before);   // all or nothing: parameter 0 was not stepped either
+  }
+}
+
+TEST_CASE("optimizers validate their arguments as PyTorch does") {
+  Variable w = testing::randn64({2}, 4);
+  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Variable>{}, tg::optim::SGDOptions(0.1)), tg::Error,
+                  "optimizer got an empty parameter list");
+  tg::nn::Module empty_model;   // no registered parameters: an optimizer over it would do nothing
+  TG_CHECK_THROWS(tg::optim::Adam(empty_model.parameters()), tg::Error, "empty parameter list");
+  TG_CHECK_THROWS(tg::optim::SGD({w}, tg::optim::SGDOptions(0.1).weight_decay(-0.1)), tg::Error, "invalid weight_decay");
+  TG_CHECK_THROWS(tg::optim::SGD({w}, tg::optim::SGDOptions(-1)), tg::Error, "invalid learning rate");
+  TG_CHECK_THROWS(tg::optim::SGD({w}, tg::optim::SGDOptions(std::nan(""))), tg::Error, "invalid learning rate");
+  TG_CHECK_THROWS(tg::optim::Adam({w}, tg::optim::AdamOptions(0.1).weight_decay(-1)), tg::Error, "invalid weight_decay");
+  TG_CHECK_THROWS(tg::optim::Adam({w}, tg::optim::AdamOptions(0.1).eps(-1e-8)), tg::Error, "invalid epsilon");
+  TG_CHECK_THROWS(tg::nn::init::uniform_(w, 1, 0), tg::Error, "from=1 > to=0");
+  TG_CHECK_THROWS(tg::nn::init::normal_(w, 0, -1), tg::Error, "std >= 0.0");
 }

@@ -240,6 +240,9 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
                                           "th output (anomaly detection: the backward of ", node->name,
                                           " produced NaN or Inf for input ", i, ")"));
         if (gi.shape() != e.shape) gi = prim::sum_to(gi, e.shape);   // undo broadcasting
+        if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);   // PyTorch casts a gradient to its input's dtype
+        TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
+                 i, " - expected device ", e.device, " but got ", gi.device());
       }
       if (e.fn) {
         const int j = index.at(e.fn.get());

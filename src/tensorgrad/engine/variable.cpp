@@ -156,6 +156,8 @@ Variable detail::attach_node(const char* name, Tensor out, const InputRef* input
     if (in.grad_fn()) e.fn = in.grad_fn();
     else e.leaf = in.impl();
     e.shape = in.shape();
+    e.dtype = in.dtype();
+    e.device = in.device();
   }
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();

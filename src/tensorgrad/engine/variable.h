@@ -278,6 +278,8 @@ struct Edge {
   std::shared_ptr<Node> fn;                ///< producer of a non-leaf input
   std::shared_ptr<VariableImpl> leaf;      ///< a leaf input that requires grad
   Shape shape;                             ///< the input's shape: the engine sums gradients back to it
+  DType dtype = kFloat32;                  ///< the input's dtype: the engine casts its gradient to it
+  Device device;                           ///< the input's device: a gradient elsewhere is an error
   /// True when the input wants a gradient (fn or leaf is set).
   bool needs_grad() const { return fn != nullptr || leaf != nullptr; }
 };

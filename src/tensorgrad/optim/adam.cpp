@@ -13,18 +13,28 @@ Adam::Adam(std::vector<Variable> params, AdamOptions options)
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, false) {}
 
-Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
-    : Optimizer(std::move(groups), options.lr_), options_(options), decoupled_(decoupled) {
-  const AdamOptions& o = options_;
+double Adam::checked_lr(const AdamOptions& o) {
+  TG_CHECK(o.lr_ >= 0, Error, "Adam: invalid learning rate ", o.lr_);
   TG_CHECK(o.eps_ >= 0, Error, "Adam: invalid epsilon ", o.eps_);
   TG_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1, Error, "Adam: invalid betas (", o.beta1_,
            ", ", o.beta2_, "): each must be in [0, 1)");
   TG_CHECK(o.weight_decay_ >= 0, Error, "Adam: invalid weight_decay ", o.weight_decay_);
+  return o.lr_;
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
+    : Optimizer(std::move(groups), checked_lr(options)), options_(options), decoupled_(decoupled) {
   state_.resize(params_.size());
 }
 
 void Adam::step() {
   check_grads("Adam");   // a step updates all parameters or none
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    check_state_matches("Adam", i, "exp_avg", state_[i].exp_avg);
+    check_state_matches("Adam", i, "exp_avg_sq", state_[i].exp_avg_sq);
+    check_state_matches("Adam", i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
+  }
   NoGradGuard no_grad;
   const AdamOptions& o = options_;
   for (std::size_t i = 0; i < params_.size(); ++i) {

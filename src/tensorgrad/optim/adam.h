@@ -57,6 +57,9 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
 
  private:
+  /// Validates the options (before the base class sees the parameters, as PyTorch orders its errors)
+  /// and returns the learning rate.
+  static double checked_lr(const AdamOptions& options);
   void on_params_added() override { state_.resize(params_.size()); }
   struct State {
     int64_t step = 0;

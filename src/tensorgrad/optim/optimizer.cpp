@@ -14,6 +14,9 @@ Optimizer::Optimizer(std::vector<Variable> params, double lr)
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr) : default_lr_(default_lr) {
   TG_CHECK(default_lr >= 0, Error, "optimizer: invalid learning rate ", default_lr);
   for (ParamGroup& g : groups) add_param_group(std::move(g));
+  // PyTorch's check: an optimizer over a model with no registered parameters would silently do nothing
+  TG_CHECK(!params_.empty(), Error, "optimizer got an empty parameter list (did the model register its parameters "
+           "with register_parameter / register_module?)");
 }
 
 void Optimizer::add_param_group(ParamGroup group) {
@@ -65,11 +68,17 @@ void Optimizer::zero_grad(bool set_to_none) {
 SGD::SGD(std::vector<Variable> params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
 
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
-    : Optimizer(std::move(groups), options.lr_), options_(options) {
+double SGD::checked_lr(const SGDOptions& options) {
+  TG_CHECK(options.lr_ >= 0, Error, "SGD: invalid learning rate ", options.lr_);
   TG_CHECK(options.momentum_ >= 0, Error, "SGD: invalid momentum ", options.momentum_);
+  TG_CHECK(options.weight_decay_ >= 0, Error, "SGD: invalid weight_decay value ", options.weight_decay_);
   TG_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0), Error,
            "SGD: Nesterov momentum requires a momentum and zero dampening");
+  return options.lr_;
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(std::move(groups), checked_lr(options)), options_(options) {
   momentum_buffer_.resize(params_.size());
 }
 
@@ -85,8 +94,17 @@ void Optimizer::check_grads(const char* who) const {
   }
 }
 
+void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const Tensor& state) const {
+  const Variable& p = params_[i];
+  TG_CHECK(!state.defined() || state.shape() == p.shape(), ShapeError, who, ": the size of ", name, " (",
+           shape_str(state.shape()), ") must match the size of parameter ", i, " (", shape_str(p.shape()),
+           "): its value was replaced by one of another shape since the last step; create a new optimizer for it");
+}
+
 void SGD::step() {
   check_grads("SGD");   // a step updates all parameters or none
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
   for (std::size_t i = 0; i < params_.size(); ++i) {

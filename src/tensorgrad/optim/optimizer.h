@@ -61,6 +61,10 @@ class Optimizer {
   virtual void on_params_added() {}
   /// Before a step: every gradient matches its parameter (shape, dtype, device); else Error naming who.
   void check_grads(const char* who) const;
+  /// Before a step: the state tensor `name` of parameter i (undefined: not created yet) still has the
+  /// parameter's shape; ShapeError naming who otherwise (the parameter's value was replaced by
+  /// set_data with another shape), so that no fused update runs over a buffer of another size.
+  void check_state_matches(const char* who, std::size_t i, const char* name, const Tensor& state) const;
   /// For set_state: i of "<prefix>.<i>" with 0 <= i < params().size(), else Error naming `who`.
   std::size_t state_index(const std::string& name, const std::string& prefix, const char* who) const;
   /// For set_state: t is defined and has parameter i's shape (ShapeError) and dtype (DTypeError).
@@ -120,6 +124,9 @@ class SGD : public Optimizer {
   /// The options it was built with.
   const SGDOptions& options() const { return options_; }
  private:
+  /// Validates the options (before the base class sees the parameters, as PyTorch orders its errors)
+  /// and returns the learning rate.
+  static double checked_lr(const SGDOptions& options);
   void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   SGDOptions options_;
   std::vector<Tensor> momentum_buffer_;   // one per parameter once momentum != 0
