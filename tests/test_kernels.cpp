@@ -1,6 +1,6 @@
 // tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
 // exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
-// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [SIMD clones] and [Row blocks]), and
+// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [CPU capabilities] and [Row blocks]), and
 // the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
 #include "testing.h"
 

@@ -21,6 +21,7 @@ struct CudaError : Error { using Error::Error; };
 struct SerializationError : Error { using Error::Error; };
 struct IOError : Error { using Error::Error; };
 struct DataError : Error { using Error::Error; };
+struct CpuCapabilityError : Error { using Error::Error; };   // engine/cpu_capability.h
 
 namespace detail {
 inline void stream_all(std::ostringstream&) {}
