@@ -192,8 +192,15 @@ bool is_nan(T v) {
 // detected once with __builtin_cpu_supports (engine/cpu_capability.cpp, whose checks must list every
 // instruction set of the target strings below), overridden by TG_CPU_CAPABILITY or
 // tg::set_cpu_capability, so that tests and benchmarks run every path on one machine. Code outside
-// these structs (strided loops, bookkeeping) is baseline. The paths may round differently (FMA
-// contraction, lane order of sums is fixed though): tests compare them within derived bounds.
+// these structs (strided loops, bookkeeping) is baseline. The paths round differently only where a
+// multiply and an add contract into an FMA (AVX2, AVX-512; the lanes and order of sums are the same on
+// every path), and a path gives the same bits on every CPU that runs it: tests compare the paths
+// within derived bounds (tests/test_cpu_capability.cpp, Note [Derived tolerances] in tests/testing.h).
+// cpu_backend.cpp is compiled with -fno-trapping-math and -fno-math-errno (CMakeLists.txt): under
+// GCC's default, a loop with a select between computed values (the clamps of fn::exp, see Note
+// [Vectorizable exp]) vectorizes only with AVX-512's masked instructions, so exp under AVX2 ran at
+// scalar speed; and sqrt's errno check kept Adam's loop and sqrt scalar on every path. tensorgrad
+// never reads floating-point exception flags or errno; results are unchanged.
 
 /// What sums accumulate in: double for floating types, int64 for integers.
 template <class T>
