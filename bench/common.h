@@ -67,11 +67,13 @@ inline std::string loadavg() {
   return a + " " + b + " " + c;
 }
 
+/// The title line, with tensorgrad's CPU code path (TG_CPU_CAPABILITY forces one: Note [CPU capabilities]).
 inline void print_header(const std::string& title, const Options& o) {
-  std::printf("\n== %s | %d thread%s | tensorgrad vs %s | load %s%s\n", title.c_str(), o.threads,
-              o.threads == 1 ? "" : "s",
+  std::printf("\n== %s | %d thread%s | tensorgrad vs %s | CPU code path %s (best %s) | load %s%s\n", title.c_str(),
+              o.threads, o.threads == 1 ? "" : "s",
               torch_side::available() ? ("libtorch " + torch_side::version()).c_str() : "(libtorch not built)",
-              loadavg().c_str(), o.smoke ? " | SMOKE (tiny sizes, numbers meaningless)" : "");
+              tg::cpu_capability_name(), tg::cpu_capability_name(tg::best_cpu_capability()), loadavg().c_str(),
+              o.smoke ? " | SMOKE (tiny sizes, numbers meaningless)" : "");
 }
 
 inline void print_footer() { std::printf("(load at end %s)\n", loadavg().c_str()); }

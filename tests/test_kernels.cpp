@@ -1,6 +1,6 @@
 // tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
 // exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
-// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [SIMD clones] and [Row blocks]), and
+// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [CPU capabilities] and [Row blocks]), and
 // the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
 #include "testing.h"
 
@@ -74,26 +74,31 @@ TEST_CASE("float exp edge values: NaN inf overflow underflow") {
 TEST_CASE("exp of float tensors matches the double reference in every loop shape") {
   const tg::Variable x = spread({64, 33}, -20, 20, 7);
   const tg::Variable ref = tg::exp(as64(x));
-  testing::check_close(tg::exp(x), ref, 2e-7, 0);                                    // contiguous
-  testing::check_close(tg::exp(x.transpose(0, 1)), ref.transpose(0, 1), 2e-7, 0);    // strided
+  // Within kExpUlps on every code path (Note [Vectorizable exp]); sigmoid adds an add and a division:
+  // relative exp_relative_error() + u + u (Note [Derived tolerances], tests/testing.h).
+  const double u = testing::unit_roundoff(tg::kFloat32);
+  testing::check_ulps(tg::exp(x), ref, testing::kExpUlps);                                    // contiguous
+  testing::check_ulps(tg::exp(x.transpose(0, 1)), ref.transpose(0, 1), testing::kExpUlps);    // strided
   // a tensor too large for one thread's chunk, with NaN and inf in it
   tg::Variable big = spread({1 << 19}, -80, 80, 8);
   big.data().data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
   big.data().data<float>()[6] = std::numeric_limits<float>::infinity();
-  testing::check_close(tg::exp(big), tg::exp(as64(big)), 2e-7, 0);
+  testing::check_ulps(tg::exp(big), tg::exp(as64(big)), testing::kExpUlps);
   // backward of exp (y dy) and sigmoid (uses exp too)
   tg::Variable leaf(x.data().clone(), true);
   tg::exp(leaf).sum().backward();
-  testing::check_close(leaf.grad(), ref, 2e-7, 0);
-  testing::check_close(tg::sigmoid(x), tg::sigmoid(as64(x)), 3e-7, 1e-12);
+  testing::check_ulps(leaf.grad(), ref, testing::kExpUlps);
+  testing::check_close(tg::sigmoid(x), tg::sigmoid(as64(x)), testing::exp_relative_error() + 2 * u + 1e-12, 1e-30);
 }
 
 TEST_CASE("binary ops on contiguous rows and broadcast scalars match the double reference") {
   const tg::Variable a = spread({37, 65}, -3, 3, 9), b = spread({37, 65}, 0.5, 3, 10), s = spread({37, 1}, 1, 2, 11);
-  testing::check_close(a + b, as64(a) + as64(b), 1e-7, 1e-7);
-  testing::check_close(a / b, as64(a) / as64(b), 1e-7, 1e-7);
-  testing::check_close(a * s, as64(a) * as64(s), 1e-7, 1e-7);   // row op broadcast value
-  testing::check_close(s - a, as64(s) - as64(a), 1e-7, 1e-7);   // broadcast value op row
+  // one correctly rounded operation: within u |exact| (the float64 results are exact or nearly)
+  const double u = testing::unit_roundoff(tg::kFloat32) * (1 + 1e-8);
+  testing::check_close(a + b, as64(a) + as64(b), u, 0);
+  testing::check_close(a / b, as64(a) / as64(b), u, 0);
+  testing::check_close(a * s, as64(a) * as64(s), u, 0);   // row op broadcast value
+  testing::check_close(s - a, as64(s) - as64(a), u, 0);   // broadcast value op row
 }
 
 TEST_CASE("softmax and log_softmax over row blocks match the double reference") {
@@ -228,15 +233,21 @@ TEST_CASE("thread pool: large ops from several threads at once give the single-t
   const tg::Variable x = spread({1 << 19}, -5, 5, 21);   // above the parallel threshold
   const tg::Variable a = spread({256, 512}, -1, 1, 22), b = spread({512, 256}, -1, 1, 23);
   const tg::Variable want_exp = tg::exp(x), want_mm = tg::matmul(a, b), want_sm = tg::softmax(a, 1);
+  // exp and softmax compute each element (each row) the same way in any chunk: equal bit for bit. The
+  // product is split over the pool on this thread but runs whole on a thread that finds the pool busy,
+  // and OpenBLAS's blocking depends on the block's shape: Note [Derived tolerances].
+  const auto mm_bound = (testing::gemm_error_bound(a, b) * 2.0).to_vector<double>();
+  const auto want_mm_v = want_mm.to_vector<double>();
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
       for (int rep = 0; rep < 3; ++rep) {
-        const auto e = tg::exp(x).to_vector<float>(), m = tg::matmul(a, b).to_vector<float>();
+        const auto e = tg::exp(x).to_vector<float>();
+        const auto m = tg::matmul(a, b).to_vector<double>();
         const auto s = tg::softmax(a, 1).to_vector<float>();
         mismatches += e != want_exp.to_vector<float>();
-        mismatches += m != want_mm.to_vector<float>();
+        for (std::size_t i = 0; i < m.size(); ++i) mismatches += !(std::fabs(m[i] - want_mm_v[i]) <= mm_bound[i]);
         mismatches += s != want_sm.to_vector<float>();
       }
     });
@@ -248,12 +259,19 @@ TEST_CASE("thread pool: matrix products split over threads match one thread") {
   // Above the split threshold (2^24 multiply-adds), both the row split (M >= N) and the column split.
   const tg::Variable a = spread({512, 256}, -1, 1, 24), b = spread({256, 300}, -1, 1, 25);
   const tg::Variable c = spread({64, 2048}, -1, 1, 26), d = spread({2048, 300}, -1, 1, 27);
+  // The blocks round differently from the whole product (OpenBLAS blocks by shape): each result is
+  // within gemm_error_bound of the exact product, so the two within twice it (Note [Derived tolerances]).
   tg::set_num_threads(1);
   const tg::Variable ab1 = tg::matmul(a, b), cd1 = tg::matmul(c, d);
   tg::set_num_threads(2);
-  testing::check_close(tg::matmul(a, b), ab1, 1e-6, 1e-6);
-  testing::check_close(tg::matmul(c, d), cd1, 1e-6, 1e-6);
-  testing::check_close(tg::matmul(a, b), tg::matmul(as64(a), as64(b)), 1e-4, 1e-4);
+  const tg::Variable ab_bound = testing::gemm_error_bound(a, b), cd_bound = testing::gemm_error_bound(c, d);
+  testing::check_within(tg::matmul(a, b), ab1, ab_bound * 2.0);
+  testing::check_within(tg::matmul(c, d), cd1, cd_bound * 2.0);
+  // against float64: the float64 product's own bound on top
+  testing::check_within(tg::matmul(a, b), tg::matmul(as64(a), as64(b)),
+                        ab_bound + testing::gemm_error_bound(as64(a), as64(b)));
+  testing::check_within(tg::matmul(c, d), tg::matmul(as64(c), as64(d)),
+                        cd_bound + testing::gemm_error_bound(as64(c), as64(d)));
 }
 
 TEST_CASE("sums: column sums (outer dim) and long rows in lanes match the double reference") {

@@ -112,19 +112,24 @@ TEST_CASE("matmul: 2-D batched mixed transposed operands against a naive loop") 
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
         for (int64_t k = 0; k < K; ++k) ref[i * N + j] += av[i * K + k] * bv[k * N + j];
-    check_values(a.matmul(b), ref, 1e-9);
-    check_values(tg::matmul(a.t().contiguous().t(), b.t().contiguous().t()), ref, 1e-9);   // transposed storage
+    // the loop and the BLAS each within gemm_error_bound of the exact product: Note [Derived tolerances]
+    const Variable want = tg::from_vector(ref, {M, N}), bound = testing::gemm_error_bound(a, b) * 2.0;
+    testing::check_within(a.matmul(b), want, bound);
+    testing::check_within(tg::matmul(a.t().contiguous().t(), b.t().contiguous().t()), want, bound);   // transposed storage
   }
   Variable A = tg::randn({3, 4, 5}), B = tg::randn({3, 5, 2});
   Variable C = A.matmul(B);
   CHECK(C.shape() == tg::Shape{3, 4, 2});
-  for (int64_t i = 0; i < 3; ++i) {
+  for (int64_t i = 0; i < 3; ++i) {   // float32, one batch entry at a time: within twice the bound
     Variable Ai(A.data().select(0, i)), Bi(B.data().select(0, i)), Ci(C.data().select(0, i));
-    testing::check_close(Ci, Ai.matmul(Bi), 1e-5, 1e-5);
+    testing::check_within(Ci, Ai.matmul(Bi), testing::gemm_error_bound(Ai, Bi) * 2.0);
   }
   Variable W = tg::randn({5, 2});
   Variable D = A.matmul(W);   // (3, 4, 5) @ (5, 2): the 2-D operand is shared by every batch entry
-  for (int64_t i = 0; i < 3; ++i) testing::check_close(Variable(D.data().select(0, i)), Variable(A.data().select(0, i)).matmul(W), 1e-5, 1e-5);
+  for (int64_t i = 0; i < 3; ++i) {
+    Variable Ai(A.data().select(0, i));
+    testing::check_within(Variable(D.data().select(0, i)), Ai.matmul(W), testing::gemm_error_bound(Ai, W) * 2.0);
+  }
   CHECK(tg::matmul(tg::zeros({2, 0}), tg::zeros({0, 3})).sum().item() == 0);
   CHECK(tg::matmul(tg::ones({2, 0}), tg::ones({0, 3})).shape() == tg::Shape{2, 3});
 }
@@ -132,8 +137,12 @@ TEST_CASE("matmul: 2-D batched mixed transposed operands against a naive loop") 
 TEST_CASE("linear equals matmul with the transposed weight plus bias") {
   tg::manual_seed(4);
   Variable x = tg::randn({7, 5}), w = tg::randn({3, 5}), b = tg::randn({3});
-  testing::check_close(tg::linear(x, w, b), x.matmul(w.t()) + b, 1e-5, 1e-6);
-  testing::check_close(tg::linear(x, w), x.matmul(w.t()), 1e-5, 1e-6);
+  // Both sides sum K + 1 = 6 terms (the bias in or after the product) in some order: each within
+  // gamma_6 (|x| |w|^T + |b|) of the exact value (Note [Derived tolerances]).
+  const Variable x64(x.data().to(tg::kFloat64)), w64(w.data().to(tg::kFloat64)), b64(b.data().to(tg::kFloat64));
+  const Variable bound = (tg::matmul(tg::abs(x64), tg::abs(w64).t()) + tg::abs(b64)) * (2 * testing::gamma_n(6, tg::kFloat32));
+  testing::check_within(tg::linear(x, w, b), x.matmul(w.t()) + b, bound);
+  testing::check_within(tg::linear(x, w), x.matmul(w.t()), testing::gemm_error_bound(x, w.t()) * 2.0);
 }
 
 TEST_CASE("softmax log_softmax and cross_entropy values - stability for logits of +-1e4") {

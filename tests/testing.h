@@ -55,6 +55,74 @@ inline void check_close(const tg::Variable& a, const tg::Variable& b, double rto
   }
 }
 
+// ---- Note [Derived tolerances]: a float result that depends on the CPU code path (FMA contraction,
+// Note [CPU capabilities]), on the thread split or on the BLAS kernel OpenBLAS picks for this CPU
+// (blocking, summation order) is checked against a bound derived from the computation, never against
+// one CPU's observed rounding. u is the unit roundoff (2^-24 for float32, half an ulp of 1); a sum or
+// dot product of K terms in any order, blocked or with FMAs, is within gamma_K sum|terms| of the exact
+// value, gamma_K = K u / (1 - K u) (Higham, Accuracy and Stability of Numerical Algorithms, 3.1). Two
+// computations that each meet a bound b differ by at most 2 b; a float64 reference adds its own bound.
+
+/// Unit roundoff of a floating dtype: 2^-24 for float32, 2^-53 for float64.
+inline double unit_roundoff(tg::DType d) { return d == tg::kFloat32 ? 0x1p-24 : 0x1p-53; }
+
+/// fn::exp's accuracy in ulps on every CPU code path (Note [Vectorizable exp]): 1 without FMA
+/// contraction (baseline), 1.02 with it (AVX2, AVX-512: a 20M-point sweep peaks at 1.0152 ulp). An FMA
+/// is exactly rounded, so a path gives the same bits on every CPU that runs it.
+constexpr double kExpUlps = 1.02;
+/// The same as a relative error: one ulp of a normal float is at most 2u of its value.
+inline double exp_relative_error() { return 2 * kExpUlps * unit_roundoff(tg::kFloat32); }
+
+/// gamma_K = K u / (1 - K u): the relative bound on K roundings.
+inline double gamma_n(int64_t K, tg::DType d) {
+  const double ku = static_cast<double>(K) * unit_roundoff(d);
+  return ku / (1 - ku);
+}
+
+/// Per element of matmul(a, b) computed in a's dtype (2-D, or batched like tg::matmul): the bound
+/// gamma_K sum_k |a_ik| |b_kj| on its distance from the exact product of the stored inputs, for any
+/// blocking, thread split, summation order or FMA use (K = a's last dim). A float64 tensor.
+inline tg::Variable gemm_error_bound(const tg::Variable& a, const tg::Variable& b) {
+  tg::NoGradGuard no_grad;
+  const int64_t K = a.shape().back();
+  const tg::Variable abs_a(tg::abs(a).data().to(tg::kFloat64)), abs_b(tg::abs(b).data().to(tg::kFloat64));
+  return tg::matmul(abs_a, abs_b) * gamma_n(K, a.dtype());
+}
+
+/// |got - want| <= bound for every element (bound: a tensor of got's shape); NaN positions must match.
+inline void check_within(const tg::Variable& got, const tg::Variable& want, const tg::Variable& bound) {
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(bound.shape() == want.shape());
+  const auto x = got.to_vector<double>(), y = want.to_vector<double>(), b = bound.to_vector<double>();
+  int64_t reported = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(y[i])) {
+      CHECK_MESSAGE(std::isnan(x[i]), "element " << i << ": expected NaN, got " << x[i]);
+      continue;
+    }
+    if (x[i] == y[i]) continue;   // also equal infinities
+    if (std::fabs(x[i] - y[i]) <= b[i]) continue;
+    if (reported++ < 5)
+      CHECK_MESSAGE(false, "element " << i << ": " << x[i] << " vs " << y[i] << ", |difference| "
+                                      << std::fabs(x[i] - y[i]) << " above the derived bound " << b[i]);
+  }
+  CHECK_MESSAGE(reported == 0, reported << " elements outside the derived bound");
+}
+
+/// Every element of got within `ulps` units in the last place (of got's dtype, at want) of want.
+inline void check_ulps(const tg::Variable& got, const tg::Variable& want, double ulps) {
+  const bool f32 = got.dtype() == tg::kFloat32;
+  const auto y = want.to_vector<double>();
+  std::vector<double> b(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double a = std::fabs(y[i]);
+    const double ulp = f32 ? double(std::nextafter(float(a), INFINITY)) - double(float(a))
+                           : std::nextafter(a, INFINITY) - a;
+    b[i] = ulps * (std::isfinite(ulp) ? ulp : 0.0);
+  }
+  check_within(got, want, tg::from_vector(b, want.shape()));
+}
+
 inline void check_values(const tg::Variable& a, const std::vector<double>& expected, double tol = 1e-6) {
   const auto x = a.to_vector<double>();
   REQUIRE(x.size() == expected.size());

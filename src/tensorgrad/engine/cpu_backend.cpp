@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "tensorgrad/engine/backend.h"
+#include "tensorgrad/engine/cpu_capability.h"
+#include "tensorgrad/engine/macros.h"
 #include "tensorgrad/engine/parallel.h"
 
 #if defined(__SSE__) || defined(__x86_64__)
@@ -180,139 +182,40 @@ bool is_nan(T v) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Note [SIMD clones]: the library is compiled for baseline x86-64 (SSE2) so that one binary runs on
-// any x86-64 CPU. The contiguous inner loops below, where the time goes, are compiled three times
-// by GCC's target_clones (AVX-512, AVX2 + FMA, baseline); the dynamic loader picks the best one for
-// the CPU once at start-up (an ifunc), so a call costs one indirect jump. Everything else, and any
-// other compiler, uses the baseline build of the same source.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(TENSORGRAD_NO_SIMD_CLONES)
-#define TG_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TG_SIMD_CLONES
-#endif
-
-template <class F, class T>
-TG_SIMD_CLONES void unary_contiguous(const T* x, T* y, int64_t n, UnaryArgs args) {
-  for (int64_t i = 0; i < n; ++i) y[i] = F::forward(x[i], args);
-}
-
-template <class F, class T>
-TG_SIMD_CLONES void unary_backward_contiguous(const T* x, const T* y, const T* dy, T* dx, int64_t n, UnaryArgs args) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = F::backward(x[i], y[i], dy[i], args);
-}
-
-/// out = a op b over n elements; a_step / b_step are 1 (a row) or 0 (one value broadcast).
-template <class F, class T, int AStep, int BStep>
-TG_SIMD_CLONES void binary_contiguous(const T* a, const T* b, T* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i * AStep], b[i * BStep]);
-}
-
-template <class T>
-TG_SIMD_CLONES void exp_in_place(T* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) p[i] = fn::exp(p[i]);
-}
+// Note [CPU capabilities]: the library is compiled for baseline x86-64 (SSE2) so that one binary runs
+// on any x86-64 CPU. The contiguous inner loops, where the time goes, are written once in
+// engine/cpu_kernels.inc and compiled three times here, as the structs KernelsBaseline, KernelsAvx2
+// (AVX2 + FMA + BMI2, x86-64-v3's vector set) and KernelsAvx512 (AVX-512 F/BW/DQ/VL/CD, x86-64-v4's),
+// each function carrying __attribute__((target(...))) (GCC and clang). with_kernels() reads
+// tg::cpu_capability() (one relaxed atomic load once chosen) and calls its body with the matching
+// struct, so a kernel call costs a load and a switch on top of a direct call. The capability is
+// detected once with __builtin_cpu_supports (engine/cpu_capability.cpp, whose checks must list every
+// instruction set of the target strings below), overridden by TG_CPU_CAPABILITY or
+// tg::set_cpu_capability, so that tests and benchmarks run every path on one machine. Code outside
+// these structs (strided loops, bookkeeping) is baseline. The paths round differently only where a
+// multiply and an add contract into an FMA (AVX2, AVX-512; the lanes and order of sums are the same on
+// every path), and a path gives the same bits on every CPU that runs it: tests compare the paths
+// within derived bounds (tests/test_cpu_capability.cpp, Note [Derived tolerances] in tests/testing.h).
+// cpu_backend.cpp is compiled with -fno-trapping-math and -fno-math-errno (CMakeLists.txt): under
+// GCC's default, a loop with a select between computed values (the clamps of fn::exp, see Note
+// [Vectorizable exp]) vectorizes only with AVX-512's masked instructions, so exp under AVX2 ran at
+// scalar speed; and sqrt's errno check kept Adam's loop and sqrt scalar on every path. tensorgrad
+// never reads floating-point exception flags or errno; results are unchanged.
 
 /// What sums accumulate in: double for floating types, int64 for integers.
 template <class T>
 using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
-
-/// Sum of a contiguous row in sixteen lanes (independent adds vectorize and do not wait on each
-/// other's latency), accumulated in SumAcc; the order depends only on n, not on the thread count.
-template <class T>
-TG_SIMD_CLONES SumAcc<T> row_sum(const T* p, int64_t n) {
-  SumAcc<T> lane[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lane[j] += p[i + j];
-  SumAcc<T> s = 0;
-  for (int j = 0; j < 16; ++j) s += lane[j];
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
-
-/// acc[j] += x[j]: one row of a column sum (a sum over the outer dim, such as a bias gradient).
-template <class T>
-TG_SIMD_CLONES void add_row_to(const T* x, SumAcc<T>* acc, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) acc[j] += x[j];
-}
-
-/// Largest element of a non-empty contiguous row, ignoring NaN (callers only use it to shift the row:
-/// a NaN in the row reaches their results through the sum of exponentials anyway). Sixteen lanes, as
-/// in row_sum: one compare-and-select chain per element would not vectorize.
-template <class T>
-TG_SIMD_CLONES T row_max(const T* p, int64_t n) {
-  if (n < 64) {   // short rows (10 classes): the lanes would cost more than they save
-    T m = p[0];
-    for (int64_t i = 1; i < n; ++i) m = p[i] > m ? p[i] : m;
-    return m;
-  }
-  T lane[16];
-  for (int j = 0; j < 16; ++j) lane[j] = p[0];
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lane[j] = p[i + j] > lane[j] ? p[i + j] : lane[j];
-  T m = p[0];
-  for (int j = 0; j < 16; ++j) m = lane[j] > m ? lane[j] : m;
-  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
-  return m;
-}
-
-/// Sum of p[i] q[i] over a contiguous row, in lanes like row_sum.
-template <class T>
-TG_SIMD_CLONES double row_dot(const T* p, const T* q, int64_t n) {
-  double lane[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lane[j] += double(p[i + j]) * q[i + j];
-  double s = 0;
-  for (int j = 0; j < 16; ++j) s += lane[j];
-  for (; i < n; ++i) s += double(p[i]) * q[i];
-  return s;
-}
 
 template <class T>
 T finite_or_zero(T v) {
   return std::isfinite(v) ? v : T(0);
 }
 
-/// y[j] = a x[j * x_step]: one row of an outer product (OpenBLAS's small-matrix kernels take 2.5x longer for K = 1).
-template <class T>
-TG_SIMD_CLONES void scaled_row(T a, const T* x, int64_t x_step, T* y, int64_t n) {
-  if (x_step == 1) {
-    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j];
-  } else {
-    for (int64_t j = 0; j < n; ++j) y[j] = a * x[j * x_step];
-  }
-}
-
-// Fused optimizer loops: one pass over each parameter's buffers (Backend::sgd_step, adam_step).
 template <class T>
 struct SgdScalars {
   T lr, momentum, one_minus_dampening, weight_decay;
   bool nesterov, first_step;
 };
-
-/// w -= lr (g + wd w)
-template <class T>
-TG_SIMD_CLONES void sgd_plain(T* w, const T* g, int64_t n, SgdScalars<T> k) {
-  if (k.weight_decay == T(0)) {
-    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * g[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) w[i] -= k.lr * (g[i] + k.weight_decay * w[i]);
-  }
-}
-
-/// d = g + wd w;  v = d on the first step, else momentum v + (1 - dampening) d;
-/// w -= lr (nesterov ? d + momentum v : v)
-template <class T>
-TG_SIMD_CLONES void sgd_momentum(T* w, const T* g, T* v, int64_t n, SgdScalars<T> k) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T d = g[i] + k.weight_decay * w[i];
-    const T vi = k.first_step ? d : k.momentum * v[i] + k.one_minus_dampening * d;
-    v[i] = vi;
-    w[i] -= k.lr * (k.nesterov ? d + k.momentum * vi : vi);
-  }
-}
 
 template <class T>
 struct AdamScalars {
@@ -320,31 +223,36 @@ struct AdamScalars {
   bool decoupled;
 };
 
-/// AdamW: w *= 1 - lr wd, else g += wd w;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
-/// amsgrad (vmax): v' = running max of v;  w -= lr/bc1 m / (sqrt(v'/bc2) + eps)
-template <class T>
-TG_SIMD_CLONES void adam_loop(T* w, const T* g, T* m, T* v, T* vmax, int64_t n, AdamScalars<T> k) {
-  for (int64_t i = 0; i < n; ++i) {
-    T gi = g[i];
-    if (k.decoupled) w[i] *= k.decay;
-    else gi += k.weight_decay * w[i];
-    m[i] = k.beta1 * m[i] + (T(1) - k.beta1) * gi;
-    v[i] = k.beta2 * v[i] + (T(1) - k.beta2) * gi * gi;
-    T vv = v[i];
-    if (vmax != nullptr) vv = vmax[i] = std::max(vmax[i], v[i]);
-    w[i] -= k.step_size * m[i] / (std::sqrt(vv) * k.inv_sqrt_bc2 + k.eps);
-  }
-}
+#define TG_KERNELS KernelsBaseline
+#define TG_TARGET
+#include "tensorgrad/engine/cpu_kernels.inc"
+#undef TG_KERNELS
+#undef TG_TARGET
+#if TG_X86_SIMD
+#define TG_KERNELS KernelsAvx2
+#define TG_TARGET __attribute__((target("avx2,fma,bmi,bmi2")))
+#include "tensorgrad/engine/cpu_kernels.inc"
+#undef TG_KERNELS
+#undef TG_TARGET
+#define TG_KERNELS KernelsAvx512
+#define TG_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2")))
+#include "tensorgrad/engine/cpu_kernels.inc"
+#undef TG_KERNELS
+#undef TG_TARGET
+#else
+using KernelsAvx2 = KernelsBaseline;     // never chosen: cpu_capability() is always baseline here
+using KernelsAvx512 = KernelsBaseline;
+#endif
 
-/// out[n, d] = e^(x[n, d] - max[n]) for `rows` contiguous rows of D, and max[n] (0 for a row whose
-/// maximum is not finite: NaN and inf inputs keep flowing through the formula): Note [Row blocks].
-template <class T>
-void exp_of_shifted_rows(const T* x, int64_t rows, int64_t D, T* out, T* max) {
-  for (int64_t n = 0; n < rows; ++n) {
-    max[n] = finite_or_zero(row_max(x + n * D, D));
-    for (int64_t d = 0; d < D; ++d) out[n * D + d] = x[n * D + d] - max[n];
+/// body(K{}) with K the loop set of the active capability; body calls K::template kernel<...>(...).
+template <class Body>
+decltype(auto) with_kernels(Body&& body) {
+  switch (cpu_capability()) {
+    case CpuCapability::Avx512: return body(KernelsAvx512{});
+    case CpuCapability::Avx2: return body(KernelsAvx2{});
+    case CpuCapability::Baseline: break;
   }
-  exp_in_place(out, rows * D);
+  return body(KernelsBaseline{});
 }
 
 /// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
@@ -424,7 +332,7 @@ class CpuBackend final : public Backend {
           T* y = yp + o[0];
           const T* in = xp + o[1];
           if (st[0] == 1 && st[1] == 1) {
-            unary_contiguous<F>(in, y, n, args);
+            with_kernels([&](auto k) { decltype(k)::template unary_contiguous<F>(in, y, n, args); });
           } else {
             for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::forward(in[i * st[1]], args);
           }
@@ -447,7 +355,9 @@ class CpuBackend final : public Backend {
         auto L = make_loop<4>(dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()});
         run_loop(L, [&](auto o, int64_t n, auto st) {
           if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-            unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
+            with_kernels([&](auto k) {
+              decltype(k)::template unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
+            });
           } else {
             for (int64_t i = 0; i < n; ++i)
               dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
@@ -467,7 +377,9 @@ class CpuBackend final : public Backend {
         if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.shape() == out.shape() &&
             b.shape() == out.shape()) {   // flat fast path: no loop bookkeeping
           parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
-            binary_contiguous<F, T, 1, 1>(ap + begin, bp + begin, op_ + begin, end - begin);
+            with_kernels([&](auto k) {
+              decltype(k)::template binary_contiguous<F, T, 1, 1>(ap + begin, bp + begin, op_ + begin, end - begin);
+            });
           });
           return;
         }
@@ -477,11 +389,11 @@ class CpuBackend final : public Backend {
           const T* u = ap + o[1];
           const T* v = bp + o[2];
           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
-            binary_contiguous<F, T, 1, 1>(u, v, y, n);
+            with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 1, 1>(u, v, y, n); });
           } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-            binary_contiguous<F, T, 1, 0>(u, v, y, n);
+            with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 1, 0>(u, v, y, n); });
           } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-            binary_contiguous<F, T, 0, 1>(u, v, y, n);
+            with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 0, 1>(u, v, y, n); });
           } else {
             for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::apply(u[i * st[1]], v[i * st[2]]);
           }
@@ -535,7 +447,7 @@ class CpuBackend final : public Backend {
         using Acc = SumAcc<T>;
         T* y = out.data<T>();
         auto sum_range = [&](const T* q, int64_t b, int64_t e) {
-          if (rstride == 1) return row_sum(q + b, e - b);
+          if (rstride == 1) return with_kernels([&](auto k) { return decltype(k)::row_sum(q + b, e - b); });
           Acc acc = 0;
           for (int64_t r = b; r < e; ++r) acc += q[r * rstride];
           return acc;
@@ -547,7 +459,9 @@ class CpuBackend final : public Backend {
           parallel_for(O, R, [&](int64_t b, int64_t e) {
             Scratch<Acc> acc(e - b);
             std::fill_n(acc.get(), e - b, Acc(0));
-            for (int64_t r = 0; r < R; ++r) add_row_to(q + r * rstride + b, acc.get(), e - b);
+            with_kernels([&](auto k) {
+              for (int64_t r = 0; r < R; ++r) decltype(k)::add_row_to(q + r * rstride + b, acc.get(), e - b);
+            });
             for (int64_t o = b; o < e; ++o) y[o] = static_cast<T>(acc.get()[o - b]);
           });
           return;
@@ -622,19 +536,22 @@ class CpuBackend final : public Backend {
       if (r.inner == 1) {
         const int64_t D = r.D;
         for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
-          Scratch<T> maxes(e - b);
-          exp_of_shifted_rows(xp + b * D, e - b, D, yp + b * D, maxes.get());
-          for (int64_t n = b; n < e; ++n) {
-            T* y = yp + n * D;
-            const double s = row_sum(y, D);
-            if (log) {
-              const T lse = static_cast<T>(std::log(s)) + maxes.get()[n - b];
-              for (int64_t d = 0; d < D; ++d) y[d] = xp[n * D + d] - lse;
-            } else {
-              const T inv = static_cast<T>(1.0 / s);
-              for (int64_t d = 0; d < D; ++d) y[d] *= inv;
+          with_kernels([&](auto k) {
+            using K = decltype(k);
+            Scratch<T> maxes(e - b);
+            K::exp_of_shifted_rows(xp + b * D, e - b, D, yp + b * D, maxes.get());
+            for (int64_t n = b; n < e; ++n) {
+              T* y = yp + n * D;
+              const double s = K::row_sum(y, D);
+              if (log) {
+                const T lse = static_cast<T>(std::log(s)) + maxes.get()[n - b];
+                for (int64_t d = 0; d < D; ++d) y[d] = xp[n * D + d] - lse;
+              } else {
+                const T inv = static_cast<T>(1.0 / s);
+                for (int64_t d = 0; d < D; ++d) y[d] *= inv;
+              }
             }
-          }
+          });
         });
         return;
       }
@@ -670,21 +587,24 @@ class CpuBackend final : public Backend {
       if (r.inner == 1) {
         const int64_t D = r.D;
         for_row_blocks(r.outer, D, [&](int64_t b, int64_t e) {
-          if (log) {
-            std::copy(yp + b * D, yp + e * D, dp + b * D);
-            exp_in_place(dp + b * D, (e - b) * D);
-          }
-          for (int64_t n = b; n < e; ++n) {
-            const T *yr = yp + n * D, *gr = gp + n * D;
-            T* d = dp + n * D;
+          with_kernels([&](auto k) {
+            using K = decltype(k);
             if (log) {
-              const T s = static_cast<T>(row_sum(gr, D));
-              for (int64_t i = 0; i < D; ++i) d[i] = gr[i] - d[i] * s;
-            } else {
-              const T s = static_cast<T>(row_dot(gr, yr, D));
-              for (int64_t i = 0; i < D; ++i) d[i] = yr[i] * (gr[i] - s);
+              std::copy(yp + b * D, yp + e * D, dp + b * D);
+              K::exp_in_place(dp + b * D, (e - b) * D);
             }
-          }
+            for (int64_t n = b; n < e; ++n) {
+              const T *yr = yp + n * D, *gr = gp + n * D;
+              T* d = dp + n * D;
+              if (log) {
+                const T s = static_cast<T>(K::row_sum(gr, D));
+                for (int64_t i = 0; i < D; ++i) d[i] = gr[i] - d[i] * s;
+              } else {
+                const T s = static_cast<T>(K::row_dot(gr, yr, D));
+                for (int64_t i = 0; i < D; ++i) d[i] = yr[i] * (gr[i] - s);
+              }
+            }
+          });
         });
         return;
       }
@@ -715,22 +635,25 @@ class CpuBackend final : public Backend {
       T *lp = loss.data<T>(), *sp = lse.data<T>();
       const double s = args.label_smoothing;
       for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
-        Scratch<T> scratch((e - b) * (C + 1));   // the shifted block, then one maximum per row
-        T* z = scratch.get();
-        T* maxes = z + (e - b) * C;
-        exp_of_shifted_rows(x + b * C, e - b, C, z, maxes);
-        for (int64_t n = b; n < e; ++n) {
-          const T* row = x + n * C;
-          const double l = std::log(row_sum(z + (n - b) * C, C)) + maxes[n - b];   // log-sum-exp, stable
-          sp[n] = static_cast<T>(l);
-          if (tg_[n] == args.ignore_index) {
-            lp[n] = T(0);
-            continue;
+        with_kernels([&](auto k) {
+          using K = decltype(k);
+          Scratch<T> scratch((e - b) * (C + 1));   // the shifted block, then one maximum per row
+          T* z = scratch.get();
+          T* maxes = z + (e - b) * C;
+          K::exp_of_shifted_rows(x + b * C, e - b, C, z, maxes);
+          for (int64_t n = b; n < e; ++n) {
+            const T* row = x + n * C;
+            const double l = std::log(K::row_sum(z + (n - b) * C, C)) + maxes[n - b];   // log-sum-exp, stable
+            sp[n] = static_cast<T>(l);
+            if (tg_[n] == args.ignore_index) {
+              lp[n] = T(0);
+              continue;
+            }
+            double v = l - row[tg_[n]];                                   // -log softmax[target]
+            if (s != 0) v = (1 - s) * v + s * (l - K::row_sum(row, C) / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
+            lp[n] = static_cast<T>(v);
           }
-          double v = l - row[tg_[n]];                                   // -log softmax[target]
-          if (s != 0) v = (1 - s) * v + s * (l - row_sum(row, C) / static_cast<double>(C));   // + s * mean_c(-log softmax[c])
-          lp[n] = static_cast<T>(v);
-        }
+        });
       });
     });
   }
@@ -746,19 +669,22 @@ class CpuBackend final : public Backend {
       const T s = T(args.label_smoothing), uniform = s / T(C);
       T* dp = dlogits.data<T>();
       for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
-        for (int64_t n = b; n < e; ++n)
-          for (int64_t c = 0; c < C; ++c) dp[n * C + c] = x[n * C + c] - sp[n];
-        exp_in_place(dp + b * C, (e - b) * C);                                   // softmax
-        for (int64_t n = b; n < e; ++n) {
-          T* d = dp + n * C;
-          if (tg_[n] == args.ignore_index) {
-            std::fill_n(d, C, T(0));
-            continue;
+        with_kernels([&](auto k) {
+          using K = decltype(k);
+          for (int64_t n = b; n < e; ++n)
+            for (int64_t c = 0; c < C; ++c) dp[n * C + c] = x[n * C + c] - sp[n];
+          K::exp_in_place(dp + b * C, (e - b) * C);                                   // softmax
+          for (int64_t n = b; n < e; ++n) {
+            T* d = dp + n * C;
+            if (tg_[n] == args.ignore_index) {
+              std::fill_n(d, C, T(0));
+              continue;
+            }
+            const T g = gp[n * gs];
+            for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
+            d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
           }
-          const T g = gp[n * gs];
-          for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
-          d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
-        }
+        });
       });
     });
   }
@@ -826,8 +752,11 @@ class CpuBackend final : public Backend {
       T* v = velocity.defined() ? velocity.data<T>() : nullptr;
       const SgdScalars<T> k{T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
       parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
-        if (v == nullptr) sgd_plain(w + b, g + b, e - b, k);
-        else sgd_momentum(w + b, g + b, v + b, e - b, k);
+        with_kernels([&](auto kernels) {
+          using K = decltype(kernels);
+          if (v == nullptr) K::sgd_plain(w + b, g + b, e - b, k);
+          else K::sgd_momentum(w + b, g + b, v + b, e - b, k);
+        });
       });
     });
   }
@@ -845,7 +774,9 @@ class CpuBackend final : public Backend {
       const AdamScalars<T> k{T(lr / bc1), T(1 / std::sqrt(bc2)), T(beta1), T(beta2), T(eps), T(weight_decay),
                              T(1 - lr * weight_decay), decoupled};
       parallel_for(param.numel(), 8, [&](int64_t b, int64_t e) {
-        adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
+        with_kernels([&](auto kernels) {
+          decltype(kernels)::adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
+        });
       });
     });
   }
@@ -881,7 +812,9 @@ class CpuBackend final : public Backend {
     if (g.K == 1 && g.beta == 0 && g.M > 0 && g.N > 0) {   // outer product: the weight gradient at batch 1
       const int64_t a_step = g.trans_a ? 1 : g.lda, b_step = g.trans_b ? g.ldb : 1;
       parallel_for(g.M, g.N, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) scaled_row(A[i * a_step], B, b_step, C + i * g.ldc, g.N);
+        with_kernels([&](auto k) {
+          for (int64_t i = i0; i < i1; ++i) decltype(k)::scaled_row(A[i * a_step], B, b_step, C + i * g.ldc, g.N);
+        });
       });
       return;
     }

@@ -37,6 +37,7 @@ struct SerializationError : Error { using Error::Error; };
 struct IOError : Error { using Error::Error; };
 /// Malformed data: a bad IDX file, samples that cannot be stacked into a batch.
 struct DataError : Error { using Error::Error; };
+struct CpuCapabilityError : Error { using Error::Error; };   // engine/cpu_capability.h
 
 namespace detail {
 inline void stream_all(std::ostringstream&) {}

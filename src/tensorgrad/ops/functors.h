@@ -31,8 +31,10 @@ using std::tanh;
 /// made exp(x) on 16M floats 4x slower than a copy. On the CPU, float exp is this branch-free
 /// version instead (Cephes' polynomial for e^r on [-ln2/2, ln2/2], r = x - n ln2, scaled by 2^n
 /// in two steps so that results near overflow and subnormal results come out right): within 1 ulp
-/// of the correctly rounded value (tests/test_ops.cpp sweeps it), NaN in gives NaN out, and a loop
-/// over it vectorizes (engine/cpu_backend.cpp compiles those loops for AVX2 and AVX-512 too).
+/// of the exact value, 1.02 ulp where the compiler contracts it into FMAs (the AVX2 and AVX-512
+/// paths; tests/test_kernels.cpp and test_cpu_capability.cpp sweep it), NaN in gives NaN out, and a
+/// loop over it vectorizes on every CPU code path (Note [CPU capabilities] in engine/cpu_backend.cpp:
+/// under AVX2 the clamps need that file's -fno-trapping-math).
 /// Double stays with libm: it is the reference dtype. The GPU uses its own expf.
 TG_HD float exp(float x) {
 #ifdef __CUDA_ARCH__

@@ -1,0 +1,36 @@
+// engine/info.cpp: tg::info() (engine/info.h). Each line comes from the code that owns the fact; the
+// CUDA line(s) are tg::cuda::info() verbatim (cuda/runtime.cu, or the stub in engine/backend.cpp).
+#include "tensorgrad/engine/info.h"
+
+#include "tensorgrad/cuda/cuda.h"
+#include "tensorgrad/engine/backend.h"
+#include "tensorgrad/engine/cpu_capability.h"
+#include "tensorgrad/engine/error.h"
+
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+extern "C" char* openblas_get_config(void);
+#endif
+
+namespace tg {
+
+std::string info() {
+  std::string s = detail::cat("tensorgrad ", TENSORGRAD_VERSION, "\n");
+  std::string supported;
+  for (CpuCapability c : supported_cpu_capabilities())
+    supported += (supported.empty() ? "" : ", ") + std::string(cpu_capability_name(c));
+  s += detail::cat("CPU code path: ", cpu_capability_name(cpu_capability()), " (best on this CPU: ",
+                   cpu_capability_name(best_cpu_capability()), "; supported: ", supported,
+                   "; TG_CPU_CAPABILITY or tg::set_cpu_capability chooses)\n");
+  s += detail::cat("CPU threads: ", get_num_threads(), "\n");
+#ifdef TENSORGRAD_HAVE_OPENBLAS
+  // OpenBLAS picks its own kernels for the CPU at load time (OPENBLAS_CORETYPE overrides that, for a
+  // DYNAMIC_ARCH build); the config string names the core it chose.
+  s += detail::cat("BLAS: ", openblas_get_config(), " (single-threaded per call, split over tensorgrad's pool)\n");
+#else
+  s += "BLAS: none (built-in blocked gemm)\n";
+#endif
+  s += cuda::info();
+  return s;
+}
+
+}  // namespace tg
