@@ -19,12 +19,15 @@ CpuCapability cpu_capability();
 /// Switches the path for every thread's later kernel calls (a loop already running keeps its path).
 /// Throws CpuCapabilityError, naming what this CPU supports, when it cannot run `c` / for a bad name.
 void set_cpu_capability(CpuCapability c);
+/// The same by name: "baseline", "avx2" or "avx512" (CpuCapabilityError for any other).
 void set_cpu_capability(const std::string& name);
-/// The best path this CPU (and its operating system) supports, and all of them, baseline first.
+/// The best path this CPU (and its operating system) supports.
 CpuCapability best_cpu_capability();
+/// Every path this CPU supports, baseline first.
 std::vector<CpuCapability> supported_cpu_capabilities();
-/// "baseline", "avx2" or "avx512"; without an argument, the name of cpu_capability().
+/// "baseline", "avx2" or "avx512".
 const char* cpu_capability_name(CpuCapability c);
+/// The name of cpu_capability().
 const char* cpu_capability_name();
 
 }  // namespace tg
