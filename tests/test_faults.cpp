@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,14 +89,20 @@ TEST_CASE("faults: a checkpoint write killed midway leaves the previous checkpoi
         ::_exit(3);
       }
     }
-    const std::string tmp = path + ".tmp." + std::to_string(pid);
+    // the child's temporary files are "<path>.tmp.<pid>.<n>", one n per save
+    const std::string tmp_prefix = fs::path(path).filename().string() + ".tmp." + std::to_string(pid) + ".";
+    auto child_tmp_exists = [&] {
+      for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+        if (e.path().filename().string().rfind(tmp_prefix, 0) == 0) return true;
+      return false;
+    };
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!fs::exists(tmp) && std::chrono::steady_clock::now() < give_up)
+    while (!child_tmp_exists() && std::chrono::steady_clock::now() < give_up)
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     std::this_thread::sleep_for(std::chrono::microseconds(delay));
     REQUIRE(::kill(pid, SIGKILL) == 0);
     CHECK(wait_child(pid) == 128 + SIGKILL);
-    if (fs::exists(tmp)) ++killed_midway;   // a killed writer cannot clean up after itself ...
+    if (child_tmp_exists()) ++killed_midway;   // a killed writer cannot clean up after itself ...
 
     FaultNet loaded(1023, 2049, 10);
     tg::load(loaded, path);   // must not throw: the file is one whole checkpoint
@@ -185,14 +193,16 @@ TEST_CASE("faults: a save removes the temporary files of killed saves and keeps 
   REQUIRE(dead >= 0);
   if (dead == 0) ::_exit(0);
   REQUIRE(wait_child(dead) == 0);
-  const std::string stale = path + ".tmp." + std::to_string(dead);
-  const std::string live = path + ".tmp." + std::to_string(::getppid());   // our parent: alive
-  const std::string other = dir.file("other.safetensors.tmp." + std::to_string(dead));   // another checkpoint's
-  for (const std::string& f : {stale, live, other}) std::ofstream(f) << "partial";
+  const std::string stale = path + ".tmp." + std::to_string(dead) + ".0";
+  const std::string stale_old = path + ".tmp." + std::to_string(dead);   // the name without a save counter
+  const std::string live = path + ".tmp." + std::to_string(::getppid()) + ".3";   // our parent: alive
+  const std::string other = dir.file("other.safetensors.tmp." + std::to_string(dead) + ".0");   // another checkpoint's
+  for (const std::string& f : {stale, stale_old, live, other}) std::ofstream(f) << "partial";
   tg::manual_seed(13);
   FaultNet net(4, 3, 2);
   tg::save(net, path);
   CHECK_FALSE(fs::exists(stale));
+  CHECK_FALSE(fs::exists(stale_old));
   CHECK(fs::exists(live));
   CHECK(fs::exists(other));
   FaultNet loaded(4, 3, 2);
@@ -234,4 +244,51 @@ TEST_CASE("faults: fork while another thread allocates tensors leaves the child 
   churn.join();
   CHECK(hung == 0);
   CHECK(failed == 0);
+}
+
+TEST_CASE("faults: threads saving one checkpoint at once always leave one whole, valid file") {
+  FaultDir dir;
+  const std::string path = dir.file("m.safetensors");
+  std::vector<std::unique_ptr<FaultNet>> nets;
+  std::vector<std::string> bytes;
+  for (int t = 0; t < 4; ++t) {
+    tg::manual_seed(100 + t);
+    nets.push_back(std::make_unique<FaultNet>(64, 33, 5));
+    bytes.push_back(module_bytes(*nets.back()));
+  }
+  tg::save(*nets[0], path);
+  std::atomic<int> errors{0}, bad_loads{0};
+  std::atomic<bool> done{false};
+  std::thread reader([&] {   // every file the writers leave at the path must load whole
+    while (!done.load()) {
+      FaultNet loaded(64, 33, 5);
+      try {
+        tg::load(loaded, path);
+        if (std::find(bytes.begin(), bytes.end(), module_bytes(loaded)) == bytes.end()) ++bad_loads;
+      } catch (...) {
+        ++bad_loads;
+      }
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 25; ++k) {
+        try {
+          tg::save(*nets[t], path);
+        } catch (...) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  done = true;
+  reader.join();
+  CHECK(errors.load() == 0);
+  CHECK(bad_loads.load() == 0);
+  FaultNet loaded(64, 33, 5);
+  tg::load(loaded, path);   // checksums verified: one writer's complete file
+  const std::string got = module_bytes(loaded);
+  CHECK(std::find(bytes.begin(), bytes.end(), got) != bytes.end());
+  CHECK(dir.temp_files().empty());
 }

@@ -963,3 +963,25 @@ TEST_CASE("checkpoint: a load writes through the parameters' storages: earlier v
   CHECK(bytes_of(q.block.select(0, 0)) == first);
   CHECK(bytes_of(q.block.select(0, 2)) == last);
 }
+
+TEST_CASE("checkpoint: names and metadata that safetensors readers cannot carry are refused at save time") {
+  testing::TempDir dir;
+  const std::string path = dir.path + "/bad.safetensors";
+  const tg::Tensor t = tg::zeros({2}).data();
+  const std::string nul("a\0b", 3);
+  TG_CHECK_THROWS(tg::save_tensors({{nul, t}}, path), tg::SerializationError, "contains a NUL character");
+  TG_CHECK_THROWS(tg::save_tensors({{"w\xff", t}}, path), tg::SerializationError, "is not valid UTF-8");
+  TG_CHECK_THROWS(tg::save_tensors({{"\xc0\xaf", t}}, path), tg::SerializationError, "not valid UTF-8");       // overlong '/'
+  TG_CHECK_THROWS(tg::save_tensors({{"\xed\xa0\x80", t}}, path), tg::SerializationError, "not valid UTF-8");   // a surrogate
+  TG_CHECK_THROWS(tg::save_tensors({{"\xe2\x82", t}}, path), tg::SerializationError, "not valid UTF-8");       // cut short
+  TG_CHECK_THROWS(tg::save_tensors({{"w", t}}, path, {{"note", "bad\xfe"}}), tg::SerializationError, "metadata string");
+  CHECK_FALSE(std::filesystem::exists(path));
+  // valid UTF-8 beyond ASCII and escaped control characters round-trip
+  const std::string name = "gewicht.\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80\t";
+  tg::save_tensors({{name, t}}, path, {{"note", "line\nbreak"}});
+  std::map<std::string, std::string> meta;
+  const auto back = tg::load_tensors(path, &meta);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].first == name);
+  CHECK(meta.at("note") == "line\nbreak");
+}

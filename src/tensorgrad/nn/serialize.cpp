@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -219,6 +220,50 @@ std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "short 
 
 // ------------------------------------------------------------------------------------------------
 // JSON writer: only what the header needs (strings, integers, objects, arrays).
+
+/// Names and metadata must reach any safetensors reader intact: UTF-8 (the format's JSON is UTF-8;
+/// readers such as Hugging Face's refuse anything else) without NUL (C readers cut the name there).
+/// Returns what is wrong with s, or nullptr.
+const char* unsavable_string(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    if (c == 0) return "contains a NUL character";
+    if (c < 0x80) { ++i; continue; }
+    const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;   // 0x80-0xC1: never a lead byte
+    if (len == 0 || c > 0xF4 || i + len > n) return "is not valid UTF-8";
+    uint32_t cp = c & (0xFF >> (len + 1));
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return "is not valid UTF-8";
+      cp = cp << 6 | (p[i + k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      return "is not valid UTF-8";   // overlong, beyond Unicode, or a surrogate
+    i += len;
+  }
+  return nullptr;
+}
+
+void json_string(std::string& out, const std::string& s);
+
+/// s quoted for an error message: control characters escaped as in JSON, other bytes >= 0x80 as \xNN
+/// (the string may not be valid UTF-8), so that a NUL does not cut the message short.
+std::string printable(const std::string& s) {
+  std::string ascii;
+  for (unsigned char c : s) {
+    if (c < 0x80) {
+      ascii += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
+      ascii += buf;
+    }
+  }
+  std::string out;
+  json_string(out, ascii);
+  return out;
+}
 
 void json_string(std::string& out, const std::string& s) {
   out += '"';
@@ -581,8 +626,9 @@ TensorInfo tensor_info(const std::string& where, const std::string& name, const 
 // save_tensors
 
 namespace {
-/// Removes `<name>.tmp.<pid>` files in dir left by saves of the same checkpoint that were killed: those
-/// whose process no longer exists. A live process's temporary file (a save under way) is kept.
+/// Removes `<name>.tmp.<pid>.<n>` files (and the older `<name>.tmp.<pid>`) in dir left by saves of the
+/// same checkpoint that were killed: those whose process no longer exists. A live process's temporary
+/// file (a save under way) is kept.
 /// Best effort: a file that cannot be listed or removed is left alone.
 void remove_stale_temp_files(const std::string& dir, const std::string& name) {
   const std::string prefix = name + ".tmp.";
@@ -591,8 +637,9 @@ void remove_stale_temp_files(const std::string& dir, const std::string& name) {
   while (const dirent* e = ::readdir(d)) {
     const std::string file = e->d_name;
     if (file.size() <= prefix.size() || file.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = file.substr(prefix.size());
-    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string digits = file.substr(prefix.size());
+    digits = digits.substr(0, digits.find('.'));   // the pid, before the per-save counter
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;   // alive, or not ours to judge (EPERM)
@@ -608,9 +655,17 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
   std::set<std::string> names;
   for (const auto& [name, t] : tensors) {
     TG_CHECK(name != "__metadata__", SerializationError, where, ": \"__metadata__\" is reserved and cannot name a tensor");
+    if (const char* why = unsavable_string(name))
+      throw SerializationError(detail::cat(where, ": the tensor name ", printable(name), " ", why,
+                                           ": safetensors readers could not load it"));
     TG_CHECK(names.insert(name).second, SerializationError, where, ": duplicate tensor name \"", name, "\"");
     TG_CHECK(t.defined(), SerializationError, where, ": tensor \"", name, "\" is undefined");
   }
+  for (const auto& kv : metadata)
+    for (const std::string* str : {&kv.first, &kv.second})
+      if (const char* why = unsavable_string(*str))
+        throw SerializationError(detail::cat(where, ": the metadata string ", printable(*str), " ", why,
+                                             ": safetensors readers could not load it"));
   for (const auto& kv : metadata)
     TG_CHECK(kv.first != "format" && kv.first.rfind(kCrcPrefix, 0) != 0 && kv.first.rfind(kReservedPrefix, 0) != 0,
              SerializationError, where, ": metadata key \"", kv.first,
@@ -669,7 +724,10 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(uint64_t(header.size()) >> (8 * i));
 
   // Temporary file in the same folder, then an atomic rename over the destination.
-  const std::string tmp = detail::cat(path, ".tmp.", ::getpid());
+  // One temporary file per save, also between threads of one process saving to the same path: each
+  // writes its own file and renames it whole, so the destination is always one complete checkpoint.
+  static std::atomic<uint64_t> save_counter{0};
+  const std::string tmp = detail::cat(path, ".tmp.", ::getpid(), ".", save_counter.fetch_add(1));
   FileCloser file;
   file.f = std::fopen(tmp.c_str(), "wb");
   if (!file.f)
