@@ -164,20 +164,20 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
   }
   if (rows) {
     if (chunk >= 1024) {
-      reduce_rows_kernel<Red, T, false><<<team_grid(O * splits, false), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
-                                                                                          chunk, partial, red);
+      TG_LAUNCH(team_grid(O * splits, false), kBlock, 0, stream, reduce_rows_kernel<Red, T, false>)(
+          x, base, O, R, rstride, splits, chunk, partial, red);
     } else {
-      reduce_rows_kernel<Red, T, true><<<team_grid(O * splits, true), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
-                                                                                         chunk, partial, red);
+      TG_LAUNCH(team_grid(O * splits, true), kBlock, 0, stream, reduce_rows_kernel<Red, T, true>)(
+          x, base, O, R, rstride, splits, chunk, partial, red);
     }
   } else {
-    reduce_cols_kernel<Red, T><<<grid_for(O * splits), kBlock, 0, stream>>>(x, base, O, R, rstride, splits, chunk,
-                                                                            partial, red);
+    TG_LAUNCH(grid_for(O * splits), kBlock, 0, stream, reduce_cols_kernel<Red, T>)(x, base, O, R, rstride, splits,
+                                                                                   chunk, partial, red);
   }
   TG_CUDA_CHECK(cudaGetLastError());
   if (splits > 1) {
     const int64_t so = rows ? splits : 1, ss = rows ? 1 : O;
-    reduce_partials_kernel<Red><<<grid_for(O), kBlock, 0, stream>>>(partial, O, splits, so, ss, red);
+    TG_LAUNCH(grid_for(O), kBlock, 0, stream, reduce_partials_kernel<Red>)(partial, O, splits, so, ss, red);
     TG_CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -447,10 +447,13 @@ void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& 
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
     if (r.inner == 1) {
-      if (r.D <= kWarpRow) softmax_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
-      else softmax_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
+      if (r.D <= kWarpRow)
+        TG_LAUNCH(team_grid(r.outer, true), kBlock, 0, stream, softmax_rows_kernel<T, true>)(xp, yp, r.outer, r.D, log);
+      else
+        TG_LAUNCH(team_grid(r.outer, false), kBlock, 0, stream, softmax_rows_kernel<T, false>)(xp, yp, r.outer, r.D, log);
     } else {
-      softmax_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, r.inner, log);
+      TG_LAUNCH(grid_for(r.outer * r.inner), kBlock, 0, stream, softmax_cols_kernel<T>)(xp, yp, r.outer, r.D, r.inner,
+                                                                                        log);
     }
     TG_CUDA_CHECK(cudaGetLastError());
   });
@@ -467,12 +470,14 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t di
     T* dp = dx.data<T>();
     if (r.inner == 1) {
       if (r.D <= kWarpRow)
-        softmax_backward_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+        TG_LAUNCH(team_grid(r.outer, true), kBlock, 0, stream, softmax_backward_rows_kernel<T, true>)(
+            yp, gp, dp, r.outer, r.D, log);
       else
-        softmax_backward_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+        TG_LAUNCH(team_grid(r.outer, false), kBlock, 0, stream, softmax_backward_rows_kernel<T, false>)(
+            yp, gp, dp, r.outer, r.D, log);
     } else {
-      softmax_backward_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, r.inner,
-                                                                                         log);
+      TG_LAUNCH(grid_for(r.outer * r.inner), kBlock, 0, stream, softmax_backward_cols_kernel<T>)(
+          yp, gp, dp, r.outer, r.D, r.inner, log);
     }
     TG_CUDA_CHECK(cudaGetLastError());
   });
@@ -487,11 +492,11 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, cons
   dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
     using T = decltype(t);
     if (C <= kWarpRow)
-      cross_entropy_kernel<T, true><<<team_grid(N, true), kBlock, 0, stream>>>(
+      TG_LAUNCH(team_grid(N, true), kBlock, 0, stream, cross_entropy_kernel<T, true>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
           args.label_smoothing, ctx_.error_flag());
     else
-      cross_entropy_kernel<T, false><<<team_grid(N, false), kBlock, 0, stream>>>(
+      TG_LAUNCH(team_grid(N, false), kBlock, 0, stream, cross_entropy_kernel<T, false>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
           args.label_smoothing, ctx_.error_flag());
     TG_CUDA_CHECK(cudaGetLastError());

@@ -15,6 +15,7 @@
 
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/launch.cuh"
 #include "tensorgrad/cuda/detail/libraries.h"
 #include "tensorgrad/engine/prim.h"
 
@@ -71,7 +72,7 @@ bool probe_device(int device, std::string* why) {
   int value = 0;
   if (err == cudaSuccess) err = cudaMalloc(&p, sizeof(int));
   if (err == cudaSuccess) {
-    probe_kernel<<<1, 1>>>(p, 42);
+    TG_LAUNCH(1, 1, 0, nullptr, probe_kernel)(p, 42);
     err = cudaGetLastError();
     if (err == cudaSuccess) err = cudaMemcpy(&value, p, sizeof(int), cudaMemcpyDeviceToHost);
     cudaFree(p);
