@@ -22,6 +22,9 @@
 #ifndef TENSORGRAD_CUDA_ARCHS
 #define TENSORGRAD_CUDA_ARCHS "unknown"
 #endif
+#ifndef TG_CUDA_RUNTIME_LINKAGE   // the CUDA emulator's stand-in header names itself instead
+#define TG_CUDA_RUNTIME_LINKAGE "linked statically"
+#endif
 
 namespace tg {
 namespace cuda {
@@ -530,7 +533,7 @@ std::string info() {
     else os << "CUDA: not available: " << p.reason;
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
-    os << "\n  runtime: CUDA " << detail::version_str(runtime) << " (linked statically)";
+    os << "\n  runtime: CUDA " << detail::version_str(runtime) << " (" << TG_CUDA_RUNTIME_LINKAGE << ")";
     const detail::LibraryStatus& drv = detail::driver_library();
     if (!drv.loaded) os << "\n  driver: not found (" << drv.detail << ")";
     else if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
