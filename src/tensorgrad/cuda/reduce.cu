@@ -85,9 +85,8 @@ __global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    const T* q = x + off[0];
-    Acc acc = Red::identity();
-    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(q[r * rstride], r));
+    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
+    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(x[off[0] + r * rstride], r));
     acc = team.allreduce(acc, red, scratch);
     if (team.lane == 0) {
       if (splits > 1) partial[o * splits + s] = acc;
@@ -107,9 +106,8 @@ __global__ void reduce_cols_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    const T* q = x + off[0];
-    Acc acc = Red::identity();
-    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(q[r * rstride], r));
+    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
+    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(x[off[0] + r * rstride], r));
     if (splits > 1) partial[s * O + o] = acc;
     else red.store(o, acc);
   }
