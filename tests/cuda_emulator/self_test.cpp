@@ -230,7 +230,7 @@ TEST_CASE("emulator cuBLAS: arguments are validated as cuBLAS documents") {
   CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 2, B.p, 2, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);   // ldb < k
   CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 1) == CUBLAS_STATUS_INVALID_VALUE);   // ldc < m
   CHECK(cublasSgemm_v2(h, N, N, -1, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);
-  CHECK(cublasSgemm_v2(h, static_cast<cublasOperation_t>(7), N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) ==
+  CHECK(cublasSgemm_v2(h, static_cast<cublasOperation_t>(3), N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) ==
         CUBLAS_STATUS_INVALID_VALUE);
   CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, nullptr, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(cublasSgemm_v2(nullptr, N, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_NOT_INITIALIZED);
