@@ -21,7 +21,12 @@ verdict() {   # verdict STAGE PASS|FAIL DETAIL
   [ "$2" = PASS ] || failed=1
 }
 
-counts() { grep -h '^\[doctest\] \(test cases\|assertions\)' "$@" | tr -s ' ' | sed 's/\[doctest\] //' | paste -sd ';' -; }
+# "25 cases (1 failed), 3823 assertions (12 failed)" from a doctest log.
+counts() {
+  awk -F'|' '/^\[doctest\] test cases:/ {split($1, a, ":"); c = a[2] + 0; cf = $3 + 0}
+             /^\[doctest\] assertions:/ {split($1, a, ":"); n = a[2] + 0; nf = $3 + 0}
+             END {printf "%d cases (%d failed), %d assertions (%d failed)", c, cf, n, nf}' "$1"
+}
 
 build_tree() {   # build_tree DIR EXTRA_CMAKE_ARGS...
   local dir="$1"
@@ -35,7 +40,7 @@ build_tree() {   # build_tree DIR EXTRA_CMAKE_ARGS...
 suite() {
   local stage="$1" dir="$2"
   shift 2
-  local out="$log_dir/$(tr -c 'a-z0-9' _ <<<"$stage").log"
+  local out="$log_dir/$(tr -c 'a-zA-Z0-9' _ <<<"$stage").log"
   env TG_REQUIRE_CUDA=1 TG_CUDA_EMULATE_DEVICES=2 "$@" "$dir/tests/tensorgrad_tests" -tc='cuda*' >"$out" 2>&1
   local rc=$?
   env TG_CUDA_EMULATE_DEVICES=2 "$@" "$dir/tests/cuda_emulator_tests" >"$out.self" 2>&1
@@ -52,7 +57,7 @@ suite() {
 canary() {
   local stage="$1" dir="$2" filter="$3"
   shift 3
-  local out="$log_dir/canary_$(tr -c 'a-z0-9' _ <<<"$stage").log"
+  local out="$log_dir/canary_$(tr -c 'a-zA-Z0-9' _ <<<"$stage").log"
   env TG_REQUIRE_CUDA=1 TG_CUDA_EMULATE_DEVICES=2 "$@" "$dir/tests/tensorgrad_tests" -tc="$filter" >"$out" 2>&1
   local rc=$?
   local failures
