@@ -398,6 +398,10 @@ TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and 
   CHECK(info.find("\n  cuBLAS: ") != std::string::npos);
   if (info.find("driver: not found (libcuda.so.1") != std::string::npos)
     CHECK(info.find("CUDA: not available: no CUDA driver installed (libcuda.so.1") != std::string::npos);
+  if (info.find("CUDA emulator") != std::string::npos) {   // -DTENSORGRAD_CUDA_EMULATE=ON: nothing is opened
+    CHECK(info.find("cuBLAS: 13.0.0 (reference GEMM of the tensorgrad CUDA emulator") != std::string::npos);
+    return;
+  }
   // With the toolkit on this machine, cuBLAS opens at run time and every entry point resolves
   // (Note [CUDA at run time]); tests/consumer/hidden_cuda.sh checks the message without it.
   std::FILE* f = std::fopen("/usr/local/cuda/lib64/libcublas.so.13", "rb");
@@ -712,7 +716,10 @@ TEST_CASE("cuda: allocator statistics grow and shrink and empty_cache returns th
   }
   CHECK(tg::cuda::memory_allocated() == before);
   CHECK(tg::cuda::max_memory_allocated() >= before + 4 * 1024 * 1024);
-  CHECK(tg::cuda::memory_reserved() > tg::cuda::memory_allocated());   // the block stayed cached
+  if (tg::cuda::info().find("allocator: passthrough") == std::string::npos)
+    CHECK(tg::cuda::memory_reserved() > tg::cuda::memory_allocated());    // the block stayed cached
+  else
+    CHECK(tg::cuda::memory_reserved() == tg::cuda::memory_allocated());   // TG_CUDA_ALLOCATOR=passthrough frees at once
   tg::cuda::empty_cache();
   CHECK(tg::cuda::memory_reserved() == tg::cuda::memory_allocated());
   tg::cuda::reset_peak_memory_stats();

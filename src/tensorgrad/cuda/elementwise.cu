@@ -239,9 +239,9 @@ void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tenso
       if (x.is_contiguous() && out.is_contiguous()) {
         constexpr int V = VecWidth<T>::value;
         if (aligned16(xp) && aligned16(yp)) {
-          unary_vec_kernel<T, F, V><<<grid_for(n, V), kBlock, 0, stream>>>(xp, yp, n, args);
+          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, unary_vec_kernel<T, F, V>)(xp, yp, n, args);
         } else {
-          unary_vec_kernel<T, F, 1><<<grid_for(n), kBlock, 0, stream>>>(xp, yp, n, args);
+          TG_LAUNCH(grid_for(n), kBlock, 0, stream, unary_vec_kernel<T, F, 1>)(xp, yp, n, args);
         }
         TG_CUDA_CHECK(cudaGetLastError());
         return;
@@ -295,9 +295,9 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
         if (out_flat && a_flat && b_flat) {
           constexpr int V = VecWidth<T>::value;
           if (kVectorizable<T> && aligned16(ap) && aligned16(bp) && aligned16(op_)) {
-            binary_vec_kernel<T, F, V><<<grid_for(n, V), kBlock, 0, stream>>>(ap, bp, op_, n);
+            TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
           } else {
-            binary_vec_kernel<T, F, 1><<<grid_for(n), kBlock, 0, stream>>>(ap, bp, op_, n);
+            TG_LAUNCH(grid_for(n), kBlock, 0, stream, binary_vec_kernel<T, F, 1>)(ap, bp, op_, n);
           }
           TG_CUDA_CHECK(cudaGetLastError());
         } else if (out_flat && a_flat && all_zero_strides(b)) {

@@ -1,5 +1,6 @@
 // cuda/libraries.cpp: opens the CUDA libraries at run time (dlopen) and resolves cuBLAS's entry
-// points into one table (cuda/detail/libraries.h). Host C++ (g++). The runtime API and the kernels
+// points into one table (cuda/detail/libraries.h); in the CUDA emulator build the table points at the
+// emulator's cuBLAS instead (tests/cuda_emulator/). Host C++ (g++). The runtime API and the kernels
 // are in cuda/runtime.cu and the other .cu files; the calls through the table are in cuda/blas.cpp
 // and cuda/runtime.cu.
 #include "tensorgrad/cuda/detail/libraries.h"
@@ -41,6 +42,36 @@ namespace detail {
 
 namespace {
 
+struct Cublas {
+  LibraryStatus status;
+  CublasApi api;
+};
+
+#if defined(TENSORGRAD_CUDA_EMULATE)
+// The emulator build links the CUDA emulator's cuBLAS (tests/cuda_emulator/cublas.cpp): the table
+// points at it and nothing is opened.
+constexpr const char* kEmulator = "the tensorgrad CUDA emulator, tests/cuda_emulator/";
+
+Cublas* load_cublas() {
+  auto* c = new Cublas();   // never destroyed, as below
+  c->status.loaded = true;
+  c->status.path = std::string("reference GEMM of ") + kEmulator;
+  CublasApi& a = c->api;
+  a.create = &::cublasCreate_v2;
+  a.set_stream = &::cublasSetStream_v2;
+  a.set_workspace = &::cublasSetWorkspace_v2;
+  a.sgemm = &::cublasSgemm_v2;
+  a.dgemm = &::cublasDgemm_v2;
+  a.sgemm_strided_batched = &::cublasSgemmStridedBatched;
+  a.dgemm_strided_batched = &::cublasDgemmStridedBatched;
+  a.status_name = &::cublasGetStatusName;
+  a.status_string = &::cublasGetStatusString;
+  a.get_property = &::cublasGetProperty;
+  return c;
+}
+
+LibraryStatus* open_driver() { return new LibraryStatus{true, kEmulator, ""}; }
+#else
 std::string loaded_path(void* handle) {
   link_map* map = nullptr;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && map->l_name[0] != 0)
@@ -90,11 +121,6 @@ bool resolve(void* h, const char* symbol, F* slot, LibraryStatus* status) {
   return true;
 }
 
-struct Cublas {
-  LibraryStatus status;
-  CublasApi api;
-};
-
 Cublas* load_cublas() {
   auto* c = new Cublas();   // never destroyed: the table is used until the process exits
   const std::string file = tg::detail::cat("libcublas.so.", CUBLAS_VER_MAJOR);
@@ -114,6 +140,14 @@ Cublas* load_cublas() {
   return c;
 }
 
+LibraryStatus* open_driver() {
+  auto* s = new LibraryStatus();
+  // The runtime opens the same file; this handle only keeps it loaded and tells where it is.
+  open_first({"libcuda.so.1"}, s);
+  return s;
+}
+#endif
+
 const Cublas* cublas_state() noexcept {
   try {
     static const Cublas* c = load_cublas();
@@ -128,12 +162,7 @@ const Cublas* cublas_state() noexcept {
 const LibraryStatus& driver_library() noexcept {
   static const LibraryStatus fallback{false, "", "out of memory while opening libcuda.so.1"};
   try {
-    static const LibraryStatus* status = [] {
-      auto* s = new LibraryStatus();
-      // The runtime opens the same file; this handle only keeps it loaded and tells where it is.
-      open_first({"libcuda.so.1"}, s);
-      return s;
-    }();
+    static const LibraryStatus* status = open_driver();
     return *status;
   } catch (...) {
     return fallback;

@@ -85,9 +85,8 @@ __global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    const T* q = x + off[0];
-    Acc acc = Red::identity();
-    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(q[r * rstride], r));
+    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
+    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(x[off[0] + r * rstride], r));
     acc = team.allreduce(acc, red, scratch);
     if (team.lane == 0) {
       if (splits > 1) partial[o * splits + s] = acc;
@@ -107,9 +106,8 @@ __global__ void reduce_cols_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    const T* q = x + off[0];
-    Acc acc = Red::identity();
-    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(q[r * rstride], r));
+    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
+    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(x[off[0] + r * rstride], r));
     if (splits > 1) partial[s * O + o] = acc;
     else red.store(o, acc);
   }
@@ -164,20 +162,20 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
   }
   if (rows) {
     if (chunk >= 1024) {
-      reduce_rows_kernel<Red, T, false><<<team_grid(O * splits, false), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
-                                                                                          chunk, partial, red);
+      TG_LAUNCH(team_grid(O * splits, false), kBlock, 0, stream, reduce_rows_kernel<Red, T, false>)(
+          x, base, O, R, rstride, splits, chunk, partial, red);
     } else {
-      reduce_rows_kernel<Red, T, true><<<team_grid(O * splits, true), kBlock, 0, stream>>>(x, base, O, R, rstride, splits,
-                                                                                         chunk, partial, red);
+      TG_LAUNCH(team_grid(O * splits, true), kBlock, 0, stream, reduce_rows_kernel<Red, T, true>)(
+          x, base, O, R, rstride, splits, chunk, partial, red);
     }
   } else {
-    reduce_cols_kernel<Red, T><<<grid_for(O * splits), kBlock, 0, stream>>>(x, base, O, R, rstride, splits, chunk,
-                                                                            partial, red);
+    TG_LAUNCH(grid_for(O * splits), kBlock, 0, stream, reduce_cols_kernel<Red, T>)(x, base, O, R, rstride, splits,
+                                                                                   chunk, partial, red);
   }
   TG_CUDA_CHECK(cudaGetLastError());
   if (splits > 1) {
     const int64_t so = rows ? splits : 1, ss = rows ? 1 : O;
-    reduce_partials_kernel<Red><<<grid_for(O), kBlock, 0, stream>>>(partial, O, splits, so, ss, red);
+    TG_LAUNCH(grid_for(O), kBlock, 0, stream, reduce_partials_kernel<Red>)(partial, O, splits, so, ss, red);
     TG_CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -447,10 +445,13 @@ void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& 
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
     if (r.inner == 1) {
-      if (r.D <= kWarpRow) softmax_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
-      else softmax_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, log);
+      if (r.D <= kWarpRow)
+        TG_LAUNCH(team_grid(r.outer, true), kBlock, 0, stream, softmax_rows_kernel<T, true>)(xp, yp, r.outer, r.D, log);
+      else
+        TG_LAUNCH(team_grid(r.outer, false), kBlock, 0, stream, softmax_rows_kernel<T, false>)(xp, yp, r.outer, r.D, log);
     } else {
-      softmax_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(xp, yp, r.outer, r.D, r.inner, log);
+      TG_LAUNCH(grid_for(r.outer * r.inner), kBlock, 0, stream, softmax_cols_kernel<T>)(xp, yp, r.outer, r.D, r.inner,
+                                                                                        log);
     }
     TG_CUDA_CHECK(cudaGetLastError());
   });
@@ -467,12 +468,14 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t di
     T* dp = dx.data<T>();
     if (r.inner == 1) {
       if (r.D <= kWarpRow)
-        softmax_backward_rows_kernel<T, true><<<team_grid(r.outer, true), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+        TG_LAUNCH(team_grid(r.outer, true), kBlock, 0, stream, softmax_backward_rows_kernel<T, true>)(
+            yp, gp, dp, r.outer, r.D, log);
       else
-        softmax_backward_rows_kernel<T, false><<<team_grid(r.outer, false), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, log);
+        TG_LAUNCH(team_grid(r.outer, false), kBlock, 0, stream, softmax_backward_rows_kernel<T, false>)(
+            yp, gp, dp, r.outer, r.D, log);
     } else {
-      softmax_backward_cols_kernel<T><<<grid_for(r.outer * r.inner), kBlock, 0, stream>>>(yp, gp, dp, r.outer, r.D, r.inner,
-                                                                                         log);
+      TG_LAUNCH(grid_for(r.outer * r.inner), kBlock, 0, stream, softmax_backward_cols_kernel<T>)(
+          yp, gp, dp, r.outer, r.D, r.inner, log);
     }
     TG_CUDA_CHECK(cudaGetLastError());
   });
@@ -487,11 +490,11 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, cons
   dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
     using T = decltype(t);
     if (C <= kWarpRow)
-      cross_entropy_kernel<T, true><<<team_grid(N, true), kBlock, 0, stream>>>(
+      TG_LAUNCH(team_grid(N, true), kBlock, 0, stream, cross_entropy_kernel<T, true>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
           args.label_smoothing, ctx_.error_flag());
     else
-      cross_entropy_kernel<T, false><<<team_grid(N, false), kBlock, 0, stream>>>(
+      TG_LAUNCH(team_grid(N, false), kBlock, 0, stream, cross_entropy_kernel<T, false>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
           args.label_smoothing, ctx_.error_flag());
     TG_CUDA_CHECK(cudaGetLastError());

@@ -15,11 +15,15 @@
 
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/launch.cuh"
 #include "tensorgrad/cuda/detail/libraries.h"
 #include "tensorgrad/engine/prim.h"
 
 #ifndef TENSORGRAD_CUDA_ARCHS
 #define TENSORGRAD_CUDA_ARCHS "unknown"
+#endif
+#ifndef TG_CUDA_RUNTIME_LINKAGE   // the CUDA emulator's stand-in header names itself instead
+#define TG_CUDA_RUNTIME_LINKAGE "linked statically"
 #endif
 
 namespace tg {
@@ -71,7 +75,7 @@ bool probe_device(int device, std::string* why) {
   int value = 0;
   if (err == cudaSuccess) err = cudaMalloc(&p, sizeof(int));
   if (err == cudaSuccess) {
-    probe_kernel<<<1, 1>>>(p, 42);
+    TG_LAUNCH(1, 1, 0, nullptr, probe_kernel)(p, 42);
     err = cudaGetLastError();
     if (err == cudaSuccess) err = cudaMemcpy(&value, p, sizeof(int), cudaMemcpyDeviceToHost);
     cudaFree(p);
@@ -529,7 +533,7 @@ std::string info() {
     else os << "CUDA: not available: " << p.reason;
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
-    os << "\n  runtime: CUDA " << detail::version_str(runtime) << " (linked statically)";
+    os << "\n  runtime: CUDA " << detail::version_str(runtime) << " (" << TG_CUDA_RUNTIME_LINKAGE << ")";
     const detail::LibraryStatus& drv = detail::driver_library();
     if (!drv.loaded) os << "\n  driver: not found (" << drv.detail << ")";
     else if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)

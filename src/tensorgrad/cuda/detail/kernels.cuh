@@ -1,6 +1,7 @@
 // cuda/detail/kernels.cuh: building blocks shared by the kernels of cuda/*.cu: launch geometry,
 // strided offset calculators (the GPU twin of Note [Strided loops] in engine/cpu_backend.cpp),
-// aligned vector types, and deterministic warp/block reductions. nvcc only; internal to cuda/.
+// aligned vector types, and deterministic warp/block reductions. Device code (nvcc, or the host
+// compiler against the CUDA emulator's stand-in headers); internal to cuda/.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/launch.cuh"
 #include "tensorgrad/engine/shape.h"
 
 namespace tg {
@@ -232,12 +234,12 @@ void launch_strided(cudaStream_t stream, const Shape& shape, const std::array<co
     }
     const int64_t bx = std::min<int64_t>((cols + kBlock - 1) / kBlock, kMaxGrid);
     const int64_t by = std::min<int64_t>({rows, 65535, std::max<int64_t>(1, 65536 / bx)});
-    strided2d_kernel<N, Body><<<dim3(unsigned(bx), unsigned(by)), kBlock, 0, stream>>>(rows, cols, st, body);
+    TG_LAUNCH(dim3(unsigned(bx), unsigned(by)), kBlock, 0, stream, strided2d_kernel<N, Body>)(rows, cols, st, body);
     TG_CUDA_CHECK(cudaGetLastError());
     return;
   }
   for_each_slice<N>(shape, strides, [&](const OffsetCalc<N>& calc, int64_t n) {
-    strided_kernel<N, Body><<<grid_for(n), kBlock, 0, stream>>>(n, calc, body);
+    TG_LAUNCH(grid_for(n), kBlock, 0, stream, strided_kernel<N, Body>)(n, calc, body);
     TG_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -251,7 +253,7 @@ __global__ void flat_kernel(int64_t n, Body body) {
 template <class Body>
 void launch_flat(cudaStream_t stream, int64_t n, const Body& body) {
   if (n == 0) return;
-  flat_kernel<Body><<<grid_for(n), kBlock, 0, stream>>>(n, body);
+  TG_LAUNCH(grid_for(n), kBlock, 0, stream, flat_kernel<Body>)(n, body);
   TG_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,0 +1,1041 @@
+// tests/cuda_emulator/runtime.cpp: the CUDA emulator's runtime: emulated devices over host memory
+// (allocations tracked, copies and memsets range-checked), streams and events in immediate or deferred
+// mode, and kernel launches that run each CUDA thread as a fiber (ucontext) with __syncthreads and warp
+// shuffles as cooperative barriers. Configured by environment variables (Note [Emulator settings]).
+// The stand-in headers are in include/; cuBLAS is cublas.cpp.
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_runtime.h"
+#include "emulator.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TG_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_EMU_ASAN 1
+#endif
+#endif
+#ifdef TG_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+// Note [Deferred streams]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// In immediate mode every operation runs inside the call that queues it. In deferred mode a stream
+// keeps its operations until something waits for them: cudaStreamSynchronize, cudaDeviceSynchronize,
+// a synchronous cudaMemcpy, an asynchronous copy into pageable host memory (synchronous on a GPU too),
+// cudaFree / cudaFreeHost (which synchronize the device), or another stream's cudaStreamWaitEvent when
+// that stream runs. Events complete only when the work before them ran; cudaEventQuery never makes
+// progress. So a host buffer reused before its asynchronous copy ran, a missing event between two
+// streams or a missing synchronization before the host reads a result shows up as wrong data.
+// Copies from pageable host memory are staged at the call, as the driver does, so reusing such a
+// buffer at once is correct. Position n of a stream is "after its first n operations"; an event
+// records (stream, position).
+struct CUstream_st {
+  int device;
+  std::deque<std::function<void()>> queue;
+  std::uint64_t enqueued = 0, executed = 0;
+  bool running = false;
+};
+
+struct CUevent_st {
+  int device;
+  CUstream_st* stream = nullptr;   // of the last record; nullptr: never recorded (complete)
+  std::uint64_t position = 0;
+};
+
+namespace tg_emu {
+namespace {
+
+constexpr std::size_t kSharedMemPerBlock = 48 * 1024;
+
+// Note [Emulator settings]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// TG_CUDA_EMULATE_DEVICES=N (default 2, at most 16): the number of emulated devices, so that copies
+//   between devices run.
+// TG_CUDA_EMULATE_MODE=immediate|deferred (default immediate): Note [Deferred streams].
+// TG_CUDA_EMULATE_MEMORY_MIB=M (default 16384): each device's memory; cudaMalloc beyond it fails.
+// TG_CUDA_EMULATE_CANARY: the negative controls of tools/cuda_emulator_check.sh, bugs planted on
+//   purpose that the suite must catch:
+//   no-barrier:FILE:LINE   the __syncthreads() at that line of a file whose path ends in FILE does
+//                          nothing (a missing barrier);
+//   early-host-reuse       cudaEventQuery reports every event complete, so the pinned host allocator
+//                          hands out a buffer whose asynchronous copy has not run yet.
+struct Config {
+  int devices = 2;
+  bool deferred = false;
+  std::size_t memory = std::size_t(16384) << 20;
+  std::string no_barrier_file;
+  int no_barrier_line = 0;
+  bool early_host_reuse = false;
+};
+
+[[noreturn]] void fatal(const std::string& what) {
+  std::fprintf(stderr, "tensorgrad CUDA emulator: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+long env_int(const char* name, long fallback, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || v[0] == 0) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != 0 || n < lo || n > hi)
+    fatal(std::string(name) + "=" + v + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return n;
+}
+
+Config read_config() {
+  Config c;
+  c.devices = static_cast<int>(env_int("TG_CUDA_EMULATE_DEVICES", c.devices, 1, 16));
+  c.memory = static_cast<std::size_t>(env_int("TG_CUDA_EMULATE_MEMORY_MIB", 16384, 1, 1 << 24)) << 20;
+  if (const char* m = std::getenv("TG_CUDA_EMULATE_MODE"); m != nullptr && m[0] != 0) {
+    const std::string mode = m;
+    if (mode == "deferred") c.deferred = true;
+    else if (mode != "immediate") fatal("TG_CUDA_EMULATE_MODE=" + mode + ": expected immediate or deferred");
+  }
+  if (const char* k = std::getenv("TG_CUDA_EMULATE_CANARY"); k != nullptr && k[0] != 0) {
+    const std::string canary = k;
+    const std::string prefix = "no-barrier:";
+    const std::size_t colon = canary.rfind(':');
+    if (canary == "early-host-reuse") {
+      c.early_host_reuse = true;
+    } else if (canary.compare(0, prefix.size(), prefix) == 0 && colon > prefix.size()) {
+      c.no_barrier_file = canary.substr(prefix.size(), colon - prefix.size());
+      c.no_barrier_line = std::atoi(canary.c_str() + colon + 1);
+    } else {
+      fatal("TG_CUDA_EMULATE_CANARY=" + canary + ": expected no-barrier:FILE:LINE or early-host-reuse");
+    }
+  }
+  return c;
+}
+
+const Config& config() {
+  static const Config c = read_config();
+  return c;
+}
+
+struct Allocation {
+  std::size_t size;
+  int device;   // -1: pinned host memory
+};
+
+struct DeviceState {
+  std::size_t used = 0;
+  CUstream_st* default_stream = nullptr;
+  cudaError_t pending = cudaSuccess;   // found while running queued work; returned by the next sync
+};
+
+struct State {
+  std::recursive_mutex mutex;
+  std::vector<DeviceState> devices;
+  std::map<std::uintptr_t, Allocation> allocations;   // by start address
+  std::set<const CUstream_st*> streams;
+  std::set<const CUevent_st*> events;
+  std::unordered_map<std::uintptr_t, bool> uses_barriers;   // per kernel: Note [Fibers only where needed]
+};
+
+/// Never destroyed: Storages owned by statics free device memory during exit.
+State& state() {
+  static State* s = [] {
+    auto* st = new State();
+    st->devices.resize(static_cast<std::size_t>(config().devices));
+    return st;
+  }();
+  return *s;
+}
+
+thread_local int t_device = 0;
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+/// A failing call also sets the calling thread's last error, as the runtime does.
+cudaError_t fail(cudaError_t err) {
+  t_last_error = err;
+  return err;
+}
+
+bool valid_device(int d) { return d >= 0 && d < config().devices; }
+
+/// The allocation that holds [p, p + n), or nullptr when p is in none; *overflow is set when p is in
+/// one but the range runs past its end.
+const Allocation* find_allocation(const void* p, std::size_t n, bool* overflow) {
+  *overflow = false;
+  const auto q = reinterpret_cast<std::uintptr_t>(p);
+  auto& all = state().allocations;
+  auto it = all.upper_bound(q);
+  if (it == all.begin()) return nullptr;
+  --it;
+  const std::uintptr_t end = it->first + it->second.size;
+  if (q >= end) return nullptr;
+  if (n > end - q) {
+    *overflow = true;
+    return nullptr;
+  }
+  return &it->second;
+}
+
+std::string hex(const void* p) {
+  std::ostringstream os;
+  os << p;
+  return os.str();
+}
+
+enum class Space { Pageable, Pinned, Device, Bad };
+struct Region {
+  Space space;
+  int device;
+};
+
+/// Where [p, p + n) lies; Bad (with a report) when it starts inside an allocation and runs past its end.
+Region locate(const void* p, std::size_t n, const char* what) {
+  bool overflow = false;
+  const Allocation* a = find_allocation(p, n, &overflow);
+  if (overflow) {
+    report(std::string(what) + ": " + std::to_string(n) + " bytes at " + hex(p) + " run past the end of its allocation");
+    return {Space::Bad, -1};
+  }
+  if (a == nullptr) return {Space::Pageable, -1};
+  if (a->device < 0) return {Space::Pinned, -1};
+  return {Space::Device, a->device};
+}
+
+// ------------------------------------------------------------------------------------------------
+// Streams
+
+CUstream_st* default_stream(int device) {
+  DeviceState& d = state().devices[static_cast<std::size_t>(device)];
+  if (d.default_stream == nullptr) {
+    d.default_stream = new CUstream_st{device, {}, 0, 0, false};
+    state().streams.insert(d.default_stream);
+  }
+  return d.default_stream;
+}
+
+void run_next(CUstream_st* s) {
+  std::function<void()> op = std::move(s->queue.front());
+  s->queue.pop_front();
+  s->running = true;
+  op();
+  s->running = false;
+  ++s->executed;
+}
+
+/// Runs s's queued work up to position `until`.
+void flush(CUstream_st* s, std::uint64_t until) {
+  while (s->executed < until) {
+    if (s->running) fatal("a stream waits for an event recorded after the wait on that same stream (a deadlock on a GPU)");
+    run_next(s);
+  }
+}
+void flush(CUstream_st* s) { flush(s, s->enqueued); }
+
+void flush_device(int device) {
+  for (const CUstream_st* s : state().streams)
+    if (s->device == device) flush(const_cast<CUstream_st*>(s));
+}
+void flush_all() {
+  for (const CUstream_st* s : state().streams) flush(const_cast<CUstream_st*>(s));
+}
+
+/// The error queued work on `device` ran into (cleared): what the next synchronizing call returns.
+cudaError_t take_pending(int device) {
+  cudaError_t& p = state().devices[static_cast<std::size_t>(device)].pending;
+  const cudaError_t e = p;
+  p = cudaSuccess;
+  return e == cudaSuccess ? e : fail(e);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernels: Note [Fibers only where needed]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The blocks of a grid run one after another on the launching host thread. Within a block, each CUDA
+// thread is a fiber with its own stack; the scheduler resumes them in thread order, and a fiber runs
+// until it reaches __syncthreads() (released when every thread of the block is there: a thread that
+// exited or waits elsewhere is a deadlock, reported as a launch failure), a warp shuffle (released
+// when every lane of the mask is there; values pass through a per-warp buffer, two of them
+// alternating so that a lane that runs ahead cannot overwrite what a slower lane has yet to read) or
+// its end. Fibers cost a context switch per barrier, so a kernel runs them only when it needs them:
+// block 0 of its first launch runs as fibers, and if no thread of it reached a barrier or a shuffle,
+// every later block and launch of that kernel runs its threads as plain calls, one after another. A
+// barrier reached in that mode cannot be honoured and aborts the process with the kernel's name.
+
+#ifdef TG_EMU_ASAN
+constexpr std::size_t kStackBytes = 256 * 1024;   // instrumented frames are larger
+#else
+constexpr std::size_t kStackBytes = 64 * 1024;
+#endif
+
+/// A fiber stack (with a guard page below it) and its context, reused by fiber after fiber.
+struct FiberSlot {
+  ucontext_t ctx;
+  bool initialized = false;
+  char* mapping = nullptr;
+  char* stack = nullptr;
+  FiberSlot() {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* m = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) fatal("cannot map a fiber stack");
+    mapping = static_cast<char*>(m);
+    mprotect(mapping, page, PROT_NONE);   // an overflowing fiber faults instead of corrupting memory
+    stack = mapping + page;
+  }
+  ~FiberSlot() { munmap(mapping, kStackBytes + static_cast<std::size_t>(sysconf(_SC_PAGESIZE))); }
+  FiberSlot(const FiberSlot&) = delete;
+  FiberSlot& operator=(const FiberSlot&) = delete;
+};
+
+thread_local std::vector<std::unique_ptr<FiberSlot>> t_slots;
+
+enum class FiberState { NotStarted, Runnable, Running, AtBarrier, AtShuffle, Done };
+
+struct Fiber {
+  FiberSlot* slot;
+  FiberState state = FiberState::NotStarted;
+  uint3 index;
+  int lane, warp;
+  const char* file = "";   // where it waits
+  int line = 0;
+  int read_buffer = 0, read_lane = 0;   // the shuffle value it takes when released
+  void* fake_stack = nullptr;           // ASan's bookkeeping across switches
+};
+
+struct Warp {
+  int size = 32;
+  int arrived = 0;
+  unsigned mask = 0;
+  int buffer = 0;
+  unsigned long long values[2][32] = {};
+};
+
+struct Block {
+  const std::function<void()>* body;
+  const char* kernel;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  ucontext_t scheduler;
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_bottom = nullptr;
+  std::size_t scheduler_size = 0;
+  int at_barrier = 0;
+  const char* barrier_file = "";
+  int barrier_line = 0;
+  bool synchronized = false;   // some thread reached a barrier or a shuffle
+  std::string error;           // a broken barrier: the block is abandoned
+};
+
+thread_local Block* t_block = nullptr;
+thread_local int t_fiber = -1;
+thread_local const char* t_direct_kernel = nullptr;   // the kernel running without fibers
+
+void start_switch(void** fake, const void* bottom, std::size_t size) {
+#ifdef TG_EMU_ASAN
+  __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+void finish_switch(void* fake, const void** bottom, std::size_t* size) {
+#ifdef TG_EMU_ASAN
+  __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+/// Back to the scheduler from the running fiber, which will be resumed in state Running.
+void yield(FiberState state) {
+  Block& b = *t_block;
+  Fiber& f = b.fibers[static_cast<std::size_t>(t_fiber)];
+  f.state = state;
+  start_switch(&f.fake_stack, b.scheduler_bottom, b.scheduler_size);
+  swapcontext(&f.slot->ctx, &b.scheduler);
+  finish_switch(f.fake_stack, &b.scheduler_bottom, &b.scheduler_size);
+}
+
+void fiber_main() {
+  Block& b = *t_block;
+  finish_switch(nullptr, &b.scheduler_bottom, &b.scheduler_size);
+  (*b.body)();
+  Fiber& f = b.fibers[static_cast<std::size_t>(t_fiber)];
+  f.state = FiberState::Done;
+  start_switch(nullptr, b.scheduler_bottom, b.scheduler_size);   // this fiber's stack is finished with
+  swapcontext(&f.slot->ctx, &b.scheduler);
+  fatal("a finished fiber was resumed");
+}
+
+void resume(Block& b, int i) {
+  Fiber& f = b.fibers[static_cast<std::size_t>(i)];
+  FiberSlot& slot = *f.slot;
+  if (f.state == FiberState::NotStarted) {
+    if (!slot.initialized) {
+      getcontext(&slot.ctx);
+      slot.initialized = true;
+    }
+    slot.ctx.uc_stack.ss_sp = slot.stack;
+    slot.ctx.uc_stack.ss_size = kStackBytes;
+    slot.ctx.uc_link = nullptr;
+    makecontext(&slot.ctx, fiber_main, 0);
+  }
+  f.state = FiberState::Running;
+  t_fiber = i;
+  threadIdx = f.index;
+  start_switch(&b.scheduler_fake_stack, slot.stack, kStackBytes);
+  swapcontext(&b.scheduler, &slot.ctx);
+  finish_switch(b.scheduler_fake_stack, nullptr, nullptr);
+}
+
+std::string describe_deadlock(const Block& b) {
+  int at_barrier = 0, at_shuffle = 0, done = 0;
+  std::string where_barrier, where_shuffle;
+  for (const Fiber& f : b.fibers) {
+    if (f.state == FiberState::AtBarrier) {
+      ++at_barrier;
+      where_barrier = std::string(f.file) + ":" + std::to_string(f.line);
+    } else if (f.state == FiberState::AtShuffle) {
+      ++at_shuffle;
+      where_shuffle = std::string(f.file) + ":" + std::to_string(f.line);
+    } else if (f.state == FiberState::Done) {
+      ++done;
+    }
+  }
+  return "deadlock: " + std::to_string(at_barrier) + " threads wait at __syncthreads" +
+                  (at_barrier ? " (" + where_barrier + ")" : "") + ", " + std::to_string(at_shuffle) +
+                  " at a warp shuffle" + (at_shuffle ? " (" + where_shuffle + ")" : "") + ", " + std::to_string(done) +
+                  " exited: a barrier not reached by every thread it waits for";
+}
+
+/// Runs one block as fibers; returns false (b.error set) when a barrier was broken.
+bool run_fibers(Block& b, const dim3& block) {
+  const int n = static_cast<int>(block.x * block.y * block.z);
+  while (t_slots.size() < static_cast<std::size_t>(n)) t_slots.push_back(std::make_unique<FiberSlot>());
+  b.fibers.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = b.fibers[static_cast<std::size_t>(i)];
+    f = Fiber();
+    f.slot = t_slots[static_cast<std::size_t>(i)].get();
+    const unsigned u = static_cast<unsigned>(i);
+    f.index = {u % block.x, (u / block.x) % block.y, u / (block.x * block.y)};
+    f.lane = i % 32;
+    f.warp = i / 32;
+  }
+  b.warps.assign(static_cast<std::size_t>((n + 31) / 32), Warp());
+  for (std::size_t w = 0; w < b.warps.size(); ++w) b.warps[w].size = std::min(32, n - static_cast<int>(w) * 32);
+  Block* outer = t_block;
+  t_block = &b;
+  for (;;) {
+    bool progressed = false, finished = true;
+    for (int i = 0; i < n && b.error.empty(); ++i) {
+      const FiberState s = b.fibers[static_cast<std::size_t>(i)].state;
+      if (s == FiberState::NotStarted || s == FiberState::Runnable) {
+        resume(b, i);
+        progressed = true;
+      }
+    }
+    if (!b.error.empty()) break;
+    for (const Fiber& f : b.fibers)
+      if (f.state != FiberState::Done) finished = false;
+    if (finished) break;
+    if (!progressed) {
+      b.error = describe_deadlock(b);
+      break;
+    }
+  }
+  t_block = outer;
+  return b.error.empty();
+}
+
+void run_grid(const dim3& grid, const dim3& block, std::uintptr_t kernel, const char* name,
+              const std::function<void()>& body, int device) {
+  gridDim = grid;
+  blockDim = block;
+  auto& known = state().uses_barriers;
+  auto it = known.find(kernel);
+  bool fibers = it == known.end() || it->second;
+  bool first = it == known.end();
+  for (unsigned z = 0; z < grid.z; ++z) {
+    for (unsigned y = 0; y < grid.y; ++y) {
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = {x, y, z};
+        if (!fibers) {
+          t_direct_kernel = name;
+          for (unsigned tz = 0; tz < block.z; ++tz)
+            for (unsigned ty = 0; ty < block.y; ++ty)
+              for (unsigned tx = 0; tx < block.x; ++tx) {
+                threadIdx = {tx, ty, tz};
+                body();
+              }
+          t_direct_kernel = nullptr;
+          continue;
+        }
+        Block b;
+        b.body = &body;
+        b.kernel = name;
+        if (!run_fibers(b, block)) {
+          report(std::string("kernel ") + name + ", block (" + std::to_string(x) + ", " + std::to_string(y) + ", " +
+                 std::to_string(z) + "): " + b.error);
+          state().devices[static_cast<std::size_t>(device)].pending = cudaErrorLaunchFailure;
+          return;
+        }
+        if (first) {
+          known[kernel] = b.synchronized;
+          fibers = b.synchronized;
+          first = false;
+        }
+      }
+    }
+  }
+}
+
+bool valid_launch(const dim3& g, const dim3& b, std::size_t smem) {
+  const unsigned long long threads = 1ull * b.x * b.y * b.z;
+  return g.x >= 1 && g.y >= 1 && g.z >= 1 && b.x >= 1 && b.y >= 1 && b.z >= 1 && g.x <= 2147483647u &&
+         g.y <= 65535u && g.z <= 65535u && b.x <= 1024u && b.y <= 1024u && b.z <= 64u && threads <= 1024u &&
+         smem <= kSharedMemPerBlock;
+}
+
+Block& synchronizing_block(const char* what, const char* file, int line) {
+  if (t_block == nullptr) {
+    if (t_direct_kernel != nullptr)
+      fatal(std::string("kernel ") + t_direct_kernel + " reached " + what + " at " + file + ":" + std::to_string(line) +
+            ", but block 0 of its first launch never did, so it runs without fibers (Note [Fibers only where needed])");
+    fatal(std::string(what) + " called outside a kernel at " + file + ":" + std::to_string(line));
+  }
+  t_block->synchronized = true;
+  return *t_block;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Internal interface (emulator.h)
+
+std::recursive_mutex& api_mutex() { return state().mutex; }
+int current_device() { return t_device; }
+
+CUstream_st* stream_of(cudaStream_t stream) {
+  if (stream == nullptr) return default_stream(t_device);
+  return state().streams.count(stream) ? stream : nullptr;
+}
+
+int device_of(const CUstream_st* stream) { return stream->device; }
+
+void submit(CUstream_st* s, std::function<void()> op) {
+  s->queue.push_back(std::move(op));
+  ++s->enqueued;
+  if (!config().deferred) flush(s);
+}
+
+bool in_device_memory(const void* p, std::size_t bytes, int device) {
+  bool overflow = false;
+  const Allocation* a = find_allocation(p, bytes, &overflow);
+  return a != nullptr && a->device == device;
+}
+
+void report(const std::string& what) {
+  std::fprintf(stderr, "tensorgrad CUDA emulator: %s\n", what.c_str());
+  std::fflush(stderr);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Device-side primitives (cuda_runtime.h)
+
+void launch(const dim3& grid, const dim3& block, std::size_t smem, cudaStream_t stream, std::uintptr_t kernel,
+            const char* name, std::function<void()> body) {
+  std::lock_guard<std::recursive_mutex> lock(api_mutex());
+  if (!valid_launch(grid, block, smem)) {
+    fail(cudaErrorInvalidConfiguration);
+    return;
+  }
+  CUstream_st* s = stream_of(stream);
+  if (s == nullptr || s->device != t_device) {
+    if (s != nullptr)
+      report(std::string("kernel ") + name + " launched on a stream of cuda:" + std::to_string(s->device) +
+             " while cuda:" + std::to_string(t_device) + " is current");
+    fail(cudaErrorInvalidResourceHandle);
+    return;
+  }
+  auto shared_body = std::make_shared<const std::function<void()>>(std::move(body));
+  const int device = s->device;
+  submit(s, [grid, block, kernel, name, shared_body, device] { run_grid(grid, block, kernel, name, *shared_body, device); });
+}
+
+unsigned long long shuffle(unsigned mask, unsigned long long bits, Shuffle kind, int arg, int width, const char* file,
+                           int line) {
+  Block& b = synchronizing_block("a warp shuffle", file, line);
+  Fiber& f = b.fibers[static_cast<std::size_t>(t_fiber)];
+  Warp& w = b.warps[static_cast<std::size_t>(f.warp)];
+  const std::string site = std::string(file) + ":" + std::to_string(line);
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) fatal("shuffle width " + std::to_string(width) + " at " + site);
+  const unsigned lanes = w.size == 32 ? 0xffffffffu : (1u << w.size) - 1;
+  if ((mask & ~lanes) != 0 || (mask >> f.lane & 1u) == 0) {
+    b.error = "warp shuffle at " + site + " with mask " + std::to_string(mask) + " in a warp of " +
+              std::to_string(w.size) + " lanes, called by lane " + std::to_string(f.lane);
+    yield(FiberState::AtShuffle);   // abandoned
+  }
+  if (w.arrived == 0) w.mask = mask;
+  else if (w.mask != mask) {
+    b.error = "lanes of warp " + std::to_string(f.warp) + " shuffle with different masks at " + site;
+    yield(FiberState::AtShuffle);
+  }
+  const int segment = f.lane / width * width;
+  int src = f.lane;
+  if (kind == Shuffle::Index) src = segment + ((arg % width) + width) % width;
+  else if (f.lane % width + arg < width) src = f.lane + arg;
+  if ((mask >> src & 1u) == 0) {
+    b.error = "lane " + std::to_string(f.lane) + " reads lane " + std::to_string(src) + ", outside the mask, at " + site;
+    yield(FiberState::AtShuffle);
+  }
+  w.values[w.buffer][f.lane] = bits;
+  f.read_buffer = w.buffer;
+  f.read_lane = src;
+  f.file = file;
+  f.line = line;
+  if (++w.arrived == __builtin_popcount(mask)) {
+    for (int l = 0; l < w.size; ++l) {
+      Fiber& other = b.fibers[static_cast<std::size_t>(f.warp * 32 + l)];
+      if ((mask >> l & 1u) != 0 && other.state == FiberState::AtShuffle) other.state = FiberState::Runnable;
+    }
+    w.arrived = 0;
+    w.buffer ^= 1;
+  } else {
+    yield(FiberState::AtShuffle);
+  }
+  return w.values[f.read_buffer][f.read_lane];
+}
+
+}  // namespace tg_emu
+
+void __syncthreads(const char* file, int line) {
+  using namespace tg_emu;
+  const Config& c = config();
+  if (c.no_barrier_line == line && !c.no_barrier_file.empty()) {
+    const std::string f = file;
+    if (f.size() >= c.no_barrier_file.size() &&
+        f.compare(f.size() - c.no_barrier_file.size(), c.no_barrier_file.size(), c.no_barrier_file) == 0)
+      return;   // the planted missing barrier
+  }
+  Block& b = synchronizing_block("__syncthreads", file, line);
+  Fiber& f = b.fibers[static_cast<std::size_t>(t_fiber)];
+  if (b.at_barrier == 0) {
+    b.barrier_file = file;
+    b.barrier_line = line;
+  } else if (b.barrier_line != line || std::string(b.barrier_file) != file) {
+    b.error = std::string("threads wait at two different __syncthreads: ") + b.barrier_file + ":" +
+              std::to_string(b.barrier_line) + " and " + file + ":" + std::to_string(line);
+    yield(FiberState::AtBarrier);   // abandoned
+  }
+  f.file = file;
+  f.line = line;
+  if (++b.at_barrier == static_cast<int>(b.fibers.size())) {
+    for (Fiber& other : b.fibers)
+      if (other.state == FiberState::AtBarrier) other.state = FiberState::Runnable;
+    b.at_barrier = 0;
+  } else {
+    yield(FiberState::AtBarrier);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Runtime API (cuda_runtime_api.h)
+
+using tg_emu::api_mutex;
+using tg_emu::fail;
+using tg_emu::state;
+using Lock = std::lock_guard<std::recursive_mutex>;
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return fail(cudaErrorInvalidValue);
+  *count = tg_emu::config().devices;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return fail(cudaErrorInvalidValue);
+  *device = tg_emu::t_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (!tg_emu::valid_device(device)) return fail(cudaErrorInvalidDevice);
+  tg_emu::t_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return fail(cudaErrorInvalidValue);
+  if (!tg_emu::valid_device(device)) return fail(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "tensorgrad CUDA emulator (%s streams)",
+                tg_emu::config().deferred ? "deferred" : "immediate");
+  prop->totalGlobalMem = tg_emu::config().memory;
+  prop->sharedMemPerBlock = tg_emu::kSharedMemPerBlock;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  if (free == nullptr || total == nullptr) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  *total = tg_emu::config().memory;
+  *free = *total - state().devices[static_cast<std::size_t>(tg_emu::t_device)].used;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return fail(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return fail(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  Lock lock(api_mutex());
+  tg_emu::flush_device(tg_emu::t_device);
+  return tg_emu::take_pending(tg_emu::t_device);
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = tg_emu::t_last_error;
+  tg_emu::t_last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return tg_emu::t_last_error; }
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+#define TG_EMU_NAME(e) \
+  case e: return #e;
+    TG_EMU_NAME(cudaSuccess)
+    TG_EMU_NAME(cudaErrorInvalidValue)
+    TG_EMU_NAME(cudaErrorMemoryAllocation)
+    TG_EMU_NAME(cudaErrorInitializationError)
+    TG_EMU_NAME(cudaErrorInvalidConfiguration)
+    TG_EMU_NAME(cudaErrorInvalidPitchValue)
+    TG_EMU_NAME(cudaErrorInvalidDevicePointer)
+    TG_EMU_NAME(cudaErrorInvalidMemcpyDirection)
+    TG_EMU_NAME(cudaErrorInsufficientDriver)
+    TG_EMU_NAME(cudaErrorInvalidDeviceFunction)
+    TG_EMU_NAME(cudaErrorNoDevice)
+    TG_EMU_NAME(cudaErrorInvalidDevice)
+    TG_EMU_NAME(cudaErrorNoKernelImageForDevice)
+    TG_EMU_NAME(cudaErrorUnsupportedPtxVersion)
+    TG_EMU_NAME(cudaErrorInvalidResourceHandle)
+    TG_EMU_NAME(cudaErrorNotReady)
+    TG_EMU_NAME(cudaErrorIllegalAddress)
+    TG_EMU_NAME(cudaErrorLaunchFailure)
+#undef TG_EMU_NAME
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidPitchValue: return "invalid pitch argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
+    case cudaErrorUnsupportedPtxVersion: return "the provided PTX was compiled with an unsupported toolchain";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+// ---- memory
+
+cudaError_t cudaMalloc(void** ptr, std::size_t size) {
+  if (ptr == nullptr) return fail(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  Lock lock(api_mutex());
+  tg_emu::DeviceState& d = state().devices[static_cast<std::size_t>(tg_emu::t_device)];
+  if (size > tg_emu::config().memory - d.used) return fail(cudaErrorMemoryAllocation);
+  void* p = nullptr;
+  // posix_memalign keeps the exact size, so that ASan's redzone starts at the last byte asked for.
+  if (posix_memalign(&p, 256, size) != 0 || p == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::memset(p, 0xff, size);   // not zero: every float and double reads as NaN until written
+  state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {size, tg_emu::t_device};
+  d.used += size;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  Lock lock(api_mutex());
+  tg_emu::flush_all();   // cudaFree synchronizes: queued work may still use the block
+  auto& all = state().allocations;
+  auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == all.end() || it->second.device < 0) {
+    tg_emu::report("cudaFree of " + tg_emu::hex(ptr) + ", which is not the start of a device allocation");
+    return fail(cudaErrorInvalidValue);
+  }
+  state().devices[static_cast<std::size_t>(it->second.device)].used -= it->second.size;
+  all.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** ptr, std::size_t size, unsigned int flags) {
+  if (ptr == nullptr || (flags & ~0x0fu) != 0) return fail(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  Lock lock(api_mutex());
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, size) != 0 || p == nullptr) return fail(cudaErrorMemoryAllocation);
+  state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {size, -1};
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** ptr, std::size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  Lock lock(api_mutex());
+  tg_emu::flush_all();
+  auto& all = state().allocations;
+  auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == all.end() || it->second.device >= 0) {
+    tg_emu::report("cudaFreeHost of " + tg_emu::hex(ptr) + ", which is not the start of a pinned allocation");
+    return fail(cudaErrorInvalidValue);
+  }
+  all.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+namespace tg_emu {
+namespace {
+
+bool is_device(Space s) { return s == Space::Device; }
+
+/// Checks a copy's direction against where its two ranges are, and that device memory belongs to
+/// `device`; reports and returns false otherwise.
+bool check_copy(const Region& dst, const Region& src, cudaMemcpyKind kind, int device, const char* what) {
+  if (dst.space == Space::Bad || src.space == Space::Bad) return false;
+  bool ok = true;
+  switch (kind) {
+    case cudaMemcpyHostToDevice: ok = is_device(dst.space) && !is_device(src.space); break;
+    case cudaMemcpyDeviceToHost: ok = !is_device(dst.space) && is_device(src.space); break;
+    case cudaMemcpyDeviceToDevice: ok = is_device(dst.space) && is_device(src.space); break;
+    case cudaMemcpyHostToHost: ok = !is_device(dst.space) && !is_device(src.space); break;
+    case cudaMemcpyDefault: break;
+  }
+  if (!ok) {
+    report(std::string(what) + ": the pointers do not match cudaMemcpyKind " + std::to_string(kind));
+    return false;
+  }
+  if ((is_device(dst.space) && dst.device != device) || (is_device(src.space) && src.device != device)) {
+    report(std::string(what) + ": device memory of another device than the stream's cuda:" + std::to_string(device) +
+           " (copies between devices go through cudaMemcpyPeerAsync)");
+    return false;
+  }
+  return true;
+}
+
+/// The copy as queued work: a source in pageable host memory is staged now (Note [Deferred streams]).
+std::function<void()> copy_op(void* dst, const void* src, std::size_t count, Space src_space) {
+  if (src_space == Space::Pageable && config().deferred) {
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
+    return [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+  }
+  return [dst, src, count] { std::memmove(dst, src, count); };
+}
+
+}  // namespace
+}  // namespace tg_emu
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  using namespace tg_emu;
+  Lock lock(api_mutex());
+  CUstream_st* s = stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
+  const Region d = locate(dst, count, "cudaMemcpyAsync destination"), r = locate(src, count, "cudaMemcpyAsync source");
+  if (!check_copy(d, r, kind, s->device, "cudaMemcpyAsync")) return fail(cudaErrorInvalidValue);
+  if (d.space == Space::Pageable) {   // into pageable memory: returns once the copy is done, as on a GPU
+    flush(s);
+    std::memmove(dst, src, count);
+    return take_pending(s->device);
+  }
+  submit(s, copy_op(dst, src, count, r.space));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind) {
+  using namespace tg_emu;
+  Lock lock(api_mutex());
+  CUstream_st* s = default_stream(t_device);
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
+  const Region d = locate(dst, count, "cudaMemcpy destination"), r = locate(src, count, "cudaMemcpy source");
+  if (!check_copy(d, r, kind, s->device, "cudaMemcpy")) return fail(cudaErrorInvalidValue);
+  submit(s, copy_op(dst, src, count, r.space));
+  flush(s);
+  return take_pending(s->device);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, std::size_t count,
+                                cudaStream_t stream) {
+  using namespace tg_emu;
+  Lock lock(api_mutex());
+  CUstream_st* s = stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (!valid_device(dst_device) || !valid_device(src_device)) return fail(cudaErrorInvalidDevice);
+  if (count == 0) return cudaSuccess;
+  const Region d = locate(dst, count, "cudaMemcpyPeerAsync destination");
+  const Region r = locate(src, count, "cudaMemcpyPeerAsync source");
+  if (d.space != Space::Device || d.device != dst_device || r.space != Space::Device || r.device != src_device) {
+    report("cudaMemcpyPeerAsync: the pointers are not device memory of cuda:" + std::to_string(dst_device) +
+           " and cuda:" + std::to_string(src_device));
+    return fail(cudaErrorInvalidValue);
+  }
+  submit(s, copy_op(dst, src, count, r.space));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t count, cudaStream_t stream) {
+  using namespace tg_emu;
+  Lock lock(api_mutex());
+  CUstream_st* s = stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (count == 0) return cudaSuccess;
+  const Region d = locate(ptr, count, "cudaMemsetAsync");
+  if (d.space != Space::Device || d.device != s->device) {
+    if (d.space != Space::Bad) report("cudaMemsetAsync: " + hex(ptr) + " is not device memory of the stream's device");
+    return fail(cudaErrorInvalidValue);
+  }
+  submit(s, [ptr, value, count] { std::memset(ptr, value, count); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset2DAsync(void* ptr, std::size_t pitch, int value, std::size_t width, std::size_t height,
+                              cudaStream_t stream) {
+  using namespace tg_emu;
+  Lock lock(api_mutex());
+  CUstream_st* s = stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (width > pitch && height > 1) return fail(cudaErrorInvalidValue);
+  if (width == 0 || height == 0) return cudaSuccess;
+  const std::size_t span = pitch * (height - 1) + width;
+  const Region d = locate(ptr, span, "cudaMemset2DAsync");
+  if (d.space != Space::Device || d.device != s->device) {
+    if (d.space != Space::Bad) report("cudaMemset2DAsync: " + hex(ptr) + " is not device memory of the stream's device");
+    return fail(cudaErrorInvalidValue);
+  }
+  submit(s, [ptr, pitch, value, width, height] {
+    for (std::size_t r = 0; r < height; ++r) std::memset(static_cast<char*>(ptr) + r * pitch, value, width);
+  });
+  return cudaSuccess;
+}
+
+// ---- streams and events
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  if (stream == nullptr || (flags & ~0x1u) != 0) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  auto* s = new CUstream_st{tg_emu::t_device, {}, 0, 0, false};   // streams live for the process, like the contexts
+  state().streams.insert(s);
+  *stream = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  Lock lock(api_mutex());
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  tg_emu::flush(s);
+  return tg_emu::take_pending(s->device);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  Lock lock(api_mutex());
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr || state().events.count(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (flags != 0) return fail(cudaErrorInvalidValue);
+  CUstream_st* other = event->stream;
+  const std::uint64_t position = event->position;
+  if (other != nullptr) tg_emu::submit(s, [other, position] { tg_emu::flush(other, position); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (event == nullptr || (flags & ~0x7u) != 0) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  auto* e = new CUevent_st{tg_emu::t_device, nullptr, 0};
+  state().events.insert(e);
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  Lock lock(api_mutex());
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr || state().events.count(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (event->device != s->device) {
+    tg_emu::report("cudaEventRecord: an event of cuda:" + std::to_string(event->device) + " on a stream of cuda:" +
+                   std::to_string(s->device));
+    return fail(cudaErrorInvalidResourceHandle);
+  }
+  event->stream = s;
+  event->position = s->enqueued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  Lock lock(api_mutex());
+  if (state().events.count(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (tg_emu::config().early_host_reuse) return cudaSuccess;   // the planted bug: Note [Emulator settings]
+  const bool done = event->stream == nullptr || event->stream->executed >= event->position;
+  return done ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  Lock lock(api_mutex());
+  if (state().events.erase(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+  delete event;   // waits already queued hold its stream and position, not the event
+  return cudaSuccess;
+}

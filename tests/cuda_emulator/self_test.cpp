@@ -1,0 +1,277 @@
+// tests/cuda_emulator/self_test.cpp: the CUDA emulator's own checks, with kernels compiled against its
+// stand-in headers and launched through TG_LAUNCH: grids, launch limits, barriers and shuffles, broken
+// barriers, range-checked copies, device/stream mismatches, deferred streams, and cuBLAS's argument
+// validation and reference GEMM. Built only with -DTENSORGRAD_CUDA_EMULATE=ON; run in both stream
+// modes by tools/cuda_emulator_check.sh. TG_CUDA_EMULATE_PLANT=out-of-bounds adds the negative control
+// of its ASan stage.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/cuda/detail/launch.cuh"
+
+namespace {
+
+bool deferred() {
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  return std::strstr(p.name, "deferred") != nullptr;
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  std::size_t n;
+  explicit DeviceBuffer(std::size_t count) : n(count) { REQUIRE(cudaMalloc(&p, n * sizeof(T)) == cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+  std::vector<T> read() const {
+    std::vector<T> v(n);
+    REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return v;
+  }
+};
+
+__global__ void write_index(int* out) {
+  const unsigned i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+  out[i] = static_cast<int>(i);
+}
+
+__global__ void write_one(int* out) { out[0] = 1; }
+
+/// Reverses each block's slice through shared memory: correct only with the barrier.
+__global__ void reverse_blocks(int* data) {
+  __shared__ int tile[256];
+  const unsigned t = threadIdx.x, base = blockIdx.x * blockDim.x;
+  tile[t] = data[base + t];
+  __syncthreads();
+  data[base + t] = tile[blockDim.x - 1 - t];
+}
+
+/// A barrier that only half of the block reaches.
+__global__ void half_barrier(int* out) {
+  if (threadIdx.x < 16) __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+__global__ void shuffles(int* down, int* index) {
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  down[threadIdx.x] = __shfl_down_sync(0xffffffffu, lane * 10, 3);
+  index[threadIdx.x] = __shfl_sync(0xffffffffu, lane * 10 + warp, 5);
+}
+
+__global__ void read_past_the_end(const float* in, float* out, int n) { out[0] = in[n]; }
+
+}  // namespace
+
+TEST_CASE("emulator: every thread of every block runs once with its indices") {
+  DeviceBuffer<int> out(7 * 3 * 96 * 2);
+  TG_LAUNCH(dim3(7, 3), dim3(96, 2), 0, nullptr, write_index)(out.p);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<int> v = out.read();
+  for (std::size_t i = 0; i < v.size(); ++i) CHECK(v[i] == static_cast<int>(i));
+}
+
+TEST_CASE("emulator: launch limits are those of a GPU, reported by cudaGetLastError") {
+  DeviceBuffer<int> out(1);
+  struct Config {
+    dim3 grid, block;
+    std::size_t smem;
+    bool valid;
+  };
+  const Config configs[] = {{1, 1024, 0, true},           {1, 1025, 0, false},          {dim3(1, 65535), 1, 0, true},
+                            {dim3(1, 65536), 1, 0, false}, {dim3(1, 1, 65536), 1, 0, false}, {dim3(32, 32), 1, 0, true},
+                            {1, dim3(64, 32), 0, false},   {1, dim3(1, 1, 65), 0, false}, {0, 32, 0, false},
+                            {1, 32, 48 * 1024, true},     {1, 32, 48 * 1024 + 1, false}};
+  for (const Config& c : configs) {
+    const std::string config = std::to_string(c.grid.x) + "x" + std::to_string(c.grid.y) + "x" + std::to_string(c.grid.z) +
+                               " blocks of " + std::to_string(c.block.x) + "x" + std::to_string(c.block.y) + "x" +
+                               std::to_string(c.block.z) + ", " + std::to_string(c.smem) + " B shared";
+    CAPTURE(config);
+    TG_LAUNCH(c.grid, c.block, c.smem, nullptr, write_one)(out.p);
+    CHECK(cudaGetLastError() == (c.valid ? cudaSuccess : cudaErrorInvalidConfiguration));
+    CHECK(cudaGetLastError() == cudaSuccess);   // not sticky
+  }
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("emulator: __syncthreads orders shared memory within a block") {
+  std::vector<int> host(512);
+  for (int i = 0; i < 512; ++i) host[static_cast<std::size_t>(i)] = i;
+  DeviceBuffer<int> data(512);
+  REQUIRE(cudaMemcpy(data.p, host.data(), 512 * sizeof(int), cudaMemcpyHostToDevice) == cudaSuccess);
+  TG_LAUNCH(2, 256, 0, nullptr, reverse_blocks)(data.p);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<int> v = data.read();
+  for (int i = 0; i < 512; ++i) CHECK(v[static_cast<std::size_t>(i)] == (i / 256) * 256 + 255 - i % 256);
+}
+
+TEST_CASE("emulator: a barrier that not every thread reaches fails the launch at the next synchronization") {
+  DeviceBuffer<int> out(32);
+  TG_LAUNCH(1, 32, 0, nullptr, half_barrier)(out.p);
+  CHECK(cudaGetLastError() == cudaSuccess);   // execution errors are asynchronous
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
+  CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);   // reported once
+}
+
+TEST_CASE("emulator: warp shuffles exchange values among the lanes of each warp") {
+  DeviceBuffer<int> down(64), index(64);
+  TG_LAUNCH(1, 64, 0, nullptr, shuffles)(down.p, index.p);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<int> d = down.read(), x = index.read();
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32;
+    CHECK(d[static_cast<std::size_t>(t)] == (lane + 3 < 32 ? (lane + 3) * 10 : lane * 10));   // past the end: its own
+    CHECK(x[static_cast<std::size_t>(t)] == 50 + t / 32);
+  }
+}
+
+TEST_CASE("emulator: copies and memsets are checked against the allocations") {
+  DeviceBuffer<char> d(100);
+  std::vector<char> h(200);
+  CHECK(cudaMemcpy(d.p, h.data(), 100, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaMemcpy(d.p, h.data(), 101, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);   // one byte too many
+  CHECK(cudaMemcpy(d.p + 50, h.data(), 51, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(h.data(), d.p, 10, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);    // the direction is wrong
+  CHECK(cudaMemsetAsync(d.p, 0, 101, nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaMemsetAsync(h.data(), 0, 10, nullptr) == cudaErrorInvalidValue);                // not device memory
+  CHECK(cudaMemset2DAsync(d.p, 10, 0, 10, 10, nullptr) == cudaSuccess);
+  CHECK(cudaMemset2DAsync(d.p, 10, 0, 11, 10, nullptr) == cudaErrorInvalidValue);           // width > pitch
+  CHECK(cudaMemset2DAsync(d.p, 20, 0, 10, 6, nullptr) == cudaErrorInvalidValue);            // runs past the end
+  CHECK(cudaFree(d.p + 1) == cudaErrorInvalidValue);
+  void* huge = nullptr;
+  std::size_t free = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  CHECK(cudaMalloc(&huge, total + 1) == cudaErrorMemoryAllocation);
+  cudaGetLastError();
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("emulator: work on another device's stream or event is refused") {
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  if (count < 2) {
+    MESSAGE("one emulated device: set TG_CUDA_EMULATE_DEVICES=2");
+    return;
+  }
+  cudaStream_t s1 = nullptr;
+  cudaEvent_t e0 = nullptr;
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&e0, cudaEventDisableTiming) == cudaSuccess);
+  DeviceBuffer<int> out(1);
+  TG_LAUNCH(1, 1, 0, s1, write_one)(out.p);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  CHECK(cudaEventRecord(e0, s1) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaMemsetAsync(out.p, 0, sizeof(int), s1) == cudaErrorInvalidValue);   // cuda:0 memory on cuda:1's stream
+  CHECK(cudaSetDevice(2 + count) == cudaErrorInvalidDevice);
+  cudaGetLastError();
+  CHECK(cudaEventDestroy(e0) == cudaSuccess);
+  CHECK(cudaEventQuery(e0) == cudaErrorInvalidResourceHandle);   // destroyed
+  cudaGetLastError();
+}
+
+TEST_CASE("emulator: deferred streams run their work only when something waits for it") {
+  const bool late = deferred();
+  CAPTURE(late);
+  int* pinned = nullptr;
+  REQUIRE(cudaHostAlloc(&pinned, 4 * sizeof(int), cudaHostAllocPortable) == cudaSuccess);
+  std::vector<int> pageable{5, 6, 7, 8};
+  for (int i = 0; i < 4; ++i) pinned[i] = i + 1;
+  cudaStream_t s = nullptr;
+  cudaEvent_t e = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+  DeviceBuffer<int> a(4), b(4);
+  REQUIRE(cudaMemcpyAsync(a.p, pinned, 4 * sizeof(int), cudaMemcpyHostToDevice, s) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(b.p, pageable.data(), 4 * sizeof(int), cudaMemcpyHostToDevice, s) == cudaSuccess);
+  REQUIRE(cudaEventRecord(e, s) == cudaSuccess);
+  CHECK(cudaEventQuery(e) == (late ? cudaErrorNotReady : cudaSuccess));
+  for (int i = 0; i < 4; ++i) pinned[i] = -1;                  // too early: the copy may not have read it
+  for (int i = 0; i < 4; ++i) pageable[static_cast<std::size_t>(i)] = -1;   // fine: staged at the call
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(cudaEventQuery(e) == cudaSuccess);
+  const std::vector<int> va = a.read(), vb = b.read();
+  for (int i = 0; i < 4; ++i) {
+    CHECK(va[static_cast<std::size_t>(i)] == (late ? -1 : i + 1));   // deferred mode shows the early reuse
+    CHECK(vb[static_cast<std::size_t>(i)] == i + 5);
+  }
+  // A second stream that waits for the first's event sees its work done.
+  cudaStream_t t = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaMemsetAsync(a.p, 0, 4 * sizeof(int), s) == cudaSuccess);
+  REQUIRE(cudaEventRecord(e, s) == cudaSuccess);
+  REQUIRE(cudaStreamWaitEvent(t, e, 0) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(b.p, a.p, 4 * sizeof(int), cudaMemcpyDeviceToDevice, t) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(t) == cudaSuccess);
+  for (int v : b.read()) CHECK(v == 0);
+  cudaEventDestroy(e);
+  CHECK(cudaFreeHost(pinned) == cudaSuccess);
+}
+
+TEST_CASE("emulator cuBLAS: arguments are validated as cuBLAS documents") {
+  cublasHandle_t h = nullptr;
+  REQUIRE(cublasCreate_v2(&h) == CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer<float> A(6), B(6), C(4);
+  const float one = 1, zero = 0;
+  const auto N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  // C (2x2) = A (2x3) B (3x2), column-major.
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 1, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);   // lda < m
+  CHECK(cublasSgemm_v2(h, T, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);   // lda < k
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 2, B.p, 2, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);   // ldb < k
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 1) == CUBLAS_STATUS_INVALID_VALUE);   // ldc < m
+  CHECK(cublasSgemm_v2(h, N, N, -1, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cublasSgemm_v2(h, static_cast<cublasOperation_t>(3), N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 3, nullptr, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cublasSgemm_v2(nullptr, N, N, 2, 2, 3, &one, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_NOT_INITIALIZED);
+  CHECK(cublasSgemm_v2(h, N, N, 2, 2, 4, &one, A.p, 2, B.p, 4, &zero, C.p, 2) == CUBLAS_STATUS_EXECUTION_FAILED);   // A is 2x3
+  CHECK(cublasSgemmStridedBatched(h, N, N, 2, 2, 3, &one, A.p, 2, 0, B.p, 3, 0, &zero, C.p, 2, 0, -1) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cublasSgemmStridedBatched(h, N, N, 2, 1, 3, &one, A.p, 2, 0, B.p, 3, 0, &zero, C.p, 2, 1, 2) ==
+        CUBLAS_STATUS_INVALID_VALUE);   // the two C matrices overlap
+  CHECK(cublasSgemmStridedBatched(h, N, N, 2, 1, 3, &one, A.p, 2, 0, B.p, 3, 0, &zero, C.p, 2, 2, 2) ==
+        CUBLAS_STATUS_SUCCESS);
+  std::vector<char> host(64);
+  CHECK(cublasSetWorkspace_v2(h, host.data(), 64) != CUBLAS_STATUS_SUCCESS);   // not device memory
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("emulator cuBLAS: the reference GEMM computes alpha op(A) op(B) + beta C") {
+  cublasHandle_t h = nullptr;
+  REQUIRE(cublasCreate_v2(&h) == CUBLAS_STATUS_SUCCESS);
+  const std::vector<double> a{1, 2, 3, 4, 5, 6};   // column-major 2x3: [[1 3 5] [2 4 6]]
+  const std::vector<double> b{1, 0, 2, 1, 1, 0};   // column-major 3x2: [[1 1] [0 1] [2 0]]
+  DeviceBuffer<double> A(6), B(6), C(4);
+  REQUIRE(cudaMemcpy(A.p, a.data(), 48, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(B.p, b.data(), 48, cudaMemcpyHostToDevice) == cudaSuccess);
+  const double nan = std::nan(""), two = 2, zero = 0, one = 1;
+  const std::vector<double> c0{nan, nan, nan, nan};
+  REQUIRE(cudaMemcpy(C.p, c0.data(), 32, cudaMemcpyHostToDevice) == cudaSuccess);
+  // beta = 0: C is not read, so its NaNs do not propagate. A B = [[11 4] [14 6]].
+  REQUIRE(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &two, A.p, 2, B.p, 3, &zero, C.p, 2) == CUBLAS_STATUS_SUCCESS);
+  CHECK(C.read() == std::vector<double>{22, 28, 8, 12});
+  // C += B^T A^T = (A B)^T = [[11 14] [4 6]].
+  REQUIRE(cublasDgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_T, 2, 2, 3, &one, B.p, 3, A.p, 2, &one, C.p, 2) == CUBLAS_STATUS_SUCCESS);
+  CHECK(C.read() == std::vector<double>{33, 32, 22, 18});
+}
+
+TEST_CASE("emulator: planted out-of-bounds read of device memory (TG_CUDA_EMULATE_PLANT=out-of-bounds)") {
+  const char* plant = std::getenv("TG_CUDA_EMULATE_PLANT");
+  if (plant == nullptr || std::string(plant) != "out-of-bounds") {
+    MESSAGE("not planted");
+    return;
+  }
+  DeviceBuffer<float> in(33), out(1);
+  TG_LAUNCH(1, 1, 0, nullptr, read_past_the_end)(in.p, out.p, 33);   // ASan reports a heap-buffer-overflow
+  cudaDeviceSynchronize();
+}
