@@ -43,15 +43,9 @@ void plain_read(const std::string& path, std::vector<char>& buf) {
 
 int main(int argc, char** argv) {
   using namespace bench;
-  // --dir is ours; the rest goes to the shared parser.
-  std::string dir = std::filesystem::temp_directory_path().string();
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--dir" && i + 1 < argc) dir = argv[++i];
-    else rest.push_back(argv[i]);
-  }
-  const char* usage = "bench_checkpoint [--budget S] [--smoke] [--dir FOLDER]";
-  const Options o = parse_options(int(rest.size()), rest.data(), usage);
+  const Options o = parse_options(argc, argv, "bench_checkpoint",
+                                  "save and load of a 256 MiB checkpoint against a plain read() of the file");
+  const std::string dir = o.dir;
   tg::manual_seed(0);
   const int64_t width = o.smoke ? 64 : 4096;
   Big model(4, width);

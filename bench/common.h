@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -37,6 +38,7 @@ struct Options {
   double budget_s = 2.0;     // seconds of timed calls per measured group (all engines together)
   int epochs = 1;            // bench_fashion_mnist
   std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string dir = std::filesystem::temp_directory_path().string();   // bench_checkpoint's file
 };
 
 /// Every benchmark takes the same flags (make bench's BENCH_ARGS reach all of them; each ignores what it
@@ -50,6 +52,7 @@ inline Options parse_options(int argc, char** argv, const char* program, const c
         cli::Range::non_negative);
   p.add("--epochs", o.epochs, "N", "training epochs of bench_fashion_mnist", cli::Range::positive);
   p.add("--data", o.data, "DIR", "Fashion-MNIST folder of bench_fashion_mnist");
+  p.add("--dir", o.dir, "DIR", "folder for bench_checkpoint's checkpoint file");
   p.parse(argc, argv);
   return o;
 }
