@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -314,4 +316,46 @@ TEST_CASE("thread pool: a child forked after the pool started runs its loops inl
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(tg::parallel::max_threads() == 2);   // the parent's pool is untouched
+}
+
+// The child half of the next test: run under `ulimit -s <4 TB>`, where no thread stack can be
+// mapped, set_num_threads must raise tg::Error (not std::system_error) and loops still run.
+TEST_CASE("thread pool: (child process) report what set_num_threads does when threads cannot start") {
+  std::string report;
+  const int before = tg::get_num_threads();
+  try {
+    tg::set_num_threads(4);
+    report = "started " + std::to_string(tg::get_num_threads());
+    tg::set_num_threads(before);   // run in a whole-suite process: leave the pool as it was
+  } catch (const tg::Error& e) {
+    report = std::string("tg::Error: ") + e.what();
+  }
+  const auto x = tg::ones({1 << 20});   // a loop large enough to be split: runs on this thread
+  if (x.sum().item() != double(1 << 20)) report += " | WRONG SUM";
+  std::printf("threads-report[%s]\n", report.c_str());
+  std::fflush(stdout);
+}
+
+TEST_CASE("thread pool: set_num_threads raises tg::Error for a bad count and when threads cannot start") {
+  TG_CHECK_THROWS(tg::set_num_threads(0), tg::Error, "expected a positive number of threads, got 0");
+  TG_CHECK_THROWS(tg::set_num_threads(-3), tg::Error, "got -3");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();   // this test binary
+  // OpenBLAS starts its own threads when it loads and exits the process if it cannot: keep it at one
+  const std::string cmd = "ulimit -s 4000000000 && OPENBLAS_NUM_THREADS=1 '" + self +
+                          "' --test-case='thread pool: (child process)*' 2>&1";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  ::pclose(p);
+  const auto at = out.find("threads-report[");
+  REQUIRE_MESSAGE(at != std::string::npos, out);
+  const std::string report = out.substr(at + 15, out.find("]\n", at) - at - 15);
+  if (report.rfind("started", 0) == 0) {   // this machine maps even 4 TB thread stacks: nothing to check
+    MESSAGE("threads could still be created under ulimit -s 4000000000: " << report);
+    return;
+  }
+  CHECK_MESSAGE(report.find("tg::Error: set_num_threads: cannot start 3 worker threads") == 0, report);
+  CHECK_MESSAGE(report.find("WRONG SUM") == std::string::npos, report);
 }

@@ -163,7 +163,8 @@ Backend& backend_for(Device device);
 Backend& cpu_backend();
 
 /// Threads used by CPU loops and matrix products (engine/parallel.h); default: OMP_NUM_THREADS when
-/// set, else the number of cores.
+/// set, else the number of cores. tg::Error for n <= 0, and when the operating system cannot start
+/// the threads (the loops then run on the calling thread).
 void set_num_threads(int n);
 /// The CPU thread count in use (torch.get_num_threads).
 int get_num_threads();

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -67,7 +66,7 @@ class Pool {
     ::pthread_atfork(nullptr, nullptr, [] { g_forked.store(true, std::memory_order_relaxed); });
     try {
       resize(default_threads());
-    } catch (const std::system_error&) {   // no threads to be had: loops run on their callers
+    } catch (const Error&) {   // no threads to be had: loops run on their callers
     }
   }
   // Never destroyed (see pool()): workers sleep on the condition variable until the process exits.
@@ -81,9 +80,10 @@ class Pool {
     stop_workers();
     try {
       for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker(); });
-    } catch (...) {   // thread creation failed (system_error): back to no workers, then report it
+    } catch (const std::exception& e) {   // thread creation failed (system_error): no workers, then report it
       stop_workers();
-      throw;
+      throw Error(detail::cat("set_num_threads: cannot start ", n - 1, " worker thread", n == 2 ? "" : "s", " (",
+                              e.what(), "); CPU loops run on the calling thread"));
     }
     size_.store(n, std::memory_order_relaxed);
   }
@@ -204,6 +204,7 @@ void run(int64_t n, int parts, RangeFn f) {
 int max_threads() { return t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed) ? 1 : pool().size(); }
 
 void set_num_threads(int n) {
+  TG_CHECK(n > 0, Error, "set_num_threads: expected a positive number of threads, got ", n);
   TG_CHECK(!t_in_loop, Error, "set_num_threads: cannot be called from inside a parallel CPU loop");
   if (g_forked.load(std::memory_order_relaxed)) return;   // a forked child's loops all run inline
   pool().resize(n);
