@@ -209,15 +209,22 @@ TEST_CASE("thread pool: an exception in one chunk reaches the caller after the o
   CHECK(sum.load() == 4950);
 }
 
-TEST_CASE("thread pool: a loop inside a loop runs inline on its thread") {
+TEST_CASE("thread pool: a loop inside a loop runs inline on its thread, in the same chunks") {
   tg::set_num_threads(2);
-  std::atomic<int> inner_parallel{0}, inner_threads{0};
+  std::atomic<int> inner_threads{0}, elsewhere{0}, chunks{0}, wrong_chunk{0};
   tg::parallel::run(4, 2, [&](int64_t, int64_t) {
     inner_threads.fetch_add(tg::parallel::max_threads());
-    tg::parallel::run(10, 2, [&](int64_t b, int64_t e) { inner_parallel.fetch_add(b == 0 && e == 10 ? 0 : 1); });
+    const std::thread::id outer = std::this_thread::get_id();
+    tg::parallel::run(10, 2, [&](int64_t b, int64_t e) {
+      elsewhere += std::this_thread::get_id() != outer;
+      wrong_chunk += !((b == 0 && e == 5) || (b == 5 && e == 10));   // Note [Deterministic chunks]
+      ++chunks;
+    });
   });
-  CHECK(inner_threads.load() == 2);   // two chunks, each saw max_threads() == 1
-  CHECK(inner_parallel.load() == 0);
+  CHECK(inner_threads.load() == 4);   // two chunks, each saw max_threads() == the pool's size
+  CHECK(elsewhere.load() == 0);
+  CHECK(chunks.load() == 4);
+  CHECK(wrong_chunk.load() == 0);
   std::atomic<int> refused{0};
   tg::parallel::run(2, 2, [&](int64_t, int64_t) {
     try {
@@ -301,7 +308,8 @@ TEST_CASE("thread pool: a child forked after the pool started runs its loops inl
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    bool ok = tg::exp(x).to_vector<float>() == want && tg::parallel::max_threads() == 1;
+    // the parent's chunks (Note [Deterministic chunks]), run inline: the same values
+    bool ok = tg::exp(x).to_vector<float>() == want && tg::parallel::max_threads() == 2;
     tg::set_num_threads(3);   // a no-op in the child: it must not wait for the parent's threads
     ok = ok && tg::get_num_threads() == 1;
     ::_exit(ok ? 0 : 1);
@@ -358,4 +366,71 @@ TEST_CASE("thread pool: set_num_threads raises tg::Error for a bad count and whe
   }
   CHECK_MESSAGE(report.find("tg::Error: set_num_threads: cannot start 3 worker threads") == 0, report);
   CHECK_MESSAGE(report.find("WRONG SUM") == std::string::npos, report);
+}
+
+TEST_CASE("thread pool: a model trained on a thread gets the same result whether other threads train at once") {
+  // Note [Deterministic chunks]: whether a matrix product is split depends on its shape and
+  // set_num_threads only, not on whether the pool was busy with another thread's loop.
+  const int before = tg::get_num_threads();
+  tg::set_num_threads(2);
+  auto train = [](uint64_t seed) {
+    tg::manual_seed(seed);
+    tg::nn::Linear fc1(784, 128), fc2(128, 10);   // batch 256: 25.7 M multiply-adds, split over threads
+    tg::optim::SGD opt({fc1.weight, fc1.bias, fc2.weight, fc2.bias}, tg::optim::SGDOptions(0.05).momentum(0.9));
+    const tg::Variable x = tg::randn({256, 784});
+    const tg::Variable y = tg::randint(0, 10, {256});
+    for (int step = 0; step < 6; ++step) {
+      opt.zero_grad();
+      tg::cross_entropy(fc2(tg::relu(fc1(x))), y).backward();
+      opt.step();
+    }
+    return fc1.weight.to_vector<float>();
+  };
+  // The same model and data trained alone, then by four threads at once.
+  const std::vector<float> alone = train(5);
+  std::vector<std::vector<float>> together(4);
+  {
+    std::vector<std::thread> threads;
+    std::mutex seed_lock;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        std::unique_lock<std::mutex> lock(seed_lock);   // the random draws share one process-wide stream
+        tg::manual_seed(5);
+        tg::nn::Linear fc1(784, 128), fc2(128, 10);
+        tg::optim::SGD opt({fc1.weight, fc1.bias, fc2.weight, fc2.bias}, tg::optim::SGDOptions(0.05).momentum(0.9));
+        const tg::Variable x = tg::randn({256, 784});
+        const tg::Variable y = tg::randint(0, 10, {256});
+        lock.unlock();
+        for (int step = 0; step < 6; ++step) {
+          opt.zero_grad();
+          tg::cross_entropy(fc2(tg::relu(fc1(x))), y).backward();
+          opt.step();
+        }
+        together[t] = fc1.weight.to_vector<float>();
+      });
+    for (auto& th : threads) th.join();
+  }
+  tg::set_num_threads(before);
+  for (int t = 0; t < 4; ++t) CHECK_MESSAGE(together[t] == alone, "thread " << t << " differs from the run alone");
+}
+
+TEST_CASE("thread pool: a loop that finds the pool busy runs the same chunks on its own thread") {
+  tg::set_num_threads(2);
+  std::atomic<bool> holding{false}, release{false};
+  std::thread holder([&] {   // holds the pool with a loop whose chunks wait
+    tg::parallel::run(2, 2, [&](int64_t, int64_t) {
+      holding = true;
+      while (!release.load()) std::this_thread::yield();
+    });
+  });
+  while (!holding.load()) std::this_thread::yield();
+  std::mutex m;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  tg::parallel::run(11, 2, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> lock(m);
+    seen.emplace_back(b, e);
+  });
+  release = true;
+  holder.join();
+  CHECK(seen == std::vector<std::pair<int64_t, int64_t>>{{0, 6}, {6, 11}});   // not one chunk [0, 11)
 }

@@ -16,6 +16,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <pthread.h>
@@ -60,6 +61,31 @@ struct Job {
   Job(int64_t n_, int parts_, RangeFn f_) : n(n_), parts(parts_), f(f_), remaining(parts_) {}
 };
 
+// Note [Deterministic chunks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A loop's result may depend on how it is cut: a matrix product split into row blocks is a different
+// sequence of BLAS calls than one call, and rounds differently. So the cut depends only on the loop's
+// size and on set_num_threads (max_threads() is the pool's size everywhere), and a loop that cannot
+// use the pool (another thread's loop holds it, a nested loop, a serial thread, a forked child) runs
+// the same chunks in order on its own thread. Four threads training their own models then get the
+// results each gets alone; only set_num_threads changes them, within the derived tolerances.
+
+/// Chunk c of [0, n) cut into `parts`: n / parts elements, one more for the first n % parts chunks
+/// (no overflow for any n).
+std::pair<int64_t, int64_t> chunk(int64_t n, int64_t parts, int64_t c) {
+  const int64_t base = n / parts, extra = n % parts;
+  const int64_t b = c * base + std::min(c, extra);
+  return {b, b + base + (c < extra ? 1 : 0)};
+}
+
+/// The chunks of run(n, parts, f), one after another on the calling thread.
+void run_inline(int64_t n, int64_t parts, RangeFn f) {
+  for (int64_t c = 0; c < parts; ++c) {
+    const auto [b, e] = chunk(n, parts, c);
+    if (b < e) f(b, e);
+  }
+}
+
 class Pool {
  public:
   Pool() {
@@ -90,8 +116,8 @@ class Pool {
 
   void run(int64_t n, int parts, RangeFn f) {
     std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
-    if (!busy) {   // another thread's loop holds the pool
-      f(0, n);
+    if (!busy) {   // another thread's loop holds the pool: the same chunks, here
+      run_inline(n, parts, f);
       return;
     }
     Job job(n, parts, f);
@@ -132,10 +158,8 @@ class Pool {
   }
 
   void work(Job& job) {
-    // Chunk c: n / parts elements, one more for the first n % parts chunks (no overflow for any n).
-    const int64_t base = job.n / job.parts, extra = job.n % job.parts;
     for (int64_t c; (c = job.next.fetch_add(1, std::memory_order_relaxed)) < job.parts;) {
-      const int64_t b = c * base + std::min(c, extra), e = b + base + (c < extra ? 1 : 0);
+      const auto [b, e] = chunk(job.n, job.parts, c);
       try {
         if (b < e) job.f(b, e);
       } catch (...) {
@@ -194,14 +218,15 @@ Pool& pool() {
 
 void run(int64_t n, int parts, RangeFn f) {
   if (n <= 0) return;
-  if (parts <= 1 || t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed)) {
-    f(0, n);
+  const int64_t chunks = std::min<int64_t>(std::max(parts, 1), n);
+  if (chunks <= 1 || t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed)) {
+    run_inline(n, chunks, f);   // See Note [Deterministic chunks]
     return;
   }
-  pool().run(n, std::min<int64_t>(parts, n), f);
+  pool().run(n, static_cast<int>(chunks), f);
 }
 
-int max_threads() { return t_in_loop || t_serial || g_forked.load(std::memory_order_relaxed) ? 1 : pool().size(); }
+int max_threads() { return pool().size(); }   // See Note [Deterministic chunks]
 
 void set_num_threads(int n) {
   TG_CHECK(n > 0, Error, "set_num_threads: expected a positive number of threads, got ", n);

@@ -32,18 +32,19 @@ class RangeFn {
 
 /// Calls f on `parts` disjoint chunks that cover [0, n) in order, spread over the pool's threads (the
 /// calling thread takes part), and returns when all are done; an exception thrown by f is rethrown
-/// here after the others finish. Runs f(0, n) on the calling thread when parts <= 1 or the pool is
-/// not available to this call (see the file comment), and nothing when n <= 0. At most n parts.
+/// here after the others finish. When the pool is not available to this call (see the file comment)
+/// the same chunks run one after another on the calling thread: the chunks, and so the rounding of
+/// whatever f computes per chunk, depend only on n and parts, never on the load (Note [Deterministic
+/// chunks], parallel.cpp). Nothing when n <= 0. At most n parts.
 void run(int64_t n, int parts, RangeFn f);
 
-/// Threads a loop started on this thread may use: 1 inside a pool loop or on a serial thread, else
-/// the pool's size.
+/// How many chunks a loop should be cut into: the pool's size (set_num_threads), on every thread and
+/// whether or not the pool is free, so that results do not depend on which thread runs a loop.
 int max_threads();
 
-/// Sets the pool's size, the calling thread included (n < 1 counts as 1). Default: OMP_NUM_THREADS
-/// when set (as PyTorch), else the number of cores. Waits for a loop running on the pool; throws
-/// tg::Error when called from a pool loop's chunk, std::system_error when threads cannot be created
-/// (the pool then has none). In a forked child it does nothing. tg::set_num_threads (engine/backend.h)
+/// Sets the pool's size, the calling thread included. Default: OMP_NUM_THREADS when set (as PyTorch),
+/// else the number of cores. Waits for a loop running on the pool; throws tg::Error for n < 1, when
+/// called from a pool loop's chunk, and when threads cannot be created (the pool then has none). In a forked child it does nothing. tg::set_num_threads (engine/backend.h)
 /// is the user-facing name.
 void set_num_threads(int n);
 /// The pool's size, the calling thread included; 1 in a child process forked after the pool started.
