@@ -3,6 +3,8 @@
 // Batches themselves come from Dataset::get_batch (data/dataset.cpp).
 #include "tensorgrad/data/loader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -231,12 +233,22 @@ void DataLoader::set_epoch(int64_t epoch) {
 
 std::vector<int64_t> DataLoader::order(int64_t epoch) const {
   const int64_t n = dataset_->size();
+  // One int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory. An order
+  // larger than the machine's memory is refused before any allocation (an allocation that size
+  // aborts under AddressSanitizer instead of throwing); a smaller one that still fails throws too.
+  const auto oom = [n] {
+    return OutOfMemoryError(tg::detail::cat("DataLoader: cannot allocate the sample order of ", n, " samples (", n,
+                                            " x 8 bytes); is the dataset's size() right?"));
+  };
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0 &&
+      static_cast<double>(n) * sizeof(int64_t) > static_cast<double>(pages) * static_cast<double>(page_size))
+    throw oom();
   std::vector<int64_t> order;
-  try {   // one int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory
+  try {
     order.resize(static_cast<std::size_t>(n));
   } catch (const std::exception&) {
-    throw OutOfMemoryError(tg::detail::cat("DataLoader: cannot allocate the sample order of ", n, " samples (", n,
-                                           " x 8 bytes); is the dataset's size() right?"));
+    throw oom();
   }
   std::iota(order.begin(), order.end(), int64_t(0));
   if (!options_.shuffle()) return order;
