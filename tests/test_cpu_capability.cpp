@@ -373,16 +373,9 @@ TEST_CASE("cpu capability: (child process) report the path TG_CPU_CAPABILITY cho
 }
 
 TEST_CASE("cpu capability: TG_CPU_CAPABILITY chooses the path at first use and a bad value fails loudly") {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();   // this test binary
   auto child = [&](const std::string& value) -> std::string {
-    const std::string cmd = "TG_CPU_CAPABILITY='" + value + "' '" + self +
-                            "' --test-case='cpu capability: (child process)*' 2>&1";
-    std::FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    ::pclose(p);
+    const std::string out =
+        testing::run_self("", "TG_CPU_CAPABILITY='" + value + "'", "cpu capability: (child process)*");
     const auto at = out.find("capability-report[");
     return at == std::string::npos ? "no report in: " + out : out.substr(at + 18, out.find(']', at) - at - 18);
   };

@@ -362,16 +362,9 @@ TEST_CASE("thread pool: set_num_threads raises tg::Error for a bad count and whe
     MESSAGE("sanitizer build: the thread-creation failure is checked in the plain builds");
     return;
   }
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();   // this test binary
   // OpenBLAS starts its own threads when it loads and exits the process if it cannot: keep it at one
-  const std::string cmd = "ulimit -s 4000000000 && OPENBLAS_NUM_THREADS=1 '" + self +
-                          "' --test-case='thread pool: (child process)*' 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  ::pclose(p);
+  const std::string out =
+      testing::run_self("ulimit -s 4000000000 &&", "OPENBLAS_NUM_THREADS=1", "thread pool: (child process)*");
   const auto at = out.find("threads-report[");
   REQUIRE_MESSAGE(at != std::string::npos, out);
   const std::string report = out.substr(at + 15, out.find("]\n", at) - at - 15);

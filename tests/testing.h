@@ -6,6 +6,7 @@
 #include "tensorgrad/engine/prim.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,21 @@
 #include <vector>
 
 namespace testing {
+
+/// Runs this test binary again through the shell as `<env> <binary> --test-case='<pattern>'`, with
+/// `<prefix>` (e.g. "ulimit -s N &&") first, and returns what it printed (stdout and stderr): how
+/// tests check behaviour that is fixed when a process starts (environment variables, limits).
+inline std::string run_self(const std::string& prefix, const std::string& env, const std::string& pattern) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = prefix + " " + env + " '" + self + "' --test-case='" + pattern + "' 2>&1";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  ::pclose(p);
+  return out;
+}
 
 /// float64 standard-normal leaf (requires grad), seeded so every run sees the same values.
 inline tg::Variable randn64(const tg::Shape& shape, uint64_t seed, bool requires_grad = true) {
