@@ -2,7 +2,9 @@
 // graphs, non-scalar roots, no_grad, detach, leaf/non-leaf grads, version counters, fan-out, a
 // 150,000-node chain, exceptions inside backward, concurrency, in-place history, anomaly mode,
 // to_dot, and a user-defined op through record().
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "testing.h"
@@ -281,6 +283,42 @@ TEST_CASE("concurrent backward on one graph with retain_graph: every thread runs
   testing::check_close(w.grad(), w1.grad() * 8.0, 1e-12, 1e-12);   // 8 sums of the same float64 values
   // a freeing backward after the retaining ones frees the graph once
   CHECK(concurrent_backward(loss, 4, /*retain_graph=*/false) == 3);
+}
+
+TEST_CASE("concurrent zero_grad and set_grad while other threads backward: every gradient is whole") {
+  // Note [Gradient slots]: resetting or replacing a gradient during another thread's backward is
+  // memory-safe (ASan and TSan run this), and each accumulation lands whole in one slot.
+  Variable w = tg::zeros({64, 16}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  const Variable x = tg::ones({64, 16}, tg::TensorOptions().dtype(tg::kFloat64));
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t)
+    workers.emplace_back([&] {
+      try {
+        for (int i = 0; i < 50; ++i) (x * w).sum().backward();   // adds 1 to every element
+      } catch (...) {
+        ++errors;
+      }
+    });
+  std::thread resetter([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      if (i % 3 == 0) w.zero_grad();
+      else if (i % 3 == 1) w.set_grad(tg::zeros({64, 16}, tg::TensorOptions().dtype(tg::kFloat64)));
+      else if (w.grad().defined() && w.grad().shape() != tg::Shape{64, 16}) ++errors;
+    }
+  });
+  for (auto& th : workers) th.join();
+  stop = true;
+  resetter.join();
+  CHECK(errors.load() == 0);
+  if (w.grad().defined()) {   // some number k of whole accumulations: every element equals k
+    const auto g = w.grad().to_vector<double>();
+    CHECK(g[0] >= 0);
+    CHECK(g[0] <= 200);
+    CHECK(g[0] == std::floor(g[0]));
+    CHECK(std::count(g.begin(), g.end(), g[0]) == static_cast<std::ptrdiff_t>(g.size()));
+  }
 }
 
 TEST_CASE("anomaly mode names the op whose backward produced NaN") {

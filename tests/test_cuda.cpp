@@ -552,6 +552,21 @@ TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
     const Variable tgt = tg::from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}, {7});
     check_same(tg::cross_entropy(xg, tgt.to(kGpu), tg::Reduction::None),
                          tg::cross_entropy(x, tgt, tg::Reduction::None), 1e-4, 1e-4);
+    // gradients: cross-entropy's rows, and pow where it is locally constant (Note [NaN and infinity])
+    Variable xc = x.detach(), xgc = xg.detach();
+    xc.set_requires_grad(true);
+    xgc.set_requires_grad(true);
+    tg::cross_entropy(xc, tgt, tg::Reduction::Sum).backward();
+    tg::cross_entropy(xgc, tgt.to(kGpu), tg::Reduction::Sum).backward();
+    check_same(xgc.grad(), xc.grad(), 1e-4, 1e-5);
+    Variable a = tg::from_vector(std::vector<double>{0, 0, 2, 0, 3}, {5}).to(dt);
+    Variable b = tg::from_vector(std::vector<double>{2, 0, 0, -1, 2}, {5}).to(dt);
+    Variable ag = a.to(kGpu), bg = b.to(kGpu);
+    for (Variable* v : {&a, &b, &ag, &bg}) v->set_requires_grad(true);
+    tg::pow(a, b).sum().backward();
+    tg::pow(ag, bg).sum().backward();
+    check_same(ag.grad(), a.grad(), 1e-6, 1e-7);
+    check_same(bg.grad(), b.grad(), 1e-6, 1e-7);
   }
 }
 
@@ -578,6 +593,14 @@ TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
   tg::manual_seed(7);
   const Variable ig = tg::randint(-5, 1000, {4099}, tg::TensorOptions().device(kGpu));
   check_same(ig, i, 0, 0);
+  // integers beyond 2^53, exactly (compared as int64, not through double)
+  const int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
+  for (auto [low, high] : {std::pair<int64_t, int64_t>{max - 10, max}, {min, max}, {int64_t(1) << 53, (int64_t(1) << 53) + 3}}) {
+    tg::manual_seed(8);
+    const auto cpu = tg::randint(low, high, {1031}).to_vector<int64_t>();
+    tg::manual_seed(8);
+    CHECK(tg::randint(low, high, {1031}, tg::TensorOptions().device(kGpu)).to_vector<int64_t>() == cpu);
+  }
 }
 
 TEST_CASE("cuda: reductions and softmax and cross-entropy are bitwise deterministic") {

@@ -102,6 +102,100 @@ TEST_CASE("NaN in gives NaN out: relu clamp max min softmax") {
   for (double v : s) CHECK(std::isnan(v));
 }
 
+// Note [NaN and infinity] (ops/functors.h): the rules, each as PyTorch computes it.
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+/// Every value NaN.
+bool all_nan(const Variable& v) {
+  for (double x : v.to_vector<double>())
+    if (!std::isnan(x)) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("NaN and infinity: a softmax row holding +inf or only -inf is NaN, a -inf among finite values is 0") {
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    const Variable up = tg::from_vector(std::vector<double>{kInf, 1, 2}, {3}).to(dt);
+    CHECK(all_nan(tg::softmax(up, 0)));
+    CHECK(all_nan(tg::log_softmax(up, 0)));
+    const Variable down = tg::from_vector(std::vector<double>{-kInf, -kInf}, {2}).to(dt);
+    CHECK(all_nan(tg::softmax(down, 0)));
+    CHECK(all_nan(tg::log_softmax(down, 0)));
+    const Variable mixed = tg::from_vector(std::vector<double>{-kInf, 0, kInf, -kInf, 3, 3}, {3, 2}).to(dt);
+    // rows (the contiguous kernel): [-inf, 0] -> [0, 1]; [inf, -inf] -> NaN; [3, 3] -> [.5, .5]
+    const auto rows = tg::softmax(mixed, 1).to_vector<double>();
+    CHECK(rows[0] == 0);
+    CHECK(rows[1] == 1);
+    CHECK(std::isnan(rows[2]));
+    CHECK(std::isnan(rows[3]));
+    CHECK(rows[4] == doctest::Approx(0.5));
+    const auto logs = tg::log_softmax(mixed, 1).to_vector<double>();
+    CHECK(logs[0] == -kInf);
+    CHECK(logs[1] == 0);
+    CHECK(std::isnan(logs[2]));
+    // columns (the strided kernel): [-inf, inf, 3] -> NaN; [0, -inf, 3] -> [e^-3 / (1 + e^-3), 0, ...]
+    const auto cols = tg::softmax(mixed, 0).to_vector<double>();
+    CHECK(std::isnan(cols[0]));
+    CHECK(std::isnan(cols[2]));
+    CHECK(std::isnan(cols[4]));
+    CHECK(cols[1] == doctest::Approx(std::exp(-3.0) / (1 + std::exp(-3.0))));
+    CHECK(cols[3] == 0);
+    CHECK(cols[5] == doctest::Approx(1 / (1 + std::exp(-3.0))));
+    // a NaN anywhere in the row: the whole row
+    CHECK(all_nan(tg::softmax(tg::from_vector(std::vector<double>{1, kNaN, kInf}, {3}).to(dt), 0)));
+  }
+}
+
+TEST_CASE("NaN and infinity: cross-entropy of a row with +inf is NaN, a -inf target logit gives +inf") {
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    Variable logits = tg::from_vector(std::vector<double>{kInf, 1, 2, -kInf, 0, 1, 0.5, 0.25, 0}, {3, 3}).to(dt);
+    logits.set_requires_grad(true);
+    const Variable target = tg::from_vector(std::vector<int64_t>{1, 0, 2}, {3});
+    const auto loss = tg::cross_entropy(logits, target, tg::Reduction::None).to_vector<double>();
+    CHECK(std::isnan(loss[0]));
+    CHECK(loss[1] == kInf);
+    CHECK(std::isfinite(loss[2]));
+    CHECK(std::isnan(tg::cross_entropy(logits, target).item()));   // the mean sees the NaN
+    // gradients: the +inf row NaN; the -inf row is softmax - onehot: -1 at the target, finite elsewhere
+    tg::cross_entropy(logits, target, tg::Reduction::Sum).backward();
+    const auto g = logits.grad().to_vector<double>();
+    for (int c = 0; c < 3; ++c) CHECK(std::isnan(g[c]));
+    CHECK(g[3] == -1);
+    CHECK(std::isfinite(g[4]));
+    for (int c = 6; c < 9; ++c) CHECK(std::isfinite(g[c]));
+    // an ignored row does not reach the mean, even when it is NaN
+    const Variable ignored = tg::from_vector(std::vector<int64_t>{-100, 2, 2}, {3});
+    const double mean = tg::cross_entropy(logits.detach(), ignored).item();
+    CHECK(std::isfinite(mean));
+  }
+}
+
+TEST_CASE("NaN and infinity: pow's gradients are 0 where the function is locally constant") {
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    // (a, b) = (0, 2), (0, 0), (2, 0), (3, 2)
+    Variable a = tg::from_vector(std::vector<double>{0, 0, 2, 3}, {4}).to(dt);
+    Variable b = tg::from_vector(std::vector<double>{2, 0, 0, 2}, {4}).to(dt);
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    tg::pow(a, b).sum().backward();
+    check_values(a.grad(), {0, 0, 0, 6}, 1e-6);                            // b a^(b-1), 0 where b == 0
+    check_values(b.grad(), {0, 0, std::log(2.0), 9 * std::log(3.0)}, 1e-6);   // a^b ln a, 0 where a == 0
+    Variable x = tg::from_vector(std::vector<double>{0, 1}, {2}).to(dt);
+    x.set_requires_grad(true);
+    tg::pow(x, 0.0).sum().backward();
+    check_values(x.grad(), {0, 0});
+    // broadcast: one base against several exponents
+    Variable base = tg::zeros({1}, tg::TensorOptions().dtype(dt).requires_grad(true));
+    Variable exps = tg::from_vector(std::vector<double>{0, 0.5, 3}, {3}).to(dt);
+    exps.set_requires_grad(true);
+    tg::pow(base, exps).sum().backward();
+    check_values(exps.grad(), {0, 0, 0});
+  }
+}
+
 TEST_CASE("matmul: 2-D batched mixed transposed operands against a naive loop") {
   tg::manual_seed(3);
   for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{257, 33, 17}, {1, 5, 1}, {4, 1, 3}}) {

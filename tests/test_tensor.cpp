@@ -1,5 +1,6 @@
 // tests/test_tensor.cpp: Device/DType, shapes and overflow checks, Tensor views and copies,
 // printing, the caching CPU allocator and the Philox generator.
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -202,6 +203,38 @@ TEST_CASE("item<int64_t> is exact beyond 2^53") {
         std::numeric_limits<int64_t>::max());
   CHECK(tg::from_vector(std::vector<float>{2.5f}, {}).item<float>() == 2.5f);
   TG_CHECK_THROWS(tg::zeros({2}).item<float>(), tg::ShapeError, "cannot be converted to Scalar");
+}
+
+TEST_CASE("integers: randint is exact over every int64 interval") {
+  const int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
+  tg::manual_seed(1);
+  for (int64_t v : tg::randint(max - 10, max, {64}).to_vector<int64_t>()) {   // was SIGFPE (range in double)
+    CHECK(v >= max - 10);
+    CHECK(v < max);
+  }
+  const int64_t p53 = int64_t(1) << 53;   // doubles above 2^53 are even: [2^53, 2^53 + 3) came out wrong
+  std::vector<int> seen(3, 0);
+  for (int64_t v : tg::randint(p53, p53 + 3, {600}).to_vector<int64_t>()) {
+    REQUIRE(v >= p53);
+    REQUIRE(v < p53 + 3);
+    ++seen[static_cast<std::size_t>(v - p53)];
+  }
+  for (int count : seen) CHECK(count > 100);   // each of the three values, about 200 times
+  // the widest interval and one that crosses zero: values spread over both signs
+  const auto wide = tg::randint(min, max, {256}).to_vector<int64_t>();
+  CHECK(std::count_if(wide.begin(), wide.end(), [](int64_t v) { return v < 0; }) > 64);
+  CHECK(std::count_if(wide.begin(), wide.end(), [](int64_t v) { return v > 0; }) > 64);
+  for (int64_t v : tg::randint(-3, 2, {200}).to_vector<int64_t>()) {
+    CHECK(v >= -3);
+    CHECK(v < 2);
+  }
+  for (int64_t v : tg::randint(min, min + 2, {50}).to_vector<int64_t>()) CHECK((v == min || v == min + 1));
+  // float dtypes get the same integers, converted
+  tg::manual_seed(9);
+  const auto as_int = tg::randint(0, 1000, {100}).to_vector<int64_t>();
+  tg::manual_seed(9);
+  const auto as_float = tg::randint(0, 1000, {100}, tg::TensorOptions().dtype(tg::kFloat64)).to_vector<double>();
+  for (std::size_t i = 0; i < as_int.size(); ++i) CHECK(double(as_int[i]) == as_float[i]);
 }
 
 TEST_CASE("CPU allocator: freed blocks are reused statistics add up") {

@@ -1,4 +1,4 @@
-// cuda/random.cu: Backend::random on CUDA: element i of a draw is philox::sample(kind, seed, offset + i)
+// cuda/random.cu: Backend::random on CUDA: element i of a draw is philox::sample<T>(dist, seed, offset + i)
 // from engine/philox.h, the very formula the CPU loop in engine/cpu_backend.cpp runs, so manual_seed
 // gives the same values on both devices. Compiled with -fmad=false (CMakeLists.txt) so that no
 // multiply-add is fused differently from the CPU; the remaining difference is the last-ulp accuracy
@@ -16,23 +16,20 @@ namespace {
 template <class T>
 struct RandomFlat {
   T* out;
-  philox::Kind kind;
+  philox::Distribution dist;
   uint64_t seed, offset;
-  double a, b;
-  __device__ void operator()(int64_t i) const {
-    out[i] = static_cast<T>(philox::sample(kind, seed, offset + static_cast<uint64_t>(i), a, b));
-  }
+  __device__ void operator()(int64_t i) const { out[i] = philox::sample<T>(dist, seed, offset + static_cast<uint64_t>(i)); }
 };
 
 }  // namespace
 
-void CudaBackend::random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) {
+void CudaBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_dtype(out.dtype(), [&](auto t) {
     using T = decltype(t);
-    launch_flat(ctx_.stream(), n, RandomFlat<T>{out.data<T>(), kind, seed, offset, a, b});
+    launch_flat(ctx_.stream(), n, RandomFlat<T>{out.data<T>(), dist, seed, offset});
   });
 }
 

@@ -183,8 +183,9 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
 // ------------------------------------------------------------------------------------------------
 // Softmax and cross-entropy rows. Row statistics are gathered in one read with the online
 // (running-max) softmax: each thread keeps (m, s) with s = sum exp(x - m), rescaled when m grows;
-// partial results combine the same way. NaN and infinities follow the CPU backend: a NaN anywhere
-// makes s NaN; a row whose max is +-inf is summed again with m = 0, as the CPU does.
+// partial results combine the same way. NaN and infinities follow Note [NaN and infinity]
+// (ops/functors.h), as the CPU backend does: a NaN anywhere makes s NaN, and so does a row whose max
+// is +inf or -inf (a row holding +inf, or only -inf), so the whole row comes out NaN.
 
 template <class T>
 struct RowStats {
@@ -225,19 +226,14 @@ struct RowStatsOp {
   }
 };
 
-/// The row's statistics, known to every lane of the team; a +-inf max is replaced by 0 (the CPU rule).
+/// The row's statistics, known to every lane of the team; s is NaN when the max is not finite.
 template <class T, bool kWarp>
 __device__ RowStats<T> row_stats(const T* in, int64_t D, const Team<kWarp>& team, RowStats<T>* scratch) {
   RowStatsOp<T> op;
   RowStats<T> st = RowStatsOp<T>::identity();
   for (int64_t d = team.lane; d < D; d += team.size) RowStatsOp<T>::add(st, in[d]);
   st = team.allreduce(st, op, scratch);
-  if (is_inf(st.m)) {   // team-uniform: every lane sees the same m
-    double s = 0;
-    for (int64_t d = team.lane; d < D; d += team.size) s += static_cast<double>(texp(in[d]));
-    st.s = team.allreduce(s, SumOp<double>(), reinterpret_cast<double*>(scratch));
-    st.m = T(0);
-  }
+  if (is_inf(st.m)) st.s = static_cast<double>(NAN);
   return st;
 }
 
@@ -271,7 +267,7 @@ __global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t D, 
     T* out = y + off;
     T m = in[0];
     for (int64_t d = 1; d < D; ++d) m = m < in[d * inner] ? in[d * inner] : m;   // std::max's NaN rule
-    if (is_nan(m) || is_inf(m)) m = T(0);
+    if (is_inf(m)) m = T(NAN);   // Note [NaN and infinity]: the whole column NaN
     double s = 0;
     for (int64_t d = 0; d < D; ++d) s += static_cast<double>(texp(in[d * inner] - m));
     if (log_) {

@@ -18,7 +18,6 @@ namespace tg {
 namespace {
 thread_local bool t_grad_enabled = true;
 thread_local bool t_anomaly_enabled = false;
-std::mutex g_accumulate_mutex;   // leaves shared by graphs that backward on several threads
 }  // namespace
 
 bool GradMode::is_enabled() { return t_grad_enabled; }
@@ -26,13 +25,29 @@ void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 bool autograd::AnomalyMode::is_enabled() { return t_anomaly_enabled; }
 void autograd::AnomalyMode::set_enabled(bool enabled) { t_anomaly_enabled = enabled; }
 
+// Note [Gradient slots]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A leaf's gradient slot (VariableImpl::grad) is read and replaced under one mutex,
+// detail::grad_mutex(): by backward's accumulation (leaves shared by graphs that run backward on
+// several threads), by Variable::grad(), set_grad() and zero_grad(). So zero_grad() or set_grad() on
+// one thread while another thread's backward reaches the same leaf never frees a gradient that is
+// being written: the gradient lands either in the slot that was dropped or in the new one. What is
+// not protected, here as in PyTorch, is two threads writing one gradient *tensor*:
+// optimizer.zero_grad(/*set_to_none=*/false) fills it in place while a backward may be adding into
+// it, and the values are then unspecified (no memory is corrupted: each holder keeps the tensor
+// alive). Training code resets gradients between backward passes, not during them.
+std::mutex& detail::grad_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 namespace {
 
 /// Adds g into impl.grad. The first gradient is stolen when nobody else holds it (and it is a plain
 /// contiguous tensor), else copied, so that later in-place accumulation never writes into a tensor
 /// that another leaf or the caller also holds.
 void accumulate(VariableImpl& impl, Tensor g) {
-  std::lock_guard<std::mutex> lock(g_accumulate_mutex);
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
   if (!impl.grad || !impl.grad->data.defined()) {
     if (g.storage().use_count() > 1 || !g.is_contiguous() || g.offset() != 0 ||
         g.storage()->nbytes() != static_cast<std::size_t>(g.numel()) * dtype_size(g.dtype()))

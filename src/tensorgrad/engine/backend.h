@@ -107,9 +107,8 @@ class Backend {
   virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /// dst[..index[..i..]..] += src[..i..] along dim; the reverse of gather. Accumulates.
   virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
-  /// out (contiguous) element i = philox::sample(kind, seed, offset + i, a, b). Sets out.
-  virtual void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b,
-                      const Tensor& out) = 0;
+  /// out (contiguous) element i = philox::sample<T>(dist, seed, offset + i). Sets out.
+  virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) = 0;
   /// Fused SGD update of one parameter (all contiguous, same shape); velocity may be undefined when
   /// momentum == 0. Implements PyTorch's torch.optim.SGD formulas.
   virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,

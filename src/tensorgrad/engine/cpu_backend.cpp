@@ -206,9 +206,11 @@ bool is_nan(T v) {
 template <class T>
 using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
 
+/// The shift of a softmax row: its maximum when finite, else NaN, so that a row holding +inf or only
+/// -inf comes out NaN everywhere, as in PyTorch (Note [NaN and infinity] in ops/functors.h).
 template <class T>
-T finite_or_zero(T v) {
-  return std::isfinite(v) ? v : T(0);
+T row_shift(T max) {
+  return std::isfinite(max) ? max : std::numeric_limits<T>::quiet_NaN();
 }
 
 template <class T>
@@ -562,7 +564,7 @@ class CpuBackend final : public Backend {
           T* y = yp + off;
           T m = in[0];
           for (int64_t d = 1; d < r.D; ++d) m = std::max(m, in[d * r.inner]);
-          m = finite_or_zero(m);
+          m = row_shift(m);
           double s = 0;
           for (int64_t d = 0; d < r.D; ++d) s += fn::exp(in[d * r.inner] - m);
           if (log) {
@@ -732,13 +734,13 @@ class CpuBackend final : public Backend {
     gather_scatter(dst, dim, index, src, /*scatter=*/true);
   }
 
-  void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) override {
+  void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override {
     dispatch_dtype(out.dtype(), [&](auto t) {
       using T = decltype(t);
       T* p = out.data<T>();
       parallel_for(out.numel(), 16, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i)
-          p[i] = static_cast<T>(philox::sample(kind, seed, offset + static_cast<uint64_t>(i), a, b));
+          p[i] = philox::sample<T>(dist, seed, offset + static_cast<uint64_t>(i));
       });
     });
   }

@@ -53,27 +53,57 @@ TG_HD double to_unit(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
-/// The distribution of a random op (see sample()).
+/// The distribution of a random op (see Distribution).
 enum class Kind : int { Uniform, Normal, Integer };
 /** \var Kind::Uniform
     Uniform real in [a, b) (rand). */
 /** \var Kind::Normal
     Normal with mean a and standard deviation b (randn). */
 /** \var Kind::Integer
-    Uniform integer in [a, b) (randint). */
+    Uniform integer in [low, low + range) (randint), computed in 64-bit integers. */
 
-/// Value of element i: Uniform in [a, b), Normal(mean a, std b) by Box-Muller, Integer in [a, b).
-TG_HD double sample(Kind kind, uint64_t seed, uint64_t ctr, double a, double b) {
-  const U4 u = draw(seed, ctr);
-  if (kind == Kind::Uniform) return a + (b - a) * to_unit(u.x, u.y);
-  if (kind == Kind::Integer) {
-    const uint64_t range = static_cast<uint64_t>(b - a);
-    const uint64_t bits = (static_cast<uint64_t>(u.x) << 32) | u.y;
-    return a + static_cast<double>(bits % range);   // bias below 2^-40 for ranges under 2^24
+/// What one random op draws; built by uniform(), normal() or integer().
+struct Distribution {
+  /// Which distribution.
+  Kind kind;
+  /// Uniform: the start of [a, b); Normal: the mean.
+  double a;
+  /// Uniform: the end of [a, b); Normal: the standard deviation.
+  double b;
+  /// Integer: the smallest value.
+  int64_t low;
+  /// Integer: the number of values, high - low, in [1, 2^64).
+  uint64_t range;
+
+  /// Uniform real in [a, b).
+  static Distribution uniform(double a, double b) { return {Kind::Uniform, a, b, 0, 1}; }
+  /// Normal with the given mean and standard deviation.
+  static Distribution normal(double mean, double std) { return {Kind::Normal, mean, std, 0, 1}; }
+  /// Uniform integer in [low, high); needs low < high. The difference is taken in uint64_t, so every
+  /// int64 interval is exact (INT64_MIN to INT64_MAX included).
+  static Distribution integer(int64_t low, int64_t high) {
+    return {Kind::Integer, 0, 0, low, static_cast<uint64_t>(high) - static_cast<uint64_t>(low)};
   }
+};
+
+/// A uniform integer in [low, low + range): 64 random bits reduced modulo range, all in uint64_t so that
+/// no value is rounded through a double. The modulo bias is below range / 2^64 (PyTorch's randint
+/// draws the same way).
+TG_HD int64_t sample_integer(const U4& u, int64_t low, uint64_t range) {
+  const uint64_t bits = (static_cast<uint64_t>(u.x) << 32) | u.y;
+  return static_cast<int64_t>(static_cast<uint64_t>(low) + bits % range);   // wraps like two's complement
+}
+
+/// Element i of a draw of distribution d, in T: Uniform in [a, b), Normal(a, b) by Box-Muller, Integer
+/// exact in int64_t (then converted to T).
+template <class T>
+TG_HD T sample(const Distribution& d, uint64_t seed, uint64_t ctr) {
+  const U4 u = draw(seed, ctr);
+  if (d.kind == Kind::Integer) return static_cast<T>(sample_integer(u, d.low, d.range));
+  if (d.kind == Kind::Uniform) return static_cast<T>(d.a + (d.b - d.a) * to_unit(u.x, u.y));
   const double u1 = 1.0 - to_unit(u.x, u.y);        // (0, 1]: log is finite
   const double u2 = to_unit(u.z, u.w);
-  return a + b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return static_cast<T>(d.a + d.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
 }
 
 }  // namespace philox

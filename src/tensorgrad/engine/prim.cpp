@@ -182,7 +182,7 @@ void manual_seed(uint64_t seed) {
   g_offset = 0;
 }
 
-Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType dtype, Device device) {
+Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   uint64_t seed, offset;
   {
@@ -191,7 +191,7 @@ Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType d
     offset = g_offset;
     g_offset += static_cast<uint64_t>(t.numel());
   }
-  backend_for(device).random(kind, seed, offset, a, b, t);
+  backend_for(device).random(dist, seed, offset, t);
   return t;
 }
 

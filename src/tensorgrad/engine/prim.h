@@ -33,7 +33,7 @@ void manual_seed(uint64_t seed);
 /// A fresh tensor of draws from kind's distribution with parameters a, b (philox::sample). Each call
 /// reserves numel() counters of the one stream, so values depend neither on the device nor on the
 /// thread count.
-Tensor random(philox::Kind kind, const Shape& shape, double a, double b, DType dtype, Device device);
+Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device);
 
 // ---- copies and fills (in place: bump the version counter of the written storage)
 /// Sets every element of dst (any strides) to value.

@@ -62,11 +62,16 @@ const std::shared_ptr<Node>& Variable::grad_fn() const {
   return impl_ ? impl_->grad_fn : kNone;
 }
 
-Variable Variable::grad() const { return impl_ && impl_->grad ? Variable(impl_->grad) : Variable(); }
+Variable Variable::grad() const {
+  if (!impl_) return Variable();
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  return impl_->grad ? Variable(impl_->grad) : Variable();
+}
 
 void Variable::set_grad(const Variable& g) {
   need_impl(impl_, "set_grad");
   if (!g.defined()) {
+    std::lock_guard<std::mutex> lock(detail::grad_mutex());
     impl_->grad.reset();
     return;
   }
@@ -80,12 +85,17 @@ void Variable::set_grad(const Variable& g) {
   // gradient it is overwriting (Note [Overlapping writes], engine/prim.cpp).
   TG_CHECK(g.data().storage() != data().storage(), AutogradError,
            "set_grad: can't assign Variable as its own grad (the assigned grad shares memory with the Variable)");
-  impl_->grad = std::make_shared<VariableImpl>();
-  impl_->grad->data = g.data();
+  auto slot = std::make_shared<VariableImpl>();
+  slot->data = g.data();
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  impl_->grad = std::move(slot);
 }
 
 void Variable::zero_grad() {
-  if (impl_) impl_->grad.reset();
+  if (!impl_) return;
+  std::shared_ptr<VariableImpl> old;   // released after the lock: its storage goes back to the cache
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  old.swap(impl_->grad);
 }
 
 void Variable::retain_grad() {

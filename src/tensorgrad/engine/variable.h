@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -36,6 +37,12 @@ struct VariableImpl {
   std::shared_ptr<Node> grad_fn;           ///< producer; null for leaves
   debug::detail::Counted<debug::detail::kVariable> counted;   ///< counts live instances for tg::debug::live_counts()
 };
+
+namespace detail {
+/// Guards every VariableImpl::grad slot: backward's accumulation, Variable::grad(), set_grad() and
+/// zero_grad() (Note [Gradient slots] in engine/autograd.cpp).
+std::mutex& grad_mutex();
+}  // namespace detail
 
 /// Creation options, PyTorch style: TensorOptions().dtype(kFloat64).device(gpu).requires_grad(true).
 /// Defaults: float32, cpu, no grad.

@@ -12,11 +12,11 @@ namespace nn {
 namespace init {
 
 namespace {
-Variable& fill_random(Variable& v, philox::Kind kind, double a, double b) {
+Variable& fill_random(Variable& v, const philox::Distribution& dist) {
   TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
   prim::check_floating("init", v.data());
   NoGradGuard no_grad;
-  prim::copy_(v.data(), prim::random(kind, v.shape(), a, b, v.dtype(), v.device()));
+  prim::copy_(v.data(), prim::random(dist, v.shape(), v.dtype(), v.device()));
   return v;
 }
 }  // namespace
@@ -32,12 +32,12 @@ std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v) {
 Variable& uniform_(Variable& v, double a, double b) {
   TG_CHECK(std::isfinite(a) && std::isfinite(b) && a <= b, Error,
            "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
-  return fill_random(v, philox::Kind::Uniform, a, b);
+  return fill_random(v, philox::Distribution::uniform(a, b));
 }
 Variable& normal_(Variable& v, double mean, double std) {
   TG_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0, Error,
            "normal_ expects a finite mean and std >= 0.0, but found mean ", mean, " and std ", std);
-  return fill_random(v, philox::Kind::Normal, mean, std);
+  return fill_random(v, philox::Distribution::normal(mean, std));
 }
 
 Variable& constant_(Variable& v, double value) {

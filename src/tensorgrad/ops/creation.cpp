@@ -24,18 +24,18 @@ Variable eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dty
 
 Variable rand(const Shape& shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "rand: expected a floating point dtype, got ", dtype_name(o.dtype()));
-  return leaf(prim::random(philox::Kind::Uniform, shape, 0.0, 1.0, o.dtype(), o.device()), o);
+  return leaf(prim::random(philox::Distribution::uniform(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
 Variable randn(const Shape& shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "randn: expected a floating point dtype, got ", dtype_name(o.dtype()));
-  return leaf(prim::random(philox::Kind::Normal, shape, 0.0, 1.0, o.dtype(), o.device()), o);
+  return leaf(prim::random(philox::Distribution::normal(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
 Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
   TG_CHECK(low < high, Error, "randint: expected low < high, but got low=", low, " and high=", high);
   const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
-  return leaf(prim::random(philox::Kind::Integer, shape, double(low), double(high), dtype, o.device()), o);
+  return leaf(prim::random(philox::Distribution::integer(low, high), shape, dtype, o.device()), o);
 }
 
 template <class T>

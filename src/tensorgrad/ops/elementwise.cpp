@@ -86,17 +86,27 @@ Variable pow(const Variable& a, const Variable& b) {
   Tensor out = prim::binary(BinaryOp::Pow, a.data(), b.data(), "pow");
   const bool need = any_requires_grad({a, b});
   SavedTensor a_saved = need ? SavedTensor(a) : SavedTensor();
-  SavedTensor b_saved = need && a.requires_grad() ? SavedTensor(b) : SavedTensor();
+  SavedTensor b_saved = need ? SavedTensor(b) : SavedTensor();
   SavedTensor out_saved = need && b.requires_grad() ? SavedTensor(out, "pow") : SavedTensor();
+  // The formulas are 0 * inf = NaN where the limit is 0, so those points are set to 0, as PyTorch
+  // does (Note [NaN and infinity] in ops/functors.h): d/da where b == 0 (a^0 is constant in a, even
+  // at a = 0), d/db where a == 0 and b >= 0 (0^b is constant in b there).
   return record("pow", out, {a, b}, [a_saved, b_saved, out_saved](const Tensor& grad, Grads& g) {
     const Tensor& at = a_saved.get();
     if (g.need(0)) {                                                      // d(a^b)/da = b a^(b-1)
       const Tensor& bt = b_saved.get();
+      const Tensor zero = prim::scalar_like(0.0, bt);
       const Tensor bm1 = prim::sub(bt, prim::scalar_like(1.0, bt));
-      g.set(0, prim::mul(grad, prim::mul(bt, prim::binary(BinaryOp::Pow, at, bm1, "pow"))));
+      const Tensor da = prim::mul(grad, prim::mul(bt, prim::binary(BinaryOp::Pow, at, bm1, "pow")));
+      g.set(0, prim::where(prim::binary(BinaryOp::Eq, bt, zero, "pow"), zero, da));
     }
-    if (g.need(1))                                                        // d(a^b)/db = a^b log(a)
-      g.set(1, prim::mul(grad, prim::mul(out_saved.get(), prim::unary(UnaryOp::Log, at))));
+    if (g.need(1)) {                                                      // d(a^b)/db = a^b log(a)
+      const Tensor& bt = b_saved.get();
+      const Tensor zero = prim::scalar_like(0.0, at);
+      const Tensor db = prim::mul(grad, prim::mul(out_saved.get(), prim::unary(UnaryOp::Log, at)));
+      const Tensor flat = prim::mul(prim::binary(BinaryOp::Eq, at, zero, "pow"), prim::binary(BinaryOp::Ge, bt, zero, "pow"));
+      g.set(1, prim::where(flat, zero, db));
+    }
   });
 }
 

@@ -62,6 +62,21 @@ TG_HD float exp(float x) {
 /// std::exp: double keeps libm's exp, the reference.
 TG_HD double exp(double x) { return std::exp(x); }
 
+// Note [NaN and infinity]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Both backends follow PyTorch's rules, checked by tests/test_ops.cpp ("NaN and infinity: ...") on the
+// CPU and tests/test_cuda.cpp ("cuda parity: NaN and infinity ...") against it:
+// - Elementwise ops: NaN in gives NaN out (relu, clamp and abs too: comparisons are written so that
+//   NaN takes the value path); IEEE results otherwise (log(0) = -inf, sqrt(-1) = NaN, 1/0 = inf).
+// - max, min, argmax: NaN wins (argmax gives the first NaN's index), as in PyTorch.
+// - softmax, log_softmax and cross-entropy work on a row shifted by its maximum. A row holding NaN or
+//   +inf, or holding only -inf, has no finite shift: the whole row is NaN (softmax([inf, 1, 2]) is
+//   [nan, nan, nan], and so is cross-entropy's loss for that row). A -inf among finite values is
+//   probability 0 (log_softmax -inf); cross-entropy with the target there is +inf.
+// - Gradients whose formula is 0 * inf where the function is locally constant are 0, not NaN:
+//   pow(a, b) with respect to b where a == 0 and b >= 0, with respect to a where b == 0 (also the
+//   scalar-exponent pow); relu, abs and clamp at their kinks take the documented one-sided value.
+
 // The functor protocol of the unary ops:
 // forward(x, p) = y;  backward(x, y, dy, p) = dL/dx given y = forward(x) and dy = dL/dy.
 // uses_x / uses_y say which of x and y backward reads, so that an op saves only those.

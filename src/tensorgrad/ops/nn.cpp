@@ -62,7 +62,7 @@ Variable dropout(const Variable& x, double p, bool training) {
   if (!training || p == 0) return x;
   prim::check_floating("dropout", x.data());
   // mask = [u >= p] / (1 - p), drawn from the global Philox stream (manual_seed makes it repeatable)
-  const Tensor u = prim::random(philox::Kind::Uniform, x.shape(), 0.0, 1.0, x.dtype(), x.device());
+  const Tensor u = prim::random(philox::Distribution::uniform(0.0, 1.0), x.shape(), x.dtype(), x.device());
   Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout");
   if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
   Tensor out = prim::mul(x.data(), mask);

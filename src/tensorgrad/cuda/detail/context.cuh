@@ -139,7 +139,7 @@ class CudaBackend final : public Backend {
   void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
   // cuda/random.cu
-  void random(philox::Kind kind, uint64_t seed, uint64_t offset, double a, double b, const Tensor& out) override;
+  void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override;
   // cuda/blas.cpp
   void gemm(const GemmArgs& args) override;
   // cuda/runtime.cu
