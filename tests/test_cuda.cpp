@@ -5,6 +5,7 @@
 // sizes, non-contiguous views, broadcasting pairs and zero-size inputs, in float32 and float64, plus
 // end-to-end training, Philox parity, determinism, the device error flag, allocator statistics and
 // pinned DataLoader batches. The allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testing.h"
@@ -43,7 +45,7 @@ bool require_cuda() {
 namespace {
 
 const Device kCpu = Device::cpu();
-const Device kGpu = Device::cuda();
+const Device kGpu = Device::cuda(0);
 
 enum class Tol { Elementwise, Reduction };
 
@@ -795,4 +797,59 @@ TEST_CASE("cuda: copies between two GPUs") {
   check_same(b, x, 0, 0);
   check_same(tg::sum(b * 2.0), tg::sum(x * 2.0), 1e-5, 1e-5);
   check_same(b.to(Device::cuda(0)), x, 0, 0);
+}
+
+TEST_CASE("cuda: \"cuda\" without an index is the calling thread's current device, as in PyTorch") {
+  TG_NEED_CUDA();
+  const int last = tg::cuda::device_count() - 1;
+  struct Restore {
+    ~Restore() { tg::cuda::set_device(0); }
+  } restore;
+  tg::cuda::set_device(last);
+  const Device current("cuda");
+  CHECK(tg::zeros({3}, tg::TensorOptions().device(current)).device() == Device::cuda(last));
+  const Variable x = tg::randn({4, 5});
+  const Variable on = x.cuda();
+  CHECK(on.device() == Device::cuda(last));
+  check_same(on, x, 0, 0);
+  CHECK(on.to(current).data().raw_data() == on.data().raw_data());   // already there: no copy
+  tg::nn::Linear layer(5, 2);
+  layer.to(Device::cuda());
+  CHECK(layer.weight.device() == Device::cuda(last));
+  // the current device is per thread: another thread still has cuda:0
+  Device other_thread_device;
+  std::thread([&] { other_thread_device = tg::zeros({1}, tg::TensorOptions().device(current)).device(); }).join();
+  CHECK(other_thread_device == Device::cuda(0));
+  tg::cuda::set_device(0);
+  CHECK(tg::zeros({3}, tg::TensorOptions().device(current)).device() == Device::cuda(0));
+  // a tensor made on cuda:last keeps its device when the current one changes
+  CHECK(on.device() == Device::cuda(last));
+}
+
+TEST_CASE("cuda: threads synchronizing one device see a recorded kernel error exactly once") {
+  TG_NEED_CUDA();
+  const Variable x = tg::randn({8, 3}, tg::TensorOptions().device(kGpu));
+  const Variable bad = tg::from_vector(std::vector<int64_t>{1, 9}, {2}).to(kGpu);
+  for (int round = 0; round < 100; ++round) {
+    const Variable y = tg::index_select(x, 0, bad);   // records the error; nothing waits yet
+    std::atomic<int> raised{0}, other{0}, waiting{8};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&] {
+        --waiting;
+        while (waiting.load() > 0) std::this_thread::yield();
+        try {
+          tg::cuda::synchronize();
+        } catch (const tg::IndexError& e) {
+          if (std::string(e.what()).find("index 9 is out of bounds") != std::string::npos) ++raised;
+          else ++other;
+        } catch (...) {
+          ++other;
+        }
+      });
+    for (auto& th : threads) th.join();
+    CHECK(raised.load() == 1);
+    CHECK(other.load() == 0);
+    CHECK_NOTHROW(tg::cuda::synchronize());   // cleared
+  }
 }

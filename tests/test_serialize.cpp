@@ -689,7 +689,7 @@ TEST_CASE("checkpoint: a CUDA module is saved through the CPU and loaded back on
   tg::save(a, gpu_file);
   tg::load(b, gpu_file);          // GPU -> file -> GPU
   tg::load(c, gpu_file);          // GPU -> file -> CPU
-  CHECK(b.fc1.weight.device() == tg::Device::cuda());
+  CHECK(b.fc1.weight.device() == tg::Device::cuda(0));
   CHECK(c.fc1.weight.device() == tg::Device::cpu());
   CHECK(snapshot(a) == snapshot(b));
   CHECK(snapshot(a) == snapshot(c));

@@ -12,10 +12,19 @@ using tg::Variable;
 
 TEST_CASE("Device: parse print compare") {
   CHECK(tg::Device::cpu().str() == "cpu");
-  CHECK(tg::Device::cuda().str() == "cuda:0");
+  CHECK(tg::Device::cuda(0).str() == "cuda:0");
   CHECK(tg::Device::cuda(1).str() == "cuda:1");
-  CHECK(tg::Device("cuda:0") == tg::Device::cuda());
-  CHECK(tg::Device("cuda") == tg::Device::cuda(0));
+  CHECK(tg::Device("cuda:0") == tg::Device::cuda(0));
+  // "cuda" without an index is the current device, looked up when used (PyTorch): a value of its own
+  CHECK(tg::Device("cuda") == tg::Device::cuda());
+  CHECK(tg::Device("cuda") == tg::Device(tg::DeviceType::CUDA));
+  CHECK(tg::Device("cuda") != tg::Device::cuda(0));
+  CHECK(tg::Device::cuda().str() == "cuda");
+  CHECK(tg::Device::cuda().index() == -1);
+  CHECK_FALSE(tg::Device::cuda().has_index());
+  CHECK(tg::Device::cuda(0).has_index());
+  CHECK(tg::Device::cpu().has_index());
+  TG_CHECK_THROWS(tg::Device(tg::DeviceType::CUDA, -2), tg::DeviceError, "must be -1 or non-negative, got -2");
   CHECK(tg::Device("cpu").is_cpu());
   CHECK(tg::Device("cuda:3").index() == 3);
   for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "", "cuda:0:1", "cuda:1234567"})

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -984,11 +986,19 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) 
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  Lock lock(api_mutex());
-  CUstream_st* s = tg_emu::stream_of(stream);
-  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
-  tg_emu::flush(s);
-  return tg_emu::take_pending(s->device);
+  cudaError_t result;
+  {
+    Lock lock(api_mutex());
+    CUstream_st* s = tg_emu::stream_of(stream);
+    if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+    tg_emu::flush(s);
+    result = tg_emu::take_pending(s->device);
+  }
+  // A real synchronization blocks while the GPU finishes; waiting a little, outside the API lock,
+  // gives other host threads that window, so races between threads that synchronize one device
+  // (reading and clearing the error flag, say) interleave here as they would on a GPU.
+  std::this_thread::sleep_for(std::chrono::microseconds(20));
+  return result;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {

@@ -322,7 +322,10 @@ __global__ void softmax_backward_cols_kernel(const T* y, const T* dy, T* dx, int
 // instead of reading out of bounds. Every synchronization (item(), to(cpu), tg::cuda::synchronize())
 // queues a copy of the flag to pinned host memory before it waits, then raises the IndexError that
 // engine/prim.cpp raises on the CPU for the same target (prim::cross_entropy_target_error), and
-// clears the flag. Nothing in the happy path waits or copies more than those 32 bytes per sync.
+// clears the flag. The flag belongs to the device's one stream (Note [One stream per device]), and
+// a sync reads and clears it under its context's mutex: when several threads synchronize one device,
+// the first to look raises the error and the others return normally, instead of racing on the pinned
+// copy (two raising, or none). Nothing in the happy path waits or copies more than those 32 bytes per sync.
 // Index kernels (cuda/index.cu) report out-of-range indices the same way, as the IndexError of
 // prim::index_out_of_range_error; engine/prim.cpp checks only CPU indices on the host.
 

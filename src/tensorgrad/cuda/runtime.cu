@@ -387,6 +387,7 @@ cublasHandle_t DeviceContext::blas() {
 
 void DeviceContext::sync() {
   DeviceGuard guard(device_);
+  std::lock_guard<std::mutex> lock(flag_mutex_);
   TG_CUDA_CHECK(cudaMemcpyAsync(flag_host_, flag_device_, sizeof(DeviceErrorFlag), cudaMemcpyDeviceToHost, stream_));
   TG_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (flag_host_->code == 0) return;

@@ -7,9 +7,13 @@
 
 namespace tg {
 
+Device with_index(Device device) {
+  return device.is_cuda() && !device.has_index() ? Device::cuda(cuda::current_device()) : device;
+}
+
 Backend& backend_for(Device device) {
   if (device.is_cpu()) return cpu_backend();
-  return cuda::detail::backend(device.index());
+  return cuda::detail::backend(with_index(device).index());
 }
 
 RowView rows_of(const Tensor& x, int64_t dim) {
@@ -42,7 +46,8 @@ ReductionLayout reduction_layout(const Tensor& x, const Tensor& out) {
   return l;
 }
 
-Tensor Tensor::to(Device device, bool non_blocking) const {
+Tensor Tensor::to(Device target, bool non_blocking) const {
+  const Device device = with_index(target);
   if (device == this->device()) return *this;
   backend_for(device);   // throws DeviceError when the target device is unusable
   // Host<->device and device<->device copies: cuda/runtime.cu (stream-ordered; pinned sources may be

@@ -156,8 +156,12 @@ struct ReductionLayout {
 /// The layout of reducing x into out (x's rank, size 1 on the reduced dims).
 ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
 
-/// The backend serving a device. CUDA devices throw DeviceError with the reason when unusable.
+/// The backend serving a device ("cuda" without an index: the current one). CUDA devices throw
+/// DeviceError with the reason when unusable.
 Backend& backend_for(Device device);
+/// `device` with its index: "cuda" becomes cuda:N for the calling thread's current device N
+/// (cuda::current_device()); every other device is returned as it is.
+Device with_index(Device device);
 /// The CPU backend (never destroyed).
 Backend& cpu_backend();
 

@@ -8,14 +8,14 @@
 namespace tg {
 
 Device::Device(DeviceType type, int index) : type_(type), index_(type == DeviceType::CPU ? 0 : index) {
-  TG_CHECK(index >= 0, DeviceError, "Device: device index must not be negative, got ", index);
+  TG_CHECK(index >= -1, DeviceError, "Device: device index must be -1 or non-negative, got ", index);
 }
 
 Device::Device(const std::string& spec) {
   if (spec == "cpu") return;
   const std::string prefix = "cuda";
   bool ok = spec.compare(0, prefix.size(), prefix) == 0;
-  int index = 0;
+  int index = -1;
   if (ok && spec.size() > prefix.size()) {
     ok = spec[prefix.size()] == ':' && spec.size() > prefix.size() + 1 && spec.size() <= prefix.size() + 6;
     for (std::size_t i = prefix.size() + 1; ok && i < spec.size(); ++i)
@@ -27,7 +27,10 @@ Device::Device(const std::string& spec) {
   index_ = index;
 }
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index_); }
+std::string Device::str() const {
+  if (is_cpu()) return "cpu";
+  return has_index() ? "cuda:" + std::to_string(index_) : "cuda";
+}
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 

@@ -16,29 +16,35 @@ enum class DeviceType : uint8_t { CPU, CUDA };
 /** \var DeviceType::CUDA
     An NVIDIA GPU (the CUDA backend). */
 
-/// Where a tensor lives: "cpu" or "cuda:N" (PyTorch's torch::Device). A plain value; whether the
-/// device is usable is checked when a tensor is created or moved there (DeviceError).
+/// Where a tensor lives: "cpu", "cuda:N", or "cuda" (PyTorch's torch::Device). A plain value;
+/// whether the device is usable is checked when a tensor is created or moved there (DeviceError).
+/// "cuda" without an index means the calling thread's current device (cuda::set_device), looked up
+/// when a tensor is created or moved there, as in PyTorch: a tensor's own device() always has an
+/// index. Like PyTorch's, Device("cuda") != Device("cuda:0") as values.
 class Device {
  public:
   Device() = default;                         ///< cpu
-  /// A device of `type`; the index is ignored for the CPU (always 0). Throws DeviceError for a
-  /// negative index.
-  Device(DeviceType type, int index = 0);     // NOLINT(google-explicit-constructor)
+  /// A device of `type`; the index is ignored for the CPU (always 0). -1 (the default) for CUDA
+  /// means the current device. Throws DeviceError for an index below -1.
+  Device(DeviceType type, int index = -1);    // NOLINT(google-explicit-constructor)
   explicit Device(const std::string& spec);   ///< "cpu", "cuda", "cuda:1"; anything else throws tg::Error
   /// The CPU.
   static Device cpu() { return Device(); }
-  /// cuda:index (default cuda:0). Does not check that the GPU exists: see cuda::is_available().
-  static Device cuda(int index = 0) { return Device(DeviceType::CUDA, index); }
+  /// cuda:index; without an index, the current device (see the class comment). Does not check that
+  /// the GPU exists: see cuda::is_available().
+  static Device cuda(int index = -1) { return Device(DeviceType::CUDA, index); }
 
   /// CPU or CUDA.
   DeviceType type() const { return type_; }
-  /// The device index: N of "cuda:N"; 0 for the CPU.
+  /// The device index: N of "cuda:N"; -1 for "cuda" (the current device); 0 for the CPU.
   int index() const { return index_; }
+  /// False only for "cuda" without an index.
+  bool has_index() const { return index_ >= 0; }
   /// type() == DeviceType::CPU.
   bool is_cpu() const { return type_ == DeviceType::CPU; }
   /// type() == DeviceType::CUDA.
   bool is_cuda() const { return type_ == DeviceType::CUDA; }
-  std::string str() const;                    ///< "cpu", "cuda:0"
+  std::string str() const;                    ///< "cpu", "cuda:0", "cuda"
 
   /// Same type and index.
   bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }

@@ -18,7 +18,7 @@
 namespace tg {
 
 Storage::Storage(std::size_t nbytes, Device device, Allocator* allocator)
-    : data_(allocator->allocate(nbytes)), nbytes_(nbytes), device_(device), allocator_(allocator) {}
+    : data_(allocator->allocate(nbytes)), nbytes_(nbytes), device_(with_index(device)), allocator_(allocator) {}
 
 Storage::~Storage() { allocator_->deallocate(data_, nbytes_); }
 

@@ -124,7 +124,7 @@ class Variable {
   /// A converted copy, recorded in the graph for floating targets (int64 results carry no gradient);
   /// this itself when already of that dtype.
   Variable to(DType dtype) const;
-  /// to(Device::cuda()): to cuda:0.
+  /// to(Device::cuda()): to the current CUDA device (cuda::set_device), as PyTorch's .cuda().
   Variable cuda() const { return to(Device::cuda()); }
   /// to(Device::cpu()).
   Variable cpu() const { return to(Device::cpu()); }

@@ -48,8 +48,9 @@ Variable Variable::gather(int64_t dim, const Variable& index) const { return tg:
 Variable Variable::softmax(int64_t dim) const { return tg::softmax(*this, dim); }
 Variable Variable::log_softmax(int64_t dim) const { return tg::log_softmax(*this, dim); }
 
-Variable Variable::to(Device device, bool non_blocking) const {
+Variable Variable::to(Device target, bool non_blocking) const {
   // non_blocking: host-to-device copies from pinned memory (DataLoader pin_memory) are asynchronous.
+  const Device device = with_index(target);   // "cuda": the current device
   if (device == this->device()) return *this;
   const Device from = this->device();
   return record("to", data().to(device, non_blocking), {*this}, [from](const Tensor& grad, Grads& g) {

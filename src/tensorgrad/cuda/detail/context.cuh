@@ -71,7 +71,9 @@ class DeviceContext {
   cublasHandle_t blas();                               // created on first use, bound to stream()
   DeviceAllocator& allocator() { return allocator_; }
   DeviceErrorFlag* error_flag() const { return flag_device_; }   // device memory, for kernels
-  /// Blocks until the stream is idle, then raises the error a kernel recorded (and clears it).
+  /// Blocks until the stream is idle, then raises the error a kernel recorded (and clears it). The
+  /// flag is read and cleared under flag_mutex_, so when several threads synchronize one device
+  /// exactly one of them raises a recorded error (Note [Device error flag] in cuda/reduce.cu).
   void sync();
 
   int sm_count = 0;
@@ -85,6 +87,7 @@ class DeviceContext {
   std::once_flag blas_once_;
   cublasHandle_t blas_ = nullptr;
   DeviceAllocator allocator_;
+  std::mutex flag_mutex_;                    // one sync() at a time reads and clears the flag
   DeviceErrorFlag* flag_host_ = nullptr;     // pinned: the copy sync() reads
   DeviceErrorFlag* flag_device_ = nullptr;   // what kernels write
 };
