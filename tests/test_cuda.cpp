@@ -853,3 +853,32 @@ TEST_CASE("cuda: threads synchronizing one device see a recorded kernel error ex
     CHECK_NOTHROW(tg::cuda::synchronize());   // cleared
   }
 }
+
+TEST_CASE("cuda: one training step of the API.md MLP queues at most 15 launches") {
+  TG_NEED_CUDA();
+  for (bool momentum : {false, true}) {
+    CAPTURE(momentum);
+    tg::manual_seed(0);
+    Net model;
+    model.to(kGpu);
+    const Variable inputs = tg::randn({64, 784}).to(kGpu), targets = tg::randint(0, 10, {64}).to(kGpu);
+    tg::nn::CrossEntropyLoss criterion;
+    tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.01).momentum(momentum ? 0.9 : 0.0));
+    auto step = [&] {
+      opt.zero_grad();
+      Variable loss = criterion(model(inputs), targets);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
+    step();   // the first step creates the momentum buffers
+    step();
+    tg::cuda::synchronize();
+    const uint64_t before = tg::cuda::detail::launch_count();
+    const Variable loss = step();
+    const uint64_t launches = tg::cuda::detail::launch_count() - before;
+    MESSAGE("MLP step (batch 64, SGD momentum " << (momentum ? 0.9 : 0.0) << "): " << launches << " launches");
+    CHECK(launches <= 15);
+    CHECK(std::isfinite(loss.item()));
+  }
+}

@@ -194,6 +194,7 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   cudaStream_t stream = ctx_.stream();
   const bool flat = src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape();
   if (flat && src.dtype() == dst.dtype()) {   // a plain device-to-device copy at copy-engine speed
+    count_launch();
     TG_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), static_cast<std::size_t>(n) * dtype_size(dst.dtype()),
                                   cudaMemcpyDeviceToDevice, stream));
     return;
@@ -214,6 +215,7 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
   if (dst.is_contiguous() && value == 0 && !std::signbit(value)) {   // +0 is all-zero bits in every dtype
+    count_launch();
     TG_CUDA_CHECK(cudaMemsetAsync(dst.raw_data(), 0, static_cast<std::size_t>(n) * dtype_size(dst.dtype()), stream));
     return;
   }

@@ -628,7 +628,7 @@ class CpuBackend final : public Backend {
   }
 
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                     const Tensor& lse) override {
+                     const Tensor& lse, const Tensor& total, const Tensor& count) override {
     dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
@@ -657,11 +657,24 @@ class CpuBackend final : public Backend {
           }
         });
       });
+      if (!args.total) return;
+      // The total in double, rows in order (the same on every thread count); mean: over the rows not
+      // ignored, NaN (0 / 0) when there are none.
+      double sum = 0;
+      int64_t kept = 0;
+      const int64_t N = logits.shape()[0];
+      for (int64_t n = 0; n < N; ++n) {
+        sum += static_cast<double>(lp[n]);
+        kept += tg_[n] != args.ignore_index;
+      }
+      if (args.mean) count.data<T>()[0] = static_cast<T>(kept);
+      total.data<T>()[0] = static_cast<T>(args.mean ? sum / static_cast<double>(kept) : sum);
     });
   }
 
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override {
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                              const Tensor& dlogits) override {
     dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
@@ -669,6 +682,7 @@ class CpuBackend final : public Backend {
       const int64_t* tg_ = target.data<int64_t>();
       const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
       const T s = T(args.label_smoothing), uniform = s / T(C);
+      const T divisor = args.mean ? count.data<T>()[0] : T(1);
       T* dp = dlogits.data<T>();
       for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
         with_kernels([&](auto k) {
@@ -682,7 +696,7 @@ class CpuBackend final : public Backend {
               std::fill_n(d, C, T(0));
               continue;
             }
-            const T g = gp[n * gs];
+            const T g = args.mean ? gp[n * gs] / divisor : gp[n * gs];
             for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
             d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
           }

@@ -133,9 +133,10 @@ class CudaBackend final : public Backend {
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                     const Tensor& lse) override;
+                     const Tensor& lse, const Tensor& total, const Tensor& count) override;
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override;
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                              const Tensor& dlogits) override;
   // cuda/index.cu
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
