@@ -288,7 +288,8 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         Tensor pw = w.data().clone(), pv = v0.data().clone();
-        tg::cpu_backend().sgd_step(pw, g.data(), pv, lr, mom, damp, wd, /*nesterov=*/true, /*first_step=*/false);
+        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}}, mom, damp, wd,
+                                   /*nesterov=*/true);
         return std::vector<Variable>{Variable(pw), Variable(pv)};
       },
       [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {

@@ -882,3 +882,32 @@ TEST_CASE("cuda: one training step of the API.md MLP queues at most 15 launches"
     CHECK(std::isfinite(loss.item()));
   }
 }
+
+TEST_CASE("cuda: one fused SGD step over more parameters than one launch holds matches the CPU") {
+  TG_NEED_CUDA();
+  // 30 parameters (the fused kernel takes 24 per launch), sizes from 0 to 4099, two learning rates
+  std::vector<Variable> wc, wg;
+  for (int i = 0; i < 30; ++i) {
+    const Variable w = testing::randn64({(i * 137) % 4100}, 300 + i, false).to(tg::kFloat32);
+    wc.push_back(Variable(w.data().clone(), true));
+    wg.push_back(Variable(w.data().to(kGpu), true));
+  }
+  const auto groups = [](const std::vector<Variable>& w) {
+    return std::vector<tg::optim::ParamGroup>{{{w.begin(), w.begin() + 13}, std::nullopt}, {{w.begin() + 13, w.end()}, 0.05}};
+  };
+  const auto o = tg::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-2);
+  tg::optim::SGD oc(groups(wc), o), og(groups(wg), o);
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < wc.size(); ++i) {
+      (wc[i] * wc[i]).sum().backward();
+      (wg[i] * wg[i]).sum().backward();
+    }
+    const uint64_t before = tg::cuda::detail::launch_count();
+    oc.step();
+    og.step();
+    CHECK(tg::cuda::detail::launch_count() - before == 2);   // 29 non-empty parameters: two launches
+    oc.zero_grad();
+    og.zero_grad();
+  }
+  for (std::size_t i = 0; i < wc.size(); ++i) check_same(wg[i], wc[i], 1e-5, 1e-6);
+}

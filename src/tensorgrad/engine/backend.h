@@ -63,6 +63,15 @@ struct CrossEntropyArgs {
   bool mean = false;
 };
 
+/// One parameter of Backend::sgd_step.
+struct SgdParam {
+  Tensor param;      ///< updated in place
+  Tensor grad;       ///< its gradient
+  Tensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
+  double lr;         ///< its group's learning rate
+  bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
+};
+
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
 /// shapes, dtypes and devices first; an implementation trusts its arguments. "Sets out" means every
 /// element of out is written.
@@ -116,11 +125,11 @@ class Backend {
   virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
   /// out (contiguous) element i = philox::sample<T>(dist, seed, offset + i). Sets out.
   virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) = 0;
-  /// Fused SGD update of one parameter (all contiguous, same shape); velocity may be undefined when
-  /// momentum == 0. Implements PyTorch's torch.optim.SGD formulas.
-  virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
-                        double momentum, double dampening, double weight_decay, bool nesterov,
-                        bool first_step) = 0;
+  /// Fused SGD update of several parameters of one dtype on this device (each param, grad and
+  /// velocity contiguous, of one shape; velocity undefined when momentum == 0), PyTorch's
+  /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
+  virtual void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                        bool nesterov) = 0;
   /// Fused Adam/AdamW update of one parameter (all contiguous, same shape), PyTorch's torch.optim.Adam
   /// formulas at step `step` (1-based); max_exp_avg_sq is undefined unless amsgrad. decoupled: AdamW.
   virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

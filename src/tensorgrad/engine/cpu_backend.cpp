@@ -759,22 +759,23 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
-                double dampening, double weight_decay, bool nesterov, bool first_step) override {
-    dispatch_floating(param.dtype(), "sgd", [&](auto t) {
-      using T = decltype(t);
-      T* w = param.data<T>();
-      const T* g = grad.data<T>();
-      T* v = velocity.defined() ? velocity.data<T>() : nullptr;
-      const SgdScalars<T> k{T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
-      parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
-        with_kernels([&](auto kernels) {
-          using K = decltype(kernels);
-          if (v == nullptr) K::sgd_plain(w + b, g + b, e - b, k);
-          else K::sgd_momentum(w + b, g + b, v + b, e - b, k);
+  void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                bool nesterov) override {
+    for (const SgdParam& sp : params)   // one parameter at a time: each loop is split over the pool
+      dispatch_floating(sp.param.dtype(), "sgd", [&](auto t) {
+        using T = decltype(t);
+        T* w = sp.param.data<T>();
+        const T* g = sp.grad.data<T>();
+        T* v = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
+        const SgdScalars<T> k{T(sp.lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, sp.first_step};
+        parallel_for(sp.param.numel(), 4, [&](int64_t b, int64_t e) {
+          with_kernels([&](auto kernels) {
+            using K = decltype(kernels);
+            if (v == nullptr) K::sgd_plain(w + b, g + b, e - b, k);
+            else K::sgd_momentum(w + b, g + b, v + b, e - b, k);
+          });
         });
       });
-    });
   }
 
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

@@ -123,8 +123,8 @@ class CudaBackend final : public Backend {
                       const Tensor& dx) override;
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
-                double dampening, double weight_decay, bool nesterov, bool first_step) override;
+  void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                bool nesterov) override;
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
                  bool decoupled, int64_t step) override;
