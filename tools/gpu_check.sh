@@ -117,7 +117,7 @@ sanitizer=$(command -v compute-sanitizer || true)
 for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
   [ -z "$sanitizer" ] && [ -x "$c" ] && sanitizer=$c
 done
-memcheck_set="cuda parity: every op and gradient in float32*,cuda: tensors move*,cuda: creation*,cuda parity: int64*,cuda: an out-of-range*,cuda: optimizer*,cuda: pinned*"
+memcheck_set="cuda parity: every op and gradient in float32*,cuda: tensors move*,cuda: creation*,cuda parity: every op in int64*,cuda: an out-of-range*,cuda: optimizer*,cuda: pinned*"
 if [ $built -eq 1 ] && [ -n "$sanitizer" ]; then
   stage memcheck 110 'grep -E "ERROR SUMMARY|test cases:" "$log" | tr "\n" " "' -- \
     env TG_REQUIRE_CUDA=1 TG_CUDA_ALLOCATOR=passthrough "$sanitizer" --tool memcheck --leak-check no \
