@@ -204,7 +204,7 @@ bool is_nan(T v) {
 
 /// What sums accumulate in: double for floating types, int64 for integers.
 template <class T>
-using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
+using SumAcc = sum_accumulator_t<T>;
 
 /// The shift of a softmax row: its maximum when finite, else NaN, so that a row holding +inf or only
 /// -inf comes out NaN everywhere, as in PyTorch (Note [NaN and infinity] in ops/functors.h).
