@@ -32,9 +32,9 @@
 // was overwritten, the graph was already freed); the gradients of the pool's leaves must have the
 // leaves' shapes, and must be finite when every tensor so far was float64 and every value was 0 or of
 // magnitude in [2^-8, 2^8] (every local derivative is then bounded: an inf or NaN gradient is a bug).
-// Not modelled, so not compared: softmax rows holding +inf (their rule is an open finding in
-// README.md: tg gives NaN at the +inf and 0 elsewhere, PyTorch NaN everywhere) and the sign of zero
-// (x / 0 is compared only as 0 / 0 = NaN). Rows of -inf only give NaN, -inf elements 0.
+// Softmax rows follow Note [NaN and infinity] (ops/functors.h): NaN everywhere when a row holds NaN or
+// +inf or only -inf; a -inf among finite values gives 0 (log_softmax -inf). The sign of zero is not
+// modelled, so x / 0 is compared only as 0 / 0 = NaN.
 // Any other exception type, a crash or a sanitizer report is a bug; fuzz::bug prints the program.
 // Input format (the seed generator tests/fuzz/make_corpus.cpp writes it): see decode_step() below.
 #include <tensorgrad.h>
@@ -262,14 +262,15 @@ std::vector<Val> softmax_row(const std::vector<Val>& row, bool log, DType t) {
   bool nan = false;
   double m = -kInf, maxerr = 0;
   for (const Val& x : row) {
-    if (x.unknown() || x.v == kInf) return std::vector<Val>(D, kUnknown);   // +inf: an open rule, see the header
-    if (std::isnan(x.v)) nan = true;
+    if (x.unknown()) return std::vector<Val>(D, kUnknown);
+    if (std::isnan(x.v) || x.v == kInf) nan = true;
     else if (std::isfinite(x.v)) {
       m = std::max(m, x.v);
       maxerr = std::max(maxerr, x.err);
     }
   }
-  if (nan || m == -kInf) return std::vector<Val>(D, exact(kNaN));   // NaN anywhere, or -inf only
+  // No finite shift (NaN or +inf anywhere, or -inf only): NaN everywhere (Note [NaN and infinity]).
+  if (nan || m == -kInf) return std::vector<Val>(D, exact(kNaN));
   double s = 0, spread = 0;
   for (const Val& x : row)
     if (std::isfinite(x.v)) {

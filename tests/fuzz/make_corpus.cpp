@@ -243,7 +243,7 @@ void ops() {
         UNARY, EXP, 4,
         REDUCE, SUM_DIM, 5, 0xFF, 1,
         BACKWARD, 5});
-  // Rows with -inf, of -inf only (NaN) and with +inf (not compared), softmax and log_softmax over both dims.
+  // Rows with -inf, of -inf only and with +inf (both NaN), softmax and log_softmax over both dims.
   seed("softmax_inf",
        {MAKE, 2, 2, 3, NINF, V(1), V(2), NINF, NINF, NINF,
         SOFTMAX, 0, 0, 1,
