@@ -143,10 +143,14 @@ template <class Fn>
 decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn) {
   TG_CHECK(is_floating(t), DTypeError, op, ": expected a floating point tensor (float32 or float64), got ",
            dtype_name(t));
-  return dispatch_dtype(t, [&](auto z) -> decltype(fn(float{})) {
-    using T = decltype(z);
-    if constexpr (std::is_floating_point<T>::value) return fn(T{});
-    else detail::unknown_dtype(t);   // unreachable: is_floating was checked
-  });
+  switch (t) {   // the table's floating rows; fn is never instantiated for the others
+#define TG_DTYPE_FLOATING_CASE(e, T, Acc, name, st, fl) \
+  case DType::e:                                        \
+    if constexpr (fl) return fn(T{});                   \
+    break;
+    TG_FORALL_DTYPES(TG_DTYPE_FLOATING_CASE)
+#undef TG_DTYPE_FLOATING_CASE
+  }
+  detail::unknown_dtype(t);
 }
 }  // namespace tg
