@@ -192,7 +192,7 @@ info="(no build)"
 if [ $built -eq 1 ]; then
   # tg::cuda::info() through the installed package, for the summary
   env "${emu_env[@]}" timeout 60 "$probe" > "$logs/info.log" 2>&1
-  info=$(grep -E "^CUDA: |^  cuda:0 " "$logs/info.log" | sed 's/^  //' | paste -sd ';' -)
+  info=$(grep -E "^CUDA: |^  cuda:0 " "$logs/info.log" | sed 's/^  //' | paste -sd '|' - | sed 's/|/; /g')
 fi
 
 # ---- 2. parity: the CUDA cases, a missing GPU failing instead of skipping
@@ -208,7 +208,8 @@ if [ $built -eq 1 ] && [ "$emulate" = 1 ]; then
   stage bench 35 'echo "emulator: times meaningless for a GPU; $(grep -c " ms " "$log") rows; $(grep -m1 "MLP step" "$log" | sed "s/  */ /g; s/ (no counter.*//")"' -- \
     env "${emu_env[@]}" "$probe" --bench --reps 2 --log2n 14 --tsv "$tsv"
 elif [ $built -eq 1 ]; then
-  stage bench 35 'sed -n "s|^copy D2D.* \([0-9.]*\) GB/s.*|copy D2D \1 GB/s|p" "$log"; grep -m1 "MLP step, batch 64 " "$log" | sed "s/  */ /g"' -- \
+  stage bench 35 'grep -m1 "^CUDA: not available" "$log"; sed -n "s|^copy D2D.* \([0-9.]*\) GB/s.*|copy D2D \1 GB/s|p" "$log"
+    grep -m1 "MLP step, batch 64 " "$log" | sed "s/  */ /g"' -- \
     "$probe" --bench --reps 10 --tsv "$tsv"
 else
   skip bench "no build"
