@@ -224,7 +224,7 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
       against_baseline(
           [&] {
             Tensor loss = Tensor::empty({N}), lse = Tensor::empty({N});
-            tg::cpu_backend().cross_entropy(x.data(), t, args, loss, lse);
+            tg::cpu_backend().cross_entropy(x.data(), t, args, loss, lse, Tensor(), Tensor());
             return std::vector<Variable>{Variable(loss), Variable(lse)};
           },
           [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
@@ -236,7 +236,7 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
         tg::set_cpu_capability(tg::CpuCapability::Baseline);
         Tensor loss = Tensor::empty({N});
         base_lse = Tensor::empty({N});
-        tg::cpu_backend().cross_entropy(x.data(), t, args, loss, base_lse);
+        tg::cpu_backend().cross_entropy(x.data(), t, args, loss, base_lse, Tensor(), Tensor());
       }
       // Backward on the same lse: p = e^(x - lse) within relative ex per path, then (p - s/C) g and, at
       // the target, - (1 - s) g, each rounded: 2 (|g| (ex p + u |p - s/C|) + u |d| + u (|d| + |(1 - s) g|)).
@@ -253,7 +253,7 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
       against_baseline(
           [&] {
             Tensor dx = Tensor::empty(shape);
-            tg::cpu_backend().cross_entropy_backward(x.data(), t, args, base_lse, dloss.data(), dx);
+            tg::cpu_backend().cross_entropy_backward(x.data(), t, args, base_lse, dloss.data(), Tensor(), dx);
             return std::vector<Variable>{Variable(dx)};
           },
           [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
@@ -288,7 +288,8 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         Tensor pw = w.data().clone(), pv = v0.data().clone();
-        tg::cpu_backend().sgd_step(pw, g.data(), pv, lr, mom, damp, wd, /*nesterov=*/true, /*first_step=*/false);
+        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}}, mom, damp, wd,
+                                   /*nesterov=*/true);
         return std::vector<Variable>{Variable(pw), Variable(pv)};
       },
       [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {

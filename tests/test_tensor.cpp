@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "tensorgrad/engine/allocator.h"
 #include "testing.h"
@@ -32,6 +33,26 @@ TEST_CASE("Device: parse print compare") {
   std::ostringstream os;
   os << tg::Device::cuda(2) << " " << tg::kFloat64;
   CHECK(os.str() == "cuda:2 float64");
+}
+
+TEST_CASE("dtype table: every helper reads it, and a value outside it is a DTypeError, never another type") {
+  CHECK(tg::dtype_size(tg::kFloat32) == 4);
+  CHECK(tg::dtype_size(tg::kFloat64) == 8);
+  CHECK(tg::dtype_size(tg::kInt64) == 8);
+  CHECK(tg::is_floating(tg::kFloat32));
+  CHECK_FALSE(tg::is_floating(tg::kInt64));
+  CHECK(std::string(tg::dtype_name(tg::kFloat64)) == "float64");
+  CHECK(tg::dispatch_dtype(tg::kInt64, [](auto z) { return std::is_same<decltype(z), int64_t>::value; }));
+  CHECK(std::is_same<tg::sum_accumulator_t<float>, double>::value);
+  CHECK(std::is_same<tg::sum_accumulator_t<int64_t>, int64_t>::value);
+  const auto bad = static_cast<tg::DType>(200);
+  CHECK(std::string(tg::dtype_name(bad)) == "unknown");
+  TG_CHECK_THROWS(tg::dtype_size(bad), tg::DTypeError, "not in the dtype table");
+  TG_CHECK_THROWS(tg::is_floating(bad), tg::DTypeError, "not in the dtype table");
+  TG_CHECK_THROWS(tg::dispatch_dtype(bad, [](auto) { return 0; }), tg::DTypeError, "value 200");
+  TG_CHECK_THROWS(tg::dispatch_floating(bad, "op", [](auto) { return 0; }), tg::DTypeError, "not in the dtype table");
+  TG_CHECK_THROWS(tg::dispatch_floating(tg::kInt64, "op", [](auto) { return 0; }), tg::DTypeError, "op: expected a floating");
+  TG_CHECK_THROWS(tg::zeros({2}, tg::TensorOptions().dtype(bad)), tg::DTypeError, "not in the dtype table");
 }
 
 TEST_CASE("Shape: element counts are checked for negative sizes and int64 overflow before allocation") {

@@ -10,7 +10,7 @@ seconds="${1:-60}"
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 build="${FUZZ_BUILD:-build-fuzz}"
-targets=(fuzz_checkpoint fuzz_idx fuzz_shapes)
+targets=(fuzz_checkpoint fuzz_idx fuzz_ops fuzz_shapes)
 
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="${CXX:-clang++}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTENSORGRAD_CUDA=OFF -DTENSORGRAD_FUZZ=ON \

@@ -45,6 +45,7 @@ cublasStatus_t gemm(const char* name, cublasHandle_t h, cublasOperation_t ta, cu
                     const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb, long long sb, const T* beta,
                     T* C, int ldc, long long sc, int count) {
   Lock lock(tg_emu::api_mutex());
+  tg_emu::trace(std::string(name) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
   if (handles().count(h) == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
   // cuBLAS's documented conditions for CUBLAS_STATUS_INVALID_VALUE.
   if (!valid_op(ta) || !valid_op(tb) || m < 0 || n < 0 || k < 0 || count < 0 || alpha == nullptr || beta == nullptr)

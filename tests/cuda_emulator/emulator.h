@@ -23,5 +23,7 @@ void submit(CUstream_st* stream, std::function<void()> op);
 bool in_device_memory(const void* p, std::size_t bytes, int device);
 /// One line on stderr, "tensorgrad CUDA emulator: <what>": why a call failed a check.
 void report(const std::string& what);
+/// With TG_CUDA_EMULATE_TRACE=1, one line on stderr per unit of stream work (a kernel, a GEMM).
+void trace(const std::string& what);
 
 }  // namespace tg_emu

@@ -83,6 +83,7 @@ struct Config {
   std::string no_barrier_file;
   int no_barrier_line = 0;
   bool early_host_reuse = false;
+  bool trace = false;   // TG_CUDA_EMULATE_TRACE=1: every kernel launch printed to stderr
 };
 
 [[noreturn]] void fatal(const std::string& what) {
@@ -105,6 +106,7 @@ Config read_config() {
   Config c;
   c.devices = static_cast<int>(env_int("TG_CUDA_EMULATE_DEVICES", c.devices, 1, 16));
   c.memory = static_cast<std::size_t>(env_int("TG_CUDA_EMULATE_MEMORY_MIB", 16384, 1, 1 << 24)) << 20;
+  c.trace = env_int("TG_CUDA_EMULATE_TRACE", 0, 0, 1) == 1;
   if (const char* m = std::getenv("TG_CUDA_EMULATE_MODE"); m != nullptr && m[0] != 0) {
     const std::string mode = m;
     if (mode == "deferred") c.deferred = true;
@@ -526,6 +528,10 @@ Block& synchronizing_block(const char* what, const char* file, int line) {
 // Internal interface (emulator.h)
 
 std::recursive_mutex& api_mutex() { return state().mutex; }
+
+void trace(const std::string& what) {
+  if (config().trace) std::fprintf(stderr, "tensorgrad CUDA emulator: %s\n", what.c_str());
+}
 int current_device() { return t_device; }
 
 CUstream_st* stream_of(cudaStream_t stream) {
@@ -570,6 +576,9 @@ void launch(const dim3& grid, const dim3& block, std::size_t smem, cudaStream_t 
     fail(cudaErrorInvalidResourceHandle);
     return;
   }
+  trace(std::string("launch ") + name + " grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+        std::to_string(grid.z) + ") block (" + std::to_string(block.x) + ", " + std::to_string(block.y) + ", " +
+        std::to_string(block.z) + ")");
   auto shared_body = std::make_shared<const std::function<void()>>(std::move(body));
   const int device = s->device;
   submit(s, [grid, block, kernel, name, shared_body, device] { run_grid(grid, block, kernel, name, *shared_body, device); });
@@ -892,6 +901,7 @@ std::function<void()> copy_op(void* dst, const void* src, std::size_t count, Spa
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   using namespace tg_emu;
   Lock lock(api_mutex());
+  trace("cudaMemcpyAsync " + std::to_string(count) + " bytes");
   CUstream_st* s = stream_of(stream);
   if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
   if (count == 0) return cudaSuccess;
@@ -942,6 +952,7 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
 cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t count, cudaStream_t stream) {
   using namespace tg_emu;
   Lock lock(api_mutex());
+  trace("cudaMemsetAsync " + std::to_string(count) + " bytes");
   CUstream_st* s = stream_of(stream);
   if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
   if (count == 0) return cudaSuccess;

@@ -1,7 +1,7 @@
 // tests/fuzz/make_corpus.cpp: writes the committed seed corpora under tests/fuzz/corpus/<target>/:
 // valid checkpoints saved by tensorgrad itself (a Linear, every dtype, SGD state, a file without
 // checksums as another tool writes it, one in the tensorgrad-1 layout, one whose checksums are stale), valid IDX files (plain and gzip), one fuzz_shapes input per op,
-// and a few broken files of each kind. Usage: fuzz_make_corpus <corpus folder>. Rerun it (and commit
+// a few broken files of each kind, and fuzz_ops programs, one per feature. Usage: fuzz_make_corpus <corpus folder>. Rerun it (and commit
 // the result) when an input format changes.
 #include <tensorgrad.h>
 #include <unistd.h>
@@ -177,6 +177,100 @@ void shapes() {
   seed("add_huge_expanded", {0, EX | 2, 6, 2, 0, EX | 2, 1, 2, 0});
 }
 
+// fuzz_ops programs (format: Program::decode_step in tests/fuzz/fuzz_ops.cpp). Each step is a kind
+// byte and its arguments (sizes 0-4); operand bytes index the live tensors t0, t1, ... in creation order (the
+// pool holds six). Value bytes: 0..16 as themselves, -k as 16 + k, halves and quarters 33 and 66
+// higher (V below); inf 0xF0, -inf 0xF4, NaN 0xF8, -0 0xFC.
+void ops() {
+  const std::string T = "fuzz_ops";
+  using B = std::vector<int>;
+  auto seed = [&](const std::string& name, const B& bytes) {
+    std::string s;
+    for (int b : bytes) s += char(b & 0xFF);
+    put(T, name, s);
+  };
+  auto V = [](double v) {   // the value byte of v (an integer, half or quarter in [-16, 16])
+    const int scale = v == int(v) ? 1 : 2 * v == int(2 * v) ? 2 : 4;
+    const int k = int(v * scale);
+    return (scale == 1 ? 0 : scale == 2 ? 33 : 66) + (k >= 0 ? k : 16 - k);
+  };
+  const int INF = 0xF0, NINF = 0xF4;
+  // step kinds
+  const int MAKE = 0, BINARY = 1, UNARY = 2, REDUCE = 3, MATMUL = 4, SOFTMAX = 5, VIEW = 7, INPLACE = 8, BACKWARD = 9;
+  // make header: rank | F64 | GRAD
+  const int F64 = 4, GRAD = 8;
+  // sub-ops
+  const int MUL = 2, EXP = 1, TANH = 3, SUM_DIM = 1, SUM = 0;
+  const int TRANSPOSE = 0, EXPAND = 3, NARROW = 10;
+  const int ADD_ = 0, ADD_S = 3, MUL_S = 4, FILL_ = 5, COPY_ = 7;
+  const int NO_GRAD = 1;
+  const int SIZE3 = 4, SIZE4 = 5;   // kTargetSizes indices
+
+  // t1 = t0.transpose(0, 1); in-place ops on t1 write into t0; t0.add_(t1) (shapes that fit) overlaps
+  // partially: refused.
+  seed("inplace_through_transpose",
+       {MAKE, 2, 2, 2, V(1), V(2), V(3), V(-6),
+        VIEW, TRANSPOSE, 0, 0, 1,
+        MAKE, 2, 2, 2, V(0.5), V(-1), V(0.25), V(-4),
+        INPLACE, ADD_, 0, 1, 2,
+        INPLACE, MUL_S, 0, 1, V(-0.5),
+        INPLACE, ADD_, 0, 0, 1,
+        REDUCE, SUM, 0});
+  // t1 = t0.expand(4, 3): writing t1 would hit each element of t0 four times: refused; writing t0 is fine.
+  seed("expanded_write_refused",
+       {MAKE, 2, 1, 3, V(1), V(2), V(3),
+        VIEW, EXPAND, 0, 2, SIZE4, SIZE3,
+        INPLACE, ADD_S, 0, 1, V(1),
+        INPLACE, FILL_, 0, 1, V(7),
+        INPLACE, MUL_S, 0, 0, V(2),
+        UNARY, EXP, 1});
+  // t1 = t0[0:3], t2 = t0[1:4]: dense, overlapping, not the same view: t1.copy_(t2) is refused;
+  // t1.copy_(t1) and t0.add_(t0) are fine.
+  seed("partial_overlap_copy_refused",
+       {MAKE, 1 | F64, 4, V(1), V(2), V(3), V(4),
+        VIEW, NARROW, 0, 0, 0, 3,
+        VIEW, NARROW, 0, 0, 1, 3,
+        INPLACE, COPY_, 0, 1, 2,
+        INPLACE, COPY_, 0, 1, 1,
+        INPLACE, ADD_, 0, 0, 0});
+  // matmul, tanh, mul, exp, sum over the last dim, backward, from a float32 leaf that requires grad.
+  seed("chain_out_of_place",
+       {MAKE, 2 | GRAD, 2, 3, V(0.5), V(-1), V(2), V(1.5), V(0), V(-0.25),
+        MAKE, 2, 3, 2, V(1), V(2), V(-3), V(0.5), V(4), V(-1),
+        MATMUL, 0, 1,
+        UNARY, TANH, 2,
+        BINARY, MUL, 3, 3,
+        UNARY, EXP, 4,
+        REDUCE, SUM_DIM, 5, 0xFF, 1,
+        BACKWARD, 5});
+  // Rows with -inf, of -inf only and with +inf (both NaN), softmax and log_softmax over both dims.
+  seed("softmax_inf",
+       {MAKE, 2, 2, 3, NINF, V(1), V(2), NINF, NINF, NINF,
+        SOFTMAX, 0, 0, 1,
+        SOFTMAX, 1, 0, 1,
+        SOFTMAX, 0, 0, 0,
+        MAKE, 1 | F64, 3, INF, V(0), V(1),
+        SOFTMAX, 1, 4, 0});
+  // In-place on a float64 leaf that requires grad is refused, allowed under NoGradGuard, refused on a
+  // view of it; then backward twice (the second finds the graph freed).
+  seed("grad_leaf_inplace_backward",
+       {MAKE, 2 | F64 | GRAD, 2, 2, V(1), V(2), V(3), V(4),
+        INPLACE, ADD_S, 0, 0, V(1),
+        INPLACE, ADD_S, NO_GRAD, 0, V(1),
+        VIEW, TRANSPOSE, 0, 0, 1,
+        INPLACE, MUL_S, 0, 1, V(2),
+        BINARY, MUL, 0, 1,
+        BACKWARD, 2,
+        BACKWARD, 2});
+  // t1 = t0[:, 0:2], t2 = t0[:, 1:3] are not dense: tg cannot judge the overlap of t1.copy_(t2) and lets it through.
+  seed("too_hard_overlap",
+       {MAKE, 2, 3, 3, V(1), V(2), V(3), V(4), V(5), V(6), V(7), V(8), V(9),
+        VIEW, NARROW, 0, 1, 0, 2,
+        VIEW, NARROW, 0, 1, 1, 2,
+        INPLACE, COPY_, 0, 1, 2,
+        REDUCE, SUM, 0});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +284,7 @@ int main(int argc, char** argv) {
     checkpoints(scratch);
     idx_files(scratch);
     shapes();
+    ops();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_corpus: %s\n", e.what());
     std::remove(scratch.c_str());

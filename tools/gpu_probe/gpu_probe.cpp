@@ -22,10 +22,10 @@ namespace {
 
 // ==== The launch counter: the one place it is read =====================================================
 // tools/gpu_probe/CMakeLists.txt defines TG_PROBE_HAVE_LAUNCH_COUNT=1 when a program calling
-// tg::cuda::detail::launch_count() (kernel launches so far, counted by TG_LAUNCH in
-// src/tensorgrad/cuda/detail/launch.cuh) compiles and links against the installed tensorgrad. Without
-// it the MLP rows print "launches: n/a (no counter in this build)". A counter under another name or
-// header is hooked here and only here.
+// tg::cuda::detail::launch_count() (the units of work queued on CUDA streams so far: kernel launches,
+// cuBLAS calls, stream memsets and copies; src/tensorgrad/cuda/cuda.h) compiles and links against the
+// installed tensorgrad. Without it the MLP rows print "launches: n/a (no counter in this build)". A
+// counter under another name or header is hooked here and only here.
 std::optional<uint64_t> launches_so_far() {
 #if TG_PROBE_HAVE_LAUNCH_COUNT
   return static_cast<uint64_t>(tg::cuda::detail::launch_count());

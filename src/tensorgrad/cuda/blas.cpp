@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "tensorgrad/cuda/detail/context.cuh"
+#include "tensorgrad/cuda/detail/launch.cuh"
 #include "tensorgrad/cuda/detail/libraries.h"
 
 namespace tg {
@@ -30,6 +31,7 @@ void gemm_call(cublasHandle_t h, const GemmArgs& g, int64_t M, int64_t batch, co
   const int lda = to_int(g.lda, "lda"), ldb = to_int(g.ldb, "ldb"), ldc = to_int(g.ldc, "ldc");
   const cublasOperation_t ta = op_of(g.trans_b), tb = op_of(g.trans_a);
   const CublasApi& api = cublas();
+  count_launch();   // one cuBLAS call (it may run more than one kernel)
   if (batch == 1) {
     if constexpr (std::is_same<T, float>::value)
       TG_CUBLAS_CHECK(api.sgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));

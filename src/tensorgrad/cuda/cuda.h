@@ -4,6 +4,7 @@
 // engine/backend.cpp when it is not. The kernels behind the CUDA Backend are in cuda/*.cu.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tg {
@@ -51,6 +52,10 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking);
 Tensor pin(const Tensor& t);
 /// Whether t's storage is pinned host memory from pin().
 bool is_pinned(const Tensor& t) noexcept;
+/// The units of work tensorgrad has queued on CUDA streams since the process started, all devices
+/// and threads together: kernel launches, cuBLAS calls and stream memsets/copies. The launch-count
+/// test of a training step and tools/gpu_probe read its difference across a step.
+uint64_t launch_count() noexcept;
 }  // namespace detail
 
 }  // namespace cuda

@@ -125,22 +125,34 @@ struct WhereStrided {
   __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] != C(0) ? a[o[2]] : b[o[3]]; }
 };
 
-/// torch.optim.SGD, one parameter, all contiguous. Reads w, g (and v): 12-16 B/elem in fp32, writes 4-8.
+/// torch.optim.SGD over up to kSgdTensors parameters in one launch (PyTorch's foreach path), all
+/// contiguous: element i of the flat index space belongs to the parameter k with start[k] <= i <
+/// start[k + 1]. Reads w, g (and v): 12-16 B/elem in fp32, writes 4-8.
+constexpr int kSgdTensors = 24;
 template <class T>
-struct SgdFlat {
-  T* w;
-  const T* g;
-  T* v;   // null without momentum
-  T lr, mom, damp, wd;
-  bool nesterov, first_step;
+struct SgdMulti {
+  T* w[kSgdTensors];
+  const T* g[kSgdTensors];
+  T* v[kSgdTensors];   // null without momentum
+  T lr[kSgdTensors];
+  bool first_step[kSgdTensors];
+  int64_t start[kSgdTensors + 1];
+  int count;
+  T mom, damp, wd;
+  bool nesterov;
   __device__ void operator()(int64_t i) const {
-    T d = g[i] + wd * w[i];                              // d = grad + weight_decay * w
-    if (v != nullptr) {
-      const T vi = first_step ? d : mom * v[i] + damp * d;   // v = momentum v + (1 - dampening) d
-      v[i] = vi;
-      d = nesterov ? d + mom * vi : vi;
+    int k = 0;
+    while (i >= start[k + 1]) ++k;   // the few parameters of one launch: a short scan
+    const int64_t j = i - start[k];
+    T* wk = w[k];
+    T* vk = v[k];
+    T d = g[k][j] + wd * wk[j];                                  // d = grad + weight_decay * w
+    if (vk != nullptr) {
+      const T vj = first_step[k] ? d : mom * vk[j] + damp * d;   // v = momentum v + (1 - dampening) d
+      vk[j] = vj;
+      d = nesterov ? d + mom * vj : vj;
     }
-    w[i] -= lr * d;                                      // w = w - lr d
+    wk[j] -= lr[k] * d;                                          // w = w - lr d
   }
 };
 
@@ -194,6 +206,7 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   cudaStream_t stream = ctx_.stream();
   const bool flat = src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape();
   if (flat && src.dtype() == dst.dtype()) {   // a plain device-to-device copy at copy-engine speed
+    count_launch();
     TG_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), static_cast<std::size_t>(n) * dtype_size(dst.dtype()),
                                   cudaMemcpyDeviceToDevice, stream));
     return;
@@ -214,6 +227,7 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
   if (dst.is_contiguous() && value == 0 && !std::signbit(value)) {   // +0 is all-zero bits in every dtype
+    count_launch();
     TG_CUDA_CHECK(cudaMemsetAsync(dst.raw_data(), 0, static_cast<std::size_t>(n) * dtype_size(dst.dtype()), stream));
     return;
   }
@@ -327,16 +341,34 @@ void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, co
   });
 }
 
-void CudaBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
-                           double momentum, double dampening, double weight_decay, bool nesterov, bool first_step) {
-  const int64_t n = param.numel();
-  if (n == 0) return;
+void CudaBackend::sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                           bool nesterov) {
+  if (params.empty()) return;
   DeviceGuard guard(ctx_.device());
-  dispatch_floating(param.dtype(), "sgd", [&](auto t) {
+  dispatch_floating(params[0].param.dtype(), "sgd", [&](auto t) {
     using T = decltype(t);
-    SgdFlat<T> body{param.data<T>(), grad.data<T>(), velocity.defined() ? velocity.data<T>() : nullptr,
-                    T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
-    launch_flat(ctx_.stream(), n, body);
+    SgdMulti<T> body{};
+    body.mom = T(momentum);
+    body.damp = T(1 - dampening);
+    body.wd = T(weight_decay);
+    body.nesterov = nesterov;
+    auto flush = [&] {
+      if (body.count > 0) launch_flat(ctx_.stream(), body.start[body.count], body);
+      body.count = 0;
+    };
+    for (const SgdParam& sp : params) {
+      const int64_t n = sp.param.numel();
+      if (n == 0) continue;
+      const int k = body.count;
+      body.w[k] = sp.param.data<T>();
+      body.g[k] = sp.grad.data<T>();
+      body.v[k] = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
+      body.lr[k] = T(sp.lr);
+      body.first_step[k] = sp.first_step;
+      body.start[k + 1] = body.start[k] + n;
+      if (++body.count == kSgdTensors) flush();
+    }
+    flush();
   });
 }
 

@@ -330,35 +330,78 @@ __global__ void softmax_backward_cols_kernel(const T* y, const T* dy, T* dx, int
 // prim::index_out_of_range_error; engine/prim.cpp checks only CPU indices on the host.
 
 /// The team leader's part of cross_entropy_kernel: lse, and the row's loss or the error flag.
+/// Returns the loss as stored (0 for an ignored row).
 template <class T>
-__device__ void write_loss(const RowStats<T>& st, const T* row, int64_t t, int64_t n, int64_t C, int64_t ignore_index,
-                           double smoothing, T* loss, T* lse, DeviceErrorFlag* flag) {
+__device__ T write_loss(const RowStats<T>& st, const T* row, int64_t t, int64_t n, int64_t C, int64_t ignore_index,
+                        double smoothing, T* loss, T* lse, DeviceErrorFlag* flag) {
   const double l = tlog(st.s) + static_cast<double>(st.m);   // log-sum-exp
   lse[n] = static_cast<T>(l);
+  T v = T(0);
   if (t == ignore_index) {
-    loss[n] = T(0);
+    v = T(0);
   } else if (t < 0 || t >= C) {
     record_error(flag, kErrCrossEntropyTarget, 0, 0, t, C);
-    loss[n] = T(NAN);
+    v = T(NAN);
   } else {
-    double v = l - static_cast<double>(row[t]);   // -log softmax[target]
-    if (smoothing != 0) v = (1 - smoothing) * v + smoothing * (l - st.sx / static_cast<double>(C));   // + s mean(-log softmax)
-    loss[n] = static_cast<T>(v);
+    double d = l - static_cast<double>(row[t]);   // -log softmax[target]
+    if (smoothing != 0) d = (1 - smoothing) * d + smoothing * (l - st.sx / static_cast<double>(C));   // + s mean(-log softmax)
+    v = static_cast<T>(d);
+  }
+  loss[n] = v;
+  return v;
+}
+
+/// Where cross_entropy_kernel writes the rows' total: the sum, or with count the mean over the rows
+/// not ignored (count[0] is set to their number).
+template <class T>
+struct LossTotal {
+  T* total = nullptr;   // null: per-row losses only
+  T* count = nullptr;   // null: the sum; else the mean
+};
+
+/// Thread 0 of the one block writes the block's sum (/ kept) to out. Every thread calls it.
+template <class T>
+__device__ void write_total(double sum, double kept, const LossTotal<T>& out) {
+  __shared__ double scratch[32];
+  sum = block_allreduce(sum, SumOp<double>(), scratch);
+  kept = block_allreduce(kept, SumOp<double>(), scratch);
+  if (threadIdx.x == 0) {
+    if (out.count != nullptr) out.count[0] = static_cast<T>(kept);
+    out.total[0] = static_cast<T>(out.count != nullptr ? sum / kept : sum);
   }
 }
 
 /// Fused log-softmax + NLL with ignore_index and label smoothing: one team per row, one read of the
-/// row (online statistics) plus the target's logit. Sets loss (N) and lse (N).
+/// row (online statistics) plus the target's logit. Sets loss (N) and lse (N). With out.total the
+/// grid is one block (a small problem, kFusedTotal elements at most) and the same kernel also writes
+/// the rows' total, summed in a fixed order: the mean costs no extra launch.
 template <class T, bool kWarp>
 __global__ void cross_entropy_kernel(const T* logits, const int64_t* target, T* loss, T* lse, int64_t N, int64_t C,
-                                     int64_t ignore_index, double smoothing, DeviceErrorFlag* flag) {
+                                     int64_t ignore_index, double smoothing, DeviceErrorFlag* flag, LossTotal<T> out) {
   __shared__ RowStats<T> scratch[32];
   const Team<kWarp> team;
+  double sum = 0, kept = 0;   // this thread's rows (team leaders only)
   for (int64_t n = team.first; n < N; n += team.stride) {
     const T* row = logits + n * C;
     const RowStats<T> st = row_stats<T, kWarp>(row, C, team, scratch);
-    if (team.lane == 0) write_loss(st, row, target[n], n, C, ignore_index, smoothing, loss, lse, flag);
+    if (team.lane == 0) {
+      sum += static_cast<double>(write_loss(st, row, target[n], n, C, ignore_index, smoothing, loss, lse, flag));
+      kept += target[n] != ignore_index ? 1.0 : 0.0;
+    }
   }
+  if (out.total != nullptr) write_total(sum, kept, out);
+}
+
+/// The rows' total for problems too large for one block: one block over the per-row losses, in a
+/// fixed order.
+template <class T>
+__global__ void loss_total_kernel(const T* loss, const int64_t* target, int64_t N, int64_t ignore_index, LossTotal<T> out) {
+  double sum = 0, kept = 0;
+  for (int64_t n = threadIdx.x; n < N; n += blockDim.x) {
+    sum += static_cast<double>(loss[n]);
+    kept += target[n] != ignore_index ? 1.0 : 0.0;
+  }
+  write_total(sum, kept, out);
 }
 
 /// dlogits = (softmax - s/C) g - (1 - s) onehot(target) g; 0 for ignored rows. One thread per logit,
@@ -366,6 +409,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int64_t* target, T* 
 template <class T>
 struct CrossEntropyBackwardFlat {
   const T *x, *lse, *dloss;
+  const T* count;   // the mean's divisor (the forward's count); null for sum and none
   const int64_t* target;
   T* dx;
   int64_t C, gstride, ignore_index;
@@ -377,7 +421,7 @@ struct CrossEntropyBackwardFlat {
       dx[i] = T(0);
       return;
     }
-    const T g = dloss[n * gstride];
+    const T g = count != nullptr ? dloss[n * gstride] / count[0] : dloss[n * gstride];
     T d = (texp(x[i] - lse[n]) - uniform) * g;   // (softmax - s/C) g
     if (c == t) d -= (T(1) - smoothing) * g;    // - (1 - s) onehot g
     dx[i] = d;
@@ -481,34 +525,48 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t di
 }
 
 void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                const Tensor& loss, const Tensor& lse) {
+                                const Tensor& loss, const Tensor& lse, const Tensor& total, const Tensor& count) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   if (N == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
+  // Up to kFusedTotal logits, one block computes every row and the total in one launch (an MLP's
+  // batch of 64 or 1024 rows of 10 classes); larger problems spread the rows over the GPU and add a
+  // one-block total kernel.
+  constexpr int64_t kFusedTotal = 1 << 16;
+  const bool fused = args.total && N * C <= kFusedTotal;
   dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
     using T = decltype(t);
+    LossTotal<T> out;
+    if (args.total) out = {total.data<T>(), args.mean ? count.data<T>() : nullptr};
+    const LossTotal<T> in_kernel = fused ? out : LossTotal<T>{};
     if (C <= kWarpRow)
-      TG_LAUNCH(team_grid(N, true), kBlock, 0, stream, cross_entropy_kernel<T, true>)(
+      TG_LAUNCH(fused ? 1u : team_grid(N, true), kBlock, 0, stream, cross_entropy_kernel<T, true>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
-          args.label_smoothing, ctx_.error_flag());
+          args.label_smoothing, ctx_.error_flag(), in_kernel);
     else
-      TG_LAUNCH(team_grid(N, false), kBlock, 0, stream, cross_entropy_kernel<T, false>)(
+      TG_LAUNCH(fused ? 1u : team_grid(N, false), kBlock, 0, stream, cross_entropy_kernel<T, false>)(
           logits.data<T>(), target.data<int64_t>(), loss.data<T>(), lse.data<T>(), N, C, args.ignore_index,
-          args.label_smoothing, ctx_.error_flag());
+          args.label_smoothing, ctx_.error_flag(), in_kernel);
     TG_CUDA_CHECK(cudaGetLastError());
+    if (args.total && !fused) {
+      TG_LAUNCH(1u, kBlock, 0, stream, loss_total_kernel<T>)(loss.data<T>(), target.data<int64_t>(), N, args.ignore_index, out);
+      TG_CUDA_CHECK(cudaGetLastError());
+    }
   });
 }
 
 void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                         const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) {
+                                         const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                                         const Tensor& dlogits) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   if (N * C == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
     using T = decltype(t);
     const T s = T(args.label_smoothing);
-    CrossEntropyBackwardFlat<T> body{logits.data<T>(), lse.data<T>(), dloss.data<T>(), target.data<int64_t>(),
+    CrossEntropyBackwardFlat<T> body{logits.data<T>(), lse.data<T>(), dloss.data<T>(),
+                                     args.mean ? count.data<T>() : nullptr, target.data<int64_t>(),
                                      dlogits.data<T>(), C, dloss.strides().empty() ? 0 : dloss.strides()[0],
                                      args.ignore_index, s, s / T(C)};
     launch_flat(ctx_.stream(), N * C, body);

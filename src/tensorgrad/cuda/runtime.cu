@@ -310,6 +310,7 @@ Tensor copy_peer(const Tensor& t, Device device) {
   {
     DeviceGuard guard(to.device());
     TG_CUDA_CHECK(cudaStreamWaitEvent(to.stream(), ready, 0));
+    count_launch();
     TG_CUDA_CHECK(cudaMemcpyPeerAsync(out.raw_data(), to.device(), src.raw_data(), from.device(), nbytes_of(src),
                                       to.stream()));
     TG_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -367,6 +368,7 @@ DeviceContext::DeviceContext(int device, bool caching_allocator) : device_(devic
   TG_CUDA_CHECK(cudaMallocHost(&flag_host_, sizeof(DeviceErrorFlag)));
   std::memset(flag_host_, 0, sizeof(DeviceErrorFlag));
   TG_CUDA_CHECK(cudaMalloc(&flag_device_, sizeof(DeviceErrorFlag)));
+  count_launch();
   TG_CUDA_CHECK(cudaMemsetAsync(flag_device_, 0, sizeof(DeviceErrorFlag), stream_));
 }
 
@@ -388,11 +390,13 @@ cublasHandle_t DeviceContext::blas() {
 void DeviceContext::sync() {
   DeviceGuard guard(device_);
   std::lock_guard<std::mutex> lock(flag_mutex_);
+  count_launch();
   TG_CUDA_CHECK(cudaMemcpyAsync(flag_host_, flag_device_, sizeof(DeviceErrorFlag), cudaMemcpyDeviceToHost, stream_));
   TG_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (flag_host_->code == 0) return;
   const DeviceErrorFlag f = *flag_host_;
   std::memset(flag_host_, 0, sizeof(DeviceErrorFlag));
+  count_launch();
   TG_CUDA_CHECK(cudaMemsetAsync(flag_device_, 0, sizeof(DeviceErrorFlag), stream_));
   if (f.code == kErrCrossEntropyTarget) throw prim::cross_entropy_target_error(f.value, f.bound);
   if (f.code == kErrIndex) {
@@ -435,7 +439,8 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
     if (out.numel() == 0) return out;
     DeviceGuard guard(ctx.device());
     const bool pinned = is_pinned(src);
-    TG_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), src.raw_data(), nbytes_of(src), cudaMemcpyHostToDevice, ctx.stream()));
+    count_launch();
+  TG_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), src.raw_data(), nbytes_of(src), cudaMemcpyHostToDevice, ctx.stream()));
     if (pinned && non_blocking) {
       pinned_allocator().record_use(src.storage()->data(), ctx.stream());   // asynchronous: keep the block
     } else if (pinned) {
@@ -451,7 +456,8 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
   Tensor out = Tensor::empty(t.shape(), t.dtype(), Device::cpu());
   DeviceGuard guard(ctx.device());
   if (out.numel() > 0)
-    TG_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), src.raw_data(), nbytes_of(src), cudaMemcpyDeviceToHost, ctx.stream()));
+    count_launch();
+  TG_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), src.raw_data(), nbytes_of(src), cudaMemcpyDeviceToHost, ctx.stream()));
   ctx.sync();
   return out;
 }
@@ -473,6 +479,12 @@ bool is_pinned(const Tensor& t) noexcept {
     return false;
   }
 }
+
+namespace {
+std::atomic<uint64_t> g_launches{0};
+}  // namespace
+void count_launch() noexcept { g_launches.fetch_add(1, std::memory_order_relaxed); }
+uint64_t launch_count() noexcept { return g_launches.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 

@@ -80,6 +80,7 @@ Tensor to_device(const Tensor& t, Device device, bool) {   // unreachable: backe
 }
 Tensor pin(const Tensor& t) { return t; }
 bool is_pinned(const Tensor&) noexcept { return false; }
+uint64_t launch_count() noexcept { return 0; }
 }  // namespace detail
 }  // namespace cuda
 #endif

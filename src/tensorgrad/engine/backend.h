@@ -57,6 +57,19 @@ struct CrossEntropyArgs {
   int64_t ignore_index = -100;
   /// s in [0, 1]: the target distribution is (1 - s) onehot + s / C.
   double label_smoothing = 0;
+  /// Reduction::Sum or Mean: the forward also writes the rows' total (folded into its kernel).
+  bool total = false;
+  /// Reduction::Mean: the total is divided by the rows not ignored, and so is the backward's dloss.
+  bool mean = false;
+};
+
+/// One parameter of Backend::sgd_step.
+struct SgdParam {
+  Tensor param;      ///< updated in place
+  Tensor grad;       ///< its gradient
+  Tensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
+  double lr;         ///< its group's learning rate
+  bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
 };
 
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
@@ -90,15 +103,18 @@ class Backend {
   virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
   /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.
   virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
-  /// logits (N, C), target (N) int64 (each in [0, C) or == args.ignore_index), all contiguous. Sets
-  /// lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t]) + s (lse - mean(logits))
-  /// with s = label_smoothing; 0 for ignored rows.
+  /// logits (N, C) with N > 0, target (N) int64 (each in [0, C) or == args.ignore_index), all
+  /// contiguous. Sets lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t])
+  /// + s (lse - mean(logits)) with s = label_smoothing; 0 for ignored rows. With args.total also sets
+  /// total (0-d) = the sum of loss, and with args.mean count (0-d, logits' dtype) = the rows not
+  /// ignored and total = sum / count; total and count are undefined otherwise.
   virtual void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                             const Tensor& loss, const Tensor& lse) = 0;
-  /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n]; 0 for ignored rows.
-  /// dloss (N) may have stride 0. Sets.
+                             const Tensor& loss, const Tensor& lse, const Tensor& total, const Tensor& count) = 0;
+  /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n] (/ count[0] with
+  /// args.mean); 0 for ignored rows. dloss (N) may have stride 0. Sets.
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                      const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) = 0;
+                                      const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                                      const Tensor& dlogits) = 0;
   /// out = x.index_select(dim, index); x, out contiguous, index (K) int64 in range. Sets out.
   virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /// dst.index_select(dim, index) += src; dst, src contiguous. Accumulates (repeated indices add up).
@@ -109,11 +125,11 @@ class Backend {
   virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
   /// out (contiguous) element i = philox::sample<T>(dist, seed, offset + i). Sets out.
   virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) = 0;
-  /// Fused SGD update of one parameter (all contiguous, same shape); velocity may be undefined when
-  /// momentum == 0. Implements PyTorch's torch.optim.SGD formulas.
-  virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr,
-                        double momentum, double dampening, double weight_decay, bool nesterov,
-                        bool first_step) = 0;
+  /// Fused SGD update of several parameters of one dtype on this device (each param, grad and
+  /// velocity contiguous, of one shape; velocity undefined when momentum == 0), PyTorch's
+  /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
+  virtual void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                        bool nesterov) = 0;
   /// Fused Adam/AdamW update of one parameter (all contiguous, same shape), PyTorch's torch.optim.Adam
   /// formulas at step `step` (1-based); max_exp_avg_sq is undefined unless amsgrad. decoupled: AdamW.
   virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

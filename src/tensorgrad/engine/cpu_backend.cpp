@@ -204,7 +204,7 @@ bool is_nan(T v) {
 
 /// What sums accumulate in: double for floating types, int64 for integers.
 template <class T>
-using SumAcc = std::conditional_t<std::is_integral<T>::value, int64_t, double>;
+using SumAcc = sum_accumulator_t<T>;
 
 /// The shift of a softmax row: its maximum when finite, else NaN, so that a row holding +inf or only
 /// -inf comes out NaN everywhere, as in PyTorch (Note [NaN and infinity] in ops/functors.h).
@@ -628,7 +628,7 @@ class CpuBackend final : public Backend {
   }
 
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                     const Tensor& lse) override {
+                     const Tensor& lse, const Tensor& total, const Tensor& count) override {
     dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
@@ -657,11 +657,24 @@ class CpuBackend final : public Backend {
           }
         });
       });
+      if (!args.total) return;
+      // The total in double, rows in order (the same on every thread count); mean: over the rows not
+      // ignored, NaN (0 / 0) when there are none.
+      double sum = 0;
+      int64_t kept = 0;
+      const int64_t N = logits.shape()[0];
+      for (int64_t n = 0; n < N; ++n) {
+        sum += static_cast<double>(lp[n]);
+        kept += tg_[n] != args.ignore_index;
+      }
+      if (args.mean) count.data<T>()[0] = static_cast<T>(kept);
+      total.data<T>()[0] = static_cast<T>(args.mean ? sum / static_cast<double>(kept) : sum);
     });
   }
 
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override {
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                              const Tensor& dlogits) override {
     dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
@@ -669,6 +682,7 @@ class CpuBackend final : public Backend {
       const int64_t* tg_ = target.data<int64_t>();
       const int64_t gs = dloss.strides().empty() ? 0 : dloss.strides()[0];
       const T s = T(args.label_smoothing), uniform = s / T(C);
+      const T divisor = args.mean ? count.data<T>()[0] : T(1);
       T* dp = dlogits.data<T>();
       for_row_blocks(logits.shape()[0], C, [&](int64_t b, int64_t e) {   // see Note [Row blocks]
         with_kernels([&](auto k) {
@@ -682,7 +696,7 @@ class CpuBackend final : public Backend {
               std::fill_n(d, C, T(0));
               continue;
             }
-            const T g = gp[n * gs];
+            const T g = args.mean ? gp[n * gs] / divisor : gp[n * gs];
             for (int64_t c = 0; c < C; ++c) d[c] = (d[c] - uniform) * g;   // (softmax - s/C) g
             d[tg_[n]] -= (T(1) - s) * g;                                   // - (1 - s) onehot g
           }
@@ -745,22 +759,23 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
-                double dampening, double weight_decay, bool nesterov, bool first_step) override {
-    dispatch_floating(param.dtype(), "sgd", [&](auto t) {
-      using T = decltype(t);
-      T* w = param.data<T>();
-      const T* g = grad.data<T>();
-      T* v = velocity.defined() ? velocity.data<T>() : nullptr;
-      const SgdScalars<T> k{T(lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, first_step};
-      parallel_for(param.numel(), 4, [&](int64_t b, int64_t e) {
-        with_kernels([&](auto kernels) {
-          using K = decltype(kernels);
-          if (v == nullptr) K::sgd_plain(w + b, g + b, e - b, k);
-          else K::sgd_momentum(w + b, g + b, v + b, e - b, k);
+  void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                bool nesterov) override {
+    for (const SgdParam& sp : params)   // one parameter at a time: each loop is split over the pool
+      dispatch_floating(sp.param.dtype(), "sgd", [&](auto t) {
+        using T = decltype(t);
+        T* w = sp.param.data<T>();
+        const T* g = sp.grad.data<T>();
+        T* v = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
+        const SgdScalars<T> k{T(sp.lr), T(momentum), T(1 - dampening), T(weight_decay), nesterov, sp.first_step};
+        parallel_for(sp.param.numel(), 4, [&](int64_t b, int64_t e) {
+          with_kernels([&](auto kernels) {
+            using K = decltype(kernels);
+            if (v == nullptr) K::sgd_plain(w + b, g + b, e - b, k);
+            else K::sgd_momentum(w + b, g + b, v + b, e - b, k);
+          });
         });
       });
-    });
   }
 
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

@@ -36,11 +36,32 @@ std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
+#define TG_DTYPE_NAME(e, T, Acc, name, st, fl) \
+  case DType::e:                               \
+    return name;
+    TG_FORALL_DTYPES(TG_DTYPE_NAME)
+#undef TG_DTYPE_NAME
   }
   return "unknown";
+}
+
+std::size_t dtype_size(DType t) {
+  return dispatch_dtype(t, [](auto z) { return sizeof(z); });
+}
+
+bool is_floating(DType t) {
+  switch (t) {
+#define TG_DTYPE_FLOATING(e, T, Acc, name, st, fl) \
+  case DType::e:                                   \
+    return fl;
+    TG_FORALL_DTYPES(TG_DTYPE_FLOATING)
+#undef TG_DTYPE_FLOATING
+  }
+  detail::unknown_dtype(t);
+}
+
+void detail::unknown_dtype(DType t) {
+  throw DTypeError(detail::cat("unknown dtype (value ", static_cast<int>(t), "): not in the dtype table"));
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <type_traits>
 
 namespace tg {
 
@@ -58,8 +59,25 @@ class Device {
 /// Writes d.str().
 std::ostream& operator<<(std::ostream& os, const Device& d);
 
+// Note [The dtype table]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// TG_FORALL_DTYPES is the one list of element types: X(Enum, C++ type, sum accumulator type, name,
+// safetensors name, floating). DType, dtype_size, is_floating, dtype_name, dispatch_dtype and the
+// checkpoint format's names are all generated from it, so a dtype is added in one row (plus its
+// kernels), and a DType value outside the table is a DTypeError in every helper, never a silent
+// fallthrough to another type.
+/// The dtype table: see Note [The dtype table].
+#define TG_FORALL_DTYPES(X)                                \
+  X(Float32, float, double, "float32", "F32", true)        \
+  X(Float64, double, double, "float64", "F64", true)       \
+  X(Int64, int64_t, int64_t, "int64", "I64", false)
+
 /// The element type of a tensor (PyTorch's torch::Dtype). Float32 is the default everywhere.
-enum class DType : uint8_t { Float32, Float64, Int64 };
+enum class DType : uint8_t {
+#define TG_DTYPE_ENUM(e, T, Acc, name, st, fl) e,
+  TG_FORALL_DTYPES(TG_DTYPE_ENUM)
+#undef TG_DTYPE_ENUM
+};
 /** \var DType::Float32
     32-bit IEEE float (torch.float32). */
 /** \var DType::Float64
@@ -73,25 +91,47 @@ constexpr DType kFloat64 = DType::Float64;
 /// DType::Int64, as PyTorch's torch::kInt64.
 constexpr DType kInt64 = DType::Int64;
 
-/// Bytes per element: 4 for float32, 8 for float64 and int64.
-inline std::size_t dtype_size(DType t) { return t == DType::Float32 ? 4 : 8; }
-/// True for float32 and float64 (PyTorch's is_floating_point).
-inline bool is_floating(DType t) { return t != DType::Int64; }
-const char* dtype_name(DType t);              ///< "float32", "float64", "int64"
+/// Bytes per element: 4 for float32, 8 for float64 and int64. DTypeError outside the table.
+std::size_t dtype_size(DType t);
+/// True for float32 and float64 (PyTorch's is_floating_point). DTypeError outside the table.
+bool is_floating(DType t);
+const char* dtype_name(DType t);              ///< "float32", "float64", "int64"; "unknown" outside the table
 /// Writes dtype_name(t).
 std::ostream& operator<<(std::ostream& os, DType t);
 
-/// Calls fn(T{}) with T = float, double or int64_t for the runtime dtype and returns its result:
-/// how backends and custom ops turn a DType into a C++ type.
+namespace detail {
+/// Throws DTypeError for a DType value outside the table (engine/device.cpp).
+[[noreturn]] void unknown_dtype(DType t);
+template <class T>
+struct SumAccumulator;
+#define TG_DTYPE_ACC(e, T, Acc, name, st, fl) \
+  template <>                                 \
+  struct SumAccumulator<T> {                  \
+    using type = Acc;                         \
+  };
+TG_FORALL_DTYPES(TG_DTYPE_ACC)
+#undef TG_DTYPE_ACC
+}  // namespace detail
+
+/// The type sums of T accumulate in (the dtype table's third column): double for floating types,
+/// int64_t for integers.
+template <class T>
+using sum_accumulator_t = typename detail::SumAccumulator<T>::type;
+
+/// Calls fn(T{}) with T = the table's C++ type for the runtime dtype (float, double, int64_t) and
+/// returns its result: how backends and custom ops turn a DType into a C++ type.
 template <class Fn>
 decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
   switch (t) {
-    case DType::Float32: return fn(float{});
-    case DType::Float64: return fn(double{});
-    default: return fn(int64_t{});
+#define TG_DTYPE_CASE(e, T, Acc, name, st, fl) \
+  case DType::e:                               \
+    return fn(T{});
+    TG_FORALL_DTYPES(TG_DTYPE_CASE)
+#undef TG_DTYPE_CASE
   }
+  detail::unknown_dtype(t);
 }
-/// Same, for the floating dtypes only; int64 throws DTypeError naming the op.
+/// Same, for the floating dtypes only; any other throws DTypeError naming the op.
 template <class Fn>
 decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn);
 
@@ -101,9 +141,12 @@ decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn);
 namespace tg {
 template <class Fn>
 decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn) {
-  if (t == DType::Float64) return fn(double{});
-  TG_CHECK(t == DType::Float32, DTypeError, op, ": expected a floating point tensor (float32 or float64), got ",
+  TG_CHECK(is_floating(t), DTypeError, op, ": expected a floating point tensor (float32 or float64), got ",
            dtype_name(t));
-  return fn(float{});
+  return dispatch_dtype(t, [&](auto z) -> decltype(fn(float{})) {
+    using T = decltype(z);
+    if constexpr (std::is_floating_point<T>::value) return fn(T{});
+    else detail::unknown_dtype(t);   // unreachable: is_floating was checked
+  });
 }
 }  // namespace tg

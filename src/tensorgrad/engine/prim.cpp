@@ -459,7 +459,7 @@ IndexError cross_entropy_target_error(int64_t target, int64_t classes) {
   return IndexError(detail::cat("cross_entropy: target ", target, " is out of bounds for ", classes, " classes"));
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse) {
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args) {
   check_defined("cross_entropy", logits);
   check_defined("cross_entropy", target);
   check_floating("cross_entropy", logits);
@@ -482,19 +482,28 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
       if (!((v >= 0 && v < C) || v == args.ignore_index)) throw cross_entropy_target_error(v, C);
     }
   }
-  Tensor loss = Tensor::empty({N}, logits.dtype(), logits.device());
-  *lse = Tensor::empty({N}, logits.dtype(), logits.device());
-  if (N > 0) backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), args, loss, *lse);
-  return loss;
+  CrossEntropyResult r;
+  r.loss = Tensor::empty({N}, logits.dtype(), logits.device());
+  r.lse = Tensor::empty({N}, logits.dtype(), logits.device());
+  if (args.total) r.total = Tensor::empty({}, logits.dtype(), logits.device());
+  if (args.mean) r.count = Tensor::empty({}, logits.dtype(), logits.device());
+  if (N > 0) {
+    backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), args, r.loss, r.lse, r.total, r.count);
+  } else {   // no rows: the sum is 0, the mean 0 / 0
+    if (args.total) fill_(r.total, args.mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    if (args.mean) fill_(r.count, 0.0);
+  }
+  return r;
 }
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss) {
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count) {
+  TG_CHECK(!args.mean || count.defined(), Error, "cross_entropy_backward: the mean needs the forward's count");
   Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   if (dlogits.numel() > 0)
     backend_for(logits.device())
         .cross_entropy_backward(logits.contiguous(), target.contiguous(), args, lse, dloss.expand({logits.shape()[0]}),
-                                dlogits);
+                                count, dlogits);
   return dlogits;
 }
 

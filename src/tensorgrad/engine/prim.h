@@ -89,19 +89,28 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim, bool log);
 /// The gradient dx from y = softmax(x, dim, log) and dy = dL/dy.
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log);
-/// logits (N, C) float, target (N) int64 -> per-row loss (N); lse (N) is set for the backward.
-/// Targets outside [0, C) that are not args.ignore_index throw IndexError (for CUDA tensors at
-/// the next sync); label_smoothing outside [0, 1] throws Error.
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, Tensor* lse);
+/// What cross_entropy computes: the per-row loss (N) and lse (N) always; with args.total the 0-d
+/// total (the sum, or with args.mean the mean over the rows not ignored, NaN when there are none) and
+/// with args.mean the 0-d count of those rows that the backward divides by.
+struct CrossEntropyResult {
+  Tensor loss;    ///< (N) per row
+  Tensor lse;     ///< (N) log-sum-exp per row, for the backward
+  Tensor total;   ///< 0-d sum or mean; undefined unless args.total
+  Tensor count;   ///< 0-d rows not ignored; undefined unless args.mean
+};
+/// logits (N, C) float, target (N) int64. Targets outside [0, C) that are not args.ignore_index throw
+/// IndexError (for CUDA tensors at the next sync); label_smoothing outside [0, 1] throws Error.
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args);
 /// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
 /// index_add_, gather, scatter_add_): raised by the host checks for CPU tensors and, for CUDA tensors,
 /// at the next sync from the device error flag (Note [Device error flag] in cuda/reduce.cu).
 IndexError cross_entropy_target_error(int64_t target, int64_t classes);
 /// The IndexError for index out of [0, size) along dim in op (see cross_entropy_target_error()).
 IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);
-/// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C).
+/// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C); with args.mean dloss is divided by
+/// count (the forward's CrossEntropyResult::count) inside the kernel.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss);
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count);
 
 // ---- indexing
 /// The entries of x at index (0-D or 1-D int64, each in [0, size(dim))) along dim: x's shape with

@@ -179,20 +179,26 @@ void swap_elements(void* data, std::size_t count, std::size_t elem_size) {
   for (std::size_t i = 0; i < count; ++i, p += elem_size) std::reverse(p, p + elem_size);
 }
 
-const char* safetensors_dtype(DType t) {
+const char* safetensors_dtype(DType t) {   // the dtype table's safetensors column
   switch (t) {
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    default: return "I64";
+#define TG_DTYPE_ST(e, T, Acc, name, st, fl) \
+  case DType::e:                             \
+    return st;
+    TG_FORALL_DTYPES(TG_DTYPE_ST)
+#undef TG_DTYPE_ST
   }
+  tg::detail::unknown_dtype(t);
 }
 
 bool parse_safetensors_dtype(const std::string& s, DType* out) {
-  if (s == "F32") *out = kFloat32;
-  else if (s == "F64") *out = kFloat64;
-  else if (s == "I64") *out = kInt64;
-  else return false;
-  return true;
+#define TG_DTYPE_PARSE(e, T, Acc, name, st, fl) \
+  if (s == st) {                                \
+    *out = DType::e;                            \
+    return true;                                \
+  }
+  TG_FORALL_DTYPES(TG_DTYPE_PARSE)
+#undef TG_DTYPE_PARSE
+  return false;
 }
 
 std::string hex32(uint32_t v) {

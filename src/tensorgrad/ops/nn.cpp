@@ -27,24 +27,17 @@ Variable log_softmax(const Variable& x, int64_t dim) { return softmax_impl(x, di
 Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction, int64_t ignore_index,
                        double label_smoothing) {
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
-  const CrossEntropyArgs args{ignore_index, label_smoothing};
-  Tensor lse;
-  const Tensor rows = prim::cross_entropy(logits.data(), target.data(), args, &lse);   // per-row loss
-  Tensor out = rows, count;
-  if (reduction != Reduction::None) out = prim::sum(rows);
-  if (reduction == Reduction::Mean) {
-    // count = number of rows not ignored, kept on the device (no sync); N = 0 or all ignored gives NaN
-    const Tensor kept = prim::binary(BinaryOp::Ne, target.data(), prim::scalar_like(double(ignore_index), target.data()), "cross_entropy");
-    count = prim::sum(kept).to(out.dtype());
-    out = prim::div(out, count);
-  }
+  // The reduction is folded into the kernels: the forward writes the sum or mean (and the count of
+  // rows not ignored, kept on the device: no sync), the backward divides by that count itself.
+  const CrossEntropyArgs args{ignore_index, label_smoothing, reduction != Reduction::None, reduction == Reduction::Mean};
+  prim::CrossEntropyResult r = prim::cross_entropy(logits.data(), target.data(), args);
+  const Tensor out = reduction == Reduction::None ? r.loss : r.total;
   const bool need = any_requires_grad({logits});
   SavedTensor x_saved = need ? SavedTensor(logits) : SavedTensor();
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse, count, args](const Tensor& grad, Grads& g) {
-    // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss, dloss = grad per row (/ count for the mean)
-    const Tensor dloss = count.defined() ? prim::div(grad, count) : grad;
-    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse, dloss));
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse = r.lse, count = r.count, args](const Tensor& grad, Grads& g) {
+    // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * grad per row (/ count for the mean)
+    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse, grad, count));
   });
 }
 

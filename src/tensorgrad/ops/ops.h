@@ -1,8 +1,9 @@
 /// \file
 /// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
 /// functions. Each is defined in `ops/<family>.cpp` with its backward right below its forward.
-/// tests/test_gradcheck.cpp reads this file: every function declared here must have a gradcheck
-/// entry there (or be listed as non-differentiable with a reason), or the coverage test fails.
+/// tests/test_gradcheck.cpp and tests/test_cuda.cpp read this file (tests/ops_coverage.h): every
+/// function declared here must have a gradcheck entry (or be listed as non-differentiable with a
+/// reason) and a CPU-vs-CUDA parity case (or be excluded with a reason), or a coverage test fails.
 #pragma once
 #include <cstdint>
 #include <vector>

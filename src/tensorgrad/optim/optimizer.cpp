@@ -2,6 +2,10 @@
 // before any is updated, so a step either completes for all parameters or changes none.
 #include "tensorgrad/optim/optimizer.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/engine/prim.h"
 
@@ -107,6 +111,8 @@ void SGD::step() {
     if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
+  // One fused call per (device, dtype), in parameter order: on CUDA one launch updates them all.
+  std::vector<std::pair<std::pair<Device, DType>, std::vector<SgdParam>>> groups;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     const Variable g = p.grad();
@@ -119,10 +125,14 @@ void SGD::step() {
     } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != p.dtype())) {
       buf = buf.to(p.device()).to(p.dtype());   // the module moved: keep the momentum
     }
-    backend_for(p.device())
-        .sgd_step(p.data(), g.data().contiguous(), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), o.momentum_,
-                  o.dampening_, o.weight_decay_, o.nesterov_, first);
-    p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
+    const std::pair<Device, DType> key{p.device(), p.dtype()};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+    it->second.push_back(SgdParam{p.data(), g.data().contiguous(), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
+  }
+  for (const auto& [key, group] : groups) {
+    backend_for(key.first).sgd_step(group, o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_);
+    for (const SgdParam& sp : group) sp.param.storage()->bump_version();   // in-place writes: Note [Version counter]
   }
 }
 

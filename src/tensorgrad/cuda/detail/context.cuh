@@ -123,8 +123,8 @@ class CudaBackend final : public Backend {
                       const Tensor& dx) override;
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& velocity, double lr, double momentum,
-                double dampening, double weight_decay, bool nesterov, bool first_step) override;
+  void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
+                bool nesterov) override;
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
                  bool decoupled, int64_t step) override;
@@ -133,9 +133,10 @@ class CudaBackend final : public Backend {
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                     const Tensor& lse) override;
+                     const Tensor& lse, const Tensor& total, const Tensor& count) override;
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& dlogits) override;
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                              const Tensor& dlogits) override;
   // cuda/index.cu
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;

@@ -1,0 +1,54 @@
+// tests/ops_coverage.h: the op names declared in src/tensorgrad/ops/ops.h, and the check that a test
+// table covers each of them. Used by the coverage tests of test_gradcheck.cpp (the gradcheck table)
+// and test_cuda.cpp (the CPU-vs-CUDA parity table), so adding an op to ops.h fails both until it has
+// entries. Kept out of testing.h so that the other suites do not compile <regex>.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace testing {
+
+/// Every name declared in ops/ops.h as `Variable name(` at the start of a line (overloads count
+/// once). The operators (`Variable operator+(`) do not match: each is spelled in terms of a named op.
+inline std::set<std::string> declared_ops() {
+  std::ifstream header(TG_SOURCE_DIR "/src/tensorgrad/ops/ops.h");
+  REQUIRE(header.good());
+  std::stringstream text;
+  text << header.rdbuf();
+  const std::string s = text.str();
+  const std::regex decl(R"(^Variable ([a-z_0-9]+)\()", std::regex::multiline);
+  std::set<std::string> declared;
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it)
+    declared.insert((*it)[1]);
+  CHECK(declared.size() >= 40);   // the parse found the header's ops
+  return declared;
+}
+
+/// Fails for each op declared in ops/ops.h that is neither in `covered` (the ops `table` has entries
+/// for) nor in `excluded` (op -> why it has none), or is in both; and for each stale name in either
+/// (not declared in ops/ops.h). `table` names the table in the messages.
+inline void check_covers_declared_ops(const std::set<std::string>& covered,
+                                      const std::map<std::string, std::string>& excluded, const std::string& table) {
+  const std::set<std::string> declared = declared_ops();
+  for (const std::string& op : declared) {
+    const auto why = excluded.find(op);
+    const bool in_table = covered.count(op) == 1, in_excluded = why != excluded.end();
+    CHECK_MESSAGE((in_table || in_excluded),
+                  "op '" << op << "' in ops/ops.h has no entry in " << table << " and is not excluded");
+    if (in_table && in_excluded)
+      FAIL_CHECK("op '" << op << "' has entries in " << table << " but is also excluded (" << why->second << ")");
+  }
+  for (const std::string& op : covered)
+    CHECK_MESSAGE(declared.count(op) == 1, "stale entry '" << op << "' in " << table << ": not declared in ops/ops.h");
+  for (const auto& entry : excluded)
+    CHECK_MESSAGE(declared.count(entry.first) == 1,
+                  "stale exclusion '" << entry.first << "' of " << table << ": not declared in ops/ops.h");
+}
+
+}  // namespace testing
