@@ -129,7 +129,9 @@ fi
 echo "== tools/gpu_check.sh ($mode$([ "$bare" = 1 ] && echo ', bare'); $jobs jobs, budget ${budget}s; logs in $logs)"
 nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 
-# ---- configuration: what this machine lacks comes from gpu-deps/ (tools/gpu_prepare.sh)
+# ---- configuration: what this machine lacks comes from gpu-deps/ (tools/gpu_prepare.sh). Every
+# switch is passed explicitly, ON or OFF, so that a build folder configured by an earlier run with
+# other switches (CMake keeps them in its cache) is configured as this run says.
 cfg=(-DCMAKE_BUILD_TYPE=Release -DTENSORGRAD_BUILD_BENCH=OFF -DTENSORGRAD_BUILD_TESTS=ON -DTENSORGRAD_BUILD_EXAMPLES=ON)
 if [ "$emulate" = 1 ]; then
   cfg+=(-DTENSORGRAD_CUDA_EMULATE=ON)
@@ -142,11 +144,15 @@ config_notes=()
 if [ -f "$deps/doctest/doctest/doctest.h" ]; then
   cfg+=("-DTENSORGRAD_DOCTEST_DIR=$deps/doctest")
   config_notes+=("doctest from gpu-deps")
+else
+  cfg+=(-DTENSORGRAD_DOCTEST_DIR=)
 fi
-[ "$bare" = 1 ] && cfg+=(-DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON -DCMAKE_DISABLE_FIND_PACKAGE_BLAS=ON)
+on_if_bare=$([ "$bare" = 1 ] && echo ON || echo OFF)
+cfg+=("-DCMAKE_DISABLE_FIND_PACKAGE_doctest=$on_if_bare" "-DCMAKE_DISABLE_FIND_PACKAGE_BLAS=$on_if_bare")
 # zlib: the system's headers, else gpu-deps/zlib's with the system's libz.so.1 (zlib's gz* ABI has been
-# stable for a decade), else none (plain IDX files only).
-zlib=() have_zlib=1
+# stable for a decade), else none (plain IDX files only). zlib holds the switches for the library and
+# for gpu_probe's configure (the installed package looks for zlib again).
+have_zlib=1
 libz=$(ldconfig -p 2> /dev/null | awk '$1 == "libz.so.1" && /x86-64/ {print $NF; exit}')
 for c in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 /usr/lib64/libz.so.1 /lib64/libz.so.1; do
   [ -z "$libz" ] && [ -f "$c" ] && libz=$c
@@ -155,16 +161,18 @@ if [ "${TG_GPU_CHECK_ZLIB:-}" = off ]; then
   zlib=(-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON) have_zlib=0
   config_notes+=("no zlib (TG_GPU_CHECK_ZLIB=off)")
 elif [ "$bare" = 0 ] && echo '#include <zlib.h>' | ${CXX:-c++} -E -x c++ - > /dev/null 2>&1; then
+  # FindZLIB searches again (an earlier run may have cached gpu-deps' headers)
+  zlib=(-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=OFF -UZLIB_INCLUDE_DIR -UZLIB_LIBRARY -UZLIB_LIBRARY_RELEASE -UZLIB_LIBRARY_DEBUG)
   config_notes+=("system zlib")
 elif [ -f "$deps/zlib/zlib.h" ] && [ -n "$libz" ]; then
-  zlib=("-DZLIB_INCLUDE_DIR=$deps/zlib" "-DZLIB_LIBRARY=$libz")
+  zlib=(-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=OFF "-DZLIB_INCLUDE_DIR=$deps/zlib" "-DZLIB_LIBRARY=$libz")
   config_notes+=("zlib headers from gpu-deps, $libz")
 else
   zlib=(-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON) have_zlib=0
   config_notes+=("no zlib (no headers here or in gpu-deps, or no libz.so.1)")
 fi
 [ "$bare" = 1 ] && config_notes+=("OpenBLAS disabled")
-cfg+=(${zlib[@]+"${zlib[@]}"})
+cfg+=("${zlib[@]}")
 tests=$build/tests/tensorgrad_tests
 probe=$build/probe/build/gpu_probe
 trainer=$build/examples/train_fashion_mnist
@@ -179,7 +187,7 @@ $(q cmake --build "$build" -j"$jobs" --target tensorgrad_tests train_fashion_mni
 rm -rf $(q "$build/probe")
 $(q cmake --install "$build" --prefix "$build/probe/prefix")
 $(q cmake -S "$root/tools/gpu_probe" -B "$build/probe/build" ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_PREFIX_PATH=$build/probe/prefix" ${zlib[@]+"${zlib[@]}"})
+    "-DCMAKE_PREFIX_PATH=$build/probe/prefix" "${zlib[@]}")
 $(q cmake --build "$build/probe/build" -j"$jobs")"
 echo "$build_cmd" > "$logs/build_commands.txt"
 echo "-- build commands: $logs/build_commands.txt"
