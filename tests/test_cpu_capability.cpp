@@ -388,7 +388,7 @@ TEST_CASE("cpu capability: TG_CPU_CAPABILITY chooses the path at first use and a
   CHECK_MESSAGE(bad.find("this CPU supports: baseline") != std::string::npos, bad);
 }
 
-TEST_CASE("cpu capability: tg::info names the version, the path in use, the best one, the BLAS and CUDA") {
+TEST_CASE("cpu capability: tg::info names the version, the path in use, the best one, the BLAS, zlib and CUDA") {
   CapabilityGuard guard;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
   const std::string s = tg::info();
@@ -397,6 +397,9 @@ TEST_CASE("cpu capability: tg::info names the version, the path in use, the best
                        std::string(tg::cpu_capability_name(tg::best_cpu_capability()))) != std::string::npos, s);
   CHECK_MESSAGE(s.find("CPU threads: " + std::to_string(tg::get_num_threads())) != std::string::npos, s);
   CHECK_MESSAGE(s.find("BLAS: ") != std::string::npos, s);
+  CHECK_MESSAGE(s.find(tg::detail::idx_reads_gzip() ? "IDX files: gzip (zlib) and plain\n"
+                                                     : "IDX files: plain only (built without zlib") != std::string::npos,
+                s);
   CHECK_MESSAGE(s.find(tg::cuda::info()) != std::string::npos, s);
   tg::set_cpu_capability(tg::best_cpu_capability());
   CHECK(tg::info().find(std::string("CPU code path: ") + tg::cpu_capability_name()) != std::string::npos);

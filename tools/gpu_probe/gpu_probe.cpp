@@ -1,19 +1,39 @@
-// tools/gpu_probe/gpu_probe.cpp: prints tg::cuda::info(); with --bench, times each CUDA kernel family on
-// large inputs and prints the bytes (or FLOPs) it must move per call, the achieved rate, and that rate
-// as a share of --peak-gbs (default 4300: the H200's copy bandwidth) or of the measured cuBLAS rate.
-// Medians over repetitions after warm-up; nothing is asserted. Run by tools/gpu_check.sh.
+// tools/gpu_probe/gpu_probe.cpp: prints tg::cuda::info() and a smoke sum on cuda:0 (exit 2 without a
+// device). With --bench, times each CUDA kernel family and prints, per row, the median time, the bytes
+// (or FLOPs) the call must move and, for memory-bound rows, that rate as a fraction of a device-to-device
+// copy measured first in the same run; then matrix products and the README's MLP training step (batch 64
+// and 1024) with the kernel launches per step. --tsv PATH also writes the rows that
+// tools/gpu_torch_bench.py times again with PyTorch (GEMMs, MLP steps) for the ratios. Medians over
+// --reps calls after 3 warm-up calls; nothing is asserted. Run by tools/gpu_check.sh.
 #include <tensorgrad.h>
 
 #include "cli.h"   // examples/cli.h
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace {
+
+// ==== The launch counter: the one place it is read =====================================================
+// tools/gpu_probe/CMakeLists.txt defines TG_PROBE_HAVE_LAUNCH_COUNT=1 when a program calling
+// tg::cuda::detail::launch_count() (the units of work queued on CUDA streams so far: kernel launches,
+// cuBLAS calls, stream memsets and copies; src/tensorgrad/cuda/cuda.h) compiles and links against the
+// installed tensorgrad. Without it the MLP rows print "launches: n/a (no counter in this build)". A
+// counter under another name or header is hooked here and only here.
+std::optional<uint64_t> launches_so_far() {
+#if TG_PROBE_HAVE_LAUNCH_COUNT
+  return static_cast<uint64_t>(tg::cuda::detail::launch_count());
+#else
+  return std::nullopt;
+#endif
+}
+// ========================================================================================================
 
 double median_ms(const std::function<void()>& fn, int reps) {
   for (int i = 0; i < 3; ++i) fn();   // warm-up: caches, cuBLAS heuristics, allocator blocks
@@ -29,94 +49,186 @@ double median_ms(const std::function<void()>& fn, int reps) {
   return ms[ms.size() / 2];
 }
 
-double g_peak_gbs = 4300;
-
-void row_bytes(const char* what, const char* shape, double bytes, double ms) {
-  const double gbs = bytes / (ms * 1e-3) / 1e9;
-  std::printf("%-34s %-22s %9.3f ms %9.1f GB/s %6.1f%% of %.0f GB/s\n", what, shape, ms, gbs, 100 * gbs / g_peak_gbs,
-              g_peak_gbs);
-}
-void row_flops(const char* what, const char* shape, double flops, double ms) {
-  std::printf("%-34s %-22s %9.3f ms %9.1f TFLOP/s\n", what, shape, ms, flops / (ms * 1e-3) / 1e12);
+std::string dims(std::initializer_list<int64_t> d) {   // "4096x4096x4096"
+  std::string s;
+  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
+  return s;
 }
 
-void bench(int reps) {
+struct Table {
+  int reps = 10;
+  double copy_gbs = 0;          // the device-to-device copy of this run: what memory-bound rows are a fraction of
+  std::FILE* tsv = nullptr;     // key, shape, median ms, launches per call (or n/a)
+
+  void tsv_row(const std::string& key, const std::string& shape, double ms, const std::string& launches = "n/a") {
+    if (tsv) std::fprintf(tsv, "%s\t%s\t%.6f\t%s\n", key.c_str(), shape.c_str(), ms, launches.c_str());
+  }
+  /// A memory-bound row: `bytes` read plus written per call.
+  void bytes(const std::string& what, const std::string& shape, double bytes, const std::function<void()>& fn) {
+    const double ms = median_ms(fn, reps);
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    std::printf("%-38s %-20s %9.3f ms %9.1f GB/s %6.2fx copy\n", what.c_str(), shape.c_str(), ms, gbs,
+                copy_gbs > 0 ? gbs / copy_gbs : 0.0);
+    std::fflush(stdout);
+  }
+  /// A compute-bound row: `flops` per call; `key` names it in the TSV (tools/gpu_torch_bench.py reads
+  /// the shape from there).
+  void flops(const std::string& key, const std::string& what, const std::string& shape, double flops,
+             const std::function<void()>& fn) {
+    const double ms = median_ms(fn, reps);
+    std::printf("%-38s %-20s %9.3f ms %9.2f TFLOP/s\n", what.c_str(), shape.c_str(), ms, flops / (ms * 1e-3) / 1e12);
+    std::fflush(stdout);
+    tsv_row(key, shape, ms);
+  }
+};
+
+/// The MLP of README.md's first program: Linear(784, 128), ReLU, Linear(128, 10), SGD lr 0.01 momentum
+/// 0.9, cross-entropy; one step = zero_grad, forward, loss, backward, step (no host sync inside).
+void mlp_step_row(Table& t, int64_t batch) {
+  const tg::Device gpu = tg::Device::cuda();
+  tg::manual_seed(0);
+  tg::nn::Sequential model;
+  model.add<tg::nn::Linear>(784, 128);
+  model.add<tg::nn::ReLU>();
+  model.add<tg::nn::Linear>(128, 10);
+  model.to(gpu);
+  tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(0.01).momentum(0.9));
+  tg::nn::CrossEntropyLoss criterion;
+  const tg::Variable x = tg::randn({batch, 784}).to(gpu);
+  const tg::Variable y = tg::randint(0, 10, {batch}).to(gpu);
+  auto step = [&] {
+    optimizer.zero_grad();
+    tg::Variable loss = criterion(model(x), y);
+    loss.backward();
+    optimizer.step();
+  };
+  const double ms = median_ms(step, t.reps);
+  // launches per step: one more synchronized step, counted on its own
+  tg::cuda::synchronize();
+  const std::optional<uint64_t> before = launches_so_far();
+  step();
+  tg::cuda::synchronize();
+  const std::optional<uint64_t> after = launches_so_far();
+  const std::string launches = before && after ? std::to_string(*after - *before) : "n/a";
+  const std::string shape = dims({batch, 784, 128, 10});
+  std::printf("%-38s %-20s %9.3f ms   launches: %s\n", ("MLP step, batch " + std::to_string(batch)).c_str(),
+              shape.c_str(), ms, before ? launches.c_str() : "n/a (no counter in this build)");
+  std::fflush(stdout);
+  t.tsv_row("mlp_step", shape, ms, launches);
+}
+
+void bench(Table& t, int log2n) {
   const tg::Device gpu = tg::Device::cuda();
   const auto on = tg::TensorOptions().device(gpu);
-  const int64_t n = int64_t(1) << 26;   // 64 Mi floats = 256 MiB per tensor
+  const int64_t n = int64_t(1) << log2n;           // 2^26 by default: 64 Mi floats = 256 MiB per tensor
+  const int64_t m = int64_t(1) << (log2n / 2);     // the side of an n-element matrix (8192)
   const double f4 = 4.0 * double(n);
-  std::printf("\n%-34s %-22s %12s %14s\n", "kernel family", "shape", "median", "rate");
+  const std::string vec = std::to_string(n) + " f32", mat = dims({m, m});
+  std::printf("\n%-38s %-20s %12s %14s %11s\n", "kernel family", "shape", "median", "rate", "vs copy");
   tg::manual_seed(0);
   tg::Variable a = tg::randn({n}, on), b = tg::randn({n}, on), c;
-  row_bytes("copy (cudaMemcpyAsync D2D)", "64Mi f32", 2 * f4, median_ms([&] { c = tg::Variable(a.data().clone()); }, reps));
-  row_bytes("binary add, float4 vectors", "64Mi f32", 3 * f4, median_ms([&] { c = a + b; }, reps));
-  row_bytes("binary mul by 0-d scalar", "64Mi f32", 2 * f4, median_ms([&] { c = a * 0.5; }, reps));
-  row_bytes("unary exp, float4 vectors", "64Mi f32", 2 * f4, median_ms([&] { c = tg::exp(a); }, reps));
-  row_bytes("unary_backward tanh", "64Mi f32", 3 * f4, median_ms([&] {
-              c = tg::Variable(tg::prim::unary_backward(tg::UnaryOp::Tanh, tg::Tensor(), a.data(), b.data()));
-            }, reps));
-  tg::Variable m = tg::randn({8192, 8192}, on), row = tg::randn({8192}, on);
-  row_bytes("binary add, row broadcast (2-D)", "8192x8192 + 8192", 2 * f4, median_ms([&] { c = m + row; }, reps));
-  row_bytes("strided copy (transpose)", "8192x8192", 2 * f4, median_ms([&] { c = tg::contiguous(tg::t(m)); }, reps));
-  row_bytes("sum all (split rows)", "64Mi f32", f4, median_ms([&] { c = tg::sum(a); }, reps));
-  row_bytes("sum dim 1 (block per row)", "8192x8192", f4, median_ms([&] { c = tg::sum(m, 1); }, reps));
-  row_bytes("sum dim 0 (columns, sum_to)", "8192x8192", f4, median_ms([&] { c = tg::sum(m, 0); }, reps));
-  row_bytes("max dim 1", "8192x8192", f4, median_ms([&] { c = tg::max(m, 1); }, reps));
-  row_bytes("softmax last dim (2 reads, 1 write)", "8192x8192", 2 * f4, median_ms([&] { c = tg::softmax(m, 1); }, reps));
-  tg::Variable sm = tg::randn({65536, 1024}, on);
-  row_bytes("log_softmax, warp per row", "65536x1024", 2 * f4, median_ms([&] { c = tg::log_softmax(sm, 1); }, reps));
+
+  // The reference: what a device-to-device copy (clone: cudaMemcpyAsync) achieves here, now.
   {
-    tg::Variable logits(tg::randn({4096, 16384}, on).data(), true);
-    const tg::Variable target = tg::randint(0, 16384, {4096}, on);
-    const double bytes = 4.0 * 4096 * 16384;
-    row_bytes("cross_entropy forward (1 read)", "4096x16384", bytes, median_ms([&] { c = tg::cross_entropy(logits, target); }, reps));
-    row_bytes("cross_entropy fwd+bwd (+1 r, 1 w)", "4096x16384", 3 * bytes, median_ms([&] {
-                logits.zero_grad();
-                tg::cross_entropy(logits, target).backward();
-              }, reps));
+    const double ms = median_ms([&] { c = tg::Variable(a.data().clone()); }, t.reps);
+    t.copy_gbs = 2 * f4 / (ms * 1e-3) / 1e9;
+    std::printf("%-38s %-20s %9.3f ms %9.1f GB/s %6.2fx copy (the reference of this column)\n",
+                "copy D2D (clone, cudaMemcpyAsync)", vec.c_str(), ms, t.copy_gbs, 1.0);
   }
-  row_bytes("randn (Philox, double math)", "64Mi f32", f4, median_ms([&] { c = tg::randn({n}, on); }, reps));
+  // elementwise
+  t.bytes("binary add, float4 vectors", vec, 3 * f4, [&] { c = a + b; });
+  t.bytes("binary mul by 0-d scalar", vec, 2 * f4, [&] { c = a * 0.5; });
+  tg::Variable mat_a = tg::randn({m, m}, on), row = tg::randn({m}, on);
+  t.bytes("binary add, row broadcast (2-D)", mat + " + " + std::to_string(m), 2 * f4, [&] { c = mat_a + row; });
+  t.bytes("unary exp, float4 vectors", vec, 2 * f4, [&] { c = tg::exp(a); });
+  t.bytes("unary relu", vec, 2 * f4, [&] { c = tg::relu(a); });
+  t.bytes("unary_backward tanh", vec, 3 * f4, [&] {
+    c = tg::Variable(tg::prim::unary_backward(tg::UnaryOp::Tanh, tg::Tensor(), a.data(), b.data()));
+  });
+  t.bytes("strided copy (transpose)", mat, 2 * f4, [&] { c = tg::contiguous(tg::t(mat_a)); });
+  // casts and fills
+  t.bytes("cast f32 -> f64", vec, 3 * f4, [&] { c = a.to(tg::kFloat64); });
+  {
+    const tg::Variable d = a.to(tg::kFloat64);
+    t.bytes("cast f64 -> f32", vec, 3 * f4, [&] { c = d.to(tg::kFloat32); });
+  }
+  t.bytes("fill_ in place", vec, f4, [&] { b.fill_(0.25); });
+  t.bytes("full (allocate + fill)", vec, f4, [&] { c = tg::full({n}, 0.5, on); });
+  t.bytes("zeros", vec, f4, [&] { c = tg::zeros({n}, on); });
+  t.bytes("randn (Philox, double math)", vec, f4, [&] { c = tg::randn({n}, on); });
+  b = tg::randn({n}, on);
+  // reductions
+  t.bytes("sum all (split rows)", vec, f4, [&] { c = tg::sum(a); });
+  t.bytes("sum dim 1 (block per row)", mat, f4, [&] { c = tg::sum(mat_a, 1); });
+  t.bytes("sum dim 0 (columns, sum_to)", mat, f4, [&] { c = tg::sum(mat_a, 0); });
+  t.bytes("max dim 1", mat, f4, [&] { c = tg::max(mat_a, 1); });
+  t.bytes("argmax dim 1", mat, f4, [&] { c = tg::argmax(mat_a, 1); });
+  // softmax family
+  t.bytes("softmax last dim (2 reads, 1 write)", mat, 2 * f4, [&] { c = tg::softmax(mat_a, 1); });
+  {
+    const int64_t cols = std::max<int64_t>(m / 8, 1), rows = n / cols;
+    const tg::Variable sm = tg::randn({rows, cols}, on);
+    t.bytes("log_softmax, warp per row", dims({rows, cols}), 2 * f4, [&] { c = tg::log_softmax(sm, 1); });
+  }
+  {
+    const int64_t classes = 2 * m, rows = n / classes;
+    tg::Variable logits(tg::randn({rows, classes}, on).data(), true);
+    const tg::Variable target = tg::randint(0, classes, {rows}, on);
+    t.bytes("cross_entropy forward (1 read)", dims({rows, classes}), f4, [&] { c = tg::cross_entropy(logits, target); });
+    t.bytes("cross_entropy fwd+bwd (+1 r, 1 w)", dims({rows, classes}), 3 * f4, [&] {
+      logits.zero_grad();
+      tg::cross_entropy(logits, target).backward();
+    });
+  }
+  // optimizer steps
   {
     tg::Variable w(tg::randn({n}, on).data(), true);
     w.set_grad(tg::randn({n}, on));
     tg::optim::Adam adam({w}, tg::optim::AdamOptions(1e-3));
-    row_bytes("adam_step fused (r 4, w 3 arrays)", "64Mi f32", 7 * f4, median_ms([&] { adam.step(); }, reps));
+    t.bytes("adam_step fused (r 4, w 3 arrays)", vec, 7 * f4, [&] { adam.step(); });
     tg::optim::SGD sgd({w}, tg::optim::SGDOptions(0.1).momentum(0.9));
-    row_bytes("sgd_step fused momentum (r 3, w 2)", "64Mi f32", 5 * f4, median_ms([&] { sgd.step(); }, reps));
+    t.bytes("sgd_step fused momentum (r 3, w 2)", vec, 5 * f4, [&] { sgd.step(); });
   }
   {
-    const tg::Variable idx = tg::randint(0, 8192, {8192}, on);
-    row_bytes("index_select rows", "8192x8192", 2 * f4, median_ms([&] { c = tg::index_select(m, 0, idx); }, reps));
+    const tg::Variable idx = tg::randint(0, m, {m}, on);
+    t.bytes("index_select rows", mat, 2 * f4, [&] { c = tg::index_select(mat_a, 0, idx); });
   }
-  for (int s : {4096, 8192}) {
-    tg::Variable x = tg::randn({s, s}, on), y = tg::randn({s, s}, on);
-    const std::string shape = std::to_string(s) + "^3 f32";
-    row_flops("matmul (cuBLAS sgemm)", shape.c_str(), 2.0 * s * s * s, median_ms([&] { c = tg::matmul(x, y); }, reps));
-  }
-  {
-    const auto on64 = tg::TensorOptions().device(gpu).dtype(tg::kFloat64);
-    tg::Variable x = tg::randn({4096, 4096}, on64), y = tg::randn({4096, 4096}, on64);
-    row_flops("matmul (cuBLAS dgemm)", "4096^3 f64", 2.0 * 4096 * 4096 * 4096, median_ms([&] { c = tg::matmul(x, y); }, reps));
-  }
-  {
-    tg::Variable x = tg::randn({64, 512, 512}, on), y = tg::randn({64, 512, 512}, on);
-    row_flops("batched matmul (strided batched)", "64x512^3 f32", 2.0 * 64 * 512 * 512 * 512,
-              median_ms([&] { c = tg::matmul(x, y); }, reps));
-  }
+  // transfers (not device-bound: shown against the copy for scale only)
   {
     const tg::Tensor host = tg::randn({n}).data();
     const tg::Tensor pinned = tg::cuda::detail::pin(host);
-    row_bytes("H2D pageable", "256 MiB", f4, median_ms([&] { c = tg::Variable(host.to(gpu)); }, reps));
-    row_bytes("H2D pinned, non_blocking", "256 MiB", f4, median_ms([&] { c = tg::Variable(pinned.to(gpu, true)); }, reps));
-    row_bytes("D2H (sync point)", "256 MiB", f4, median_ms([&] { (void)a.data().to(tg::Device::cpu()); }, reps));
+    t.bytes("H2D pageable", vec, f4, [&] { c = tg::Variable(host.to(gpu)); });
+    t.bytes("H2D pinned, non_blocking", vec, f4, [&] { c = tg::Variable(pinned.to(gpu, true)); });
+    t.bytes("D2H (sync point)", vec, f4, [&] { (void)a.data().to(tg::Device::cpu()); });
   }
+  // matrix products (cuBLAS); tools/gpu_torch_bench.py times torch.matmul on the same shapes
+  std::printf("\n");
+  for (int64_t s : {m / 2, m}) {
+    tg::Variable x = tg::randn({s, s}, on), y = tg::randn({s, s}, on);
+    t.flops("matmul_f32", "matmul f32 (cuBLAS sgemm)", dims({s, s, s}), 2.0 * s * s * s, [&] { c = tg::matmul(x, y); });
+  }
+  {
+    const int64_t s = m / 2;
+    const auto on64 = tg::TensorOptions().device(gpu).dtype(tg::kFloat64);
+    tg::Variable x = tg::randn({s, s}, on64), y = tg::randn({s, s}, on64);
+    t.flops("matmul_f64", "matmul f64 (cuBLAS dgemm)", dims({s, s, s}), 2.0 * s * s * s, [&] { c = tg::matmul(x, y); });
+  }
+  {
+    const int64_t batch = 64, s = std::max<int64_t>(m / 16, 1);
+    tg::Variable x = tg::randn({batch, s, s}, on), y = tg::randn({batch, s, s}, on);
+    t.flops("bmm_f32", "batched matmul f32 (strided)", dims({batch, s, s, s}), 2.0 * batch * s * s * s,
+            [&] { c = tg::matmul(x, y); });
+  }
+  // the README's MLP step; tools/gpu_torch_bench.py times PyTorch eager on the same model
+  std::printf("\n");
+  for (int64_t batch : {64, 1024}) mlp_step_row(t, batch);
   {   // per-op overhead: a chain of tiny ops, no synchronization inside
     tg::Variable x = tg::randn({8}, on);
     const double ms = median_ms([&] {
       tg::Variable y = x;
       for (int i = 0; i < 1000; ++i) y = y * 1.0001;
     }, 5);
-    std::printf("%-34s %-22s %9.3f us per op (host + launch, graph-free)\n", "tiny elementwise op", "8 f32", ms);
+    std::printf("%-38s %-20s %9.3f us per op (host + launch, graph-free)\n", "tiny elementwise op", "8 f32", ms);
   }
   std::printf("\nallocator: %zu bytes allocated, %zu reserved, peak %zu\n", tg::cuda::memory_allocated(),
               tg::cuda::memory_reserved(), tg::cuda::max_memory_allocated());
@@ -126,21 +238,37 @@ void bench(int reps) {
 
 int main(int argc, char** argv) {
   bool run_bench = false;
-  int reps = 10;
+  int reps = 10, log2n = 26;
+  std::string tsv;
   cli::Parser p("gpu_probe",
-                "Prints tg::cuda::info() and a smoke sum on cuda:0 (exit 2 without a GPU); with --bench, times\n"
-                "each CUDA kernel family against the bytes or FLOPs it must move.");
+                "Prints tg::cuda::info() and a smoke sum on cuda:0 (exit 2 without a device); with --bench, times\n"
+                "each CUDA kernel family against a device-to-device copy of the same run, the matrix products\n"
+                "and the README's MLP step.");
   p.add("--bench", run_bench, "time the kernel families");
   p.add("--reps", reps, "N", "timed calls per kernel (median), after 3 warm-up calls", cli::Range::positive);
-  p.add("--peak-gbs", g_peak_gbs, "GBS", "GB/s the rates are shown as a share of; the default is the H200's copy bandwidth",
+  p.add("--log2n", log2n, "K", "elements per vector 2^K, matrices 2^(K/2) square (26: 256 MiB per tensor)",
         cli::Range::positive);
+  p.add("--tsv", tsv, "PATH", "also write the GEMM and MLP rows (key, shape, ms, launches) for tools/gpu_torch_bench.py");
   p.parse(argc, argv);
-  std::printf("%s\n", tg::cuda::info().c_str());
+  if (log2n < 8 || log2n > 30) p.fail("--log2n expects 8 to 30, got " + std::to_string(log2n));
+  const std::string info = tg::cuda::info();
+  std::printf("%s\n", info.c_str());
   if (!tg::cuda::is_available()) return 2;   // a GPU check without a GPU fails
+  if (info.find("emulator") != std::string::npos)
+    std::printf("NOTE: this build runs on the CUDA emulator (host fibers): every time below is meaningless for a GPU\n");
   try {
     tg::Variable x = tg::randn({257, 33}, tg::TensorOptions().device(tg::Device::cuda()));
     std::printf("smoke: sum of a (257, 33) randn on cuda:0 = %.6f\n", tg::sum(x).item());
-    if (run_bench) bench(reps);
+    if (run_bench) {
+      Table t;
+      t.reps = reps;
+      if (!tsv.empty() && !(t.tsv = std::fopen(tsv.c_str(), "w"))) {
+        std::fprintf(stderr, "gpu_probe: cannot write %s\n", tsv.c_str());
+        return 1;
+      }
+      bench(t, log2n);
+      if (t.tsv) std::fclose(t.tsv);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_probe: %s\n", e.what());
     return 1;

@@ -1,8 +1,12 @@
-// data/idx.cpp: the IDX reader (through zlib's gz* calls, which read gzip and plain files alike) and
-// the MNIST / Fashion-MNIST datasets. Every check happens before the memory it guards is allocated.
+// data/idx.cpp: the IDX reader and the MNIST / Fashion-MNIST datasets. Every check happens before the
+// memory it guards is allocated. With zlib (TENSORGRAD_HAVE_ZLIB, set by CMake when it finds zlib) files
+// are read through zlib's gz* calls, which read gzip and plain files alike; without it, through stdio,
+// which reads plain files and refuses a gzip file with an IOError that says what to do.
 #include "tensorgrad/data/idx.h"
 
+#if TENSORGRAD_HAVE_ZLIB
 #include <zlib.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -31,6 +35,7 @@ uint32_t big_endian32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
 
+#if TENSORGRAD_HAVE_ZLIB
 /// A file opened through zlib: gzip is decompressed, anything else is read as it is. Counts the bytes
 /// delivered so that errors can name the byte offset (in the decompressed data for gzip files).
 class GzReader {
@@ -85,6 +90,68 @@ class GzReader {
   gzFile file_ = nullptr;
   int64_t offset_ = 0;
 };
+#endif
+
+/// A file opened through stdio, the reader of a build without zlib: plain files are read as they are,
+/// and a file that starts with the gzip magic bytes (1f 8b) raises IOError at open. The same interface
+/// and messages as GzReader for plain files.
+class PlainReader {
+ public:
+  explicit PlainReader(const std::string& path) : path_(path) {
+    errno = 0;
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) {
+      const int err = errno;
+      throw IOError(detail::cat("read_idx: cannot open '", path, "': ", err ? std::strerror(err) : "out of memory"));
+    }
+    // The first two bytes are kept in head_ and handed out by read() before the rest of the file, so
+    // that pipes and other unseekable files work too.
+    try {
+      head_size_ = raw_read(head_, 2);
+    } catch (...) {
+      std::fclose(file_);
+      throw;
+    }
+    if (head_size_ == 2 && head_[0] == 0x1f && head_[1] == 0x8b) {
+      std::fclose(file_);
+      throw IOError(detail::cat("read_idx: '", path,
+                                "' is gzip-compressed, and tensorgrad was built without zlib: gunzip the file "
+                                "or rebuild with zlib1g-dev"));
+    }
+  }
+  ~PlainReader() { std::fclose(file_); }
+  PlainReader(const PlainReader&) = delete;
+  PlainReader& operator=(const PlainReader&) = delete;
+
+  /// Reads up to n bytes into dst; fewer only at the end of the file. Read errors throw.
+  std::size_t read(void* dst, std::size_t n) {
+    auto* out = static_cast<unsigned char*>(dst);
+    std::size_t got = 0;
+    for (; got < n && head_used_ < head_size_; ++got) out[got] = head_[head_used_++];
+    got += raw_read(out + got, n - got);
+    offset_ += static_cast<int64_t>(got);
+    return got;
+  }
+
+  int64_t offset() const { return offset_; }
+  /// "byte offset 16".
+  std::string where() const { return detail::cat("byte offset ", offset_); }
+
+ private:
+  std::size_t raw_read(unsigned char* dst, std::size_t n) {
+    errno = 0;
+    const std::size_t got = std::fread(dst, 1, n, file_);
+    if (got < n && std::ferror(file_))
+      throw IOError(detail::cat("read_idx: cannot read '", path_, "': ", std::strerror(errno ? errno : EIO)));
+    return got;
+  }
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  unsigned char head_[2] = {0, 0};
+  std::size_t head_size_ = 0, head_used_ = 0;
+  int64_t offset_ = 0;
+};
 
 std::string what_magic(uint32_t magic) {
   if (magic == 0x00000803u) return "IDX images: unsigned bytes, 3 dimensions";
@@ -92,11 +159,11 @@ std::string what_magic(uint32_t magic) {
   return detail::cat("IDX unsigned bytes, ", magic & 0xffu, " dimensions");
 }
 
-}  // namespace
-
-IdxArray read_idx(const std::string& path, int rank) {
+/// read_idx over one of the readers above (GzReader or PlainReader).
+template <class Reader>
+IdxArray read_idx_with(const std::string& path, int rank) {
   TG_CHECK(rank >= 1 && rank <= 255, Error, "read_idx: rank must be in [1, 255], got ", rank);
-  GzReader in(path);
+  Reader in(path);
   const uint32_t expected = 0x00000800u | static_cast<uint32_t>(rank);
 
   unsigned char head[4];
@@ -152,6 +219,16 @@ IdxArray read_idx(const std::string& path, int rank) {
            " records its header (dims ", shape_str(out.dims), ") promises, at byte offset ", header + total,
            "; the header or the file is wrong");
   return out;
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path, int rank) {
+#if TENSORGRAD_HAVE_ZLIB
+  return read_idx_with<GzReader>(path, rank);
+#else
+  return read_idx_with<PlainReader>(path, rank);
+#endif
 }
 
 Variable read_idx_images(const std::string& path) {
@@ -227,4 +304,14 @@ const std::vector<std::string>& FashionMNIST::classes() {
 }
 
 }  // namespace data
+
+namespace detail {
+
+bool idx_reads_gzip() { return TENSORGRAD_HAVE_ZLIB != 0; }
+
+data::IdxArray read_idx_plain(const std::string& path, int rank) {
+  return data::read_idx_with<data::PlainReader>(path, rank);
+}
+
+}  // namespace detail
 }  // namespace tg

@@ -21,8 +21,10 @@ struct IdxArray {
 };
 
 /// Reads an IDX file of unsigned bytes (magic 0x000008RR, RR = rank) with exactly `rank` dims.
-/// gzip files are decompressed (zlib); plain files are read as they are. Memory grows with the bytes
-/// actually read, so a header that promises more than the file holds cannot force a large allocation.
+/// gzip files are decompressed (zlib); plain files are read as they are. A library built without zlib
+/// reads plain files only and raises IOError for a gzip file ("built without zlib: gunzip the file or
+/// rebuild with zlib1g-dev"). Memory grows with the bytes actually read, so a header that promises more
+/// than the file holds cannot force a large allocation.
 IdxArray read_idx(const std::string& path, int rank);
 /// IDX images (magic 0x00000803) -> (N, 1, rows, cols) float32, pixel / 255 in [0, 1].
 Variable read_idx_images(const std::string& path);
@@ -67,4 +69,13 @@ class FashionMNIST : public MNIST {
 };
 
 }  // namespace data
+
+namespace detail {
+/// True when data::read_idx decompresses gzip files (the library was built with zlib).
+bool idx_reads_gzip();
+/// data::read_idx through the reader of a build without zlib (plain files; a gzip file raises
+/// IOError), present in every build so that the suite checks that path wherever it runs.
+data::IdxArray read_idx_plain(const std::string& path, int rank);
+}  // namespace detail
+
 }  // namespace tg

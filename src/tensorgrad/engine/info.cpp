@@ -3,6 +3,7 @@
 #include "tensorgrad/engine/info.h"
 
 #include "tensorgrad/cuda/cuda.h"
+#include "tensorgrad/data/idx.h"
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/cpu_capability.h"
 #include "tensorgrad/engine/error.h"
@@ -29,6 +30,8 @@ std::string info() {
 #else
   s += "BLAS: none (built-in blocked gemm)\n";
 #endif
+  s += detail::idx_reads_gzip() ? "IDX files: gzip (zlib) and plain\n"
+                                 : "IDX files: plain only (built without zlib; gzip files raise IOError)\n";
   s += cuda::info();
   return s;
 }

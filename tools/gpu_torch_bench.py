@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""tools/gpu_torch_bench.py: PyTorch eager on the same GPU, on the rows gpu_probe --bench --tsv wrote.
+
+Each TSV row is "key, shape, tensorgrad median ms, launches per call". For the keys below this script
+builds the same computation in PyTorch (shapes from the row), times it the way gpu_probe does (3
+warm-up calls, then the median of --reps calls, each followed by torch.cuda.synchronize()), and prints
+both medians and the ratio tensorgrad / PyTorch (below 1: tensorgrad is faster):
+
+  matmul_f32, matmul_f64  shape MxKxN: torch.matmul of (M, K) and (K, N)
+  bmm_f32                 shape BxMxKxN: torch.matmul of (B, M, K) and (B, K, N)
+  mlp_step                shape Bx784x128x10: README's MLP (Linear, ReLU, Linear), SGD lr 0.01 momentum
+                          0.9, cross-entropy; one step = zero_grad, forward, loss, backward, step
+
+Exit status: 0 after printing the table, 77 when PyTorch has no CUDA device (tools/gpu_check.sh records
+SKIP), 1 on a bad TSV. Usage: gpu_torch_bench.py TSV [--reps N] [--device cpu] (cpu: to try the script
+itself on a machine without a GPU; its ratios then compare a GPU, or the emulator, with a CPU).
+"""
+import argparse
+import statistics
+import sys
+import time
+
+
+def median_ms(fn, reps, sync):
+    for _ in range(3):
+        fn()
+    sync()
+    ms = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ms)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tsv", help="the file gpu_probe --bench --tsv wrote")
+    ap.add_argument("--reps", type=int, default=10, help="timed calls per row (median)")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="where PyTorch runs")
+    args = ap.parse_args()
+
+    import torch  # imported here so that --help works without it
+
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print(f"PyTorch {torch.__version__} sees no CUDA device: nothing to compare")
+            return 77
+        sync = torch.cuda.synchronize
+        print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}; "
+              f"torch.backends.cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}")
+    else:
+        sync = lambda: None  # noqa: E731
+        print(f"PyTorch {torch.__version__} on the CPU (--device cpu): these ratios do not compare GPUs")
+    dev = torch.device(args.device)
+    torch.manual_seed(0)
+
+    rows = []
+    with open(args.tsv) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 4:
+                print(f"gpu_torch_bench: bad row {line!r} in {args.tsv}", file=sys.stderr)
+                return 1
+            key, shape, ms, launches = parts
+            rows.append((key, [int(v) for v in shape.split("x")], float(ms), launches))
+
+    print(f"\n{'row':<34} {'shape':<20} {'tensorgrad':>12} {'PyTorch':>12} {'ratio':>8}  launches (tensorgrad)")
+    for key, shape, ours, launches in rows:
+        if key in ("matmul_f32", "matmul_f64"):
+            m, k, n = shape
+            dtype = torch.float32 if key == "matmul_f32" else torch.float64
+            a = torch.randn(m, k, device=dev, dtype=dtype)
+            b = torch.randn(k, n, device=dev, dtype=dtype)
+            fn = lambda: torch.matmul(a, b)  # noqa: E731
+            what = f"torch.matmul {'f32' if dtype == torch.float32 else 'f64'}"
+        elif key == "bmm_f32":
+            bsz, m, k, n = shape
+            a = torch.randn(bsz, m, k, device=dev)
+            b = torch.randn(bsz, k, n, device=dev)
+            fn = lambda: torch.matmul(a, b)  # noqa: E731
+            what = "torch.matmul batched f32"
+        elif key == "mlp_step":
+            batch, d_in, hidden, d_out = shape
+            model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                        torch.nn.Linear(hidden, d_out)).to(dev)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            crit = torch.nn.CrossEntropyLoss()
+            x = torch.randn(batch, d_in, device=dev)
+            y = torch.randint(0, d_out, (batch,), device=dev)
+
+            def step():
+                opt.zero_grad()
+                loss = crit(model(x), y)
+                loss.backward()
+                opt.step()
+
+            fn = step
+            what = f"MLP step, batch {batch}"
+        else:
+            continue
+        theirs = median_ms(fn, args.reps, sync)
+        print(f"{what:<34} {'x'.join(map(str, shape)):<20} {ours:9.3f} ms {theirs:9.3f} ms {ours / theirs:7.2f}x  "
+              f"{launches}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
