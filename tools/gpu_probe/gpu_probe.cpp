@@ -103,12 +103,13 @@ void mlp_step_row(Table& t, int64_t batch) {
     optimizer.step();
   };
   const double ms = median_ms(step, t.reps);
-  // launches per step: one more synchronized step, counted on its own
+  // launches per step: one more step, counted as it is queued (the synchronize after it copies the
+  // device error flag, one more unit of work that belongs to no step)
   tg::cuda::synchronize();
   const std::optional<uint64_t> before = launches_so_far();
   step();
-  tg::cuda::synchronize();
   const std::optional<uint64_t> after = launches_so_far();
+  tg::cuda::synchronize();
   const std::string launches = before && after ? std::to_string(*after - *before) : "n/a";
   const std::string shape = dims({batch, 784, 128, 10});
   std::printf("%-38s %-20s %9.3f ms   launches: %s\n", ("MLP step, batch " + std::to_string(batch)).c_str(),
