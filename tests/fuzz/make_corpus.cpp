@@ -28,6 +28,13 @@ void put(const std::string& target, const std::string& name, const std::string& 
   if (!out) throw std::runtime_error("cannot write " + (dir / name).string());
 }
 
+/// put() of a seed written as a list of byte values (each taken modulo 256).
+void put_bytes(const std::string& target, const std::string& name, const std::vector<int>& bytes) {
+  std::string s;
+  for (int b : bytes) s += char(b & 0xFF);
+  put(target, name, s);
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -139,11 +146,7 @@ void idx_files(const std::string& scratch) {
 void shapes() {
   const std::string T = "fuzz_shapes";
   using B = std::vector<int>;
-  auto seed = [&](const std::string& name, const B& bytes) {
-    std::string s;
-    for (int b : bytes) s += char(b & 0xFF);
-    put(T, name, s);
-  };
+  auto seed = [&](const std::string& name, const B& bytes) { put_bytes(T, name, bytes); };
   const int G = 0x80, TR = 1 << 3, EX = 2 << 3, SL = 3 << 3, F64 = 2 << 5, I64 = 3 << 5;
   seed("add_broadcast", {0, G | 2, 2, 3, 0, G | 1, 3, 0});
   seed("mul_transposed_expanded", {1, G | TR | 2, 3, 2, 0, G | EX | 2, 3, 2, 1});
@@ -184,11 +187,7 @@ void shapes() {
 void ops() {
   const std::string T = "fuzz_ops";
   using B = std::vector<int>;
-  auto seed = [&](const std::string& name, const B& bytes) {
-    std::string s;
-    for (int b : bytes) s += char(b & 0xFF);
-    put(T, name, s);
-  };
+  auto seed = [&](const std::string& name, const B& bytes) { put_bytes(T, name, bytes); };
   auto V = [](double v) {   // the value byte of v (an integer, half or quarter in [-16, 16])
     const int scale = v == int(v) ? 1 : 2 * v == int(2 * v) ? 2 : 4;
     const int k = int(v * scale);
