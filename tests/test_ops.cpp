@@ -32,8 +32,9 @@ TEST_CASE("elementwise values and broadcasting") {
   check_values(tg::sigmoid(vec({0}, {1})), {0.5});
   check_values(tg::tanh(vec({0.5}, {1})), {std::tanh(0.5)}, 1e-7);
   check_values(tg::clamp(vec({-2, 0.5, 3}, {3}), -1, 1), {-1, 0.5, 1});
-  Variable c = vec({1, 0, 1}, {3});
+  Variable c = vec({1, 0, 1}, {3}) != 0.0;
   check_values(tg::where(c, b, vec({-1}, {1})), {10, -1, 30});
+  TG_CHECK_THROWS(tg::where(vec({1, 0, 1}, {3}), b, b), tg::DTypeError, "expected condition to be a bool tensor, got float32");
   // 0-d with anything
   check_values(vec({2}, {}) * a, {2, 4, 6, 8, 10, 12});
   CHECK((vec({2}, {}) * vec({3}, {})).dim() == 0);

@@ -587,7 +587,10 @@ TEST_CASE("checkpoint: the strict JSON reader rejects malformed headers with a p
       {"{\"\\u0000\":{}}", data, "\\u0000"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[" + [] { std::string s = "1"; for (int i = 0; i < 64; ++i) s += ",1"; return s; }() +
            "],\"data_offsets\":[0,4]}}", data, "arrays longer than 64"},
-      {"{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", data.substr(0, 4), "unsupported dtype \"F16\""},
+      {"{\"a\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[0,4]}}", data.substr(0, 4),
+       "unsupported dtype \"I16\" (tensorgrad reads F32, F64, I64, F16, BF16, I32, I8, U8, BOOL)"},
+      {"{\"a\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", std::string("\x01\x02", 2),
+       "BOOL byte 1 holds 2"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", data, "negative dimension"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", data, "more elements than int64"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648],\"data_offsets\":[0,8]}}", data, "more bytes than int64"},

@@ -48,12 +48,13 @@ struct UnaryStrided {
   T* y;
   const T* x;
   UnaryArgs args;
-  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = F::forward(x[o[1]], args); }
+  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = T(F::forward(opmath_t<T>(x[o[1]]), args)); }
 };
 
 /// y = F(x), contiguous: V-wide vector loads and stores (float4 / double2), scalar tail.
 template <class T, class F, int V>
 __global__ void unary_vec_kernel(const T* x, T* y, int64_t n, UnaryArgs args) {
+  using M = opmath_t<T>;   // float for the 16-bit types: Note [Half precision arithmetic]
   const int64_t nv = n / V;
   const auto* xv = reinterpret_cast<const Vec<T, V>*>(x);
   auto* yv = reinterpret_cast<Vec<T, V>*>(y);
@@ -61,10 +62,10 @@ __global__ void unary_vec_kernel(const T* x, T* y, int64_t n, UnaryArgs args) {
     const Vec<T, V> a = xv[i];
     Vec<T, V> r;
 #pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = F::forward(a.v[j], args);
+    for (int j = 0; j < V; ++j) r.v[j] = T(F::forward(M(a.v[j]), args));
     yv[i] = r;
   }
-  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) y[i] = F::forward(x[i], args);
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) y[i] = T(F::forward(M(x[i]), args));
 }
 
 template <class T, class F>
@@ -72,57 +73,75 @@ struct UnaryBackwardFlat {
   T* dx;
   const T *x, *y, *dy;
   UnaryArgs args;
-  __device__ void operator()(int64_t i) const { dx[i] = F::backward(x[i], y[i], dy[i], args); }
+  __device__ void operator()(int64_t i) const {
+    using M = opmath_t<T>;
+    dx[i] = T(F::backward(M(x[i]), M(y[i]), M(dy[i]), args));
+  }
 };
 template <class T, class F>
 struct UnaryBackwardStrided {
   T* dx;
   const T *x, *y, *dy;
   UnaryArgs args;
-  __device__ void operator()(const int64_t (&o)[4]) const { dx[o[0]] = F::backward(x[o[1]], y[o[2]], dy[o[3]], args); }
+  __device__ void operator()(const int64_t (&o)[4]) const {
+    using M = opmath_t<T>;
+    dx[o[0]] = T(F::backward(M(x[o[1]]), M(y[o[2]]), M(dy[o[3]]), args));
+  }
 };
 
-/// out = a op b, all contiguous and of out's shape: vector loads of both operands.
+/// a op b for one element: computed in opmath_t<T>, stored as binary_out_t (bool for comparisons).
+template <class F, class T>
+__device__ __forceinline__ binary_out_t<F, T> apply_binary(T a, T b) {
+  using M = opmath_t<T>;
+  return binary_out_t<F, T>(F::apply(M(a), M(b)));
+}
+
+/// out = a op b, all contiguous and of out's shape: vector loads of both operands (V > 1 only when
+/// out has the operands' type).
 template <class T, class F, int V>
-__global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n) {
-  const int64_t nv = n / V;
-  const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
-  const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
-  auto* ov = reinterpret_cast<Vec<T, V>*>(out);
-  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
-    const Vec<T, V> x = av[i], y = bv[i];
-    Vec<T, V> r;
+__global__ void binary_vec_kernel(const T* a, const T* b, binary_out_t<F, T>* out, int64_t n) {
+  using O = binary_out_t<F, T>;
+  const int64_t nv = V > 1 ? n / V : 0;
+  if constexpr (V > 1) {
+    static_assert(std::is_same<O, T>::value, "vector stores need out of the operands' type");
+    const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
+    const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
+    auto* ov = reinterpret_cast<Vec<T, V>*>(out);
+    for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+      const Vec<T, V> x = av[i], y = bv[i];
+      Vec<T, V> r;
 #pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = F::apply(x.v[j], y.v[j]);
-    ov[i] = r;
+      for (int j = 0; j < V; ++j) r.v[j] = apply_binary<F>(x.v[j], y.v[j]);
+      ov[i] = r;
+    }
   }
-  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) out[i] = F::apply(a[i], b[i]);
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) out[i] = apply_binary<F>(a[i], b[i]);
 }
 
 /// out = a op b where one side is a single (broadcast) element: x * 0.5, bias-free scalars.
 template <class T, class F, bool kScalarA>
 struct BinaryScalarFlat {
-  T* out;
+  binary_out_t<F, T>* out;
   const T* tensor;
   const T* scalar;
   __device__ void operator()(int64_t i) const {
     const T s = *scalar;
-    out[i] = kScalarA ? F::apply(s, tensor[i]) : F::apply(tensor[i], s);
+    out[i] = kScalarA ? apply_binary<F>(s, tensor[i]) : apply_binary<F>(tensor[i], s);
   }
 };
 template <class T, class F>
 struct BinaryStrided {
-  T* out;
+  binary_out_t<F, T>* out;
   const T *a, *b;
-  __device__ void operator()(const int64_t (&o)[3]) const { out[o[0]] = F::apply(a[o[1]], b[o[2]]); }
+  __device__ void operator()(const int64_t (&o)[3]) const { out[o[0]] = apply_binary<F>(a[o[1]], b[o[2]]); }
 };
 
-template <class C, class T>
+template <class T>
 struct WhereStrided {
   T* out;
-  const C* cond;
+  const bool* cond;
   const T *a, *b;
-  __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] != C(0) ? a[o[2]] : b[o[3]]; }
+  __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] ? a[o[2]] : b[o[3]]; }
 };
 
 /// torch.optim.SGD over up to kSgdTensors parameters in one launch (PyTorch's foreach path), all
@@ -293,35 +312,32 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
-  dispatch_dtype(out.dtype(), [&](auto t) {
+  dispatch_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     host_visit(op, [&](auto f) {
       using F = decltype(f);
-      if constexpr (std::is_same<T, int64_t>::value &&
-                    (std::is_same<F, fn::Div>::value || std::is_same<F, fn::Pow>::value)) {
-        throw DTypeError("binary: div and pow are not supported for int64 tensors");   // prim rejects it first
-      } else {
-        const T *ap = a.data<T>(), *bp = b.data<T>();
-        T* op_ = out.data<T>();
-        const bool out_flat = out.is_contiguous();
-        const bool a_flat = a.is_contiguous() && a.shape() == out.shape();
-        const bool b_flat = b.is_contiguous() && b.shape() == out.shape();
-        if (out_flat && a_flat && b_flat) {
-          constexpr int V = VecWidth<T>::value;
-          if (kVectorizable<T> && aligned16(ap) && aligned16(bp) && aligned16(op_)) {
-            TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
-          } else {
-            TG_LAUNCH(grid_for(n), kBlock, 0, stream, binary_vec_kernel<T, F, 1>)(ap, bp, op_, n);
-          }
-          TG_CUDA_CHECK(cudaGetLastError());
-        } else if (out_flat && a_flat && all_zero_strides(b)) {
-          launch_flat(stream, n, BinaryScalarFlat<T, F, false>{op_, ap, bp});
-        } else if (out_flat && b_flat && all_zero_strides(a)) {
-          launch_flat(stream, n, BinaryScalarFlat<T, F, true>{op_, bp, ap});
-        } else {
-          launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()},
-                            BinaryStrided<T, F>{op_, ap, bp});
+      using O = binary_out_t<F, T>;   // bool for comparisons
+      const T *ap = a.data<T>(), *bp = b.data<T>();
+      O* op_ = out.data<O>();
+      const bool out_flat = out.is_contiguous();
+      const bool a_flat = a.is_contiguous() && a.shape() == out.shape();
+      const bool b_flat = b.is_contiguous() && b.shape() == out.shape();
+      if (out_flat && a_flat && b_flat) {
+        constexpr int V = VecWidth<T>::value;
+        bool vec = false;
+        if constexpr (kVectorizable<T> && std::is_same<O, T>::value) {
+          vec = aligned16(ap) && aligned16(bp) && aligned16(op_);
+          if (vec) TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
         }
+        if (!vec) TG_LAUNCH(grid_for(n), kBlock, 0, stream, binary_vec_kernel<T, F, 1>)(ap, bp, op_, n);
+        TG_CUDA_CHECK(cudaGetLastError());
+      } else if (out_flat && a_flat && all_zero_strides(b)) {
+        launch_flat(stream, n, BinaryScalarFlat<T, F, false>{op_, ap, bp});
+      } else if (out_flat && b_flat && all_zero_strides(a)) {
+        launch_flat(stream, n, BinaryScalarFlat<T, F, true>{op_, bp, ap});
+      } else {
+        launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()},
+                          BinaryStrided<T, F>{op_, ap, bp});
       }
     });
   });
@@ -331,13 +347,10 @@ void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, co
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
-  dispatch_dtype(cond.dtype(), [&](auto c) {
-    dispatch_dtype(out.dtype(), [&](auto t) {
-      using C = decltype(c);
-      using T = decltype(t);
-      launch_strided<4>(stream, out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()},
-                        WhereStrided<C, T>{out.data<T>(), cond.data<C>(), a.data<T>(), b.data<T>()});
-    });
+  dispatch_dtype(out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_strided<4>(stream, out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()},
+                      WhereStrided<T>{out.data<T>(), cond.data<bool>(), a.data<T>(), b.data<T>()});
   });
 }
 
@@ -345,7 +358,7 @@ void CudaBackend::sgd_step(const std::vector<SgdParam>& params, double momentum,
                            bool nesterov) {
   if (params.empty()) return;
   DeviceGuard guard(ctx_.device());
-  dispatch_floating(params[0].param.dtype(), "sgd", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(params[0].param.dtype(), "sgd", [&](auto t) {
     using T = decltype(t);
     SgdMulti<T> body{};
     body.mom = T(momentum);
@@ -378,7 +391,7 @@ void CudaBackend::adam_step(const Tensor& param, const Tensor& grad, const Tenso
   const int64_t n = param.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
-  dispatch_floating(param.dtype(), "adam", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(param.dtype(), "adam", [&](auto t) {
     using T = decltype(t);
     const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
     AdamFlat<T> body{param.data<T>(),

@@ -7,6 +7,9 @@
 // Determinism: index_add and scatter_add accumulate with atomicAdd, so when an index repeats, the
 // order of the floating-point additions (and so the last bits of the result) may differ from run to
 // run; the CPU backend adds in index order. int64 accumulation is exact either way.
+#include <cstdint>
+#include <cstring>
+
 #include "tensorgrad/cuda/detail/kernels.cuh"
 
 namespace tg {
@@ -18,6 +21,29 @@ __device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v);
 __device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void atomic_add(int64_t* p, int64_t v) {   // two's complement: unsigned add is exact
   atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+__device__ __forceinline__ void atomic_add(int32_t* p, int32_t v) { atomicAdd(reinterpret_cast<int*>(p), int(v)); }
+/// The 1- and 2-byte types (float16, bfloat16, int8, uint8, bool): a compare-and-swap loop on the
+/// aligned 32-bit word that holds the element, the sum computed in opmath_t and rounded once.
+template <class T>
+__device__ __forceinline__ void atomic_add(T* p, T v) {
+  static_assert(sizeof(T) < 4, "wider types have their own atomic_add");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  int* word = reinterpret_cast<int*>(addr & ~uintptr_t(3));
+  const unsigned shift = static_cast<unsigned>(addr & 3) * 8;
+  const unsigned mask = ((1u << (8 * sizeof(T))) - 1u) << shift;
+  int old = *word, assumed;
+  do {
+    assumed = old;
+    const unsigned bits = (static_cast<unsigned>(assumed) & mask) >> shift;
+    T cur;
+    memcpy(&cur, &bits, sizeof(T));   // little-endian: the low bytes of bits
+    const T sum = T(opmath_t<T>(cur) + opmath_t<T>(v));
+    unsigned sum_bits = 0;
+    memcpy(&sum_bits, &sum, sizeof(T));
+    const unsigned next = (static_cast<unsigned>(assumed) & ~mask) | (sum_bits << shift);
+    old = atomicCAS(word, assumed, static_cast<int>(next));
+  } while (old != assumed);
 }
 
 /// out (outer, K, inner) = x (outer, D, inner) at index (K) along the middle dim. One thread per output

@@ -20,7 +20,8 @@ namespace {
 
 template <class T>
 struct SumReducer {
-  using Acc = std::conditional_t<std::is_same<T, int64_t>::value, long long, double>;
+  // The dtype table's accumulator (float for the 16-bit floats), in a type the shuffles take.
+  using Acc = std::conditional_t<std::is_integral<T>::value, long long, sum_accumulator_t<T>>;
   T* out;
   __device__ static Acc identity() { return Acc(0); }
   __device__ Acc load(T v, int64_t) const { return static_cast<Acc>(v); }
@@ -34,14 +35,19 @@ struct Extremum {
   T v;
   long long i;
 };
+/// A type the warp shuffles take that holds every T exactly: long long for the integers and bool,
+/// double for double, float for float and the 16-bit floats.
+template <class T>
+using ShuffleType = std::conditional_t<std::is_integral<T>::value, long long,
+                                       std::conditional_t<std::is_same<T, double>::value, double, float>>;
 template <class T>
 __device__ __forceinline__ Extremum<T> shfl_down(Extremum<T> e, int o) {
-  using W = std::conditional_t<std::is_same<T, int64_t>::value, long long, T>;   // a shuffle-able type
+  using W = ShuffleType<T>;
   return {static_cast<T>(detail::shfl_down(static_cast<W>(e.v), o)), detail::shfl_down(e.i, o)};
 }
 template <class T>
 __device__ __forceinline__ Extremum<T> shfl_idx(Extremum<T> e, int src) {
-  using W = std::conditional_t<std::is_same<T, int64_t>::value, long long, T>;
+  using W = ShuffleType<T>;
   return {static_cast<T>(detail::shfl_idx(static_cast<W>(e.v), src)), detail::shfl_idx(e.i, src)};
 }
 
@@ -483,7 +489,7 @@ void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& 
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
   const RowView r = rows_of(x, dim);
-  dispatch_floating(x.dtype(), "softmax", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(x.dtype(), "softmax", [&](auto t) {
     using T = decltype(t);
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
@@ -505,7 +511,7 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t di
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
   const RowView r = rows_of(y, dim);
-  dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(y.dtype(), "softmax_backward", [&](auto t) {
     using T = decltype(t);
     const T *yp = y.data<T>(), *gp = dy.data<T>();
     T* dp = dx.data<T>();
@@ -535,7 +541,7 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, cons
   // one-block total kernel.
   constexpr int64_t kFusedTotal = 1 << 16;
   const bool fused = args.total && N * C <= kFusedTotal;
-  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy", [&](auto t) {
     using T = decltype(t);
     LossTotal<T> out;
     if (args.total) out = {total.data<T>(), args.mean ? count.data<T>() : nullptr};
@@ -562,7 +568,7 @@ void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& tar
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   if (N * C == 0) return;
   DeviceGuard guard(ctx_.device());
-  dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy_backward", [&](auto t) {
     using T = decltype(t);
     const T s = T(args.label_smoothing);
     CrossEntropyBackwardFlat<T> body{logits.data<T>(), lse.data<T>(), dloss.data<T>(),

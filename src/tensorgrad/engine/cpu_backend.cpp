@@ -336,7 +336,8 @@ class CpuBackend final : public Backend {
           if (st[0] == 1 && st[1] == 1) {
             with_kernels([&](auto k) { decltype(k)::template unary_contiguous<F>(in, y, n, args); });
           } else {
-            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::forward(in[i * st[1]], args);
+            using M = opmath_t<T>;
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = T(F::forward(M(in[i * st[1]]), args));
           }
         });
       });
@@ -361,8 +362,10 @@ class CpuBackend final : public Backend {
               decltype(k)::template unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
             });
           } else {
+            using M = opmath_t<T>;
             for (int64_t i = 0; i < n; ++i)
-              dp[o[0] + i * st[0]] = F::backward(xp[o[1] + i * st[1]], yp[o[2] + i * st[2]], gp[o[3] + i * st[3]], args);
+              dp[o[0] + i * st[0]] =
+                  T(F::backward(M(xp[o[1] + i * st[1]]), M(yp[o[2] + i * st[2]]), M(gp[o[3] + i * st[3]]), args));
           }
         });
       });
@@ -370,12 +373,13 @@ class CpuBackend final : public Backend {
   }
 
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    dispatch_dtype(out.dtype(), [&](auto t) {
+    dispatch_dtype(a.dtype(), [&](auto t) {
       using T = decltype(t);
       visit(op, [&](auto f) {
         using F = decltype(f);
+        using O = binary_out_t<F, T>;   // bool for comparisons
         const T *ap = a.data<T>(), *bp = b.data<T>();
-        T* op_ = out.data<T>();
+        O* op_ = out.data<O>();
         if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.shape() == out.shape() &&
             b.shape() == out.shape()) {   // flat fast path: no loop bookkeeping
           parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
@@ -387,7 +391,7 @@ class CpuBackend final : public Backend {
         }
         auto L = make_loop<3>(out.shape(), {&out.strides(), &a.strides(), &b.strides()});
         run_loop(L, [&](auto o, int64_t n, auto st) {
-          T* y = op_ + o[0];
+          O* y = op_ + o[0];
           const T* u = ap + o[1];
           const T* v = bp + o[2];
           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
@@ -397,7 +401,8 @@ class CpuBackend final : public Backend {
           } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
             with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 0, 1>(u, v, y, n); });
           } else {
-            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = F::apply(u[i * st[1]], v[i * st[2]]);
+            using M = opmath_t<T>;
+            for (int64_t i = 0; i < n; ++i) y[i * st[0]] = O(F::apply(M(u[i * st[1]]), M(v[i * st[2]])));
           }
         });
       });
@@ -405,18 +410,15 @@ class CpuBackend final : public Backend {
   }
 
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    dispatch_dtype(cond.dtype(), [&](auto c) {
-      dispatch_dtype(out.dtype(), [&](auto t) {
-        using C = decltype(c);
-        using T = decltype(t);
-        const C* cp = cond.data<C>();
-        const T *ap = a.data<T>(), *bp = b.data<T>();
-        T* yp = out.data<T>();
-        auto L = make_loop<4>(out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()});
-        run_loop(L, [&](auto o, int64_t n, auto st) {
-          for (int64_t i = 0; i < n; ++i)
-            yp[o[0] + i * st[0]] = cp[o[1] + i * st[1]] != C(0) ? ap[o[2] + i * st[2]] : bp[o[3] + i * st[3]];
-        });
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const bool* cp = cond.data<bool>();
+      const T *ap = a.data<T>(), *bp = b.data<T>();
+      T* yp = out.data<T>();
+      auto L = make_loop<4>(out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        for (int64_t i = 0; i < n; ++i)
+          yp[o[0] + i * st[0]] = cp[o[1] + i * st[1]] ? ap[o[2] + i * st[2]] : bp[o[3] + i * st[3]];
       });
     });
   }
@@ -515,7 +517,7 @@ class CpuBackend final : public Backend {
   }
 
   void gemm(const GemmArgs& g) override {
-    dispatch_floating(g.dtype, "matmul", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(g.dtype, "matmul", [&](auto t) {
       using T = decltype(t);
       const T* A = static_cast<const T*>(g.a);
       const T* B = static_cast<const T*>(g.b);
@@ -530,7 +532,7 @@ class CpuBackend final : public Backend {
   // (exp_in_place), then summed per row. Blocks hold about 16K elements so that the three passes
   // stay in the L1/L2 cache; short rows (10 classes) vectorize as well as long ones.
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
-    dispatch_floating(x.dtype(), "softmax", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(x.dtype(), "softmax", [&](auto t) {
       using T = decltype(t);
       const RowView r = rows_of(x, dim);
       const T* xp = x.data<T>();
@@ -581,7 +583,7 @@ class CpuBackend final : public Backend {
 
   // softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy)
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
-    dispatch_floating(y.dtype(), "softmax_backward", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(y.dtype(), "softmax_backward", [&](auto t) {
       using T = decltype(t);
       const RowView r = rows_of(y, dim);
       const T *yp = y.data<T>(), *gp = dy.data<T>();
@@ -629,7 +631,7 @@ class CpuBackend final : public Backend {
 
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
                      const Tensor& lse, const Tensor& total, const Tensor& count) override {
-    dispatch_floating(logits.dtype(), "cross_entropy", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
       const T* x = logits.data<T>();
@@ -675,7 +677,7 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
                               const Tensor& lse, const Tensor& dloss, const Tensor& count,
                               const Tensor& dlogits) override {
-    dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy_backward", [&](auto t) {
       using T = decltype(t);
       const int64_t C = logits.shape()[1];
       const T *x = logits.data<T>(), *sp = lse.data<T>(), *gp = dloss.data<T>();
@@ -762,7 +764,7 @@ class CpuBackend final : public Backend {
   void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
                 bool nesterov) override {
     for (const SgdParam& sp : params)   // one parameter at a time: each loop is split over the pool
-      dispatch_floating(sp.param.dtype(), "sgd", [&](auto t) {
+      dispatch_only<kFloat32, kFloat64>(sp.param.dtype(), "sgd", [&](auto t) {
         using T = decltype(t);
         T* w = sp.param.data<T>();
         const T* g = sp.grad.data<T>();
@@ -781,7 +783,7 @@ class CpuBackend final : public Backend {
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
                  bool decoupled, int64_t step) override {
-    dispatch_floating(param.dtype(), "adam", [&](auto t) {
+    dispatch_only<kFloat32, kFloat64>(param.dtype(), "adam", [&](auto t) {
       using T = decltype(t);
       T* w = param.data<T>();
       const T* g = grad.data<T>();

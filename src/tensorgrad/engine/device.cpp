@@ -1,6 +1,7 @@
 // engine/device.cpp: Device parsing and printing, DType names.
 #include <cctype>
 #include <cstdlib>
+#include <string>
 
 #include "tensorgrad/engine/device.h"
 #include "tensorgrad/engine/error.h"
@@ -65,5 +66,30 @@ void detail::unknown_dtype(DType t) {
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+void detail::unsupported_dtype(const char* op, DType t, std::initializer_list<DType> supported) {
+  std::string list;
+  for (DType d : supported) list += std::string(list.empty() ? "" : ", ") + dtype_name(d);
+  throw DTypeError(detail::cat(op, ": not implemented for ", dtype_name(t), " tensors (it takes ", list, ")"));
+}
+
+namespace {
+/// Bool < integers < floating types: the category decides first in PyTorch's promotion.
+int category(DType t) { return t == kBool ? 0 : is_floating(t) ? 2 : 1; }
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  const int ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == 1) {   // two integer types: the wider; uint8 with int8 needs int16, which int32 holds
+    const std::size_t sa = dtype_size(a), sb = dtype_size(b);
+    if (sa == sb) return kInt32;   // only uint8 with int8 has equal sizes
+    return sa > sb ? a : b;        // the wider one is signed (uint8 is the narrowest)
+  }
+  // two floating types
+  if ((a == kFloat16 && b == kBFloat16) || (a == kBFloat16 && b == kFloat16)) return kFloat32;
+  return dtype_size(a) >= dtype_size(b) ? a : b;
+}
 
 }  // namespace tg

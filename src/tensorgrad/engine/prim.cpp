@@ -86,8 +86,7 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 void check_floating(const char* op, const Tensor& t) {
-  TG_CHECK(is_floating(t.dtype()), DTypeError, op,
-           ": expected a floating point tensor (float32 or float64), got ", dtype_name(t.dtype()));
+  TG_CHECK(is_floating(t.dtype()), DTypeError, op, ": expected a floating point tensor, got ", dtype_name(t.dtype()));
 }
 
 namespace {
@@ -117,11 +116,20 @@ Tensor empty(const Shape& shape, DType dtype, Device device) { return Tensor::em
 
 namespace {
 /// An integer dtype holds value after truncation (PyTorch's full and fill_ truncate 2.5 to 2), but not
-/// NaN, infinities or values beyond its range: those raise instead of storing INT64_MIN.
+/// NaN, infinities or values beyond its range: those raise instead of storing a wrapped value. A
+/// bool holds any value (nonzero is true, as in PyTorch).
 void check_representable(const char* op, double value, DType dtype) {
-  if (is_floating(dtype)) return;
-  TG_CHECK(std::isfinite(value) && value >= -9223372036854775808.0 && value < 9223372036854775808.0, Error, op,
-           ": value ", value, " cannot be converted to type ", dtype_name(dtype), " without overflow");
+  if (is_floating(dtype) || dtype == kBool) return;
+  dispatch_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral<T>::value) {
+      // The range as doubles: -2^63 and 2^63 are exact, INT64_MAX as a double would round up.
+      const double lo = static_cast<double>(std::numeric_limits<T>::min());
+      const double hi = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+      TG_CHECK(std::isfinite(value) && std::trunc(value) >= lo && std::trunc(value) < hi, Error, op, ": value ", value,
+               " cannot be converted to type ", dtype_name(dtype), " without overflow");
+    }
+  });
 }
 }  // namespace
 
@@ -135,12 +143,15 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
 Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype(), t.device()); }
 
 Tensor scalar_like(double value, const Tensor& like) {
-  // An integer tensor combined with a fractional scalar: PyTorch promotes the result to float; until
-  // scalar promotion exists here, refuse rather than truncate the scalar (x * 0.5 would give zeros).
-  TG_CHECK(is_floating(like.dtype()) || !std::isfinite(value) || value == std::trunc(value), DTypeError,
-           "an ", dtype_name(like.dtype()), " tensor combined with the fractional scalar ", value,
-           " would truncate it; convert the tensor first, e.g. x.to(tg::kFloat32)");
-  return full({}, value, like.dtype(), like.device());
+  return full({}, value, scalar_dtype(value, like.dtype()), like.device());
+}
+
+DType scalar_dtype(double value, DType like) {
+  if (is_floating(like)) return like;
+  const bool integral = std::isfinite(value) && value == std::trunc(value);
+  if (!integral) return kFloat32;   // PyTorch's default dtype
+  if (like == kBool && value != 0 && value != 1) return kInt64;
+  return like;
 }
 
 Tensor arange(int64_t n, DType dtype, Device device) {
@@ -241,27 +252,65 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor
   return dx;
 }
 
+// Note [Type promotion]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Binary ops, where and cat compute in one dtype, PyTorch's result type of their operands: tensors
+// with dimensions decide first, 0-d tensors (the scalars of x * 2.5, which scalar_like makes) count
+// only when they are of a higher category (bool < integer < floating): float16 * float32 scalar is
+// float16, int64 * 2.5 is float32, int64 tensor * float64 0-d tensor is float64. The operands are
+// converted to the result type before the kernel runs, so every backend kernel sees one dtype (a
+// scalar is thus rounded to float16 before it multiplies a float16 tensor; PyTorch keeps it in
+// float32 there, a difference within float16's rounding). Comparisons return bool; true division
+// of integers returns float32. In-place ops keep self's dtype and refuse a result type that cannot be
+// cast to it (an int64 tensor += float), as PyTorch does. The engine casts each gradient back to its
+// input's dtype (autograd.cpp). Scalars are doubles in C++: an integral value (x * 2) keeps an
+// integer tensor's dtype, a fractional one (x * 0.5) promotes it to float32 (scalar_dtype).
+DType result_type(const Tensor& a, const Tensor& b) {
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
+  const DType dim = a0 ? b.dtype() : a.dtype(), zero = a0 ? a.dtype() : b.dtype();
+  if (is_floating(dim)) return dim;
+  if (dim == kBool || is_floating(zero)) return promote_types(dim, zero);
+  return dim;
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
 namespace {
+/// The dtype op computes in for operands of common dtype t: true division of integers in float32.
+DType compute_dtype(BinaryOp op, DType t) { return op == BinaryOp::Div && !is_floating(t) ? kFloat32 : t; }
+
 void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   check_defined(name, a);
   check_defined(name, b);
   check_same_device(name, a, b);
-  check_same_dtype(name, a, b);
-  TG_CHECK(is_floating(a.dtype()) || (op != BinaryOp::Div && op != BinaryOp::Pow), DTypeError, name,
-           ": not supported for int64 tensors (convert with .to(tg::kFloat32) first)");
+  TG_CHECK(!(op == BinaryOp::Sub && a.dtype() == kBool && b.dtype() == kBool), DTypeError, name,
+           ": subtraction, the `-` operator, with two bool tensors is not supported; use the `^` (logical_xor) "
+           "or `!=` (ne) operator instead");
 }
+
+Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to(dtype); }
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   check_binary(op, a, b, name);
+  const DType common = compute_dtype(op, result_type(a, b));
+  const Tensor ac = as_dtype(a, common), bc = as_dtype(b, common);
+  const bool comparison = op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Gt || op == BinaryOp::Lt ||
+                          op == BinaryOp::Ge || op == BinaryOp::Le;
+  const DType out_dtype = comparison ? kBool : common;
   if (a.shape() == b.shape()) {   // the common case: no broadcast views to build
-    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-    backend_for(a.device()).binary(op, a, b, out);
+    Tensor out = Tensor::empty(a.shape(), out_dtype, a.device());
+    backend_for(a.device()).binary(op, ac, bc, out);
     return out;
   }
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  backend_for(a.device()).binary(op, a.expand(shape), b.expand(shape), out);
+  Tensor out = Tensor::empty(shape, out_dtype, a.device());
+  backend_for(a.device()).binary(op, ac.expand(shape), bc.expand(shape), out);
   return out;
 }
 
@@ -269,13 +318,18 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* n
   check_binary(op, self, other, name);
   check_no_internal_overlap(name, self);
   check_no_partial_overlap(name, self, other);
-  if (self.shape() == other.shape()) {   // the common case (gradient accumulation): no broadcast view
-    backend_for(self.device()).binary(op, self, other, self);
-  } else {
-    const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
-    TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
-             " doesn't match the broadcast shape ", shape_str(shape));
-    backend_for(self.device()).binary(op, self, other.expand(shape), self);
+  const DType common = compute_dtype(op, result_type(self, other));
+  TG_CHECK(can_cast(common, self.dtype()), DTypeError, name, ": result type ", dtype_name(common),
+           " can't be cast to the desired output type ", dtype_name(self.dtype()));
+  const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
+  TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
+           " doesn't match the broadcast shape ", shape_str(shape));
+  const Tensor o = other.shape() == shape ? other : other.expand(shape);
+  if (common == self.dtype() && other.dtype() == self.dtype()) {   // the common case (gradient accumulation)
+    backend_for(self.device()).binary(op, self, o, self);
+  } else {   // computed in the result type, then rounded into self
+    const Tensor r = binary(op, self, o, name);
+    backend_for(self.device()).copy(r, self);
   }
   self.storage()->bump_version();
 }
@@ -284,12 +338,17 @@ Tensor mul(const Tensor& a, double s) { return binary(BinaryOp::Mul, a, scalar_l
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined("where", cond);
+  check_defined("where", a);
+  check_defined("where", b);
   check_same_device("where", cond, a);
   check_same_device("where", a, b);
-  check_same_dtype("where", a, b);
+  TG_CHECK(cond.dtype() == kBool, DTypeError, "where: expected condition to be a bool tensor, got ",
+           dtype_name(cond.dtype()), " (compare it first, e.g. cond != 0)");
+  const DType common = result_type(a, b);
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  backend_for(a.device()).where(cond.expand(shape), a.expand(shape), b.expand(shape), out);
+  Tensor out = Tensor::empty(shape, common, a.device());
+  backend_for(a.device())
+      .where(cond.expand(shape), as_dtype(a, common).expand(shape), as_dtype(b, common).expand(shape), out);
   return out;
 }
 
@@ -298,6 +357,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
   check_defined(name, x);
+  // PyTorch sums bool and every integer type in int64 (torch.sum(uint8) is int64).
+  if (op == ReduceOp::Sum && !is_floating(x.dtype()) && x.dtype() != kInt64)
+    return reduce(op, x.to(kInt64), dims, keepdim, name);
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
   if (arg && dims.empty()) {   // over all elements: the flattened index, as in PyTorch
     TG_CHECK(x.numel() > 0, IndexError, name, ": expected a non-empty tensor (cannot take ", name,
@@ -380,8 +442,24 @@ Operand as_blas_operand(const Tensor& t) {
 }
 }  // namespace
 
+// Note [Low precision through float32]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The kernel families that accumulate across elements (matrix products, softmax, cross-entropy) and
+// the optimizer updates exist for float32 and float64 only (dispatch_only in the backends). A float16
+// or bfloat16 operand is converted to float32 here, the float32 kernel runs, and the result is
+// rounded back once: float32 accumulation, as PyTorch's half kernels do internally, written once for
+// both devices. Elementwise ops, reductions and indexing run natively in every dtype (computing in
+// float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master
+// weights for 16-bit parameters (optim/optimizer.h).
+namespace {
+bool is_low_precision(DType t) { return t == kFloat16 || t == kBFloat16; }
+}  // namespace
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined("matmul", a);
+  check_defined("matmul", b);
+  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype())   // Note [Low precision through float32]
+    return matmul(a.to(kFloat32), b.to(kFloat32)).to(a.dtype());
   check_defined("matmul", b);
   check_same_device("matmul", a, b);
   TG_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), ShapeError,
@@ -438,6 +516,7 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   check_defined(name, x);
   check_floating(name, x);
+  if (is_low_precision(x.dtype())) return softmax(x.to(kFloat32), dim, log).to(x.dtype());
   dim = wrap_dim(dim, x.dim(), name);
   const Tensor xc = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -446,6 +525,8 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
 }
 
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log) {
+  if (is_low_precision(y.dtype()))
+    return softmax_backward(y.to(kFloat32), as_dtype(dy, kFloat32), dim, log).to(y.dtype());
   Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
   if (dx.numel() > 0) backend_for(y.device()).softmax_backward(y.contiguous(), dy.contiguous(), dim, log, dx);
   return dx;
@@ -471,6 +552,12 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
   TG_CHECK(target.dim() == 1 && target.shape()[0] == logits.shape()[0], ShapeError,
            "cross_entropy: expected target of shape (", logits.shape()[0], "), got ", shape_str(target.shape()),
            " for logits of shape ", shape_str(logits.shape()));
+  if (is_low_precision(logits.dtype())) {   // lse and count stay float32: only the backward reads them
+    CrossEntropyResult r = cross_entropy(logits.to(kFloat32), target, args);
+    r.loss = r.loss.to(logits.dtype());
+    if (r.total.defined()) r.total = r.total.to(logits.dtype());
+    return r;
+  }
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   TG_CHECK(C > 0 || N == 0, ShapeError, "cross_entropy: logits have 0 classes");
   TG_CHECK(args.label_smoothing >= 0 && args.label_smoothing <= 1, Error,
@@ -499,6 +586,9 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
                               const Tensor& lse, const Tensor& dloss, const Tensor& count) {
   TG_CHECK(!args.mean || count.defined(), Error, "cross_entropy_backward: the mean needs the forward's count");
+  if (is_low_precision(logits.dtype()))   // lse and count are float32 (cross_entropy above)
+    return cross_entropy_backward(logits.to(kFloat32), target, args, lse, as_dtype(dloss, kFloat32), count)
+        .to(logits.dtype());
   Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   if (dlogits.numel() > 0)
     backend_for(logits.device())
@@ -594,7 +684,6 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     const Tensor& x = xs[i];
     check_defined("cat", x);
     check_same_device("cat", first, x);
-    check_same_dtype("cat", first, x);
     TG_CHECK(x.dim() == first.dim(), ShapeError, "cat: tensors must have the same number of dimensions: got ",
              first.dim(), " and ", x.dim());
     for (int64_t d = 0; d < x.dim(); ++d)
@@ -604,7 +693,9 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     TG_CHECK(!__builtin_add_overflow(shape[dim], x.shape()[dim], &shape[dim]), ShapeError, "cat: the sizes along ",
              "dimension ", dim, " add up to more than int64 can count");
   }
-  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
+  DType dtype = first.dtype();   // Note [Type promotion]; the copies below convert
+  for (const Tensor& x : xs) dtype = promote_types(dtype, x.dtype());
+  Tensor out = Tensor::empty(shape, dtype, first.device());
   int64_t at = 0;
   for (const Tensor& x : xs) {
     if (x.numel() > 0) backend_for(out.device()).copy(x, out.narrow(dim, at, x.shape()[dim]));

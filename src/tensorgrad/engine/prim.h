@@ -19,7 +19,18 @@ Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device:
 Tensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = Device::cpu());
 /// Zeros with t's shape, dtype and device.
 Tensor zeros_like(const Tensor& t);
-Tensor scalar_like(double value, const Tensor& like);   ///< 0-d tensor with like's dtype and device
+/// The 0-d tensor a scalar operand becomes next to `like` (x * 2.5): of dtype scalar_dtype(value,
+/// like.dtype()), on like's device.
+Tensor scalar_like(double value, const Tensor& like);
+/// The dtype of a C++ scalar next to a tensor of dtype `like`: like itself, except float32 for a
+/// fractional or non-finite value next to an integer or bool tensor, and int64 for a value other than
+/// 0 and 1 next to a bool tensor. See Note [Type promotion] in engine/prim.cpp.
+DType scalar_dtype(double value, DType like);
+/// PyTorch's torch.result_type of two tensors: see Note [Type promotion] in engine/prim.cpp.
+DType result_type(const Tensor& a, const Tensor& b);
+/// PyTorch's torch.can_cast: whether an in-place op may store a result of dtype `from` into a
+/// tensor of dtype `to` (not floating into integer, not anything but bool into bool).
+bool can_cast(DType from, DType to);
 /// 0, 1, ..., n-1 as a 1-D tensor; ShapeError when n < 0.
 Tensor arange(int64_t n, DType dtype, Device device);
 /// The (n, n) identity matrix; ShapeError when n < 0.
@@ -49,10 +60,11 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args = {});
 /// dx = op'(x, y) * dy for y = op(x), with dy's shape. x or y may be undefined when the op's functor
 /// does not read it (fn::Relu::uses_x, ...).
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args = {});
-/// a op b with broadcasting; same device and dtype (DeviceError, DTypeError), Div and Pow need
-/// floating operands. name is the op in error messages.
+/// a op b with broadcasting, on one device (DeviceError), computed in result_type(a, b) (float32 for
+/// the division of integers); comparisons give bool. name is the op in error messages.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);   // broadcasts
-/// self = self op other in place; other broadcasts to self's shape, not the other way (ShapeError).
+/// self = self op other in place; other broadcasts to self's shape, not the other way (ShapeError);
+/// the result type must cast to self's dtype (DTypeError otherwise, as an int64 tensor += 0.5).
 void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name);   // self op= other
 /// a + b, broadcast.
 inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b, "add"); }
@@ -64,7 +76,8 @@ inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mu
 inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b, "div"); }
 /// a * s.
 Tensor mul(const Tensor& a, double s);
-/// cond != 0 ? a : b elementwise, all three broadcast; a and b share dtype and device.
+/// cond ? a : b elementwise, all three broadcast; cond is bool (DTypeError otherwise), the result
+/// is of result_type(a, b).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // ---- reductions. dims empty = all dims. ArgMax/ArgMin take at most one dim and give int64.
@@ -124,7 +137,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// The reverse of gather: dst[index[i][j][k]][j][k] += src[i][j][k] for dim 0, in place; src has
 /// index's shape.
 void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
-/// Concatenates xs (at least one; same rank, dtype and device; equal sizes off dim) along dim.
+/// Concatenates xs (at least one; same rank and device; equal sizes off dim) along dim, in the
+/// promoted dtype of all of them.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 
 // ---- checks shared with ops/
@@ -132,7 +146,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 /// DTypeError naming op unless a and b share a dtype.
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
-/// DTypeError naming op unless t is float32 or float64.
+/// DTypeError naming op unless t is of a floating dtype.
 void check_floating(const char* op, const Tensor& t);
 /// True when t reaches one memory location through several of its elements (a dim of size > 1 with
 /// stride 0, as expand() makes). See Note [Overlapping writes].

@@ -263,7 +263,8 @@ namespace {
 
 std::string format_value(double v, int64_t iv, DType dtype, bool int_like, int precision, bool sci) {
   char buf[64];
-  if (dtype == kInt64) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv));   // exact
+  if (dtype == kBool) std::snprintf(buf, sizeof buf, "%s", iv != 0 ? "True" : "False");   // as PyTorch
+  else if (!is_floating(dtype)) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv));   // exact
   else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
   else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
   else if (sci) std::snprintf(buf, sizeof buf, "%.*e", precision, v);
@@ -381,7 +382,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
       for (int64_t c = 0; c < closed; ++c) os << '[';
     }
   }
-  if (t.dtype() == kFloat64) os << ", dtype=float64";
+  // PyTorch names the dtype unless it is one its printing implies (float32, int64, bool).
+  if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool) os << ", dtype=" << dtype_name(t.dtype());
   if (t.device().is_cuda()) os << ", device='" << t.device() << "'";
   os << ')';
   return os;

@@ -37,7 +37,7 @@ double Variable::item() const { return data().item(); }
 
 template <class T>
 std::vector<T> Variable::to_vector() const {
-  constexpr DType want = std::is_same<T, float>::value ? kFloat32 : std::is_same<T, double>::value ? kFloat64 : kInt64;
+  constexpr DType want = dtype_of<T>();
   const Tensor host = data().to(Device::cpu()).to(want).contiguous();
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());
@@ -45,6 +45,12 @@ std::vector<T> Variable::to_vector() const {
 template std::vector<float> Variable::to_vector<float>() const;
 template std::vector<double> Variable::to_vector<double>() const;
 template std::vector<int64_t> Variable::to_vector<int64_t>() const;
+template std::vector<int32_t> Variable::to_vector<int32_t>() const;
+template std::vector<int8_t> Variable::to_vector<int8_t>() const;
+template std::vector<uint8_t> Variable::to_vector<uint8_t>() const;
+template std::vector<bool> Variable::to_vector<bool>() const;
+template std::vector<Half> Variable::to_vector<Half>() const;
+template std::vector<BFloat16> Variable::to_vector<BFloat16>() const;
 
 Variable& Variable::set_requires_grad(bool r) {
   need_impl(impl_, "set_requires_grad");

@@ -48,6 +48,11 @@ std::mutex& grad_mutex();
 /// Defaults: float32, cpu, no grad.
 class TensorOptions {
  public:
+  TensorOptions() = default;   ///< float32, cpu, no grad
+  /// Options with this dtype: tg::zeros({3}, tg::kInt64), as PyTorch converts a dtype.
+  TensorOptions(DType d) { dtype(d); }    // NOLINT(google-explicit-constructor)
+  /// Options with this device: tg::zeros({3}, tg::Device::cuda(0)).
+  TensorOptions(Device d) { device(d); }  // NOLINT(google-explicit-constructor)
   /// Sets the element type.
   TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
   /// Sets the device.
@@ -109,13 +114,14 @@ class Variable {
   /// The value of a one-element Variable as double (PyTorch's item()); syncs with the device.
   /// ShapeError for more than one element.
   double item() const;
-  /// The value read as T (float, double or int64_t): `x.sum().item<float>()`. Exact for an int64
+  /// The value read as T (any C++ type of the dtype table): `x.sum().item<float>()`. Exact for an int64
   /// Variable read as int64_t, also beyond 2^53, where item() as double would round.
   template <class T> T item() const {
     if (numel() != 1) (void)item();   // the ShapeError of item()
     return to_vector<T>()[0];
   }
-  /// All elements copied to the host in row-major order, converted to T (float, double or int64_t).
+  /// All elements copied to the host in row-major order, converted to T (a C++ type of the dtype
+  /// table: float, double, int64_t, int32_t, int8_t, uint8_t, bool, tg::Half, tg::BFloat16).
   template <class T> std::vector<T> to_vector() const;
   /// A copy on device, recorded in the graph (the gradient is copied back); this itself when already
   /// there. non_blocking: host-to-GPU copies from pinned memory (DataLoader pin_memory) are

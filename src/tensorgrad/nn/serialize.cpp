@@ -201,6 +201,15 @@ bool parse_safetensors_dtype(const std::string& s, DType* out) {
   return false;
 }
 
+/// "F32, F64, ...": the dtype table's safetensors names, for error messages.
+std::string safetensors_dtype_list() {
+  std::string list;
+#define TG_DTYPE_LIST(e, T, Acc, name, st, fl) list += std::string(list.empty() ? "" : ", ") + st;
+  TG_FORALL_DTYPES(TG_DTYPE_LIST)
+#undef TG_DTYPE_LIST
+  return list;
+}
+
 std::string hex32(uint32_t v) {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", v);
@@ -600,7 +609,7 @@ TensorInfo tensor_info(const std::string& where, const std::string& name, const 
            !dtype ? "dtype" : !shape ? "shape" : "data_offsets", "\"");
   TG_CHECK(dtype->kind == Leaf::String, SerializationError, tensor, "\"dtype\" must be a string");
   TG_CHECK(parse_safetensors_dtype(dtype->str, &info.dtype), SerializationError, tensor, "unsupported dtype \"",
-           dtype->str, "\" (tensorgrad reads F32, F64 and I64)");
+           dtype->str, "\" (tensorgrad reads ", safetensors_dtype_list(), ")");
   TG_CHECK(shape->kind == Leaf::IntArray, SerializationError, tensor, "\"shape\" must be an array of integers");
   TG_CHECK(offsets->kind == Leaf::IntArray && offsets->arr.size() == 2, SerializationError, tensor,
            "\"data_offsets\" must be an array of two integers [begin, end]");
@@ -904,6 +913,12 @@ std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path
       checksum_problems.push_back(detail::cat("checksum mismatch for tensor \"", t.name, "\": the header says crc32c ",
                                               hex32(crc->second), ", the data has ", hex32(actual)));
     if (!little) swap_elements(v.raw_data(), std::size_t(v.numel()), dtype_size(v.dtype()));
+    if (t.dtype == kBool) {   // a bool byte other than 0 or 1 is not a bool value in C++
+      const unsigned char* b = static_cast<const unsigned char*>(v.raw_data());
+      for (std::size_t k = 0; k < nbytes; ++k)
+        TG_CHECK(b[k] <= 1, SerializationError, where, ": tensor \"", t.name, "\": BOOL byte ", k, " holds ",
+                 int(b[k]), " (a bool is stored as 0 or 1)");
+    }
     values[i] = v;
   }
   if (!checksum_problems.empty()) {

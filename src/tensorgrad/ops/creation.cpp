@@ -40,7 +40,7 @@ Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOpti
 
 template <class T>
 Variable from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& o) {
-  constexpr DType own = std::is_same<T, float>::value ? kFloat32 : std::is_same<T, double>::value ? kFloat64 : kInt64;
+  constexpr DType own = dtype_of<T>();
   TG_CHECK(checked_numel(shape, "from_vector") == static_cast<int64_t>(values.size()), ShapeError, "from_vector: ",
            values.size(), " values cannot fill shape ", shape_str(shape));
   Tensor t = prim::from_host(values.data(), shape, own, o.device());
@@ -50,6 +50,11 @@ Variable from_vector(const std::vector<T>& values, const Shape& shape, const Ten
 template Variable from_vector<float>(const std::vector<float>&, const Shape&, const TensorOptions&);
 template Variable from_vector<double>(const std::vector<double>&, const Shape&, const TensorOptions&);
 template Variable from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, const TensorOptions&);
+template Variable from_vector<int32_t>(const std::vector<int32_t>&, const Shape&, const TensorOptions&);
+template Variable from_vector<int8_t>(const std::vector<int8_t>&, const Shape&, const TensorOptions&);
+template Variable from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, const TensorOptions&);
+template Variable from_vector<Half>(const std::vector<Half>&, const Shape&, const TensorOptions&);
+template Variable from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&, const TensorOptions&);
 
 namespace {
 TensorOptions like(const Variable& x) { return TensorOptions().dtype(x.dtype()).device(x.device()); }

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "tensorgrad/engine/half.h"
 #include "tensorgrad/engine/macros.h"
 
 namespace tg {
@@ -79,6 +81,8 @@ TG_HD double exp(double x) { return std::exp(x); }
 
 // The functor protocol of the unary ops:
 // forward(x, p) = y;  backward(x, y, dy, p) = dL/dx given y = forward(x) and dy = dL/dy.
+// Kernels call them with T = opmath_t of the tensor's dtype (float for float16 and bfloat16: Note
+// [Half precision arithmetic] in engine/half.h) and round the result to the dtype when storing it.
 // uses_x / uses_y say which of x and y backward reads, so that an op saves only those.
 // NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
 /// relu: y = max(x, 0) (NaN stays NaN); dx = dy where x > 0, else 0.
@@ -244,7 +248,8 @@ TG_HD void visit(UnaryOp op, Visitor&& visitor) {
 }
 
 namespace fn {
-// Binary forward math. Comparisons give 1 or 0 in the operands' dtype (tensorgrad has no bool dtype).
+// Binary forward math, called with T = opmath_t of the operands' dtype (prim:: promotes both operands
+// to one dtype first). Comparisons return bool (the kernels store them in a bool tensor); the others T.
 /// a + b.
 struct Add { template <class T> TG_HD static T apply(T a, T b) { return a + b; } };
 /** \fn Add::apply
@@ -265,31 +270,37 @@ struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; }
 struct Pow { template <class T> TG_HD static T apply(T a, T b) { return T(pow(a, b)); } };
 /** \fn Pow::apply
     Returns a^b in T. */
-/// a == b (1 or 0).
-struct Eq { template <class T> TG_HD static T apply(T a, T b) { return a == b ? T(1) : T(0); } };
+/// a == b (bool).
+struct Eq { template <class T> TG_HD static bool apply(T a, T b) { return a == b; } };
 /** \fn Eq::apply
-    Returns a == b (1 or 0) in T. */
-/// a != b (1 or 0).
-struct Ne { template <class T> TG_HD static T apply(T a, T b) { return a != b ? T(1) : T(0); } };
+    Returns a == b. */
+/// a != b (bool).
+struct Ne { template <class T> TG_HD static bool apply(T a, T b) { return a != b; } };
 /** \fn Ne::apply
-    Returns a != b (1 or 0) in T. */
-/// a > b (1 or 0).
-struct Gt { template <class T> TG_HD static T apply(T a, T b) { return a > b ? T(1) : T(0); } };
+    Returns a != b. */
+/// a > b (bool).
+struct Gt { template <class T> TG_HD static bool apply(T a, T b) { return a > b; } };
 /** \fn Gt::apply
-    Returns a > b (1 or 0) in T. */
-/// a < b (1 or 0).
-struct Lt { template <class T> TG_HD static T apply(T a, T b) { return a < b ? T(1) : T(0); } };
+    Returns a > b. */
+/// a < b (bool).
+struct Lt { template <class T> TG_HD static bool apply(T a, T b) { return a < b; } };
 /** \fn Lt::apply
-    Returns a < b (1 or 0) in T. */
-/// a >= b (1 or 0).
-struct Ge { template <class T> TG_HD static T apply(T a, T b) { return a >= b ? T(1) : T(0); } };
+    Returns a < b. */
+/// a >= b (bool).
+struct Ge { template <class T> TG_HD static bool apply(T a, T b) { return a >= b; } };
 /** \fn Ge::apply
-    Returns a >= b (1 or 0) in T. */
-/// a <= b (1 or 0).
-struct Le { template <class T> TG_HD static T apply(T a, T b) { return a <= b ? T(1) : T(0); } };
+    Returns a >= b. */
+/// a <= b (bool).
+struct Le { template <class T> TG_HD static bool apply(T a, T b) { return a <= b; } };
 /** \fn Le::apply
-    Returns a <= b (1 or 0) in T. */
+    Returns a <= b. */
 }  // namespace fn
+
+/// The element type binary op F stores for operands of C++ type T: bool for the comparisons, T for
+/// the arithmetic ops.
+template <class F, class T>
+using binary_out_t =
+    std::conditional_t<std::is_same<decltype(F::apply(opmath_t<T>{}, opmath_t<T>{})), bool>::value, bool, T>;
 
 /// X-macro over the binary functors, in BinaryOp order: TG_BINARY_OPS(X) expands X(Name) for each.
 #define TG_BINARY_OPS(X) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Eq) X(Ne) X(Gt) X(Lt) X(Ge) X(Le)

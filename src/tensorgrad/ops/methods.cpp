@@ -88,5 +88,9 @@ Variable operator>=(const Variable& a, const Variable& b) { return ge(a, b); }
 Variable operator<=(const Variable& a, const Variable& b) { return le(a, b); }
 Variable operator>(const Variable& a, double s) { return gt(a, scalar_like(s, a)); }
 Variable operator<(const Variable& a, double s) { return lt(a, scalar_like(s, a)); }
+Variable operator>=(const Variable& a, double s) { return ge(a, scalar_like(s, a)); }
+Variable operator<=(const Variable& a, double s) { return le(a, scalar_like(s, a)); }
+Variable operator==(const Variable& a, double s) { return eq(a, scalar_like(s, a)); }
+Variable operator!=(const Variable& a, double s) { return ne(a, scalar_like(s, a)); }
 
 }  // namespace tg

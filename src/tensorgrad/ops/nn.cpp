@@ -56,7 +56,7 @@ Variable dropout(const Variable& x, double p, bool training) {
   prim::check_floating("dropout", x.data());
   // mask = [u >= p] / (1 - p), drawn from the global Philox stream (manual_seed makes it repeatable)
   const Tensor u = prim::random(philox::Distribution::uniform(0.0, 1.0), x.shape(), x.dtype(), x.device());
-  Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout");
+  Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(x.dtype());
   if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
   Tensor out = prim::mul(x.data(), mask);
   return record("dropout", out, {x}, [mask](const Tensor& grad, Grads& g) {

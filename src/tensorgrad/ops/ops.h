@@ -183,7 +183,8 @@ Variable dropout(const Variable& x, double p = 0.5, bool training = true);
 // ---- operators (ops/methods.cpp): Variables and scalars on either side
 /// \name Operators
 /// The same ops as the functions above, with a Variable or a double on either side; a double becomes
-/// a 0-d constant of the Variable's dtype and device (scalar_like) and broadcasts.
+/// a 0-d constant on the Variable's device (scalar_like) and broadcasts: of the Variable's dtype,
+/// except that a fractional double next to an integer Variable is float32 (Note [Type promotion]).
 ///@{
 
 /// add(a, b)
@@ -212,7 +213,7 @@ Variable operator-(double s, const Variable& a);
 Variable operator*(double s, const Variable& a);
 /// s / a
 Variable operator/(double s, const Variable& a);
-/// eq(a, b): a Variable of 1 and 0, not a bool
+/// eq(a, b): a bool Variable, as every comparison
 Variable operator==(const Variable& a, const Variable& b);
 /// ne(a, b)
 Variable operator!=(const Variable& a, const Variable& b);
@@ -228,10 +229,19 @@ Variable operator<=(const Variable& a, const Variable& b);
 Variable operator>(const Variable& a, double s);
 /// a < s
 Variable operator<(const Variable& a, double s);
+/// a >= s
+Variable operator>=(const Variable& a, double s);
+/// a <= s
+Variable operator<=(const Variable& a, double s);
+/// a == s
+Variable operator==(const Variable& a, double s);
+/// a != s
+Variable operator!=(const Variable& a, double s);
 
 ///@}
 
-/// A 0-d constant with like's dtype and device (scalar operands of the operators above).
+/// A 0-d constant on like's device, of prim::scalar_dtype(value, like's dtype) (scalar operands of
+/// the operators above).
 Variable scalar_like(double value, const Variable& like);
 
 }  // namespace tg
