@@ -79,8 +79,11 @@ inline void check_close(const tg::Variable& a, const tg::Variable& b, double rto
 // value, gamma_K = K u / (1 - K u) (Higham, Accuracy and Stability of Numerical Algorithms, 3.1). Two
 // computations that each meet a bound b differ by at most 2 b; a float64 reference adds its own bound.
 
-/// Unit roundoff of a floating dtype: 2^-24 for float32, 2^-53 for float64.
-inline double unit_roundoff(tg::DType d) { return d == tg::kFloat32 ? 0x1p-24 : 0x1p-53; }
+/// Unit roundoff of a floating dtype: 2^-24 for float32, 2^-53 for float64, 2^-11 for float16, 2^-8
+/// for bfloat16.
+inline double unit_roundoff(tg::DType d) {
+  return d == tg::kFloat32 ? 0x1p-24 : d == tg::kFloat16 ? 0x1p-11 : d == tg::kBFloat16 ? 0x1p-8 : 0x1p-53;
+}
 
 /// fn::exp's accuracy in ulps on every CPU code path (Note [Vectorizable exp]): 1 without FMA
 /// contraction (baseline), 1.02 with it (AVX2, AVX-512: a 20M-point sweep peaks at 1.0152 ulp). An FMA

@@ -29,9 +29,12 @@ Variable mean_impl(const Variable& x, int64_t dim, bool keepdim, bool all) {
   if (!all) dim = wrap_dim(dim, x.dim(), "mean");
   const int64_t n = all ? x.numel() : (x.dim() ? x.shape()[dim] : 1);
   const double scale = 1.0 / static_cast<double>(n);   // n == 0 gives NaN, as in PyTorch
-  Tensor s = prim::reduce(ReduceOp::Sum, x.data(), all ? std::vector<int64_t>{} : std::vector<int64_t>{dim},
-                          keepdim && !all, "mean");
-  Tensor out = prim::mul(s, scale);
+  // float16 / bfloat16: summed and scaled in float32, rounded once (Note [Low precision through float32])
+  const DType dt = x.dtype();
+  const bool low = dt == kFloat16 || dt == kBFloat16;
+  Tensor s = prim::reduce(ReduceOp::Sum, low ? x.data().to(kFloat32) : x.data(),
+                          all ? std::vector<int64_t>{} : std::vector<int64_t>{dim}, keepdim && !all, "mean");
+  Tensor out = low ? prim::mul(s, scale).to(dt) : prim::mul(s, scale);
   return record("mean", out, {x}, [in_shape, dim, keepdim, all, scale](const Tensor& grad, Grads& g) {
     g.set(0, prim::mul(unreduce(grad, in_shape, dim, keepdim, all), scale).expand(in_shape));   // 1/n
   });

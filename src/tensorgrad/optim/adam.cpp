@@ -42,20 +42,21 @@ void Adam::step() {
     const Variable g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     State& s = state_[i];
+    const DType sd = state_dtype(p.dtype());   // Note [Master weights]
     if (!s.exp_avg.defined()) {
-      s.exp_avg = prim::full(p.shape(), 0.0, p.dtype(), p.device());
-      s.exp_avg_sq = prim::full(p.shape(), 0.0, p.dtype(), p.device());
-      if (o.amsgrad_) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, p.dtype(), p.device());
-    } else if (s.exp_avg.device() != p.device() || s.exp_avg.dtype() != p.dtype()) {   // the module moved
-      s.exp_avg = s.exp_avg.to(p.device()).to(p.dtype());
-      s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(p.dtype());
-      if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(p.dtype());
+      s.exp_avg = prim::full(p.shape(), 0.0, sd, p.device());
+      s.exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
+      if (o.amsgrad_) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
+    } else if (s.exp_avg.device() != p.device() || s.exp_avg.dtype() != sd) {   // the module moved
+      s.exp_avg = s.exp_avg.to(p.device()).to(sd);
+      s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(sd);
+      if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
     }
     ++s.step;
     backend_for(p.device())
-        .adam_step(p.data(), g.data().contiguous(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i), o.beta1_,
+        .adam_step(update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i), o.beta1_,
                    o.beta2_, o.eps_, o.weight_decay_, decoupled_, s.step);
-    p.data().storage()->bump_version();   // an in-place write: Note [Version counter]
+    finish_update(i);
   }
 }
 
@@ -70,14 +71,17 @@ std::vector<std::pair<std::string, Tensor>> Adam::state() const {
     if (s.max_exp_avg_sq.defined()) out.emplace_back("max_exp_avg_sq." + k, s.max_exp_avg_sq);
     out.emplace_back("step." + k, prim::full({}, static_cast<double>(s.step), kInt64));
   }
+  append_master_state(out);
   return out;
 }
 
 void Adam::set_state(const std::vector<std::pair<std::string, Tensor>>& entries) {
   // Validate every entry and that each parameter's entries are complete, then copy, then swap.
   std::vector<State> next(params_.size());
+  std::vector<Tensor> masters(params_.size());
   std::vector<bool> has_step(params_.size(), false);
   for (const auto& [name, t] : entries) {
+    if (read_master_entry(name, t, masters, "Adam::set_state")) continue;
     const std::string prefix = name.substr(0, name.find('.'));
     const std::size_t i = state_index(name, prefix, "Adam::set_state");
     State& s = next[i];
@@ -116,6 +120,7 @@ void Adam::set_state(const std::vector<std::pair<std::string, Tensor>>& entries)
     if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = private_copy(s.max_exp_avg_sq, d);
   }
   state_ = std::move(next);
+  install_master_state(std::move(masters));
 }
 
 }  // namespace optim

@@ -112,27 +112,30 @@ void SGD::step() {
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
   // One fused call per (device, dtype), in parameter order: on CUDA one launch updates them all.
-  std::vector<std::pair<std::pair<Device, DType>, std::vector<SgdParam>>> groups;
+  // ((device, dtype), the parameters' indices) -> their SgdParams
+  std::vector<std::pair<std::pair<std::pair<Device, DType>, std::vector<std::size_t>>, std::vector<SgdParam>>> groups;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     const Variable g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     bool first = false;
     Tensor& buf = momentum_buffer_[i];
+    const DType sd = state_dtype(p.dtype());   // Note [Master weights]
     if (o.momentum_ != 0 && !buf.defined()) {
-      buf = prim::empty(p.shape(), p.dtype(), p.device());   // set by the first step: v = d
+      buf = prim::empty(p.shape(), sd, p.device());   // set by the first step: v = d
       first = true;
-    } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != p.dtype())) {
-      buf = buf.to(p.device()).to(p.dtype());   // the module moved: keep the momentum
+    } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
+      buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
     }
-    const std::pair<Device, DType> key{p.device(), p.dtype()};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first == key; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
-    it->second.push_back(SgdParam{p.data(), g.data().contiguous(), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
+    const std::pair<Device, DType> key{p.device(), sd};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {{key, {}}, {}});
+    it->first.second.push_back(i);
+    it->second.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
   }
   for (const auto& [key, group] : groups) {
-    backend_for(key.first).sgd_step(group, o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_);
-    for (const SgdParam& sp : group) sp.param.storage()->bump_version();   // in-place writes: Note [Version counter]
+    backend_for(key.first.first).sgd_step(group, o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_);
+    for (std::size_t i : key.second) finish_update(i);
   }
 }
 
@@ -150,14 +153,16 @@ std::vector<std::pair<std::string, Tensor>> SGD::state() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (std::size_t i = 0; i < momentum_buffer_.size(); ++i)
     if (momentum_buffer_[i].defined()) out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffer_[i]);
+  append_master_state(out);
   return out;
 }
 
 void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
   // Validate every entry, then make private copies on each parameter's device, then swap: a
   // failure leaves the old state in place.
-  std::vector<Tensor> next(params_.size());
+  std::vector<Tensor> next(params_.size()), masters(params_.size());
   for (const auto& [name, t] : state) {
+    if (read_master_entry(name, t, masters, "SGD::set_state")) continue;
     // "velocity.<i>": the same buffer as named in checkpoints marked "format": "tensorgrad-1".
     const char* prefix = name.rfind("velocity.", 0) == 0 ? "velocity" : "momentum_buffer";
     const std::size_t i = state_index(name, prefix, "SGD::set_state");
@@ -168,6 +173,7 @@ void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
   for (std::size_t i = 0; i < next.size(); ++i)
     if (next[i].defined()) next[i] = private_copy(next[i], params_[i].device());
   momentum_buffer_ = std::move(next);
+  install_master_state(std::move(masters));
 }
 
 std::size_t Optimizer::state_index(const std::string& name, const std::string& prefix, const char* who) const {
@@ -186,8 +192,79 @@ void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std:
   TG_CHECK(t.defined(), Error, who, ": entry \"", name, "\" is undefined");
   TG_CHECK(t.shape() == like.shape(), ShapeError, who, ": \"", name, "\" has shape ", shape_str(t.shape()),
            " but parameter ", i, " has shape ", shape_str(like.shape()));
-  TG_CHECK(t.dtype() == like.dtype(), DTypeError, who, ": \"", name, "\" is ", dtype_name(t.dtype()),
-           " but parameter ", i, " is ", dtype_name(like.dtype()));
+  const DType want = state_dtype(like.dtype());   // Note [Master weights]
+  TG_CHECK(t.dtype() == want, DTypeError, who, ": \"", name, "\" is ", dtype_name(t.dtype()), " but parameter ", i,
+           "'s state is ", dtype_name(want), " (the parameter is ", dtype_name(like.dtype()), ")");
+}
+
+// Note [Master weights]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A float16 or bfloat16 parameter is updated through a float32 copy: the step reads the gradient
+// in float32, updates the copy and the float32 state buffers (momentum, exp_avg, ...), then rounds
+// the copy into the parameter. Small updates (lr * grad below half a unit in the last place of the
+// 16-bit weight) then accumulate in the copy instead of being rounded away at every step, which is
+// what makes pure bfloat16 training converge. The copy is saved with the optimizer's state
+// ("master_weight.<i>"); it is rebuilt from the parameter when the parameter's storage or version
+// changed since the last step (the user wrote into the weight, or loaded a checkpoint into it).
+DType Optimizer::state_dtype(DType param) { return param == kFloat16 || param == kBFloat16 ? kFloat32 : param; }
+
+Tensor Optimizer::update_target(std::size_t i) {
+  const Tensor& w = params_[i].data();
+  if (state_dtype(w.dtype()) == w.dtype()) return w;
+  if (master_.size() < params_.size()) master_.resize(params_.size());
+  Master& m = master_[i];
+  const bool valid = m.weight.defined() && m.storage.lock() == w.storage() && m.version == w.version() &&
+                     m.weight.device() == w.device() && m.weight.shape() == w.shape();
+  if (!valid) m.weight = w.to(kFloat32).contiguous().clone();
+  return m.weight;
+}
+
+Tensor Optimizer::update_grad(std::size_t i) const {
+  const Tensor g = params_[i].grad().data();
+  const DType want = state_dtype(g.dtype());
+  return (g.dtype() == want ? g : g.to(want)).contiguous();
+}
+
+void Optimizer::finish_update(std::size_t i) {
+  const Tensor& w = params_[i].data();
+  if (state_dtype(w.dtype()) != w.dtype()) {
+    Master& m = master_[i];
+    backend_for(w.device()).copy(m.weight, w);   // rounded to nearest even
+    w.storage()->bump_version();
+    m.storage = w.storage();
+    m.version = w.version();
+    return;
+  }
+  w.storage()->bump_version();
+}
+
+void Optimizer::append_master_state(std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (std::size_t i = 0; i < master_.size(); ++i)
+    if (master_[i].weight.defined()) out.emplace_back("master_weight." + std::to_string(i), master_[i].weight);
+}
+
+bool Optimizer::read_master_entry(const std::string& name, const Tensor& t, std::vector<Tensor>& next,
+                                  const char* who) const {
+  if (name.rfind("master_weight.", 0) != 0) return false;
+  const std::size_t i = state_index(name, "master_weight", who);
+  TG_CHECK(!next[i].defined(), Error, who, ": duplicate entry \"", name, "\"");
+  TG_CHECK(t.defined() && t.shape() == params_[i].shape(), ShapeError, who, ": \"", name, "\" must have parameter ",
+           i, "'s shape ", shape_str(params_[i].shape()));
+  TG_CHECK(t.dtype() == kFloat32 && state_dtype(params_[i].dtype()) == kFloat32 &&
+               params_[i].dtype() != kFloat32,
+           DTypeError, who, ": \"", name, "\" must be a float32 copy of a float16 or bfloat16 parameter (parameter ",
+           i, " is ", dtype_name(params_[i].dtype()), ", the entry ", dtype_name(t.dtype()), ")");
+  next[i] = t;
+  return true;
+}
+
+void Optimizer::install_master_state(std::vector<Tensor> next) {
+  master_.assign(params_.size(), Master{});
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (!next[i].defined()) continue;
+    const Tensor& w = params_[i].data();
+    master_[i] = Master{private_copy(next[i], w.device()), w.storage(), w.version()};
+  }
 }
 
 Tensor Optimizer::private_copy(const Tensor& t, Device device) {

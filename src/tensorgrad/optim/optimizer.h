@@ -2,6 +2,7 @@
 // checkpoint state) and SGD with PyTorch's update formulas. Each update is one fused
 // Backend::sgd_step per parameter (engine/cpu_backend.cpp). Adam/AdamW: optim/adam.h.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,10 +73,39 @@ class Optimizer {
   /// A copy of t on device that shares nothing with the caller's tensor.
   static Tensor private_copy(const Tensor& t, Device device);
 
+  /// The dtype an optimizer keeps a parameter's state in: float32 for a float16 or bfloat16
+  /// parameter (Note [Master weights]), else the parameter's own dtype.
+  static DType state_dtype(DType param);
+  /// The tensor the update of parameter i writes: the parameter's data, or for a 16-bit parameter
+  /// its float32 master copy (made from the parameter on first use, and again whenever the parameter
+  /// was written since the last step, e.g. by loading a checkpoint).
+  Tensor update_target(std::size_t i);
+  /// Parameter i's gradient in state_dtype, contiguous: what the update reads.
+  Tensor update_grad(std::size_t i) const;
+  /// After the update of parameter i: rounds a master copy into the parameter, and bumps the
+  /// parameter's version (an in-place write: Note [Version counter]).
+  void finish_update(std::size_t i);
+  /// state() entries "master_weight.<i>" of the master copies that exist.
+  void append_master_state(std::vector<std::pair<std::string, Tensor>>& out) const;
+  /// For set_state: an entry named "master_weight.<i>" is validated (float32, the parameter's shape)
+  /// and put into next[i]; returns false for other names. next has params().size() entries.
+  bool read_master_entry(const std::string& name, const Tensor& t, std::vector<Tensor>& next, const char* who) const;
+  /// For set_state, once every entry was validated: the master copies read by read_master_entry
+  /// replace the current ones (parameters without an entry rebuild theirs from the parameter).
+  void install_master_state(std::vector<Tensor> next);
+
   /// Every parameter, group after group (what params() returns).
   std::vector<Variable> params_;
 
  private:
+  /// A 16-bit parameter's float32 copy, valid while the parameter's storage and version are the ones
+  /// the last step wrote.
+  struct Master {
+    Tensor weight;
+    std::weak_ptr<Storage> storage;
+    uint64_t version = 0;
+  };
+  std::vector<Master> master_;           // one slot per parameter, used only for 16-bit ones
   std::vector<std::size_t> group_of_;   // parameter index -> group
   std::vector<double> group_lr_;
   double default_lr_;
