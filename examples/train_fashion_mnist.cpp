@@ -39,6 +39,7 @@ struct Args {
   std::string checkpoint = "fashion_mnist_mlp.safetensors";
   int64_t synthetic = 0;
   double min_accuracy = 0;
+  bool amp = false;
 };
 
 /// The flags (examples/cli.h): --help lists them with their defaults; a bad one exits 2 naming it.
@@ -60,6 +61,8 @@ Args parse(int argc, char** argv) {
         cli::Range::non_negative);
   p.add("--min-accuracy", a.min_accuracy, "P", "exit 1 when the final test accuracy is below P (0 to 1)",
         cli::Range::non_negative);
+  p.add("--amp", a.amp,
+        "mixed precision: the forward under tg::amp::AutocastGuard (bfloat16 on the CPU, float16 with a GradScaler on CUDA)");
   p.parse(argc, argv);
   if (a.min_accuracy > 1) {
     char got[32];
@@ -152,6 +155,8 @@ int main(int argc, char** argv) {
     Net model;
     model.to(device);
     std::cout << model << "\n";
+    if (args.amp)
+      std::printf("mixed precision: %s autocast around the forward\n", device.is_cuda() ? "float16" : "bfloat16");
     tg::nn::CrossEntropyLoss criterion;
     tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(args.lr).momentum(0.9));
     tg::optim::CosineAnnealingLR schedule(optimizer, args.epochs);
@@ -165,7 +170,12 @@ int main(int argc, char** argv) {
       int64_t step = 0, samples = 0;
       for (auto& batch : train_loader) {
         optimizer.zero_grad();
-        tg::Variable loss = criterion(model(batch.data.to(device, true)), batch.target.to(device, true));
+        tg::Variable loss;
+        {
+          // --amp: Linear layers in the lower precision, the loss in float32 (Note [Autocast op lists])
+          tg::amp::AutocastGuard autocast(device, device.is_cuda() ? tg::kFloat16 : tg::kBFloat16, args.amp);
+          loss = criterion(model(batch.data.to(device, true)), batch.target.to(device, true));
+        }
         loss.backward();
         optimizer.step();
         loss_sum += loss.item();

@@ -4,6 +4,7 @@
 /// engine/prim.h (graph-free tensor math) is public for writing custom ops with tg::record.
 #pragma once
 
+#include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/data/dataset.h"
 #include "tensorgrad/data/idx.h"

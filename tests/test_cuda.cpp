@@ -8,7 +8,8 @@
 // runs in float32, float64 and int64: each case's output, and for the floating dtypes the gradient of
 // every floating input, on CUDA and on the CPU backend (the reference). In int64 the results must be
 // equal exactly, and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise
-// the same error class and message. Then end-to-end training, the launch count of a training step,
+// the same error class and message. The table also runs in float16 and bfloat16 (one case for both).
+// Then end-to-end training, the launch count of a training step,
 // the fused SGD step, Philox parity, determinism, the device error flag (raised by one synchronizing
 // thread), "cuda" as the current device, allocator statistics and pinned DataLoader batches. The
 // allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
@@ -63,10 +64,17 @@ enum class Tol { Elementwise, Reduction };
 struct Tolerance {
   double rtol, atol;
 };
-/// float64 1e-7; float32 elementwise 1e-5, reductions / matmul / softmax 1e-4; int64 exact.
+/// float64 1e-7; float32 elementwise 1e-5, reductions / matmul / softmax 1e-4; int64 exact. float16
+/// and bfloat16: both devices compute in float32 and round once, so results differ where the two
+/// float32 values straddle a rounding boundary: 1 ulp (2u), and a few where a gradient chains several
+/// 16-bit roundings; 4u elementwise, 8u for reductions.
 Tolerance tolerance(tg::DType dt, Tol kind) {
   if (!tg::is_floating(dt)) return {0, 0};
   if (dt == tg::kFloat64) return {1e-7, 1e-9};
+  if (dt == tg::kFloat16 || dt == tg::kBFloat16) {
+    const double u = testing::unit_roundoff(dt);
+    return kind == Tol::Elementwise ? Tolerance{4 * u, 4 * u} : Tolerance{8 * u, 8 * u};
+  }
   return kind == Tol::Elementwise ? Tolerance{1e-5, 1e-5} : Tolerance{1e-4, 1e-4};
 }
 
@@ -489,8 +497,9 @@ const std::set<std::string> kFloatingOnly = {
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss"};   // its Mean reduction only (mean); Sum and None compute in int64
 
-/// The dtypes the parity table runs in: every dtype of the CPU backend.
-const tg::DType kParityDTypes[] = {tg::kFloat32, tg::kFloat64, tg::kInt64};
+/// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
+/// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.
+const tg::DType kParityDTypes[] = {tg::kFloat32, tg::kFloat64, tg::kInt64, tg::kFloat16, tg::kBFloat16};
 
 /// Ops of ops/ops.h without a parity case, each with the reason. None today: even the pure views
 /// have a case, since the op after them reads them strided on the device.
@@ -680,6 +689,12 @@ TEST_CASE("cuda parity: every op and gradient in float32 against the CPU") {
 TEST_CASE("cuda parity: every op in int64 against the CPU, exactly or by the same error") {
   TG_NEED_CUDA();
   run_table(tg::kInt64);
+}
+
+TEST_CASE("cuda parity: every op and gradient in float16 and bfloat16 against the CPU") {
+  TG_NEED_CUDA();
+  run_table(tg::kFloat16);
+  run_table(tg::kBFloat16);
 }
 
 TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {

@@ -1,6 +1,7 @@
 // ops/elementwise.cpp: differentiable elementwise ops. Forward through prim:: (device-dispatched,
 // no graph), backward recorded right below it. Rules are written for equal shapes: the engine sums
 // each gradient back to its input's shape (engine/autograd.cpp). Scalar math: ops/functors.h.
+#include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -28,14 +29,17 @@ Variable unary(UnaryOp op, const char* name, const Variable& x, UnaryArgs args =
 }  // namespace
 
 Variable neg(const Variable& x) { return unary(UnaryOp::Neg, "neg", x); }
-Variable exp(const Variable& x) { return unary(UnaryOp::Exp, "exp", x); }
-Variable log(const Variable& x) { return unary(UnaryOp::Log, "log", x); }
+// exp, log and pow run in float32 under autocast (Note [Autocast op lists])
+Variable exp(const Variable& x) { return unary(UnaryOp::Exp, "exp", amp::detail::cast_float32(x)); }
+Variable log(const Variable& x) { return unary(UnaryOp::Log, "log", amp::detail::cast_float32(x)); }
 Variable sqrt(const Variable& x) { return unary(UnaryOp::Sqrt, "sqrt", x); }
 Variable abs(const Variable& x) { return unary(UnaryOp::Abs, "abs", x); }
 Variable relu(const Variable& x) { return unary(UnaryOp::Relu, "relu", x); }
 Variable sigmoid(const Variable& x) { return unary(UnaryOp::Sigmoid, "sigmoid", x); }
 Variable tanh(const Variable& x) { return unary(UnaryOp::Tanh, "tanh", x); }
-Variable pow(const Variable& x, double exponent) { return unary(UnaryOp::PowScalar, "pow", x, {exponent, 0}); }
+Variable pow(const Variable& x, double exponent) {
+  return unary(UnaryOp::PowScalar, "pow", amp::detail::cast_float32(x), {exponent, 0});
+}
 
 Variable clamp(const Variable& x, double min, double max) {
   TG_CHECK(!(min > max), Error, "clamp: min (", min, ") must not be greater than max (", max, ")");
@@ -82,7 +86,8 @@ Variable div(const Variable& a, const Variable& b) {
   });
 }
 
-Variable pow(const Variable& a, const Variable& b) {
+Variable pow(const Variable& a_in, const Variable& b_in) {
+  const Variable a = amp::detail::cast_float32(a_in), b = amp::detail::cast_float32(b_in);
   Tensor out = prim::binary(BinaryOp::Pow, a.data(), b.data(), "pow");
   const bool need = any_requires_grad({a, b});
   SavedTensor a_saved = need ? SavedTensor(a) : SavedTensor();

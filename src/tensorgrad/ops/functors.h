@@ -251,17 +251,27 @@ namespace fn {
 // Binary forward math, called with T = opmath_t of the operands' dtype (prim:: promotes both operands
 // to one dtype first). Comparisons return bool (the kernels store them in a bool tensor); the others T.
 /// a + b.
-struct Add { template <class T> TG_HD static T apply(T a, T b) { return a + b; } };
+struct Add {
+  template <class T> TG_HD static T apply(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value) return a || b;   // PyTorch: bool + bool is or
+    else return a + b;
+  }
+};
 /** \fn Add::apply
-    Returns a + b in T. */
+    Returns a + b in T (or for bool). */
 /// a - b.
 struct Sub { template <class T> TG_HD static T apply(T a, T b) { return a - b; } };
 /** \fn Sub::apply
     Returns a - b in T. */
 /// a * b.
-struct Mul { template <class T> TG_HD static T apply(T a, T b) { return a * b; } };
+struct Mul {
+  template <class T> TG_HD static T apply(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value) return a && b;   // bool * bool is and
+    else return a * b;
+  }
+};
 /** \fn Mul::apply
-    Returns a * b in T. */
+    Returns a * b in T (and for bool). */
 /// a / b.
 struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; } };
 /** \fn Div::apply

@@ -1,13 +1,16 @@
 // ops/linalg.cpp: matmul and the fused linear layer op. Forward and backward through prim::matmul,
 // which hands transposed views to the BLAS as flags (no copies). Kernels: Backend::gemm.
 // Shapes: N = rows (batch), I = in_features, O = out_features.
+#include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
 
 // a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
-Variable matmul(const Variable& a, const Variable& b) {
+Variable matmul(const Variable& a_in, const Variable& b_in) {
+  // Note [Autocast op lists]: lower precision
+  const Variable a = amp::detail::cast_lower(a_in), b = amp::detail::cast_lower(b_in);
   Tensor out = prim::matmul(a.data(), b.data());
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
@@ -19,7 +22,10 @@ Variable matmul(const Variable& a, const Variable& b) {
 }
 
 // y (N, O) = x (N, I) . weight (O, I)^T + bias (O); x of higher rank is flattened to (N, I) and back.
-Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+Variable linear(const Variable& x_in, const Variable& weight_in, const Variable& bias_in) {
+  // Note [Autocast op lists]: lower precision
+  const Variable x = amp::detail::cast_lower(x_in), weight = amp::detail::cast_lower(weight_in),
+                 bias = amp::detail::cast_lower(bias_in);
   TG_CHECK(x.dim() >= 1 && weight.dim() == 2, ShapeError, "linear: expected input (..., in_features) and weight ",
            "(out_features, in_features), got ", shape_str(x.shape()), " and ", shape_str(weight.shape()));
   const int64_t I = x.shape().back(), O = weight.shape()[0];

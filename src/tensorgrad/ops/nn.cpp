@@ -1,5 +1,6 @@
 // ops/nn.cpp: softmax, log_softmax, the fused softmax-cross-entropy loss, mse_loss and dropout.
 // Kernels: Backend::softmax / cross_entropy (one pass per row). Modules wrapping these: nn/.
+#include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/philox.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
@@ -7,7 +8,8 @@
 namespace tg {
 
 namespace {
-Variable softmax_impl(const Variable& x, int64_t dim, bool log) {
+Variable softmax_impl(const Variable& x_in, int64_t dim, bool log) {
+  const Variable x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
   const char* name = log ? "log_softmax" : "softmax";
   Tensor y = prim::softmax(x.data(), dim, log);
   dim = wrap_dim(dim, x.dim(), name);
@@ -24,9 +26,10 @@ Variable log_softmax(const Variable& x, int64_t dim) { return softmax_impl(x, di
 
 // logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum. Rows whose target is
 // ignore_index count for nothing (the mean divides by the rows that are not ignored, as in PyTorch).
-Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction, int64_t ignore_index,
+Variable cross_entropy(const Variable& logits_in, const Variable& target, Reduction reduction, int64_t ignore_index,
                        double label_smoothing) {
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
+  const Variable logits = amp::detail::cast_float32(logits_in);   // Note [Autocast op lists]
   // The reduction is folded into the kernels: the forward writes the sum or mean (and the count of
   // rows not ignored, kept on the device: no sync), the backward divides by that count itself.
   const CrossEntropyArgs args{ignore_index, label_smoothing, reduction != Reduction::None, reduction == Reduction::Mean};
@@ -44,7 +47,8 @@ Variable cross_entropy(const Variable& logits, const Variable& target, Reduction
 Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction) {
   TG_CHECK(input.shape() == target.shape(), ShapeError, "mse_loss: input of shape ", shape_str(input.shape()),
            " and target of shape ", shape_str(target.shape()), " must have the same shape");
-  const Variable d = sub(input, target);   // composite: the gradient comes from sub, mul and the reduction
+  // Note [Autocast op lists]: float32
+  const Variable d = sub(amp::detail::cast_float32(input), amp::detail::cast_float32(target));   // composite: the gradient comes from sub, mul and the reduction
   const Variable sq = mul(d, d);
   if (reduction == Reduction::None) return sq;
   return reduction == Reduction::Sum ? sum(sq) : mean(sq);

@@ -1,5 +1,6 @@
 // ops/reduce.cpp: differentiable reductions (sum, mean, max, min) and argmax. Forward through
 // prim::reduce, backward right below. The kernels are Backend::reduce (engine/cpu_backend.cpp).
+#include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -13,7 +14,8 @@ Tensor unreduce(const Tensor& grad, const Shape& in_shape, int64_t dim, bool kee
   return keepdim ? grad : grad.unsqueeze(dim);
 }
 
-Variable sum_impl(const Variable& x, int64_t dim, bool keepdim, bool all) {
+Variable sum_impl(const Variable& x_in, int64_t dim, bool keepdim, bool all) {
+  const Variable x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
   const Shape in_shape = x.shape();
   if (!all) dim = wrap_dim(dim, x.dim(), "sum");
   Tensor out = prim::reduce(ReduceOp::Sum, x.data(), all ? std::vector<int64_t>{} : std::vector<int64_t>{dim},
@@ -23,7 +25,8 @@ Variable sum_impl(const Variable& x, int64_t dim, bool keepdim, bool all) {
   });
 }
 
-Variable mean_impl(const Variable& x, int64_t dim, bool keepdim, bool all) {
+Variable mean_impl(const Variable& x_in, int64_t dim, bool keepdim, bool all) {
+  const Variable x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
   prim::check_floating("mean", x.data());
   const Shape in_shape = x.shape();
   if (!all) dim = wrap_dim(dim, x.dim(), "mean");

@@ -1,0 +1,49 @@
+/// \file
+/// amp/autocast.h: automatic mixed precision regions (PyTorch's torch.autocast), per thread and
+/// nestable. Inside a region, the ops of PyTorch's lists run in a chosen precision: see Note
+/// [Autocast op lists] in amp/autocast.cpp.
+#pragma once
+#include "tensorgrad/engine/variable.h"
+
+namespace tg {
+namespace amp {
+
+/// Enables autocast for one device type on the calling thread until destroyed (PyTorch's
+/// `with torch.autocast(device_type, dtype)`). Regions nest: an inner guard's settings hold until it
+/// ends, then the outer ones return; `enabled = false` switches autocast off inside a region. dtype
+/// must be float16 or bfloat16 (DTypeError); its default is float16 on CUDA and bfloat16 on the CPU,
+/// as in PyTorch. Casts of leaves that require grad (parameters) are cached until the outermost
+/// region of the thread ends, so a weight used by several ops is converted once per region.
+class AutocastGuard {
+ public:
+  /// Autocast on `device`'s type (the index does not matter) in `dtype`.
+  AutocastGuard(Device device, DType dtype, bool enabled = true);
+  /// Autocast on `device`'s type in its default dtype.
+  explicit AutocastGuard(Device device);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  DeviceType type_;
+  bool prev_enabled_;
+  DType prev_dtype_;
+};
+
+/// Whether autocast is on for `type` on the calling thread (torch.is_autocast_enabled).
+bool is_autocast_enabled(DeviceType type);
+/// The lower precision autocast uses for `type` on the calling thread (torch.get_autocast_dtype).
+DType get_autocast_dtype(DeviceType type);
+
+namespace detail {
+/// The ops' side of Note [Autocast op lists]: x cast to the region's lower precision when autocast is
+/// on for x's device and x is floating; x itself otherwise. Parameters' casts come from the cache.
+Variable cast_lower(const Variable& x);
+/// x cast to float32 when autocast is on for x's device and x is a lower-precision float; x otherwise.
+Variable cast_float32(const Variable& x);
+/// Whether autocast is on for the device type of x (the ops test it before casting).
+bool active_for(const Variable& x);
+}  // namespace detail
+
+}  // namespace amp
+}  // namespace tg
