@@ -4,6 +4,7 @@
 /// engine/prim.h (graph-free tensor math) is public for writing custom ops with tg::record.
 #pragma once
 
+#include "tensorgrad/amp/grad_scaler.h"
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/data/dataset.h"
 #include "tensorgrad/data/idx.h"
@@ -30,6 +31,8 @@
 /// \namespace tg
 /// Everything tensorgrad offers: Variable and its ops (ops/ops.h), factories (ops/creation.h),
 /// devices and dtypes, errors, checkpoints (tg::save, tg::load). Names follow PyTorch's (`torch::`).
+/// \namespace tg::amp
+/// Mixed-precision training: GradScaler, the loss scaling of PyTorch's torch.amp.
 /// \namespace tg::autograd
 /// Graph tools: gradcheck, to_dot, DetectAnomalyGuard, BackwardTraceGuard (PyTorch's torch.autograd).
 /// \namespace tg::cuda
