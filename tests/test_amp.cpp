@@ -284,6 +284,28 @@ TEST_CASE("GradScaler: several optimizers keep their own unscale state and share
   check_params(w2, {-2.0, 0.125});
 }
 
+TEST_CASE("GradScaler: update() after unscale_ alone reads its flags; scale() takes a list") {
+  // Python: w = torch.tensor([1.0, 2.0], requires_grad=True); opt = torch.optim.SGD([w], lr=0.1)
+  //   s = torch.amp.GradScaler("cpu", init_scale=64.0); c = torch.tensor([nan, 1.0])
+  //   s.scale((w * c).sum()).backward(); s.unscale_(opt); s.update()
+  //   -> get_scale() 32.0, tracker 0, w unchanged [1.0, 2.0]
+  Variable w = leaf({1.0f, 2.0f});
+  tg::optim::SGD opt({w}, 0.1);
+  GradScaler s(GradScalerOptions().init_scale(64));
+  s.scale((w * tg::from_vector(std::vector<float>{float(kNaN), 1.0f}, {2})).sum()).backward();
+  s.unscale_(opt);
+  s.update();
+  CHECK(s.get_scale() == 32.0);
+  CHECK(s.get_growth_tracker() == 0);
+  check_params(w, {1.0, 2.0});
+  // Python: a = [1.0], b = [2.0]; s = GradScaler("cpu", init_scale=4.0); s.scale([a * 3.0, b * 5.0]) -> 12.0, 40.0
+  GradScaler four(GradScalerOptions().init_scale(4));
+  const auto outs = four.scale(std::vector<Variable>{leaf({1.0f}) * 3.0, leaf({2.0f}) * 5.0});
+  REQUIRE(outs.size() == 2);
+  CHECK(outs[0].item() == 12.0);
+  CHECK(outs[1].item() == 40.0);
+}
+
 TEST_CASE("GradScaler: unscale_ skips parameters without a gradient and handles 0-d, empty and expanded ones") {
   Variable a = leaf({1.0f, 2.0f});
   Variable s0 = Variable(tg::full({}, 3.0).data(), true);
