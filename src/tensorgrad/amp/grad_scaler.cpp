@@ -103,8 +103,8 @@ Variable GradScaler::scale(const Variable& outputs) {
     scale_ = to_float(init_scale_);
     scaled_ = true;
   }
-  // The 0-d copy of S on the outputs' device in their dtype, made once per (device, dtype) and
-  // refreshed when S changed: a fill, never a read back.
+  // The 0-d copy of S on the outputs' device in their dtype, made once per (device, dtype) and value
+  // of S (set_scale drops the copies of an older value): a fill, never a read back.
   const Device device = outputs.device();
   const DType dtype = outputs.dtype();
   auto it = std::find_if(scale_on_device_.begin(), scale_on_device_.end(),
