@@ -382,7 +382,7 @@ TEST_CASE("GradScaler: state_dict round-trips through tg::save / tg::load and lo
   TG_CHECK_THROWS(a.load_state_dict(broken), tg::Error, "unexpected key \"_scale\"");
   broken = state;
   broken[3].second = tg::full({}, 5.0, tg::TensorOptions().dtype(tg::kFloat64)).data();
-  TG_CHECK_THROWS(a.load_state_dict(broken), tg::DTypeError, "\"growth_interval\" must be an integer");
+  TG_CHECK_THROWS(a.load_state_dict(broken), tg::DTypeError, "\"growth_interval\" must be an int64 integer");
   broken = state;
   broken[0].second = tg::full({2}, 5.0, tg::TensorOptions().dtype(tg::kFloat64)).data();
   TG_CHECK_THROWS(a.load_state_dict(broken), tg::Error, "\"scale\" must hold one number");

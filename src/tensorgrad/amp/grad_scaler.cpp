@@ -311,8 +311,8 @@ void GradScaler::load_state_dict(const std::vector<std::pair<std::string, Tensor
     TG_CHECK(t.defined() && t.numel() == 1, Error, "load_state_dict: \"", name, "\" must hold one number, got shape ",
              t.defined() ? shape_str(t.shape()) : std::string("(undefined)"));
     const bool integral = name == "growth_interval" || name == "_growth_tracker";
-    TG_CHECK(integral != is_floating(t.dtype()), DTypeError, "load_state_dict: \"", name, "\" must be ",
-             integral ? "an integer" : "floating-point", ", got ", dtype_name(t.dtype()));
+    TG_CHECK(integral ? t.dtype() == kInt64 : is_floating(t.dtype()), DTypeError, "load_state_dict: \"", name,
+             "\" must be ", integral ? "an int64 integer" : "floating-point", ", got ", dtype_name(t.dtype()));
     values[name] = t.item();
     if (integral) ints[name] = t.to(Device::cpu()).contiguous().data<int64_t>()[0];
   }

@@ -122,8 +122,9 @@ class GradScaler {
   /// (float64), "growth_interval" and "_growth_tracker" (int64). Empty when disabled. tg::save(scaler,
   /// path) writes it.
   std::vector<std::pair<std::string, Tensor>> state_dict() const;
-  /// Loads entries named as state_dict() names them, each once, each 0-d or of one element: all five,
-  /// no others, values in range (Error otherwise, before anything changes). Disabled: does nothing.
+  /// Loads entries named as state_dict() names them, each once, each 0-d or of one element (the
+  /// integers int64, the others floating): all five, no others, values in range (Error otherwise,
+  /// before anything changes). Disabled: does nothing.
   /// An empty state is refused with PyTorch's message (it comes from a disabled scaler).
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
