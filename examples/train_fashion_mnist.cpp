@@ -160,6 +160,8 @@ int main(int argc, char** argv) {
     tg::nn::CrossEntropyLoss criterion;
     tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(args.lr).momentum(0.9));
     tg::optim::CosineAnnealingLR schedule(optimizer, args.epochs);
+    // float16 gradients can underflow: on CUDA --amp scales the loss (bfloat16 has float32's range)
+    tg::amp::GradScaler scaler(tg::amp::GradScalerOptions().enabled(args.amp && device.is_cuda()));
 
     const auto start = std::chrono::steady_clock::now();
     double accuracy = 0;
@@ -176,8 +178,9 @@ int main(int argc, char** argv) {
           tg::amp::AutocastGuard autocast(device, device.is_cuda() ? tg::kFloat16 : tg::kBFloat16, args.amp);
           loss = criterion(model(batch.data.to(device, true)), batch.target.to(device, true));
         }
-        loss.backward();
-        optimizer.step();
+        scaler.scale(loss).backward();
+        scaler.step(optimizer);
+        scaler.update();
         loss_sum += loss.item();
         ++step;
         samples += batch.target.numel();

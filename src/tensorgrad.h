@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tensorgrad/amp/autocast.h"
+#include "tensorgrad/amp/grad_scaler.h"
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/data/dataset.h"
 #include "tensorgrad/data/idx.h"
@@ -31,6 +32,9 @@
 /// \namespace tg
 /// Everything tensorgrad offers: Variable and its ops (ops/ops.h), factories (ops/creation.h),
 /// devices and dtypes, errors, checkpoints (tg::save, tg::load). Names follow PyTorch's (`torch::`).
+/// \namespace tg::amp
+/// Mixed-precision training, PyTorch's torch.amp: AutocastGuard (which ops run in float16/bfloat16)
+/// and GradScaler (loss scaling).
 /// \namespace tg::autograd
 /// Graph tools: gradcheck, to_dot, DetectAnomalyGuard, BackwardTraceGuard (PyTorch's torch.autograd).
 /// \namespace tg::cuda
