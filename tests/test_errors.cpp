@@ -184,7 +184,7 @@ TEST_CASE("overlap: a Variable cannot be its own grad, and an expanded grad accu
   testing::check_values(base, {1, 1, 1});   // the expanded source was not written through
 }
 
-TEST_CASE("integers: fills that do not fit an int64 raise, fractional scalars on int64 tensors refuse to truncate") {
+TEST_CASE("integers: fills that do not fit an int64 raise, fractional scalars promote int64 tensors to float32") {
   const auto i64 = tg::TensorOptions().dtype(tg::kInt64);
   TG_CHECK_THROWS(tg::full({2}, 1e20, i64), tg::Error, "cannot be converted to type int64 without overflow");
   TG_CHECK_THROWS(tg::full({2}, std::nan(""), i64), tg::Error, "without overflow");

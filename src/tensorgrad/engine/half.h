@@ -2,21 +2,21 @@
 /// engine/half.h: the two 16-bit floating types, tg::Half (IEEE binary16, torch.float16) and
 /// tg::BFloat16 (torch.bfloat16), as storage types with round-to-nearest-even conversions.
 /// Compiled by g++ and by nvcc (TG_HD), so: no dependencies.
-///
-/// Note [Half precision arithmetic]
-/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-/// A Half or BFloat16 converts implicitly to float and is constructed from float, and has no
-/// arithmetic of its own: `a + b` on two of them adds two floats. So every kernel body written for T
-/// computes in float32 when T is a 16-bit type and rounds once when it stores its result in T, which
-/// is what PyTorch's kernels do (its "opmath" type). Sums, softmax, losses and matrix products
-/// accumulate in float32 (the dtype table's accumulator column, and engine/prim.cpp for the families
-/// that run through float32: Note [Low precision through float32]).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
 #include "tensorgrad/engine/macros.h"
+
+// Note [Half precision arithmetic]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A Half or BFloat16 converts implicitly to float and is constructed from float, and has no
+// arithmetic of its own: `a + b` on two of them adds two floats. So every kernel body written for T
+// computes in float32 when T is a 16-bit type and rounds once when it stores its result in T, which
+// is what PyTorch's kernels do (its "opmath" type). Sums, softmax, losses and matrix products
+// accumulate in float32 (the dtype table's accumulator column, and engine/prim.cpp for the families
+// that run through float32: Note [Low precision through float32]).
 
 namespace tg {
 namespace detail {
