@@ -206,6 +206,15 @@ TEST_CASE("hooks: a handle outliving its tensor or module is harmless, and a non
   loss.backward();
   CHECK(calls == 1);
   check_values(x.grad(), {12, 12});
+
+  tg::RemovableHandle on_freed;
+  {
+    Variable z = x * 3.0;
+    on_freed = z.register_hook([](const Variable&) {});
+    z.sum().backward();   // frees the graph; z and its grad_fn die at the end of the block
+  }
+  on_freed.remove();
+  CHECK(on_freed.size() == 0);
 }
 
 TEST_CASE("hooks: a hook may register and remove hooks while backward runs") {

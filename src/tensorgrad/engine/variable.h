@@ -172,6 +172,8 @@ class Variable {
   template <class F>
   RemovableHandle register_hook(F&& hook) {
     using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, const Variable&>::value,
+                  "register_hook: the hook must be callable as hook(const tg::Variable& grad)");
     using R = std::invoke_result_t<Hook&, const Variable&>;
     if constexpr (std::is_void<R>::value) {
       return add_grad_hook([h = Hook(std::forward<F>(hook))](const Variable& g) mutable {

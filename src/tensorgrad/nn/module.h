@@ -129,6 +129,8 @@ class Module {
   template <class F>
   RemovableHandle register_forward_pre_hook(F&& hook) {
     using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, Module&, const Variable&>::value,
+                  "register_forward_pre_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input)");
     using R = std::invoke_result_t<Hook&, Module&, const Variable&>;
     if constexpr (std::is_void<R>::value) {
       return add_forward_pre_hook([h = Hook(std::forward<F>(hook))](Module& m, const Variable& in) mutable {
@@ -147,6 +149,9 @@ class Module {
   template <class F>
   RemovableHandle register_forward_hook(F&& hook) {
     using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, Module&, const Variable&, const Variable&>::value,
+                  "register_forward_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input, "
+                  "const tg::Variable& output)");
     using R = std::invoke_result_t<Hook&, Module&, const Variable&, const Variable&>;
     if constexpr (std::is_void<R>::value) {
       return add_forward_hook(
