@@ -164,7 +164,9 @@ class Variable {
   /// moment, so after an in-place op it sees the gradient of the value it was registered on. On a leaf
   /// it runs before the gradient accumulates into grad(). Hooks run in registration order, each seeing
   /// the previous one's result, on the thread that runs backward, with no lock held, under no-grad.
-  /// AutogradError unless this requires grad. See Note [Hook order] in engine/autograd.cpp.
+  /// AutogradError unless this requires grad. A hook that captures the Variable it is registered on
+  /// keeps it alive for good (a cycle through the hook list): use the argument. See Note [Hook order]
+  /// in engine/autograd.cpp.
   /// \code
   /// auto h = w.register_hook([](const tg::Variable& grad) { return grad * 2; });
   /// h.remove();
@@ -188,8 +190,9 @@ class Variable {
   }
   /// Registers a hook that backward calls with this leaf right after its gradient has accumulated into
   /// grad() (PyTorch's register_post_accumulate_grad_hook), once per backward that reaches it; what
-  /// DistributedDataParallel launches its all-reduce from. AutogradError on a non-leaf or on a Variable
-  /// that does not require grad. See Note [Hook order] in engine/autograd.cpp.
+  /// DistributedDataParallel launches its all-reduce from. The hook gets the leaf as its argument
+  /// (capturing it would keep it alive for good). AutogradError on a non-leaf or on a Variable that
+  /// does not require grad. See Note [Hook order] in engine/autograd.cpp.
   RemovableHandle register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook);
 
   // ---- ops as methods (defined in ops/methods.cpp; every one is also a free function in ops/ops.h)

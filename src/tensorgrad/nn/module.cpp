@@ -191,7 +191,8 @@ Variable Module::call_with_hooks(const Variable& x) {
 // handle of the copy with a copy of the original's value. This is libtorch's Cloneable (reset(), then
 // copy the values) without its reset() method. The fresh instance is built under
 // init::SkipInitGuard: its random initialisation would be overwritten anyway, and must not move the
-// random stream (a DataParallel replica per step would otherwise change every later draw). Values
+// random stream (a DataParallel replica per step would otherwise change every later draw); a
+// constructor that draws with tg::randn itself still advances it, so layers use nn::init. Values
 // shared by several registrations (tied weights, a module registered twice) stay shared in the copy,
 // through a map from the original's VariableImpl to its copy. Gradients and tensor hooks are not
 // copied; each module's training mode and forward hooks are (as PyTorch's deepcopy and replicate).

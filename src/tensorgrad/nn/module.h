@@ -177,7 +177,8 @@ class Module {
   /// A freshly constructed module of this one's type and layout, whose values clone() then overwrites.
   /// The layers of nn/layers.h implement it; a user module gets it from Cloneable<Net> (its default
   /// constructor) or overrides it, e.g. `return std::make_unique<Net>(hidden_);`. It runs under
-  /// init::SkipInitGuard, so Linear and nn::init do not draw from the random stream. The base
+  /// init::SkipInitGuard, so Linear and nn::init do not draw from the random stream (a constructor
+  /// that calls tg::randn itself does). The base
   /// throws tg::Error naming the module.
   virtual std::unique_ptr<Module> new_instance() const;
 
