@@ -6,6 +6,7 @@
 // what register_post_accumulate_grad_hook replaced in PyTorch 2.1 and what DDP used before it.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -512,4 +513,33 @@ TEST_CASE("clone: errors name the module and what to do") {
   struct Derived : Net {};   // inherits Net's new_instance(), which builds a Net
   Derived derived;
   TG_CHECK_THROWS(derived.clone(), tg::Error, "built a module of another type");
+}
+
+// ------------------------------------------------------------------------------------------------
+// on a GPU: skipped visibly without one, fails under TG_REQUIRE_CUDA=1 (as tests/test_cuda.cpp)
+
+TEST_CASE("cuda: clone(device) copies a module to the GPU, and tensor hooks see its CUDA gradients") {
+  if (!tg::cuda::is_available()) {
+    const char* require = std::getenv("TG_REQUIRE_CUDA");
+    if (require != nullptr && std::string(require) == "1") FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  const tg::Device gpu = tg::Device::cuda(0);
+  tg::manual_seed(5);
+  tg::nn::Linear lin(33, 7);
+  std::unique_ptr<tg::nn::Module> copy = lin.clone(gpu);
+  auto& g = static_cast<tg::nn::Linear&>(*copy);
+  CHECK(g.weight.device() == gpu);
+  CHECK(g.bias.device() == gpu);
+  CHECK(lin.weight.device() == tg::Device::cpu());
+  CHECK(g.weight.to_vector<float>() == lin.weight.to_vector<float>());
+  std::vector<double> post;
+  g.weight.register_hook([](const Variable& grad) { return grad * 2.0; });
+  g.weight.register_post_accumulate_grad_hook([&](Variable& p) { post = p.grad().to_vector<double>(); });
+  Variable x = tg::randn({5, 33});
+  g(x.to(gpu)).sum().backward();
+  lin(x).sum().backward();
+  testing::check_close(g.weight.grad().cpu(), lin.weight.grad() * 2.0, 1e-5, 1e-6);
+  CHECK(post == g.weight.grad().to_vector<double>());
 }

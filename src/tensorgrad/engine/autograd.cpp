@@ -212,10 +212,11 @@ struct LaterFirst {   // newest node first (highest sequence number), as PyTorch
 
 namespace {
 
-/// Runs the gradient hooks of table on g (its tensor's complete gradient) in registration order,
-/// each on the previous one's result; checks every replacement, as PyTorch's check_single_result.
-Tensor run_grad_hooks(const detail::TensorHooks* table, Tensor g) {
-  if (table == nullptr || table->grad.empty()) return g;
+/// Runs the gradient hooks of table on g (its tensor's complete gradient, replaced in place) in
+/// registration order, each on the previous one's result; checks every replacement, as PyTorch's
+/// check_single_result.
+void run_grad_hooks(const detail::TensorHooks* table, Tensor& g) {
+  if (table == nullptr || table->grad.empty()) return;
   const auto hooks = table->grad.snapshot();
   for (std::size_t k = 0; k < hooks.size(); ++k) {
     Variable r = (*hooks[k])(Variable(g));
@@ -228,14 +229,13 @@ Tensor run_grad_hooks(const detail::TensorHooks* table, Tensor g) {
              "' has changed the device of value (was ", g.device(), ", got ", r.device(), ")");
     g = r.data();
   }
-  return g;
 }
 
 /// A leaf's complete gradient g: its gradient hooks, accumulation into .grad, then its post-accumulate
 /// hooks. See Note [Hook order].
 void finish_leaf(const std::shared_ptr<VariableImpl>& leaf, Tensor g) {
   const detail::TensorHooks* table = leaf->hooks.get();
-  g = run_grad_hooks(table, std::move(g));
+  run_grad_hooks(table, g);
   accumulate(*leaf, std::move(g));
   if (table == nullptr || table->post_accumulate.empty()) return;
   Variable param(leaf);
@@ -321,7 +321,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       RuleRun run(*node, retain_graph);   // throws when the rule was (or is being) freed
-      g = run_grad_hooks(node->hooks.get(), std::move(g));   // Note [Hook order]
+      if (const detail::TensorHooks* hooks = node->hooks.get()) run_grad_hooks(hooks, g);   // Note [Hook order]
       if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
