@@ -82,28 +82,31 @@ const char* kSecondBackward =
     "tensors after calling backward.";
 
 /// Dense indices 0, 1, 2, ... for the Nodes one backward reaches, in order of discovery, so that its
-/// per-Node state (consumers left, gradient so far) lives in plain vectors. Open addressing keyed by
-/// address: it allocates once per doubling, where std::unordered_map allocated once per Node.
+/// per-Node state (consumers left, gradient so far) lives in plain vectors; leaves with hooks get
+/// indices too (Note [Hook order]). Open addressing keyed by address: it allocates once per doubling,
+/// where std::unordered_map allocated once per Node.
 class NodeIndex {
  public:
   NodeIndex() : slots_(64) {}
   std::size_t size() const { return size_; }
   /// n's index, giving it the next one (size() before the call) when new; .second is true then.
-  std::pair<int, bool> insert(Node* n) {
+  std::pair<int, bool> insert(const void* n) {
     if (2 * (size_ + 1) > slots_.size()) grow();   // load factor <= 1/2
     Slot& s = find(n);
     if (s.node != nullptr) return {s.index, false};
     s = Slot{n, static_cast<int>(size_++)};
     return {s.index, true};
   }
-  int at(Node* n) const { return const_cast<NodeIndex*>(this)->find(n).index; }   // n was inserted
+  int at(const void* n) const { return const_cast<NodeIndex*>(this)->find(n).index; }   // n was inserted
+  /// n's index, or -1 when it was never inserted.
+  int find_index(const void* n) const { return const_cast<NodeIndex*>(this)->find(n).index; }
 
  private:
   struct Slot {
-    Node* node = nullptr;
+    const void* node = nullptr;
     int index = -1;
   };
-  Slot& find(Node* n) {   // n's slot, or the empty slot where it belongs
+  Slot& find(const void* n) {   // n's slot, or the empty slot where it belongs
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ull >> 32 & mask;
     while (slots_[i].node != nullptr && slots_[i].node != n) i = (i + 1) & mask;
@@ -179,6 +182,74 @@ struct LaterFirst {   // newest node first (highest sequence number), as PyTorch
 
 }  // namespace
 
+// Note [Hook lists]
+// ~~~~~~~~~~~~~~~~~
+// Tensor hooks live in a table made on first registration (detail::LazyHooks, engine/hooks.h): a
+// leaf's on its VariableImpl, a non-leaf's on its grad_fn Node, so that a tensor or Node without hooks
+// costs one null pointer and backward checks it with one atomic load. The table is created under
+// detail::hook_mutex() and then published; it is never replaced or freed before its owner. Each list
+// in it has its own mutex, held only to add, remove or copy out (snapshot) its entries, never while a
+// hook runs: like the gradient slots (Note [Gradient slots]), a list may be changed on one thread while
+// another thread's backward reads it, and the backward calls the hooks as they were when it took the
+// snapshot. A hook may itself register or remove hooks (removing one that is about to run in the same
+// snapshot does not stop it). Whether a leaf takes the hook path is decided when backward indexes the
+// graph: hooks registered on a leaf while a backward runs take effect from the next backward. The
+// handles hold weak references to the lists, so they outlive their tensors (and modules) harmlessly.
+//
+// Note [Hook order]
+// ~~~~~~~~~~~~~~~~~
+// Backward calls hooks in PyTorch's order (tests/test_hooks.cpp checks a log against one recorded from
+// PyTorch). A non-leaf's register_hook hooks run once its gradient is complete (summed over every use),
+// when its grad_fn is taken from the ready queue: after the second-time check, before retain_grad()
+// keeps the gradient and before the rule runs, so that both see the replaced gradient. A leaf with
+// hooks is indexed like a Node (PyTorch's AccumulateGrad): its incoming gradients are summed and, once
+// the last one has arrived, its gradient hooks run on the sum, the result accumulates into .grad, and
+// then its post-accumulate-grad hooks run with .grad complete. PyTorch gives AccumulateGrad the highest
+// priority, so this happens right after the Node that delivered the last gradient, before any other
+// Node; leaves completed by the same Node go in input order. A leaf without hooks accumulates each
+// incoming gradient as it arrives. Hooks run only when a gradient reaches their tensor (a branch that
+// delivers none calls none), under no-grad, on the thread that runs backward.
+
+namespace {
+
+/// Runs the gradient hooks of table on g (its tensor's complete gradient, replaced in place) in
+/// registration order, each on the previous one's result; checks every replacement, as PyTorch's
+/// check_single_result.
+void run_grad_hooks(const detail::TensorHooks* table, Tensor& g) {
+  if (table == nullptr || table->grad.empty()) return;
+  const auto hooks = table->grad.snapshot();
+  for (std::size_t k = 0; k < hooks.size(); ++k) {
+    Variable r = (*hooks[k])(Variable(g));
+    if (!r.defined()) continue;   // the hook only looked
+    TG_CHECK(r.shape() == g.shape(), ShapeError, "hook 'register_hook #", k, "' has changed the size of value (was ",
+             shape_str(g.shape()), ", got ", shape_str(r.shape()), ")");
+    TG_CHECK(r.dtype() == g.dtype(), DTypeError, "hook 'register_hook #", k, "' has changed the type of value (was ",
+             dtype_name(g.dtype()), ", got ", dtype_name(r.dtype()), ")");
+    TG_CHECK(r.device() == g.device(), DeviceError, "hook 'register_hook #", k,
+             "' has changed the device of value (was ", g.device(), ", got ", r.device(), ")");
+    g = r.data();
+  }
+}
+
+/// A leaf's complete gradient g: its gradient hooks, accumulation into .grad, then its post-accumulate
+/// hooks. See Note [Hook order].
+void finish_leaf(const std::shared_ptr<VariableImpl>& leaf, Tensor g) {
+  const detail::TensorHooks* table = leaf->hooks.get();
+  run_grad_hooks(table, g);
+  accumulate(*leaf, std::move(g));
+  if (table == nullptr || table->post_accumulate.empty()) return;
+  Variable param(leaf);
+  for (const auto& hook : table->post_accumulate.snapshot()) (*hook)(param);
+}
+
+/// True when backward must take the hook path for this leaf (Note [Hook order]).
+bool leaf_has_hooks(const VariableImpl& leaf) {
+  const detail::TensorHooks* table = leaf.hooks.get();
+  return table != nullptr && (!table->grad.empty() || !table->post_accumulate.empty());
+}
+
+}  // namespace
+
 void autograd::run_backward(const Variable& root, const Variable& grad, bool retain_graph) {
   TG_CHECK(root.defined(), AutogradError, "backward: called on an undefined Variable");
   TG_CHECK(root.requires_grad(), AutogradError,
@@ -198,37 +269,47 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   NoGradGuard no_grad;   // rules call prims only, but a user's custom rule must not record either
   const std::shared_ptr<Node>& root_fn = root.grad_fn();
   if (!root_fn) {   // backward() on a leaf: dL/dL = seed
-    accumulate(*root.impl(), seed);
+    finish_leaf(root.impl(), std::move(seed));
     return;
   }
 
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
-  //    be 1e6 deep).
+  //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
   index.insert(root_fn.get());
   std::vector<int> dependencies{0};
+  std::size_t hooked_leaves = 0;
   {
     std::vector<Node*> stack{root_fn.get()};
     while (!stack.empty()) {
       Node* node = stack.back();
       stack.pop_back();
       for (const Edge& e : node->next) {
-        if (!e.fn) continue;
-        const auto [i, added] = index.insert(e.fn.get());
-        if (added) {
-          dependencies.push_back(0);
-          stack.push_back(e.fn.get());
+        if (e.fn) {
+          const auto [i, added] = index.insert(e.fn.get());
+          if (added) {
+            dependencies.push_back(0);
+            stack.push_back(e.fn.get());
+          }
+          ++dependencies[i];
+        } else if (e.leaf && leaf_has_hooks(*e.leaf)) {
+          const auto [i, added] = index.insert(e.leaf.get());
+          if (added) {
+            dependencies.push_back(0);
+            ++hooked_leaves;
+          }
+          ++dependencies[i];
         }
-        ++dependencies[i];
       }
     }
   }
 
   // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued. pending[i] is
-  //    the gradient summed so far for Node i; it is moved out (freed) when the Node runs.
+  //    the gradient summed so far for Node (or hooked leaf) i; it is moved out (freed) when it runs.
   std::vector<Tensor> pending(index.size());
   pending[0] = std::move(seed);
   std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
+  std::vector<std::pair<int, const std::shared_ptr<VariableImpl>*>> ready_leaves;   // completed by this node
   const LaterFirst later_first;
   const bool anomaly = AnomalyMode::is_enabled();
   const BackwardObserver* observer = BackwardTraceGuard::current();
@@ -240,6 +321,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       RuleRun run(*node, retain_graph);   // throws when the rule was (or is being) freed
+      if (const detail::TensorHooks* hooks = node->hooks.get()) run_grad_hooks(hooks, g);   // Note [Hook order]
       if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
@@ -259,21 +341,27 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
         TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
                  i, " - expected device ", e.device, " but got ", gi.device());
       }
-      if (e.fn) {
-        const int j = index.at(e.fn.get());
+      const int j = e.fn ? index.at(e.fn.get()) : (e.leaf && hooked_leaves != 0 ? index.find_index(e.leaf.get()) : -1);
+      if (j >= 0) {
         if (gi.defined()) {
           Tensor& p = pending[j];
           if (!p.defined()) p = std::move(gi);
           else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
         }
         if (--dependencies[j] == 0) {
-          ready.push_back(e.fn);
-          std::push_heap(ready.begin(), ready.end(), later_first);
+          if (e.fn) {
+            ready.push_back(e.fn);
+            std::push_heap(ready.begin(), ready.end(), later_first);
+          } else if (pending[j].defined()) {
+            ready_leaves.emplace_back(j, &e.leaf);
+          }
         }
       } else if (e.leaf && gi.defined()) {
         accumulate(*e.leaf, std::move(gi));
       }
     }
+    for (const auto& [j, leaf] : ready_leaves) finish_leaf(*leaf, std::move(pending[j]));   // Note [Hook order]
+    ready_leaves.clear();
   }
 }
 

@@ -114,6 +114,33 @@ void Variable::retain_grad() {
 
 Variable Variable::detach() const { return Variable(data()); }
 
+namespace {
+const char* kNoGradHook = "cannot register a hook on a tensor that doesn't require gradient";
+}  // namespace
+
+// A non-leaf's hooks go on its grad_fn, where backward meets its gradient; a leaf's on its
+// VariableImpl. See Note [Hook lists] and Note [Hook order] in engine/autograd.cpp.
+RemovableHandle Variable::add_grad_hook(detail::GradHook hook) {
+  need_impl(impl_, "register_hook");
+  TG_CHECK(impl_->requires_grad, AutogradError, "register_hook: ", kNoGradHook);
+  TG_CHECK(hook != nullptr, Error, "register_hook: the hook is empty");
+  detail::LazyHooks<detail::TensorHooks>& lazy = impl_->grad_fn ? impl_->grad_fn->hooks : impl_->hooks;
+  const std::shared_ptr<detail::TensorHooks>& table = lazy.get_or_create();
+  const uint64_t id = table->grad.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->grad), id);
+}
+
+RemovableHandle Variable::register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook) {
+  need_impl(impl_, "register_post_accumulate_grad_hook");
+  TG_CHECK(is_leaf(), AutogradError,
+           "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on non-leaf tensors");
+  TG_CHECK(impl_->requires_grad, AutogradError, "register_post_accumulate_grad_hook: ", kNoGradHook);
+  TG_CHECK(hook != nullptr, Error, "register_post_accumulate_grad_hook: the hook is empty");
+  const std::shared_ptr<detail::TensorHooks>& table = impl_->hooks.get_or_create();
+  const uint64_t id = table->post_accumulate.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->post_accumulate), id);
+}
+
 void Variable::backward(const Variable& grad, bool retain_graph) const {
   autograd::run_backward(*this, grad, retain_graph);
 }

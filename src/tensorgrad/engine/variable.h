@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tensorgrad/engine/grad_mode.h"
+#include "tensorgrad/engine/hooks.h"
 #include "tensorgrad/engine/tensor.h"
 
 namespace tg {
@@ -35,6 +36,8 @@ struct VariableImpl {
   bool is_view = false;                    ///< a view of a Variable that requires grad: no in-place ops on it
   std::shared_ptr<VariableImpl> grad;      ///< accumulated gradient (leaves, and non-leaves after retain_grad)
   std::shared_ptr<Node> grad_fn;           ///< producer; null for leaves
+  /// A leaf's register_hook and post-accumulate hooks (a non-leaf's live on its grad_fn). See Note [Hook lists].
+  detail::LazyHooks<detail::TensorHooks> hooks;
   debug::detail::Counted<debug::detail::kVariable> counted;   ///< counts live instances for tg::debug::live_counts()
 };
 
@@ -159,6 +162,45 @@ class Variable {
   /// throws AutogradError. Also AutogradError when this does not require grad.
   void backward(const Variable& grad = Variable(), bool retain_graph = false) const;
 
+  /// Registers a gradient hook (PyTorch's Tensor.register_hook): backward calls hook(grad) with this
+  /// Variable's complete gradient, summed over all its uses, every time it computes one. hook returns
+  /// void (it only looks) or a Variable: a defined result replaces the gradient (same shape, dtype and
+  /// device, else backward throws), an undefined one keeps it. On a non-leaf the hook runs before the
+  /// gradient flows into grad_fn() (and before retain_grad() keeps it); it belongs to the grad_fn of the
+  /// moment, so after an in-place op it sees the gradient of the value it was registered on. On a leaf
+  /// it runs before the gradient accumulates into grad(). Hooks run in registration order, each seeing
+  /// the previous one's result, on the thread that runs backward, with no lock held, under no-grad.
+  /// AutogradError unless this requires grad. A hook that captures the Variable it is registered on
+  /// keeps it alive for good (a cycle through the hook list): use the argument. See Note [Hook order]
+  /// in engine/autograd.cpp.
+  /// \code
+  /// auto h = w.register_hook([](const tg::Variable& grad) { return grad * 2; });
+  /// h.remove();
+  /// \endcode
+  template <class F>
+  RemovableHandle register_hook(F&& hook) {
+    using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, const Variable&>::value,
+                  "register_hook: the hook must be callable as hook(const tg::Variable& grad)");
+    using R = std::invoke_result_t<Hook&, const Variable&>;
+    if constexpr (std::is_void<R>::value) {
+      return add_grad_hook([h = Hook(std::forward<F>(hook))](const Variable& g) mutable {
+        h(g);
+        return Variable();
+      });
+    } else {
+      static_assert(std::is_convertible<R, Variable>::value,
+                    "register_hook: the hook must return void or a Variable (the replacement gradient)");
+      return add_grad_hook(detail::GradHook(std::forward<F>(hook)));
+    }
+  }
+  /// Registers a hook that backward calls with this leaf right after its gradient has accumulated into
+  /// grad() (PyTorch's register_post_accumulate_grad_hook), once per backward that reaches it; what
+  /// DistributedDataParallel launches its all-reduce from. The hook gets the leaf as its argument
+  /// (capturing it would keep it alive for good). AutogradError on a non-leaf or on a Variable that
+  /// does not require grad. See Note [Hook order] in engine/autograd.cpp.
+  RemovableHandle register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook);
+
   // ---- ops as methods (defined in ops/methods.cpp; every one is also a free function in ops/ops.h)
   /// tg::add(*this, o)
   Variable add(const Variable& o) const;
@@ -269,6 +311,7 @@ class Variable {
   ///@}
 
  private:
+  RemovableHandle add_grad_hook(detail::GradHook hook);
   std::shared_ptr<VariableImpl> impl_;
 };
 
@@ -369,6 +412,8 @@ struct Node {
   /// Note [Concurrent backward] in engine/autograd.cpp.
   std::atomic<uint32_t> run_state{0};
   std::weak_ptr<VariableImpl> retained;    ///< the output, when it called retain_grad()
+  /// The output's register_hook hooks (a non-leaf's hooks live here). See Note [Hook lists].
+  detail::LazyHooks<detail::TensorHooks> hooks;
   debug::detail::Counted<debug::detail::kNode> counted;       ///< counts live nodes for tg::debug::live_counts()
   /// Frees the nodes only this one kept alive iteratively, so that long chains cannot overflow the stack.
   ~Node();                                 // see Note [Iterative graph teardown]

@@ -12,9 +12,12 @@ namespace nn {
 namespace init {
 
 namespace {
+thread_local int t_skip_init = 0;
+
 Variable& fill_random(Variable& v, const philox::Distribution& dist) {
   TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
   prim::check_floating("init", v.data());
+  if (SkipInitGuard::is_enabled()) return v;
   NoGradGuard no_grad;
   prim::copy_(v.data(), prim::random(dist, v.shape(), v.dtype(), v.device()));
   return v;
@@ -40,8 +43,13 @@ Variable& normal_(Variable& v, double mean, double std) {
   return fill_random(v, philox::Distribution::normal(mean, std));
 }
 
+SkipInitGuard::SkipInitGuard() { ++t_skip_init; }
+SkipInitGuard::~SkipInitGuard() { --t_skip_init; }
+bool SkipInitGuard::is_enabled() { return t_skip_init > 0; }
+
 Variable& constant_(Variable& v, double value) {
   TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
+  if (SkipInitGuard::is_enabled()) return v;
   NoGradGuard no_grad;
   prim::fill_(v.data(), value);
   return v;

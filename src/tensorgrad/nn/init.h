@@ -8,6 +8,21 @@ namespace tg {
 namespace nn {
 namespace init {
 
+/// While one is alive on this thread, the initialisers below check their arguments but leave the
+/// values as they are and draw nothing from the random stream. Module::clone builds its fresh copy
+/// under one (Note [Module clone], nn/module.cpp), since it overwrites every value. Guards nest.
+class SkipInitGuard {
+ public:
+  /// Starts skipping on this thread.
+  SkipInitGuard();
+  /// Stops skipping unless an outer guard is still alive.
+  ~SkipInitGuard();
+  SkipInitGuard(const SkipInitGuard&) = delete;
+  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
+  /// True while some SkipInitGuard is alive on this thread.
+  static bool is_enabled();
+};
+
 /// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (2-D: (out, in)).
 /// Returns {fan_in, fan_out}; ShapeError for fewer than 2 dims.
 std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v);

@@ -26,6 +26,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
   }
 }
 
+std::unique_ptr<Module> Linear::new_instance() const {
+  return std::make_unique<Linear>(in_features_, out_features_, bias.defined());
+}
+
 std::string Linear::name() const {
   std::ostringstream os;
   os << "Linear(in_features=" << in_features_ << ", out_features=" << out_features_
@@ -60,8 +64,19 @@ Sequential::~Sequential() {
 
 Variable Sequential::forward(const Variable& x) {
   Variable y = x;
-  for (auto& m : owned_) y = m->forward(y);
+  for (auto& m : owned_) y = (*m)(y);
   return y;
+}
+
+std::unique_ptr<Module> Sequential::new_instance() const {
+  auto copy = std::make_unique<Sequential>();
+  for (const auto& m : owned_) {
+    std::unique_ptr<Module> child = m->new_instance();
+    TG_CHECK(child != nullptr, Error, "clone: ", m->name(), ": new_instance() returned null");
+    copy->register_module(std::to_string(copy->owned_.size()), *child);
+    copy->owned_.push_back(std::move(child));
+  }
+  return copy;
 }
 
 }  // namespace nn

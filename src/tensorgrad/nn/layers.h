@@ -24,6 +24,8 @@ class Linear : public Module {
   Variable forward(const Variable& x) override { return linear(x, weight, bias); }
   /// "Linear(in_features=784, out_features=128, bias=true)".
   std::string name() const override;
+  /// A Linear of the same sizes (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
   Variable weight;   ///< (out_features, in_features), registered as "weight"
   Variable bias;     ///< (out_features), registered as "bias"; undefined when bias = false
  private:
@@ -37,6 +39,8 @@ class ReLU : public Module {
   Variable forward(const Variable& x) override { return relu(x); }
   /// "ReLU()".
   std::string name() const override { return "ReLU()"; }
+  /// A ReLU (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<ReLU>(); }
 };
 /// sigmoid(x) as a module (torch::nn::Sigmoid).
 class Sigmoid : public Module {
@@ -45,6 +49,8 @@ class Sigmoid : public Module {
   Variable forward(const Variable& x) override { return sigmoid(x); }
   /// "Sigmoid()".
   std::string name() const override { return "Sigmoid()"; }
+  /// A Sigmoid (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Sigmoid>(); }
 };
 /// tanh(x) as a module (torch::nn::Tanh).
 class Tanh : public Module {
@@ -53,6 +59,8 @@ class Tanh : public Module {
   Variable forward(const Variable& x) override { return tanh(x); }
   /// "Tanh()".
   std::string name() const override { return "Tanh()"; }
+  /// A Tanh (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Tanh>(); }
 };
 
 /// Zeroes elements with probability p while training; the identity in eval().
@@ -64,6 +72,8 @@ class Dropout : public Module {
   Variable forward(const Variable& x) override { return dropout(x, p_, is_training()); }
   /// "Dropout(p=0.5)".
   std::string name() const override;
+  /// A Dropout with the same p (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Dropout>(p_); }
  private:
   double p_;
 };
@@ -77,6 +87,8 @@ class Flatten : public Module {
   Variable forward(const Variable& x) override { return flatten(x, start_, end_); }
   /// "Flatten()".
   std::string name() const override { return "Flatten()"; }
+  /// A Flatten of the same dims (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Flatten>(start_, end_); }
  private:
   int64_t start_, end_;
 };
@@ -98,12 +110,14 @@ class Sequential : public Module {
     owned_.push_back(std::move(owned));
     return ref;
   }
-  /// Each child's forward in order; x itself when empty.
+  /// Each child in order, called as child(x) so that its hooks run; x itself when empty.
   Variable forward(const Variable& x) override;
   /// "Sequential".
   std::string name() const override { return "Sequential"; }
   /// The number of children.
   std::size_t size() const { return owned_.size(); }
+  /// A Sequential of fresh instances of the same children (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
  private:
   std::vector<std::unique_ptr<Module>> owned_;
 };

@@ -1,11 +1,15 @@
-// nn/module.cpp: Module registration, traversal (iterative), in-place moves and printing.
+// nn/module.cpp: Module registration, traversal (iterative), in-place moves, forward hooks, clone()
+// and printing. The hook lists are in engine/hooks.h.
 #include "tensorgrad/nn/module.h"
 
 #include <algorithm>
 #include <functional>
+#include <typeinfo>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/nn/init.h"
 
 namespace tg {
 namespace nn {
@@ -137,6 +141,149 @@ Module& Module::train(bool on) {
 void Module::zero_grad() {
   for (auto& p : named_parameters()) p.second.zero_grad();
 }
+
+// ------------------------------------------------------------------------------------------------
+// hooks
+
+RemovableHandle Module::add_forward_pre_hook(ForwardPreHook hook) {
+  TG_CHECK(hook != nullptr, Error, "register_forward_pre_hook: the hook is empty");
+  const auto& table = hooks_.get_or_create();
+  const uint64_t id = table->pre.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<tg::detail::HookRegistry>(table, &table->pre), id);
+}
+
+RemovableHandle Module::add_forward_hook(ForwardHook hook) {
+  TG_CHECK(hook != nullptr, Error, "register_forward_hook: the hook is empty");
+  const auto& table = hooks_.get_or_create();
+  const uint64_t id = table->post.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<tg::detail::HookRegistry>(table, &table->post), id);
+}
+
+// PyTorch's Module._call_impl without backward hooks: the hooks as of this call (a snapshot, so a
+// hook may add or remove hooks), each in registration order. See Note [Hook lists].
+Variable Module::call_with_hooks(const Variable& x) {
+  const tg::detail::ModuleHooks& table = *hooks_.get();
+  Variable input = x;
+  for (const auto& hook : table.pre.snapshot()) {
+    Variable replaced = (*hook)(*this, input);
+    if (replaced.defined()) input = std::move(replaced);
+  }
+  Variable output = forward(input);
+  for (const auto& hook : table.post.snapshot()) {
+    Variable replaced = (*hook)(*this, input, output);
+    if (replaced.defined()) output = std::move(replaced);
+  }
+  return output;
+}
+
+// ------------------------------------------------------------------------------------------------
+// clone
+
+// Note [Module clone]
+// ~~~~~~~~~~~~~~~~~~~
+// Modules hold their parameters and children as members registered by address, so a copy cannot be
+// made member by member: the copy's registrations must point at its own members. clone() therefore
+// asks the module for a fresh instance of the same type and layout (new_instance(): the layers of
+// nn/layers.h construct one from their arguments, Cloneable<Net> with Net's default constructor, a
+// user module with arguments overrides it), whose own constructor registers its own members, and then
+// walks the two trees side by side (iteratively, pre-order), checking that every module has the same
+// children, parameters and buffers under the same names, and replacing each parameter and buffer
+// handle of the copy with a copy of the original's value. This is libtorch's Cloneable (reset(), then
+// copy the values) without its reset() method. The fresh instance is built under
+// init::SkipInitGuard: its random initialisation would be overwritten anyway, and must not move the
+// random stream (a DataParallel replica per step would otherwise change every later draw); a
+// constructor that draws with tg::randn itself still advances it, so layers use nn::init. Values
+// shared by several registrations (tied weights, a module registered twice) stay shared in the copy,
+// through a map from the original's VariableImpl to its copy. Gradients and tensor hooks are not
+// copied; each module's training mode and forward hooks are (as PyTorch's deepcopy and replicate).
+std::unique_ptr<Module> Module::new_instance() const {
+  throw Error(name() + ": clone() needs new_instance(): derive the module from tg::nn::Cloneable<YourModule> (it "
+                       "uses the default constructor) or override new_instance() to construct a fresh one");
+}
+
+std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const {
+  std::unique_ptr<Module> copy;
+  {
+    init::SkipInitGuard skip_init;   // every value is overwritten below; draw nothing
+    copy = new_instance();
+  }
+  TG_CHECK(copy != nullptr, Error, "clone: ", name(), ": new_instance() returned null");
+  TG_CHECK(typeid(*copy) == typeid(*this), Error, "clone: new_instance() of ", name(), " built a module of another type (",
+           copy->name(), "); override new_instance() in the derived class");
+  copy_state(*this, *copy, device);
+  return copy;
+}
+
+void Module::copy_state(const Module& root, Module& copy_root, const std::optional<Device>& device) {
+  NoGradGuard no_grad;
+  std::unordered_map<const VariableImpl*, Variable> copied;   // ties stay ties
+  std::unordered_map<const Module*, const Module*> source_of;  // each copied module once, from one source
+  struct Pair {
+    const Module* from;
+    Module* to;
+    std::string path;
+  };
+  std::vector<Pair> stack{{&root, &copy_root, ""}};
+  auto where = [](const std::string& path) { return path.empty() ? std::string("the root module") : "\"" + path + "\""; };
+  auto same_names = [](const auto& a, const auto& b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
+  };
+  auto copy_value = [&](const Variable& from, Variable& to, const std::string& name) {
+    if (!from.defined()) {
+      to = Variable();
+      return;
+    }
+    TG_CHECK(!to.defined() || to.shape() == from.shape(), ShapeError, "clone: new_instance() of ", root.name(),
+             " gave \"", name, "\" shape ", shape_str(to.shape()), " instead of ", shape_str(from.shape()));
+    auto it = copied.find(from.impl().get());
+    if (it != copied.end()) {
+      to = it->second;
+      return;
+    }
+    Variable v(device && *device != from.device() ? from.data().to(*device) : from.data().clone());
+    if (from.requires_grad()) v.set_requires_grad(true);
+    to = v;
+    copied.emplace(from.impl().get(), std::move(v));
+  };
+  while (!stack.empty()) {
+    Pair p = std::move(stack.back());
+    stack.pop_back();
+    auto [known, added] = source_of.emplace(p.to, p.from);
+    if (!added) {
+      TG_CHECK(known->second == p.from, Error, "clone: new_instance() of ", root.name(), " shares module ", where(p.path),
+               " where the original has two modules");
+      continue;
+    }
+    const Module& from = *p.from;
+    Module& to = *p.to;
+    TG_CHECK(same_names(from.children_, to.children_) && same_names(from.params_, to.params_) &&
+                 same_names(from.buffers_, to.buffers_),
+             Error, "clone: new_instance() of ", root.name(), " built ", where(p.path), " (", to.name(),
+             ") with other children, parameters or buffers than the original (", from.name(),
+             "); override new_instance() to construct it with the same arguments");
+    const std::string prefix = p.path.empty() ? "" : p.path + ".";
+    for (std::size_t i = 0; i < from.params_.size(); ++i)
+      copy_value(*from.params_[i].second, *to.params_[i].second, prefix + from.params_[i].first);
+    for (std::size_t i = 0; i < from.buffers_.size(); ++i)
+      copy_value(*from.buffers_[i].second, *to.buffers_[i].second, prefix + from.buffers_[i].first);
+    to.training_ = from.training_;
+    if (const tg::detail::ModuleHooks* hooks = from.hooks_.get()) {   // the same hooks, in the same order
+      const auto& mine = to.hooks_.get_or_create();
+      mine->pre.clear();
+      mine->post.clear();
+      for (const auto& h : hooks->pre.snapshot()) mine->pre.add(*h);
+      for (const auto& h : hooks->post.snapshot()) mine->post.add(*h);
+    } else if (tg::detail::ModuleHooks* own = to.hooks_.get()) {   // any its constructor registered
+      own->pre.clear();
+      own->post.clear();
+    }
+    for (std::size_t i = from.children_.size(); i-- > 0;)   // pre-order, registration order
+      stack.push_back({from.children_[i].second, to.children_[i].second, prefix + from.children_[i].first});
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
 
 std::ostream& operator<<(std::ostream& os, const Module& root) {
   // Iterative pre-order print with PyTorch's layout; closing parens are emitted as frames pop.

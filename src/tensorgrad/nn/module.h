@@ -1,17 +1,44 @@
 /// \file
 /// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
-/// traversal with dotted names, device/dtype moves in place, train/eval, printing. Layers are in
-/// nn/layers.h; the ops they call in ops/ops.h.
+/// traversal with dotted names, device/dtype moves in place, train/eval, forward hooks, clone(),
+/// printing. Layers are in nn/layers.h; the ops they call in ops/ops.h; tensor hooks in
+/// engine/variable.h.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/hooks.h"
 #include "tensorgrad/engine/variable.h"
 
 namespace tg {
+namespace nn {
+
+class Module;
+
+/// A forward pre-hook (Module::register_forward_pre_hook) in its stored form: returns the input that
+/// forward gets instead, or an undefined Variable to keep it.
+using ForwardPreHook = std::function<Variable(Module& module, const Variable& input)>;
+/// A forward hook (Module::register_forward_hook) in its stored form: returns the output that module(x)
+/// returns instead, or an undefined Variable to keep it.
+using ForwardHook = std::function<Variable(Module& module, const Variable& input, const Variable& output)>;
+
+}  // namespace nn
+
+namespace detail {
+/// The forward hooks of one module, in registration order.
+struct ModuleHooks {
+  HookList<nn::ForwardPreHook> pre;    ///< register_forward_pre_hook
+  HookList<nn::ForwardHook> post;      ///< register_forward_hook
+};
+}  // namespace detail
+
 namespace nn {
 
 /// The base of every layer and model (PyTorch's torch::nn::Module). Subclasses hold their parameters
@@ -23,7 +50,8 @@ namespace nn {
 ///   tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
 /// };
 /// \endcode
-/// Modules are neither copied nor moved: the registered addresses must stay valid.
+/// Modules are neither copied nor moved: the registered addresses must stay valid; clone() makes an
+/// independent deep copy (see Cloneable).
 class Module {
  public:
   /// No parameters, buffers or children; training mode.
@@ -36,8 +64,14 @@ class Module {
 
   /// The computation; the base throws tg::Error naming the module: override it.
   virtual Variable forward(const Variable& x);   // throws unless overridden
-  /// forward(x), as PyTorch's module(x).
-  Variable operator()(const Variable& x) { return forward(x); }
+  /// forward(x) with the forward hooks around it, as PyTorch's module(x): the pre-hooks in registration
+  /// order (each may replace the input), forward, then the forward hooks in registration order (each
+  /// sees the input forward got and may replace the output). Call children as child(x), not
+  /// child.forward(x), so that their hooks run too.
+  Variable operator()(const Variable& x) {
+    if (hooks_.get() == nullptr) return forward(x);   // never had a hook: no lock, no copy
+    return call_with_hooks(x);
+  }
   /// One-line description used when printing: "Linear(in_features=784, out_features=128, bias=true)".
   virtual std::string name() const { return "Module"; }
 
@@ -84,7 +118,75 @@ class Module {
   /// Sets every parameter's gradient to undefined (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
 
+  // ---- hooks (PyTorch's register_forward_pre_hook / register_forward_hook)
+  /// Registers hook(module, input), called by module(x) before forward. It returns void, or a Variable
+  /// that replaces the input when defined (PyTorch: returning None keeps it). Pre-hooks run in
+  /// registration order, each seeing the previous one's input, on every call, under the grad mode of
+  /// the caller. Returns the handle whose remove() takes the hook out.
+  /// \code
+  /// auto h = model.register_forward_pre_hook([](tg::nn::Module& m, const tg::Variable& in) { ... });
+  /// \endcode
+  template <class F>
+  RemovableHandle register_forward_pre_hook(F&& hook) {
+    using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, Module&, const Variable&>::value,
+                  "register_forward_pre_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input)");
+    using R = std::invoke_result_t<Hook&, Module&, const Variable&>;
+    if constexpr (std::is_void<R>::value) {
+      return add_forward_pre_hook([h = Hook(std::forward<F>(hook))](Module& m, const Variable& in) mutable {
+        h(m, in);
+        return Variable();
+      });
+    } else {
+      static_assert(std::is_convertible<R, Variable>::value,
+                    "register_forward_pre_hook: the hook must return void or a Variable (the replacement input)");
+      return add_forward_pre_hook(ForwardPreHook(std::forward<F>(hook)));
+    }
+  }
+  /// Registers hook(module, input, output), called by module(x) after forward with the input forward got
+  /// (after the pre-hooks) and its output. It returns void, or a Variable that replaces the output when
+  /// defined. Forward hooks run in registration order, each seeing the previous one's output.
+  template <class F>
+  RemovableHandle register_forward_hook(F&& hook) {
+    using Hook = std::decay_t<F>;
+    static_assert(std::is_invocable<Hook&, Module&, const Variable&, const Variable&>::value,
+                  "register_forward_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input, "
+                  "const tg::Variable& output)");
+    using R = std::invoke_result_t<Hook&, Module&, const Variable&, const Variable&>;
+    if constexpr (std::is_void<R>::value) {
+      return add_forward_hook(
+          [h = Hook(std::forward<F>(hook))](Module& m, const Variable& in, const Variable& out) mutable {
+            h(m, in, out);
+            return Variable();
+          });
+    } else {
+      static_assert(std::is_convertible<R, Variable>::value,
+                    "register_forward_hook: the hook must return void or a Variable (the replacement output)");
+      return add_forward_hook(ForwardHook(std::forward<F>(hook)));
+    }
+  }
+
+  // ---- copies. See Note [Module clone] in nn/module.cpp.
+  /// A deep copy (libtorch's Cloneable::clone, PyTorch's copy.deepcopy): a module of the same type
+  /// built by new_instance(), into which every parameter and buffer is copied (independent storage,
+  /// same shape, dtype and device, requires_grad kept, tied ones still tied, no gradient), with each
+  /// module's training mode and forward hooks (the same callables, registered anew: the original's
+  /// handles do not remove them). Tensor hooks are not copied. With device, the copies are made
+  /// there instead. Error when new_instance() is not implemented or builds another type or layout.
+  std::unique_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
+  /// A freshly constructed module of this one's type and layout, whose values clone() then overwrites.
+  /// The layers of nn/layers.h implement it; a user module gets it from Cloneable<Net> (its default
+  /// constructor) or overrides it, e.g. `return std::make_unique<Net>(hidden_);`. It runs under
+  /// init::SkipInitGuard, so Linear and nn::init do not draw from the random stream (a constructor
+  /// that calls tg::randn itself does). The base
+  /// throws tg::Error naming the module.
+  virtual std::unique_ptr<Module> new_instance() const;
+
  private:
+  RemovableHandle add_forward_pre_hook(ForwardPreHook hook);
+  RemovableHandle add_forward_hook(ForwardHook hook);
+  Variable call_with_hooks(const Variable& x);
+  static void copy_state(const Module& from, Module& to, const std::optional<Device>& device);
   void add_child(const std::string& name, Module* child);
   void check_new_name(const char* who, const std::string& name) const;   // Note [Module tree], module.cpp
   template <class F>
@@ -94,6 +196,38 @@ class Module {
   std::vector<std::pair<std::string, Variable*>> params_;
   std::vector<std::pair<std::string, Variable*>> buffers_;
   bool training_ = true;
+  tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in engine/autograd.cpp
+};
+
+/// The base for a user module that clone() rebuilds with its default constructor: derive from
+/// Cloneable<Net> instead of Module, and clone() returns a std::unique_ptr<Net>.
+/// \code
+/// struct Net : tg::nn::Cloneable<Net> {
+///   tg::nn::Linear fc1{784, 128}, fc2{128, 10};
+///   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
+///   tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+/// };
+/// std::unique_ptr<Net> replica = net.clone();
+/// \endcode
+/// A module whose constructor takes arguments overrides new_instance() instead (it may still derive
+/// from Cloneable for the typed clone()). See Note [Module clone] in nn/module.cpp.
+template <class Derived>
+class Cloneable : public Module {
+ public:
+  /// Module::clone(device), typed.
+  std::unique_ptr<Derived> clone(const std::optional<Device>& device = std::nullopt) const {
+    std::unique_ptr<Module> copy = Module::clone(device);
+    return std::unique_ptr<Derived>(static_cast<Derived*>(copy.release()));   // clone() checked the type
+  }
+  /// A default-constructed Derived; tg::Error when Derived has no default constructor (override it).
+  std::unique_ptr<Module> new_instance() const override {
+    if constexpr (std::is_default_constructible<Derived>::value) {
+      return std::make_unique<Derived>();
+    } else {
+      throw Error(name() + ": clone() needs new_instance(): the module has no default constructor, so override "
+                           "new_instance() to construct one with its arguments");
+    }
+  }
 };
 
 /// Prints the module tree like PyTorch: each module's name(), children indented under it.
