@@ -171,6 +171,8 @@ class RuleRun {
   bool done_ = false;
 };
 
+void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink);
+
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
     return a->sequence_nr < b->sequence_nr;
@@ -201,7 +203,27 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     accumulate(*root.impl(), seed);
     return;
   }
+  sweep(root_fn, std::move(seed), retain_graph, nullptr);
+}
 
+void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink) {
+  TG_CHECK(root != nullptr, AutogradError, "run_backward_into: no root Node");
+  NoGradGuard no_grad;
+  sweep(root, std::move(seed), /*retain_graph=*/false, &sink);
+}
+
+bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
+
+Tensor* detail::GradientSink::find(const void* key) {
+  for (auto& kv : grads)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+
+namespace {
+
+/// Steps 1 and 2 of backward from root_fn with dL/d(root) = seed. With a sink, see Note [Partial backward].
+void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink) {
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep).
   NodeIndex index;
@@ -213,7 +235,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
       Node* node = stack.back();
       stack.pop_back();
       for (const Edge& e : node->next) {
-        if (!e.fn) continue;
+        if (!e.fn || (sink != nullptr && sink->outside(*e.fn))) continue;
         const auto [i, added] = index.insert(e.fn.get());
         if (added) {
           dependencies.push_back(0);
@@ -230,8 +252,8 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   pending[0] = std::move(seed);
   std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
   const LaterFirst later_first;
-  const bool anomaly = AnomalyMode::is_enabled();
-  const BackwardObserver* observer = BackwardTraceGuard::current();
+  const bool anomaly = autograd::AnomalyMode::is_enabled();
+  const autograd::BackwardObserver* observer = autograd::BackwardTraceGuard::current();
   while (!ready.empty()) {
     std::pop_heap(ready.begin(), ready.end(), later_first);
     std::shared_ptr<Node> node = std::move(ready.back());
@@ -259,7 +281,12 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
         TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
                  i, " - expected device ", e.device, " but got ", gi.device());
       }
-      if (e.fn) {
+      if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
+        const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
+        if (!gi.defined()) continue;
+        if (Tensor* p = sink->find(key)) *p = prim::add(*p, gi);
+        else sink->grads.emplace_back(key, std::move(gi));
+      } else if (e.fn) {
         const int j = index.at(e.fn.get());
         if (gi.defined()) {
           Tensor& p = pending[j];
@@ -276,6 +303,8 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     }
   }
 }
+
+}  // namespace
 
 // Note [Iterative graph teardown]
 // Dropping the last handle to a long chain would recurse once per Node (~Node -> ~Edge -> ~Node ...)
