@@ -45,6 +45,9 @@
 /// \namespace tg::fn
 /// The scalar math of the elementwise ops, shared by the CPU loops and the CUDA kernels. Each unary
 /// functor has `forward(x, args)` and `backward(x, y, dy, args)`; each binary one has `apply(a, b)`.
+/// \namespace tg::memory
+/// The CPU allocator's statistics with torch.cuda's names (memory_allocated, memory_summary, ...) and
+/// the record and table the CUDA ones share.
 /// \namespace tg::nn
 /// Modules (Module, Linear, Sequential, ...) and losses (PyTorch's torch.nn).
 /// \namespace tg::nn::init
