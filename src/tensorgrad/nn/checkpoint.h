@@ -24,7 +24,9 @@ using CheckpointFunction = std::function<Variable(const std::vector<Variable>& i
 /// - fn must compute the same thing twice. Random ops (dropout) draw the same numbers: the random
 ///   stream is put back to where it was before the first run (tg::get_rng_state), then restored.
 /// - fn runs with grad enabled on fresh leaves that stand for the inputs (the same storage); the first
-///   run records its graph only to find what fn reads, and drops it before checkpoint returns.
+///   run records its graph only to find what fn reads, and drops it before checkpoint returns. fn
+///   must not write its inputs in place (a leaf that requires grad refuses it; others would change
+///   the values the recomputation reads, which backward reports as an in-place modification).
 /// - Checkpoints nest, and backward with retain_graph=true recomputes on each pass.
 /// - Under NoGradGuard it is fn(inputs). A result that does not require grad is returned as it is.
 /// - AutogradError in backward when an input, or a parameter fn read, was modified in place after
