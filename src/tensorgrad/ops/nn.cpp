@@ -59,7 +59,7 @@ Variable dropout(const Variable& x, double p, bool training) {
   // mask = [u >= p] / (1 - p), u drawn from the global Philox stream (manual_seed makes it repeatable).
   // Backward saves no mask: it draws the same u again from the stream position of the forward's draw.
   auto make_mask = [p](const Tensor& u) {
-    Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout");
+    Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(u.dtype());   // a 0/1 mask in u's dtype
     if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
     return mask;
   };
