@@ -34,6 +34,11 @@ done
 "$build/bench/bench_checkpoint" "$@" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("bench_checkpoint (exit $rc)")
+# Memory: activation bytes do not depend on the thread count; the recomputation overhead is
+# measured on 1 thread.
+"$build/bench/bench_memory" --threads 1 "$@" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || failed+=("bench_memory (exit $rc)")
 fp_flags=()
 for a in "$@"; do [ "$a" = --smoke ] && fp_flags=(--smoke); done
 "$here/footprint.sh" "$build" "${fp_flags[@]}" 2>&1 | tee -a "$log"

@@ -4,10 +4,12 @@
 // (TG_BENCH_WITH_TORCH undefined) it compiles to stubs: available() is false, every Work is empty.
 #include "torch_side.h"
 
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
 #ifdef TG_BENCH_WITH_TORCH
+#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
 namespace bench {
@@ -214,6 +216,54 @@ double FashionTrainer::test_accuracy() {
   return n ? static_cast<double>(correct) / static_cast<double>(n) : NAN;
 }
 
+namespace {
+/// Wraps libtorch's CPU allocator and counts the bytes of its live blocks.
+struct CountingAllocator final : c10::Allocator {
+  c10::Allocator* base = nullptr;
+  mutable std::atomic<int64_t> live{0};
+  struct Block {
+    c10::DataPtr inner;
+    int64_t n;
+    const CountingAllocator* owner;
+  };
+  static void release(void* ctx) {
+    auto* b = static_cast<Block*>(ctx);
+    b->owner->live -= b->n;
+    delete b;   // frees the memory through the wrapped allocator's DataPtr
+  }
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr inner = base->allocate(n);
+    void* data = inner.get();
+    const c10::Device device = inner.device();
+    live += static_cast<int64_t>(n);
+    return c10::DataPtr(data, new Block{std::move(inner), static_cast<int64_t>(n), this}, &release, device);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+};
+}  // namespace
+
+double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net;
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+    net->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
+    if (i + 2 < widths.size()) net->push_back(torch::nn::ReLU());
+  }
+  torch::Tensor x = torch::randn({batch, widths[0]});
+  static CountingAllocator counting;   // SetCPUAllocator keeps a pointer: it must outlive every tensor
+  counting.base = c10::GetCPUAllocator();
+  c10::SetCPUAllocator(&counting, /*priority=*/1);
+  double per_sample = NAN;
+  {
+    const int64_t before = counting.live.load();
+    torch::Tensor y = net->forward(x);
+    per_sample = static_cast<double>(counting.live.load() - before - static_cast<int64_t>(y.nbytes())) /
+                 static_cast<double>(batch);
+  }
+  c10::SetCPUAllocator(counting.base, /*priority=*/1);
+  return per_sample;
+}
+
 }  // namespace torch_side
 }  // namespace bench
 
@@ -231,6 +281,7 @@ Work mlp_step(int64_t) { return {}; }
 Work matmul(int64_t) { return {}; }
 Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
+double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t) { return NAN; }
 
 struct FashionTrainer::Impl {};
 FashionTrainer::FashionTrainer(const float*, const int64_t*, int64_t, const float*, const int64_t*, int64_t,

@@ -39,6 +39,11 @@ Work elementwise(Elementwise op, int64_t numel);
 /// cross_entropy(logits (n, c) requiring grad, random targets), mean, then backward; grad reset.
 Work softmax_cross_entropy(int64_t n, int64_t c);
 
+/// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
+/// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after
+/// the forward (wrapped with a counting allocator for the call), less the output's. NaN without libtorch.
+double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch);
+
 /// The `make train` model (Linear in-hidden, ReLU, Linear hidden-out) with SGD + momentum, trained on data
 /// copied once from tensorgrad's dataset, starting from tensorgrad's initial weights (copied too).
 class FashionTrainer {

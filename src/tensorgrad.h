@@ -17,8 +17,11 @@
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/engine/grad_mode.h"
 #include "tensorgrad/engine/info.h"
+#include "tensorgrad/engine/memory.h"
 #include "tensorgrad/engine/prim.h"
+#include "tensorgrad/engine/saved_hooks.h"
 #include "tensorgrad/engine/variable.h"
+#include "tensorgrad/nn/checkpoint.h"
 #include "tensorgrad/nn/init.h"
 #include "tensorgrad/nn/layers.h"
 #include "tensorgrad/nn/module.h"
@@ -47,6 +50,9 @@
 /// \namespace tg::fn
 /// The scalar math of the elementwise ops, shared by the CPU loops and the CUDA kernels. Each unary
 /// functor has `forward(x, args)` and `backward(x, y, dy, args)`; each binary one has `apply(a, b)`.
+/// \namespace tg::memory
+/// The CPU allocator's statistics with torch.cuda's names (memory_allocated, memory_summary, ...) and
+/// the record and table the CUDA ones share.
 /// \namespace tg::nn
 /// Modules (Module, Linear, Sequential, ...) and losses (PyTorch's torch.nn).
 /// \namespace tg::nn::init

@@ -130,11 +130,21 @@ TEST_CASE("cuda allocator: statistics track live and peak and reserved and cache
   CHECK(st.allocated == 1024);
   CHECK(st.cached() == 4 * kMiB);
   CHECK(st.peak_allocated == 1024 + 4 * kMiB);
+  CHECK(st.blocks == 1);
+  CHECK(st.peak_blocks == 2);
+  CHECK(st.allocations_total == 2);
+  CHECK(st.frees_total == 1);
+  CHECK(st.allocated_total == 1024 + 4 * kMiB);
+  CHECK(st.freed_total == 4 * kMiB);
+  CHECK(st.peak_reserved == 1024 + 4 * kMiB);
   a.reset_peak();
   CHECK(a.stats().peak_allocated == 1024);
+  CHECK(a.stats().peak_reserved == 1024 + 4 * kMiB);   // the cached block is still reserved
   a.empty_cache();
   st = a.stats();
   CHECK(st.reserved == 1024);
+  CHECK(st.released_total == 4 * kMiB);
+  CHECK(st.reserved_total == 1024 + 4 * kMiB);
   CHECK(st.cached() == 0);
   CHECK(dev.in_use == 1024);
   a.deallocate(p);
@@ -171,6 +181,12 @@ TEST_CASE("cuda allocator: out of memory releases the cache and retries once") {
   CHECK(message.find("1048576 free") != std::string::npos);
   CHECK(message.find("3145728 bytes allocated") != std::string::npos);   // 2 MiB + 1 MiB live
   CHECK(message.find("reserved but unused") != std::string::npos);
+  CHECK(message.find("after freeing its cache and retrying") != std::string::npos);
+  CHECK(message.find("cuda:0: allocated 3.00 MiB, reserved 3.00 MiB (cached 0.00 MiB), peak allocated 4.00 MiB") !=
+        std::string::npos);                      // peak: both 2 MiB blocks live
+  CHECK(message.find("; cpu: allocated ") != std::string::npos);   // the other device's statistics too
+  CHECK(a.stats().ooms == 1);
+  CHECK(a.stats().alloc_retries == 2);           // the retry that succeeded and the one that did not
   CHECK(a.stats().allocated == 3 * kMiB);        // the failure changed nothing
   a.deallocate(p);
   a.deallocate(live);

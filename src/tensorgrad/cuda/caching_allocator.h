@@ -15,7 +15,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tensorgrad/engine/allocator.h"
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/memory.h"
 
 namespace tg {
 namespace cuda {
@@ -28,10 +30,8 @@ struct RawAllocator {
   std::function<void(std::size_t*, std::size_t*)> mem_info;     // device total and free bytes (optional)
 };
 
-struct PoolStats {
-  std::size_t allocated = 0;        // bytes in live blocks (block sizes, i.e. rounded)
-  std::size_t peak_allocated = 0;   // max of allocated since construction or reset_peak()
-  std::size_t reserved = 0;         // bytes held from the raw allocator (live + cached)
+/// The pool's counters; the memory::MemoryStats part is what tg::cuda::memory_stats reports.
+struct PoolStats : memory::MemoryStats {
   std::size_t requested = 0;        // bytes asked for by the live blocks (before rounding)
   std::size_t cache_hits = 0;       // allocations served from the cache
   std::size_t raw_mallocs = 0, raw_frees = 0, oom_retries = 0;
@@ -81,7 +81,7 @@ class CachingAllocator {
   void* allocate(std::size_t nbytes) {
     if (nbytes == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (nbytes > std::numeric_limits<std::size_t>::max() - kLargeRound) throw_oom(nbytes, nbytes);
+    if (nbytes > std::numeric_limits<std::size_t>::max() - kLargeRound) throw_oom(nbytes, nbytes, false);
     const std::size_t size = caching_ ? round_size(nbytes) : nbytes;
     if (caching_) {
       Pool& pool = is_small(size) ? small_ : large_;
@@ -98,12 +98,15 @@ class CachingAllocator {
     void* p = raw_.malloc(size);
     if (p == nullptr) {
       ++stats_.oom_retries;
+      ++stats_.alloc_retries;
       release_cached_locked();
       p = raw_.malloc(size);
     }
-    if (p == nullptr) throw_oom(nbytes, size);
+    if (p == nullptr) throw_oom(nbytes, size, true);
     ++stats_.raw_mallocs;
     stats_.reserved += size;
+    stats_.reserved_total += size;
+    if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
     try {
       add_live(p, size, nbytes);
     } catch (...) {   // the bookkeeping could not grow: give the block back
@@ -124,6 +127,9 @@ class CachingAllocator {
     const std::size_t block = it->second.first;
     stats_.allocated -= block;
     stats_.requested -= it->second.second;
+    stats_.freed_total += block;
+    --stats_.blocks;
+    ++stats_.frees_total;
     live_.erase(it);
     if (caching_) {
       try {
@@ -135,6 +141,7 @@ class CachingAllocator {
     raw_.free(ptr);
     ++stats_.raw_frees;
     stats_.reserved -= block;
+    stats_.released_total += block;
   }
 
   /// Gives every cached block back to the raw allocator (tg::cuda::empty_cache). Live blocks stay.
@@ -150,6 +157,8 @@ class CachingAllocator {
   void reset_peak() {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.peak_allocated = stats_.allocated;
+    stats_.peak_reserved = stats_.reserved;
+    stats_.peak_blocks = stats_.blocks;
   }
   /// Cached blocks in the small (<= 1 MiB) or the large pool.
   std::size_t cached_blocks(bool small) const {
@@ -164,7 +173,11 @@ class CachingAllocator {
     live_.emplace(p, std::make_pair(block, nbytes));
     stats_.allocated += block;
     stats_.requested += nbytes;
+    stats_.allocated_total += block;
+    ++stats_.blocks;
+    ++stats_.allocations_total;
     if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+    if (stats_.blocks > stats_.peak_blocks) stats_.peak_blocks = stats_.blocks;
   }
 
   void release_cached_locked() noexcept {
@@ -173,12 +186,14 @@ class CachingAllocator {
         raw_.free(kv.second);
         ++stats_.raw_frees;
         stats_.reserved -= kv.first;
+        stats_.released_total += kv.first;
       }
       pool->clear();
     }
   }
 
-  [[noreturn]] void throw_oom(std::size_t nbytes, std::size_t rounded) const {
+  [[noreturn]] void throw_oom(std::size_t nbytes, std::size_t rounded, bool retried) {
+    ++stats_.ooms;
     std::size_t total = 0, free = 0;
     if (raw_.mem_info) {
       try {
@@ -190,8 +205,10 @@ class CachingAllocator {
         "CUDA out of memory on ", where_, ": tried to allocate ", nbytes, " bytes (", mib(nbytes), ", ", rounded,
         " rounded); the device has ", total, " bytes total (", mib(total), ") and ", free, " free (", mib(free),
         "); tensorgrad has ", stats_.allocated, " bytes allocated (", mib(stats_.allocated), ") and ",
-        stats_.cached(), " bytes reserved but unused (", mib(stats_.cached()),
-        "). Free tensors, lower the batch size, or call tg::cuda::empty_cache() to return cached blocks."));
+        stats_.cached(), " bytes reserved but unused (", mib(stats_.cached()), ")",
+        retried ? " after freeing its cache and retrying" : "", "; ", where_, ": ", memory::detail::stats_line(stats_), "; cpu: ",
+        memory::detail::stats_line(cpu_memory_stats()),
+        ". Free tensors, lower the batch size, or use tg::checkpoint to keep fewer activations."));
   }
   static std::string mib(std::size_t bytes) {
     const long long hundredths = static_cast<long long>(static_cast<double>(bytes) / (1 << 20) * 100 + 0.5);

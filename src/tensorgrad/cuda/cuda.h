@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+
+#include "tensorgrad/engine/memory.h"
 
 namespace tg {
 class Backend;
@@ -36,8 +39,18 @@ std::size_t memory_reserved(int device = -1);        // bytes the caching alloca
 /// Returns the cached, unused blocks of every device in use to the driver (torch.cuda.empty_cache);
 /// live tensors keep theirs.
 void empty_cache();                                  // returns cached, unused blocks to the driver
-/// Restarts max_memory_allocated(device) from the current memory_allocated(device).
+/// Restarts max_memory_allocated(device) and max_memory_reserved(device) from the current values.
 void reset_peak_memory_stats(int device = -1);
+/// The peak of memory_reserved(device) since the last reset_peak_memory_stats (torch.cuda.max_memory_reserved).
+std::size_t max_memory_reserved(int device = -1);
+/// Every counter of device's caching allocator (torch.cuda.memory_stats, as a struct); all zero
+/// without a usable GPU or before the device is first used, like memory_allocated.
+memory::MemoryStats memory_stats(int device = -1);
+/// {free, total} bytes of device as the driver reports them (torch.cuda.mem_get_info): free counts
+/// what other processes and tensorgrad's cache hold as used. DeviceError without a usable GPU.
+std::pair<std::size_t, std::size_t> mem_get_info(int device = -1);
+/// memory_stats(device) as a table like torch.cuda.memory_summary(). DeviceError without a usable GPU.
+std::string memory_summary(int device = -1);
 /// Driver and runtime versions, devices, compiled architectures; or why no GPU can be used.
 std::string info();
 

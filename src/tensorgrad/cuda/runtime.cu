@@ -532,6 +532,27 @@ std::size_t memory_reserved(int device) {
 void reset_peak_memory_stats(int device) {
   if (detail::CachingAllocator* p = pool_of(device)) p->reset_peak();
 }
+std::size_t max_memory_reserved(int device) {
+  detail::CachingAllocator* p = pool_of(device);
+  return p != nullptr ? p->stats().peak_reserved : 0;
+}
+memory::MemoryStats memory_stats(int device) {
+  detail::CachingAllocator* p = pool_of(device);
+  return p != nullptr ? static_cast<memory::MemoryStats>(p->stats()) : memory::MemoryStats{};
+}
+std::pair<std::size_t, std::size_t> mem_get_info(int device) {
+  const int d = device < 0 ? detail::t_current_device : device;
+  detail::DeviceContext& ctx = detail::context(d);   // DeviceError when cuda:d cannot be used
+  detail::DeviceGuard on(ctx.device());
+  std::size_t free = 0, total = 0;
+  TG_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return {free, total};
+}
+std::string memory_summary(int device) {
+  const int d = device < 0 ? detail::t_current_device : device;
+  detail::context(d);   // DeviceError when cuda:d cannot be used
+  return memory::detail::summary_table(tg::detail::cat("CUDA, device ID ", d), memory_stats(d));
+}
 void empty_cache() {
   if (!is_available()) return;
   for (int d = 0; d < detail::kMaxDevices; ++d)

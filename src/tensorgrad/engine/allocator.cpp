@@ -106,24 +106,27 @@ class CachingCpuAllocator final : public Allocator {
         void* p = list->back();
         list->pop_back();
         stats_.cached -= size;
-        account_alloc(size);
+        account_alloc(size, false);
         mark_in_use(p, nbytes, size);
         return p;
       }
     }
     void* p = raw_alloc(size);
-    if (p == nullptr) {
+    if (p == nullptr) {   // give the cache back to the system and try once more
+      count([](CpuMemoryStats& s) { ++s.alloc_retries; });
       cpu_empty_cache();
       p = raw_alloc(size);
     }
     if (p == nullptr) {
-      CpuMemoryStats s = cpu_memory_stats();
-      throw OutOfMemoryError(detail::cat("CPU out of memory: tried to allocate ", nbytes, " bytes (",
-                                         size, " rounded); tensorgrad has ", s.allocated,
-                                         " bytes allocated and ", s.cached, " bytes cached"));
+      count([](CpuMemoryStats& s) { ++s.ooms; });
+      throw OutOfMemoryError(detail::cat(
+          "CPU out of memory: tried to allocate ", nbytes, " bytes (", memory::format_bytes(nbytes), ", ", size,
+          " rounded) after freeing the allocator's cache and retrying; memory held by tensorgrad: ",
+          memory::detail::all_devices_line(),
+          ". Free tensors you no longer need, lower the batch size, or use tg::checkpoint to keep fewer activations."));
     }
     std::lock_guard<SpinLock> lock(lock_);
-    account_alloc(size);
+    account_alloc(size, true);
     mark_in_use(p, nbytes, size);
     return p;
   }
@@ -133,6 +136,9 @@ class CachingCpuAllocator final : public Allocator {
     const std::size_t size = round_size(nbytes);
     std::lock_guard<SpinLock> lock(lock_);
     stats_.allocated -= size;
+    stats_.freed_total += size;
+    --stats_.blocks;
+    ++stats_.frees_total;
     if (stats_.cached + size <= limit_) {
       try {
         free_list(size).push_back(ptr);
@@ -144,14 +150,18 @@ class CachingCpuAllocator final : public Allocator {
     }
     mark_freed(ptr, size);
     std::free(ptr);
+    stats_.reserved -= size;
+    stats_.released_total += size;
   }
 
   void empty_cache() {
     std::lock_guard<SpinLock> lock(lock_);
-    auto free_blocks = [](std::vector<void*>& list, std::size_t size) {
+    auto free_blocks = [this](std::vector<void*>& list, std::size_t size) {
       for (void* p : list) {
         mark_freed(p, size);
         std::free(p);
+        stats_.reserved -= size;
+        stats_.released_total += size;
       }
       list.clear();
     };
@@ -164,6 +174,12 @@ class CachingCpuAllocator final : public Allocator {
   CpuMemoryStats stats() {
     std::lock_guard<SpinLock> lock(lock_);
     return stats_;
+  }
+  void reset_peak() {
+    std::lock_guard<SpinLock> lock(lock_);
+    stats_.peak_allocated = stats_.allocated;
+    stats_.peak_reserved = stats_.reserved;
+    stats_.peak_blocks = stats_.blocks;
   }
   void set_limit(std::size_t bytes) {
     {
@@ -193,9 +209,24 @@ class CachingCpuAllocator final : public Allocator {
     auto it = free_.find(size);
     return it == free_.end() ? nullptr : &it->second;
   }
-  void account_alloc(std::size_t size) {
+  /// Counts a block of `size` handed out; fresh: taken from the system rather than the cache.
+  void account_alloc(std::size_t size, bool fresh) {
     stats_.allocated += size;
+    stats_.allocated_total += size;
+    ++stats_.blocks;
+    ++stats_.allocations_total;
+    if (fresh) {
+      stats_.reserved += size;
+      stats_.reserved_total += size;
+      if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
+    }
     if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+    if (stats_.blocks > stats_.peak_blocks) stats_.peak_blocks = stats_.blocks;
+  }
+  template <class F>
+  void count(F&& f) {
+    std::lock_guard<SpinLock> lock(lock_);
+    f(stats_);
   }
 
   SpinLock lock_;
@@ -216,6 +247,7 @@ CachingCpuAllocator& instance() {
 Allocator& cpu_allocator() { return instance(); }
 CpuMemoryStats cpu_memory_stats() { return instance().stats(); }
 void cpu_empty_cache() { instance().empty_cache(); }
+void cpu_reset_peak_memory_stats() { instance().reset_peak(); }
 void set_cpu_cache_limit(std::size_t bytes) { instance().set_limit(bytes); }
 
 namespace debug {

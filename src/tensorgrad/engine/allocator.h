@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tensorgrad/engine/memory.h"
+
 namespace tg {
 
 /// Where a Storage gets its bytes: the caching CPU allocator (cpu_allocator()), or the CUDA caching
@@ -18,12 +20,10 @@ class Allocator {
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
 };
 
-/// Byte counts of the caching CPU allocator (cpu_memory_stats()).
-struct CpuMemoryStats {
-  std::size_t allocated = 0;       ///< bytes in live blocks (rounded sizes)
+/// The counters of the caching CPU allocator (cpu_memory_stats()); tg::memory reads them.
+/// reserved == allocated + cached.
+struct CpuMemoryStats : memory::MemoryStats {
   std::size_t cached = 0;          ///< bytes in freed blocks kept for reuse
-  /// Highest `allocated` since the process started.
-  std::size_t peak_allocated = 0;
 };
 
 /// The process-wide caching CPU allocator behind every CPU Storage; never destroyed, thread-safe.
@@ -33,12 +33,15 @@ struct CpuMemoryStats {
 /// ~50 ms of page faults here. Freed blocks are kept in per-size free lists (sizes rounded so that
 /// near-equal requests share blocks) and handed out again; blocks of 2 MiB and more are
 /// madvise(MADV_HUGEPAGE)d. The cache is bounded (set_cpu_cache_limit()); on allocation failure it is
-/// emptied and the request retried once, then OutOfMemoryError names the requested size.
+/// emptied and the request retried once, then OutOfMemoryError names the requested size and lists
+/// the statistics of every device (tg::memory::detail::all_devices_line).
 Allocator& cpu_allocator();
 /// The CPU allocator's current byte counts.
 CpuMemoryStats cpu_memory_stats();
-/// Frees every cached (unused) CPU block; live blocks stay. PyTorch has no CPU equivalent.
+/// Frees every cached (unused) CPU block; live blocks stay (tg::memory::empty_cache).
 void cpu_empty_cache();
+/// Restarts the peaks of cpu_memory_stats() from the current values (tg::memory::reset_peak_memory_stats).
+void cpu_reset_peak_memory_stats();
 /// Most bytes of freed blocks the CPU cache keeps; blocks freed beyond it go back to the system.
 /// Empties the cache.
 void set_cpu_cache_limit(std::size_t bytes);   ///< Default 1 GiB.

@@ -174,6 +174,8 @@ class RuleRun {
   bool done_ = false;
 };
 
+void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink);
+
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
     return a->sequence_nr < b->sequence_nr;
@@ -272,7 +274,27 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     finish_leaf(root.impl(), std::move(seed));
     return;
   }
+  sweep(root_fn, std::move(seed), retain_graph, nullptr);
+}
 
+void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink) {
+  TG_CHECK(root != nullptr, AutogradError, "run_backward_into: no root Node");
+  NoGradGuard no_grad;
+  sweep(root, std::move(seed), /*retain_graph=*/false, &sink);
+}
+
+bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
+
+Tensor* detail::GradientSink::find(const void* key) {
+  for (auto& kv : grads)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+
+namespace {
+
+/// Steps 1 and 2 of backward from root_fn with dL/d(root) = seed. With a sink, see Note [Partial backward].
+void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink) {
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
@@ -286,13 +308,14 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
       stack.pop_back();
       for (const Edge& e : node->next) {
         if (e.fn) {
+          if (sink != nullptr && sink->outside(*e.fn)) continue;   // Note [Partial backward]
           const auto [i, added] = index.insert(e.fn.get());
           if (added) {
             dependencies.push_back(0);
             stack.push_back(e.fn.get());
           }
           ++dependencies[i];
-        } else if (e.leaf && leaf_has_hooks(*e.leaf)) {
+        } else if (e.leaf && sink == nullptr && leaf_has_hooks(*e.leaf)) {   // a sink takes every leaf's gradient
           const auto [i, added] = index.insert(e.leaf.get());
           if (added) {
             dependencies.push_back(0);
@@ -311,8 +334,8 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
   std::vector<std::pair<int, const std::shared_ptr<VariableImpl>*>> ready_leaves;   // completed by this node
   const LaterFirst later_first;
-  const bool anomaly = AnomalyMode::is_enabled();
-  const BackwardObserver* observer = BackwardTraceGuard::current();
+  const bool anomaly = autograd::AnomalyMode::is_enabled();
+  const autograd::BackwardObserver* observer = autograd::BackwardTraceGuard::current();
   while (!ready.empty()) {
     std::pop_heap(ready.begin(), ready.end(), later_first);
     std::shared_ptr<Node> node = std::move(ready.back());
@@ -341,6 +364,13 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
         TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
                  i, " - expected device ", e.device, " but got ", gi.device());
       }
+      if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
+        const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
+        if (!gi.defined()) continue;
+        if (Tensor* p = sink->find(key)) *p = prim::add(*p, gi);
+        else sink->grads.emplace_back(key, std::move(gi));
+        continue;
+      }
       const int j = e.fn ? index.at(e.fn.get()) : (e.leaf && hooked_leaves != 0 ? index.find_index(e.leaf.get()) : -1);
       if (j >= 0) {
         if (gi.defined()) {
@@ -364,6 +394,8 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
     ready_leaves.clear();
   }
 }
+
+}  // namespace
 
 // Note [Iterative graph teardown]
 // Dropping the last handle to a long chain would recurse once per Node (~Node -> ~Edge -> ~Node ...)

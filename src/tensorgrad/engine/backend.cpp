@@ -70,6 +70,14 @@ std::size_t max_memory_allocated(int) { return 0; }
 std::size_t memory_reserved(int) { return 0; }
 void empty_cache() {}
 void reset_peak_memory_stats(int) {}
+std::size_t max_memory_reserved(int) { return 0; }
+memory::MemoryStats memory_stats(int) { return {}; }
+std::pair<std::size_t, std::size_t> mem_get_info(int device) {
+  throw DeviceError(tg::detail::cat("mem_get_info: cannot use cuda:", device < 0 ? 0 : device, ": ", kNoCuda));
+}
+std::string memory_summary(int device) {
+  throw DeviceError(tg::detail::cat("memory_summary: cannot use cuda:", device < 0 ? 0 : device, ": ", kNoCuda));
+}
 std::string info() { return std::string("CUDA: not available: ") + kNoCuda; }
 namespace detail {
 Backend& backend(int index) {

@@ -193,7 +193,7 @@ void manual_seed(uint64_t seed) {
   g_offset = 0;
 }
 
-Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device) {
+Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState* drawn_at) {
   Tensor t = Tensor::empty(shape, dtype, device);
   uint64_t seed, offset;
   {
@@ -202,8 +202,26 @@ Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype,
     offset = g_offset;
     g_offset += static_cast<uint64_t>(t.numel());
   }
+  if (drawn_at != nullptr) *drawn_at = RngState{seed, offset};
   backend_for(device).random(dist, seed, offset, t);
   return t;
+}
+
+Tensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at) {
+  Tensor t = Tensor::empty(shape, dtype, device);
+  backend_for(device).random(dist, at.seed, at.offset, t);
+  return t;
+}
+
+RngState get_rng_state() {
+  std::lock_guard<std::mutex> lock(g_rng_mutex);
+  return RngState{g_seed, g_offset};
+}
+
+void set_rng_state(RngState state) {
+  std::lock_guard<std::mutex> lock(g_rng_mutex);
+  g_seed = state.seed;
+  g_offset = state.offset;
 }
 
 // ------------------------------------------------------------------------------------------------

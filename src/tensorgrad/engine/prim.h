@@ -10,6 +10,14 @@
 #include "tensorgrad/engine/tensor.h"
 
 namespace tg {
+
+/// The position of the one random stream: draws take counters offset, offset + 1, ... of the Philox
+/// stream keyed by seed (tg::get_rng_state; PyTorch returns the same pair packed in a ByteTensor).
+struct RngState {
+  uint64_t seed = 0;     ///< the key, set by manual_seed
+  uint64_t offset = 0;   ///< the counter of the next draw
+};
+
 namespace prim {
 
 // ---- creation
@@ -43,8 +51,15 @@ Tensor from_host(const void* data, const Shape& shape, DType dtype, Device devic
 void manual_seed(uint64_t seed);
 /// A fresh tensor of draws from kind's distribution with parameters a, b (philox::sample). Each call
 /// reserves numel() counters of the one stream, so values depend neither on the device nor on the
-/// thread count.
-Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device);
+/// thread count. drawn_at, when given, receives the stream position of the draw (for random_at).
+Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device,
+              RngState* drawn_at = nullptr);
+/// The draws random() made at stream position `at`, again; the generator is left alone.
+Tensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at);
+/// The generator's position (tg::get_rng_state).
+RngState get_rng_state();
+/// Moves the generator to `state` (tg::set_rng_state).
+void set_rng_state(RngState state);
 
 // ---- copies and fills (in place: bump the version counter of the written storage)
 /// Sets every element of dst (any strides) to value.

@@ -2,10 +2,12 @@
 // The backward pass is in engine/autograd.cpp; the ops (and their Variable methods) in ops/.
 #include "tensorgrad/engine/variable.h"
 
+#include <any>
 #include <atomic>
 
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/engine/prim.h"
+#include "tensorgrad/engine/saved_hooks.h"
 
 namespace tg {
 
@@ -159,23 +161,59 @@ std::ostream& operator<<(std::ostream& os, const Variable& v) {
 
 // ------------------------------------------------------------------------------------------------
 
+/// A tensor packed by saved-tensor hooks: what pack returned, the hooks that unpack it, and enough
+/// of the original to check the unpacked tensor and the version (while its storage lives elsewhere).
+struct SavedTensor::Packed {
+  std::shared_ptr<const detail::SavedTensorHooks> hooks;
+  std::any payload;
+  std::weak_ptr<Storage> storage;
+  Shape shape;
+  DType dtype;
+};
+
 SavedTensor::SavedTensor(const Variable& input)
     : t_(input.defined() ? input.data() : Tensor()), version_(t_.version()),
-      producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {}
+      producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {
+  if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
+}
 
 SavedTensor::SavedTensor(const Tensor& output, const char* op_name)
-    : t_(output), version_(output.version()), producer_(op_name) {}
+    : t_(output), version_(output.version()), producer_(op_name) {
+  if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
+}
 
-const Tensor& SavedTensor::get() const {
-  if (t_.defined() && t_.version() != version_) {
+void SavedTensor::pack() {
+  auto p = std::make_shared<Packed>();
+  p->hooks = detail::current_saved_tensor_hooks_handle();
+  p->storage = t_.storage();
+  p->shape = t_.shape();
+  p->dtype = t_.dtype();
+  p->payload = p->hooks->pack(t_);
+  packed_ = std::move(p);
+  t_ = Tensor();   // the graph holds what pack returned, not the tensor
+}
+
+Tensor SavedTensor::get() const {
+  Tensor t = t_;
+  uint64_t now = t_.version();
+  if (packed_) {
+    t = packed_->hooks->unpack(packed_->payload);
+    TG_CHECK(t.defined() && t.shape() == packed_->shape && t.dtype() == packed_->dtype, AutogradError,
+             "saved tensor unpack hook: returned ", t.defined() ? tensor_meta_str(t) : std::string("an undefined tensor"),
+             " for a saved ", dtype_name(packed_->dtype), " ", shape_str(packed_->shape),
+             " tensor; unpack must give back the tensor pack was given");
+    const std::shared_ptr<Storage> original = packed_->storage.lock();
+    now = original ? original->version() : version_;   // freed everywhere: nobody can have written it
+  }
+  if (t.defined() && now != version_) {
     std::string which = producer_ ? detail::cat(", which is output 0 of ", producer_, ",") : std::string();
     throw AutogradError(detail::cat(
         "one of the variables needed for gradient computation has been modified by an inplace operation: ",
-        tensor_meta_str(t_), which, " is at version ", t_.version(), "; expected version ", version_,
+        tensor_meta_str(t), which, " is at version ", now, "; expected version ", version_,
         " instead. Hint: the backward of an op reads a tensor you changed in place afterwards; use an "
         "out-of-place op (x = x + y instead of x.add_(y)) or .clone() it first."));
   }
-  return t_;
+  return t;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -211,6 +249,8 @@ Variable detail::attach_node(const char* name, Tensor out, const InputRef* input
   impl->grad_fn = std::move(node);
   return Variable(std::move(impl));
 }
+
+uint64_t detail::next_sequence_nr() { return g_sequence.load(std::memory_order_relaxed); }
 
 Variable mark_view(Variable out, const Variable& base) {
   if (out.impl() && (base.requires_grad() || (base.impl() && base.impl()->is_view))) out.impl()->is_view = true;

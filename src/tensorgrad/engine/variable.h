@@ -467,13 +467,17 @@ class SavedTensor {
   /// Saves the op's own output; op_name names it in the error message.
   SavedTensor(const Tensor& output, const char* op_name);    // the op's own output
   /// The saved tensor; AutogradError when its storage was written in place since it was saved.
-  const Tensor& get() const;
+  /// Under saved-tensor hooks (engine/saved_hooks.h) it is what the unpack hook returns.
+  Tensor get() const;
   /// Whether anything was saved.
-  bool defined() const { return t_.defined(); }
+  bool defined() const { return t_.defined() || packed_ != nullptr; }
  private:
-  Tensor t_;
+  struct Packed;                                             // what saved-tensor hooks made of it
+  void pack();
+  Tensor t_;                                                 // undefined once packed
   uint64_t version_ = 0;
   const char* producer_ = nullptr;                           // op whose output 0 this is; null for leaves
+  std::shared_ptr<const Packed> packed_;
 };
 
 /// True when grad mode is on and some input requires grad: an op records a Node only then, and
@@ -526,5 +530,30 @@ namespace autograd {
 /// The backward pass (engine/autograd.cpp). Variable::backward calls it.
 void run_backward(const Variable& root, const Variable& grad, bool retain_graph);
 }  // namespace autograd
+
+namespace detail {
+/// Where a partial backward delivers the gradients that leave its part of the graph.
+///
+/// Note [Partial backward]
+/// tg::checkpoint (nn/checkpoint.cpp) backpropagates through a recomputed piece of graph that is
+/// linked to the rest of the graph: to leaves (parameters, the fresh leaves standing for its
+/// inputs) and to Nodes recorded before the recomputation began. run_backward_into runs only the
+/// Nodes recorded from first_sequence_nr on; a gradient bound for a leaf or an older Node is summed
+/// into `grads` under that leaf's VariableImpl* or that Node*, and nothing is accumulated into .grad.
+/// The recomputed Nodes are freed as they run (no retain_graph); the rest of the graph is untouched.
+struct GradientSink {
+  uint64_t first_sequence_nr = 0;                       ///< Nodes older than this are outside the part
+  std::vector<std::pair<const void*, Tensor>> grads;    ///< collected: key (Node* or VariableImpl*), gradient
+  /// True for a Node recorded before the part began.
+  bool outside(const Node& n) const;
+  /// The gradient collected for key so far; null when none.
+  Tensor* find(const void* key);
+};
+/// The sequence number the next recorded Node gets (Node::sequence_nr counts up from 0).
+uint64_t next_sequence_nr();
+/// Backward from the Node root with dL/d(its output) = seed, into sink. Takes the Node rather than
+/// the output Variable so that the caller can drop the output's value first. See Note [Partial backward].
+void run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink);
+}  // namespace detail
 
 }  // namespace tg

@@ -12,6 +12,8 @@ Variable leaf(Tensor t, const TensorOptions& o) { return Variable(std::move(t), 
 }  // namespace
 
 void manual_seed(uint64_t seed) { prim::manual_seed(seed); }
+RngState get_rng_state() { return prim::get_rng_state(); }
+void set_rng_state(RngState state) { prim::set_rng_state(state); }
 
 Variable empty(const Shape& shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
 Variable zeros(const Shape& shape, const TensorOptions& o) { return full(shape, 0.0, o); }

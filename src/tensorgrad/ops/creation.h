@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensorgrad/engine/prim.h"
 #include "tensorgrad/engine/variable.h"
 
 namespace tg {
@@ -14,6 +15,11 @@ namespace tg {
 /// every device (torch.manual_seed). The same seed gives the same values on the CPU and the GPU,
 /// whatever the thread count.
 void manual_seed(uint64_t seed);
+/// The random stream's position (torch.get_rng_state): set_rng_state(get_rng_state()) later replays
+/// the same draws on every device. tg::checkpoint uses it to give recomputed dropout the same masks.
+RngState get_rng_state();
+/// Moves the random stream to a position get_rng_state returned (torch.set_rng_state).
+void set_rng_state(RngState state);
 
 // Every factory below returns a leaf with options' dtype (float32 unless set) and device (cpu
 // unless set) that requires grad when options say so (floating dtypes only). A negative size throws

@@ -85,16 +85,16 @@ TG_HD double exp(double x) { return std::exp(x); }
 // [Half precision arithmetic] in engine/half.h) and round the result to the dtype when storing it.
 // uses_x / uses_y say which of x and y backward reads, so that an op saves only those.
 // NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
-/// relu: y = max(x, 0) (NaN stays NaN); dx = dy where x > 0, else 0.
+/// relu: y = max(x, 0) (NaN stays NaN); dx = dy where y > 0 (the same points as x > 0), else 0.
 struct Relu {
   /// Whether backward() reads x (the op then saves its input).
-  static constexpr bool uses_x = true, uses_y = false;
+  static constexpr bool uses_x = false, uses_y = true;
   /** \var uses_y
       Whether backward() reads y (the op then saves its output). */
   /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return x < T(0) ? T(0) : x; }   // NaN stays NaN
   /// dL/dx from x, y = forward(x) and dy = dL/dy.
-  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return x > T(0) ? dy : T(0); }
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return y > T(0) ? dy : T(0); }
 };
 /// sigmoid: y = 1 / (1 + e^-x); dx = dy y (1 - y).
 struct Sigmoid {

@@ -57,12 +57,12 @@ Variable& Variable::mul_(const Variable& o) {
   check_inplace(*this, "mul_");
   const bool record_grad = GradMode::is_enabled() && (requires_grad() || o.requires_grad());
   // the old value of self is needed by o's gradient: keep a copy before overwriting it
-  const Tensor old = record_grad && o.requires_grad() ? data().clone() : Tensor();
+  const SavedTensor old = record_grad && o.requires_grad() ? SavedTensor(data().clone(), "mul_") : SavedTensor();
   SavedTensor o_saved = record_grad && requires_grad() ? SavedTensor(o) : SavedTensor();
   prim::binary_(BinaryOp::Mul, data(), o.data(), "mul_");
   rebase(*this, "mul_", {o}, [old, o_saved](const Tensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, prim::mul(grad, o_saved.get()));             // d(a*b)/da = b
-    if (g.need(1)) g.set(1, prim::mul(grad, old));                       // d(a*b)/db = a (before the write)
+    if (g.need(1)) g.set(1, prim::mul(grad, old.get()));                 // d(a*b)/db = a (before the write)
   });
   return *this;
 }

@@ -38,9 +38,11 @@ Variable cross_entropy(const Variable& logits_in, const Variable& target, Reduct
   const bool need = any_requires_grad({logits});
   SavedTensor x_saved = need ? SavedTensor(logits) : SavedTensor();
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse = r.lse, count = r.count, args](const Tensor& grad, Grads& g) {
+  SavedTensor lse_saved = need ? SavedTensor(r.lse, "cross_entropy") : SavedTensor();        // (N)
+  SavedTensor count_saved = need && r.count.defined() ? SavedTensor(r.count, "cross_entropy") : SavedTensor();
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const Tensor& grad, Grads& g) {
     // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * grad per row (/ count for the mean)
-    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse, grad, count));
+    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(), grad, count_saved.get()));
   });
 }
 
@@ -58,13 +60,19 @@ Variable dropout(const Variable& x, double p, bool training) {
   TG_CHECK(p >= 0 && p <= 1, Error, "dropout: probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   prim::check_floating("dropout", x.data());
-  // mask = [u >= p] / (1 - p), drawn from the global Philox stream (manual_seed makes it repeatable)
-  const Tensor u = prim::random(philox::Distribution::uniform(0.0, 1.0), x.shape(), x.dtype(), x.device());
-  Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(x.dtype());
-  if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
-  Tensor out = prim::mul(x.data(), mask);
-  return record("dropout", out, {x}, [mask](const Tensor& grad, Grads& g) {
-    g.set(0, prim::mul(grad, mask));                                     // d(x * mask)/dx = mask
+  // mask = [u >= p] / (1 - p), u drawn from the global Philox stream (manual_seed makes it repeatable).
+  // Backward saves no mask: it draws the same u again from the stream position of the forward's draw.
+  auto make_mask = [p](const Tensor& u) {
+    Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(u.dtype());   // a 0/1 mask in u's dtype
+    if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
+    return mask;
+  };
+  const philox::Distribution uniform = philox::Distribution::uniform(0.0, 1.0);
+  RngState drawn_at;
+  Tensor out = prim::mul(x.data(), make_mask(prim::random(uniform, x.shape(), x.dtype(), x.device(), &drawn_at)));
+  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const Tensor& grad, Grads& g) {
+    const Tensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
+    g.set(0, prim::mul(grad, make_mask(u)));                             // d(x * mask)/dx = mask
   });
 }
 

@@ -1,0 +1,102 @@
+// engine/memory.cpp: tg::memory (the CPU allocator's statistics with torch.cuda's names), the summary
+// table both devices print, and the statistics line of OutOfMemoryError messages. The counters are
+// kept by engine/allocator.cpp (CPU) and cuda/caching_allocator.h (CUDA).
+#include "tensorgrad/engine/memory.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "tensorgrad/cuda/cuda.h"
+#include "tensorgrad/engine/allocator.h"
+#include "tensorgrad/engine/error.h"
+
+namespace tg {
+namespace memory {
+
+std::size_t memory_allocated() { return cpu_memory_stats().allocated; }
+std::size_t max_memory_allocated() { return cpu_memory_stats().peak_allocated; }
+std::size_t memory_reserved() { return cpu_memory_stats().reserved; }
+std::size_t max_memory_reserved() { return cpu_memory_stats().peak_reserved; }
+void reset_peak_memory_stats() { cpu_reset_peak_memory_stats(); }
+void empty_cache() { cpu_empty_cache(); }
+MemoryStats memory_stats() { return cpu_memory_stats(); }
+std::string memory_summary() { return detail::summary_table("CPU", memory_stats()); }
+
+std::string format_bytes(std::size_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  std::size_t value = bytes, unit = 0;
+  double in_unit = static_cast<double>(bytes);
+  while (unit + 1 < sizeof(kUnits) / sizeof(kUnits[0]) && in_unit >= 768.0 * 1024) {   // torch's _format_size
+    value /= 1024;
+    in_unit /= 1024;
+    ++unit;
+  }
+  return tg::detail::cat(value, " ", kUnits[unit]);
+}
+
+std::string detail::summary_table(const std::string& title, const MemoryStats& s) {
+  constexpr int kWidth = 75;   // between the outer bars, as PyTorch's table
+  std::ostringstream os;
+  const std::string rule_eq = "|" + std::string(kWidth, '=') + "|\n";
+  const std::string rule_dash = "|" + std::string(kWidth, '-') + "|\n";
+  auto centered = [&](const std::string& text) {
+    const int pad = kWidth - static_cast<int>(text.size());
+    const int left = pad > 0 ? pad / 2 : 0, right = pad > 0 ? pad - pad / 2 : 0;
+    os << "|" << std::string(left, ' ') << text << std::string(right, ' ') << "|\n";
+  };
+  auto row = [&](const char* metric, const std::string& a, const std::string& b, const std::string& c,
+                 const std::string& d) {
+    char line[160];
+    std::snprintf(line, sizeof(line), "| %-21s | %10s | %10s | %10s | %10s |\n", metric, a.c_str(), b.c_str(),
+                  c.c_str(), d.c_str());
+    os << line;
+  };
+  os << rule_eq;
+  centered("tensorgrad " + title + " memory summary");
+  os << rule_dash;
+  centered(tg::detail::cat("OOMs: ", s.ooms, "   |   allocation retries after emptying the cache: ", s.alloc_retries));
+  os << rule_eq;
+  row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed");
+  os << rule_dash;
+  row("Allocated memory", format_bytes(s.allocated), format_bytes(s.peak_allocated), format_bytes(s.allocated_total),
+      format_bytes(s.freed_total));
+  row("Reserved memory", format_bytes(s.reserved), format_bytes(s.peak_reserved), format_bytes(s.reserved_total),
+      format_bytes(s.released_total));
+  row("Cached (unused)", format_bytes(s.reserved - s.allocated), "", "", "");
+  os << rule_dash;
+  row("Allocations", std::to_string(s.blocks), std::to_string(s.peak_blocks), std::to_string(s.allocations_total),
+      std::to_string(s.frees_total));
+  os << rule_eq;
+  return os.str();
+}
+
+namespace {
+std::string mib(std::size_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+}  // namespace
+
+std::string detail::stats_line(const MemoryStats& s) {
+  return tg::detail::cat("allocated ", mib(s.allocated), ", reserved ", mib(s.reserved), " (cached ",
+                         mib(s.reserved - s.allocated), "), peak allocated ", mib(s.peak_allocated));
+}
+
+std::string detail::all_devices_line() noexcept {
+  try {
+    std::string line = "cpu: " + stats_line(cpu_memory_stats());
+    const int n = cuda::device_count();
+    for (int d = 0; d < n; ++d) {
+      const MemoryStats s = cuda::memory_stats(d);
+      if (s.reserved_total == 0) continue;   // a device tensorgrad has not used
+      line += tg::detail::cat("; cuda:", d, ": ", stats_line(s));
+    }
+    return line;
+  } catch (...) {   // out of memory while describing memory: say less
+    return "(memory statistics unavailable)";
+  }
+}
+
+}  // namespace memory
+}  // namespace tg
