@@ -107,6 +107,7 @@ TEST_CASE("dtypes: the table gives every dtype a size, a name and a kind") {
     CHECK(tg::dtype_size(r.d) == r.size);
     CHECK(std::string(tg::dtype_name(r.d)) == r.name);
     CHECK(tg::is_floating(r.d) == r.floating);
+    CHECK(tg::is_low_precision(r.d) == (r.d == tg::kFloat16 || r.d == tg::kBFloat16));
     CHECK(tg::zeros({3}, r.d).dtype() == r.d);   // TensorOptions converts from a DType (API.md)
   }
   const auto bad = static_cast<tg::DType>(200);

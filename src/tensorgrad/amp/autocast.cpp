@@ -40,7 +40,7 @@ int slot(DeviceType t) { return t == DeviceType::CUDA ? 1 : 0; }
 }  // namespace
 
 AutocastGuard::AutocastGuard(Device device, DType dtype, bool enabled) : type_(device.type()) {
-  TG_CHECK(dtype == kFloat16 || dtype == kBFloat16, DTypeError,
+  TG_CHECK(is_low_precision(dtype), DTypeError,
            "AutocastGuard: the autocast dtype must be float16 or bfloat16, got ", dtype_name(dtype));
   State& s = t_state;
   prev_enabled_ = s.enabled[slot(type_)];
@@ -80,7 +80,7 @@ Variable detail::cast_lower(const Variable& x) {
 }
 
 Variable detail::cast_float32(const Variable& x) {
-  if (!active_for(x) || (x.dtype() != kFloat16 && x.dtype() != kBFloat16)) return x;
+  if (!active_for(x) || !is_low_precision(x.dtype())) return x;
   return x.to(kFloat32);
 }
 

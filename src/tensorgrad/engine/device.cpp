@@ -61,6 +61,8 @@ bool is_floating(DType t) {
   detail::unknown_dtype(t);
 }
 
+bool is_low_precision(DType t) { return is_floating(t) && dtype_size(t) < 4; }
+
 void detail::unknown_dtype(DType t) {
   throw DTypeError(detail::cat("unknown dtype (value ", static_cast<int>(t), "): not in the dtype table"));
 }

@@ -132,6 +132,10 @@ std::size_t dtype_size(DType t);
 /// the table.
 bool is_floating(DType t);
 const char* dtype_name(DType t);              ///< "float32", "bfloat16", ...; "unknown" outside the table
+/// True for the floating dtypes narrower than float32 (float16, bfloat16): the ones that compute
+/// through float32 (Note [Low precision through float32] in engine/prim.cpp), keep float32 optimizer
+/// state (Note [Master weights]) and that autocast casts to. DTypeError outside the table.
+bool is_low_precision(DType t);
 /// PyTorch's torch.promote_types: the dtype both operands of a binary op are computed in. Bool <
 /// integers < floating types; within integers the wider one (uint8 with int8 gives int32, as
 /// tensorgrad has no int16), float16 with bfloat16 gives float32, otherwise the wider floating type.

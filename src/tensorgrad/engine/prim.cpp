@@ -469,9 +469,6 @@ Operand as_blas_operand(const Tensor& t) {
 // both devices. Elementwise ops, reductions and indexing run natively in every dtype (computing in
 // float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master
 // weights for 16-bit parameters (optim/optimizer.h).
-namespace {
-bool is_low_precision(DType t) { return t == kFloat16 || t == kBFloat16; }
-}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined("matmul", a);

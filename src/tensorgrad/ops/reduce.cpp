@@ -34,7 +34,7 @@ Variable mean_impl(const Variable& x_in, int64_t dim, bool keepdim, bool all) {
   const double scale = 1.0 / static_cast<double>(n);   // n == 0 gives NaN, as in PyTorch
   // float16 / bfloat16: summed and scaled in float32, rounded once (Note [Low precision through float32])
   const DType dt = x.dtype();
-  const bool low = dt == kFloat16 || dt == kBFloat16;
+  const bool low = is_low_precision(dt);
   Tensor s = prim::reduce(ReduceOp::Sum, low ? x.data().to(kFloat32) : x.data(),
                           all ? std::vector<int64_t>{} : std::vector<int64_t>{dim}, keepdim && !all, "mean");
   Tensor out = low ? prim::mul(s, scale).to(dt) : prim::mul(s, scale);

@@ -206,7 +206,7 @@ void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std:
 // what makes pure bfloat16 training converge. The copy is saved with the optimizer's state
 // ("master_weight.<i>"); it is rebuilt from the parameter when the parameter's storage or version
 // changed since the last step (the user wrote into the weight, or loaded a checkpoint into it).
-DType Optimizer::state_dtype(DType param) { return param == kFloat16 || param == kBFloat16 ? kFloat32 : param; }
+DType Optimizer::state_dtype(DType param) { return is_low_precision(param) ? kFloat32 : param; }
 
 Tensor Optimizer::update_target(std::size_t i) {
   const Tensor& w = params_[i].data();
