@@ -39,6 +39,10 @@ rc=${PIPESTATUS[0]}
 "$build/bench/bench_memory" --threads 1 "$@" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("bench_memory (exit $rc)")
+# Mixed precision (issue 12): one run on 1 thread.
+"$build/bench/bench_amp" --threads 1 "$@" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || failed+=("bench_amp (exit $rc)")
 fp_flags=()
 for a in "$@"; do [ "$a" = --smoke ] && fp_flags=(--smoke); done
 "$here/footprint.sh" "$build" "${fp_flags[@]}" 2>&1 | tee -a "$log"

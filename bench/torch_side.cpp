@@ -5,10 +5,13 @@
 #include "torch_side.h"
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 #include <cmath>
 #include <stdexcept>
 
 #ifdef TG_BENCH_WITH_TORCH
+#include <ATen/autocast_mode.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
@@ -93,14 +96,37 @@ struct MlpState {
 };
 }  // namespace
 
-Work mlp_step(int64_t batch) {
+namespace {
+/// CPU autocast in bfloat16 while alive, as Python's `with torch.autocast("cpu")` (libtorch 1.13 has no
+/// C++ guard): on, nesting counted, the cast cache cleared when the outermost region ends.
+struct CpuAutocast {
+  bool on;
+  explicit CpuAutocast(bool enable) : on(enable) {
+    if (!on) return;
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~CpuAutocast() {
+    if (!on) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+};
+}  // namespace
+
+Work mlp_step(int64_t batch, bool autocast) {
   auto s = std::make_shared<MlpState>();
   s->x = torch::randn({batch, 784});
   s->y = torch::randint(0, 10, {batch}, torch::kLong);
-  return [s] {
+  return [s, autocast] {
     restore_blas_threads();
     reset_grads(s->params);
-    torch::Tensor loss = s->criterion(s->net->forward(s->x), s->y);
+    torch::Tensor loss;
+    {
+      CpuAutocast region(autocast);
+      loss = s->criterion(s->net->forward(s->x), s->y);
+    }
     loss.backward();
     s->optimizer.step();
   };
@@ -217,32 +243,47 @@ double FashionTrainer::test_accuracy() {
 }
 
 namespace {
-/// Wraps libtorch's CPU allocator and counts the bytes of its live blocks.
+/// Wraps libtorch's CPU allocator and counts the bytes of its live blocks. Each block's context is its
+/// data pointer (a side table holds the wrapped DataPtr), so raw_allocate works too: libtorch's bfloat16
+/// matrix products (oneDNN) allocate their scratch through it.
 struct CountingAllocator final : c10::Allocator {
   c10::Allocator* base = nullptr;
   mutable std::atomic<int64_t> live{0};
-  struct Block {
-    c10::DataPtr inner;
-    int64_t n;
-    const CountingAllocator* owner;
-  };
-  static void release(void* ctx) {
-    auto* b = static_cast<Block*>(ctx);
-    b->owner->live -= b->n;
-    delete b;   // frees the memory through the wrapped allocator's DataPtr
+  mutable std::mutex mutex;
+  mutable std::unordered_map<void*, std::pair<c10::DataPtr, int64_t>> blocks;
+  static CountingAllocator* instance;   // the one in use (release is a plain function pointer)
+  static void release(void* data) {
+    CountingAllocator* a = instance;
+    c10::DataPtr inner;   // freed through the wrapped allocator when it goes out of scope
+    int64_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(a->mutex);
+      auto it = a->blocks.find(data);
+      if (it == a->blocks.end()) return;
+      inner = std::move(it->second.first);
+      n = it->second.second;
+      a->blocks.erase(it);
+    }
+    a->live -= n;
   }
   c10::DataPtr allocate(size_t n) const override {
     c10::DataPtr inner = base->allocate(n);
     void* data = inner.get();
+    if (data == nullptr) return inner;   // empty: nothing to count
     const c10::Device device = inner.device();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      blocks.emplace(data, std::make_pair(std::move(inner), static_cast<int64_t>(n)));
+    }
     live += static_cast<int64_t>(n);
-    return c10::DataPtr(data, new Block{std::move(inner), static_cast<int64_t>(n), this}, &release, device);
+    return c10::DataPtr(data, data, &release, device);
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 };
+CountingAllocator* CountingAllocator::instance = nullptr;
 }  // namespace
 
-double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch) {
+double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch, bool autocast) {
   torch::manual_seed(0);
   torch::nn::Sequential net;
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
@@ -251,10 +292,13 @@ double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t b
   }
   torch::Tensor x = torch::randn({batch, widths[0]});
   static CountingAllocator counting;   // SetCPUAllocator keeps a pointer: it must outlive every tensor
-  counting.base = c10::GetCPUAllocator();
+  CountingAllocator::instance = &counting;
+  if (counting.base == nullptr) counting.base = c10::GetCPUAllocator();
   c10::SetCPUAllocator(&counting, /*priority=*/1);
   double per_sample = NAN;
   {
+    CpuAutocast region(autocast);
+    if (autocast) net->forward(x);   // fills the cast cache; its graph is dropped at once
     const int64_t before = counting.live.load();
     torch::Tensor y = net->forward(x);
     per_sample = static_cast<double>(counting.live.load() - before - static_cast<int64_t>(y.nbytes())) /
@@ -277,11 +321,11 @@ std::string version() { return "not built"; }
 void set_threads(int) {}
 void set_flush_denormal(bool) {}
 Work op_chain(int64_t, int, ChainMode) { return {}; }
-Work mlp_step(int64_t) { return {}; }
+Work mlp_step(int64_t, bool) { return {}; }
 Work matmul(int64_t) { return {}; }
 Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
-double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t) { return NAN; }
+double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t, bool) { return NAN; }
 
 struct FashionTrainer::Impl {};
 FashionTrainer::FashionTrainer(const float*, const int64_t*, int64_t, const float*, const int64_t*, int64_t,

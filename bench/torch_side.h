@@ -27,7 +27,9 @@ Work op_chain(int64_t numel, int len, ChainMode mode);
 
 /// One SGD step (lr 0.01) of Linear 784-128, ReLU, Linear 128-10, CrossEntropyLoss on random (batch, 784).
 /// Gradients are reset to undefined before the step (set_to_none, as tensorgrad's zero_grad does).
-Work mlp_step(int64_t batch);
+/// autocast: the forward and loss under CPU autocast in bfloat16 (at::autocast, what
+/// `with torch.autocast("cpu")` sets), its cast cache cleared after the forward as on leaving the region.
+Work mlp_step(int64_t batch, bool autocast = false);
 
 /// torch::matmul of two random (n, n) float32 matrices into a fresh output.
 Work matmul(int64_t n);
@@ -42,7 +44,9 @@ Work softmax_cross_entropy(int64_t n, int64_t c);
 /// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
 /// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after
 /// the forward (wrapped with a counting allocator for the call), less the output's. NaN without libtorch.
-double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch);
+/// autocast: both forwards under CPU bfloat16 autocast, the bytes counted for the second one, after a
+/// first forward filled the cast cache (so the weights' bfloat16 copies do not count as activations).
+double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch, bool autocast = false);
 
 /// The `make train` model (Linear in-hidden, ReLU, Linear hidden-out) with SGD + momentum, trained on data
 /// copied once from tensorgrad's dataset, starting from tensorgrad's initial weights (copied too).
