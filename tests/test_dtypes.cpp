@@ -10,6 +10,7 @@
 #include "tensorgrad/optim/adam.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define TG_TEST_F16C 1
 #endif
@@ -68,6 +69,11 @@ uint16_t reference_bfloat16(float f) {
 
 #ifdef TG_TEST_F16C
 __attribute__((target("f16c"))) uint16_t hardware_half(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+/// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c").
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
 #endif
 
 /// Floats spread over every binade half touches (and beyond), plus the rounding boundaries.
@@ -128,7 +134,7 @@ TEST_CASE("dtypes: float16 conversions round to nearest even (exhaustive round t
     if (Half(f).bits != b) FAIL_CHECK("half " << b << " -> " << f << " -> " << Half(f).bits);
   }
 #ifdef TG_TEST_F16C
-  const bool f16c = __builtin_cpu_supports("f16c");
+  const bool f16c = cpu_has_f16c();
 #else
   const bool f16c = false;
 #endif
@@ -442,7 +448,8 @@ TEST_CASE("dtypes: every dtype round-trips through safetensors") {
   const auto out = load_tensors(dir.path + "/all.safetensors");
   REQUIRE(out.size() == in.size());
   for (const auto& [name, t] : in) {
-    CAPTURE(name);
+    const std::string dtype = name;   // CAPTURE's lambda cannot capture a structured binding (C++17)
+    CAPTURE(dtype);
     bool found = false;
     for (const auto& [n, u] : out)
       if (n == name) {

@@ -18,7 +18,10 @@
 // requires_grad and is_leaf must agree.
 //
 // The contract of a step, decided by the reference from its own rules (PyTorch's shape, dim and dtype
-// rules): a valid step succeeds, an invalid one throws a tg::Error and changes nothing. In-place
+// rules): a valid step succeeds, an invalid one throws a tg::Error and changes nothing. Mixed float32 /
+// float64 operands compute in PyTorch's result type (Note [Type promotion]: a 0-d operand counts only
+// next to another 0-d one), each converted to it first; gt and eq give bool, which the program converts
+// to the result type; where's condition is c != 0. In-place
 // writes follow Note [Overlapping writes] (engine/prim.cpp), decided here by brute force over the
 // element offsets: a written tensor that reaches one location through several elements (an expanded
 // view), or an input sharing memory with the written tensor without being the same view, must be
@@ -715,6 +718,14 @@ class Program {
   }
 
   /// An elementwise op over broadcast inputs (their references), in dtype t.
+  /// PyTorch's result type of two floating tensors (Note [Type promotion] in engine/prim.cpp): a 0-d
+  /// operand decides only when the other is 0-d too; float64 wins otherwise.
+  static DType result_of(const RTensor& a, const RTensor& b) {
+    const bool a0 = a.rank() == 0, b0 = b.rank() == 0;
+    if (a0 != b0) return a0 ? b.dtype() : a.dtype();
+    return a.dtype() == tg::kFloat64 || b.dtype() == tg::kFloat64 ? tg::kFloat64 : tg::kFloat32;
+  }
+
   static Ref elementwise(const std::vector<const RTensor*>& xs, const Shape& shape, DType t, bool grad,
                          const std::function<Val(const std::vector<Val>&)>& f) {
     std::vector<Val> out;
@@ -732,10 +743,13 @@ class Program {
     if (!pick(in, &a) || !pick(in, &b)) return;
     Shape s;
     Ref ref;
-    const DType t = a.r->dtype();
-    if (broadcast(a.r->shape, b.r->shape, &s) && t == b.r->dtype()) {
+    // Mixed dtypes compute in the result type, each operand converted to it first; comparisons give
+    // bool, read here as 0/1 in the result type (the pool holds floating tensors only).
+    const DType t = result_of(*a.r, *b.r), ta = a.r->dtype(), tb = b.r->dtype();
+    if (broadcast(a.r->shape, b.r->shape, &s)) {
       const bool grad = op != Bin::kGt && op != Bin::kEq && (a.r->requires_grad || b.r->requires_grad);
-      ref = elementwise({a.r.get(), b.r.get()}, s, t, grad, [&](const std::vector<Val>& x) { return binary(op, x[0], x[1], t); });
+      ref = elementwise({a.r.get(), b.r.get()}, s, t, grad,
+                        [&](const std::vector<Val>& x) { return binary(op, cast(x[0], ta, t), cast(x[1], tb, t), t); });
     }
     produce(std::string(kBinNames[int(op)]) + "(" + desc(a) + ", " + desc(b) + ")", ref, [&] {
       switch (op) {
@@ -743,8 +757,8 @@ class Program {
         case Bin::kSub: return tg::sub(a.v, b.v);
         case Bin::kMul: return tg::mul(a.v, b.v);
         case Bin::kDiv: return tg::div(a.v, b.v);
-        case Bin::kGt: return tg::gt(a.v, b.v);
-        default: return tg::eq(a.v, b.v);
+        case Bin::kGt: return tg::gt(a.v, b.v).to(t);
+        default: return tg::eq(a.v, b.v).to(t);
       }
     });
   }
@@ -907,10 +921,13 @@ class Program {
     }
     Shape s1, s;
     Ref ref;
-    if (a.r->dtype() == b.r->dtype() && broadcast(c.r->shape, a.r->shape, &s1) && broadcast(s1, b.r->shape, &s))
-      ref = elementwise({c.r.get(), a.r.get(), b.r.get()}, s, a.r->dtype(), a.r->requires_grad || b.r->requires_grad,
-                        [](const std::vector<Val>& x) { return where_of(x[0], x[1], x[2]); });
-    produce(what, ref, [&] { return tg::where(c.v, a.v, b.v); });
+    // tg's where takes a bool condition: c != 0 (NaN counts as true, as where_of models); a and b in
+    // their result type.
+    const DType t = result_of(*a.r, *b.r), ta = a.r->dtype(), tb = b.r->dtype();
+    if (broadcast(c.r->shape, a.r->shape, &s1) && broadcast(s1, b.r->shape, &s))
+      ref = elementwise({c.r.get(), a.r.get(), b.r.get()}, s, t, a.r->requires_grad || b.r->requires_grad,
+                        [&](const std::vector<Val>& x) { return where_of(x[0], cast(x[1], ta, t), cast(x[2], tb, t)); });
+    produce(what, ref, [&] { return tg::where(c.v != 0.0, a.v, b.v); });
   }
 
   static Shape read_target(Reader& in) {
@@ -1169,7 +1186,8 @@ class Program {
     } else {
       Shape b;
       bool valid = true;
-      if (tensor_op) valid = (op == kCopy_ || other.r->dtype() == t) && broadcast(s.shape, other.r->shape, &b) && b == s.shape;
+      // any floating result casts to a floating self (prim::can_cast): only the shapes can refuse
+      if (tensor_op) valid = broadcast(s.shape, other.r->shape, &b) && b == s.shape;
       internal = internal_overlap(s);
       if (tensor_op) pair = pair_overlap(s, *other.r);
       if (!valid || internal == Overlap::kRefuse || pair == Overlap::kRefuse) expect = Expect::kError;
@@ -1198,16 +1216,19 @@ class Program {
     if (!done) return;
 
     // Every element's new value from the old values (all read before any write), then the writes.
+    // A tensor operand: computed in the result type of (self, other), then rounded into self's dtype.
+    const DType r = tensor_op && op != kCopy_ ? result_of(s, *other.r) : t;
+    const DType to = tensor_op ? other.r->dtype() : t;
     std::vector<Val> next;
     for_each_index(s.shape, [&](const std::vector<int64_t>& idx) {
-      const Val old = s.get(idx);
-      const Val o = tensor_op ? other.r->get(idx) : exact(scalar);
+      const Val old = cast(s.get(idx), t, r);
+      const Val o = tensor_op ? cast(other.r->get(idx), to, op == kCopy_ ? to : r) : exact(scalar);
       switch (op) {
         case kAdd_:
-        case kAddScalar_: next.push_back(binary(Bin::kAdd, old, o, t)); break;
-        case kSub_: next.push_back(binary(Bin::kSub, old, o, t)); break;
+        case kAddScalar_: next.push_back(cast(binary(Bin::kAdd, old, o, r), r, t)); break;
+        case kSub_: next.push_back(cast(binary(Bin::kSub, old, o, r), r, t)); break;
         case kMul_:
-        case kMulScalar_: next.push_back(binary(Bin::kMul, old, o, t)); break;
+        case kMulScalar_: next.push_back(cast(binary(Bin::kMul, old, o, r), r, t)); break;
         case kFill_: next.push_back(o); break;
         case kZero_: next.push_back(exact(0)); break;
         default: next.push_back(cast(o, other.r->dtype(), t)); break;

@@ -374,8 +374,7 @@ void decode(Reader& in) {
     case kAdd:
     case kMul: {
       if (!operand() || !operand()) return;
-      Ref ref = ref_broadcast(x(0).shape(), x(1).shape());
-      if (x(0).dtype() != x(1).dtype()) ref = Ref::fail();
+      const Ref ref = ref_broadcast(x(0).shape(), x(1).shape());   // mixed dtypes promote (Note [Type promotion])
       c.run(ref, [&] { return c.op == kAdd ? tg::add(x(0), x(1)) : tg::mul(x(0), x(1)); });
       return;
     }

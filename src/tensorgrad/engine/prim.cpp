@@ -311,22 +311,36 @@ void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
            "or `!=` (ne) operator instead");
 }
 
-Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to(dtype); }
+/// t converted to dtype (t itself when it has it). An expanded view (dims of stride 0) is converted at
+/// its stored size and expanded again, so a broadcast operand is never materialized.
+Tensor as_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Shape stored = t.shape();
+  bool expanded = false;
+  for (std::size_t d = 0; d < stored.size(); ++d)
+    if (t.strides()[d] == 0 && stored[d] > 1) {
+      stored[d] = 1;
+      expanded = true;
+    }
+  if (!expanded) return t.to(dtype);
+  return t.as_strided(stored, t.strides(), t.offset()).to(dtype).expand(t.shape());
+}
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   check_binary(op, a, b, name);
+  const bool same_shape = a.shape() == b.shape();
+  const Shape shape = same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);   // before any copy
   const DType common = compute_dtype(op, result_type(a, b));
   const Tensor ac = as_dtype(a, common), bc = as_dtype(b, common);
   const bool comparison = op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Gt || op == BinaryOp::Lt ||
                           op == BinaryOp::Ge || op == BinaryOp::Le;
   const DType out_dtype = comparison ? kBool : common;
-  if (a.shape() == b.shape()) {   // the common case: no broadcast views to build
-    Tensor out = Tensor::empty(a.shape(), out_dtype, a.device());
+  if (same_shape) {   // the common case: no broadcast views to build
+    Tensor out = Tensor::empty(shape, out_dtype, a.device());
     backend_for(a.device()).binary(op, ac, bc, out);
     return out;
   }
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, out_dtype, a.device());
   backend_for(a.device()).binary(op, ac.expand(shape), bc.expand(shape), out);
   return out;
@@ -377,7 +391,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
   check_defined(name, x);
   // PyTorch sums bool and every integer type in int64 (torch.sum(uint8) is int64).
   if (op == ReduceOp::Sum && !is_floating(x.dtype()) && x.dtype() != kInt64)
-    return reduce(op, x.to(kInt64), dims, keepdim, name);
+    return reduce(op, as_dtype(x, kInt64), dims, keepdim, name);
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
   if (arg && dims.empty()) {   // over all elements: the flattened index, as in PyTorch
     TG_CHECK(x.numel() > 0, IndexError, name, ": expected a non-empty tensor (cannot take ", name,
@@ -474,7 +488,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined("matmul", a);
   check_defined("matmul", b);
   if (is_low_precision(a.dtype()) && a.dtype() == b.dtype())   // Note [Low precision through float32]
-    return matmul(a.to(kFloat32), b.to(kFloat32)).to(a.dtype());
+    return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
   check_defined("matmul", b);
   check_same_device("matmul", a, b);
   TG_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), ShapeError,
