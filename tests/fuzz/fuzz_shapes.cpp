@@ -512,14 +512,16 @@ void decode(Reader& in) {
         ref.shape[size_t(w)] = 0;
         for (const Operand& o : c.operands) {
           const Shape& s = o.v.shape();
-          bool fits = s.size() == first.size() && o.v.dtype() == x(0).dtype();
+          bool fits = s.size() == first.size();   // dtypes promote (Note [Type promotion])
           for (size_t d = 0; fits && d < s.size(); ++d) fits = int64_t(d) == w || s[d] == first[d];
           if (!fits || __builtin_add_overflow(ref.shape[size_t(w)], s[size_t(w)], &ref.shape[size_t(w)])) {
             ref = Ref::fail();
             break;
           }
         }
-        if (!ref.error && ref_zeros(ref.shape, x(0).dtype()).error) ref = Ref::fail();   // too many elements or bytes
+        tg::DType dtype = x(0).dtype();
+        for (const Operand& o : c.operands) dtype = tg::promote_types(dtype, o.v.dtype());
+        if (!ref.error && ref_zeros(ref.shape, dtype).error) ref = Ref::fail();   // too many elements or bytes
       }
       std::vector<Variable> xs;
       for (const Operand& o : c.operands) xs.push_back(o.v);
