@@ -207,6 +207,8 @@ TEST_CASE("dtypes: binary ops promote as PyTorch's result_type, with 0-d operand
   CHECK((t(kFloat16) + t(kFloat32)).dtype() == kFloat32);               // both with dims
   CHECK((t(kFloat32, {}) + t(kFloat64, {})).dtype() == kFloat64);       // both 0-d
   CHECK((t(kInt32) / t(kInt32)).dtype() == kFloat32);                   // true division
+  TG_CHECK_THROWS(pow(t(kInt64), t(kInt64)), DTypeError, "pow: not supported for integer tensors");
+  CHECK(pow(t(kInt64), t(kFloat32)).dtype() == kFloat32);
   CHECK((t(kUInt8) * t(kFloat16)).to_vector<float>() == std::vector<float>{1, 1});
   // bool arithmetic: + is or, * is and; - is refused as in PyTorch
   Variable a = from_vector(std::vector<float>{1, 0, 1, 0}) != 0.0, b = from_vector(std::vector<float>{1, 1, 0, 0}) != 0.0;

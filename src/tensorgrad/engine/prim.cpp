@@ -306,6 +306,10 @@ void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
   check_defined(name, a);
   check_defined(name, b);
   check_same_device(name, a, b);
+  // Integer powers would need exact integer exponentiation (and an error for negative exponents):
+  // refused rather than computed through double, whose inf does not fit an integer.
+  TG_CHECK(op != BinaryOp::Pow || is_floating(a.dtype()) || is_floating(b.dtype()), DTypeError, name,
+           ": not supported for integer tensors (convert with .to(tg::kFloat32) first)");
   TG_CHECK(!(op == BinaryOp::Sub && a.dtype() == kBool && b.dtype() == kBool), DTypeError, name,
            ": subtraction, the `-` operator, with two bool tensors is not supported; use the `^` (logical_xor) "
            "or `!=` (ne) operator instead");
