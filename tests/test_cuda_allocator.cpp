@@ -193,7 +193,7 @@ TEST_CASE("cuda allocator: out of memory releases the cache and retries once") {
   TG_CHECK_THROWS(a.allocate(~std::size_t(0) - 10), tg::OutOfMemoryError, "tried to allocate");
 }
 
-TEST_CASE("cuda allocator: passthrough mode neither rounds nor caches") {
+TEST_CASE("cuda allocator: passthrough mode rounds only to 4 bytes and caches nothing") {
   FakeDevice dev(64 * kMiB);
   CachingAllocator a(dev.raw(), "cuda:1", false);
   CHECK_FALSE(a.caching());
@@ -206,5 +206,9 @@ TEST_CASE("cuda allocator: passthrough mode neither rounds nor caches") {
   void* q = a.allocate(1000);
   CHECK(dev.mallocs == 2);
   a.deallocate(q);
+  CHECK(dev.in_use == 0);
+  void* r = a.allocate(1001);   // to the 32-bit word only (the narrow atomics of cuda/index.cu)
+  CHECK(dev.last_request == 1004);
+  a.deallocate(r);
   CHECK(dev.in_use == 0);
 }

@@ -50,7 +50,9 @@ struct PoolStats : memory::MemoryStats {
 // of its pool that fits and wastes little (max_reuse). On out-of-memory the cache is released and the
 // allocation retried once, then tg::OutOfMemoryError says what was asked, what the device has and
 // what tensorgrad holds. Passthrough mode (TG_CUDA_ALLOCATOR=passthrough) caches nothing and rounds
-// nothing, so that compute-sanitizer sees every tensor's real bounds.
+// only up to 4 bytes, so that compute-sanitizer sees every tensor's bounds to the word: the atomic
+// adds of 1- and 2-byte types (cuda/index.cu) read the aligned 32-bit word holding the element, as
+// cudaMalloc's 256-byte granularity always allows.
 class CachingAllocator {
  public:
   static constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: rounded <= 1 MiB
@@ -82,7 +84,7 @@ class CachingAllocator {
     if (nbytes == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     if (nbytes > std::numeric_limits<std::size_t>::max() - kLargeRound) throw_oom(nbytes, nbytes, false);
-    const std::size_t size = caching_ ? round_size(nbytes) : nbytes;
+    const std::size_t size = caching_ ? round_size(nbytes) : (nbytes + 3) / 4 * 4;
     if (caching_) {
       Pool& pool = is_small(size) ? small_ : large_;
       auto it = pool.lower_bound(size);   // the smallest cached block that fits...
