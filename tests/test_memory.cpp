@@ -655,3 +655,39 @@ TEST_CASE("memory: a CPU out-of-memory frees the cache, retries once, and report
   CHECK(message.find("peak allocated ") != std::string::npos);
   CHECK(message.find("tg::checkpoint") != std::string::npos);
 }
+
+TEST_CASE("memory: an out-of-memory report lists the largest live tensors with their shape and creating op") {
+  tg::Variable w = tg::randn({512, 256});   // 512 KiB, made outside any op
+  w.set_requires_grad(true);
+  tg::Variable x = tg::randn({128, 512});
+  tg::Variable h = tg::matmul(x, w);                    // [128, 256], 128 KiB
+  tg::Variable big = tg::relu(tg::randn({1024, 1024}));  // 4 MiB
+  tg::Variable view = big.reshape({1024 * 1024});        // shares relu's storage: not a second entry
+  tg::sum(h).backward();                                // w.grad: [512, 256] from matmul's backward
+  tg::Variable small = tg::exp(tg::randn({16}));        // below the reported size: not listed
+  std::string message;
+  try {
+    tg::Variable huge = tg::empty({int64_t(1) << 38});
+  } catch (const tg::OutOfMemoryError& e) {
+    message = e.what();
+  }
+  REQUIRE_FALSE(message.empty());
+  CAPTURE(message);
+  const std::size_t list = message.find("largest live tensors");
+  REQUIRE(list != std::string::npos);
+  const std::size_t relu = message.find("4096 KiB float32 [1024, 1024] on cpu from relu");
+  const std::size_t grad = message.find("524288 B float32 [512, 256] on cpu from matmul (backward)");
+  const std::size_t leaf = message.find("524288 B float32 [512, 256] on cpu from no op");
+  const std::size_t out = message.find("131072 B float32 [128, 256] on cpu from matmul");
+  CHECK(relu != std::string::npos);
+  CHECK(grad != std::string::npos);
+  CHECK(leaf != std::string::npos);
+  CHECK(list < relu);
+  CHECK(relu < std::min(grad, leaf));   // largest first
+  // Five entries at most: x (256 KiB) is the fourth; h (128 KiB) is fifth or pushed out by larger
+  // tensors of other test cases still alive, never listed before the larger ones.
+  if (out != std::string::npos) CHECK(out > std::max(grad, leaf));
+  CHECK(message.find("[1048576]") == std::string::npos);   // the view is not a storage of its own
+  CHECK(message.find("[16]") == std::string::npos);
+  CHECK(message.find("from exp") == std::string::npos);
+}

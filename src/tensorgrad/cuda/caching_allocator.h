@@ -209,7 +209,7 @@ class CachingAllocator {
         "); tensorgrad has ", stats_.allocated, " bytes allocated (", mib(stats_.allocated), ") and ",
         stats_.cached(), " bytes reserved but unused (", mib(stats_.cached()), ")",
         retried ? " after freeing its cache and retrying" : "", "; ", where_, ": ", memory::detail::stats_line(stats_), "; cpu: ",
-        memory::detail::stats_line(cpu_memory_stats()),
+        memory::detail::stats_line(cpu_memory_stats()), memory::detail::largest_live_tensors(5),
         ". Free tensors, lower the batch size, or use tg::checkpoint to keep fewer activations."));
   }
   static std::string mib(std::size_t bytes) {

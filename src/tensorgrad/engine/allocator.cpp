@@ -122,7 +122,7 @@ class CachingCpuAllocator final : public Allocator {
       throw OutOfMemoryError(detail::cat(
           "CPU out of memory: tried to allocate ", nbytes, " bytes (", memory::format_bytes(nbytes), ", ", size,
           " rounded) after freeing the allocator's cache and retrying; memory held by tensorgrad: ",
-          memory::detail::all_devices_line(),
+          memory::detail::all_devices_line(), memory::detail::largest_live_tensors(5),
           ". Free tensors you no longer need, lower the batch size, or use tg::checkpoint to keep fewer activations."));
     }
     std::lock_guard<SpinLock> lock(lock_);

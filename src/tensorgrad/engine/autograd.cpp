@@ -10,6 +10,7 @@
 
 #include "tensorgrad/engine/autograd_tools.h"
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/memory.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/engine/variable.h"
 
@@ -348,7 +349,10 @@ void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph,
       if (observer != nullptr) (*observer)(*node, g);
       if (auto kept = node->retained.lock()) accumulate(*kept, g);
       for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
-      node->backward(g, out);
+      {
+        memory::detail::OpScope op(node->name, /*backward=*/true);   // Note [Live tensor report]
+        node->backward(g, out);
+      }
       if (!retain_graph) run.release_rule();   // frees the saved tensors now
     }
     for (std::size_t i = 0; i < node->next.size(); ++i) {

@@ -3,12 +3,16 @@
 // kept by engine/allocator.cpp (CPU) and cuda/caching_allocator.h (CUDA).
 #include "tensorgrad/engine/memory.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/engine/allocator.h"
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/tensor.h"
 
 namespace tg {
 namespace memory {
@@ -95,6 +99,89 @@ std::string detail::all_devices_line() noexcept {
     return line;
   } catch (...) {   // out of memory while describing memory: say less
     return "(memory statistics unavailable)";
+  }
+}
+
+// Note [Live tensor report]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// An OutOfMemoryError names the largest live tensors, each with its shape, dtype, device and the op
+// that created it, so a user sees what holds the memory. Tensor::empty describes each new storage
+// (Storage::describe) and those of at least Storage::kReportedBytes join one doubly linked list
+// under a mutex; smaller storages skip both, so small ops (where a lock would show in the per-op
+// overhead) pay one comparison. The creating op comes from two places: tg::record names its
+// result's storage when the storage is not one of its inputs' (a view keeps its base's name), and
+// the backward engine sets this thread's CurrentOp around each rule, so gradients are "from
+// matmul (backward)". Storages made outside both (parameters, loaded data) show no op.
+
+struct StorageList {
+  std::mutex mutex;
+  Storage* head = nullptr;
+
+  void add(Storage* s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    s->live_prev_ = nullptr;
+    s->live_next_ = head;
+    if (head != nullptr) head->live_prev_ = s;
+    head = s;
+  }
+  void remove(Storage* s) noexcept {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (s->live_prev_ != nullptr) s->live_prev_->live_next_ = s->live_next_;
+    else head = s->live_next_;
+    if (s->live_next_ != nullptr) s->live_next_->live_prev_ = s->live_prev_;
+    s->live_prev_ = s->live_next_ = nullptr;
+  }
+  /// The n largest (nbytes, line) pairs and the count and bytes of all listed storages.
+  std::string largest(std::size_t n) {
+    struct Entry {
+      std::size_t nbytes;
+      std::string line;
+    };
+    std::vector<Entry> top;
+    std::size_t count = 0, bytes = 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (Storage* s = head; s != nullptr; s = s->live_next_) {
+      ++count;
+      bytes += s->nbytes();
+      if (top.size() == n && s->nbytes() <= top.back().nbytes) continue;
+      const char* op = s->op();
+      Entry e{s->nbytes(), tg::detail::cat(format_bytes(s->nbytes()), " ", dtype_name(s->described_dtype()), " ",
+                                           shape_str(s->described_shape()), " on ", s->device(), " from ",
+                                           op != nullptr ? op : "no op (a leaf, parameter or loaded tensor)",
+                                           op != nullptr && s->op_is_backward() ? " (backward)" : "")};
+      auto at = std::upper_bound(top.begin(), top.end(), e.nbytes,
+                                 [](std::size_t v, const Entry& x) { return v > x.nbytes; });
+      top.insert(at, std::move(e));
+      if (top.size() > n) top.pop_back();
+    }
+    if (top.empty()) return "";
+    std::string out = tg::detail::cat("; largest live tensors (of ", count, " of at least ",
+                                      format_bytes(Storage::kReportedBytes), ", ", format_bytes(bytes), " in all): ");
+    for (std::size_t i = 0; i < top.size(); ++i) out += (i ? ", " : "") + top[i].line;
+    return out;
+  }
+};
+
+namespace {
+StorageList& storage_list() {
+  static StorageList* list = new StorageList;   // never destroyed: storages may outlive static destructors
+  return *list;
+}
+thread_local detail::CurrentOp t_current_op;
+}  // namespace
+
+detail::CurrentOp detail::current_op() noexcept { return t_current_op; }
+detail::OpScope::OpScope(const char* name, bool backward) noexcept : saved_(t_current_op) {
+  t_current_op = CurrentOp{name, backward};
+}
+detail::OpScope::~OpScope() { t_current_op = saved_; }
+void detail::track(Storage* s) { storage_list().add(s); }
+void detail::untrack(Storage* s) noexcept { storage_list().remove(s); }
+std::string detail::largest_live_tensors(std::size_t n) noexcept {
+  try {
+    return storage_list().largest(n);
+  } catch (...) {   // no memory left even for the report: the message keeps its other parts
+    return "";
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 namespace tg {
+class Storage;
 namespace memory {
 
 /// One allocator's counters (torch.cuda.memory_stats, as a struct). Bytes are block sizes, i.e.
@@ -62,6 +63,34 @@ std::string stats_line(const MemoryStats& s);
 /// stats_line for the CPU allocator and for each CUDA device in use, each prefixed with its device
 /// ("cpu: ...; cuda:0: ..."): what OutOfMemoryError messages list. Never throws.
 std::string all_devices_line() noexcept;
+
+/// The op a thread is running, as Storage::describe records it: a Node's name while the backward
+/// engine runs its rule (backward true), otherwise none.
+struct CurrentOp {
+  const char* name = nullptr;   ///< a string literal (the Node's name), or nullptr
+  bool backward = false;        ///< true inside the Node's backward rule
+};
+/// This thread's CurrentOp.
+CurrentOp current_op() noexcept;
+/// Sets this thread's CurrentOp for its lifetime and restores the previous one after.
+class OpScope {
+ public:
+  /// Marks the thread as running `name` (its backward rule when backward is true).
+  OpScope(const char* name, bool backward) noexcept;
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  CurrentOp saved_;
+};
+/// Lists a storage among the live tensors (Storage::describe). See Note [Live tensor report].
+void track(Storage* s);
+/// Removes a storage from the list (its destructor).
+void untrack(Storage* s) noexcept;
+/// "; largest live tensors: 512.00 MiB float32 [1024, 131072] on cuda:0 from matmul, ..." with the n
+/// largest listed storages of every device, or "" when none is listed. Never throws.
+std::string largest_live_tensors(std::size_t n) noexcept;
 }  // namespace detail
 
 }  // namespace memory

@@ -14,13 +14,28 @@
 
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/memory.h"
 
 namespace tg {
 
 Storage::Storage(std::size_t nbytes, Device device, Allocator* allocator)
     : data_(allocator->allocate(nbytes)), nbytes_(nbytes), device_(with_index(device)), allocator_(allocator) {}
 
-Storage::~Storage() { allocator_->deallocate(data_, nbytes_); }
+Storage::~Storage() {
+  if (tracked_) memory::detail::untrack(this);
+  allocator_->deallocate(data_, nbytes_);
+}
+
+void Storage::describe(const Shape& shape, DType dtype) {
+  if (nbytes_ < kReportedBytes || tracked_) return;
+  shape_ = shape;
+  dtype_ = dtype;
+  const memory::detail::CurrentOp now = memory::detail::current_op();
+  op_.store(now.name, std::memory_order_relaxed);
+  op_backward_ = now.backward;
+  memory::detail::track(this);
+  tracked_ = true;
+}
 
 bool Storage::swap_bytes(Storage& other) noexcept {
   if (nbytes_ != other.nbytes_ || device_ != other.device_ || allocator_ != other.allocator_) return false;
@@ -40,6 +55,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
            dtype_name(dtype), " (shape ", shape_str(shape), ")");
   Backend& be = backend_for(device);   // throws DeviceError for an unusable device
   auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(dtype), device, &be.allocator());
+  storage->describe(shape, dtype);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 

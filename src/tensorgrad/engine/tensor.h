@@ -2,6 +2,7 @@
 /// engine/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
 /// No autograd here: that is Variable (engine/variable.h). Math on Tensors is in engine/prim.h.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -13,6 +14,10 @@
 #include "tensorgrad/engine/shape.h"
 
 namespace tg {
+
+namespace memory {
+struct StorageList;
+}
 
 /// Owns nbytes on one device through the allocator that frees them. Not copyable.
 /// `version` counts in-place writes to these bytes; every view (and every detach) shares it.
@@ -42,13 +47,45 @@ class Storage {
   /// to move freshly read parameters in without a second copy (nn/serialize.cpp).
   bool swap_bytes(Storage& other) noexcept;
 
+  /// Storages of at least this many bytes are listed in OutOfMemoryError reports (Note [Live tensor
+  /// report], engine/memory.cpp); smaller ones cost nothing extra.
+  static constexpr std::size_t kReportedBytes = 64 * 1024;
+  /// Records the shape and dtype these bytes were allocated for, and the op running on this thread
+  /// (the backward of a Node while the engine runs it), and lists a storage of at least
+  /// kReportedBytes among the live tensors. Tensor::empty calls it.
+  void describe(const Shape& shape, DType dtype);
+  /// Names the op whose result these bytes hold when none is named yet (tg::record calls it).
+  void name_op(const char* op) noexcept {
+    const char* none = nullptr;
+    if (tracked_) op_.compare_exchange_strong(none, op, std::memory_order_relaxed);
+  }
+  /// Whether the storage is listed among the live tensors.
+  bool tracked() const { return tracked_; }
+  /// The shape given to describe().
+  const Shape& described_shape() const { return shape_; }
+  /// The dtype given to describe().
+  DType described_dtype() const { return dtype_; }
+  /// The op that created these bytes, or nullptr when unknown.
+  const char* op() const { return op_.load(std::memory_order_relaxed); }
+  /// True when the bytes were created by the backward of op().
+  bool op_is_backward() const { return op_backward_; }
+
  private:
+  friend struct memory::StorageList;   // engine/memory.cpp: the list of live storages
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
   Device device_;
   Allocator* allocator_ = nullptr;
   uint64_t version_ = 0;
   debug::detail::Counted<debug::detail::kStorage> counted_;
+  // Note [Live tensor report]: describe() fills these once, before the storage is listed.
+  Shape shape_;
+  DType dtype_ = DType::Float32;
+  std::atomic<const char*> op_{nullptr};
+  bool op_backward_ = false;
+  bool tracked_ = false;
+  Storage* live_prev_ = nullptr;
+  Storage* live_next_ = nullptr;
 };
 
 /// A strided view over a shared Storage: shape, strides and offset in elements, and a dtype. No

@@ -449,6 +449,17 @@ struct NodeWith final : Node {
 };
 /// Links a fresh Node to the inputs that require grad and returns the recorded output (variable.cpp).
 Variable attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n, std::shared_ptr<Node> node);
+/// Names the op in out's storage for OutOfMemoryError reports unless the storage is an input's (a
+/// view). Inline: only storages of at least Storage::kReportedBytes are compared (Note [Live tensor report]).
+inline void name_result(const char* name, const Tensor& out, const InputRef* inputs, std::size_t n) noexcept {
+  Storage* s = out.storage().get();
+  if (s == nullptr || !s->tracked()) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Variable& in = inputs[i].get();
+    if (in.defined() && in.data().storage().get() == s) return;
+  }
+  s->name_op(name);
+}
 }  // namespace detail
 
 /// A tensor saved for backward, with the version it had when saved. get() throws AutogradError
@@ -508,6 +519,7 @@ Variable record(const char* name, Tensor out, const InputRef* inputs, std::size_
   using Rule = std::decay_t<F>;
   static_assert(std::is_invocable<Rule&, const Tensor&, Grads&>::value,
                 "record: the backward rule must be callable as void(const Tensor& grad, Grads& out)");
+  detail::name_result(name, out, inputs, n);   // Note [Live tensor report]
   if (!any_requires_grad(inputs, n)) return Variable(std::move(out));
   return detail::attach_node(name, std::move(out), inputs, n,
                              std::make_shared<detail::NodeWith<Rule>>(std::forward<F>(backward)));

@@ -12,7 +12,7 @@ namespace {
 /// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads.
 Variable unary(UnaryOp op, const char* name, const Variable& x, UnaryArgs args = {}) {
   Tensor y = prim::unary(op, x.data(), args);
-  if (!any_requires_grad({x})) return Variable(std::move(y));
+  if (!any_requires_grad({x})) return record(name, std::move(y), {x}, [](const Tensor&, Grads&) {});   // no Node
   bool uses_x = false, uses_y = false;
   visit(op, [&](auto f) {
     uses_x = decltype(f)::uses_x;
