@@ -923,9 +923,15 @@ TEST_CASE("cuda: allocator statistics grow and shrink and empty_cache returns th
   CHECK(tg::cuda::memory_reserved() == tg::cuda::memory_allocated());
   tg::cuda::reset_peak_memory_stats();
   CHECK(tg::cuda::max_memory_allocated() == tg::cuda::memory_allocated());
-  // A request the device cannot hold: OutOfMemoryError with the device's numbers, not a crash.
-  TG_CHECK_THROWS(tg::empty({int64_t(1) << 40}, tg::TensorOptions().device(kGpu)), tg::OutOfMemoryError,
-                  "CUDA out of memory on cuda:0");
+  // A request the device cannot hold: OutOfMemoryError with the device's numbers and the largest
+  // live tensors (Note [Live tensor report]), not a crash.
+  {
+    const Variable held = tg::relu(tg::randn({512, 1024}, tg::TensorOptions().device(kGpu)));   // 2 MiB
+    TG_CHECK_THROWS(tg::empty({int64_t(1) << 40}, tg::TensorOptions().device(kGpu)), tg::OutOfMemoryError,
+                    "CUDA out of memory on cuda:0");
+    TG_CHECK_THROWS(tg::empty({int64_t(1) << 40}, tg::TensorOptions().device(kGpu)), tg::OutOfMemoryError,
+                    "2048 KiB float32 [512, 1024] on cuda:0 from relu");
+  }
   CHECK(std::isfinite(tg::sum(tg::ones({3}, tg::TensorOptions().device(kGpu))).item()));
 }
 
