@@ -22,6 +22,7 @@
 #include "tensorgrad/engine/saved_hooks.h"
 #include "tensorgrad/engine/variable.h"
 #include "tensorgrad/nn/checkpoint.h"
+#include "tensorgrad/nn/data_parallel.h"
 #include "tensorgrad/nn/init.h"
 #include "tensorgrad/nn/layers.h"
 #include "tensorgrad/nn/module.h"
