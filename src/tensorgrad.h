@@ -10,6 +10,7 @@
 #include "tensorgrad/data/dataset.h"
 #include "tensorgrad/data/idx.h"
 #include "tensorgrad/data/loader.h"
+#include "tensorgrad/data/sampler.h"
 #include "tensorgrad/engine/autograd_tools.h"
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/cpu_capability.h"
