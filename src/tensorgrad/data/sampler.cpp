@@ -42,8 +42,7 @@ void shuffle_in_place(std::vector<int64_t>& order, uint64_t key) {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
                                        uint64_t seed, bool drop_last)
-    : dataset_size_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed),
-      drop_last_(drop_last) {
+    : dataset_size_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed) {
   TG_CHECK(dataset_size >= 0, Error, "DistributedSampler: the dataset size must be non-negative, got ", dataset_size);
   TG_CHECK(num_replicas >= 1, Error, "DistributedSampler: num_replicas must be positive, got ", num_replicas);
   TG_CHECK(rank >= 0 && rank < num_replicas, Error, "DistributedSampler: Invalid rank ", rank,

@@ -63,7 +63,6 @@ class DistributedSampler : public Sampler {
   int64_t dataset_size_, num_replicas_, rank_;
   bool shuffle_;
   uint64_t seed_;
-  bool drop_last_;
   int64_t num_samples_;
   int64_t epoch_ = 0;
 };
