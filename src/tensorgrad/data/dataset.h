@@ -28,8 +28,8 @@ struct Batch {
 };
 
 /// Note [Dataset thread safety]
-/// A DataLoader calls get_batch() (and so get()) from its prefetch thread, while the user's thread may
-/// call them too. Implementations must therefore be safe to call concurrently through a const
+/// A DataLoader calls get_batch() (and so get()) from its worker threads, several at once with
+/// num_workers(n), while the user's thread may call them too. Implementations must therefore be safe to call concurrently through a const
 /// reference: read-only state, or state guarded by the dataset itself.
 /// The interface a DataLoader reads (PyTorch's torch.utils.data.Dataset): a size and samples by index.
 class Dataset {

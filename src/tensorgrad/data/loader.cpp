@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
+#include <map>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <numeric>
-#include <random>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -25,33 +25,22 @@
 namespace tg {
 namespace data {
 
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/// Uniform in [0, m), m > 0, without modulo bias; mt19937_64's output is fixed by the standard, so the
-/// order is the same with every standard library (std::shuffle's is not).
-uint64_t uniform_below(std::mt19937_64& gen, uint64_t m) {
-  const uint64_t threshold = (0 - m) % m;   // 2^64 mod m: reject the incomplete last block
-  for (;;) {
-    const uint64_t r = gen();
-    if (r >= threshold) return r % m;
-  }
-}
-
-}  // namespace
 
 /// Note [Epoch lifetime]
-/// The prefetch thread uses only the Epoch (never a shared_ptr to it) and the dataset. shutdown() sets
-/// `stop`, wakes the thread and joins it: a thread blocked on a full queue returns at once, one inside
+/// The worker threads use only the Epoch (never a shared_ptr to it) and the dataset. shutdown() sets
+/// `stop`, wakes the threads and joins them: a thread waiting for room returns at once, one inside
 /// get_batch returns after that batch. ~Epoch (the last iterator going away, e.g. a `break`) calls it;
 /// so does ~DataLoader for epochs whose iterators outlive it, which then throw DataError instead of
 /// touching a dataset that may be gone. The consumer side (pos, current) is the iterating thread's.
+///
+/// Note [Worker order]
+/// Workers take batch numbers from one counter (`next`) and file each finished batch under its
+/// number; the consumer takes batch `pos` only, waiting for it if needed, so batches arrive in
+/// order whatever thread made them and whenever it finished, and each is make(b) of the same
+/// indices, the same bits as with one worker. A worker may start batch b only while b < front +
+/// capacity (front: the batch the consumer takes next), so at most `capacity` batches are made or
+/// in the making ahead of the consumer. A batch whose make() threw is filed as its error and
+/// rethrown when the consumer reaches it; no worker starts a batch after it.
 struct DataLoader::Epoch {
   struct Slot {
     Batch batch;
@@ -59,18 +48,28 @@ struct DataLoader::Epoch {
   };
 
   Epoch(const Dataset& dataset, std::vector<int64_t> order, int64_t batch_size, int64_t num_batches,
-        int64_t capacity)
+        int64_t capacity, int64_t workers)
       : dataset(dataset), order(std::move(order)), batch_size(batch_size), num_batches(num_batches),
-        capacity(capacity) {}
+        capacity(capacity), workers(workers) {}
   ~Epoch() { shutdown(); }
   Epoch(const Epoch&) = delete;
   Epoch& operator=(const Epoch&) = delete;
 
+  /// Starts the workers; if the OS refuses a thread, the ones started are stopped and DataError thrown.
   void start() {
-    if (capacity > 0 && num_batches > 0) worker = std::thread([this] { run(); });
+    if (capacity == 0 || num_batches == 0) return;
+    const int64_t n = std::min(workers, num_batches);
+    threads.reserve(static_cast<std::size_t>(n));
+    try {
+      for (int64_t i = 0; i < n; ++i) threads.emplace_back([this] { run(); });
+    } catch (const std::system_error& e) {
+      shutdown();
+      throw DataError(tg::detail::cat("DataLoader: cannot start worker thread ", threads.size() + 1, " of ", n, ": ",
+                                      e.what()));
+    }
   }
 
-  /// Batch b of this epoch: data (B, ...), target (B, ...). Runs on the prefetch thread (or, with
+  /// Batch b of this epoch: data (B, ...), target (B, ...). Runs on a worker thread (or, with
   /// prefetch 0, on the caller's).
   Batch make(int64_t b) const {
     NoGradGuard no_grad;   // a dataset's own transforms record no graph
@@ -92,17 +91,20 @@ struct DataLoader::Epoch {
     return batch;
   }
 
-  /// The prefetch thread: fills the queue in order, at most `capacity` ahead; stops at the first error.
+  /// A worker thread: takes the next batch number while there is room, makes it, files it. See Note
+  /// [Worker order].
   void run() {
     // Copies on this thread stay on it: spreading them over the thread pool would fight the training
     // step for the cores (PyTorch's loader workers run single-threaded too). On a busy 2-core machine a
     // 64-image gather took 3-7 ms with a team of threads and 6 us without.
     parallel::set_thread_serial(true);
-    for (int64_t b = 0; b < num_batches; ++b) {
+    for (;;) {
+      int64_t b;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        space.wait(lock, [&] { return stop || static_cast<int64_t>(queue.size()) < capacity; });
-        if (stop) return;
+        space.wait(lock, [&] { return stop || next >= last_batch || next < front + capacity; });
+        if (stop || next >= last_batch) return;
+        b = next++;
       }
       Slot slot;
       try {
@@ -110,35 +112,34 @@ struct DataLoader::Epoch {
       } catch (...) {
         slot.error = std::current_exception();
       }
-      const bool failed = slot.error != nullptr;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        queue.push_back(std::move(slot));
+        if (slot.error) last_batch = std::min(last_batch, b + 1);   // nothing after a failed batch
+        done.emplace(b, std::move(slot));
       }
-      ready.notify_one();
-      if (failed) return;
+      ready.notify_all();   // the consumer waits for one particular batch
     }
   }
 
-  /// Consumer: makes `current` batch `pos`, waiting for the thread if needed. On an error the epoch
+  /// Consumer: makes `current` batch `pos`, waiting for the workers if needed. On an error the epoch
   /// ends (pos = num_batches) and the error is rethrown with its own type.
   void fetch() {
     if (has_current) return;
     Slot slot;
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (capacity > 0) ready.wait(lock, [&] { return !queue.empty() || stop; });
-      if (stop) {   // only ~DataLoader sets it while an iterator lives
-        pos = num_batches;
-        throw DataError("DataLoader: the loader was destroyed while one of its iterators was still in use");
-      }
-      if (capacity > 0) {
-        slot = std::move(queue.front());
-        queue.pop_front();
-      }
-    }
     if (capacity > 0) {
-      space.notify_one();
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        ready.wait(lock, [&] { return stop || done.count(pos) != 0; });
+        if (stop) {   // only ~DataLoader sets it while an iterator lives
+          pos = num_batches;
+          throw DataError("DataLoader: the loader was destroyed while one of its iterators was still in use");
+        }
+        auto it = done.find(pos);
+        slot = std::move(it->second);
+        done.erase(it);
+        front = pos + 1;
+      }
+      space.notify_all();
     } else {
       try {
         slot.batch = make(pos);
@@ -162,24 +163,28 @@ struct DataLoader::Epoch {
     space.notify_all();
     ready.notify_all();
     std::lock_guard<std::mutex> lock(join_mutex);
-    if (worker.joinable()) worker.join();
+    for (std::thread& t : threads)
+      if (t.joinable()) t.join();
   }
 
   const Dataset& dataset;
   const std::vector<int64_t> order;
-  const int64_t batch_size, num_batches, capacity;
+  const int64_t batch_size, num_batches, capacity, workers;
   bool pin = false;   // pin_memory(true) and a usable GPU; set before start()
   // consumer side: the iterating thread only
   int64_t pos = 0;
   bool has_current = false;
   Batch current;
-  // shared with the prefetch thread, under `mutex`
+  // shared with the workers, under `mutex`
   std::mutex mutex;
   std::condition_variable space, ready;
-  std::deque<Slot> queue;
+  std::map<int64_t, Slot> done;       // finished batches not yet taken, by number
+  int64_t next = 0;                   // the next batch number a worker takes
+  int64_t front = 0;                  // the batch the consumer takes next
+  int64_t last_batch = num_batches;   // one past the last batch to make (cut at a failed one)
   bool stop = false;
   std::mutex join_mutex;   // shutdown may race between an iterator's and the loader's destructors
-  std::thread worker;
+  std::vector<std::thread> threads;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -214,6 +219,12 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options) : dataset_
   TG_CHECK(options_.batch_size() > 0, Error, "DataLoader: batch_size must be positive, got ", options_.batch_size());
   TG_CHECK(options_.prefetch() >= 0, Error, "DataLoader: prefetch must be non-negative, got ", options_.prefetch());
   TG_CHECK(dataset.size() >= 0, DataError, "DataLoader: the dataset reports a negative size ", dataset.size());
+  TG_CHECK(options_.num_workers() >= 0, Error, "DataLoader: num_workers must be non-negative, got ",
+           options_.num_workers());
+  TG_CHECK(options_.num_workers() <= 1 || options_.prefetch() >= 1, Error, "DataLoader: num_workers ",
+           options_.num_workers(), " needs prefetch >= 1 (batches each worker prepares ahead), got prefetch 0");
+  TG_CHECK(options_.sampler() == nullptr || !options_.shuffle(), Error,
+           "DataLoader: sampler option is mutually exclusive with shuffle");
 }
 
 DataLoader::~DataLoader() {
@@ -222,7 +233,7 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size();
+  const int64_t n = options_.sampler() ? options_.sampler()->size() : dataset_->size(), b = options_.batch_size();
   return n / b + (!options_.drop_last() && n % b != 0 ? 1 : 0);
 }
 
@@ -233,6 +244,15 @@ void DataLoader::set_epoch(int64_t epoch) {
 
 std::vector<int64_t> DataLoader::order(int64_t epoch) const {
   const int64_t n = dataset_->size();
+  if (const Sampler* sampler = options_.sampler()) {
+    std::vector<int64_t> indices = sampler->indices();
+    TG_CHECK(static_cast<int64_t>(indices.size()) == sampler->size(), DataError, "DataLoader: the sampler gave ",
+             indices.size(), " indices but its size() is ", sampler->size());
+    for (int64_t i : indices)
+      TG_CHECK(i >= 0 && i < n, IndexError, "DataLoader: the sampler gave index ", i, " for a dataset of ", n,
+               " samples");
+    return indices;
+  }
   // One int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory. An order
   // larger than the machine's memory is refused before any allocation (an allocation that size
   // aborts under AddressSanitizer instead of throwing); a smaller one that still fails throws too.
@@ -252,16 +272,16 @@ std::vector<int64_t> DataLoader::order(int64_t epoch) const {
   }
   std::iota(order.begin(), order.end(), int64_t(0));
   if (!options_.shuffle()) return order;
-  std::mt19937_64 gen(splitmix64(splitmix64(options_.seed()) ^ static_cast<uint64_t>(epoch)));
-  for (std::size_t i = order.size(); i > 1; --i)   // Fisher-Yates
-    std::swap(order[i - 1], order[uniform_below(gen, i)]);
+  detail::shuffle_in_place(order, detail::splitmix64(detail::splitmix64(options_.seed()) ^ static_cast<uint64_t>(epoch)));
   return order;
 }
 
 DataLoader::Iterator DataLoader::begin() {
   live_.erase(std::remove_if(live_.begin(), live_.end(), [](const std::weak_ptr<Epoch>& w) { return w.expired(); }),
               live_.end());
-  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), options_.prefetch());
+  const int64_t workers = std::max<int64_t>(options_.num_workers(), 1);
+  const int64_t capacity = options_.prefetch() * workers;   // PyTorch's prefetch_factor * num_workers
+  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), capacity, workers);
   epoch_ = epoch_ == std::numeric_limits<int64_t>::max() ? 0 : epoch_ + 1;   // the shuffle seed wraps, never overflows
   epoch->pin = options_.pin_memory() && cuda::is_available();
   epoch->start();

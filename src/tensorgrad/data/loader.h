@@ -1,7 +1,8 @@
 /// \file
 /// data/loader.h: DataLoader, which cuts a Dataset into batches (optionally shuffled, reproducibly
-/// from a seed and the epoch number) and prepares the next ones on a background prefetch thread.
-/// The datasets are in data/dataset.h and data/idx.h; the thread and its queue live in data/loader.cpp.
+/// from a seed and the epoch number, or in a Sampler's order) and prepares the next ones on background
+/// worker threads. The datasets are in data/dataset.h and data/idx.h, the samplers in data/sampler.h;
+/// the threads and their queue live in data/loader.cpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tensorgrad/data/dataset.h"
+#include "tensorgrad/data/sampler.h"
 
 namespace tg {
 namespace data {
@@ -30,7 +32,19 @@ class LoaderOptions {
   /// Drop the last, smaller batch when the dataset size is not a multiple of batch_size.
   LoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
   /// Batches prepared ahead by the background thread; 0 prepares each batch on the caller's thread.
+  /// With num_workers(n), n > 1, up to prefetch * n batches (PyTorch's prefetch_factor * num_workers).
   LoaderOptions& prefetch(int64_t n) { prefetch_ = n; return *this; }
+  /// Worker threads that load and collate batches in parallel (PyTorch's num_workers, as threads of
+  /// this process). The batches still arrive in the order one worker gives, each the same bits
+  /// (Dataset::get_batch must be safe to call from several threads: Note [Dataset thread safety]).
+  /// 0 (the default) and 1 both mean one background thread (none with prefetch(0)); n > 1 needs
+  /// prefetch >= 1. Error for a negative n.
+  LoaderOptions& num_workers(int64_t n) { num_workers_ = n; return *this; }
+  /// Takes the sample order from sampler (e.g. a DistributedSampler) instead of the dataset order or
+  /// shuffle, which must then be off (Error, as PyTorch's "sampler option is mutually exclusive with
+  /// shuffle"). Borrowed: the sampler must outlive the loader; its indices() are read when each epoch
+  /// begins, so set_epoch on it before the loop.
+  LoaderOptions& sampler(const Sampler& s) { sampler_ = &s; return *this; }
 
   /// See batch_size(int64_t).
   int64_t batch_size() const { return batch_size_; }
@@ -44,6 +58,10 @@ class LoaderOptions {
   bool drop_last() const { return drop_last_; }
   /// See prefetch(int64_t) (default 2).
   int64_t prefetch() const { return prefetch_; }
+  /// See num_workers(int64_t).
+  int64_t num_workers() const { return num_workers_; }
+  /// See sampler(const Sampler&); null when none was given.
+  const Sampler* sampler() const { return sampler_; }
 
  private:
   int64_t batch_size_ = 1;
@@ -52,6 +70,8 @@ class LoaderOptions {
   uint64_t seed_ = 0;
   bool drop_last_ = false;
   int64_t prefetch_ = 2;
+  int64_t num_workers_ = 0;
+  const Sampler* sampler_ = nullptr;
 };
 
 /// for (auto& batch : loader) { batch.data; batch.target; }   // data (B, ...), target (B, ...)
@@ -108,7 +128,8 @@ class DataLoader {
   Iterator begin();                        ///< starts epoch epoch() and its prefetch thread
   /// The end iterator.
   Iterator end() { return Iterator(); }
-  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last; N is the sampler's size()
+  /// when there is one, else the dataset's.
   int64_t size() const;
   int64_t epoch() const { return epoch_; } ///< the number the next begin() uses
   /// Sets the number the next begin() uses (>= 0, else Error), e.g. to resume a run at a given
@@ -119,6 +140,7 @@ class DataLoader {
   /// The borrowed dataset.
   const Dataset& dataset() const { return *dataset_; }
   /// The sample order of an epoch (identity without shuffle): a permutation of [0, dataset.size()).
+  /// With a sampler, its indices() (the epoch number is the sampler's own: see its set_epoch).
   std::vector<int64_t> order(int64_t epoch) const;
 
  private:

@@ -1,0 +1,78 @@
+// data/sampler.cpp: DistributedSampler's padding, interleaving and per-epoch shuffle, and the
+// seeded Fisher-Yates shuffle DataLoader uses too. The loader's side is data/loader.cpp.
+#include "tensorgrad/data/sampler.h"
+
+#include <numeric>
+#include <random>
+#include <utility>
+
+#include "tensorgrad/engine/error.h"
+
+namespace tg {
+namespace data {
+
+namespace detail {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+namespace {
+/// Uniform in [0, m), m > 0, without modulo bias; mt19937_64's output is fixed by the standard, so the
+/// order is the same with every standard library (std::shuffle's is not).
+uint64_t uniform_below(std::mt19937_64& gen, uint64_t m) {
+  const uint64_t threshold = (0 - m) % m;   // 2^64 mod m: reject the incomplete last block
+  for (;;) {
+    const uint64_t r = gen();
+    if (r >= threshold) return r % m;
+  }
+}
+}  // namespace
+
+void shuffle_in_place(std::vector<int64_t>& order, uint64_t key) {
+  std::mt19937_64 gen(key);
+  for (std::size_t i = order.size(); i > 1; --i)   // Fisher-Yates
+    std::swap(order[i - 1], order[uniform_below(gen, i)]);
+}
+
+}  // namespace detail
+
+DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
+                                       uint64_t seed, bool drop_last)
+    : dataset_size_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed) {
+  TG_CHECK(dataset_size >= 0, Error, "DistributedSampler: the dataset size must be non-negative, got ", dataset_size);
+  TG_CHECK(num_replicas >= 1, Error, "DistributedSampler: num_replicas must be positive, got ", num_replicas);
+  TG_CHECK(rank >= 0 && rank < num_replicas, Error, "DistributedSampler: Invalid rank ", rank,
+           ", rank should be in the interval [0, ", num_replicas - 1, "]");
+  const int64_t n = dataset_size, w = num_replicas;
+  if (drop_last && n % w != 0)
+    num_samples_ = n < w ? 0 : (n - w + w - 1) / w;   // ceil((n - w) / w); PyTorch's math.ceil gives 0 below 0
+  else
+    num_samples_ = n / w + (n % w != 0 ? 1 : 0);      // ceil(n / w)
+}
+
+void DistributedSampler::set_epoch(int64_t epoch) {
+  TG_CHECK(epoch >= 0, Error, "DistributedSampler: set_epoch needs a non-negative epoch, got ", epoch);
+  epoch_ = epoch;
+}
+
+std::vector<int64_t> DistributedSampler::indices() const {
+  std::vector<int64_t> order(static_cast<std::size_t>(dataset_size_));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  // seed + epoch as PyTorch (g.manual_seed(seed + epoch)); wraps rather than overflows
+  if (shuffle_) detail::shuffle_in_place(order, detail::splitmix64(seed_ + static_cast<uint64_t>(epoch_)));
+  const int64_t total = total_size();
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<std::size_t>(num_samples_));
+  // position p of the padded order is order[p mod n]: PyTorch's indices += indices[:padding], repeated
+  // as often as needed when the padding is longer than the dataset
+  for (int64_t p = rank_; p < total; p += num_replicas_)
+    mine.push_back(order[static_cast<std::size_t>(p % dataset_size_)]);
+  return mine;
+}
+
+}  // namespace data
+}  // namespace tg
