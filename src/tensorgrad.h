@@ -10,6 +10,8 @@
 #include "tensorgrad/data/dataset.h"
 #include "tensorgrad/data/idx.h"
 #include "tensorgrad/data/loader.h"
+#include "tensorgrad/distributed/distributed.h"
+#include "tensorgrad/distributed/tcp_store.h"
 #include "tensorgrad/engine/autograd_tools.h"
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/cpu_capability.h"
@@ -25,6 +27,7 @@
 #include "tensorgrad/nn/init.h"
 #include "tensorgrad/nn/layers.h"
 #include "tensorgrad/nn/module.h"
+#include "tensorgrad/nn/parallel/distributed.h"
 #include "tensorgrad/nn/serialize.h"
 #include "tensorgrad/ops/creation.h"
 #include "tensorgrad/ops/ops.h"
@@ -45,6 +48,11 @@
 /// (PyTorch's torch.cuda). Every function also works in a build without CUDA.
 /// \namespace tg::data
 /// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader.
+/// \namespace tg::distributed
+/// Several processes training together (PyTorch's torch.distributed): init_process_group, the
+/// collectives, ProcessGroup and its Gloo backend, TCPStore.
+/// \namespace tg::nn::parallel
+/// Parallel wrappers of modules: DistributedDataParallel (PyTorch's torch.nn.parallel).
 /// \namespace tg::debug
 /// Live-object counters for leak tests.
 /// \namespace tg::fn
