@@ -29,7 +29,7 @@ constexpr int64_t kBatch = 64;
 
 /// One rank: timed training steps; rank 0 prints "result samples_per_s comm_ms exposed_ms bytes model_bytes".
 int run_rank(const bench::Options& o) {
-  bench::set_threads(o.threads);
+  tg::set_num_threads(o.threads);
   tg::distributed::init_process_group("gloo", tg::distributed::InitOptions().init_method(std::getenv("TG_BENCH_INIT"))
                                                    .timeout(std::chrono::seconds(60)));
   const int rank = tg::distributed::get_rank(), world = tg::distributed::get_world_size();
@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     std::printf("bench_ddp: built without Gloo (TENSORGRAD_DISTRIBUTED): nothing to measure\n");
     return 0;
   }
-  bench::print_header("DistributedDataParallel, MLP 784-256-10, batch 64 per rank, Gloo over loopback", o);
+  std::printf("\n== DistributedDataParallel, MLP 784-256-10, batch 64 per rank, Gloo over loopback | CPU code path %s | load %s%s\n",
+              tg::cpu_capability_name(), bench::loadavg().c_str(), o.smoke ? " | SMOKE (numbers meaningless)" : "");
   std::printf("%-42s %12s %12s %12s %10s %16s\n", "configuration", "samples/s", "all-reduce", "exposed", "hidden",
               "bytes/step");
   struct Config {
