@@ -229,7 +229,7 @@ struct TCPStore::Server {
 };
 
 TCPStore::TCPStore(const std::string& host, int port, bool is_master, int rank, std::chrono::milliseconds timeout)
-    : host_(host), port_(port), rank_(rank), timeout_(timeout) {
+    : host_(host), port_(port), timeout_(timeout) {
   if (port < 0 || port > 65535) fail("TCPStore: port " + std::to_string(port) + " is out of range [0, 65535]");
   if (is_master) {
     auto s = std::make_unique<Server>();

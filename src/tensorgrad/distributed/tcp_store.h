@@ -56,7 +56,6 @@ class TCPStore {
 
   std::string host_;
   int port_;
-  int rank_;
   std::chrono::milliseconds timeout_;
   int fd_ = -1;
   std::mutex mutex_;                 // one request at a time on the connection
