@@ -8,6 +8,7 @@
 #include <tensorgrad.h>
 
 #include "cli.h"
+#include "synthetic.h"
 
 #include <algorithm>
 #include <chrono>
@@ -77,23 +78,6 @@ Args parse(int argc, char** argv) {
     }
   }
   return a;
-}
-
-/// The --synthetic problem: `n` images (n, 1, 28, 28) in [0, 1] of 10 classes. Each class lights its
-/// own fixed random 16% of the pixels at 0.3, and every pixel gets normal noise of sd 0.5, clamped: one
-/// pixel says little, the whole image a lot, so the MLP learns it (about 99% test accuracy after 2
-/// epochs of 2,000 images on the CPU, 10% being chance). The patterns come from `seed`; the train and
-/// test sets share them and differ in labels and noise (`split_seed`). Generated on the CPU from tg's
-/// Philox stream, so the images are the same on every machine and thread count.
-tg::data::TensorDataset synthetic_set(int64_t n, uint64_t seed, uint64_t split_seed) {
-  tg::NoGradGuard no_grad;
-  tg::manual_seed(seed);
-  const tg::Variable patterns = tg::randn({10, 784}) > 1.0;   // 0/1: about 16% of the pixels lit
-  tg::manual_seed(split_seed);
-  const tg::Variable labels = tg::randint(0, 10, {n});
-  const tg::Variable images =
-      tg::clamp(tg::index_select(patterns, 0, labels) * 0.3 + tg::randn({n, 784}) * 0.5, 0.0, 1.0);
-  return tg::data::TensorDataset(images.reshape({n, 1, 28, 28}), labels);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

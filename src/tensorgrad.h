@@ -11,6 +11,8 @@
 #include "tensorgrad/data/idx.h"
 #include "tensorgrad/data/loader.h"
 #include "tensorgrad/data/sampler.h"
+#include "tensorgrad/distributed/distributed.h"
+#include "tensorgrad/distributed/tcp_store.h"
 #include "tensorgrad/engine/autograd_tools.h"
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/cpu_capability.h"
@@ -27,6 +29,7 @@
 #include "tensorgrad/nn/init.h"
 #include "tensorgrad/nn/layers.h"
 #include "tensorgrad/nn/module.h"
+#include "tensorgrad/nn/parallel/distributed.h"
 #include "tensorgrad/nn/serialize.h"
 #include "tensorgrad/ops/creation.h"
 #include "tensorgrad/ops/ops.h"
@@ -47,6 +50,12 @@
 /// (PyTorch's torch.cuda). Every function also works in a build without CUDA.
 /// \namespace tg::data
 /// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader.
+/// \namespace tg::distributed
+/// Several processes training together (PyTorch's torch.distributed): init_process_group, the
+/// collectives, ProcessGroup and its Gloo backend, TCPStore.
+/// \namespace tg::nn::parallel
+/// Parallel execution of modules (PyTorch's torch.nn.parallel): DistributedDataParallel, and the
+/// steps of DataParallel (replicate, scatter, parallel_apply, gather).
 /// \namespace tg::debug
 /// Live-object counters for leak tests.
 /// \namespace tg::fn

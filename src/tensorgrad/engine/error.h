@@ -38,6 +38,9 @@ struct IOError : Error { using Error::Error; };
 /// Malformed data: a bad IDX file, samples that cannot be stacked into a batch.
 struct DataError : Error { using Error::Error; };
 struct CpuCapabilityError : Error { using Error::Error; };   // engine/cpu_capability.h
+/// A collective or a rendezvous of tg::distributed that failed: a rank that exited or never joined
+/// (named in the message), a timeout, tensors that differ across ranks, a process group not initialized.
+struct DistributedError : Error { using Error::Error; };
 
 namespace detail {
 inline void stream_all(std::ostringstream&) {}

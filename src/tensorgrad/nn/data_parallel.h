@@ -14,7 +14,7 @@
 namespace tg {
 namespace nn {
 
-/// Parallel execution of modules (PyTorch's torch.nn.parallel): the steps of DataParallel.
+// The steps of DataParallel (tg::nn::parallel is documented in tensorgrad.h).
 namespace parallel {
 
 /// PyTorch's torch.chunk sizes for n rows over `chunks` pieces: ceil(n / chunks) rows each, the last

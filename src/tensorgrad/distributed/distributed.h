@@ -1,0 +1,116 @@
+/// \file
+/// distributed/distributed.h: several processes training together (PyTorch's torch.distributed):
+/// init_process_group with env:// or file:// rendezvous, the collectives (all_reduce, broadcast,
+/// all_gather, barrier) on the default process group, and the ProcessGroup interface behind them.
+/// The Gloo backend is in distributed/process_group_gloo.cpp, the TCP key-value store of env:// in
+/// distributed/tcp_store.h; DistributedDataParallel is in nn/parallel/distributed.h.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/engine/tensor.h"
+#include "tensorgrad/engine/variable.h"
+
+namespace tg {
+namespace distributed {
+
+/// How all_reduce combines the ranks' values (PyTorch's ReduceOp). AVG divides the sum by the world
+/// size (floating dtypes only).
+enum class ReduceOp { SUM, AVG, PRODUCT, MIN, MAX };
+
+/// The default timeout of rendezvous and collectives: 30 minutes, PyTorch's default_pg_timeout.
+constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::minutes(30);
+
+/// Options of init_process_group, PyTorch's keyword arguments: InitOptions().init_method("file:///tmp/rdv")
+/// .timeout(std::chrono::seconds(10)). A rank or world size left at -1 is read from the environment
+/// (RANK, WORLD_SIZE, as torchrun and tools/tgrun set them).
+class InitOptions {
+ public:
+  /// "env://" (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; rank 0 serves a TCP store), or
+  /// "file:///path/to/folder" (every rank on one machine or a shared file system; the folder must be
+  /// new or empty), or "tcp://host:port" (env:// with the address given here).
+  InitOptions& init_method(std::string m) { init_method_ = std::move(m); return *this; }
+  /// This process's rank in [0, world_size); -1 reads RANK.
+  InitOptions& rank(int r) { rank_ = r; return *this; }
+  /// The number of processes; -1 reads WORLD_SIZE.
+  InitOptions& world_size(int n) { world_size_ = n; return *this; }
+  /// How long the rendezvous and each collective may wait for the other ranks before they fail with a
+  /// DistributedError naming the rank that is missing.
+  InitOptions& timeout(std::chrono::milliseconds t) { timeout_ = t; return *this; }
+  /// See init_method(std::string).
+  const std::string& init_method() const { return init_method_; }
+  /// See rank(int).
+  int rank() const { return rank_; }
+  /// See world_size(int).
+  int world_size() const { return world_size_; }
+  /// See timeout(std::chrono::milliseconds).
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  std::string init_method_ = "env://";
+  int rank_ = -1;
+  int world_size_ = -1;
+  std::chrono::milliseconds timeout_ = kDefaultTimeout;
+};
+
+/// A group of processes that run collectives together (PyTorch's c10d::ProcessGroup). Every rank must
+/// call the same collectives in the same order with tensors of the same shape and dtype; a mismatch
+/// raises a DistributedError on every rank (Note [Collective headers], process_group_gloo.cpp). The
+/// collectives block until this rank's part is done and are not to be called from several threads
+/// at once (DistributedDataParallel calls them from its communication thread during backward only).
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  /// This process's rank.
+  virtual int rank() const = 0;
+  /// The number of processes.
+  virtual int size() const = 0;
+  /// "gloo".
+  virtual std::string backend() const = 0;
+  /// Combines t over every rank with op, in place: afterwards every rank holds the same result.
+  virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::SUM) = 0;
+  /// Copies root's t into every other rank's t, in place.
+  virtual void broadcast(Tensor& t, int root = 0) = 0;
+  /// out[r] = rank r's t, for every r; out is resized to size() and its entries are fresh tensors
+  /// unless they already have t's shape, dtype and device.
+  virtual void all_gather(std::vector<Tensor>& out, const Tensor& t) = 0;
+  /// Returns once every rank has called it.
+  virtual void barrier() = 0;
+};
+
+/// True when this build has a backend (Gloo; TENSORGRAD_DISTRIBUTED in CMake).
+bool is_available() noexcept;
+/// True when this build has the named backend: "gloo" when is_available(); "nccl" never yet.
+bool is_backend_available(const std::string& backend) noexcept;
+
+/// Joins the default process group (PyTorch's torch.distributed.init_process_group). backend is
+/// "gloo" (CPU tensors, and CUDA tensors staged through host memory) or "nccl" (not built yet: a
+/// DistributedError says so). Blocks until every rank has joined; a rank that does not join within the
+/// timeout makes the others fail with a DistributedError naming it.
+void init_process_group(const std::string& backend, const InitOptions& options = InitOptions());
+/// True between init_process_group and destroy_process_group.
+bool is_initialized() noexcept;
+/// Leaves the default process group; a no-op when none was initialized.
+void destroy_process_group();
+/// The default group (DistributedError when not initialized).
+ProcessGroup& default_group();
+/// This process's rank in the default group.
+int get_rank();
+/// The number of processes in the default group.
+int get_world_size();
+/// The default group's backend name.
+std::string get_backend();
+
+/// all_reduce on the default group, in place; no autograd is recorded (PyTorch's dist.all_reduce).
+void all_reduce(const Variable& t, ReduceOp op = ReduceOp::SUM);
+/// broadcast on the default group: every rank's t becomes src's t, in place.
+void broadcast(const Variable& t, int src = 0);
+/// all_gather on the default group: out[r] becomes rank r's t (out is resized to the world size).
+void all_gather(std::vector<Variable>& out, const Variable& t);
+/// barrier on the default group.
+void barrier();
+
+}  // namespace distributed
+}  // namespace tg

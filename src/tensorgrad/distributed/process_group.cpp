@@ -1,0 +1,178 @@
+// distributed/process_group.cpp: the default process group (init_process_group, destroy, the free
+// collectives on Variables) and the parsing of env://, tcp:// and file:// rendezvous. The backend is
+// distributed/process_group_gloo.cpp; a build without Gloo (TENSORGRAD_WITH_GLOO=0) refuses here.
+#include <cstdlib>
+#include <mutex>
+
+#include "tensorgrad/cuda/cuda.h"
+#include "tensorgrad/distributed/backends.h"
+#include "tensorgrad/engine/error.h"
+
+#ifndef TENSORGRAD_WITH_GLOO
+#define TENSORGRAD_WITH_GLOO 0
+#endif
+
+namespace tg {
+namespace distributed {
+
+namespace {
+
+std::mutex& group_mutex() {
+  static std::mutex* m = new std::mutex;   // never destroyed: a static destructor may run after its users
+  return *m;
+}
+std::unique_ptr<ProcessGroup>& group_slot() {
+  static auto* g = new std::unique_ptr<ProcessGroup>;
+  return *g;
+}
+int generation = 0;
+
+int env_int(const char* name, int given, const char* what) {
+  if (given >= 0) return given;
+  const char* v = std::getenv(name);
+  TG_CHECK(v != nullptr && *v != '\0', DistributedError, "init_process_group: ", name, " is not set (", what,
+           "): set it, launch with tools/tgrun, or pass InitOptions().", name[0] == 'R' ? "rank" : "world_size", "(n)");
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  TG_CHECK(end != v && *end == '\0' && n >= 0 && n < (1 << 20), DistributedError, "init_process_group: ", name,
+           "='", v, "' is not a non-negative integer");
+  return static_cast<int>(n);
+}
+
+int parse_port(const std::string& s, const char* from) {
+  char* end = nullptr;
+  const long p = std::strtol(s.c_str(), &end, 10);
+  TG_CHECK(!s.empty() && *end == '\0' && p >= 1 && p <= 65535, DistributedError, "init_process_group: ", from, "='",
+           s, "' is not a port number in [1, 65535]");
+  return static_cast<int>(p);
+}
+
+detail::Rendezvous parse(const InitOptions& o) {
+  detail::Rendezvous r;
+  r.timeout = o.timeout();
+  TG_CHECK(r.timeout.count() > 0, DistributedError, "init_process_group: the timeout must be positive, got ",
+           r.timeout.count(), " ms");
+  r.world_size = env_int("WORLD_SIZE", o.world_size(), "the number of processes");
+  r.rank = env_int("RANK", o.rank(), "this process's rank");
+  TG_CHECK(r.world_size >= 1, DistributedError, "init_process_group: world_size must be at least 1, got ", r.world_size);
+  TG_CHECK(r.rank < r.world_size, DistributedError, "init_process_group: rank ", r.rank,
+           " is out of range for world_size ", r.world_size);
+  const std::string& m = o.init_method();
+  if (m == "env://") {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    TG_CHECK(addr != nullptr && *addr != '\0', DistributedError,
+             "init_process_group: env:// needs MASTER_ADDR (the address of rank 0's machine) to be set");
+    TG_CHECK(port != nullptr && *port != '\0', DistributedError,
+             "init_process_group: env:// needs MASTER_PORT (a free port on rank 0's machine) to be set");
+    r.host = addr;
+    r.port = parse_port(port, "MASTER_PORT");
+  } else if (m.rfind("tcp://", 0) == 0) {
+    const std::string hp = m.substr(6);
+    const auto colon = hp.rfind(':');
+    TG_CHECK(colon != std::string::npos && colon > 0, DistributedError, "init_process_group: init_method '", m,
+             "' is not tcp://host:port");
+    r.host = hp.substr(0, colon);
+    if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') r.host = r.host.substr(1, r.host.size() - 2);
+    r.port = parse_port(hp.substr(colon + 1), "the port of tcp://");
+  } else if (m.rfind("file://", 0) == 0) {
+    r.file = true;
+    r.path = m.substr(7);
+    TG_CHECK(!r.path.empty(), DistributedError, "init_process_group: init_method '", m, "' names no folder");
+  } else {
+    throw DistributedError("init_process_group: unknown init_method '" + m +
+                           "': expected env://, tcp://host:port or file:///path/to/folder");
+  }
+  return r;
+}
+
+}  // namespace
+
+bool is_available() noexcept { return TENSORGRAD_WITH_GLOO != 0; }
+
+bool is_backend_available(const std::string& backend) noexcept { return backend == "gloo" && is_available(); }
+
+void init_process_group(const std::string& backend, const InitOptions& options) {
+  std::lock_guard<std::mutex> lock(group_mutex());
+  TG_CHECK(!group_slot(), DistributedError,
+           "init_process_group: trying to initialize the default process group twice (call destroy_process_group first)");
+  if (backend == "nccl") {
+    TG_CHECK(cuda::is_available(), DistributedError,
+             "init_process_group: backend 'nccl' needs a CUDA GPU, and none is usable here (", cuda::info(),
+             "); use backend 'gloo' on the CPU");
+    throw DistributedError(
+        "init_process_group: backend 'nccl' is not built into this tensorgrad yet; use backend 'gloo', which "
+        "also reduces CUDA tensors (staged through host memory)");
+  }
+  TG_CHECK(backend == "gloo", DistributedError, "init_process_group: unknown backend '", backend,
+           "': expected 'gloo' or 'nccl'");
+  detail::Rendezvous r = parse(options);
+#if TENSORGRAD_WITH_GLOO
+  r.generation = generation;
+  group_slot() = detail::make_gloo_group(r);
+  ++generation;
+#else
+  (void)r;
+  (void)generation;
+  throw DistributedError(
+      "init_process_group: this tensorgrad was built without a distributed backend (Gloo not found): install "
+      "libgloo-dev and rebuild with -DTENSORGRAD_DISTRIBUTED=AUTO or ON");
+#endif
+}
+
+bool is_initialized() noexcept {
+  std::lock_guard<std::mutex> lock(group_mutex());
+  return group_slot() != nullptr;
+}
+
+void destroy_process_group() {
+  std::unique_ptr<ProcessGroup> g;
+  {
+    std::lock_guard<std::mutex> lock(group_mutex());
+    g = std::move(group_slot());
+  }
+  g.reset();   // outside the lock: rank 0's store waits for the others to leave
+}
+
+ProcessGroup& default_group() {
+  std::lock_guard<std::mutex> lock(group_mutex());
+  TG_CHECK(group_slot() != nullptr, DistributedError,
+           "Default process group has not been initialized, please make sure to call init_process_group.");
+  return *group_slot();
+}
+
+int get_rank() { return default_group().rank(); }
+int get_world_size() { return default_group().size(); }
+std::string get_backend() { return default_group().backend(); }
+
+namespace {
+/// The Variable's tensor as the collective writes it: the value itself, whose version is bumped.
+Tensor target(const Variable& t, const char* op) {
+  TG_CHECK(t.defined(), DistributedError, op, ": the tensor is undefined");
+  if (t.data().storage()) t.data().storage()->bump_version();
+  return t.data();
+}
+}  // namespace
+
+void all_reduce(const Variable& t, ReduceOp op) {
+  Tensor x = target(t, "all_reduce");
+  default_group().all_reduce(x, op);
+}
+
+void broadcast(const Variable& t, int src) {
+  Tensor x = target(t, "broadcast");
+  default_group().broadcast(x, src);
+}
+
+void all_gather(std::vector<Variable>& out, const Variable& t) {
+  TG_CHECK(t.defined(), DistributedError, "all_gather: the tensor is undefined");
+  std::vector<Tensor> parts;
+  default_group().all_gather(parts, t.data());
+  out.clear();
+  for (Tensor& p : parts) out.emplace_back(std::move(p), false);
+}
+
+void barrier() { default_group().barrier(); }
+
+}  // namespace distributed
+}  // namespace tg

@@ -1,0 +1,538 @@
+// tests/test_distributed.cpp: tg::distributed over Gloo and DistributedDataParallel with several
+// processes on the loopback interface. The test binary starts copies of itself (posix_spawn of
+// /proc/self/exe, never fork of a threaded process) that run one "(child process)" case each, as
+// ranks, with RANK/WORLD_SIZE and MASTER_ADDR/MASTER_PORT (env://, a port found free by binding port
+// 0) or TG_DIST_INIT=file://<temp dir>; those cases do nothing outside such a run. Children check
+// their own results (exit status) and write their parameters to files the parent compares.
+#include "testing.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace dist = tg::distributed;
+using Clock = std::chrono::steady_clock;
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+bool in_child() { return env("TG_DIST_TEST_DIR") != nullptr; }
+fs::path child_dir() { return env("TG_DIST_TEST_DIR"); }
+
+/// A child's init: TG_DIST_INIT (file://...) or env://, with TG_DIST_TIMEOUT_MS (3 s by default).
+void child_init() {
+  const char* t = env("TG_DIST_TIMEOUT_MS");
+  dist::InitOptions o;
+  o.timeout(std::chrono::milliseconds(t ? std::atoi(t) : 3000));
+  if (const char* m = env("TG_DIST_INIT")) o.init_method(m);
+  dist::init_process_group("gloo", o);
+}
+
+/// A free loopback port: bind port 0, read it back, close (a race with other jobs is unlikely).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// A fresh temporary folder, removed with the object.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "tg_dist_XXXXXX").string();
+    REQUIRE(::mkdtemp(&tmpl[0]) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct RankResult {
+  int status = -1;   // waitpid status
+  std::string out;   // its stdout and stderr
+  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+/// Starts `ranks` (a subset of 0..world-1) of this binary on the case `pattern`, waits up to
+/// `limit` for all of them (killing the rest after it), and returns each one's status and output.
+std::vector<RankResult> run_ranks(const std::string& pattern, int world, const std::vector<int>& ranks, bool use_file,
+                                  const TempDir& dir, const std::vector<std::string>& extra_env = {},
+                                  std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const int port = use_file ? 0 : free_port();
+  std::vector<pid_t> pids;
+  for (int rank : ranks) {
+    std::vector<std::string> envs;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string s = *e;
+      if (s.rfind("RANK=", 0) == 0 || s.rfind("WORLD_SIZE=", 0) == 0 || s.rfind("MASTER_", 0) == 0 ||
+          s.rfind("TG_DIST_", 0) == 0)
+        continue;
+      envs.push_back(s);
+    }
+    envs.push_back("RANK=" + std::to_string(rank));
+    envs.push_back("WORLD_SIZE=" + std::to_string(world));
+    envs.push_back("TG_DIST_TEST_DIR=" + dir.path.string());
+    envs.push_back("TG_NUM_THREADS=1");
+    envs.push_back("OPENBLAS_NUM_THREADS=1");
+    if (use_file) {
+      envs.push_back("TG_DIST_INIT=file://" + (dir.path / "rdv").string());
+    } else {
+      envs.push_back("MASTER_ADDR=127.0.0.1");
+      envs.push_back("MASTER_PORT=" + std::to_string(port));
+    }
+    envs.insert(envs.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> envp;
+    for (auto& s : envs) envp.push_back(&s[0]);
+    envp.push_back(nullptr);
+    std::string a0 = self, a1 = "--test-case=" + pattern, a2 = "--no-intro", a3 = "--no-version";
+    char* argv[] = {&a0[0], &a1[0], &a2[0], &a3[0], nullptr};
+    const std::string log = (dir.path / ("rank" + std::to_string(rank) + ".log")).string();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, self.c_str(), &fa, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    REQUIRE(rc == 0);
+    pids.push_back(pid);
+  }
+  std::vector<RankResult> results(ranks.size());
+  std::vector<bool> done(ranks.size(), false);
+  const auto deadline = Clock::now() + limit;
+  for (std::size_t left = ranks.size(); left > 0;) {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (done[i]) continue;
+      if (::waitpid(pids[i], &results[i].status, WNOHANG) == pids[i]) {
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (Clock::now() > deadline) {   // a hang is a failure, never a hanging suite
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        if (!done[i]) {
+          ::kill(pids[i], SIGKILL);
+          ::waitpid(pids[i], &results[i].status, 0);
+          results[i].out = "[killed by the test after " + std::to_string(limit.count()) + " ms]\n";
+        }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    std::ifstream f(dir.path / ("rank" + std::to_string(ranks[i]) + ".log"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    results[i].out += ss.str();
+  }
+  return results;
+}
+
+std::vector<int> all_ranks(int world) {
+  std::vector<int> r;
+  for (int i = 0; i < world; ++i) r.push_back(i);
+  return r;
+}
+
+void require_all_ok(const std::vector<RankResult>& results) {
+  for (std::size_t i = 0; i < results.size(); ++i) CHECK_MESSAGE(results[i].exited_ok(), "rank ", i, ":\n", results[i].out);
+}
+
+#define SKIP_UNLESS_GLOO()                                                    \
+  do {                                                                        \
+    if (!dist::is_available()) {                                              \
+      MESSAGE("built without Gloo (TENSORGRAD_DISTRIBUTED): nothing to run"); \
+      return;                                                                 \
+    }                                                                         \
+  } while (0)
+
+// ---- the model both DDP and the single-process reference train
+
+struct Net : tg::nn::Module {
+  tg::nn::Linear fc1{8, 16}, fc2{16, 4};
+  Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
+  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+};
+
+constexpr int kSteps = 20;
+constexpr int kBatch = 6;   // per rank
+
+/// Step s's global batch of world * kBatch rows, the same in every process.
+std::pair<tg::Variable, tg::Variable> global_batch(int step, int world) {
+  tg::manual_seed(1000 + step);
+  return {tg::randn({world * kBatch, 8}), tg::randn({world * kBatch, 4})};
+}
+
+std::vector<float> flat_params(tg::nn::Module& m) {
+  std::vector<float> out;
+  for (auto& p : m.parameters()) {
+    auto v = p.to_vector<float>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+/// Trains net for kSteps of SGD with momentum. With DDP each rank takes its rows of the global batch;
+/// with accumulate, each step is two half-batches, the first under no_sync().
+void train(tg::nn::Module& net, tg::nn::parallel::DistributedDataParallel* ddp, int rank, int world, bool accumulate) {
+  tg::nn::Module& model = ddp ? static_cast<tg::nn::Module&>(*ddp) : net;
+  tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.05).momentum(0.9));
+  tg::nn::MSELoss mse;
+  for (int s = 0; s < kSteps; ++s) {
+    auto [x, y] = global_batch(s, world);
+    if (ddp) {
+      x = tg::Variable(x.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
+      y = tg::Variable(y.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
+    }
+    opt.zero_grad();
+    if (!accumulate) {
+      mse(model(x), y).backward();
+    } else {
+      const int64_t h = x.size(0) / 2;
+      tg::Variable x0(x.data().narrow(0, 0, h).contiguous()), x1(x.data().narrow(0, h, h).contiguous());
+      tg::Variable y0(y.data().narrow(0, 0, h).contiguous()), y1(y.data().narrow(0, h, h).contiguous());
+      if (ddp) {
+        auto guard = ddp->no_sync();
+        (mse(model(x0), y0) * 0.5).backward();
+      } else {
+        (mse(model(x0), y0) * 0.5).backward();
+      }
+      (mse(model(x1), y1) * 0.5).backward();
+    }
+    opt.step();
+  }
+}
+
+void write_floats(const fs::path& p, const std::vector<float>& v) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+}
+std::vector<float> read_floats(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<float> v(bytes.size() / sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+}  // namespace
+
+// ---- children (ranks): each returns at once outside a run_ranks run
+
+TEST_CASE("distributed: (child process) collectives") {
+  if (!in_child()) return;
+  child_init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  CHECK(dist::is_initialized());
+  CHECK(dist::get_backend() == "gloo");
+  // sum, avg, max, min of float32 values that differ per rank: (rank + 1) * (i + 1)
+  auto make = [&] {
+    std::vector<float> v(33);
+    for (int i = 0; i < 33; ++i) v[i] = static_cast<float>((rank + 1) * (i + 1));
+    return tg::from_vector(v, {3, 11});
+  };
+  const double tri = world * (world + 1) / 2.0;
+  tg::Variable s = make();
+  dist::all_reduce(s);
+  auto sv = s.to_vector<float>();
+  for (int i = 0; i < 33; ++i) CHECK(sv[i] == static_cast<float>(tri * (i + 1)));
+  tg::Variable a = make();
+  dist::all_reduce(a, dist::ReduceOp::AVG);
+  CHECK(a.to_vector<float>()[4] == doctest::Approx(tri / world * 5));
+  tg::Variable mx = make(), mn = make();
+  dist::all_reduce(mx, dist::ReduceOp::MAX);
+  dist::all_reduce(mn, dist::ReduceOp::MIN);
+  CHECK(mx.to_vector<float>()[2] == static_cast<float>(world * 3));
+  CHECK(mn.to_vector<float>()[2] == 3.0f);
+  // int64 sum, exact beyond float precision
+  tg::Variable n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64);
+  dist::all_reduce(n);
+  CHECK(n.to_vector<int64_t>()[3] == world * (int64_t(1) << 40) + static_cast<int64_t>(tri) - world);
+  // a non-contiguous view: reduced through a staging copy, written back in place
+  tg::Variable base = tg::full({4, 6}, static_cast<double>(rank + 1));
+  tg::Variable view(base.data().transpose(0, 1), false);
+  dist::all_reduce(view);
+  CHECK(base.to_vector<float>()[7] == static_cast<float>(tri));
+  // broadcast from the last rank
+  tg::Variable b = tg::full({7}, static_cast<double>(rank * 10));
+  dist::broadcast(b, world - 1);
+  CHECK(b.to_vector<float>()[6] == static_cast<float>((world - 1) * 10));
+  // all_gather
+  std::vector<tg::Variable> parts;
+  dist::all_gather(parts, tg::full({2, 2}, static_cast<double>(rank)));
+  REQUIRE(parts.size() == static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) CHECK(parts[r].to_vector<float>()[3] == static_cast<float>(r));
+  dist::barrier();
+  dist::destroy_process_group();
+  CHECK(!dist::is_initialized());
+}
+
+TEST_CASE("distributed: (child process) DDP training with a communication thread") {
+  if (!in_child()) return;
+  child_init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  for (bool accumulate : {false, true}) {
+    tg::manual_seed(7 + rank);   // different on every rank: the construction broadcast must fix it
+    Net net;
+    // a small cap: several buckets, launched in order while backward runs
+    tg::nn::parallel::DistributedDataParallel ddp(net, tg::nn::parallel::DistributedDataParallelOptions().bucket_cap_mb(0.0004));
+    CHECK(ddp.bucket_indices().size() > 1);
+    CHECK(ddp.bucket_indices().front().front() == 3);   // reverse registration order: fc2.bias first
+    train(net, &ddp, rank, world, accumulate);
+    write_floats(child_dir() / ((accumulate ? "acc" : "sync") + std::to_string(rank) + ".bin"), flat_params(net));
+    CHECK(ddp.last_stats().buckets == static_cast<int>(ddp.bucket_indices().size()));
+    CHECK(ddp.last_stats().bytes == static_cast<int64_t>((8 * 16 + 16 + 16 * 4 + 4) * sizeof(float)));
+  }
+  dist::destroy_process_group();
+}
+
+TEST_CASE("distributed: (child process) a rank dies") {
+  if (!in_child()) return;
+  child_init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const int victim = std::atoi(env("TG_DIST_VICTIM"));
+  tg::Variable t = tg::ones({1000});
+  dist::all_reduce(t);   // everyone is connected
+  // the victim dies after one collective (or one DDP step); the others go on into the next ones
+  if (rank == victim && !env("TG_DIST_DDP")) ::raise(SIGKILL);
+  auto t0 = Clock::now();
+  std::string what;
+  try {
+    if (env("TG_DIST_DDP")) {
+      Net net;
+      tg::nn::parallel::DistributedDataParallel ddp(net);
+      for (int s = 0; s < 3; ++s) {
+        if (s == 1 && rank == victim) ::raise(SIGKILL);
+        t0 = Clock::now();
+        tg::nn::MSELoss()(ddp(tg::randn({4, 8})), tg::randn({4, 4})).backward();
+      }
+    } else {
+      for (int s = 0; s < 3; ++s) dist::all_reduce(t);
+    }
+  } catch (const tg::DistributedError& e) {
+    what = e.what();
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("rank %d of %d caught after %.3f s: %s\n", rank, world, waited, what.c_str());
+  CHECK_MESSAGE(what.find("rank " + std::to_string(victim) + " has exited") != std::string::npos, what);
+  CHECK(waited < 3.0);   // within the timeout
+  // the group is unusable afterwards, and says why
+  try {
+    dist::all_reduce(t);
+    CHECK_MESSAGE(false, "a broken group must refuse collectives");
+  } catch (const tg::DistributedError& e) {
+    CHECK(std::string(e.what()).find("failed earlier") != std::string::npos);
+  }
+  dist::destroy_process_group();
+}
+
+TEST_CASE("distributed: (child process) a rank never joins") {
+  if (!in_child()) return;
+  std::string what;
+  const auto t0 = Clock::now();
+  try {
+    child_init();
+  } catch (const tg::DistributedError& e) {
+    what = e.what();
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  CHECK_MESSAGE(what.find("rank 2 did not join within 500 ms") != std::string::npos, what);
+  CHECK(waited < 2.0);
+  CHECK(!dist::is_initialized());
+}
+
+TEST_CASE("distributed: (child process) mismatched tensors") {
+  if (!in_child()) return;
+  child_init();
+  const int rank = dist::get_rank();
+  tg::Variable t = rank == 0 ? tg::ones({3, 4}) : tg::ones({4, 3});
+  std::string what;
+  try {
+    dist::all_reduce(t);
+  } catch (const tg::DistributedError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(what.find("rank 0 called all_reduce of float32 [3, 4] with SUM; rank 1 called all_reduce of float32 [4, 3]") !=
+                    std::string::npos, what);
+  what.clear();
+  tg::Variable u = rank == 0 ? tg::ones({5}) : tg::ones({5}, tg::kFloat64);
+  try {
+    dist::broadcast(u, 0);
+  } catch (const tg::DistributedError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(what.find("rank 1 called broadcast of float64 [5] from root 0") != std::string::npos, what);
+  // nothing moved: the group still works
+  tg::Variable ok = tg::ones({2});
+  dist::all_reduce(ok);
+  CHECK(ok.to_vector<float>()[1] == 2.0f);
+  dist::destroy_process_group();
+}
+
+// ---- the tests
+
+TEST_CASE("distributed: collectives on 2 processes (env://) and 4 processes (file://)") {
+  SKIP_UNLESS_GLOO();
+  {
+    TempDir dir;
+    require_all_ok(run_ranks("distributed: (child process) collectives", 2, all_ranks(2), false, dir));
+  }
+  {
+    TempDir dir;
+    require_all_ok(run_ranks("distributed: (child process) collectives", 4, all_ranks(4), true, dir));
+  }
+}
+
+// The longest case here (about 1.5 s on a loaded 2-core machine): 6 processes, each 50 backwards with
+// 2 buckets; a collective costs a few hundred microseconds of loopback latency when 4 ranks share 2 cores.
+TEST_CASE("distributed: DDP with 2 and 4 processes matches one process on the whole batch (communication thread)") {
+  SKIP_UNLESS_GLOO();
+  for (int world : {2, 4}) {
+    CAPTURE(world);
+    TempDir dir;
+    require_all_ok(run_ranks("distributed: (child process) DDP training*", world, all_ranks(world), world == 4, dir));
+    for (bool accumulate : {false, true}) {
+      CAPTURE(accumulate);
+      // the reference: rank 0's initial parameters, one process, the concatenated batches
+      tg::manual_seed(7);
+      Net net;
+      train(net, nullptr, 0, world, accumulate);
+      const std::vector<float> want = flat_params(net);
+      const std::string tag = accumulate ? "acc" : "sync";
+      const std::vector<float> r0 = read_floats(dir.path / (tag + "0.bin"));
+      REQUIRE(r0.size() == want.size());
+      for (int r = 1; r < world; ++r) {
+        const std::vector<float> rr = read_floats(dir.path / (tag + std::to_string(r) + ".bin"));
+        CHECK_MESSAGE(rr == r0, "rank ", r, " differs from rank 0 (must be bitwise identical)");
+      }
+      // equal up to float32 rounding of the sum order: 20 steps of sums over 6..24 rows
+      testing::check_close(tg::from_vector(r0, {static_cast<int64_t>(r0.size())}),
+                           tg::from_vector(want, {static_cast<int64_t>(want.size())}), 1e-4, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("distributed: a killed rank makes the others fail with its rank named, within the timeout") {
+  SKIP_UNLESS_GLOO();
+  struct Case {
+    int world, victim;
+    bool file, ddp;
+  };
+  for (const Case& c : {Case{3, 2, false, false}, Case{2, 0, false, true}, Case{2, 1, true, true}}) {
+    CAPTURE(c.world);
+    CAPTURE(c.victim);
+    CAPTURE(c.ddp);
+    TempDir dir;
+    std::vector<std::string> extra{"TG_DIST_VICTIM=" + std::to_string(c.victim)};
+    if (c.ddp) extra.push_back("TG_DIST_DDP=1");
+    const auto res = run_ranks("distributed: (child process) a rank dies", c.world, all_ranks(c.world), c.file, dir, extra);
+    for (int r = 0; r < c.world; ++r) {
+      if (r == c.victim) {
+        CHECK_MESSAGE((WIFSIGNALED(res[r].status) && WTERMSIG(res[r].status) == SIGKILL), res[r].out);
+      } else {
+        CHECK_MESSAGE(res[r].exited_ok(), "rank ", r, ":\n", res[r].out);
+      }
+    }
+  }
+}
+
+TEST_CASE("distributed: a rank that never joins is named when the others' init times out") {
+  SKIP_UNLESS_GLOO();
+  TempDir dir;   // world size 3, only ranks 0 and 1 start; a 0.5 s timeout
+  require_all_ok(run_ranks("distributed: (child process) a rank never joins", 3, {0, 1}, false, dir,
+                           {"TG_DIST_TIMEOUT_MS=500"}));
+}
+
+TEST_CASE("distributed: tensors that differ across ranks raise on every rank, before any data moves") {
+  SKIP_UNLESS_GLOO();
+  TempDir dir;
+  require_all_ok(run_ranks("distributed: (child process) mismatched tensors", 2, all_ranks(2), true, dir));
+}
+
+TEST_CASE("distributed: init_process_group's errors") {
+  if (!dist::is_available()) {
+    TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1)), tg::DistributedError,
+                    "built without a distributed backend");
+    return;
+  }
+  TG_CHECK_THROWS(dist::get_rank(), tg::DistributedError, "Default process group has not been initialized");
+  TG_CHECK_THROWS(dist::init_process_group("mpi", dist::InitOptions().rank(0).world_size(1)), tg::DistributedError,
+                  "unknown backend 'mpi'");
+  TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(2).world_size(2)), tg::DistributedError,
+                  "rank 2 is out of range for world_size 2");
+  TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1).init_method("http://x")),
+                  tg::DistributedError, "unknown init_method 'http://x'");
+  if (!tg::cuda::is_available())
+    TG_CHECK_THROWS(dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1)), tg::DistributedError,
+                    "backend 'nccl' needs a CUDA GPU");
+  CHECK(!dist::is_initialized());
+}
+
+TEST_CASE("distributed: DDP names the parameters that got no gradient, or reduces them with find_unused_parameters") {
+  SKIP_UNLESS_GLOO();
+  TempDir dir;
+  dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1).init_method("file://" + dir.path.string())
+                                       .timeout(std::chrono::seconds(3)));
+  struct Branchy : tg::nn::Module {
+    tg::nn::Linear used{3, 2}, unused{3, 2};
+    Branchy() { register_module("used", used); register_module("unused", unused); }
+    tg::Variable forward(const tg::Variable& x) override { return used(x); }
+  };
+  {
+    Branchy m;
+    tg::nn::parallel::DistributedDataParallel ddp(m);
+    ddp(tg::randn({4, 3})).sum().backward();
+    TG_CHECK_THROWS(ddp(tg::randn({4, 3})), tg::DistributedError,
+                    "did not receive a gradient: module.unused.weight, module.unused.bias");
+    { tg::NoGradGuard no_grad; ddp(tg::randn({4, 3})); }   // forwards without backward are fine
+    ddp(tg::randn({4, 3}));
+  }
+  {
+    Branchy m;
+    tg::nn::parallel::DistributedDataParallel ddp(m, tg::nn::parallel::DistributedDataParallelOptions().find_unused_parameters(true));
+    for (int s = 0; s < 2; ++s) {
+      ddp.zero_grad();
+      auto x = tg::randn({4, 3});
+      ddp(x).sum().backward();
+      CHECK(ddp.last_stats().buckets == 1);
+      CHECK(m.unused.weight.grad().defined());
+      CHECK(m.unused.weight.grad().abs().sum().item() == 0.0);
+      CHECK(m.used.bias.grad().to_vector<float>()[0] == 4.0f);   // world size 1: the local gradient
+    }
+  }
+  dist::destroy_process_group();
+  CHECK(!dist::is_initialized());
+}
