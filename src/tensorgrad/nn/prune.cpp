@@ -28,7 +28,8 @@ namespace prune {
 // The slots and the hook's handle are kept in Module::extension("prune.<name>"). Pruning again only
 // replaces the mask by the composed one (PyTorch's PruningContainer: the new method sees the entries,
 // or channels, still unpruned); remove() writes orig * mask into orig, registers it as "<name>"
-// again, and drops the rest.
+// again, and drops the rest. clone() of a pruned module raises (its parameters and buffers differ
+// from those of a fresh instance): remove() first.
 namespace {
 
 struct PruneState {
