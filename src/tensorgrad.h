@@ -36,6 +36,10 @@
 #include "tensorgrad/optim/adam.h"
 #include "tensorgrad/optim/optimizer.h"
 #include "tensorgrad/optim/scheduler.h"
+#include "tensorgrad/nn/prune.h"
+#include "tensorgrad/quantization/dynamic.h"
+#include "tensorgrad/quantization/observer.h"
+#include "tensorgrad/quantization/quantize.h"
 
 /// \namespace tg
 /// Everything tensorgrad offers: Variable and its ops (ops/ops.h), factories (ops/creation.h),

@@ -344,6 +344,13 @@ std::vector<Case> parity_table(tg::DType dt) {
   add(unary_cases("pow", [](auto& a) { return tg::pow(a, 2.5); }, P, dt, "exponent 2.5 "));
   add(unary_cases("pow", [](auto& a) { return tg::pow(a, 3.0); }, N, dt, "exponent 3 "));
   add(unary_cases("clamp", [](auto& a) { return tg::clamp(a, -0.55, 0.55); }, N, dt));
+  add(unary_cases("round", [](auto& a) { return tg::round(a * 4.0); }, N, dt));
+  add(unary_cases("sign", [](auto& a) { return tg::sign(a); }, N, dt));
+  add(unary_cases("sort", [](auto& a) { return tg::sort(a).values; }, N, dt, "values "));
+  add(unary_cases("sort", [](auto& a) { return tg::sort(a, 0, true).indices; }, N, dt, "descending indices along 0 "));
+  add(unary_cases("topk", [](auto& a) { return tg::topk(a, a.dim() ? 5 : 1).values; }, N, dt));
+  add(unary_cases("topk", [](auto& a) { return tg::topk(a, a.dim() && a.shape()[0] == 0 ? 0 : 1, 0, false).indices; }, N, dt, "smallest index "));
+  add(unary_cases("kthvalue", [](auto& a) { return tg::kthvalue(a, 2 - int64_t(a.dim() == 0), -1).values; }, N, dt));
   for (const char* cmp : {"eq", "ne", "gt", "lt", "ge", "le"}) {
     const std::string c = cmp;
     Fn f = [c](const std::vector<Variable>& in) {
@@ -494,6 +501,7 @@ std::vector<Case> parity_table(tg::DType dt) {
 /// table their cases check that CUDA raises the CPU's error; a case of any other op must compute.
 const std::set<std::string> kFloatingOnly = {
     "div", "pow", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "clamp", "mean", "matmul",
+    "round", "sign",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss"};   // its Mean reduction only (mean); Sum and None compute in int64
 

@@ -95,6 +95,27 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                            return Variable(far.data().clone(), true);
                          });
   };
+  // round and sign are step functions: gradient 0, checked away from their jumps (randn inputs)
+  t["round"] = [] { return unary_samples([](auto& a) { return tg::round(a); }, normal()); };
+  t["sign"] = [] { return unary_samples([](auto& a) { return tg::sign(a); }, nonzero()); };
+  // ---- sorting: randn inputs have no ties; tanh after the selection gives non-constant weights
+  t["sort"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::tanh(tg::sort(a).values); }, normal());
+    for (auto& x : unary_samples([](auto& a) { return tg::tanh(tg::sort(a, 0, true).values); }, normal())) s.push_back(x);
+    return s;
+  };
+  t["topk"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::tanh(tg::topk(a, 1).values); }, normal());
+    Fn k2 = [](const std::vector<Variable>& in) { return tg::tanh(tg::topk(in[0], 2, 0, false).values); };
+    s.push_back({"k 2 smallest along dim 0 of (5, 3)", {randn64({5, 3}, 61)}, k2});
+    return s;
+  };
+  t["kthvalue"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::tanh(tg::kthvalue(a, 1).values); }, normal());
+    Fn k3 = [](const std::vector<Variable>& in) { return tg::tanh(tg::kthvalue(in[0], 3, 1, true).values); };
+    s.push_back({"k 3 along dim 1 keepdim of (4, 5)", {randn64({4, 5}, 62)}, k3});
+    return s;
+  };
   t["where"] = [] {
     auto cond = [](const tg::Shape& s, uint64_t seed) { return Variable((randn64(s, seed, false) > 0.0).data()); };
     Fn f = [](const std::vector<Variable>& in) { return tg::where(in[0], in[1], in[2]); };

@@ -137,6 +137,10 @@ class Backend {
                          double weight_decay, bool decoupled, int64_t step) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
+  /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:
+  /// each row's positions 0..N-1 in the order a stable sort of its values puts them (ascending, or
+  /// descending). See Note [Sort order] in engine/prim.cpp.
+  virtual void argsort(const Tensor& x, bool descending, const Tensor& indices) = 0;
 };
 
 /// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at

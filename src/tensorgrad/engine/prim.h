@@ -156,6 +156,22 @@ void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Ten
 /// promoted dtype of all of them.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 
+// ---- sorting (Note [Sort order] in engine/prim.cpp)
+/// The values of a sort and the int64 positions they came from along the sorted dim.
+struct Sorted {
+  Tensor values;    ///< x's dtype
+  Tensor indices;   ///< int64, values' shape
+};
+/// x sorted along dim, stable (torch.sort(x, dim, descending, stable=True)); x of any dtype; a 0-d x
+/// is its own sort (index 0). Contiguous results of x's shape.
+Sorted sort(const Tensor& x, int64_t dim, bool descending);
+/// The k largest (or smallest) entries along dim, in sorted order (torch.topk): the first k of a
+/// stable sort, so ties go to the lower index. IndexError unless 0 <= k <= size(dim).
+Sorted topk(const Tensor& x, int64_t k, int64_t dim, bool largest);
+/// The k-th smallest entry along dim, k in [1, size(dim)] (IndexError otherwise): entry k-1 of the
+/// stable ascending sort (torch.kthvalue), dim removed unless keepdim.
+Sorted kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);
+
 // ---- checks shared with ops/
 /// DeviceError naming op unless a and b are on one device.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);

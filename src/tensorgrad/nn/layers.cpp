@@ -68,6 +68,14 @@ Variable Sequential::forward(const Variable& x) {
   return y;
 }
 
+Module& Sequential::push_back(std::unique_ptr<Module> module) {
+  TG_CHECK(module != nullptr, Error, "Sequential::push_back: the module is null");
+  Module& ref = *module;
+  register_module(std::to_string(owned_.size()), ref);
+  owned_.push_back(std::move(module));
+  return ref;
+}
+
 std::unique_ptr<Module> Sequential::new_instance() const {
   auto copy = std::make_unique<Sequential>();
   for (const auto& m : owned_) {

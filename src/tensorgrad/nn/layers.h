@@ -110,6 +110,9 @@ class Sequential : public Module {
     owned_.push_back(std::move(owned));
     return ref;
   }
+  /// Takes ownership of an already built module (a clone(), a quantized layer) and registers it as
+  /// the next child; returns it. Error for a null module.
+  Module& push_back(std::unique_ptr<Module> module);
   /// Each child in order, called as child(x) so that its hooks run; x itself when empty.
   Variable forward(const Variable& x) override;
   /// "Sequential".

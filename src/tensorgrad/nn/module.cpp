@@ -60,6 +60,24 @@ Variable& Module::register_buffer(const std::string& name, Variable& v) {
   return v;
 }
 
+Variable& Module::hold(Variable v) {
+  held_.push_back(std::move(v));
+  return held_.back();
+}
+
+Variable* Module::unregister(const std::string& name) {
+  for (auto* list : {&params_, &buffers_})
+    for (auto it = list->begin(); it != list->end(); ++it)
+      if (it->first == name) {
+        Variable* slot = it->second;
+        list->erase(it);
+        return slot;
+      }
+  return nullptr;
+}
+
+std::shared_ptr<void>& Module::extension(const std::string& key) { return extensions_[key]; }
+
 template <class F>
 void Module::walk(F&& f) const {   // See Note [Module tree]: each module once, pre-order
   std::vector<std::pair<std::string, const Module*>> stack{{"", this}};

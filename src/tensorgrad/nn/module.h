@@ -4,7 +4,9 @@
 /// printing. Layers are in nn/layers.h; the ops they call in ops/ops.h; tensor hooks in
 /// engine/variable.h.
 #pragma once
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -91,6 +93,17 @@ class Module {
   /// Registers a non-parameter state tensor (kept by reference, moved by to(Device), saved in
   /// checkpoints, never given to optimizers); returns v. Error for a bad or repeated name.
   Variable& register_buffer(const std::string& name, Variable& v);
+  /// Keeps v in the module itself and returns its slot, whose address stays valid while the module
+  /// lives: for state that is no member, as register_parameter(name, hold(v)) (nn::utils::prune's
+  /// weight_orig and weight_mask).
+  Variable& hold(Variable v);
+  /// Takes this module's own parameter or buffer `name` out of the traversals and checkpoints
+  /// (PyTorch's del module._parameters[name]) and returns its slot, which keeps its value; nullptr
+  /// when this module has none of that name.
+  Variable* unregister(const std::string& name);
+  /// Per-module storage for library extensions, by key (nn::utils::prune keeps its per-tensor state
+  /// under "prune.<name>"): empty until set, destroyed with the module, not copied by clone().
+  std::shared_ptr<void>& extension(const std::string& key);
 
   /// Every defined parameter of this module and its descendants, in registration order (depth first),
   /// each once: a module registered twice and a tied weight appear under their first name only.
@@ -196,6 +209,8 @@ class Module {
   std::vector<std::pair<std::string, Variable*>> params_;
   std::vector<std::pair<std::string, Variable*>> buffers_;
   bool training_ = true;
+  std::deque<Variable> held_;                                  // hold(): stable addresses
+  std::map<std::string, std::shared_ptr<void>> extensions_;   // extension()
   tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in engine/autograd.cpp
 };
 

@@ -41,6 +41,9 @@ Variable pow(const Variable& x, double exponent) {
   return unary(UnaryOp::PowScalar, "pow", amp::detail::cast_float32(x), {exponent, 0});
 }
 
+Variable round(const Variable& x) { return unary(UnaryOp::Round, "round", x); }
+Variable sign(const Variable& x) { return unary(UnaryOp::Sign, "sign", x); }
+
 Variable clamp(const Variable& x, double min, double max) {
   TG_CHECK(!(min > max), Error, "clamp: min (", min, ") must not be greater than max (", max, ")");
   return unary(UnaryOp::Clamp, "clamp", x, {min, max});

@@ -26,6 +26,7 @@ namespace fn {
 using std::abs;
 using std::log;
 using std::pow;
+using std::rint;
 using std::sqrt;
 using std::tanh;
 
@@ -203,11 +204,36 @@ struct Clamp {       // min(max(x, a), b)
     return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
   }
 };
+/// round: y = x rounded to the nearest integer, halves to even (torch.round: rint under the default
+/// rounding mode, 2.5 -> 2, -0.5 -> -0); dx = 0 (PyTorch's zero gradient of a step function).
+struct Round {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return rint(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
+};
+/// sign: y = 1 for x > 0, -1 for x < 0, else 0 (also for -0 and NaN, as torch.sign: (0 < x) - (x < 0));
+/// dx = 0.
+struct Sign {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(int(T(0) < x) - int(x < T(0))); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
+};
 }  // namespace fn
 
 /// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.
 #define TG_UNARY_OPS(X) \
-  X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp)
+  X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp) \
+  X(Round) X(Sign)
 
 /// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).
 enum class UnaryOp : uint8_t {
@@ -235,6 +261,10 @@ enum class UnaryOp : uint8_t {
     fn::PowScalar */
 /** \var UnaryOp::Clamp
     fn::Clamp */
+/** \var UnaryOp::Round
+    fn::Round */
+/** \var UnaryOp::Sign
+    fn::Sign */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
 template <class Visitor>

@@ -52,6 +52,11 @@ Variable sigmoid(const Variable& x);
 Variable tanh(const Variable& x);
 /// min(max(x, min), max) (torch.clamp); the gradient is 1 inside [min, max], 0 outside. Error when min > max.
 Variable clamp(const Variable& x, double min, double max);
+/// x rounded to the nearest integer, halves to even (torch.round: 2.5 -> 2, -1.5 -> -2); floating x.
+/// The gradient is 0 (a step function), as in PyTorch.
+Variable round(const Variable& x);
+/// 1 where x > 0, -1 where x < 0, 0 elsewhere, NaN included (torch.sign); floating x; gradient 0.
+Variable sign(const Variable& x);
 /// cond != 0 ? a : b elementwise, all three broadcast (torch.where). cond may have any dtype and
 /// gets no gradient: AutogradError when it requires grad.
 Variable where(const Variable& cond, const Variable& a, const Variable& b);
@@ -104,6 +109,30 @@ Variable min(const Variable& x, int64_t dim, bool keepdim = false);
 Variable argmax(const Variable& x);
 /// The index of the largest value along dim, int64.
 Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
+///@}
+
+// ---- sorting (ops/sort.cpp); Note [Sort order] in engine/prim.cpp
+/// The values and int64 indices of sort(), topk() and kthvalue() (torch.return_types.sort, ...):
+/// `auto [values, indices] = tg::sort(x);`. values has the gradient: it flows back to the positions
+/// indices names (scattered, as gather's); indices never requires grad.
+struct SortResult {
+  Variable values;    ///< the selected entries, x's dtype
+  Variable indices;   ///< their positions along dim, int64
+};
+/// \name Sorting
+/// Stable for ties (torch.sort(stable=True)); NaN sorts above every number; any dtype. The gradient
+/// of values goes to the entries they were taken from.
+///@{
+
+/// x sorted along dim (torch.sort(x, dim, descending, stable=True)).
+SortResult sort(const Variable& x, int64_t dim = -1, bool descending = false);
+/// The k largest (largest = true) or smallest entries along dim, in sorted order (torch.topk); ties
+/// are taken lowest index first. `sorted` is accepted for PyTorch's signature: the result is always
+/// sorted. IndexError unless 0 <= k <= x.size(dim).
+SortResult topk(const Variable& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+/// The k-th smallest entry along dim, k from 1 (torch.kthvalue); dim removed unless keepdim.
+/// IndexError unless 1 <= k <= x.size(dim). With ties, the one a stable sort puts at k-1.
+SortResult kthvalue(const Variable& x, int64_t k, int64_t dim = -1, bool keepdim = false);
 ///@}
 
 // ---- linear algebra (ops/linalg.cpp)

@@ -148,6 +148,8 @@ class CudaBackend final : public Backend {
   void gemm(const GemmArgs& args) override;
   // cuda/runtime.cu
   void synchronize() override;
+  // cuda/sort.cu
+  void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
 
  private:
   DeviceContext& ctx_;

@@ -1,0 +1,248 @@
+// quantization/dynamic.cpp: DynamicQuantizedLinear, quantize_dynamic and the int8 matrix product
+// (oneDNN's u8s8s32 matmul under TENSORGRAD_HAVE_DNNL, a reference loop otherwise). The arithmetic:
+// Note [Dynamic quantized Linear] in quantization/dynamic.h.
+#include "tensorgrad/quantization/dynamic.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#if TENSORGRAD_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include "tensorgrad/engine/parallel.h"
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+namespace quantization {
+
+namespace {
+
+constexpr double kActivationQMax = 127;   // uint8 with PyTorch's reduce_range: [0, 127]
+
+void check_cpu(const char* op, const Tensor& t) {
+  TG_CHECK(t.device().is_cpu(), DeviceError, op, ": the int8 kernels run on the CPU, got a tensor on ",
+           t.device().str());
+}
+
+/// f(begin, end) over [0, n), split over the CPU pool when n * cost is worth it.
+template <class F>
+void split(int64_t n, int64_t cost, const F& f) {
+  const int threads = parallel::max_threads();
+  if (threads <= 1 || n < 2 || n * cost < (int64_t(1) << 16)) {
+    f(int64_t(0), n);
+    return;
+  }
+  parallel::run(n, threads, f);
+}
+
+#if TENSORGRAD_HAVE_DNNL
+dnnl::engine& cpu_engine() {
+  static auto* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);   // never destroyed, as the CPU backend
+  return *e;
+}
+#endif
+
+}  // namespace
+
+bool has_onednn() { return TENSORGRAD_HAVE_DNNL != 0; }
+
+Tensor int8_matmul(const Tensor& xq, const Tensor& wq) {
+  TG_CHECK(xq.dtype() == kUInt8 && wq.dtype() == kInt8, DTypeError, "int8_matmul: expected uint8 x and int8 w, got ",
+           dtype_name(xq.dtype()), " and ", dtype_name(wq.dtype()));
+  TG_CHECK(xq.dim() == 2 && wq.dim() == 2 && xq.shape()[1] == wq.shape()[1], ShapeError,
+           "int8_matmul: x (N, I) and w (O, I) expected, got ", shape_str(xq.shape()), " and ", shape_str(wq.shape()));
+  check_cpu("int8_matmul", xq);
+  check_cpu("int8_matmul", wq);
+  const int64_t N = xq.shape()[0], I = xq.shape()[1], O = wq.shape()[0];
+  Tensor acc = Tensor::empty({N, O}, kInt32);
+  if (N == 0 || O == 0) return acc;
+  const Tensor x = xq.contiguous(), w = wq.contiguous();
+#if TENSORGRAD_HAVE_DNNL
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory::desc src_md({N, I}, dt::u8, tag::ab), wei_md({I, O}, dt::s8, tag::ba),
+      dst_md({N, O}, dt::s32, tag::ab);
+  try {
+    // oneDNN's primitive cache makes a repeated shape cheap to create again
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), cpu_engine());
+    dnnl::memory src(src_md, cpu_engine(), x.raw_data()), wei(wei_md, cpu_engine(), w.raw_data()),
+        dst(dst_md, cpu_engine(), acc.raw_data());
+    dnnl::stream stream(cpu_engine());
+    dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw Error(detail::cat("int8_matmul: oneDNN failed (", e.what(), ") for x ", shape_str(xq.shape()), " and w ",
+                            shape_str(wq.shape())));
+  }
+#else
+  const uint8_t* xp = x.data<uint8_t>();
+  const int8_t* wp = w.data<int8_t>();
+  int32_t* ap = acc.data<int32_t>();
+  split(N * O, I, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const uint8_t* xr = xp + (k / O) * I;
+      const int8_t* wr = wp + (k % O) * I;
+      int32_t s = 0;
+      for (int64_t i = 0; i < I; ++i) s += int32_t(xr[i]) * int32_t(wr[i]);
+      ap[k] = s;
+    }
+  });
+#endif
+  return acc;
+}
+
+DynamicQuantizedLinear::DynamicQuantizedLinear(int64_t in_features, int64_t out_features, bool bias)
+    : in_features_(in_features), out_features_(out_features) {
+  TG_CHECK(in_features > 0 && out_features > 0, ShapeError,
+           "DynamicQuantizedLinear: in_features and out_features must be positive, got ", in_features, " and ",
+           out_features);
+  weight_ = Variable(prim::full({out_features, in_features}, 0, kInt8));
+  scale_ = Variable(prim::full({out_features}, 1, kFloat64));
+  zero_point_ = Variable(prim::full({out_features}, 0, kInt64));
+  if (bias) bias_ = Variable(prim::full({out_features}, 0, kFloat32));
+  register_buffer("weight", weight_);
+  register_buffer("weight_scale", scale_);
+  register_buffer("weight_zero_point", zero_point_);
+  if (bias) register_buffer("bias", bias_);
+}
+
+DynamicQuantizedLinear::DynamicQuantizedLinear(const nn::Linear& linear)
+    : DynamicQuantizedLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined()) {
+  const Tensor w = linear.weight.data();
+  check_cpu("quantize_dynamic", w);
+  // PyTorch's per-channel symmetric weight observer: scale = max(|min|, |max|) / ((127 - -128) / 2)
+  // in float32, as the observer computes it
+  const Tensor amax = prim::reduce(ReduceOp::Max, prim::unary(UnaryOp::Abs, w.to(kFloat32)), {1}, false,
+                                   "quantize_dynamic");
+  const double eps = std::numeric_limits<float>::epsilon();
+  Tensor scale = prim::div(amax, prim::scalar_like(127.5, amax));
+  scale = prim::where(prim::binary(BinaryOp::Gt, scale, prim::scalar_like(eps, scale), "quantize_dynamic"), scale,
+                      prim::scalar_like(eps, scale));
+  scale = scale.to(kFloat64);
+  const QuantizedTensor q =
+      quantize_per_channel(Variable(w), Variable(scale), Variable(prim::full({out_features_}, 0, kInt64)), 0, kInt8);
+  prim::copy_(weight_.data(), q.int_repr().data());
+  prim::copy_(scale_.data(), scale);
+  if (linear.bias.defined()) prim::copy_(bias_.data(), linear.bias.data());
+}
+
+Tensor DynamicQuantizedLinear::colsum() const {
+  std::lock_guard<std::mutex> lock(colsum_mutex_);
+  const Tensor& w = weight_.data();
+  if (!colsum_.defined() || colsum_of_ != w.raw_data() || colsum_version_ != w.version()) {
+    colsum_ = prim::reduce(ReduceOp::Sum, w, {1}, false, "DynamicQuantizedLinear");   // int64 (O)
+    colsum_of_ = w.raw_data();
+    colsum_version_ = w.version();
+  }
+  return colsum_;
+}
+
+Variable DynamicQuantizedLinear::forward(const Variable& input) {
+  TG_CHECK(input.defined() && input.dim() >= 1 && input.shape().back() == in_features_, ShapeError,
+           "DynamicQuantizedLinear: expected input (..., ", in_features_, "), got ",
+           input.defined() ? shape_str(input.shape()) : "undefined");
+  check_cpu("DynamicQuantizedLinear", input.data());
+  prim::check_floating("DynamicQuantizedLinear", input.data());
+  const int64_t N = input.numel() / in_features_;
+  const Tensor x = input.data().to(kFloat32).contiguous().reshape({N, in_features_});
+  Shape out_shape = input.shape();
+  out_shape.back() = out_features_;
+  // the batch's range, widened to include 0; PyTorch's ChooseQuantizationParams with reduce_range
+  float lo = 0, hi = 0;
+  if (N > 0) {
+    lo = std::min(0.0f, static_cast<float>(Variable(prim::reduce(ReduceOp::Min, x, {}, false, "DynamicQuantizedLinear")).item()));
+    hi = std::max(0.0f, static_cast<float>(Variable(prim::reduce(ReduceOp::Max, x, {}, false, "DynamicQuantizedLinear")).item()));
+  }
+  TG_CHECK(std::isfinite(lo) && std::isfinite(hi), Error, "DynamicQuantizedLinear: the input holds inf or NaN");
+  const double qmin = 0, qmax = kActivationQMax;
+  double sx = (static_cast<double>(hi) - lo) / (qmax - qmin);
+  if (static_cast<float>(sx) == 0.0f || std::isinf(1.0f / static_cast<float>(sx))) sx = 0.1;
+  const double z_from_min = qmin - lo / sx, z_from_max = qmax - hi / sx;
+  const double z0 = std::abs(qmin) - std::abs(lo / sx) < std::abs(qmax) - std::abs(hi / sx) ? z_from_min : z_from_max;
+  const int64_t zx = z0 < qmin ? int64_t(qmin) : z0 > qmax ? int64_t(qmax) : static_cast<int64_t>(std::nearbyint(z0));
+  // stored as uint8 with the dtype's clamp to [0, 255], as PyTorch's quint8 input
+  const QuantizedTensor xq = quantize_per_tensor(Variable(x), sx, zx, kUInt8);
+  const Tensor acc = int8_matmul(xq.int_repr().data(), weight_.data());   // (N, O) int32
+  // y = (acc - zx colsum[o]) sx sw[o] + bias[o], in float32 (one pass over the output)
+  Tensor y = Tensor::empty({N, out_features_}, kFloat32);
+  const Tensor cs = colsum();
+  const Tensor s64 = scale_.data().contiguous();
+  std::vector<float> row_scale(static_cast<std::size_t>(out_features_));
+  std::vector<int32_t> row_shift(static_cast<std::size_t>(out_features_));
+  const double* sp = s64.data<double>();
+  const int64_t* cp = cs.data<int64_t>();
+  for (int64_t o = 0; o < out_features_; ++o) {
+    row_scale[o] = static_cast<float>(sx * sp[o]);
+    row_shift[o] = static_cast<int32_t>(zx * cp[o]);   // |zx colsum| <= 127 * 128 I: int32 for I < 2^17
+  }
+  const float* bp = bias_.defined() ? bias_.data().contiguous().data<float>() : nullptr;
+  const int32_t* ap = acc.data<int32_t>();
+  float* yp = y.data<float>();
+  const int64_t O = out_features_;
+  split(N, O, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n)
+      for (int64_t o = 0; o < O; ++o)
+        yp[n * O + o] = static_cast<float>(ap[n * O + o] - row_shift[o]) * row_scale[o] + (bp ? bp[o] : 0.0f);
+  });
+  return Variable(y.reshape(out_shape));
+}
+
+std::string DynamicQuantizedLinear::name() const {
+  std::ostringstream os;
+  os << "DynamicQuantizedLinear(in_features=" << in_features_ << ", out_features=" << out_features_
+     << ", dtype=qint8, qscheme=per_channel_affine)";
+  return os.str();
+}
+
+std::unique_ptr<nn::Module> DynamicQuantizedLinear::new_instance() const {
+  return std::make_unique<DynamicQuantizedLinear>(in_features_, out_features_, bias_.defined());
+}
+
+QuantizedTensor DynamicQuantizedLinear::weight() const {
+  return QuantizedTensor::per_channel(weight_, scale_, zero_point_, 0);
+}
+
+std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model) {
+  // A work list instead of recursion over nested Sequentials: (source, the Sequential it goes into)
+  auto convert_leaf = [](const nn::Module& m) -> std::unique_ptr<nn::Module> {
+    if (const auto* lin = dynamic_cast<const nn::Linear*>(&m)) return std::make_unique<DynamicQuantizedLinear>(*lin);
+    // a module whose own forward calls a Linear member cannot be rebuilt around a replacement
+    std::vector<std::pair<std::string, const nn::Module*>> stack;
+    for (const auto& c : m.children()) stack.emplace_back(c.first, c.second);
+    while (!stack.empty()) {
+      auto top = stack.back();
+      stack.pop_back();
+      TG_CHECK(dynamic_cast<const nn::Linear*>(top.second) == nullptr, Error, "quantize_dynamic: the Linear '",
+               top.first, "' is inside ", m.name(), ", whose forward calls it directly; put the Linear layers in a "
+               "Sequential to quantize them");
+      for (const auto& c : top.second->children()) stack.emplace_back(top.first + "." + c.first, c.second);
+    }
+    return m.clone();
+  };
+  const auto* top_seq = dynamic_cast<const nn::Sequential*>(&model);
+  if (top_seq == nullptr) return convert_leaf(model);
+  auto root = std::make_unique<nn::Sequential>();
+  std::vector<std::pair<const nn::Sequential*, nn::Sequential*>> work{{top_seq, root.get()}};
+  while (!work.empty()) {
+    auto item = work.back();
+    work.pop_back();
+    for (const auto& c : item.first->children()) {
+      if (const auto* sub = dynamic_cast<const nn::Sequential*>(c.second)) {
+        auto fresh = std::make_unique<nn::Sequential>();
+        work.emplace_back(sub, fresh.get());
+        item.second->push_back(std::move(fresh));
+      } else {
+        item.second->push_back(convert_leaf(*c.second));
+      }
+    }
+  }
+  root->train(model.is_training());
+  return root;
+}
+
+}  // namespace quantization
+}  // namespace tg

@@ -1,0 +1,149 @@
+/// \file
+/// quantization/observer.h: observers (torch.ao.quantization.MinMaxObserver,
+/// MovingAverageMinMaxObserver), which record the range of the tensors they see and turn it into a
+/// scale and zero point, and FakeQuantize, which quantizes and dequantizes in the forward with the
+/// straight-through estimator in the backward (quantization-aware training). The function behind it
+/// is tg::fake_quantize_per_tensor_affine. Quantized tensors: quantization/quantize.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "tensorgrad/nn/module.h"
+
+namespace tg {
+
+/// x quantized and dequantized in one step (torch.fake_quantize_per_tensor_affine):
+/// (clamp(nearbyint(x / scale) + zero_point, quant_min, quant_max) - zero_point) * scale, in float32
+/// (halves to even), returned in x's dtype. Backward is the straight-through estimator: the gradient
+/// passes unchanged where nearbyint(x / scale) + zero_point lies in [quant_min, quant_max], and is 0
+/// where it was clamped. Error for scale <= 0 or quant_min > quant_max, or a zero point outside them.
+Variable fake_quantize_per_tensor_affine(const Variable& x, double scale, int64_t zero_point, int64_t quant_min,
+                                         int64_t quant_max);
+
+namespace quantization {
+
+// Note [Observers]
+// ~~~~~~~~~~~~~~~~
+// PyTorch's observer arithmetic, in float32 as its tensors do it (values checked against PyTorch in
+// tests/test_quantization.cpp): min_val / max_val start at +inf / -inf; MinMaxObserver keeps the
+// running min and max, MovingAverageMinMaxObserver takes the first batch's and then
+// min_val += c (batch min - min_val) (likewise max). calculate_qparams() widens the range to include
+// 0 and gives, affine: scale = max(span / (quant_max - quant_min), eps), zero_point = clamp(quant_min -
+// round(min / scale)); symmetric: scale = max(max(-min, max) / ((quant_max - quant_min) / 2), eps),
+// zero_point 0 (128 for uint8). The range is [0, 255] for uint8 and [-128, 127] for int8, halved by
+// reduce_range. The state is PyTorch's buffers ("eps", "min_val", "max_val"), kept on the CPU: the
+// statistics of each observed batch are read to the host (one synchronization per forward for a CUDA
+// input).
+
+/// The quantization parameters an observer computes.
+struct QParams {
+  double scale = 1;         ///< float32 value, as a double
+  int64_t zero_point = 0;   ///< in [quant_min, quant_max]
+};
+
+/// Records the min and max of what it sees (torch.ao.quantization.MinMaxObserver); forward(x) returns
+/// x unchanged. See Note [Observers] in quantization/observer.h.
+class MinMaxObserver : public nn::Module {
+ public:
+  /// dtype kUInt8 (default) or kInt8 (DTypeError otherwise); symmetric: per_tensor_symmetric instead
+  /// of per_tensor_affine; reduce_range: one bit less of range (PyTorch's reduce_range).
+  explicit MinMaxObserver(DType dtype = kUInt8, bool symmetric = false, bool reduce_range = false);
+  /// Records x's min and max (floating x, any device; DTypeError otherwise) and returns x.
+  Variable forward(const Variable& x) override;
+  /// The scale and zero point for the range seen so far; before any data, scale 1 and zero point 0
+  /// (PyTorch warns and returns the same).
+  QParams calculate_qparams() const;
+  /// The smallest quantized value (0, or -128, halved with reduce_range).
+  int64_t quant_min() const { return quant_min_; }
+  /// The largest quantized value (255 or 127, halved with reduce_range).
+  int64_t quant_max() const { return quant_max_; }
+  /// The observed minimum (+inf before any data).
+  double min_val() const;
+  /// The observed maximum (-inf before any data).
+  double max_val() const;
+  /// "MinMaxObserver(min_val=..., max_val=...)".
+  std::string name() const override;
+  /// An observer with the same settings and no statistics (for clone()).
+  std::unique_ptr<nn::Module> new_instance() const override;
+
+ protected:
+  /// Folds a batch's min and max into the statistics (MinMax: the running extremes).
+  virtual void update(float batch_min, float batch_max);
+  /// The settings, kept for new_instance().
+  DType dtype_;
+  /// Symmetric quantization (zero point fixed).
+  bool symmetric_, reduce_range_;
+  /** \var reduce_range_
+      PyTorch's reduce_range: one bit less of range. */
+  /// The range of the quantized values.
+  int64_t quant_min_ = 0, quant_max_ = 255;
+  /** \var quant_max_
+      The largest quantized value. */
+  /// PyTorch's buffers: eps (1) float32, min_val and max_val 0-d float32.
+  Variable eps_, min_val_, max_val_;
+  /** \var min_val_
+      The observed minimum, 0-d float32 (+inf at first). */
+  /** \var max_val_
+      The observed maximum, 0-d float32 (-inf at first). */
+};
+
+/// The moving average of the min and max (torch.ao.quantization.MovingAverageMinMaxObserver):
+/// min_val += averaging_constant (batch min - min_val) after the first batch.
+class MovingAverageMinMaxObserver : public MinMaxObserver {
+ public:
+  /// averaging_constant in (0, 1] (Error otherwise); the rest as MinMaxObserver.
+  explicit MovingAverageMinMaxObserver(double averaging_constant = 0.01, DType dtype = kUInt8,
+                                       bool symmetric = false, bool reduce_range = false);
+  /// "MovingAverageMinMaxObserver(min_val=..., max_val=...)".
+  std::string name() const override;
+  /// An observer with the same settings and no statistics (for clone()).
+  std::unique_ptr<nn::Module> new_instance() const override;
+
+ protected:
+  /// min_val += c (batch min - min_val), max likewise; the first batch sets them.
+  void update(float batch_min, float batch_max) override;
+
+ private:
+  double averaging_constant_;
+};
+
+/// Fake quantization for quantization-aware training (torch.ao.quantization.FakeQuantize with
+/// MovingAverageMinMaxObserver, PyTorch's default_fake_quant settings by default): forward observes
+/// x (when the observer is enabled), stores the observer's scale and zero point, and returns
+/// fake_quantize_per_tensor_affine(x, ...) (when fake quantization is enabled), whose backward is the
+/// straight-through estimator. Buffers and state_dict keys are PyTorch's: fake_quant_enabled,
+/// observer_enabled, scale, zero_point, activation_post_process.{eps, min_val, max_val}.
+class FakeQuantize : public nn::Module {
+ public:
+  /// The observer's settings (see MovingAverageMinMaxObserver).
+  explicit FakeQuantize(double averaging_constant = 0.01, DType dtype = kUInt8, bool symmetric = false,
+                        bool reduce_range = false);
+  /// Observes, then fake-quantizes x (see the class comment).
+  Variable forward(const Variable& x) override;
+  /// Turns fake quantization on or off (off: forward returns x after observing).
+  void enable_fake_quant(bool on = true);
+  /// Turns the observer on or off (off: scale and zero point stay frozen).
+  void enable_observer(bool on = true);
+  /// The scale in use.
+  double scale() const;
+  /// The zero point in use.
+  int64_t zero_point() const;
+  /// The observer (PyTorch's activation_post_process).
+  MovingAverageMinMaxObserver& observer() { return observer_; }
+  /// "FakeQuantize(fake_quant_enabled=1, observer_enabled=1, quant_min=0, quant_max=255, ...)".
+  std::string name() const override;
+  /// A FakeQuantize with the same settings and fresh state (for clone()).
+  std::unique_ptr<nn::Module> new_instance() const override;
+
+ private:
+  MovingAverageMinMaxObserver observer_;
+  double averaging_constant_;
+  DType dtype_;
+  bool symmetric_, reduce_range_;
+  Variable fake_quant_enabled_, observer_enabled_, scale_, zero_point_;
+};
+
+}  // namespace quantization
+}  // namespace tg
