@@ -1,5 +1,5 @@
-// examples/custom_op.cpp: a differentiable op defined outside the library. softplus(x) = log(1 + e^x)
-// computes its forward with graph-free tensor math (tg::prim) and hands tg::record its backward,
+// examples/custom_op.cpp: a differentiable op defined outside the library. my_softplus(x) = log(1 + e^x)
+// (the library has tg::softplus built in; this is how one would write it) computes its forward with graph-free tensor math (tg::prim) and hands tg::record its backward,
 // d softplus/dx = sigmoid(x). Then tg::autograd::gradcheck compares that backward with finite
 // differences, and the op is used inside a small model like any built-in one.
 #include <tensorgrad.h>
@@ -8,7 +8,7 @@
 #include <iostream>
 
 // softplus, stable for large |x|: max(x, 0) + log(1 + exp(-|x|)).
-tg::Variable softplus(const tg::Variable& x) {
+tg::Variable my_softplus(const tg::Variable& x) {
   using namespace tg;
   const Tensor& t = x.data();
   Tensor y = prim::add(prim::unary(UnaryOp::Relu, t),
@@ -23,15 +23,16 @@ tg::Variable softplus(const tg::Variable& x) {
 int main() {
   tg::manual_seed(0);
   auto x = tg::randn({4, 3}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  const bool ok = tg::autograd::gradcheck([](const std::vector<tg::Variable>& in) { return softplus(in[0]); }, {x});
-  std::printf("gradcheck of softplus (float64, central differences): %s\n", ok ? "passed" : "FAILED");
+  const bool ok = tg::autograd::gradcheck([](const std::vector<tg::Variable>& in) { return my_softplus(in[0]); }, {x});
+  std::printf("gradcheck of my_softplus (float64, central differences): %s\n", ok ? "passed" : "FAILED");
 
   // Used in a model: gradients flow through it into the Linear layer.
   tg::nn::Linear fc(3, 2);
-  auto loss = softplus(fc(tg::randn({5, 3}))).mean();
+  auto loss = my_softplus(fc(tg::randn({5, 3}))).mean();
   loss.backward();
   std::cout << "loss " << loss.item() << ", fc.weight.grad:\n" << fc.weight.grad() << "\n";
-  std::cout << "softplus([-30, 0, 30]) = "
-            << softplus(tg::from_vector(std::vector<float>{-30, 0, 30}, {3})) << "\n";
+  const auto v = tg::from_vector(std::vector<float>{-30, 0, 30}, {3});
+  std::cout << "my_softplus([-30, 0, 30]) = " << my_softplus(v) << "\n"
+            << "tg::softplus([-30, 0, 30]) = " << tg::softplus(v) << "\n";
   return ok ? 0 : 1;
 }

@@ -494,6 +494,28 @@ std::vector<Case> parity_table(tg::DType dt) {
                  tg::manual_seed(9);
                  return tg::dropout(in[0], 0.4, true);
                }});
+  // ---- activations (ops/functors.h through both backends' unary kernels), masks, slicing views
+  add(unary_cases("gelu", [](auto& a) { return tg::gelu(a); }, N, dt));
+  add(unary_cases("gelu", [](auto& a) { return tg::gelu(a, "tanh"); }, N, dt, "tanh "));
+  add(unary_cases("silu", [](auto& a) { return tg::silu(a); }, N, dt));
+  add(unary_cases("softplus", [](auto& a) { return tg::softplus(a); }, N, dt));
+  add(unary_cases("softplus", [](auto& a) { return tg::softplus(a, 2, 1); }, N, dt, "beta 2 threshold 1 "));
+  add(unary_cases("leaky_relu", [](auto& a) { return tg::leaky_relu(a, 0.2); }, N, dt));
+  add(unary_cases("log_sigmoid", [](auto& a) { return tg::log_sigmoid(a); }, N, dt));
+  {
+    Fn mf = [](const std::vector<Variable>& in) { return tg::masked_fill(in[0], in[1] > 0.0, 0.75); };
+    Fn mv = [](const std::vector<Variable>& in) { return tg::masked_fill(in[0], in[1] > 0.0, in[2]); };
+    t.push_back({"masked_fill", "mask (257, 33)", {W({257, 33}, 160, dt), W({257, 33}, 161, dt)}, mf});
+    t.push_back({"masked_fill", "x (33) broadcast to the mask (257, 33), 0-d value", {W({33}, 162, dt), W({257, 33}, 163, dt), W({}, 164, dt)}, mv, R});
+    t.push_back({"tril", "(257, 33) diagonal -3", {W({257, 33}, 165, dt)}, [](auto& in) { return tg::tril(in[0], -3) * 2.0; }});
+    t.push_back({"triu", "batched (3, 33, 65) diagonal 5, non-contiguous", {transposed(33, 65, 166, dt, wb)},
+                 [](auto& in) { return tg::triu(tg::expand(in[0], {3, 33, 65}), 5) * 2.0; }, R});
+    t.push_back({"narrow", "dim 1 of (257, 33)", {W({257, 33}, 167, dt)}, [](auto& in) { return tg::narrow(in[0], 1, 3, 17) * 2.0; }});
+    t.push_back({"select", "dim 0 of a transposed view", {transposed(257, 33, 168, dt, wb)}, [](auto& in) { return tg::select(in[0], 0, -5) * 2.0; }});
+    t.push_back({"index", "x[1:200:3, None, -20:]", {W({257, 33}, 169, dt)}, [](auto& in) {
+                   return tg::index(in[0], {tg::Slice(1, 200, 3), tg::indexing::None, tg::Slice(-20)}) * 2.0;
+                 }});
+  }
   return t;
 }
 
@@ -503,7 +525,8 @@ const std::set<std::string> kFloatingOnly = {
     "div", "pow", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "clamp", "mean", "matmul",
     "round", "sign",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
-    "mse_loss"};   // its Mean reduction only (mean); Sum and None compute in int64
+    "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
+    "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid"};
 
 /// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
 /// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.

@@ -329,6 +329,75 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"eval is the identity", {randn64({3}, 161)}, eval},
                                {"zero-size", {randn64({0, 2}, 162)}, f}};
   };
+  // ---- activations, masks, slicing views
+  t["gelu"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::gelu(a); }, normal());
+    for (auto& x : unary_samples([](auto& a) { return tg::gelu(a, "tanh"); }, normal())) s.push_back(x);
+    return s;
+  };
+  t["silu"] = [] { return unary_samples([](auto& a) { return tg::silu(a); }, normal()); };
+  t["softplus"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::softplus(a); }, normal());
+    // beta 3 with threshold 2: inputs beyond 2/3 take the linear branch (none within 0.1 of it)
+    for (auto& x : unary_samples([](auto& a) { return tg::softplus(a * 3.0 - 0.3, 3, 2); }, nonzero(0.4))) s.push_back(x);
+    return s;
+  };
+  t["leaky_relu"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::leaky_relu(a); }, nonzero());
+    for (auto& x : unary_samples([](auto& a) { return tg::leaky_relu(a, 0.3); }, nonzero())) s.push_back(x);
+    return s;
+  };
+  t["log_sigmoid"] = [] {
+    auto s = unary_samples([](auto& a) { return tg::log_sigmoid(a); }, normal());
+    for (auto& x : unary_samples([](auto& a) { return tg::log_sigmoid(a * 40.0); }, normal())) s.push_back(x);   // |x| up to ~100
+    return s;
+  };
+  t["masked_fill"] = [] {
+    Variable m = Variable((randn64({3, 4}, 170, false) > 0.0).data());
+    Variable row = Variable((randn64({4}, 171, false) > 0.0).data());
+    Fn f = [m](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], m, 0.5)); };
+    Fn bcast = [m](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], m, -2.0)); };
+    Fn value = [row](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], row, in[1])); };
+    return std::vector<Sample>{{"(3, 4) mask (3, 4)", {randn64({3, 4}, 172)}, f},
+                               {"x (4) broadcast to the mask (3, 4)", {randn64({4}, 173)}, bcast},
+                               {"non-contiguous x", {transposed64(3, 4, 174)}, f},
+                               {"0-d value with a gradient, mask (4)", {randn64({3, 4}, 175), randn64({}, 176)}, value}};
+  };
+  for (const char* which : {"tril", "triu"}) {
+    const bool lower = std::string(which) == "tril";
+    t[which] = [lower] {
+      auto tri = [lower](int64_t d) {
+        return Fn([lower, d](const std::vector<Variable>& in) {
+          Variable y = lower ? tg::tril(in[0], d) : tg::triu(in[0], d);
+          return y * y;
+        });
+      };
+      return std::vector<Sample>{{"(4, 5) diagonal 0", {randn64({4, 5}, 180)}, tri(0)},
+                                 {"batched (2, 3, 4) diagonal -1", {randn64({2, 3, 4}, 181)}, tri(-1)},
+                                 {"non-contiguous diagonal 2", {transposed64(4, 3, 182)}, tri(2)},
+                                 {"zero rows", {randn64({0, 3}, 183)}, tri(0)}};
+    };
+  }
+  t["narrow"] = [viewed] {
+    return std::vector<Sample>{{"dim 1 of (3, 5)", {randn64({3, 5}, 190)}, viewed([](auto& a) { return tg::narrow(a, 1, 1, 3); })},
+                               {"negative start, non-contiguous", {transposed64(4, 3, 191)}, viewed([](auto& a) { return tg::narrow(a, 0, -2, 2); })},
+                               {"length 0", {randn64({3, 2}, 192)}, viewed([](auto& a) { return tg::narrow(a, 0, 3, 0); })}};
+  };
+  t["select"] = [viewed] {
+    return std::vector<Sample>{{"dim 0 of (3, 4)", {randn64({3, 4}, 193)}, viewed([](auto& a) { return tg::select(a, 0, 1); })},
+                               {"dim -1, negative index, non-contiguous", {transposed64(3, 4, 194)}, viewed([](auto& a) { return tg::select(a, -1, -1); })},
+                               {"1-D to 0-d", {randn64({5}, 195)}, viewed([](auto& a) { return tg::select(a, 0, 2); })}};
+  };
+  t["index"] = [viewed] {
+    using tg::Slice;
+    return std::vector<Sample>{
+        {"x[0:2, 1] of (3, 4, 2)", {randn64({3, 4, 2}, 196)}, viewed([](auto& a) { return tg::index(a, {Slice(0, 2), 1}); })},
+        {"x[::2, -3:] stepped, non-contiguous", {transposed64(5, 4, 197)},
+         viewed([](auto& a) { return tg::index(a, {Slice(tg::indexing::None, tg::indexing::None, 2), Slice(-3)}); })},
+        {"x[..., None, 1::2]", {randn64({2, 5}, 198)},
+         viewed([](auto& a) { return tg::index(a, {tg::indexing::Ellipsis, tg::indexing::None, Slice(1, tg::indexing::None, 2)}); })},
+        {"empty slice", {randn64({3, 2}, 199)}, viewed([](auto& a) { return tg::index(a, {Slice(2, 1)}); })}};
+  };
   return t;
 }
 

@@ -513,7 +513,7 @@ TEST_CASE("clone: errors name the module and what to do") {
   NoArgsMissing no_default(2);
   TG_CHECK_THROWS(no_default.clone(), tg::Error, "the module has no default constructor");
   WrongLayout wrong(2);
-  TG_CHECK_THROWS(wrong.clone(), tg::ShapeError, "clone: new_instance() of Module gave \"fc.weight\" shape [3, 3] instead of [2, 2]");
+  TG_CHECK_THROWS(wrong.clone(), tg::ShapeError, "clone: new_instance() of WrongLayout gave \"fc.weight\" shape [3, 3] instead of [2, 2]");
   struct Derived : Net {};   // inherits Net's new_instance(), which builds a Net
   Derived derived;
   TG_CHECK_THROWS(derived.clone(), tg::Error, "built a module of another type");

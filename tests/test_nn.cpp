@@ -34,7 +34,7 @@ TEST_CASE("Module: parameters in registration order with dotted names") {
   CHECK(net.parameters()[0].impl() == net.fc1.weight.impl());
   std::ostringstream os;
   os << net;
-  CHECK(os.str() == "Module(\n  (fc1): Linear(in_features=4, out_features=8, bias=true)\n  (fc2): Linear(in_features=8, out_features=3, bias=true)\n)");
+  CHECK(os.str() == "Net(\n  (fc1): Linear(in_features=4, out_features=8, bias=true)\n  (fc2): Linear(in_features=8, out_features=3, bias=true)\n)");
 }
 
 TEST_CASE("Linear: PyTorch's default init bound 1/sqrt(in) forward shape") {

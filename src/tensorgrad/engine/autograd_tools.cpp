@@ -3,6 +3,8 @@
 #include "tensorgrad/engine/autograd_tools.h"
 
 #include <cmath>
+#include <iomanip>
+#include <mutex>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -112,13 +114,47 @@ bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, 
   return true;
 }
 
-std::string to_dot(const Variable& v) {
+namespace {
+/// ||t||_2 in float64 (syncs with t's device).
+double l2_norm(const Tensor& t) {
+  const Tensor d = t.to(kFloat64);
+  return std::sqrt(prim::sum(prim::mul(d, d)).item());
+}
+std::string norm_str(double n) {
+  std::ostringstream os;
+  os << std::setprecision(4) << n;
+  return os.str();
+}
+}  // namespace
+
+GradNormRecorder::GradNormRecorder()
+    : guard_([this](const Node& node, const Tensor& grad) { norms_[&node] = l2_norm(grad); }) {}
+
+std::string to_dot(const Variable& v, const DotOptions& options) {
+  std::unordered_map<const VariableImpl*, std::string> names;   // torchviz's params
+  for (const auto& p : options.params_)
+    if (p.second.defined()) names.emplace(p.second.impl().get(), p.first);
+  // "fc1.weight\n[4, 3]" or "leaf [4, 3]", with "\n|grad| = 0.5" once it has one
+  auto leaf_label = [&](const VariableImpl& leaf) {
+    std::ostringstream os;
+    auto it = names.find(&leaf);
+    if (it != names.end()) os << it->second << "\\n" << shape_str(leaf.data.shape());
+    else os << "leaf " << shape_str(leaf.data.shape()) << (leaf.requires_grad ? "\\nrequires_grad" : "");
+    if (options.grad_norms_) {
+      std::shared_ptr<VariableImpl> grad;
+      {
+        std::lock_guard<std::mutex> lock(tg::detail::grad_mutex());   // Note [Gradient slots] in engine/autograd.cpp
+        grad = leaf.grad;
+      }
+      if (grad && grad->data.defined()) os << "\\n|grad| = " << norm_str(l2_norm(grad->data));
+    }
+    return os.str();
+  };
   std::ostringstream os;
   os << "digraph tensorgrad {\n  rankdir=BT;\n  node [fontname=\"monospace\"];\n";
   if (!v.defined()) return os.str() + "}\n";
   if (!v.grad_fn()) {
-    os << "  leaf0 [shape=ellipse, label=\"leaf " << shape_str(v.shape())
-       << (v.requires_grad() ? " requires_grad" : "") << "\"];\n}\n";
+    os << "  leaf0 [shape=ellipse, label=\"" << leaf_label(*v.impl()) << "\"];\n}\n";
     return os.str();
   }
   std::unordered_map<const void*, int> ids;
@@ -136,7 +172,12 @@ std::string to_dot(const Variable& v) {
     stack.pop_back();
     const int nid = id_of(n);
     os << "  n" << nid << " [shape=box, label=\"" << n->name << "\\n" << shape_str(n->out_shape) << " "
-       << dtype_name(n->out_dtype) << (n->backward ? "" : "\\n(freed)") << "\"];\n";
+       << dtype_name(n->out_dtype) << (n->backward ? "" : "\\n(freed)");
+    if (options.recorder_ != nullptr) {
+      auto it = options.recorder_->norms().find(n);
+      if (it != options.recorder_->norms().end()) os << "\\n|grad| = " << norm_str(it->second);
+    }
+    os << "\"];\n";
     for (std::size_t i = 0; i < n->next.size(); ++i) {
       const Edge& e = n->next[i];
       if (e.fn) {
@@ -146,8 +187,8 @@ std::string to_dot(const Variable& v) {
         const bool fresh = ids.find(e.leaf.get()) == ids.end();
         const int lid = id_of(e.leaf.get());
         if (fresh)
-          os << "  n" << lid << " [shape=ellipse, style=filled, fillcolor=lightblue, label=\"leaf "
-             << shape_str(e.leaf->data.shape()) << "\\nrequires_grad\"];\n";
+          os << "  n" << lid << " [shape=ellipse, style=filled, fillcolor=lightblue, label=\"" << leaf_label(*e.leaf)
+             << "\"];\n";
         os << "  n" << lid << " -> n" << nid << ";\n";
       }
     }

@@ -4,6 +4,8 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/engine/variable.h"
@@ -49,9 +51,49 @@ class BackwardTraceGuard {
   const BackwardObserver* prev_;
 };
 
+/// Records, for every op a backward on this thread runs while it is alive, the L2 norm of the
+/// gradient of the op's output (through a BackwardTraceGuard), for to_dot's annotations. The keys
+/// are the graph's Nodes: read them while the output that holds the graph is alive.
+/// \code
+/// tg::autograd::GradNormRecorder recorder;
+/// loss.backward();
+/// std::string dot = tg::autograd::to_dot(loss, tg::autograd::DotOptions()
+///     .params(model.named_parameters()).grad_norms(recorder));
+/// \endcode
+class GradNormRecorder {
+ public:
+  /// Starts recording on this thread.
+  GradNormRecorder();
+  GradNormRecorder(const GradNormRecorder&) = delete;
+  GradNormRecorder& operator=(const GradNormRecorder&) = delete;
+  /// ||dL/d(output)|| of each op the backward ran so far (the last one, when several backwards ran it).
+  const std::unordered_map<const Node*, double>& norms() const { return norms_; }
+ private:
+  std::unordered_map<const Node*, double> norms_;
+  BackwardTraceGuard guard_;   // after norms_: it writes there until destroyed
+};
+
+/// What to_dot adds to the plain graph (torchviz's make_dot arguments).
+struct DotOptions {
+  /// Labels the leaves found among params with their names, as torchviz's
+  /// make_dot(y, params=dict(model.named_parameters())): "fc1.weight".
+  DotOptions& params(std::vector<std::pair<std::string, Variable>> p) { params_ = std::move(p); return *this; }
+  /// Labels each leaf with the L2 norm of its .grad (once a backward reached it).
+  DotOptions& grad_norms(bool on = true) { grad_norms_ = on; return *this; }
+  /// grad_norms(true), and each op with the norm recorder saw flowing into it (recorder must outlive to_dot).
+  DotOptions& grad_norms(const GradNormRecorder& recorder) { grad_norms_ = true; recorder_ = &recorder; return *this; }
+  /// See params().
+  std::vector<std::pair<std::string, Variable>> params_;
+  /// See grad_norms().
+  bool grad_norms_ = false;
+  /// See grad_norms(const GradNormRecorder&).
+  const GradNormRecorder* recorder_ = nullptr;
+};
+
 /// Graphviz text of the graph that produced v: one box per op (name and output shape), one
-/// ellipse per leaf that requires grad, edges from inputs to the ops that consume them.
-std::string to_dot(const Variable& v);
+/// ellipse per leaf that requires grad (named when options.params lists it), edges from inputs to
+/// the ops that consume them; gradient norms when options ask for them.
+std::string to_dot(const Variable& v, const DotOptions& options = {});
 
 }  // namespace autograd
 }  // namespace tg

@@ -1,6 +1,6 @@
 /// \file
-/// engine/grad_mode.h: thread-local switches of the autograd engine: grad mode (NoGradGuard) and
-/// anomaly detection (autograd::DetectAnomalyGuard). Read by record() and by the backward pass.
+/// engine/grad_mode.h: thread-local switches of the autograd engine: grad mode (NoGradGuard,
+/// EnableGradGuard) and anomaly detection (autograd::DetectAnomalyGuard). Read by record() and by the backward pass.
 #pragma once
 
 namespace tg {
@@ -24,6 +24,21 @@ class NoGradGuard {
   ~NoGradGuard() { GradMode::set_enabled(prev_); }
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
+ private:
+  bool prev_;
+};
+
+/// While alive, ops on this thread record the graph again, also inside a NoGradGuard or a backward
+/// pass (PyTorch's torch::AutoGradMode(true), `with torch.enable_grad():`). Nests; restores the mode
+/// it found. tg::checkpoint's recomputation runs under one.
+class EnableGradGuard {
+ public:
+  /// Switches grad mode on for this thread.
+  EnableGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
+  /// Restores the mode the constructor found.
+  ~EnableGradGuard() { GradMode::set_enabled(prev_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
  private:
   bool prev_;
 };

@@ -17,6 +17,8 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << shape_str(s); }
+
 std::string shape_x(const Shape& s) {
   std::ostringstream os;
   for (std::size_t i = 0; i < s.size(); ++i) os << (i ? "x" : "") << s[i];

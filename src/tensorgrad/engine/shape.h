@@ -334,6 +334,8 @@ using Shape = SmallVector<int64_t, 6>;
 
 std::string shape_str(const Shape& s);                       ///< "[2, 3]"
 std::string shape_x(const Shape& s);                         ///< "2x3" (matmul messages)
+/// Prints s as "[2, 3]", as libtorch prints sizes(): `std::cout << x.sizes()`.
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 /// Element count; throws ShapeError on negative sizes or int64 overflow (before anything is allocated).
 int64_t checked_numel(const Shape& s, const char* op = "tensor");
 /// Element count of a shape already validated by checked_numel. A zero size wins before any product

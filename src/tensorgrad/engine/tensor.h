@@ -109,6 +109,8 @@ class Tensor {
   bool defined() const { return storage_ != nullptr; }
   /// The size of each dim.
   const Shape& shape() const { return shape_; }
+  /// shape(), by libtorch's name.
+  const Shape& sizes() const { return shape_; }
   /// The step, in elements, between neighbours along each dim (0 where expanded).
   const Shape& strides() const { return strides_; }
   /// The position of element [0,...,0] in the storage, in elements.

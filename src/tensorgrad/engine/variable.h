@@ -17,6 +17,7 @@
 
 #include "tensorgrad/engine/grad_mode.h"
 #include "tensorgrad/engine/hooks.h"
+#include "tensorgrad/engine/indexing.h"
 #include "tensorgrad/engine/tensor.h"
 
 namespace tg {
@@ -59,7 +60,7 @@ class TensorOptions {
   /// Sets the element type.
   TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
   /// Sets the device.
-  TensorOptions& device(Device d) { device_ = d; return *this; }
+  TensorOptions& device(Device d) { device_ = d; has_device_ = true; return *this; }
   /// Makes the result a leaf that requires grad (floating dtypes only).
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
   /// The element type (float32 unless set).
@@ -69,12 +70,22 @@ class TensorOptions {
   Device device() const { return device_; }
   /// Whether the result requires grad (false unless set).
   bool requires_grad() const { return requires_grad_; }
+  /// Whether device() was set (the *_like factories keep the model tensor's device otherwise).
+  bool has_device() const { return has_device_; }
  private:
   DType dtype_ = kFloat32;
   bool has_dtype_ = false;
   Device device_;
   bool requires_grad_ = false;
+  bool has_device_ = false;
 };
+
+/// TensorOptions().dtype(d), as libtorch's torch::dtype: tg::zeros({3}, tg::dtype(tg::kInt64).device(gpu)).
+inline TensorOptions dtype(DType d) { return TensorOptions().dtype(d); }
+/// TensorOptions().device(d), as libtorch's torch::device.
+inline TensorOptions device(Device d) { return TensorOptions().device(d); }
+/// TensorOptions().requires_grad(r), as libtorch's torch::requires_grad.
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
 
 /// What users hold: a Tensor value with its autograd state (PyTorch's torch::Tensor). Copies are
 /// handles to one shared VariableImpl, as in PyTorch. Ops on Variables (ops/ops.h, the methods
@@ -98,6 +109,10 @@ class Variable {
   // ---- metadata
   /// The size of each dim.
   const Shape& shape() const { return data().shape(); }
+  /// shape(), by libtorch's name: `std::cout << x.sizes()` prints "[2, 3]".
+  const Shape& sizes() const { return data().shape(); }
+  /// The step, in elements, between neighbours along each dim (Tensor::strides).
+  const Shape& strides() const { return data().strides(); }
   /// The size of dim d (negative d counts from the end); IndexError when out of range.
   int64_t size(int64_t d) const { return data().size(d); }
   /// The number of dims (0 for a scalar).
@@ -282,6 +297,30 @@ class Variable {
   Variable softmax(int64_t dim) const;
   /// tg::log_softmax(*this, dim)
   Variable log_softmax(int64_t dim) const;
+  /// tg::gelu(*this, approximate): "none" or "tanh"
+  Variable gelu(const std::string& approximate = "none") const;
+  /// tg::silu(*this)
+  Variable silu() const;
+  /// tg::softplus(*this, beta, threshold)
+  Variable softplus(double beta = 1, double threshold = 20) const;
+  /// tg::leaky_relu(*this, negative_slope)
+  Variable leaky_relu(double negative_slope = 0.01) const;
+  /// tg::log_sigmoid(*this)
+  Variable log_sigmoid() const;
+  /// tg::masked_fill(*this, mask, value)
+  Variable masked_fill(const Variable& mask, double value) const;
+  /// tg::masked_fill(*this, mask, value) with a 0-d value
+  Variable masked_fill(const Variable& mask, const Variable& value) const;
+  /// tg::tril(*this, diagonal)
+  Variable tril(int64_t diagonal = 0) const;
+  /// tg::triu(*this, diagonal)
+  Variable triu(int64_t diagonal = 0) const;
+  /// tg::narrow(*this, dim, start, length): a differentiable view
+  Variable narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// tg::select(*this, dim, index): a differentiable view
+  Variable select(int64_t dim, int64_t index) const;
+  /// tg::index(*this, indices): x.index({tg::Slice(0, 4), 1}) is Python's x[0:4, 1], a differentiable view
+  Variable index(const std::vector<TensorIndex>& indices) const;
 
   // ---- in place (ops/inplace.cpp). Version counters catch writes to tensors saved for backward.
   /// \name In-place ops

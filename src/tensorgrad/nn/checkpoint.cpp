@@ -17,18 +17,6 @@ namespace tg {
 
 namespace {
 
-/// Switches grad mode on for the calling thread while alive (PyTorch's torch::AutoGradMode(true)):
-/// the recomputation records its graph although backward runs with grad off.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~EnableGradGuard() { GradMode::set_enabled(prev_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
- private:
-  bool prev_;
-};
-
 /// Fresh leaves with the inputs' values (same storage) and requires_grad: fn's graph ends at them.
 std::vector<Variable> fresh_leaves(const std::vector<Tensor>& values, const std::vector<bool>& requires_grad) {
   std::vector<Variable> out(values.size());
@@ -120,7 +108,7 @@ struct CheckpointRule {
     detail::GradientSink sink;
     Variable y;
     {
-      EnableGradGuard grad_on;
+      EnableGradGuard grad_on;   // the recomputation records its graph although backward runs with grad off
       // the recomputation runs in the precisions the forward ran in (Note [Autocast op lists])
       amp::AutocastGuard cpu_autocast(Device::cpu(), autocast_dtype[0], autocast_on[0]);
       amp::AutocastGuard cuda_autocast(Device::cuda(), autocast_dtype[1], autocast_on[1]);

@@ -4,15 +4,51 @@
 
 #include <algorithm>
 #include <functional>
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
+#include <cstdlib>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/nn/init.h"
 
 namespace tg {
 namespace nn {
+
+namespace {
+/// The class name of a type_info without its namespaces and enclosing scopes, as PyTorch prints a
+/// module: "Net" for tg::nn::Net, (anonymous namespace)::Net or a class local to a function;
+/// template arguments are kept ("Block<3>").
+std::string class_name(const std::type_info& type) {
+  std::string full = type.name();
+#if defined(__GNUG__)
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  if (status == 0 && demangled != nullptr) full = demangled;
+  std::free(demangled);
+#endif
+  std::size_t start = 0;   // just past the last "::" outside brackets and parentheses
+  int depth = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    const char c = full[i];
+    if (c == '<' || c == '(') ++depth;
+    else if (c == '>' || c == ')') --depth;
+    else if (depth == 0 && c == ':' && i + 1 < full.size() && full[i + 1] == ':') start = i + 2;
+  }
+  return full.substr(start);
+}
+}  // namespace
+
+std::string Module::name() const { return name_.empty() ? class_name(typeid(*this)) : name_; }
+
+bool Module::has_forward_hooks() const {
+  const tg::detail::ModuleHooks* hooks = hooks_.get();
+  return hooks != nullptr && (!hooks->pre.empty() || !hooks->post.empty());
+}
 
 Variable Module::forward(const Variable&) {
   throw Error(name() + ": forward(const Variable&) is not implemented; override it in your Module");
@@ -128,6 +164,11 @@ void move_value(Variable& v, const std::function<Tensor(const Tensor&)>& f) {
 }  // namespace
 
 Module& Module::to(Device device) {
+  try {
+    (void)backend_for(device);   // an unusable device is an error even with nothing to move
+  } catch (const DeviceError& e) {
+    throw DeviceError(name() + ".to(" + device.str() + "): " + e.what());
+  }
   // Every value moves first, then all are swapped in: a failure (say an unusable device) leaves
   // the module as it was.
   std::vector<Variable> values;
@@ -150,6 +191,19 @@ Module& Module::to(DType dtype) {
   for (auto& p : named_parameters()) move_value(p.second, [dtype](const Tensor& t) { return t.to(dtype); });
   return *this;
 }
+
+Module& Module::to(Device device, DType dtype) {
+  TG_CHECK(is_floating(dtype), DTypeError, "Module::to: parameters must be floating point, got ", dtype_name(dtype));
+  to(device);
+  return to(dtype);
+}
+
+Module& Module::cuda() { return to(Device::cuda()); }
+Module& Module::cpu() { return to(Device::cpu()); }
+Module& Module::double_() { return to(kFloat64); }
+Module& Module::float_() { return to(kFloat32); }
+Module& Module::half() { return to(kFloat16); }
+Module& Module::bfloat16() { return to(kBFloat16); }
 
 Module& Module::train(bool on) {
   walk([on](const std::string&, const Module& m) { const_cast<Module&>(m).training_ = on; });
@@ -320,9 +374,11 @@ std::ostream& operator<<(std::ostream& os, const Module& root) {
       os << indent << ")" << (f.depth == 0 ? "" : "\n");
       continue;
     }
-    os << indent << f.label << f.m->name();
+    const std::string name = f.m->name();
+    os << indent << f.label << name;
     const auto kids = f.m->children();
     if (kids.empty()) {
+      if (name.find('(') == std::string::npos) os << "()";   // PyTorch prints a leaf as "Net()"
       os << (f.depth == 0 ? "" : "\n");
       continue;
     }

@@ -58,6 +58,9 @@ class Module {
  public:
   /// No parameters, buffers or children; training mode.
   Module() = default;
+  /// The same, printed and named in errors as `name` instead of the class name (libtorch's
+  /// Module(std::string name)).
+  explicit Module(std::string name) : name_(std::move(name)) {}
   virtual ~Module() = default;
   Module(const Module&) = delete;              // children are registered by reference: no copies,
   Module& operator=(const Module&) = delete;   // no moves
@@ -75,7 +78,10 @@ class Module {
     return call_with_hooks(x);
   }
   /// One-line description used when printing: "Linear(in_features=784, out_features=128, bias=true)".
-  virtual std::string name() const { return "Module"; }
+  /// The base gives the name passed to the constructor, else the class name without its namespaces
+  /// ("Net" for `struct Net : tg::nn::Module`), as PyTorch prints modules; override it to add the
+  /// options, as the layers do.
+  virtual std::string name() const;
 
   /// Registers a child; it must outlive this module (usually a member). Returns it. A module may be
   /// registered in several parents (it is then visited once), never inside itself.
@@ -84,6 +90,31 @@ class Module {
   template <class M>
   M& register_module(const std::string& name, M& child) {
     add_child(name, &child);
+    return child;
+  }
+  /// Registers a child this module shares ownership of (libtorch's register_module of a
+  /// std::shared_ptr<M>): `fc = register_module("fc", std::make_shared<tg::nn::Linear>(4, 2));`.
+  /// Returns it; it lives at least as long as this module. Error as above, or for a null pointer.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
+    static_assert(std::is_base_of<Module, M>::value, "register_module: the child must derive from tg::nn::Module");
+    add_child(name, child.get());
+    owned_children_.push_back(child);
+    return child;
+  }
+  // Note [Temporaries in register_module]
+  // Children are registered by reference, so a temporary (register_module("fc", Linear(4, 2))) would
+  // be destroyed at the end of the statement and leave a dangling child. Such a call selects the
+  // overload below, which stops the compilation with a readable message; the lvalue overload above
+  // is the better match for members (T& is more specialized than a forwarding reference).
+  /// Rejected at compile time: a temporary module cannot be registered by reference.
+  template <class M, class = std::enable_if_t<!std::is_lvalue_reference<M>::value>>
+  M& register_module(const std::string& name, M&& child) {
+    static_assert(!std::is_same<M, M>::value,
+                  "register_module: cannot register a temporary module, it would be destroyed at the end of the "
+                  "statement. Make it a member and register the member (register_module(\"fc\", fc)), or pass "
+                  "a std::shared_ptr (register_module(\"fc\", std::make_shared<Linear>(4, 2))) to share ownership.");
+    (void)name;
     return child;
   }
   /// Registers a parameter (set to require grad) under name; returns the stored handle.
@@ -121,6 +152,21 @@ class Module {
   /// Converts every parameter and its gradient to a floating dtype in place (buffers keep theirs);
   /// DTypeError for int64. Returns *this.
   Module& to(DType dtype);
+  /// to(device), then to(dtype) (libtorch's Module::to(device, dtype)).
+  Module& to(Device device, DType dtype);
+  /// to(Device::cuda()): to the current CUDA device, as PyTorch's module.cuda(). DeviceError naming
+  /// the module and the reason when CUDA cannot be used, even for a module with nothing to move.
+  Module& cuda();
+  /// to(Device::cpu()).
+  Module& cpu();
+  /// to(kFloat64), PyTorch's module.double() (`double` is a C++ keyword).
+  Module& double_();
+  /// to(kFloat32), PyTorch's module.float() (`float` is a C++ keyword).
+  Module& float_();
+  /// to(kFloat16), PyTorch's module.half().
+  Module& half();
+  /// to(kBFloat16), PyTorch's module.bfloat16().
+  Module& bfloat16();
   /// Sets training mode (on) or evaluation mode (off) on this module and every descendant; Dropout
   /// reads it. Returns *this.
   Module& train(bool on = true);
@@ -195,6 +241,11 @@ class Module {
   /// throws tg::Error naming the module.
   virtual std::unique_ptr<Module> new_instance() const;
 
+ protected:
+  /// Whether a forward pre-hook or forward hook is registered (Cloneable's calls with several inputs
+  /// refuse them).
+  bool has_forward_hooks() const;
+
  private:
   RemovableHandle add_forward_pre_hook(ForwardPreHook hook);
   RemovableHandle add_forward_hook(ForwardHook hook);
@@ -212,7 +263,18 @@ class Module {
   std::deque<Variable> held_;                                  // hold(): stable addresses
   std::map<std::string, std::shared_ptr<void>> extensions_;   // extension()
   tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in engine/autograd.cpp
+  std::string name_;                                        // Module(name); empty: the class name
+  std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr
 };
+
+namespace detail {
+/// True for exactly one argument that is a Variable (the one-input call with hooks).
+template <class... Args>
+struct is_one_variable : std::false_type {};
+/// See is_one_variable.
+template <class A>
+struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
+}  // namespace detail
 
 /// The base for a user module that clone() rebuilds with its default constructor: derive from
 /// Cloneable<Net> instead of Module, and clone() returns a std::unique_ptr<Net>.
@@ -226,9 +288,35 @@ class Module {
 /// \endcode
 /// A module whose constructor takes arguments overrides new_instance() instead (it may still derive
 /// from Cloneable for the typed clone()). See Note [Module clone] in nn/module.cpp.
+///
+/// Cloneable is also how a user module takes several inputs: it knows the derived type, so
+/// `net(x, mask)` calls `Net::forward(x, mask)`, whatever forward's parameters and result are
+/// (libtorch's ModuleHolder::operator() does the same). Calls with one Variable keep going through
+/// Module::operator(), with the hooks; hooks see one input, so a call with several inputs on a module
+/// that has forward hooks throws tg::Error. Modules inside Sequential keep the one-input forward.
+/// \code
+/// struct Gate : tg::nn::Cloneable<Gate> {
+///   tg::nn::Linear fc{4, 4};
+///   Gate() { register_module("fc", fc); }
+///   using Module::forward;   // keeps the one-input overload visible (and clang's -Woverloaded-virtual quiet)
+///   tg::Variable forward(const tg::Variable& x, const tg::Variable& g) { return fc(x) * tg::sigmoid(g); }
+/// };
+/// Gate gate;  auto y = gate(x, g);
+/// \endcode
 template <class Derived>
 class Cloneable : public Module {
  public:
+  using Module::Module;
+  using Module::operator();
+  /// Derived::forward(args...) for any other argument list than one Variable (several inputs, none,
+  /// other types); tg::Error when forward hooks are registered (they take one input).
+  template <class... Args, class = std::enable_if_t<!detail::is_one_variable<Args...>::value>>
+  decltype(auto) operator()(Args&&... args) {
+    if (has_forward_hooks())
+      throw Error(name() + ": forward hooks take one input, but this call passes " + std::to_string(sizeof...(Args)) +
+                  " arguments; call forward(...) directly, or remove the hooks");
+    return static_cast<Derived&>(*this).forward(std::forward<Args>(args)...);
+  }
   /// Module::clone(device), typed.
   std::unique_ptr<Derived> clone(const std::optional<Device>& device = std::nullopt) const {
     std::unique_ptr<Module> copy = Module::clone(device);

@@ -68,4 +68,20 @@ Variable full_like(const Variable& x, double value) { return full(x.shape(), val
 Variable rand_like(const Variable& x) { return rand(x.shape(), like(x)); }
 Variable randn_like(const Variable& x) { return randn(x.shape(), like(x)); }
 
+namespace {
+/// options over x's dtype and device: what options sets wins.
+TensorOptions like(const Variable& x, const TensorOptions& o) {
+  return TensorOptions()
+      .dtype(o.has_dtype() ? o.dtype() : x.dtype())
+      .device(o.has_device() ? o.device() : x.device())
+      .requires_grad(o.requires_grad());
+}
+}  // namespace
+
+Variable zeros_like(const Variable& x, const TensorOptions& o) { return zeros(x.shape(), like(x, o)); }
+Variable ones_like(const Variable& x, const TensorOptions& o) { return ones(x.shape(), like(x, o)); }
+Variable full_like(const Variable& x, double value, const TensorOptions& o) { return full(x.shape(), value, like(x, o)); }
+Variable rand_like(const Variable& x, const TensorOptions& o) { return rand(x.shape(), like(x, o)); }
+Variable randn_like(const Variable& x, const TensorOptions& o) { return randn(x.shape(), like(x, o)); }
+
 }  // namespace tg

@@ -63,4 +63,17 @@ Variable rand_like(const Variable& x);
 /// randn() with x's shape, dtype and device.
 Variable randn_like(const Variable& x);
 
+// The *_like factories with options, as torch::zeros_like(x, options): the dtype and device that
+// options set replace x's, requires_grad comes from options.
+/// zeros() with x's shape; dtype and device from options where set, else x's.
+Variable zeros_like(const Variable& x, const TensorOptions& options);
+/// ones() with x's shape; dtype and device from options where set, else x's.
+Variable ones_like(const Variable& x, const TensorOptions& options);
+/// full() with x's shape; dtype and device from options where set, else x's.
+Variable full_like(const Variable& x, double value, const TensorOptions& options);
+/// rand() with x's shape; dtype and device from options where set, else x's.
+Variable rand_like(const Variable& x, const TensorOptions& options);
+/// randn() with x's shape; dtype and device from options where set, else x's.
+Variable randn_like(const Variable& x, const TensorOptions& options);
+
 }  // namespace tg

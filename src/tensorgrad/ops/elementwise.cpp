@@ -1,6 +1,9 @@
 // ops/elementwise.cpp: differentiable elementwise ops. Forward through prim:: (device-dispatched,
 // no graph), backward recorded right below it. Rules are written for equal shapes: the engine sums
 // each gradient back to its input's shape (engine/autograd.cpp). Scalar math: ops/functors.h.
+#include <cmath>
+#include <string>
+
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
@@ -137,5 +140,27 @@ Variable gt(const Variable& a, const Variable& b) { return Variable(prim::binary
 Variable lt(const Variable& a, const Variable& b) { return Variable(prim::binary(BinaryOp::Lt, a.data(), b.data(), "lt")); }
 Variable ge(const Variable& a, const Variable& b) { return Variable(prim::binary(BinaryOp::Ge, a.data(), b.data(), "ge")); }
 Variable le(const Variable& a, const Variable& b) { return Variable(prim::binary(BinaryOp::Le, a.data(), b.data(), "le")); }
+
+// ---- activations of torch.nn.functional (scalar math in ops/functors.h)
+Variable gelu(const Variable& x, const std::string& approximate) {
+  TG_CHECK(approximate == "none" || approximate == "tanh", Error, "gelu: approximate must be \"none\" or \"tanh\", got \"",
+           approximate, "\"");
+  return approximate == "tanh" ? unary(UnaryOp::GeluTanh, "gelu", x) : unary(UnaryOp::Gelu, "gelu", x);
+}
+Variable silu(const Variable& x) { return unary(UnaryOp::Silu, "silu", x); }
+Variable softplus(const Variable& x, double beta, double threshold) {
+  TG_CHECK(beta != 0 && !std::isnan(beta), Error, "softplus: beta must be a non-zero number, got ", beta);
+  return unary(UnaryOp::Softplus, "softplus", x, {beta, threshold});
+}
+Variable leaky_relu(const Variable& x, double negative_slope) {
+  return unary(UnaryOp::LeakyRelu, "leaky_relu", x, {negative_slope, 0});
+}
+Variable log_sigmoid(const Variable& x) { return unary(UnaryOp::LogSigmoid, "log_sigmoid", x); }
+
+Variable Variable::gelu(const std::string& approximate) const { return tg::gelu(*this, approximate); }
+Variable Variable::silu() const { return tg::silu(*this); }
+Variable Variable::softplus(double beta, double threshold) const { return tg::softplus(*this, beta, threshold); }
+Variable Variable::leaky_relu(double negative_slope) const { return tg::leaky_relu(*this, negative_slope); }
+Variable Variable::log_sigmoid() const { return tg::log_sigmoid(*this); }
 
 }  // namespace tg

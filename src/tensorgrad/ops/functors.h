@@ -16,15 +16,17 @@ namespace tg {
 
 /// Scalar parameters of a unary op (pow's exponent, clamp's bounds); most ops ignore them.
 struct UnaryArgs {
-  /// pow's exponent; clamp's lower bound.
+  /// pow's exponent; clamp's lower bound; softplus's beta; leaky_relu's negative_slope.
   double a = 0, b = 0;
   /** \var b
-      clamp's upper bound. */
+      clamp's upper bound; softplus's threshold. */
 };
 
 namespace fn {
 using std::abs;
+using std::erf;
 using std::log;
+using std::log1p;
 using std::pow;
 using std::rint;
 using std::sqrt;
@@ -228,12 +230,118 @@ struct Sign {
   /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
 };
+
+// The activations of torch.nn.functional below follow PyTorch 1.13's CPU kernels formula by formula
+// (aten/src/ATen/native/cpu/Activation.cpp and UnaryOpsKernel.cpp), so that values match to rounding.
+/// gelu, exact (approximate="none"): y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)); dx = dy (Phi(x) + x phi(x)).
+struct Gelu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));                                  // 1/sqrt 2
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // Phi + x phi
+    const T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * exp(T(-0.5) * x * x);                                   // 1/sqrt(2 pi)
+    return dy * (cdf + x * pdf);
+  }
+};
+/// gelu, approximate="tanh": y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3);
+/// dx = dy (1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 x^2)).
+struct GeluTanh {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);                       // sqrt(2/pi)
+    return T(0.5) * x * (T(1) + tanh(inner));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
+    const T x_sq = x * x;
+    const T t = tanh(T(0.79788456080286535588) * (x + T(0.044715) * x_sq * x));
+    const T left_derivative = T(0.5) * (T(1) + t);
+    const T right_derivative = (T(1) - t * t) * T(0.79788456080286535588) * (T(1) + T(3) * T(0.044715) * x_sq);
+    return dy * (left_derivative + T(0.5) * x * right_derivative);
+  }
+};
+/// silu (swish): y = x sigmoid(x) = x / (1 + e^-x); dx = dy s (1 + x (1 - s)), s = sigmoid(x).
+struct Silu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return x / (T(1) + exp(-x)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // s (1 + x (1 - s))
+    const T s = T(1) / (T(1) + exp(-x));
+    return dy * s * (T(1) + x * (T(1) - s));
+  }
+};
+/// softplus with beta = a, threshold = b (UnaryArgs): y = log(1 + e^(beta x)) / beta, and y = x where
+/// beta x > threshold (linear there, as PyTorch); dx = dy sigmoid(beta x), dy where beta x > threshold.
+struct Softplus {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) {
+    const T bx = x * T(p.a);
+    return bx > T(p.b) ? x : log1p(exp(bx)) / T(p.a);
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // e^bx / (e^bx + 1)
+    const T bx = x * T(p.a);
+    const T z = exp(bx);
+    return bx > T(p.b) ? dy : dy * z / (z + T(1));
+  }
+};
+/// leaky_relu with negative_slope = a (UnaryArgs): y = x where x > 0, else a x (NaN stays NaN);
+/// dx = dy where x > 0, else a dy.
+struct LeakyRelu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) { return x > T(0) ? x : x * T(p.a); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) { return x > T(0) ? dy : dy * T(p.a); }
+};
+/// log_sigmoid: y = log(1 / (1 + e^-x)) = min(x, 0) - log(1 + e^-|x|), stable for large |x|;
+/// dx = dy (1 - sigmoid(x)), written with z = e^-|x| as 1/(1+z) for x < 0 and z/(1+z) otherwise.
+struct LogSigmoid {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    const T m = x < T(0) ? x : T(0);   // min(x, 0); NaN takes the log1p path and stays NaN
+    return m - log1p(exp(-abs(x)));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
+    const bool negative = x < T(0);
+    const T z = exp(-abs(x));
+    return dy * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
+  }
+};
 }  // namespace fn
 
 /// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.
 #define TG_UNARY_OPS(X) \
   X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp) \
-  X(Round) X(Sign)
+  X(Round) X(Sign) \
+  X(Gelu) X(GeluTanh) X(Silu) X(Softplus) X(LeakyRelu) X(LogSigmoid)
 
 /// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).
 enum class UnaryOp : uint8_t {
@@ -265,6 +373,18 @@ enum class UnaryOp : uint8_t {
     fn::Round */
 /** \var UnaryOp::Sign
     fn::Sign */
+/** \var UnaryOp::Gelu
+    fn::Gelu */
+/** \var UnaryOp::GeluTanh
+    fn::GeluTanh */
+/** \var UnaryOp::Silu
+    fn::Silu */
+/** \var UnaryOp::Softplus
+    fn::Softplus */
+/** \var UnaryOp::LeakyRelu
+    fn::LeakyRelu */
+/** \var UnaryOp::LogSigmoid
+    fn::LogSigmoid */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
 template <class Visitor>

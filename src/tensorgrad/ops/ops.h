@@ -6,8 +6,10 @@
 /// reason) and a CPU-vs-CUDA parity case (or be excluded with a reason), or a coverage test fails.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "tensorgrad/engine/indexing.h"
 #include "tensorgrad/engine/variable.h"
 
 namespace tg {
@@ -208,6 +210,50 @@ Variable mse_loss(const Variable& input, const Variable& target, Reduction reduc
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
 /// manual_seed stream (torch.nn.functional.dropout).
 Variable dropout(const Variable& x, double p = 0.5, bool training = true);
+
+// ---- activations (ops/elementwise.cpp), masks (ops/masking.cpp), slicing views (ops/slicing.cpp)
+/// \name Activations, masks and slices
+/// The activations are elementwise unary ops (floating x, DTypeError otherwise) with PyTorch's
+/// defaults; each is also a Variable method. narrow, select and index are views (they share x's
+/// storage, as the views above); their gradient is dL/dy in the positions they read and 0 elsewhere.
+///@{
+
+/// x Phi(x) (torch.nn.functional.gelu): approximate "none" uses erf, "tanh" PyTorch's tanh
+/// approximation; Error for another string.
+Variable gelu(const Variable& x, const std::string& approximate = "none");
+/// x sigmoid(x) (torch.nn.functional.silu).
+Variable silu(const Variable& x);
+/// log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (torch.nn.functional.softplus).
+/// Error when beta is 0 or NaN.
+Variable softplus(const Variable& x, double beta = 1, double threshold = 20);
+/// x where x > 0, negative_slope * x elsewhere (torch.nn.functional.leaky_relu).
+Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
+/// log(sigmoid(x)), computed stably for large |x| (torch.nn.functional.logsigmoid).
+Variable log_sigmoid(const Variable& x);
+/// x with value where mask is true (torch.masked_fill): mask is bool (DTypeError otherwise) and
+/// broadcasts with x (the result has the broadcast shape); value is converted to x's dtype. The mask
+/// gets no gradient (AutogradError when it requires grad).
+Variable masked_fill(const Variable& x, const Variable& mask, double value);
+/// The same with a 0-d value (ShapeError otherwise), which gets the gradient summed over the mask.
+Variable masked_fill(const Variable& x, const Variable& mask, const Variable& value);
+/// The lower triangle of the last two dims (torch.tril): elements with col - row <= diagonal are kept,
+/// the others are 0. x has at least 2 dims (ShapeError); any dtype.
+Variable tril(const Variable& x, int64_t diagonal = 0);
+/// The upper triangle (torch.triu): elements with col - row >= diagonal are kept, the others 0.
+Variable triu(const Variable& x, int64_t diagonal = 0);
+/// Elements [start, start + length) along dim, a view (torch.narrow); a negative start counts from the
+/// end. IndexError naming the dim and its size when the range does not fit.
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
+/// The slice at index along dim, which is removed, a view (torch.select); a negative index counts from
+/// the end. IndexError naming the index, the dim and its size when out of range.
+Variable select(const Variable& x, int64_t dim, int64_t index);
+/// Python's x[...] as one view (libtorch's Tensor::index): integers select (removing the dim), Slices
+/// keep it (start:stop:step, negative bounds count from the end and clamp, as in Python), None inserts
+/// a size-1 dim, one Ellipsis stands for the dims no other index names:
+/// `x.index({tg::Slice(0, 4), 1})` is x[0:4, 1]. IndexError for an integer out of range (naming the
+/// dim and its size), a step below 1, more indices than dims, or two Ellipses.
+Variable index(const Variable& x, const std::vector<TensorIndex>& indices);
+///@}
 
 // ---- operators (ops/methods.cpp): Variables and scalars on either side
 /// \name Operators

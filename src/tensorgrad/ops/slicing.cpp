@@ -1,0 +1,185 @@
+// ops/slicing.cpp: the differentiable views narrow, select and index (Python's x[0:4, 1]), and their
+// Variable methods. Each forward is a strided view of the input (Tensor::narrow, select, as_strided:
+// no copy); each backward writes the gradient into the same view of a zero tensor of the input's
+// shape. The index types are in engine/indexing.h; the other views are in ops/shape.cpp.
+#include <limits>
+#include <ostream>
+#include <vector>
+
+#include "tensorgrad/engine/indexing.h"
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+namespace {
+
+/// dL/dx for a view op: zeros of x's shape with dL/dy written into the positions the view reads
+/// (view_of maps a tensor of x's shape to the forward's view of it). Sets every element.
+template <class ViewOf>
+Tensor scatter_into_zeros(const Shape& in_shape, const Tensor& grad, ViewOf view_of) {
+  Tensor gx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+  prim::copy_(view_of(gx), grad);
+  return gx;
+}
+
+/// One resolved entry of an index list against the input's shape: a new size-1 dim, an integer
+/// position (the dim is removed), or start / length / step along an input dim.
+struct Resolved {
+  TensorIndex::Kind kind;
+  int64_t start = 0, length = 0, step = 1;
+};
+
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  // a stride of a zero-size tensor may be saturated already (contiguous_strides): no element is addressed
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+/// Checks `indices` against `shape` and resolves them (Python's rules: negative positions count from
+/// the end, slice bounds clamp, at most one Ellipsis, at most one index per dim).
+std::vector<Resolved> resolve(const Shape& shape, const std::vector<TensorIndex>& indices) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t consumed = 0, ellipses = 0;
+  for (const TensorIndex& i : indices) {
+    if (i.kind() == TensorIndex::Kind::Integer || i.kind() == TensorIndex::Kind::Slice) ++consumed;
+    if (i.kind() == TensorIndex::Kind::Ellipsis) ++ellipses;
+  }
+  TG_CHECK(ellipses <= 1, IndexError, "index: an index can only have a single ellipsis ('...')");
+  TG_CHECK(consumed <= rank, IndexError, "index: too many indices for tensor of dimension ", rank, " (got ",
+           consumed, ")");
+  std::vector<Resolved> out;
+  int64_t d = 0;
+  auto full = [&out, &shape, &d] {
+    out.push_back({TensorIndex::Kind::Slice, 0, shape[d], 1});
+    ++d;
+  };
+  for (const TensorIndex& i : indices) {
+    switch (i.kind()) {
+      case TensorIndex::Kind::None:
+        out.push_back({TensorIndex::Kind::None});
+        break;
+      case TensorIndex::Kind::Ellipsis:
+        for (int64_t k = 0; k < rank - consumed; ++k) full();
+        break;
+      case TensorIndex::Kind::Integer: {
+        const int64_t size = shape[d], at = i.integer();
+        TG_CHECK(at >= -size && at < size, IndexError, "index: index ", at, " is out of bounds for dimension ", d,
+                 " with size ", size);
+        out.push_back({TensorIndex::Kind::Integer, at < 0 ? at + size : at});
+        ++d;
+        break;
+      }
+      case TensorIndex::Kind::Slice: {
+        const int64_t size = shape[d];
+        const Slice& s = i.slice();
+        const int64_t step = s.step().value_or(1);
+        TG_CHECK(step > 0, IndexError, "index: slice step must be positive, got ", step, " for dimension ", d,
+                 " with size ", size);
+        auto clamp = [size](int64_t v) {   // Python: negative counts from the end, then clamp to [0, size]
+          if (v < 0) v += size;
+          return v < 0 ? int64_t(0) : (v > size ? size : v);
+        };
+        const int64_t start = clamp(s.start().value_or(0)), stop = clamp(s.stop().value_or(size));
+        const int64_t length = stop > start ? (stop - start - 1) / step + 1 : 0;
+        out.push_back({TensorIndex::Kind::Slice, start, length, step});
+        ++d;
+        break;
+      }
+    }
+  }
+  while (d < rank) full();   // the dims after the last index are kept whole
+  return out;
+}
+
+/// The view of t (of the shape resolve() saw) that the resolved index list selects.
+Tensor indexing_view(const Tensor& t, const std::vector<Resolved>& index) {
+  Shape shape, strides;
+  int64_t offset = t.offset(), d = 0;
+  for (const Resolved& r : index) {
+    if (r.kind == TensorIndex::Kind::None) {
+      shape.push_back(1);
+      strides.push_back(1);   // a size-1 dim never steps
+      continue;
+    }
+    const int64_t stride = t.strides()[d++];
+    if (t.numel() != 0) offset += r.start * stride;   // an empty view addresses nothing (and starts may be 0 anyway)
+    if (r.kind == TensorIndex::Kind::Slice) {
+      shape.push_back(r.length);
+      strides.push_back(saturating_mul(stride, r.step));
+    }
+  }
+  return t.as_strided(shape, strides, offset);
+}
+
+}  // namespace
+
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
+  TG_CHECK(x.dim() > 0, IndexError, "narrow: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, x.dim(), "narrow");
+  const int64_t size = x.shape()[dim];
+  TG_CHECK(start >= -size && start <= size, IndexError, "narrow: start (", start, ") is out of range for dimension ",
+           dim, " with size ", size, " (expected to be in range of [", -size, ", ", size, "])");
+  if (start < 0) start += size;
+  TG_CHECK(length >= 0, IndexError, "narrow: length (", length, ") must be non-negative");
+  TG_CHECK(length <= size - start, IndexError, "narrow: start (", start, ") + length (", length,
+           ") exceeds the size (", size, ") of dimension ", dim);
+  const Shape in_shape = x.shape();
+  return mark_view(record("narrow", x.data().narrow(dim, start, length), {x},
+                          [in_shape, dim, start, length](const Tensor& grad, Grads& g) {
+                            // d/dx: the gradient in the narrowed positions, 0 elsewhere
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return t.narrow(dim, start, length); }));
+                          }),
+                   x);
+}
+
+Variable select(const Variable& x, int64_t dim, int64_t index) {
+  TG_CHECK(x.dim() > 0, IndexError, "select: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, x.dim(), "select");
+  Tensor out = x.data().select(dim, index);   // IndexError naming the index, the dim and its size
+  if (index < 0) index += x.shape()[dim];
+  const Shape in_shape = x.shape();
+  return mark_view(record("select", std::move(out), {x},
+                          [in_shape, dim, index](const Tensor& grad, Grads& g) {
+                            // d/dx: the gradient in the selected slice, 0 elsewhere
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return t.select(dim, index); }));
+                          }),
+                   x);
+}
+
+Variable index(const Variable& x, const std::vector<TensorIndex>& indices) {
+  std::vector<Resolved> resolved = resolve(x.shape(), indices);
+  Tensor out = indexing_view(x.data(), resolved);
+  const Shape in_shape = x.shape();
+  return mark_view(record("index", std::move(out), {x},
+                          [in_shape, resolved = std::move(resolved)](const Tensor& grad, Grads& g) {
+                            // d/dx: the gradient in the indexed positions, 0 elsewhere
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return indexing_view(t, resolved); }));
+                          }),
+                   x);
+}
+
+Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const { return tg::narrow(*this, dim, start, length); }
+Variable Variable::select(int64_t dim, int64_t index) const { return tg::select(*this, dim, index); }
+Variable Variable::index(const std::vector<TensorIndex>& indices) const { return tg::index(*this, indices); }
+
+namespace indexing {
+std::ostream& operator<<(std::ostream& os, const TensorIndex& index) {
+  switch (index.kind()) {
+    case TensorIndex::Kind::Integer: return os << index.integer();
+    case TensorIndex::Kind::None: return os << "None";
+    case TensorIndex::Kind::Ellipsis: return os << "...";
+    case TensorIndex::Kind::Slice: {
+      const Slice& s = index.slice();
+      if (s.start()) os << *s.start();
+      os << ':';
+      if (s.stop()) os << *s.stop();
+      if (s.step()) os << ':' << *s.step();
+      return os;
+    }
+  }
+  return os;
+}
+}  // namespace indexing
+
+}  // namespace tg
