@@ -267,14 +267,12 @@ class Module {
   std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr
 };
 
-namespace detail {
 /// True for exactly one argument that is a Variable (the one-input call with hooks).
 template <class... Args>
 struct is_one_variable : std::false_type {};
 /// See is_one_variable.
 template <class A>
 struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
-}  // namespace detail
 
 /// The base for a user module that clone() rebuilds with its default constructor: derive from
 /// Cloneable<Net> instead of Module, and clone() returns a std::unique_ptr<Net>.
@@ -310,7 +308,7 @@ class Cloneable : public Module {
   using Module::operator();
   /// Derived::forward(args...) for any other argument list than one Variable (several inputs, none,
   /// other types); tg::Error when forward hooks are registered (they take one input).
-  template <class... Args, class = std::enable_if_t<!detail::is_one_variable<Args...>::value>>
+  template <class... Args, class = std::enable_if_t<!is_one_variable<Args...>::value>>
   decltype(auto) operator()(Args&&... args) {
     if (has_forward_hooks())
       throw Error(name() + ": forward hooks take one input, but this call passes " + std::to_string(sizeof...(Args)) +
