@@ -487,6 +487,20 @@ std::vector<Case> parity_table(tg::DType dt) {
                  tg::manual_seed(9);
                  return tg::dropout(in[0], 0.4, true);
                }});
+  // ---- convolution and pooling (cuda/conv.cu against engine/cpu_conv.cpp)
+  t.push_back({"conv2d", "(4, 6, 13, 11) groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
+               {normal({4, 6, 13, 11}, 160, dt), normal({8, 3, 3, 2}, 161, dt), normal({8}, 162, dt)},
+               [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); }, R});
+  t.push_back({"conv2d", "1x1 on a non-contiguous input", {transposed(33, 17, 163, dt), normal({5, 1, 1, 1}, 164, dt)},
+               [](auto& in) { return tg::conv2d(tg::unsqueeze(tg::unsqueeze(in[0], 0), 0), in[1]); }, R});
+  t.push_back({"conv1d", "(3, 4, 33) stride 2, padding 1", {normal({3, 4, 33}, 165, dt), normal({5, 4, 3}, 166, dt), normal({5}, 167, dt)},
+               [](auto& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); }, R});
+  t.push_back({"max_pool2d", "(3, 5, 17, 16) kernel 3, stride 2, padding 1", {W({3, 5, 17, 16}, 168, dt)},
+               [](auto& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); }, R});
+  t.push_back({"avg_pool2d", "(3, 5, 17, 16) kernel (3, 2), padding 1, count_include_pad false", {normal({3, 5, 17, 16}, 169, dt)},
+               [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}, false); }, R});
+  t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
+               [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
   return t;
 }
 
@@ -495,7 +509,8 @@ std::vector<Case> parity_table(tg::DType dt) {
 const std::set<std::string> kFloatingOnly = {
     "div", "pow", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "clamp", "mean", "matmul",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
-    "mse_loss"};   // its Mean reduction only (mean); Sum and None compute in int64
+    "mse_loss",    // its Mean reduction only (mean); Sum and None compute in int64
+    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"};   // float kernels only
 
 /// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
 /// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.
