@@ -70,6 +70,9 @@ std::string conv_repr(const char* kind, int64_t in, int64_t out, const std::vect
   return os.str();
 }
 
+/// A pooling size as PyTorch prints it: 2 for a single number, (2, 3) for a pair.
+std::string size_arg(const std::vector<int64_t>& v) { return v.size() == 1 ? std::to_string(v[0]) : tuple(v); }
+
 }  // namespace
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv2dOptions& options)
@@ -127,7 +130,8 @@ MaxPool2d::MaxPool2d(const std::vector<int64_t>& kernel_size, const std::vector<
 
 std::string MaxPool2d::name() const {
   std::ostringstream os;
-  os << "MaxPool2d(kernel_size=" << tuple(kernel_) << ", stride=" << tuple(stride_) << ", padding=" << tuple(padding_)
+  os << "MaxPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
+     << ", padding=" << size_arg(padding_)
      << ")";
   return os.str();
 }
@@ -145,7 +149,8 @@ AvgPool2d::AvgPool2d(const std::vector<int64_t>& kernel_size, const std::vector<
 
 std::string AvgPool2d::name() const {
   std::ostringstream os;
-  os << "AvgPool2d(kernel_size=" << tuple(kernel_) << ", stride=" << tuple(stride_) << ", padding=" << tuple(padding_)
+  os << "AvgPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
+     << ", padding=" << size_arg(padding_)
      << (count_include_pad_ ? "" : ", count_include_pad=False") << ")";
   return os.str();
 }

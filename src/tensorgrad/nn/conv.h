@@ -58,7 +58,7 @@ class Conv2d : public Module {
          const Conv2dOptions& options = {});
   /// x (N, in, H, W) or (in, H, W) -> (N, out, OH, OW).
   Variable forward(const Variable& x) override;
-  /// "Conv2d(1, 32, kernel_size=[3, 3], stride=[1, 1], padding=[1, 1])", as PyTorch prints it.
+  /// "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))", as PyTorch prints it.
   std::string name() const override;
   /// A Conv2d of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override;
@@ -78,7 +78,7 @@ class Conv1d : public Module {
   Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options = {});
   /// x (N, in, L) or (in, L) -> (N, out, OL).
   Variable forward(const Variable& x) override;
-  /// "Conv1d(3, 8, kernel_size=[3], stride=[1])".
+  /// "Conv1d(3, 8, kernel_size=(3,), stride=(1,))".
   std::string name() const override;
   /// A Conv1d of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override;
@@ -100,7 +100,7 @@ class MaxPool2d : public Module {
                      const std::vector<int64_t>& padding = {0});
   /// x (N, C, H, W) or (C, H, W) -> the window maxima.
   Variable forward(const Variable& x) override { return max_pool2d(x, kernel_, stride_, padding_); }
-  /// "MaxPool2d(kernel_size=[2], stride=[2], padding=[0])".
+  /// "MaxPool2d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it.
   std::string name() const override;
   /// A MaxPool2d of the same sizes (for clone()).
   std::unique_ptr<Module> new_instance() const override;
@@ -120,7 +120,7 @@ class AvgPool2d : public Module {
   Variable forward(const Variable& x) override {
     return avg_pool2d(x, kernel_, stride_, padding_, count_include_pad_);
   }
-  /// "AvgPool2d(kernel_size=[2], stride=[2], padding=[0])".
+  /// "AvgPool2d(kernel_size=2, stride=2, padding=0)".
   std::string name() const override;
   /// An AvgPool2d of the same sizes (for clone()).
   std::unique_ptr<Module> new_instance() const override;
@@ -138,7 +138,7 @@ class AdaptiveAvgPool2d : public Module {
   explicit AdaptiveAvgPool2d(int64_t output_size) : AdaptiveAvgPool2d(std::vector<int64_t>{output_size}) {}
   /// x (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
   Variable forward(const Variable& x) override { return adaptive_avg_pool2d(x, output_size_); }
-  /// "AdaptiveAvgPool2d(output_size=[1, 1])".
+  /// "AdaptiveAvgPool2d(output_size=(1, 1))".
   std::string name() const override;
   /// An AdaptiveAvgPool2d of the same size (for clone()).
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveAvgPool2d>(output_size_); }
