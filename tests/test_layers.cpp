@@ -165,3 +165,114 @@ TEST_CASE("layers: conv and pooling errors name the op and the shapes") {
   TG_CHECK_THROWS(tg::avg_pool2d(x, {0}), tg::ShapeError, "avg_pool2d: kernel_size must be greater than zero");
   TG_CHECK_THROWS(tg::adaptive_avg_pool2d(x, {0, 2}), tg::ShapeError, "adaptive_avg_pool2d: elements of output_size must be positive");
 }
+
+namespace {
+
+/// The model of tests/data/small_cnn.py, with the same layers and names.
+struct SmallCnn : tg::nn::Module {
+  tg::nn::Conv2d conv1{2, 4, 3, tg::nn::Conv2dOptions().padding(1)};
+  tg::nn::BatchNorm2d bn1{4};
+  tg::nn::MaxPool2d pool{2};
+  tg::nn::Conv2d conv2{4, 6, 3, tg::nn::Conv2dOptions().padding({1, 2}).dilation({1, 2}).groups(2)};
+  tg::nn::AvgPool2d avg{2};
+  tg::nn::AdaptiveAvgPool2d gap{1};
+  tg::nn::Conv1d conv3{6, 3, 2, tg::nn::Conv1dOptions().bias(false)};
+  tg::nn::LayerNorm ln{{15}};
+  tg::nn::Linear fc{15, 5};
+  tg::nn::BatchNorm1d bn3{5};
+  SmallCnn() {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    register_module("pool", pool);
+    register_module("conv2", conv2);
+    register_module("avg", avg);
+    register_module("gap", gap);
+    register_module("conv3", conv3);
+    register_module("ln", ln);
+    register_module("fc", fc);
+    register_module("bn3", bn3);
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = pool(tg::relu(bn1(conv1(x))));                 // (N, 4, 4, 4)
+    h = avg(tg::relu(conv2(h)));                                 // (N, 6, 2, 2)
+    const Variable s = conv3(tg::flatten(h, 2));                 // (N, 3, 3)
+    const Variable z = tg::cat({tg::flatten(s, 1), tg::flatten(gap(h), 1)}, 1);   // (N, 15)
+    return bn3(fc(ln(z)));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("layers: a PyTorch checkpoint of a small CNN loads and gives PyTorch's output") {
+  SmallCnn model;
+  // PyTorch's parameter and buffer names, in its state_dict order.
+  std::vector<std::string> names;
+  for (const auto& p : model.named_parameters()) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"conv1.weight", "conv1.bias", "bn1.weight", "bn1.bias", "conv2.weight",
+                                          "conv2.bias", "conv3.weight", "ln.weight", "ln.bias", "fc.weight", "fc.bias",
+                                          "bn3.weight", "bn3.bias"});
+  names.clear();
+  for (const auto& b : model.named_buffers()) names.push_back(b.first);
+  CHECK(names == std::vector<std::string>{"bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
+                                          "bn3.running_mean", "bn3.running_var", "bn3.num_batches_tracked"});
+  CHECK(model.bn1.num_batches_tracked.dtype() == tg::kInt64);
+  CHECK(model.conv2.weight.shape() == tg::Shape{6, 2, 3, 3});
+  CHECK(model.conv3.weight.shape() == tg::Shape{3, 6, 2});
+  CHECK_FALSE(model.conv3.bias.defined());
+  // Written by `/usr/bin/python3 tests/data/small_cnn.py` (PyTorch 1.13): three training steps, then eval.
+  tg::load(model, TG_SOURCE_DIR "/tests/data/small_cnn.safetensors");
+  CHECK(model.bn1.num_batches_tracked.item() == 3);
+  model.eval();
+  const Variable x(fill({2, 2, 8, 8}, 0.5, false).data().to(tg::kFloat32));
+  const std::vector<float> got = model(x).to_vector<float>();
+  // The output that script printed for the same input.
+  const std::vector<double> want = {-0.0273345225, -1.28765082, -0.517788529, 1.24481857,  -0.341008753,
+                                    -0.0858731195, -1.27098513, -0.393312484, 0.638541698, -0.192865744};
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour and printing") {
+  tg::manual_seed(3);
+  tg::nn::Conv2d conv(3, 8, 3, tg::nn::Conv2dOptions().stride(2).padding(1).bias(true));
+  // kaiming_uniform_(a = sqrt(5)): U(+-1/sqrt(fan_in)), fan_in = 3 * 3 * 3
+  const double bound = 1.0 / std::sqrt(27.0);
+  CHECK(tg::max(tg::abs(conv.weight)).item() <= bound);
+  CHECK(tg::max(tg::abs(conv.weight)).item() > 0.8 * bound);
+  CHECK(tg::max(tg::abs(conv.bias)).item() <= bound);
+  CHECK(conv.name() == "Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))");
+  CHECK(conv(tg::randn({2, 3, 9, 9})).shape() == tg::Shape{2, 8, 5, 5});
+  CHECK(tg::nn::MaxPool2d(2).name() == "MaxPool2d(kernel_size=2, stride=2, padding=0)");
+  TG_CHECK_THROWS(tg::nn::Conv2d(3, 8, 3, tg::nn::Conv2dOptions().groups(2)), tg::ShapeError,
+                  "Conv2d: in_channels must be divisible by groups (3 and 2)");
+
+  tg::nn::BatchNorm2d bn(3);
+  CHECK(bn.name() == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+  const Variable x = tg::randn({4, 3, 5, 5}) * 2.0 + 1.0;
+  const Variable y = bn(x);   // training: batch statistics, running ones move by momentum 0.1
+  CHECK(bn.num_batches_tracked.item() == 1);
+  const std::vector<float> rm = bn.running_mean.to_vector<float>();
+  const std::vector<float> batch_mean = tg::mean(tg::mean(tg::mean(x, 3), 2), 0).to_vector<float>();
+  for (int c = 0; c < 3; ++c) CHECK(rm[c] == doctest::Approx(0.1 * batch_mean[c]).epsilon(1e-5));
+  CHECK(std::abs(tg::mean(y).item()) < 1e-5);
+  bn.eval();   // eval: running statistics, nothing updated
+  const Variable z = bn(x);
+  CHECK(bn.num_batches_tracked.item() == 1);
+  CHECK(bn.running_mean.to_vector<float>() == rm);
+  CHECK(std::abs(tg::mean(z).item()) > 0.1);   // normalized with the running (not the batch) statistics
+  TG_CHECK_THROWS(bn(tg::randn({4, 3, 5})), tg::ShapeError, "BatchNorm2d: expected 4D input (got 3D input");
+  bn.train();
+  TG_CHECK_THROWS(tg::nn::BatchNorm1d(3)(tg::randn({1, 3})), tg::ShapeError,
+                  "Expected more than 1 value per channel when training");
+
+  tg::nn::LayerNorm ln({4});
+  CHECK(ln.name() == "LayerNorm((4,), eps=1e-05, elementwise_affine=True)");
+  const Variable l = ln(tg::randn({3, 4}) * 5.0);
+  CHECK(std::abs(tg::mean(l).item()) < 1e-5);
+  TG_CHECK_THROWS(ln(tg::randn({3, 5})), tg::ShapeError, "layer_norm: Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[3, 5]");
+
+  // clone() keeps the configuration and copies parameters and buffers
+  std::unique_ptr<tg::nn::Module> copy = bn.clone();
+  CHECK(copy->name() == bn.name());
+  CHECK(copy->named_buffers().size() == 3);
+}
