@@ -501,6 +501,16 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}, false); }, R});
   t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
                [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
+  // ---- normalization (prims on both backends)
+  t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
+               {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
+                normal({5}, 172, dt), normal({5}, 173, dt)},
+               [](auto& in) { return tg::batch_norm(in[0], in[1], in[2], in[3], in[4], true); }, R});
+  t.push_back({"batch_norm", "eval (33, 5)", {normal({33, 5}, 174, dt), normal({5}, 175, dt), positive({5}, 176, dt),
+                                              normal({5}, 177, dt), normal({5}, 178, dt)},
+               [](auto& in) { return tg::batch_norm(in[0], tg::Variable(in[1].data()), tg::Variable(in[2].data()), in[3], in[4], false); }, R});
+  t.push_back({"layer_norm", "(257, 33) with weight and bias", {normal({257, 33}, 179, dt), normal({33}, 180, dt), normal({33}, 181, dt)},
+               [](auto& in) { return tg::layer_norm(in[0], {33}, in[1], in[2]); }, R});
   return t;
 }
 
@@ -510,7 +520,7 @@ const std::set<std::string> kFloatingOnly = {
     "div", "pow", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "clamp", "mean", "matmul",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",    // its Mean reduction only (mean); Sum and None compute in int64
-    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"};   // float kernels only
+    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm"};   // float kernels only
 
 /// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
 /// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.
