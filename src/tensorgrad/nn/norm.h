@@ -35,8 +35,10 @@ class BatchNorm : public Module {
   /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string describe(const char* kind) const;
   int64_t num_features_;      ///< C
-  double eps_, momentum_;     ///< see batch_norm
-  bool affine_, track_;       ///< weight and bias; running statistics
+  double eps_;                ///< added to the variance (see batch_norm)
+  double momentum_;           ///< weight of the batch statistics in the running ones
+  bool affine_;               ///< whether weight and bias exist
+  bool track_;                ///< whether the running statistics exist
 };
 
 /// Batch normalization of (N, C) or (N, C, L) input (torch::nn::BatchNorm1d).
