@@ -169,6 +169,32 @@ Work softmax_cross_entropy(int64_t n, int64_t c) {
   };
 }
 
+Work conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k) {
+  torch::Tensor x = torch::randn({n, c, h, w}).requires_grad_(true);
+  torch::Tensor wt = torch::randn({o, c, k, k}).requires_grad_(true);
+  torch::Tensor b = torch::randn({o}).requires_grad_(true);
+  torch::Tensor gy = torch::randn({n, o, h + 2 * (k / 2) - k + 1, w + 2 * (k / 2) - k + 1});
+  return [=] {
+    torch::conv2d(x, wt, b, 1, k / 2).backward(gy);
+    x.mutable_grad().reset();
+    wt.mutable_grad().reset();
+    b.mutable_grad().reset();
+  };
+}
+
+Work layer_norm(int64_t rows, int64_t d) {
+  torch::Tensor x = torch::randn({rows, d}).requires_grad_(true);
+  torch::Tensor wt = torch::randn({d}).requires_grad_(true);
+  torch::Tensor b = torch::randn({d}).requires_grad_(true);
+  torch::Tensor gy = torch::randn({rows, d});
+  return [=] {
+    torch::layer_norm(x, {d}, wt, b, 1e-5).backward(gy);
+    x.mutable_grad().reset();
+    wt.mutable_grad().reset();
+    b.mutable_grad().reset();
+  };
+}
+
 struct FashionTrainer::Impl {
   torch::Tensor train_x, train_y, test_x, test_y;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
@@ -325,6 +351,8 @@ Work mlp_step(int64_t, bool) { return {}; }
 Work matmul(int64_t) { return {}; }
 Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
+Work conv2d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
+Work layer_norm(int64_t, int64_t) { return {}; }
 double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t, bool) { return NAN; }
 
 struct FashionTrainer::Impl {};

@@ -41,6 +41,13 @@ Work elementwise(Elementwise op, int64_t numel);
 /// cross_entropy(logits (n, c) requiring grad, random targets), mean, then backward; grad reset.
 Work softmax_cross_entropy(int64_t n, int64_t c);
 
+/// conv2d forward + backward: input (n, c, h, w) and weight (o, c, k, k) requiring grad, padding k / 2,
+/// bias; backward of the output's sum with a fixed random gradient; gradients reset after each call.
+Work conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k);
+/// layer_norm over the last dim of (rows, d) with weight and bias, forward + backward (a fixed random
+/// output gradient); gradients reset after each call.
+Work layer_norm(int64_t rows, int64_t d);
+
 /// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
 /// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after
 /// the forward (wrapped with a counting allocator for the call), less the output's. NaN without libtorch.

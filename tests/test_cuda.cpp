@@ -516,6 +516,30 @@ std::vector<Case> parity_table(tg::DType dt) {
                    return tg::index(in[0], {tg::Slice(1, 200, 3), tg::indexing::None, tg::Slice(-20)}) * 2.0;
                  }});
   }
+  // ---- convolution and pooling (cuda/conv.cu against engine/cpu_conv.cpp)
+  t.push_back({"conv2d", "(4, 6, 13, 11) groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
+               {normal({4, 6, 13, 11}, 160, dt), normal({8, 3, 3, 2}, 161, dt), normal({8}, 162, dt)},
+               [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); }, R});
+  t.push_back({"conv2d", "1x1 on a non-contiguous input", {transposed(33, 17, 163, dt), normal({5, 1, 1, 1}, 164, dt)},
+               [](auto& in) { return tg::conv2d(tg::unsqueeze(tg::unsqueeze(in[0], 0), 0), in[1]); }, R});
+  t.push_back({"conv1d", "(3, 4, 33) stride 2, padding 1", {normal({3, 4, 33}, 165, dt), normal({5, 4, 3}, 166, dt), normal({5}, 167, dt)},
+               [](auto& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); }, R});
+  t.push_back({"max_pool2d", "(3, 5, 17, 16) kernel 3, stride 2, padding 1", {W({3, 5, 17, 16}, 168, dt)},
+               [](auto& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); }, R});
+  t.push_back({"avg_pool2d", "(3, 5, 17, 16) kernel (3, 2), padding 1, count_include_pad false", {normal({3, 5, 17, 16}, 169, dt)},
+               [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}, false); }, R});
+  t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
+               [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
+  // ---- normalization (prims on both backends)
+  t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
+               {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
+                normal({5}, 172, dt), normal({5}, 173, dt)},
+               [](auto& in) { return tg::batch_norm(in[0], in[1], in[2], in[3], in[4], true); }, R});
+  t.push_back({"batch_norm", "eval (33, 5)", {normal({33, 5}, 174, dt), normal({5}, 175, dt), positive({5}, 176, dt),
+                                              normal({5}, 177, dt), normal({5}, 178, dt)},
+               [](auto& in) { return tg::batch_norm(in[0], tg::Variable(in[1].data()), tg::Variable(in[2].data()), in[3], in[4], false); }, R});
+  t.push_back({"layer_norm", "(257, 33) with weight and bias", {normal({257, 33}, 179, dt), normal({33}, 180, dt), normal({33}, 181, dt)},
+               [](auto& in) { return tg::layer_norm(in[0], {33}, in[1], in[2]); }, R});
   return t;
 }
 
@@ -526,7 +550,8 @@ const std::set<std::string> kFloatingOnly = {
     "round", "sign",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
-    "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid"};
+    "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
+    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm"};   // float kernels only
 
 /// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
 /// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.

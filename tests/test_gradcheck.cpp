@@ -397,6 +397,69 @@ std::map<std::string, SampleMaker> gradcheck_table() {
         {"x[..., None, 1::2]", {randn64({2, 5}, 198)},
          viewed([](auto& a) { return tg::index(a, {tg::indexing::Ellipsis, tg::indexing::None, Slice(1, tg::indexing::None, 2)}); })},
         {"empty slice", {randn64({3, 2}, 199)}, viewed([](auto& a) { return tg::index(a, {Slice(2, 1)}); })}};
+  // ---- convolution and pooling (ops/conv.cpp)
+  t["conv2d"] = [] {
+    Fn full = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); };
+    Fn pad1 = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], Variable(), {1}, {1}); };
+    Fn plain = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2]); };
+    Variable nc = randn64({6, 5, 3}, 182, false);
+    return std::vector<Sample>{
+        {"groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
+         {randn64({2, 4, 5, 6}, 180), randn64({6, 2, 3, 2}, 181), randn64({6}, 183)}, full},
+        {"unbatched (3, 5, 5), 3x3 padding 1, no bias", {randn64({3, 5, 5}, 184), randn64({2, 3, 3, 3}, 185)}, pad1},
+        {"1x1 kernel on a non-contiguous input", {Variable(nc.data().permute({2, 1, 0}).unsqueeze(0), true),
+                                                  randn64({4, 3, 1, 1}, 186), randn64({4}, 187)}, plain},
+        {"weight without grad", {randn64({1, 2, 4, 4}, 188), randn64({3, 2, 2, 2}, 189, false), randn64({3}, 190)}, plain},
+        {"zero-size batch", {randn64({0, 2, 4, 4}, 191), randn64({3, 2, 2, 2}, 192), randn64({3}, 193)}, plain}};
+  };
+  t["conv1d"] = [] {
+    Fn s2 = [](const std::vector<Variable>& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); };
+    Fn grouped = [](const std::vector<Variable>& in) { return tg::conv1d(in[0], in[1], Variable(), 1, 0, 2, 3); };
+    return std::vector<Sample>{{"stride 2, padding 1, bias", {randn64({2, 3, 9}, 194), randn64({4, 3, 3}, 195), randn64({4}, 196)}, s2},
+                               {"groups 3, dilation 2, unbatched", {randn64({3, 7}, 197), randn64({6, 1, 2}, 198)}, grouped}};
+  };
+  t["max_pool2d"] = [] {
+    Fn k3 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); };
+    Fn k2 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {2}); };
+    Fn overlap = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {1, 1}); };
+    return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({2, 3, 7, 8}, 200)}, k3},
+                               {"kernel 2, odd width", {randn64({1, 2, 6, 5}, 201)}, k2},
+                               {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap}};
+  };
+  t["avg_pool2d"] = [] {
+    Fn k32 = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}); };
+    Fn excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); };
+    return std::vector<Sample>{{"kernel (3, 2), stride 2, padding 1", {randn64({2, 3, 7, 8}, 203)}, k32},
+                               {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl}};
+  };
+  t["adaptive_avg_pool2d"] = [] {
+    Fn o34 = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); };
+    Fn global = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {1}); };
+    Fn up = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {5, 4}); };
+    return std::vector<Sample>{{"(7, 9) to (3, 4)", {randn64({2, 3, 7, 9}, 205)}, o34},
+                               {"global", {randn64({1, 2, 5, 5}, 206)}, global},
+                               {"output larger than input: overlapping windows", {randn64({2, 3, 3}, 207)}, up}};
+  };
+  // ---- normalization (ops/norm.cpp)
+  t["batch_norm"] = [] {
+    // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.
+    Fn train4 = [](const std::vector<Variable>& in) {
+      return tg::batch_norm(in[0], tg::zeros({3}, tg::TensorOptions().dtype(tg::kFloat64)), tg::ones({3}, tg::TensorOptions().dtype(tg::kFloat64)), in[1], in[2], true);
+    };
+    Fn train2 = [](const std::vector<Variable>& in) { return tg::batch_norm(in[0], {}, {}, {}, {}, true); };
+    const Variable rm = randn64({3}, 212, false), rv = tg::exp(randn64({3}, 213, false));
+    Fn eval = [rm, rv](const std::vector<Variable>& in) { return tg::batch_norm(in[0], rm, rv, in[1], in[2], false); };
+    return std::vector<Sample>{{"training (4, 3, 2, 3) with weight and bias", {randn64({4, 3, 2, 3}, 210), randn64({3}, 211), randn64({3}, 214)}, train4},
+                               {"training (5, 4) without affine or running stats", {randn64({5, 4}, 215)}, train2},
+                               {"eval (2, 3, 5) with running stats", {randn64({2, 3, 5}, 216), randn64({3}, 217), randn64({3}, 218)}, eval}};
+  };
+  t["layer_norm"] = [] {
+    Fn last = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {5}, in[1], in[2]); };
+    Fn two = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {3, 4}, in[1], Variable(), 1e-3); };
+    Fn plain = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {6}); };
+    return std::vector<Sample>{{"(4, 5) with weight and bias", {randn64({4, 5}, 220), randn64({5}, 221), randn64({5}, 222)}, last},
+                               {"(2, 3, 4) over the last two dims, weight only", {randn64({2, 3, 4}, 223), randn64({3, 4}, 224)}, two},
+                               {"non-contiguous (6, 3) view, no affine", {Variable(randn64({6, 3}, 225, false).data().transpose(0, 1), true)}, plain}};
   };
   return t;
 }

@@ -72,6 +72,79 @@ struct SgdParam {
   bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
 };
 
+/// The geometry of one 2-D convolution (Backend::conv2d): x (N, C, H, W), weight (O, C / groups, KH,
+/// KW), out (N, O, OH, OW) with OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (likewise OW).
+/// Validated in engine/prim.cpp (engine/conv.cpp): every size positive, OH and OW >= 1.
+struct Conv2dArgs {
+  /// Batch, input channels, input height and width.
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  /** \var C
+      Input channels. */
+  /** \var H
+      Input height. */
+  /** \var W
+      Input width. */
+  /// Output channels, kernel height and width, output height and width.
+  int64_t O = 0, KH = 0, KW = 0, OH = 0, OW = 0;
+  /** \var KH
+      Kernel height. */
+  /** \var KW
+      Kernel width. */
+  /** \var OH
+      Output height. */
+  /** \var OW
+      Output width. */
+  /// Steps between windows, zero padding on each side, spacing of the kernel taps.
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  /** \var stride_w
+      Step between windows along the width. */
+  /** \var pad_h
+      Zero rows added above and below. */
+  /** \var pad_w
+      Zero columns added left and right. */
+  /** \var dil_h
+      Rows between kernel taps. */
+  /** \var dil_w
+      Columns between kernel taps. */
+  /// Channel groups: input channels g C/groups.. feed output channels g O/groups.. only.
+  int64_t groups = 1;
+  /// float32 or float64 (every operand).
+  DType dtype = kFloat32;
+};
+
+/// The geometry of one 2-D pooling (Backend::max_pool2d, avg_pool2d): x (P, H, W) planes (P = N C)
+/// -> out (P, OH, OW). With adaptive, window i along the height is [floor(i H / OH), ceil((i + 1) H /
+/// OH)) and the kernel, stride and padding fields are unused (PyTorch's adaptive pooling).
+struct Pool2dArgs {
+  /// Planes (batch times channels), input height and width, output height and width.
+  int64_t P = 0, H = 0, W = 0, OH = 0, OW = 0;
+  /** \var H
+      Input height. */
+  /** \var W
+      Input width. */
+  /** \var OH
+      Output height. */
+  /** \var OW
+      Output width. */
+  /// Window size, step and implicit padding (-inf for max, zeros for avg).
+  int64_t KH = 1, KW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  /** \var KW
+      Window width. */
+  /** \var stride_h
+      Step between windows along the height. */
+  /** \var stride_w
+      Step between windows along the width. */
+  /** \var pad_h
+      Padding rows on each side. */
+  /** \var pad_w
+      Padding columns on each side. */
+  /// avg: divide by the whole window, padding included (PyTorch's count_include_pad), or by the
+  /// elements inside the input only.
+  bool count_include_pad = true;
+  /// Adaptive windows (see the struct comment).
+  bool adaptive = false;
+};
+
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
 /// shapes, dtypes and devices first; an implementation trusts its arguments. "Sets out" means every
 /// element of out is written.
@@ -135,6 +208,25 @@ class Backend {
   virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
                          double weight_decay, bool decoupled, int64_t step) = 0;
+  /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined, all contiguous -> out
+  /// (N, O, OH, OW) contiguous; the convolution of PyTorch's conv2d (a cross-correlation). Sets out.
+  virtual void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
+                      const Tensor& out) = 0;
+  /// The gradients of conv2d from dy (N, O, OH, OW): dx (x's shape), dweight (weight's shape) and
+  /// dbias (O), each contiguous or undefined when not wanted. x is read (and defined) only for
+  /// dweight, weight only for dx. Sets each defined one.
+  virtual void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                               const Tensor& dx, const Tensor& dweight, const Tensor& dbias) = 0;
+  /// x (P, H, W) -> out (P, OH, OW), the maximum of each window (NaN wins, as in PyTorch), and
+  /// indices (P, OH, OW) int64, the position h W + w of that maximum in its plane. Sets both.
+  virtual void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) = 0;
+  /// dx (P, H, W) = dy scattered to indices (repeated positions add up). Sets dx.
+  virtual void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args,
+                                   const Tensor& dx) = 0;
+  /// x (P, H, W) -> out (P, OH, OW), the mean of each window (see Pool2dArgs). Sets out.
+  virtual void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) = 0;
+  /// dx (P, H, W) = each dy spread evenly over its window. Sets dx.
+  virtual void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:

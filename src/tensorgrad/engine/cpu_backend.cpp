@@ -14,6 +14,7 @@
 
 #include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/cpu_capability.h"
+#include "tensorgrad/engine/cpu_conv.h"
 #include "tensorgrad/engine/macros.h"
 #include "tensorgrad/engine/parallel.h"
 
@@ -798,6 +799,29 @@ class CpuBackend final : public Backend {
         });
       });
     });
+  }
+
+  // Convolution and pooling: engine/cpu_conv.cpp.
+  void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
+              const Tensor& out) override {
+    detail::cpu_conv2d(x, weight, bias, args, out);
+  }
+  void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                       const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override {
+    detail::cpu_conv2d_backward(x, weight, dy, args, dx, dweight, dbias);
+  }
+  void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) override {
+    detail::cpu_max_pool2d(x, args, out, indices);
+  }
+  void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args,
+                           const Tensor& dx) override {
+    detail::cpu_max_pool2d_backward(dy, indices, args, dx);
+  }
+  void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) override {
+    detail::cpu_avg_pool2d(x, args, out);
+  }
+  void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) override {
+    detail::cpu_avg_pool2d_backward(dy, args, dx);
   }
 
   void synchronize() override {}

@@ -4,6 +4,7 @@
 /// Differentiable ops (ops/) are built from these; backward closures call them too.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/engine/backend.h"
@@ -171,6 +172,28 @@ Sorted topk(const Tensor& x, int64_t k, int64_t dim, bool largest);
 /// The k-th smallest entry along dim, k in [1, size(dim)] (IndexError otherwise): entry k-1 of the
 /// stable ascending sort (torch.kthvalue), dim removed unless keepdim.
 Sorted kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);
+// ---- convolution and pooling (engine/prim_conv.cpp; geometry checked by the ops in ops/conv.cpp)
+/// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined -> (N, O, OH, OW), as args
+/// describes. Floating, one dtype and device (float16/bfloat16 through float32).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args);
+/// The gradients of conv2d from dy (N, O, OH, OW): dx, dweight, dbias (undefined when not asked for).
+struct Conv2dGrads {
+  Tensor dx;        ///< x's shape
+  Tensor dweight;   ///< weight's shape
+  Tensor dbias;     ///< (O)
+};
+/// conv2d's backward: each gradient only when its want_* flag is set; x may be undefined unless
+/// want_dweight, weight unless want_dx (the shapes come from args).
+Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                            bool want_dx, bool want_dweight, bool want_dbias);
+/// x (N, C, H, W) -> the window maxima (N, C, OH, OW) and their int64 positions h W + w in each plane.
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dArgs& args);
+/// dx of x_shape from dy (N, C, OH, OW) and the indices max_pool2d returned.
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape& x_shape, const Pool2dArgs& args);
+/// x (N, C, H, W) -> the window means (N, C, OH, OW) (adaptive windows with args.adaptive).
+Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args);
+/// dx of x_shape from dy (N, C, OH, OW).
+Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args);
 
 // ---- checks shared with ops/
 /// DeviceError naming op unless a and b are on one device.

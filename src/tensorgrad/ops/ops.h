@@ -255,6 +255,58 @@ Variable select(const Variable& x, int64_t dim, int64_t index);
 Variable index(const Variable& x, const std::vector<TensorIndex>& indices);
 ///@}
 
+// ---- convolution and pooling (ops/conv.cpp); sizes given as {n} (both dims) or {h, w}
+/// \name Convolution and pooling
+/// PyTorch's functional forms (torch.nn.functional.conv2d, ...): input (N, C, H, W) or unbatched
+/// (C, H, W), a size argument {n} applies to both spatial dims, {h, w} to each. Bad geometry (rank,
+/// channels not divisible by groups, a kernel larger than the padded input, an output smaller than
+/// 1x1) throws ShapeError naming the op and the shapes, before any allocation.
+///@{
+
+/// input (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined -> (N, O, OH, OW) with
+/// OH = (H + 2 padding - dilation (KH - 1) - 1) / stride + 1 (torch.nn.functional.conv2d: a
+/// cross-correlation). im2col + GEMM on both backends.
+Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(),
+                const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
+                const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+/// input (N, C, L) or (C, L), weight (O, C / groups, K), bias (O) or undefined -> (N, O, OL)
+/// (torch.nn.functional.conv1d), computed as conv2d over a height of 1.
+Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), int64_t stride = 1,
+                int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+/// The maximum of each kernel_size window (torch.nn.functional.max_pool2d); stride defaults to
+/// kernel_size, padding (at most half the kernel) counts as -inf. NaN propagates. The gradient goes to
+/// the position of each maximum (indices saved by the forward).
+Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
+                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0});
+/// The mean of each kernel_size window (torch.nn.functional.avg_pool2d); stride defaults to
+/// kernel_size; zero padding, counted in the divisor when count_include_pad.
+Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
+                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
+                    bool count_include_pad = true);
+/// Means over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_avg_pool2d):
+/// window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)).
+Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& output_size);
+///@}
+
+// ---- normalization (ops/norm.cpp)
+/// \name Normalization
+///@{
+
+/// input (N, C, ...) normalized per channel (torch.nn.functional.batch_norm): training uses the batch
+/// statistics (biased variance) and, when running_mean / running_var are defined, updates them in
+/// place as (1 - momentum) running + momentum batch (the unbiased variance); evaluation uses the
+/// running statistics. weight and bias (C) are optional. ShapeError for a training batch with one
+/// value per channel or per-channel tensors of another size.
+Variable batch_norm(const Variable& input, const Variable& running_mean, const Variable& running_var,
+                    const Variable& weight = Variable(), const Variable& bias = Variable(), bool training = false,
+                    double momentum = 0.1, double eps = 1e-5);
+/// input (*, normalized_shape) normalized over its trailing normalized_shape dims with the biased
+/// variance, then scaled by weight and shifted by bias (both of normalized_shape, optional)
+/// (torch.nn.functional.layer_norm).
+Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalized_shape,
+                    const Variable& weight = Variable(), const Variable& bias = Variable(), double eps = 1e-5);
+///@}
+
 // ---- operators (ops/methods.cpp): Variables and scalars on either side
 /// \name Operators
 /// The same ops as the functions above, with a Variable or a double on either side; a double becomes

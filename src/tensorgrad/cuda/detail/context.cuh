@@ -146,6 +146,15 @@ class CudaBackend final : public Backend {
   void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override;
   // cuda/blas.cpp
   void gemm(const GemmArgs& args) override;
+  // cuda/conv.cu
+  void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
+              const Tensor& out) override;
+  void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                       const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override;
+  void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) override;
+  void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args, const Tensor& dx) override;
+  void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) override;
+  void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) override;
   // cuda/runtime.cu
   void synchronize() override;
   // cuda/sort.cu

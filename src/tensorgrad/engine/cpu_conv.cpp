@@ -1,0 +1,341 @@
+// engine/cpu_conv.cpp: convolution and pooling on the CPU. conv2d is im2col + GEMM per image (the
+// GEMM through the CPU backend's gemm, i.e. OpenBLAS), images spread over engine/parallel.h's pool
+// with one single-threaded GEMM per image, so each image's column buffer stays in cache. Pooling is a
+// plain loop per plane. Validation happened in engine/conv.cpp; the CUDA twin is cuda/conv.cu.
+#include "tensorgrad/engine/cpu_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "tensorgrad/engine/parallel.h"
+#include "tensorgrad/engine/pool_window.h"
+
+namespace tg {
+namespace detail {
+namespace {
+
+// Convolutions with fewer multiply-adds than this run on the calling thread.
+constexpr int64_t kConvParallelMacs = int64_t(1) << 20;
+
+/// True when the column matrix of one group is the input itself: a 1x1 kernel, stride 1, no padding.
+bool is_pointwise(const Conv2dArgs& a) {
+  return a.KH == 1 && a.KW == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
+}
+
+/// col (Cg KH KW, OH OW) = the input windows of x (Cg, H, W): row (c, kh, kw), column (oh, ow) holds
+/// x[c][oh sH - pH + kh dH][ow sW - pW + kw dW], 0 outside the input. Sets col.
+template <class T>
+void im2col(const T* x, int64_t Cg, const Conv2dArgs& a, T* col) {
+  const int64_t L = a.OH * a.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kh = 0; kh < a.KH; ++kh)
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        T* row = col + ((c * a.KH + kh) * a.KW + kw) * L;
+        const T* xc = x + c * a.H * a.W;
+        const int64_t iw0 = kw * a.dil_w - a.pad_w;
+        // Columns ow whose iw = ow sW + iw0 lies in [0, W).
+        const int64_t lo = std::min(a.OW, iw0 >= 0 ? 0 : (-iw0 + a.stride_w - 1) / a.stride_w);
+        const int64_t hi = std::max(lo, std::min(a.OW, a.W - iw0 <= 0 ? 0 : (a.W - iw0 + a.stride_w - 1) / a.stride_w));
+        for (int64_t oh = 0; oh < a.OH; ++oh) {
+          T* r = row + oh * a.OW;
+          const int64_t ih = oh * a.stride_h - a.pad_h + kh * a.dil_h;
+          if (ih < 0 || ih >= a.H) {
+            std::fill_n(r, a.OW, T(0));
+            continue;
+          }
+          const T* xr = xc + ih * a.W;   // element iw of the input row
+          std::fill_n(r, lo, T(0));
+          if (a.stride_w == 1) {
+            if (hi > lo) std::memcpy(r + lo, xr + lo + iw0, sizeof(T) * (hi - lo));
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) r[ow] = xr[ow * a.stride_w + iw0];
+          }
+          std::fill(r + hi, r + a.OW, T(0));
+        }
+      }
+}
+
+/// dx (Cg, H, W) += the columns of col (Cg KH KW, OH OW) added back where im2col read them. Accumulates.
+template <class T>
+void col2im(const T* col, int64_t Cg, const Conv2dArgs& a, T* dx) {
+  const int64_t L = a.OH * a.OW;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kh = 0; kh < a.KH; ++kh)
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const T* row = col + ((c * a.KH + kh) * a.KW + kw) * L;
+        T* xc = dx + c * a.H * a.W;
+        const int64_t iw0 = kw * a.dil_w - a.pad_w;
+        const int64_t lo = std::min(a.OW, iw0 >= 0 ? 0 : (-iw0 + a.stride_w - 1) / a.stride_w);
+        const int64_t hi = std::max(lo, std::min(a.OW, a.W - iw0 <= 0 ? 0 : (a.W - iw0 + a.stride_w - 1) / a.stride_w));
+        for (int64_t oh = 0; oh < a.OH; ++oh) {
+          const int64_t ih = oh * a.stride_h - a.pad_h + kh * a.dil_h;
+          if (ih < 0 || ih >= a.H) continue;
+          const T* r = row + oh * a.OW;
+          T* xr = xc + ih * a.W;
+          for (int64_t ow = lo; ow < hi; ++ow) xr[ow * a.stride_w + iw0] += r[ow];
+        }
+      }
+}
+
+/// One row-major product through the CPU backend: C (M, N) = op(A) op(B) + beta C.
+template <class T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+          double beta, T* C, int64_t ldc) {
+  GemmArgs g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.a = A;
+  g.b = B;
+  g.c = C;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  g.beta = beta;
+  g.dtype = std::is_same<T, float>::value ? kFloat32 : kFloat64;
+  cpu_backend().gemm(g);
+}
+
+/// Calls f(part, begin, end) for `parts` consecutive ranges of [0, n), spread over the pool when the
+/// work is large; the ranges depend only on n and parts (results do not depend on the load).
+template <class F>
+void for_parts(int64_t n, int parts, F f) {
+  parallel::run(parts, parts, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) f(p, n * p / parts, n * (p + 1) / parts);
+  });
+}
+
+int parts_for(int64_t n, int64_t macs) {
+  if (macs < kConvParallelMacs) return 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, parallel::max_threads())));
+}
+
+template <class T>
+std::unique_ptr<T[]> scratch(int64_t n) {
+  return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(std::max<int64_t>(n, 1))]);
+}
+
+template <class T>
+void conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out) {
+  const int64_t G = a.groups, Cg = a.C / G, Og = a.O / G, L = a.OH * a.OW, K = Cg * a.KH * a.KW;
+  const T* xp = x.data<T>();
+  const T* wp = weight.data<T>();
+  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
+  T* op = out.data<T>();
+  const bool pointwise = is_pointwise(a);
+  const int parts = parts_for(a.N, a.N * a.O * K * L);
+  for_parts(a.N, parts, [&](int64_t, int64_t n0, int64_t n1) {
+    auto col = pointwise ? nullptr : scratch<T>(K * L);
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t g = 0; g < G; ++g) {
+        const T* xg = xp + (n * a.C + g * Cg) * a.H * a.W;
+        T* yg = op + (n * a.O + g * Og) * L;
+        if (!pointwise) im2col(xg, Cg, a, col.get());
+        if (bp != nullptr)
+          for (int64_t o = 0; o < Og; ++o) std::fill_n(yg + o * L, L, bp[g * Og + o]);
+        // y_g (Og, L) = W_g (Og, K) . col (K, L) (+ the bias rows just written)
+        gemm<T>(false, false, Og, L, K, wp + g * Og * K, K, pointwise ? xg : col.get(), L, bp != nullptr ? 1.0 : 0.0,
+                yg, L);
+      }
+  });
+}
+
+template <class T>
+void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
+                          const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+  const int64_t G = a.groups, Cg = a.C / G, Og = a.O / G, L = a.OH * a.OW, K = Cg * a.KH * a.KW;
+  const T* xp = x.defined() ? x.data<T>() : nullptr;         // read for dweight only
+  const T* wp = weight.defined() ? weight.data<T>() : nullptr;   // read for dx only
+  const T* dyp = dy.data<T>();
+  const bool pointwise = is_pointwise(a);
+  const bool want_dx = dx.defined(), want_dw = dweight.defined(), want_db = dbias.defined();
+  const int parts = parts_for(a.N, a.N * a.O * K * L * (int64_t(want_dx) + int64_t(want_dw)));
+  // Per part: partial sums of dweight and dbias, added up in part order afterwards (deterministic).
+  std::vector<std::unique_ptr<T[]>> dw_part(parts), db_part(parts);
+  for_parts(a.N, parts, [&](int64_t p, int64_t n0, int64_t n1) {
+    T* dwp = nullptr;
+    if (want_dw) {
+      dw_part[p] = p == 0 ? nullptr : scratch<T>(a.O * K);
+      dwp = p == 0 ? dweight.data<T>() : dw_part[p].get();
+      std::fill_n(dwp, a.O * K, T(0));
+    }
+    if (want_db) {
+      db_part[p] = scratch<T>(a.O);
+      std::fill_n(db_part[p].get(), a.O, T(0));
+    }
+    auto col = pointwise || !want_dw ? nullptr : scratch<T>(K * L);
+    auto dcol = pointwise || !want_dx ? nullptr : scratch<T>(K * L);
+    for (int64_t n = n0; n < n1; ++n) {
+      if (want_dx) std::fill_n(dx.data<T>() + n * a.C * a.H * a.W, a.C * a.H * a.W, T(0));
+      for (int64_t g = 0; g < G; ++g) {
+        const T* dyg = dyp + (n * a.O + g * Og) * L;
+        if (want_db) {
+          T* db = db_part[p].get() + g * Og;
+          for (int64_t o = 0; o < Og; ++o) {
+            T s = 0;
+            for (int64_t l = 0; l < L; ++l) s += dyg[o * L + l];
+            db[o] += s;
+          }
+        }
+        if (want_dw) {
+          const T* xg = xp + (n * a.C + g * Cg) * a.H * a.W;
+          if (!pointwise) im2col(xg, Cg, a, col.get());
+          // dW_g (Og, K) += dy_g (Og, L) . col (K, L)^T
+          gemm<T>(false, true, Og, K, L, dyg, L, pointwise ? xg : col.get(), L, 1.0, dwp + g * Og * K, K);
+        }
+        if (want_dx) {
+          T* dxg = dx.data<T>() + (n * a.C + g * Cg) * a.H * a.W;
+          // dcol (K, L) = W_g (Og, K)^T . dy_g (Og, L), then folded back onto dx (col2im)
+          gemm<T>(true, false, K, L, Og, wp + g * Og * K, K, dyg, L, 0.0, pointwise ? dxg : dcol.get(), L);
+          if (!pointwise) col2im(dcol.get(), Cg, a, dxg);
+        }
+      }
+    }
+  });
+  if (want_dw)
+    for (int p = 1; p < parts; ++p) {
+      T* dw = dweight.data<T>();
+      const T* src = dw_part[p].get();
+      for (int64_t i = 0; i < a.O * K; ++i) dw[i] += src[i];
+    }
+  if (want_db) {
+    T* db = dbias.data<T>();
+    std::fill_n(db, a.O, T(0));
+    for (int p = 0; p < parts; ++p)
+      for (int64_t o = 0; o < a.O; ++o) db[o] += db_part[p][o];
+  }
+}
+
+template <class T>
+bool is_nan_value(T v) {
+  return v != v;
+}
+
+/// f(begin, end) over ranges of the P planes, in parallel when there are many window elements.
+template <class F>
+void for_planes(const Pool2dArgs& a, int64_t per_plane, F f) {
+  const int parts = a.P * per_plane < (int64_t(1) << 16) ? 1 : static_cast<int>(std::min<int64_t>(a.P, parallel::max_threads()));
+  for_parts(a.P, parts, [&](int64_t, int64_t b, int64_t e) { f(b, e); });
+}
+
+PoolSpan span_h(const Pool2dArgs& a, int64_t oh) {
+  return pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.adaptive, a.count_include_pad);
+}
+PoolSpan span_w(const Pool2dArgs& a, int64_t ow) {
+  return pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.adaptive, a.count_include_pad);
+}
+
+}  // namespace
+
+void cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out) {
+  dispatch_only<kFloat32, kFloat64>(a.dtype, "conv2d", [&](auto t) { conv2d_impl<decltype(t)>(x, weight, bias, a, out); });
+}
+
+void cpu_conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
+                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+  dispatch_only<kFloat32, kFloat64>(a.dtype, "conv2d", [&](auto t) {
+    conv2d_backward_impl<decltype(t)>(x, weight, dy, a, dx, dweight, dbias);
+  });
+}
+
+void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, const Tensor& indices) {
+  dispatch_only<kFloat32, kFloat64>(x.dtype(), "max_pool2d", [&](auto t) {
+    using T = decltype(t);
+    const T* xp = x.data<T>();
+    T* op = out.data<T>();
+    int64_t* ip = indices.data<int64_t>();
+    for_planes(a, a.OH * a.OW * a.KH * a.KW, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t oh = 0; oh < a.OH; ++oh) {
+          const PoolSpan sh = span_h(a, oh);
+          for (int64_t ow = 0; ow < a.OW; ++ow) {
+            const PoolSpan sw = span_w(a, ow);
+            const T* plane = xp + p * a.H * a.W;
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t at = sh.begin * a.W + sw.begin;
+            for (int64_t h = sh.begin; h < sh.end; ++h)
+              for (int64_t w = sw.begin; w < sw.end; ++w) {
+                const T v = plane[h * a.W + w];
+                if (v > best || is_nan_value(v)) {   // NaN propagates, as in PyTorch
+                  best = v;
+                  at = h * a.W + w;
+                }
+              }
+            const int64_t o = (p * a.OH + oh) * a.OW + ow;
+            op[o] = best;
+            ip[o] = at;
+          }
+        }
+    });
+  });
+}
+
+void cpu_max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& a, const Tensor& dx) {
+  dispatch_only<kFloat32, kFloat64>(dy.dtype(), "max_pool2d", [&](auto t) {
+    using T = decltype(t);
+    const T* dyp = dy.data<T>();
+    const int64_t* ip = indices.data<int64_t>();
+    T* dxp = dx.data<T>();
+    for_planes(a, a.H * a.W + a.OH * a.OW, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        T* plane = dxp + p * a.H * a.W;
+        std::fill_n(plane, a.H * a.W, T(0));
+        for (int64_t o = p * a.OH * a.OW; o < (p + 1) * a.OH * a.OW; ++o) plane[ip[o]] += dyp[o];
+      }
+    });
+  });
+}
+
+void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out) {
+  dispatch_only<kFloat32, kFloat64>(x.dtype(), "avg_pool2d", [&](auto t) {
+    using T = decltype(t);
+    const T* xp = x.data<T>();
+    T* op = out.data<T>();
+    for_planes(a, a.OH * a.OW * a.KH * a.KW, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t oh = 0; oh < a.OH; ++oh) {
+          const PoolSpan sh = span_h(a, oh);
+          for (int64_t ow = 0; ow < a.OW; ++ow) {
+            const PoolSpan sw = span_w(a, ow);
+            const T* plane = xp + p * a.H * a.W;
+            T s = 0;
+            for (int64_t h = sh.begin; h < sh.end; ++h)
+              for (int64_t w = sw.begin; w < sw.end; ++w) s += plane[h * a.W + w];
+            op[(p * a.OH + oh) * a.OW + ow] = s / T(sh.count * sw.count);
+          }
+        }
+    });
+  });
+}
+
+void cpu_avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor& dx) {
+  dispatch_only<kFloat32, kFloat64>(dy.dtype(), "avg_pool2d", [&](auto t) {
+    using T = decltype(t);
+    const T* dyp = dy.data<T>();
+    T* dxp = dx.data<T>();
+    for_planes(a, a.OH * a.OW * a.KH * a.KW, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        T* plane = dxp + p * a.H * a.W;
+        std::fill_n(plane, a.H * a.W, T(0));
+        for (int64_t oh = 0; oh < a.OH; ++oh) {
+          const PoolSpan sh = span_h(a, oh);
+          for (int64_t ow = 0; ow < a.OW; ++ow) {
+            const PoolSpan sw = span_w(a, ow);
+            const T g = dyp[(p * a.OH + oh) * a.OW + ow] / T(sh.count * sw.count);
+            for (int64_t h = sh.begin; h < sh.end; ++h)
+              for (int64_t w = sw.begin; w < sw.end; ++w) plane[h * a.W + w] += g;
+          }
+        }
+      }
+    });
+  });
+}
+
+}  // namespace detail
+}  // namespace tg

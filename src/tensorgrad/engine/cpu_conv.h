@@ -1,0 +1,25 @@
+// engine/cpu_conv.h: the CPU kernels of convolution and pooling (engine/cpu_conv.cpp), which the CPU
+// backend's conv2d / max_pool2d / avg_pool2d methods (engine/cpu_backend.cpp) call. Same contracts as
+// those methods in engine/backend.h; the CUDA twin is cuda/conv.cu.
+#pragma once
+#include "tensorgrad/engine/backend.h"
+
+namespace tg {
+namespace detail {
+
+/// Backend::conv2d on the CPU: im2col + GEMM per image.
+void cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out);
+/// Backend::conv2d_backward on the CPU.
+void cpu_conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
+                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+/// Backend::max_pool2d on the CPU.
+void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, const Tensor& indices);
+/// Backend::max_pool2d_backward on the CPU.
+void cpu_max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& a, const Tensor& dx);
+/// Backend::avg_pool2d on the CPU.
+void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out);
+/// Backend::avg_pool2d_backward on the CPU.
+void cpu_avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor& dx);
+
+}  // namespace detail
+}  // namespace tg

@@ -1,0 +1,168 @@
+// nn/conv.cpp: the constructors (PyTorch's reset_parameters) and printing of nn/conv.h's layers.
+#include "tensorgrad/nn/conv.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/nn/init.h"
+
+namespace tg {
+namespace nn {
+
+namespace {
+
+/// {n} -> {n, n}; {h, w} as it is; ShapeError naming who otherwise.
+std::vector<int64_t> two(const char* who, const char* what, const std::vector<int64_t>& v) {
+  TG_CHECK(v.size() == 1 || v.size() == 2, ShapeError, who, ": ", what, " must have 1 or 2 elements, got ", v.size());
+  return v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
+}
+
+/// "(3, 3)" as PyTorch prints a size tuple; "(3,)" for one element.
+std::string tuple(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  os << "(";
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+/// weight (out, in / groups, *kernel) and bias (out) as PyTorch's _ConvNd.reset_parameters draws them:
+/// kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)), for both.
+void make_conv_parameters(Module& m, const char* who, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
+                          const Conv2dOptions& o, Variable& weight, Variable& bias) {
+  TG_CHECK(in > 0 && out > 0, ShapeError, who, ": in_channels and out_channels must be positive, got ", in, " and ", out);
+  TG_CHECK(o.groups_ > 0, ShapeError, who, ": groups must be a positive integer, got ", o.groups_);
+  TG_CHECK(in % o.groups_ == 0, ShapeError, who, ": in_channels must be divisible by groups (", in, " and ", o.groups_, ")");
+  TG_CHECK(out % o.groups_ == 0, ShapeError, who, ": out_channels must be divisible by groups (", out, " and ", o.groups_,
+           ")");
+  Shape shape{out, in / o.groups_};
+  for (int64_t k : kernel) {
+    TG_CHECK(k > 0, ShapeError, who, ": kernel_size must be positive, got ", tuple(kernel));
+    shape.push_back(k);
+  }
+  weight = Variable(prim::empty(shape));
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  m.register_parameter("weight", weight);
+  if (o.bias_) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in_and_out(weight).first));
+    bias = Variable(prim::empty({out}));
+    init::uniform_(bias, -bound, bound);
+    m.register_parameter("bias", bias);
+  }
+}
+
+/// The PyTorch extra_repr of a convolution: sizes always, padding/dilation/groups/bias when not default.
+std::string conv_repr(const char* kind, int64_t in, int64_t out, const std::vector<int64_t>& k,
+                      const std::vector<int64_t>& s, const std::vector<int64_t>& p, const std::vector<int64_t>& d,
+                      int64_t groups, bool bias) {
+  std::ostringstream os;
+  os << kind << "(" << in << ", " << out << ", kernel_size=" << tuple(k) << ", stride=" << tuple(s);
+  bool zero_pad = true, unit_dil = true;
+  for (int64_t v : p) zero_pad = zero_pad && v == 0;
+  for (int64_t v : d) unit_dil = unit_dil && v == 1;
+  if (!zero_pad) os << ", padding=" << tuple(p);
+  if (!unit_dil) os << ", dilation=" << tuple(d);
+  if (groups != 1) os << ", groups=" << groups;
+  if (!bias) os << ", bias=False";
+  os << ")";
+  return os.str();
+}
+
+/// A pooling size as PyTorch prints it: 2 for a single number, (2, 3) for a pair.
+std::string size_arg(const std::vector<int64_t>& v) { return v.size() == 1 ? std::to_string(v[0]) : tuple(v); }
+
+}  // namespace
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv2dOptions& options)
+    : Conv2d(in_channels, out_channels, std::vector<int64_t>{kernel_size}, options) {}
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+               const Conv2dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(two("Conv2d", "kernel_size", kernel_size)), options_(options) {
+  options_.stride_ = two("Conv2d", "stride", options.stride_);
+  options_.padding_ = two("Conv2d", "padding", options.padding_);
+  options_.dilation_ = two("Conv2d", "dilation", options.dilation_);
+  make_conv_parameters(*this, "Conv2d", in_, out_, kernel_, options_, weight, bias);
+}
+
+Variable Conv2d::forward(const Variable& x) {
+  return conv2d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_, options_.groups_);
+}
+
+std::string Conv2d::name() const {
+  return conv_repr("Conv2d", in_, out_, kernel_, options_.stride_, options_.padding_, options_.dilation_,
+                   options_.groups_, bias.defined());
+}
+
+std::unique_ptr<Module> Conv2d::new_instance() const {
+  return std::make_unique<Conv2d>(in_, out_, kernel_, options_);
+}
+
+Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(kernel_size), options_(options) {
+  for (const auto* v : {&options.stride_, &options.padding_, &options.dilation_})
+    TG_CHECK(v->size() == 1, ShapeError, "Conv1d: stride, padding and dilation must be single numbers, got ", tuple(*v));
+  make_conv_parameters(*this, "Conv1d", in_, out_, {kernel_}, options_, weight, bias);
+}
+
+Variable Conv1d::forward(const Variable& x) {
+  return conv1d(x, weight, bias, options_.stride_[0], options_.padding_[0], options_.dilation_[0], options_.groups_);
+}
+
+std::string Conv1d::name() const {
+  return conv_repr("Conv1d", in_, out_, {kernel_}, options_.stride_, options_.padding_, options_.dilation_,
+                   options_.groups_, bias.defined());
+}
+
+std::unique_ptr<Module> Conv1d::new_instance() const {
+  return std::make_unique<Conv1d>(in_, out_, kernel_, options_);
+}
+
+MaxPool2d::MaxPool2d(int64_t kernel_size, int64_t stride, int64_t padding)
+    : MaxPool2d(std::vector<int64_t>{kernel_size}, stride == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{stride},
+                std::vector<int64_t>{padding}) {}
+
+MaxPool2d::MaxPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                     const std::vector<int64_t>& padding)
+    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding) {}
+
+std::string MaxPool2d::name() const {
+  std::ostringstream os;
+  os << "MaxPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
+     << ", padding=" << size_arg(padding_)
+     << ")";
+  return os.str();
+}
+
+std::unique_ptr<Module> MaxPool2d::new_instance() const { return std::make_unique<MaxPool2d>(kernel_, stride_, padding_); }
+
+AvgPool2d::AvgPool2d(int64_t kernel_size, int64_t stride, int64_t padding, bool count_include_pad)
+    : AvgPool2d(std::vector<int64_t>{kernel_size}, stride == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{stride},
+                std::vector<int64_t>{padding}, count_include_pad) {}
+
+AvgPool2d::AvgPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                     const std::vector<int64_t>& padding, bool count_include_pad)
+    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding),
+      count_include_pad_(count_include_pad) {}
+
+std::string AvgPool2d::name() const {
+  std::ostringstream os;
+  os << "AvgPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
+     << ", padding=" << size_arg(padding_)
+     << (count_include_pad_ ? "" : ", count_include_pad=False") << ")";
+  return os.str();
+}
+
+std::unique_ptr<Module> AvgPool2d::new_instance() const {
+  return std::make_unique<AvgPool2d>(kernel_, stride_, padding_, count_include_pad_);
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(const std::vector<int64_t>& output_size)
+    : output_size_(two("AdaptiveAvgPool2d", "output_size", output_size)) {}
+
+std::string AdaptiveAvgPool2d::name() const { return "AdaptiveAvgPool2d(output_size=" + tuple(output_size_) + ")"; }
+
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,150 @@
+/// \file
+/// nn/conv.h: the convolution and pooling layers as Modules, with PyTorch's names, options and init:
+/// Conv1d, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d. Each forward is one call into ops/ops.h
+/// (ops/conv.cpp). The normalization layers are in nn/norm.h.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/nn/module.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+namespace nn {
+
+/// Options of Conv1d / Conv2d, PyTorch style: Conv2dOptions().stride(2).padding(1).bias(false).
+/// A size is one number (both spatial dims) or {h, w}.
+struct Conv2dOptions {
+  /// Step between windows (default 1).
+  Conv2dOptions& stride(int64_t s) { stride_ = {s}; return *this; }
+  /// Step between windows, {h, w}.
+  Conv2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  /// Zero padding on each side (default 0).
+  Conv2dOptions& padding(int64_t p) { padding_ = {p}; return *this; }
+  /// Zero padding on each side, {h, w}.
+  Conv2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  /// Spacing between kernel taps (default 1).
+  Conv2dOptions& dilation(int64_t d) { dilation_ = {d}; return *this; }
+  /// Spacing between kernel taps, {h, w}.
+  Conv2dOptions& dilation(const std::vector<int64_t>& d) { dilation_ = d; return *this; }
+  /// Channel groups (default 1): in and out channels must both be divisible by it.
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  /// Whether the layer has a bias (default true).
+  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  /// See stride().
+  std::vector<int64_t> stride_{1};
+  /// See padding().
+  std::vector<int64_t> padding_{0};
+  /// See dilation().
+  std::vector<int64_t> dilation_{1};
+  /// See groups().
+  int64_t groups_ = 1;
+  /// See bias().
+  bool bias_ = true;
+};
+/// Conv1d takes the same options (each size a single number).
+using Conv1dOptions = Conv2dOptions;
+
+/// conv2d(x, weight, bias, ...) as a module (torch::nn::Conv2d): weight (out, in / groups, kH, kW)
+/// and bias (out), initialised like PyTorch (uniform in +-1/sqrt(fan_in), fan_in = in / groups kH kW).
+class Conv2d : public Module {
+ public:
+  /// A square kernel_size x kernel_size convolution; ShapeError for non-positive sizes or channels
+  /// not divisible by groups.
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv2dOptions& options = {});
+  /// A kernel of {kH, kW}.
+  Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+         const Conv2dOptions& options = {});
+  /// x (N, in, H, W) or (in, H, W) -> (N, out, OH, OW).
+  Variable forward(const Variable& x) override;
+  /// "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))", as PyTorch prints it.
+  std::string name() const override;
+  /// A Conv2d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Variable weight;   ///< (out_channels, in_channels / groups, kH, kW), registered as "weight"
+  Variable bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_;
+  std::vector<int64_t> kernel_;
+  Conv2dOptions options_;
+};
+
+/// conv1d(x, weight, bias, ...) as a module (torch::nn::Conv1d): weight (out, in / groups, k), bias (out).
+class Conv1d : public Module {
+ public:
+  /// A kernel of kernel_size taps; ShapeError for non-positive sizes or channels not divisible by
+  /// groups, or options with {h, w} pairs.
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options = {});
+  /// x (N, in, L) or (in, L) -> (N, out, OL).
+  Variable forward(const Variable& x) override;
+  /// "Conv1d(3, 8, kernel_size=(3,), stride=(1,))".
+  std::string name() const override;
+  /// A Conv1d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Variable weight;   ///< (out_channels, in_channels / groups, kernel_size), registered as "weight"
+  Variable bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_, kernel_;
+  Conv1dOptions options_;
+};
+
+/// max_pool2d(x, kernel_size, stride, padding) as a module (torch::nn::MaxPool2d); stride defaults
+/// to kernel_size.
+class MaxPool2d : public Module {
+ public:
+  /// Square windows.
+  explicit MaxPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
+  /// Windows {kH, kW}; an empty stride means kernel_size.
+  explicit MaxPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
+                     const std::vector<int64_t>& padding = {0});
+  /// x (N, C, H, W) or (C, H, W) -> the window maxima.
+  Variable forward(const Variable& x) override { return max_pool2d(x, kernel_, stride_, padding_); }
+  /// "MaxPool2d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it.
+  std::string name() const override;
+  /// A MaxPool2d of the same sizes (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+ private:
+  std::vector<int64_t> kernel_, stride_, padding_;
+};
+
+/// avg_pool2d(x, kernel_size, stride, padding, count_include_pad) as a module (torch::nn::AvgPool2d).
+class AvgPool2d : public Module {
+ public:
+  /// Square windows; stride 0 means kernel_size.
+  explicit AvgPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0, bool count_include_pad = true);
+  /// Windows {kH, kW}; an empty stride means kernel_size.
+  explicit AvgPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
+                     const std::vector<int64_t>& padding = {0}, bool count_include_pad = true);
+  /// x (N, C, H, W) or (C, H, W) -> the window means.
+  Variable forward(const Variable& x) override {
+    return avg_pool2d(x, kernel_, stride_, padding_, count_include_pad_);
+  }
+  /// "AvgPool2d(kernel_size=2, stride=2, padding=0)".
+  std::string name() const override;
+  /// An AvgPool2d of the same sizes (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+ private:
+  std::vector<int64_t> kernel_, stride_, padding_;
+  bool count_include_pad_;
+};
+
+/// adaptive_avg_pool2d(x, output_size) as a module (torch::nn::AdaptiveAvgPool2d).
+class AdaptiveAvgPool2d : public Module {
+ public:
+  /// output_size {n} (square) or {OH, OW}.
+  explicit AdaptiveAvgPool2d(const std::vector<int64_t>& output_size);
+  /// A square output of output_size x output_size.
+  explicit AdaptiveAvgPool2d(int64_t output_size) : AdaptiveAvgPool2d(std::vector<int64_t>{output_size}) {}
+  /// x (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
+  Variable forward(const Variable& x) override { return adaptive_avg_pool2d(x, output_size_); }
+  /// "AdaptiveAvgPool2d(output_size=(1, 1))".
+  std::string name() const override;
+  /// An AdaptiveAvgPool2d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveAvgPool2d>(output_size_); }
+ private:
+  std::vector<int64_t> output_size_;
+};
+
+}  // namespace nn
+}  // namespace tg

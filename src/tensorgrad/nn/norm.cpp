@@ -1,0 +1,90 @@
+// nn/norm.cpp: the constructors (PyTorch's reset_parameters / reset_running_stats), forward and
+// printing of nn/norm.h's layers.
+#include "tensorgrad/nn/norm.h"
+
+#include <sstream>
+
+#include "tensorgrad/engine/grad_mode.h"
+#include "tensorgrad/engine/prim.h"
+
+namespace tg {
+namespace nn {
+
+BatchNorm::BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
+    : num_features_(num_features), eps_(eps), momentum_(momentum), affine_(affine), track_(track_running_stats) {
+  TG_CHECK(num_features > 0, ShapeError, "BatchNorm: num_features must be positive, got ", num_features);
+  TG_CHECK(momentum >= 0 && momentum <= 1, Error, "BatchNorm: momentum must be in [0, 1], got ", momentum);
+  TG_CHECK(eps > 0, Error, "BatchNorm: eps must be positive, got ", eps);
+  if (affine) {
+    weight = Variable(prim::full({num_features}, 1.0));
+    bias = Variable(prim::full({num_features}, 0.0));
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+  if (track_running_stats) {
+    running_mean = Variable(prim::full({num_features}, 0.0));
+    running_var = Variable(prim::full({num_features}, 1.0));
+    num_batches_tracked = Variable(prim::full({}, 0.0, kInt64));
+    register_buffer("running_mean", running_mean);
+    register_buffer("running_var", running_var);
+    register_buffer("num_batches_tracked", num_batches_tracked);
+  }
+}
+
+Variable BatchNorm::forward(const Variable& x) {
+  check_input(x);
+  const bool use_batch_stats = is_training() || !track_;
+  if (is_training() && track_) {
+    NoGradGuard no_grad;
+    prim::binary_(BinaryOp::Add, num_batches_tracked.data(), prim::scalar_like(1.0, num_batches_tracked.data()),
+                  "BatchNorm");
+  }
+  const bool update = is_training() && track_;
+  return batch_norm(x, update || !use_batch_stats ? running_mean : Variable(),
+                    update || !use_batch_stats ? running_var : Variable(), weight, bias, use_batch_stats, momentum_,
+                    eps_);
+}
+
+std::string BatchNorm::describe(const char* kind) const {
+  std::ostringstream os;
+  os << kind << "(" << num_features_ << ", eps=" << eps_ << ", momentum=" << momentum_
+     << ", affine=" << (affine_ ? "True" : "False") << ", track_running_stats=" << (track_ ? "True" : "False") << ")";
+  return os.str();
+}
+
+void BatchNorm1d::check_input(const Variable& x) const {
+  TG_CHECK(x.dim() == 2 || x.dim() == 3, ShapeError, "BatchNorm1d: expected 2D or 3D input (got ", x.dim(),
+           "D input of size ", shape_str(x.shape()), ")");
+}
+
+void BatchNorm2d::check_input(const Variable& x) const {
+  TG_CHECK(x.dim() == 4, ShapeError, "BatchNorm2d: expected 4D input (got ", x.dim(), "D input of size ",
+           shape_str(x.shape()), ")");
+}
+
+LayerNorm::LayerNorm(const std::vector<int64_t>& normalized_shape, double eps, bool elementwise_affine)
+    : normalized_shape_(normalized_shape), eps_(eps), affine_(elementwise_affine) {
+  TG_CHECK(!normalized_shape.empty(), ShapeError, "LayerNorm: normalized_shape must not be empty");
+  for (int64_t s : normalized_shape)
+    TG_CHECK(s > 0, ShapeError, "LayerNorm: normalized_shape entries must be positive, got ",
+             shape_str(Shape(normalized_shape.begin(), normalized_shape.end())));
+  if (elementwise_affine) {
+    const Shape shape(normalized_shape.begin(), normalized_shape.end());
+    weight = Variable(prim::full(shape, 1.0));
+    bias = Variable(prim::full(shape, 0.0));
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+}
+
+std::string LayerNorm::name() const {
+  std::ostringstream os;
+  os << "LayerNorm((";
+  for (std::size_t i = 0; i < normalized_shape_.size(); ++i) os << (i ? ", " : "") << normalized_shape_[i];
+  os << (normalized_shape_.size() == 1 ? ",)" : ")") << ", eps=" << eps_
+     << ", elementwise_affine=" << (affine_ ? "True" : "False") << ")";
+  return os.str();
+}
+
+}  // namespace nn
+}  // namespace tg

@@ -1,0 +1,103 @@
+/// \file
+/// nn/norm.h: the normalization layers as Modules, with PyTorch's names, buffers and init:
+/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked) and LayerNorm. Each
+/// forward is one call into ops/ops.h (ops/norm.cpp). The convolution layers are in nn/conv.h.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensorgrad/nn/module.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+namespace nn {
+
+/// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): weight (ones) and bias (zeros) of
+/// num_features when affine; buffers running_mean (zeros), running_var (ones) and
+/// num_batches_tracked (int64 0-d, counting training batches) when track_running_stats. In training
+/// mode the batch statistics normalize and the running ones are updated; in eval() the running ones
+/// normalize (the batch ones when not tracking).
+class BatchNorm : public Module {
+ public:
+  /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0.
+  BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
+  /// batch_norm(x, ...) after the rank check of the concrete class.
+  Variable forward(const Variable& x) override;
+  Variable weight;                ///< (num_features), registered as "weight"; undefined unless affine
+  Variable bias;                  ///< (num_features), registered as "bias"; undefined unless affine
+  Variable running_mean;          ///< (num_features) buffer "running_mean"
+  Variable running_var;           ///< (num_features) buffer "running_var"
+  Variable num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"
+ protected:
+  /// ShapeError unless x has a rank this layer accepts.
+  virtual void check_input(const Variable& x) const = 0;
+  /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
+  std::string describe(const char* kind) const;
+  int64_t num_features_;      ///< C
+  double eps_;                ///< added to the variance (see batch_norm)
+  double momentum_;           ///< weight of the batch statistics in the running ones
+  bool affine_;               ///< whether weight and bias exist
+  bool track_;                ///< whether the running statistics exist
+};
+
+/// Batch normalization of (N, C) or (N, C, L) input (torch::nn::BatchNorm1d).
+class BatchNorm1d : public BatchNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, affine, tracking running statistics.
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// "BatchNorm1d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
+  std::string name() const override { return describe("BatchNorm1d"); }
+  /// A BatchNorm1d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<BatchNorm1d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// ShapeError unless x is 2-D or 3-D.
+  void check_input(const Variable& x) const override;
+};
+
+/// Batch normalization of (N, C, H, W) input (torch::nn::BatchNorm2d).
+class BatchNorm2d : public BatchNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, affine, tracking running statistics.
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
+  std::string name() const override { return describe("BatchNorm2d"); }
+  /// A BatchNorm2d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<BatchNorm2d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// ShapeError unless x is 4-D.
+  void check_input(const Variable& x) const override;
+};
+
+/// layer_norm(x, normalized_shape, weight, bias, eps) as a module (torch::nn::LayerNorm): weight
+/// (ones) and bias (zeros) of normalized_shape when elementwise_affine.
+class LayerNorm : public Module {
+ public:
+  /// ShapeError for an empty or non-positive normalized_shape.
+  explicit LayerNorm(const std::vector<int64_t>& normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  /// x (*, normalized_shape) -> the same shape.
+  Variable forward(const Variable& x) override { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
+  /// "LayerNorm((256,), eps=1e-05, elementwise_affine=True)".
+  std::string name() const override;
+  /// A LayerNorm of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<LayerNorm>(normalized_shape_, eps_, affine_);
+  }
+  Variable weight;   ///< normalized_shape, registered as "weight"; undefined unless elementwise_affine
+  Variable bias;     ///< normalized_shape, registered as "bias"; undefined unless elementwise_affine
+ private:
+  std::vector<int64_t> normalized_shape_;
+  double eps_;
+  bool affine_;
+};
+
+}  // namespace nn
+}  // namespace tg

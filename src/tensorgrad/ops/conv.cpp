@@ -1,0 +1,222 @@
+// ops/conv.cpp: conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
+// (ranks, channels, groups, kernel against the padded input) with PyTorch's messages, then the
+// forward through engine/prim_conv.cpp and the backward right below it. Kernels: Backend::conv2d and
+// the pooling methods (engine/cpu_conv.cpp, cuda/conv.cu). Modules wrapping these: nn/conv.h.
+#include <sstream>
+#include <string>
+
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+namespace {
+
+/// {n} -> (n, n), {h, w} -> (h, w); ShapeError naming op and what otherwise.
+std::pair<int64_t, int64_t> pair_of(const char* op, const char* what, const std::vector<int64_t>& v) {
+  TG_CHECK(v.size() == 1 || v.size() == 2, ShapeError, op, ": ", what, " must have 1 or 2 elements, got ", v.size());
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+std::string sizes2(int64_t a, int64_t b) {
+  std::ostringstream os;
+  os << "(" << a << " x " << b << ")";
+  return os.str();
+}
+
+/// The Conv2dArgs of op ("conv1d" or "conv2d") for x (N, C, *spatial), weight (O, C / groups,
+/// *kernel), with spatial dims of 1 (H = 1) or 2, after PyTorch's checks.
+Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w, const Variable& bias,
+                     std::pair<int64_t, int64_t> stride, std::pair<int64_t, int64_t> padding,
+                     std::pair<int64_t, int64_t> dilation, int64_t groups) {
+  const int64_t rank = spatial + 2;
+  TG_CHECK(static_cast<int64_t>(w.size()) == rank, ShapeError, op, ": expected weight of ", rank,
+           " dims (out_channels, in_channels / groups, ", spatial == 2 ? "kH, kW" : "kW", "), got weight of size ",
+           shape_str(w));
+  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
+  TG_CHECK(stride.first > 0 && stride.second > 0, ShapeError, op, ": non-positive stride is not supported");
+  TG_CHECK(padding.first >= 0 && padding.second >= 0, ShapeError, op, ": negative padding is not supported");
+  TG_CHECK(dilation.first > 0 && dilation.second > 0, ShapeError, op, ": dilation should be greater than zero");
+  TG_CHECK(w[0] % groups == 0 && w[0] > 0, ShapeError, op, ": Given groups=", groups,
+           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
+           " instead");
+  TG_CHECK(x[1] == w[1] * groups, ShapeError, op, ": Given groups=", groups, ", weight of size ", shape_str(w),
+           ", expected input", shape_str(x), " to have ", w[1] * groups, " channels, but got ", x[1],
+           " channels instead");
+  if (bias.defined())
+    TG_CHECK(bias.shape() == Shape{w[0]}, ShapeError, op, ": Given weight of size ", shape_str(w),
+             ", expected bias to be 1-dimensional with ", w[0], " elements, but got bias of size ",
+             shape_str(bias.shape()), " instead");
+  Conv2dArgs a;
+  a.N = x[0];
+  a.C = x[1];
+  a.H = spatial == 2 ? x[2] : 1;
+  a.W = x[rank - 1];
+  a.O = w[0];
+  a.KH = spatial == 2 ? w[2] : 1;
+  a.KW = w[rank - 1];
+  a.stride_h = stride.first;
+  a.stride_w = stride.second;
+  a.pad_h = padding.first;
+  a.pad_w = padding.second;
+  a.dil_h = dilation.first;
+  a.dil_w = dilation.second;
+  a.groups = groups;
+  const int64_t ph = a.H + 2 * a.pad_h, pw = a.W + 2 * a.pad_w;
+  const int64_t eh = a.dil_h * (a.KH - 1) + 1, ew = a.dil_w * (a.KW - 1) + 1;   // effective kernel
+  TG_CHECK(a.KH > 0 && a.KW > 0 && eh <= ph && ew <= pw, ShapeError, op, ": Calculated padded input size per channel: ",
+           spatial == 2 ? sizes2(ph, pw) : "(" + std::to_string(pw) + ")", ". Kernel size: ",
+           spatial == 2 ? sizes2(eh, ew) : "(" + std::to_string(ew) + ")",
+           ". Kernel size can't be greater than actual input size (input ", shape_str(x), ", weight ", shape_str(w), ")");
+  a.OH = (ph - eh) / a.stride_h + 1;
+  a.OW = (pw - ew) / a.stride_w + 1;
+  return a;
+}
+
+/// The recorded conv2d of x (N, C, H, W) and weight (O, C / groups, KH, KW) as args describes.
+Variable conv2d_node(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& args) {
+  Tensor out = prim::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), args);
+  const bool grad_mode = GradMode::is_enabled();
+  SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(x) : SavedTensor();
+  SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("conv2d", out, inputs, [x_saved, w_saved, args](const Tensor& grad, Grads& g) {
+    // x is read only for dweight and weight only for dx (each saved only then).
+    // dx = sum over taps of W^T dy (col2im);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
+    prim::Conv2dGrads r = prim::conv2d_backward(x_saved.get(), w_saved.get(), grad, args, g.need(0), g.need(1), g.size() > 2 && g.need(2));
+    if (g.need(0)) g.set(0, r.dx);
+    if (g.need(1)) g.set(1, r.dweight);
+    if (g.size() > 2 && g.need(2)) g.set(2, r.dbias);
+  });
+}
+
+}  // namespace
+
+Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias, const std::vector<int64_t>& stride,
+                const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+  TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError,
+           "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ",
+           shape_str(input.shape()));
+  const bool batched = input.dim() == 4;
+  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Conv2dArgs a = conv_args("conv2d", 2, x.shape(), weight.shape(), bias, pair_of("conv2d", "stride", stride),
+                                 pair_of("conv2d", "padding", padding), pair_of("conv2d", "dilation", dilation), groups);
+  const Variable y = conv2d_node(x, weight, bias, a);
+  return batched ? y : squeeze(y, 0);
+}
+
+Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias, int64_t stride, int64_t padding,
+                int64_t dilation, int64_t groups) {
+  TG_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError,
+           "conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: ",
+           shape_str(input.shape()));
+  const bool batched = input.dim() == 3;
+  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Conv2dArgs a = conv_args("conv1d", 1, x.shape(), weight.shape(), bias, {1, stride}, {0, padding},
+                                 {1, dilation}, groups);
+  // (N, C, L) as (N, C, 1, L), weight (O, Cg, K) as (O, Cg, 1, K); the result (N, O, 1, OL) back to 3-D.
+  const Variable y = squeeze(conv2d_node(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+  return batched ? y : squeeze(y, 0);
+}
+
+namespace {
+
+/// The Pool2dArgs of op for x (N, C, H, W) with PyTorch's checks (max_pool2d's message for the padding).
+Pool2dArgs pool_args(const char* op, const Shape& x, const std::vector<int64_t>& kernel_size,
+                     const std::vector<int64_t>& stride_in, const std::vector<int64_t>& padding, bool count_include_pad) {
+  const auto k = pair_of(op, "kernel_size", kernel_size);
+  const auto s = stride_in.empty() ? k : pair_of(op, "stride", stride_in);
+  const auto p = pair_of(op, "padding", padding);
+  TG_CHECK(k.first > 0 && k.second > 0, ShapeError, op, ": kernel_size must be greater than zero, but got ",
+           sizes2(k.first, k.second));
+  TG_CHECK(s.first > 0 && s.second > 0, ShapeError, op, ": stride must be greater than zero, but got ",
+           sizes2(s.first, s.second));
+  TG_CHECK(p.first >= 0 && p.second >= 0 && p.first <= k.first / 2 && p.second <= k.second / 2, ShapeError, op,
+           ": pad should be at most half of effective kernel size, but got pad=", sizes2(p.first, p.second),
+           ", kernel_size=", sizes2(k.first, k.second), " and dilation=1");
+  Pool2dArgs a;
+  a.P = x[0] * x[1];
+  a.H = x[2];
+  a.W = x[3];
+  a.KH = k.first;
+  a.KW = k.second;
+  a.stride_h = s.first;
+  a.stride_w = s.second;
+  a.pad_h = p.first;
+  a.pad_w = p.second;
+  a.count_include_pad = count_include_pad;
+  // floor division, so that a kernel larger than the padded input gives 0 (PyTorch's message)
+  auto out_size = [](int64_t n, int64_t k, int64_t s) { return n >= k ? (n - k) / s + 1 : (n - k - s + 1) / s + 1; };
+  a.OH = out_size(a.H + 2 * a.pad_h, a.KH, a.stride_h);
+  a.OW = out_size(a.W + 2 * a.pad_w, a.KW, a.stride_w);
+  TG_CHECK(a.H + 2 * a.pad_h >= a.KH && a.W + 2 * a.pad_w >= a.KW && a.OH >= 1 && a.OW >= 1, ShapeError, op,
+           ": Given input size: (", x[1], "x", x[2], "x", x[3], "). Calculated output size: (", x[1], "x",
+           std::max<int64_t>(0, a.OH), "x", std::max<int64_t>(0, a.OW), "). Output size is too small (kernel_size ",
+           sizes2(a.KH, a.KW), ", padding ", sizes2(a.pad_h, a.pad_w), ")");
+  return a;
+}
+
+void check_pool_rank(const char* op, const Variable& x) {
+  TG_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, op, ": Expected 3D or 4D (batch mode) tensor for input, got ",
+           shape_str(x.shape()));
+}
+
+}  // namespace
+
+Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& padding) {
+  check_pool_rank("max_pool2d", input);
+  const bool batched = input.dim() == 4;
+  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Pool2dArgs a = pool_args("max_pool2d", x.shape(), kernel_size, stride, padding, true);
+  std::pair<Tensor, Tensor> r = prim::max_pool2d(x.data(), a);
+  const Tensor indices = any_requires_grad({x}) ? r.second : Tensor();   // int64 positions, not visible to users
+  const Shape x_shape = x.shape();
+  const Variable y = record("max_pool2d", r.first, {x}, [indices, x_shape, a](const Tensor& grad, Grads& g) {
+    g.set(0, prim::max_pool2d_backward(grad, indices, x_shape, a));   // dx[argmax of each window] += dy
+  });
+  return batched ? y : squeeze(y, 0);
+}
+
+namespace {
+Variable avg_pool_node(const char* name, const Variable& x, const Pool2dArgs& a) {
+  const Tensor out = prim::avg_pool2d(x.data(), a);
+  const Shape x_shape = x.shape();
+  return record(name, out, {x}, [x_shape, a](const Tensor& grad, Grads& g) {
+    g.set(0, prim::avg_pool2d_backward(grad, x_shape, a));   // dx[window] += dy / divisor
+  });
+}
+}  // namespace
+
+Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& padding, bool count_include_pad) {
+  check_pool_rank("avg_pool2d", input);
+  const bool batched = input.dim() == 4;
+  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Pool2dArgs a = pool_args("avg_pool2d", x.shape(), kernel_size, stride, padding, count_include_pad);
+  const Variable y = avg_pool_node("avg_pool2d", x, a);
+  return batched ? y : squeeze(y, 0);
+}
+
+Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& output_size) {
+  check_pool_rank("adaptive_avg_pool2d", input);
+  const bool batched = input.dim() == 4;
+  const Variable x = batched ? input : unsqueeze(input, 0);
+  const auto o = pair_of("adaptive_avg_pool2d", "output_size", output_size);
+  TG_CHECK(o.first > 0 && o.second > 0, ShapeError, "adaptive_avg_pool2d: elements of output_size must be positive, got ",
+           sizes2(o.first, o.second));
+  TG_CHECK(x.shape()[2] > 0 && x.shape()[3] > 0, ShapeError,
+           "adaptive_avg_pool2d: expected input with non-zero height and width, got ", shape_str(input.shape()));
+  Pool2dArgs a;
+  a.P = x.shape()[0] * x.shape()[1];
+  a.H = x.shape()[2];
+  a.W = x.shape()[3];
+  a.OH = o.first;
+  a.OW = o.second;
+  a.adaptive = true;
+  const Variable y = avg_pool_node("adaptive_avg_pool2d", x, a);
+  return batched ? y : squeeze(y, 0);
+}
+
+}  // namespace tg

@@ -1,0 +1,170 @@
+// ops/norm.cpp: batch_norm and layer_norm. Both normalize x over a set of dims (batch_norm: every dim
+// but the channels; layer_norm: the trailing normalized_shape) with the biased variance, scale by
+// weight and shift by bias; one recorded node each, forward and backward through prims, so both
+// backends run them. Modules wrapping these: nn/norm.h.
+#include <cmath>
+#include <sstream>
+
+#include "tensorgrad/engine/grad_mode.h"
+#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+namespace {
+
+/// The mean of x over dims, kept as size-1 dims (ReduceOp::Sum divided by the count).
+Tensor mean_keep(const Tensor& x, const std::vector<int64_t>& dims, int64_t count) {
+  return prim::mul(prim::reduce(ReduceOp::Sum, x, dims, true, "norm"), 1.0 / static_cast<double>(count));
+}
+
+/// What a normalization saves for its backward: xhat = (x - mean) rstd, rstd (size 1 on the
+/// reduced dims) and the weight viewed to broadcast against x (undefined without one).
+struct Normalized {
+  Tensor y;      ///< the output
+  Tensor xhat;   ///< (x - mean) rstd, x's (viewed) shape
+  Tensor rstd;   ///< 1 / sqrt(var + eps), size 1 on the reduced dims
+};
+
+/// y = (x - mean) rstd weight + bias, where mean and rstd are given (eval batch_norm) or computed
+/// over dims with the biased variance (var_out receives it then). weight and bias broadcast.
+Normalized normalize(const Tensor& x, const std::vector<int64_t>& dims, int64_t count, double eps,
+                     const Tensor& mean_in, const Tensor& var_in, const Tensor& weight, const Tensor& bias,
+                     Tensor* mean_out, Tensor* var_out) {
+  Normalized r;
+  Tensor mean = mean_in, var = var_in;
+  if (!mean.defined()) {
+    mean = mean_keep(x, dims, count);
+    const Tensor d = prim::sub(x, mean);
+    var = mean_keep(prim::mul(d, d), dims, count);   // biased: divided by the count
+  }
+  if (mean_out != nullptr) *mean_out = mean;
+  if (var_out != nullptr) *var_out = var;
+  r.rstd = prim::div(prim::scalar_like(1.0, var),
+                     prim::unary(UnaryOp::Sqrt, prim::add(var, prim::scalar_like(eps, var))));
+  r.xhat = prim::mul(prim::sub(x, mean), r.rstd);
+  r.y = r.xhat;
+  if (weight.defined()) r.y = prim::mul(r.y, weight);
+  if (bias.defined()) r.y = prim::add(r.y, bias);
+  return r;
+}
+
+/// dx of y = xhat weight + bias, xhat normalized over dims with batch statistics:
+/// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy weight, means over dims.
+Tensor normalize_backward_input(const Tensor& dy, const Tensor& xhat, const Tensor& rstd, const Tensor& weight,
+                                const std::vector<int64_t>& dims, int64_t count) {
+  const Tensor g = weight.defined() ? prim::mul(dy, weight) : dy;
+  const Tensor m1 = mean_keep(g, dims, count);
+  const Tensor m2 = mean_keep(prim::mul(g, xhat), dims, count);
+  return prim::mul(prim::sub(prim::sub(g, m1), prim::mul(xhat, m2)), rstd);
+}
+
+std::string shape_list(const std::vector<int64_t>& v) { return shape_str(Shape(v.begin(), v.end())); }
+
+}  // namespace
+
+Variable batch_norm(const Variable& input, const Variable& running_mean, const Variable& running_var,
+                    const Variable& weight, const Variable& bias, bool training, double momentum, double eps) {
+  TG_CHECK(input.dim() >= 2, ShapeError, "batch_norm: expected input of at least 2 dims (N, C, ...), got ",
+           shape_str(input.shape()));
+  prim::check_floating("batch_norm", input.data());
+  const int64_t C = input.shape()[1];
+  const int64_t count = C == 0 ? 0 : input.numel() / C;   // elements per channel
+  for (const Variable* p : {&running_mean, &running_var, &weight, &bias})
+    if (p->defined())
+      TG_CHECK(p->shape() == Shape{C}, ShapeError, "batch_norm: expected weight, bias, running_mean and running_var of ",
+               "shape [", C, "] for input of size ", shape_str(input.shape()), ", got ", shape_str(p->shape()));
+  TG_CHECK(training || (running_mean.defined() && running_var.defined()), Error,
+           "batch_norm: running_mean and running_var must be defined in evaluation mode");
+  TG_CHECK(!training || count > 1, ShapeError, "batch_norm: Expected more than 1 value per channel when training, got ",
+           "input size ", shape_str(input.shape()));
+  TG_CHECK(!running_mean.requires_grad() && !running_var.requires_grad(), AutogradError,
+           "batch_norm: running_mean and running_var are buffers and must not require grad");
+  // x viewed as (N, C, S); statistics over dims 0 and 2, per-channel tensors as (1, C, 1).
+  const Tensor x = input.data().reshape({input.shape()[0], C, -1});
+  const Shape cshape{1, C, 1};
+  const DType dt = x.dtype();
+  auto per_channel = [&](const Variable& v) { return v.defined() ? v.data().to(dt).reshape(cshape) : Tensor(); };
+  const Tensor w = per_channel(weight), b = per_channel(bias);
+  const std::vector<int64_t> dims{0, 2};
+  Tensor batch_mean, batch_var;
+  Normalized r = training ? normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, &batch_mean, &batch_var)
+                          : normalize(x, dims, count, eps, per_channel(running_mean), per_channel(running_var), w, b,
+                                      nullptr, nullptr);
+  if (training && running_mean.defined()) {
+    // running = (1 - momentum) running + momentum batch; the variance enters unbiased (n / (n - 1)).
+    NoGradGuard no_grad;
+    const Tensor rm = running_mean.data(), rv = running_var.data();
+    const Tensor new_mean = prim::add(prim::mul(rm.to(dt), 1.0 - momentum), prim::mul(batch_mean.reshape({C}), momentum));
+    const Tensor unbiased = prim::mul(batch_var.reshape({C}), static_cast<double>(count) / static_cast<double>(count - 1));
+    const Tensor new_var = prim::add(prim::mul(rv.to(dt), 1.0 - momentum), prim::mul(unbiased, momentum));
+    prim::copy_(rm, new_mean);
+    if (running_var.defined()) prim::copy_(rv, new_var);
+  }
+  const bool need = any_requires_grad({input, weight, bias});
+  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  std::vector<Variable> inputs{input};
+  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+  const Shape in_shape = input.shape();
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  return record("batch_norm", r.y.view(in_shape), inputs,
+                [xhat, rstd, w_saved, wi, bi, training, dims, count, in_shape, cshape](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(xhat.shape());
+    const Tensor w = w_saved.defined() ? w_saved.get().to(dy.dtype()).reshape(cshape) : Tensor();
+    if (g.need(0)) {
+      // training: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w;  eval: dx = dy w rstd
+      const Tensor dx = training ? normalize_backward_input(dy, xhat, rstd, w, dims, count)
+                                 : prim::mul(w.defined() ? prim::mul(dy, w) : dy, rstd);
+      g.set(0, dx.reshape(in_shape));
+    }
+    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), dims, false, "batch_norm"));   // dw = sum dy xhat
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, dims, false, "batch_norm"));   // db = sum dy
+  });
+}
+
+Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalized_shape, const Variable& weight,
+                    const Variable& bias, double eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && input.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = input.shape()[input.dim() - k + i] == normalized_shape[i];
+  TG_CHECK(ok, ShapeError, "layer_norm: Given normalized_shape=", shape_list(normalized_shape),
+           ", expected input with shape [*, ", shape_list(normalized_shape).substr(1), ", but got input of size",
+           shape_str(input.shape()));
+  const Shape ns(normalized_shape.begin(), normalized_shape.end());
+  for (const Variable* p : {&weight, &bias})
+    if (p->defined())
+      TG_CHECK(p->shape() == ns, ShapeError, "layer_norm: expected weight and bias of shape ", shape_str(ns), ", got ",
+               shape_str(p->shape()));
+  prim::check_floating("layer_norm", input.data());
+  int64_t D = 1;
+  for (int64_t s : normalized_shape) D *= s;
+  const Shape in_shape = input.shape();
+  const int64_t M = D == 0 ? 0 : input.numel() / D;
+  // x viewed as (M, D); statistics over dim 1; weight and bias as (1, D).
+  const Tensor x = input.data().reshape({M, D});
+  const Tensor w = weight.defined() ? weight.data().reshape({1, D}) : Tensor();
+  const Tensor b = bias.defined() ? bias.data().reshape({1, D}) : Tensor();
+  const std::vector<int64_t> dims{1};
+  Normalized r = normalize(x, dims, D, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
+  const bool need = any_requires_grad({input, weight, bias});
+  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  std::vector<Variable> inputs{input};
+  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  return record("layer_norm", r.y.view(in_shape), inputs, [xhat, rstd, w_saved, wi, bi, D, in_shape, ns](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(xhat.shape());
+    const Tensor w = w_saved.defined() ? w_saved.get().reshape({1, D}) : Tensor();
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each row, g = dy w
+    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, {1}, D).reshape(in_shape));
+    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0}, false, "layer_norm").reshape(ns));   // dw = sum over rows of dy xhat
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0}, false, "layer_norm").reshape(ns));   // db = sum over rows of dy
+  });
+}
+
+}  // namespace tg

@@ -1,0 +1,57 @@
+# tests/data/layers_reference.py: prints the PyTorch reference numbers that tests/test_layers.cpp
+# checks conv1d/conv2d/pooling/normalization against. Run with Debian's PyTorch 1.13:
+#   /usr/bin/python3 tests/data/layers_reference.py
+# Every input is fill(shape, seed) = sin(0.7 i + seed) over the flattened float64 tensor, which the C++
+# test builds the same way. For each case it prints the loss sum(out * fill(out.shape, 9)), the first
+# eight outputs, and the gradient probes sum(grad * fill(grad.shape, 5)) for each input.
+import torch
+import torch.nn.functional as F
+
+torch.set_printoptions(precision=17)
+
+
+def fill(shape, seed):
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.sin(torch.arange(n, dtype=torch.float64) * 0.7 + seed).reshape(shape)
+
+
+def report(name, fn, *shapes):
+    ins = [fill(s, 1.0 + i).requires_grad_(True) for i, s in enumerate(shapes)]
+    out = fn(*ins)
+    loss = (out * fill(out.shape, 9.0)).sum()
+    loss.backward()
+    first = ", ".join("%.17g" % v for v in out.flatten()[:8].tolist())
+    probes = ", ".join("%.17g" % (t.grad * fill(t.shape, 5.0)).sum().item() for t in ins)
+    print('  {"%s", %.17g, {%s}, {%s}},' % (name, loss.item(), first, probes))
+
+
+report("conv2d groups stride padding dilation",
+       lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+       (2, 4, 5, 6), (6, 2, 3, 2), (6,))
+report("conv2d 3x3 padding 1", lambda x, w, b: F.conv2d(x, w, b, padding=1), (1, 3, 7, 7), (4, 3, 3, 3), (4,))
+report("conv2d 1x1 no bias", lambda x, w: F.conv2d(x, w), (2, 5, 3, 4), (3, 5, 1, 1))
+report("conv1d stride 2 padding 1", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), (2, 3, 9), (4, 3, 3), (4,))
+report("max_pool2d 3 stride 2 padding 1", lambda x: F.max_pool2d(x, 3, 2, 1), (2, 3, 7, 8))
+report("max_pool2d 2", lambda x: F.max_pool2d(x, 2), (2, 2, 6, 5))
+report("avg_pool2d (3, 2) stride 2 padding 1",
+       lambda x: F.avg_pool2d(x, (3, 2), 2, 1), (2, 3, 7, 8))
+report("avg_pool2d count_include_pad false",
+       lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), (2, 3, 7, 8))
+report("adaptive_avg_pool2d (3, 4)", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), (2, 3, 7, 9))
+
+
+def bn_train(x, w, b):
+    rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5)
+    print("  // running_mean after one step:", ", ".join("%.17g" % v for v in rm.tolist()))
+    print("  // running_var after one step:", ", ".join("%.17g" % v for v in rv.tolist()))
+    return y
+
+
+report("batch_norm training", bn_train, (4, 3, 2, 5), (3,), (3,))
+report("batch_norm eval",
+       lambda x, w, b: F.batch_norm(x, fill((3,), 7.0), fill((3,), 8.0).exp(), w, b, training=False),
+       (2, 3, 4), (3,), (3,))
+report("layer_norm over (3, 4)", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, eps=1e-5), (2, 3, 4), (3, 4), (3, 4))
