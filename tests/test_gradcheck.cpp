@@ -397,6 +397,7 @@ std::map<std::string, SampleMaker> gradcheck_table() {
         {"x[..., None, 1::2]", {randn64({2, 5}, 198)},
          viewed([](auto& a) { return tg::index(a, {tg::indexing::Ellipsis, tg::indexing::None, Slice(1, tg::indexing::None, 2)}); })},
         {"empty slice", {randn64({3, 2}, 199)}, viewed([](auto& a) { return tg::index(a, {Slice(2, 1)}); })}};
+  };
   // ---- convolution and pooling (ops/conv.cpp)
   t["conv2d"] = [] {
     Fn full = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); };
