@@ -3,6 +3,7 @@
 // TCP transport, and the diagnosis that turns a failed collective into a DistributedError naming the
 // rank. Compiled only when CMake found Gloo; the frontend is distributed/process_group.cpp.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "tensorgrad/distributed/backends.h"
@@ -218,6 +220,40 @@ gloo::AllreduceOptions::Func reduce_fn(ReduceOp op) {
   }
   return {};
 }
+
+// Note [SIGPIPE]
+// ~~~~~~~~~~~~~~
+// Gloo's TCP transport sends with writev(), which has no MSG_NOSIGNAL: a write to a rank that died
+// delivers SIGPIPE, and its default action kills this process before Gloo's error (EPIPE) could reach
+// the diagnosis that names the dead rank. Python ignores SIGPIPE at start-up, so PyTorch never meets
+// this; a C++ program keeps the default. While any Gloo group exists, SIGPIPE is therefore ignored if
+// its disposition is the default (a handler or SIG_IGN set by the program is left alone), and the
+// default comes back when the last group is destroyed. The disposition is process-wide, as in Python.
+class SigpipeIgnored {
+ public:
+  SigpipeIgnored() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (count()++ > 0) return;
+    struct sigaction old {};
+    sigaction(SIGPIPE, nullptr, &old);
+    changed() = old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO);
+    if (changed()) signal(SIGPIPE, SIG_IGN);
+  }
+  ~SigpipeIgnored() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (--count() > 0 || !changed()) return;
+    struct sigaction now {};
+    sigaction(SIGPIPE, nullptr, &now);
+    if (now.sa_handler == SIG_IGN) signal(SIGPIPE, SIG_DFL);   // unless the program set its own since
+  }
+  SigpipeIgnored(const SigpipeIgnored&) = delete;
+  SigpipeIgnored& operator=(const SigpipeIgnored&) = delete;
+
+ private:
+  static std::mutex& mutex() { static std::mutex m; return m; }
+  static int& count() { static int n = 0; return n; }
+  static bool& changed() { static bool c = false; return c; }
+};
 
 class GlooGroup final : public ProcessGroup {
  public:
@@ -477,6 +513,7 @@ class GlooGroup final : public ProcessGroup {
     throw DistributedError(msg);
   }
 
+  SigpipeIgnored sigpipe_;   // first member: ignored before any socket opens, restored after all close
   Rendezvous r_;
   std::unique_ptr<Store> store_;
   std::shared_ptr<gloo::transport::Device> device_;
