@@ -1,6 +1,7 @@
-// ops/norm.cpp: batch_norm and layer_norm. Both normalize x over a set of dims (batch_norm: every dim
-// but the channels; layer_norm: the trailing normalized_shape) with the biased variance, scale by
-// weight and shift by bias; one recorded node each, forward and backward through prims, so both
+// ops/norm.cpp: batch_norm, layer_norm and group_norm. Each normalizes x over a set of dims
+// (batch_norm: every dim but the channels; layer_norm: the trailing normalized_shape; group_norm: the
+// channels of a group and the trailing dims) with the biased variance, scales by weight and shifts by
+// bias; one recorded node each, forward and backward through prims, so both
 // backends run them. Modules wrapping these: nn/norm.h.
 #include <cmath>
 #include <sstream>
@@ -164,6 +165,53 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
     if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, {1}, D).reshape(in_shape));
     if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0}, false, "layer_norm").reshape(ns));   // dw = sum over rows of dy xhat
     if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0}, false, "layer_norm").reshape(ns));   // db = sum over rows of dy
+  });
+}
+
+Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight, const Variable& bias,
+                    double eps) {
+  TG_CHECK(input.dim() >= 2, ShapeError, "group_norm: Expected at least 2 dimensions for input tensor but received ",
+           input.dim());
+  const int64_t N = input.shape()[0], C = input.shape()[1];
+  TG_CHECK(num_groups > 0 && C % num_groups == 0, ShapeError,
+           "group_norm: Expected number of channels in input to be divisible by num_groups, but got input of shape ",
+           shape_str(input.shape()), " and num_groups=", num_groups);
+  for (const Variable* p : {&weight, &bias})
+    if (p->defined())
+      TG_CHECK(p->shape() == Shape{C}, ShapeError, "group_norm: Expected ", p == &weight ? "weight" : "bias",
+               " to be a vector of size equal to the number of channels in input, but got ",
+               p == &weight ? "weight" : "bias", " of shape ", shape_str(p->shape()), " and input of shape ",
+               shape_str(input.shape()));
+  prim::check_floating("group_norm", input.data());
+  const int64_t G = num_groups, Cg = C / G;
+  int64_t S = 1;   // positions per channel
+  for (int64_t d = 2; d < input.dim(); ++d) S *= input.shape()[d];
+  const int64_t count = Cg * S;   // elements per (sample, group)
+  const Shape in_shape = input.shape();
+  // x viewed as (N, G, C / G, S); statistics over dims 2 and 3, weight and bias as (1, G, C / G, 1).
+  const Tensor x = input.data().reshape({N, G, Cg, S});
+  const Shape cshape{1, G, Cg, 1};
+  const Tensor w = weight.defined() ? weight.data().reshape(cshape) : Tensor();
+  const Tensor b = bias.defined() ? bias.data().reshape(cshape) : Tensor();
+  const std::vector<int64_t> dims{2, 3};
+  Normalized r = normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
+  const bool need = any_requires_grad({input, weight, bias});
+  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  std::vector<Variable> inputs{input};
+  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  return record("group_norm", r.y.view(in_shape), inputs,
+                [xhat, rstd, w_saved, wi, bi, dims, count, in_shape, cshape, C](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(xhat.shape());
+    const Tensor w = w_saved.defined() ? w_saved.get().reshape(cshape) : Tensor();
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each (sample, group), g = dy w
+    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, dims, count).reshape(in_shape));
+    // dw = sum over samples and positions of dy xhat, per channel; db = the same sum of dy
+    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 3}, false, "group_norm").reshape({C}));
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 3}, false, "group_norm").reshape({C}));
   });
 }
 
