@@ -559,3 +559,40 @@ TEST_CASE("layers: a PyTorch MultiheadAttention state_dict loads and gives PyTor
   CHECK_FALSE(w3.defined());
   check(out3, {3, 8}, {-0.370621741, -0.246296242, -0.456490159, -0.110824972, 0.270474434, -0.186866507, 0.192028463, -0.233490169, -0.418360204, -0.261841655, -0.48094061, -0.113696128, 0.202421486, -0.202968523, 0.226268798, -0.264440238, -0.384373218, -0.221296698, -0.480917186, -0.0591650605, 0.226794466, -0.155012101, 0.190488994, -0.269008279});
 }
+
+TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 threads") {
+  // See Note [Fused layer_norm rows on the CPU]: (301, 257) is above the parallel threshold, and 301
+  // rows over 3 threads give chunks of unequal length, each with its own partial dw and db.
+  const int before = tg::get_num_threads();
+  const Variable x = testing::randn64({301, 257}, 310, false) * 3.0 + 1.0;
+  const Variable w = testing::randn64({257}, 311, false), b = testing::randn64({257}, 312, false);
+  const Variable gy = testing::randn64({301, 257}, 313, false);
+  // the formula, spelled out with differentiable ops (none of them layer_norm)
+  std::vector<Variable> want;
+  {
+    const Variable xr(x.data(), true), wr(w.data(), true), br(b.data(), true);
+    const Variable mu = tg::mean(xr, 1, true), d = xr - mu;
+    const Variable y = d / tg::sqrt(tg::mean(d * d, 1, true) + 1e-5) * wr + br;
+    tg::sum(y * gy).backward();
+    want = {y, xr.grad(), wr.grad(), br.grad()};
+  }
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    tg::set_num_threads(threads);
+    const Variable xf(x.data(), true), wf(w.data(), true), bf(b.data(), true);
+    const Variable y = tg::layer_norm(xf, {257}, wf, bf);
+    tg::sum(y * gy).backward();
+    testing::check_close(y, want[0], 1e-10, 1e-10);
+    testing::check_close(xf.grad(), want[1], 1e-9, 1e-9);
+    testing::check_close(wf.grad(), want[2], 1e-9, 1e-9);
+    testing::check_close(bf.grad(), want[3], 1e-9, 1e-9);
+    // float32 through the same rows: within float32 rounding of the float64 result
+    const Variable x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true);
+    const Variable y32 = tg::layer_norm(x32, {257}, w32);
+    tg::sum(y32 * Variable(gy.data().to(tg::kFloat32))).backward();
+    testing::check_close(y32.to(tg::kFloat64), tg::layer_norm(x, {257}, w), 1e-4, 1e-4);
+    CHECK(x32.grad().dtype() == tg::kFloat32);
+    testing::check_close(w32.grad().to(tg::kFloat64), want[2], 1e-3, 1e-2);
+  }
+  tg::set_num_threads(before);
+}
