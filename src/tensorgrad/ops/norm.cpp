@@ -72,8 +72,8 @@ std::string shape_list(const std::vector<int64_t>& v) { return shape_str(Shape(v
 // statistics and outputs are computed, so the forward reads x once and writes y once, and the
 // backward reads dy and x once and writes dx once. Sums are accumulated in double, in four
 // interleaved partial sums, whatever T is. dw and db are summed per chunk of rows, then the chunks
-// in order: the chunks depend only on the row count and the pool size (parallel::run), so results do
-// not depend on the load. CUDA tensors and the 16-bit dtypes keep the composition through prims.
+// in order: the chunks depend only on the row count and the pool size, so results do not depend on
+// the load. CUDA tensors and the 16-bit dtypes keep the composition through prims.
 
 /// sum_i f(i) for i in [0, D), in double with four partial sums.
 template <class F>
@@ -136,29 +136,29 @@ void layer_norm_rows_backward(const T* dy, const T* x, const T* mean, const T* r
   const bool sums = dw != nullptr || db != nullptr;
   // per chunk partial dw and db, summed in chunk order below
   std::vector<double> partial(sums ? static_cast<std::size_t>(parts) * 2 * D : 0, 0.0);
-  parallel::run(M, parts, [&](int64_t r0, int64_t r1) {
-    // the chunk's index: parallel::run's chunks split [0, M) in order, the first M % parts of them one
-    // row longer (engine/parallel.cpp)
-    const int64_t base = M / parts, extra = M % parts;
-    const int64_t chunk = r0 < extra * (base + 1) ? r0 / (base + 1) : extra + (r0 - extra * (base + 1)) / base;
-    double* pw = sums ? partial.data() + chunk * 2 * D : nullptr;
-    double* pb = sums ? pw + D : nullptr;
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* dyr = dy + r * D;
-      const T* xr = x + r * D;
-      const T m = mean[r], s = rstd[r];
-      if (sums)
-        for (int64_t i = 0; i < D; ++i) {
-          pw[i] += static_cast<double>(dyr[i] * ((xr[i] - m) * s));
-          pb[i] += static_cast<double>(dyr[i]);
-        }
-      if (dx == nullptr) continue;
-      auto g = [&](int64_t i) { return w != nullptr ? dyr[i] * w[i] : dyr[i]; };
-      const double inv_d = 1.0 / static_cast<double>(D);
-      const T m1 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i)); }) * inv_d);
-      const T m2 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i) * ((xr[i] - m) * s)); }) * inv_d);
-      T* dxr = dx + r * D;
-      for (int64_t i = 0; i < D; ++i) dxr[i] = s * (g(i) - m1 - (xr[i] - m) * s * m2);
+  // one call per chunk c of rows [c M / parts, (c + 1) M / parts), each with its own partial sums
+  parallel::run(parts, parts, [&](int64_t c0, int64_t c1) {
+    for (int64_t chunk = c0; chunk < c1; ++chunk) {
+      double* pw = sums ? partial.data() + chunk * 2 * D : nullptr;
+      double* pb = sums ? pw + D : nullptr;
+      const int64_t r0 = chunk * M / parts, r1 = (chunk + 1) * M / parts;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* dyr = dy + r * D;
+        const T* xr = x + r * D;
+        const T m = mean[r], s = rstd[r];
+        if (sums)
+          for (int64_t i = 0; i < D; ++i) {
+            pw[i] += static_cast<double>(dyr[i] * ((xr[i] - m) * s));
+            pb[i] += static_cast<double>(dyr[i]);
+          }
+        if (dx == nullptr) continue;
+        auto g = [&](int64_t i) { return w != nullptr ? dyr[i] * w[i] : dyr[i]; };
+        const double inv_d = 1.0 / static_cast<double>(D);
+        const T m1 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i)); }) * inv_d);
+        const T m2 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i) * ((xr[i] - m) * s)); }) * inv_d);
+        T* dxr = dx + r * D;
+        for (int64_t i = 0; i < D; ++i) dxr[i] = s * (g(i) - m1 - (xr[i] - m) * s * m2);
+      }
     }
   });
   if (!sums) return;
