@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #ifdef TG_BENCH_WITH_TORCH
@@ -195,6 +196,33 @@ Work layer_norm(int64_t rows, int64_t d) {
   };
 }
 
+Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal) {
+  torch::Tensor q = torch::randn({batch, heads, len, dim}).requires_grad_(true);
+  torch::Tensor k = torch::randn({batch, heads, len, dim}).requires_grad_(true);
+  torch::Tensor v = torch::randn({batch, heads, len, dim}).requires_grad_(true);
+  torch::Tensor gy = torch::randn({batch, heads, len, dim});
+  const torch::Tensor future = torch::ones({len, len}, torch::kBool).triu(1);   // masked: key after query
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
+  return [=] {
+    torch::Tensor s = torch::matmul(q * scale, k.transpose(-2, -1));
+    if (causal) s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+    torch::matmul(torch::softmax(s, -1), v).backward(gy);
+    q.mutable_grad().reset();
+    k.mutable_grad().reset();
+    v.mutable_grad().reset();
+  };
+}
+
+Work embedding(int64_t vocab, int64_t dim, int64_t tokens) {
+  torch::Tensor w = torch::randn({vocab, dim}).requires_grad_(true);
+  const torch::Tensor ids = torch::randint(0, vocab, {tokens}, torch::kLong);
+  torch::Tensor gy = torch::randn({tokens, dim});
+  return [=] {
+    torch::embedding(w, ids).backward(gy);
+    w.mutable_grad().reset();
+  };
+}
+
 struct FashionTrainer::Impl {
   torch::Tensor train_x, train_y, test_x, test_y;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
@@ -353,6 +381,8 @@ Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
 Work conv2d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
 Work layer_norm(int64_t, int64_t) { return {}; }
+Work attention(int64_t, int64_t, int64_t, int64_t, bool) { return {}; }
+Work embedding(int64_t, int64_t, int64_t) { return {}; }
 double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t, bool) { return NAN; }
 
 struct FashionTrainer::Impl {};

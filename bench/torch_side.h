@@ -47,6 +47,14 @@ Work conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k);
 /// layer_norm over the last dim of (rows, d) with weight and bias, forward + backward (a fixed random
 /// output gradient); gradients reset after each call.
 Work layer_norm(int64_t rows, int64_t d);
+/// Attention forward + backward on q, k, v (batch, heads, len, dim) requiring grad, composed as
+/// PyTorch's math path (libtorch 1.13 has no scaled_dot_product_attention): softmax(q k^T / sqrt(dim),
+/// causal mask by masked_fill with -inf) v, backward with a fixed random output gradient; gradients
+/// reset after each call.
+Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal);
+/// torch::embedding of (tokens) random ids into a (vocab, dim) weight requiring grad, forward +
+/// backward (dense gradient) with a fixed random output gradient; the gradient reset after each call.
+Work embedding(int64_t vocab, int64_t dim, int64_t tokens);
 
 /// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
 /// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after

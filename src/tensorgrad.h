@@ -26,6 +26,7 @@
 #include "tensorgrad/engine/saved_hooks.h"
 #include "tensorgrad/engine/variable.h"
 #include "tensorgrad/nn/activation.h"
+#include "tensorgrad/nn/attention.h"
 #include "tensorgrad/nn/checkpoint.h"
 #include "tensorgrad/nn/data_parallel.h"
 #include "tensorgrad/nn/init.h"

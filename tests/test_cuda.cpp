@@ -445,6 +445,10 @@ std::vector<Case> parity_table(tg::DType dt) {
                  [](auto& in) { return tg::index_select(in[0], 1, in[1]); }, R});
     const Input g1 = random_index({257, 50}, 33, 124), g0 = random_index({20, 33}, 257, 125);
     t.push_back({"gather", "dim 1 with repeats", {W({257, 33}, 126, dt), g1}, [](auto& in) { return tg::gather(in[0], 1, in[1]); }, R});
+    t.push_back({"embedding", "(7, 33) indices into (257, 33), repeats", {W({257, 33}, 128, dt), random_index({7, 33}, 257, 129)},
+                 [](auto& in) { return tg::embedding(in[1], in[0]); }, R});
+    t.push_back({"embedding", "padding_idx 5, non-contiguous weight", {transposed(257, 33, 135, dt, wb), int_values({5, 0, 5, 256, 3, 5}, {2, 3})},
+                 [](auto& in) { return tg::embedding(in[1], in[0], 5); }, R});
     t.push_back({"gather", "dim 0 non-contiguous", {transposed(257, 33, 127, dt, wb), g0}, [](auto& in) { return tg::gather(in[0], 0, in[1]); }, R});
   }
   // ---- nn functions
@@ -540,6 +544,19 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::batch_norm(in[0], tg::Variable(in[1].data()), tg::Variable(in[2].data()), in[3], in[4], false); }, R});
   t.push_back({"layer_norm", "(257, 33) with weight and bias", {normal({257, 33}, 179, dt), normal({33}, 180, dt), normal({33}, 181, dt)},
                [](auto& in) { return tg::layer_norm(in[0], {33}, in[1], in[2]); }, R});
+  t.push_back({"group_norm", "(6, 12, 5, 7) 4 groups with weight and bias", {normal({6, 12, 5, 7}, 182, dt), normal({12}, 183, dt), normal({12}, 184, dt)},
+               [](auto& in) { return tg::group_norm(in[0], 4, in[1], in[2]); }, R});
+  // ---- attention: matmul, where, softmax and dropout of both backends
+  t.push_back({"scaled_dot_product_attention", "(2, 3, 33, 16) x (2, 3, 65, 16), causal",
+               {normal({2, 3, 33, 16}, 185, dt), normal({2, 3, 65, 16}, 186, dt), normal({2, 3, 65, 8}, 187, dt)},
+               [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0, true); }, R});
+  t.push_back({"scaled_dot_product_attention", "bool mask (33, 65), float mask, dropout 0.2",
+               {normal({4, 33, 16}, 188, dt), normal({4, 65, 16}, 189, dt), normal({4, 65, 8}, 190, dt), W({33, 65}, 191, dt), normal({4, 1, 65}, 192, dt)},
+               [](auto& in) {
+                 const Variable a = tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3] > 0.0);
+                 tg::manual_seed(13);
+                 return a + tg::scaled_dot_product_attention(in[0], in[1], in[2], in[4], 0.2, false, 0.5);
+               }, R});
   return t;
 }
 
@@ -551,7 +568,8 @@ const std::set<std::string> kFloatingOnly = {
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
-    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm"};   // float kernels only
+    "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
+    "scaled_dot_product_attention"};   // float kernels only
 
 /// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
 /// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.

@@ -261,6 +261,19 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"dim 1 non-contiguous", {transposed64(2, 3, 121)}, d1},
                                {"empty index", {randn64({3, 2}, 122)}, e}};
   };
+  t["embedding"] = [] {
+    Variable ids = tg::from_vector(std::vector<int64_t>{2, 0, 2, 4, 1, 2}, {2, 3});
+    Fn plain = [ids](const std::vector<Variable>& in) { return tg::tanh(tg::embedding(ids, in[0])); };
+    // padding_idx -2 (row 3, which ids never read): the other rows' gradients are unchanged. The padding
+    // row's own gradient is 0 by definition, not the derivative, so it is checked in test_layers.cpp.
+    Fn pad = [ids](const std::vector<Variable>& in) { return tg::tanh(tg::embedding(ids, in[0], -2)); };
+    Variable empty = tg::from_vector(std::vector<int64_t>{}, {0, 4});
+    Fn e = [empty](const std::vector<Variable>& in) { return tg::embedding(empty, in[0]); };
+    return std::vector<Sample>{{"(2, 3) indices with repeats", {randn64({5, 3}, 123)}, plain},
+                               {"padding_idx -2", {randn64({5, 3}, 124)}, pad},
+                               {"non-contiguous weight", {transposed64(5, 3, 125)}, plain},
+                               {"empty (0, 4) indices", {randn64({5, 2}, 126)}, e}};
+  };
   t["gather"] = [] {
     Variable idx = tg::from_vector(std::vector<int64_t>{0, 2, 2, 1, 0, 0}, {3, 2});
     Fn d1 = [idx](const std::vector<Variable>& in) { return tg::tanh(tg::gather(in[0], 1, idx)); };
@@ -461,6 +474,36 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return std::vector<Sample>{{"(4, 5) with weight and bias", {randn64({4, 5}, 220), randn64({5}, 221), randn64({5}, 222)}, last},
                                {"(2, 3, 4) over the last two dims, weight only", {randn64({2, 3, 4}, 223), randn64({3, 4}, 224)}, two},
                                {"non-contiguous (6, 3) view, no affine", {Variable(randn64({6, 3}, 225, false).data().transpose(0, 1), true)}, plain}};
+  };
+  t["group_norm"] = [] {
+    Fn affine = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 2, in[1], in[2]); };
+    Fn plain = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 3, Variable(), Variable(), 1e-3); };
+    Fn per_channel = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 4, in[1]); };
+    return std::vector<Sample>{{"(3, 4, 2, 3) 2 groups with weight and bias", {randn64({3, 4, 2, 3}, 226), randn64({4}, 227), randn64({4}, 228)}, affine},
+                               {"(2, 6) 3 groups, no affine", {randn64({2, 6}, 229)}, plain},
+                               {"non-contiguous (2, 4, 5) view, one channel per group, weight only",
+                                {Variable(randn64({5, 4, 2}, 230, false).data().permute({2, 1, 0}), true), randn64({4}, 231)}, per_channel}};
+  };
+  // ---- attention (ops/attention.cpp)
+  t["scaled_dot_product_attention"] = [] {
+    Fn plain = [](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2]); };
+    Fn causal = [](const std::vector<Variable>& in) {
+      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Variable(), 0, true, 0.7);
+    };
+    const Variable keep = tg::from_vector(std::vector<int64_t>{1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0}, {3, 4}) > 0.0;
+    Fn bool_mask = [keep](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], keep); };
+    Fn float_mask = [](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3]); };
+    Fn drop = [](const std::vector<Variable>& in) {
+      tg::manual_seed(11);
+      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Variable(), 0.3);
+    };
+    return std::vector<Sample>{
+        {"(2, 3, 4) x (2, 5, 4) x (2, 5, 3)", {randn64({2, 3, 4}, 232), randn64({2, 5, 4}, 233), randn64({2, 5, 3}, 234)}, plain},
+        {"causal (2, 2, 4, 3) with L > S, scale 0.7", {randn64({2, 2, 4, 3}, 235), randn64({2, 2, 3, 3}, 236), randn64({2, 2, 3, 2}, 237)}, causal},
+        {"bool mask (3, 4), key and value broadcast over the batch", {randn64({2, 3, 5}, 238), randn64({1, 4, 5}, 239), randn64({4, 2}, 240)}, bool_mask},
+        {"float mask (2, 1, 4) with its gradient, non-contiguous query",
+         {transposed64(3, 3, 241), randn64({2, 4, 3}, 242), randn64({2, 4, 2}, 243), randn64({2, 1, 4}, 244)}, float_mask},
+        {"dropout 0.3 with a fixed seed", {randn64({3, 4}, 245), randn64({5, 4}, 246), randn64({5, 3}, 247)}, drop}};
   };
   return t;
 }

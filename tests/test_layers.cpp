@@ -44,9 +44,21 @@ const std::vector<Reference> kReferences = {
   {"batch_norm training", -2.8501685960982912, {1.1866444990812812, 1.3786575592283876, 0.97441429343306707, 0.1640366260741255, -0.67134216338918373, -1.1388303771186128, -1.0185610034923738, -0.36709860818768836}, {-22.208645916559032, 5.3920333129704616, -0.22402168425333166}},
   {"batch_norm eval", -0.30055511410649771, {0.24340887231039676, 0.32668505718603608, 0.15136449872343699, -0.20009680497314689, -1.0207192500253679, -1.1329063679647058, -1.1040443046928681, -0.94770733954877873}, {-1.4219859548665323, 0.71500805559869796, 0.89718422216171301}},
   {"layer_norm over (3, 4)", 2.9254137453681199, {0.94603688504271055, -0.06156034825826015, -1.1183588231492019, -0.73289540555584098, 0.68247616544073875, 1.3891035579555289, 0.92097012024490621, 0.5257852994839195}, {-0.46014694868359124, 1.427571971254578, 2.4634350690339706}},
+  // PyTorch 2.15, float64, from the same script's later cases (embedding, group_norm, attention):
+  {"embedding padding_idx 1", 3.2711011871704319, {0.8414709848078965, 0.99166481045246857, 0.67546318055115095, 0.041580662433290935, 0.31154136351337786, 0.8504366206285644, 0.98935824662338179, 0.66296923008218334}, {-3.8615081625724601}},
+  {"embedding repeated indices", 3.3864039713356595, {0.8414709848078965, 0.99166481045246857, 0.67546318055115095, -0.88345465572015358, -0.37387666483023685, 0.31154136351337786, 0.041580662433290935, -0.61185789094271892}, {0.43073110489610877}},
+  {"group_norm 2 groups", 1.5161496934230687, {1.2213955161304992, 1.4146003150282391, 1.0078480929975362, 0.19244077573821899, -0.64812283435186469, -1.118512537278638, -1.0649986305501891, -0.75690366412717902}, {10.452869764326501, -1.6216163880273085, 4.1088575538442793}},
+  {"group_norm 3 groups no affine", -9.0409796533995852, {1.0524594840563473, 1.2618477874149316, 0.82102458765879238, -0.062684076314256917, -0.97365621150891857, -1.4834473884108799, -1.3522948508162784, -0.64188168647078414}, {-47.379223176128392}},
+  {"sdpa", -2.1863255199745688, {-0.034767760502620662, 0.066694936681994804, 0.136789963007935, 0.12994947957231762, 0.037638868583033946, -0.072373890424395348, -0.19699123931288756, -0.019211532185945998}, {1.0834939497507721, 2.3331263209190025, 1.8786774976366734}},
+  {"sdpa causal L < S", 3.9994536937109508, {0.14112000805986721, -0.5298361409084934, -0.95160207388951601, -0.59489875177037776, -0.48483486775584422, -0.14674556968195324, 0.26993224970622159, 0.30059241718181917}, {-3.4847947750931638, -3.1194258625026872, -4.2982157063340445}},
+  {"sdpa bool mask, broadcast key batch", -1.5261401883039809, {0.53936684584317018, 0.40283717941624475, 0.076846893005298872, 0.44758387526998278, 0.18819144121411574, -0.15971036821713358, 0.69354347806816186, 0.76508695235307267}, {0.43998957903532621, 1.2825317517279475, 0.24592069866593425}},
+  {"sdpa float mask with gradient, scale 0.3", -1.7150912763547468, {0.18826017324107727, -0.14726729513797757, -0.25416408990957517, -0.45418647276770863, 0.023126746073695265, 0.050414337877062877, -0.15852269403462538, -0.44835210717365537}, {0.15000812773683436, 0.45457769667461995, -0.34688080496241036, -0.15470962633799051}},
 };
 
 tg::TensorOptions f64() { return tg::TensorOptions().dtype(tg::kFloat64); }
+
+/// The (2, 3) indices of the script's embedding cases.
+Variable ids23() { return tg::from_vector(std::vector<int64_t>{0, 2, 1, 4, 2, 3}, {2, 3}); }
 
 using Op = std::function<Variable(const std::vector<Variable>&)>;
 struct RefCase {
@@ -85,6 +97,21 @@ std::vector<RefCase> reference_cases() {
          return tg::batch_norm(in[0], fill({3}, 7.0, false), tg::exp(fill({3}, 8.0, false)), in[1], in[2], false);
        }},
       {"layer_norm over (3, 4)", {{2, 3, 4}, {3, 4}, {3, 4}}, [](auto& in) { return tg::layer_norm(in[0], {3, 4}, in[1], in[2]); }},
+      {"embedding padding_idx 1", {{5, 4}}, [](auto& in) { return tg::embedding(ids23(), in[0], 1); }},
+      {"embedding repeated indices", {{6, 3}}, [](auto& in) { return tg::embedding(tg::flatten(ids23()), in[0]); }},
+      {"group_norm 2 groups", {{2, 6, 3, 2}, {6}, {6}}, [](auto& in) { return tg::group_norm(in[0], 2, in[1], in[2]); }},
+      {"group_norm 3 groups no affine", {{3, 6, 5}}, [](auto& in) { return tg::group_norm(in[0], 3); }},
+      {"sdpa", {{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 3}}, [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2]); }},
+      {"sdpa causal L < S", {{2, 5, 4}, {2, 6, 4}, {2, 6, 3}},
+       [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0, true); }},
+      {"sdpa bool mask, broadcast key batch", {{2, 3, 5, 4}, {1, 3, 6, 4}, {1, 3, 6, 3}}, [](auto& in) {
+         std::vector<int64_t> keep;   // every row keeps keys 0, 2, 3, 5, except row 2, which drops key 0
+         for (int64_t i = 0; i < 5; ++i)
+           for (int64_t j = 0; j < 6; ++j) keep.push_back(j != 1 && j != 4 && !(i == 2 && j == 0));
+         return tg::scaled_dot_product_attention(in[0], in[1], in[2], tg::from_vector(keep, {5, 6}) > 0);
+       }},
+      {"sdpa float mask with gradient, scale 0.3", {{3, 5, 4}, {3, 6, 4}, {3, 6, 2}, {5, 6}},
+       [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3); }},
   };
 }
 
@@ -111,7 +138,7 @@ void check_reference(const RefCase& c, const Reference& r) {
 
 }  // namespace
 
-TEST_CASE("layers: conv and pooling match PyTorch's values and gradients") {
+TEST_CASE("layers: conv, pooling, normalization, embedding and attention match PyTorch's values and gradients") {
   const std::vector<RefCase> cases = reference_cases();
   REQUIRE(cases.size() == kReferences.size());
   for (std::size_t i = 0; i < cases.size(); ++i) check_reference(cases[i], kReferences[i]);
@@ -275,4 +302,297 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
   std::unique_ptr<tg::nn::Module> copy = bn.clone();
   CHECK(copy->name() == bn.name());
   CHECK(copy->named_buffers().size() == 3);
+}
+
+TEST_CASE("layers: embedding, group_norm and attention errors name the op and the shapes") {
+  const Variable w = tg::randn({5, 3});
+  const Variable ids = tg::from_vector(std::vector<int64_t>{0, 4, 2}, {3});
+  TG_CHECK_THROWS(tg::embedding(tg::from_vector(std::vector<int64_t>{0, 5}, {2}), w), tg::IndexError,
+                  "embedding: index out of range in self");
+  TG_CHECK_THROWS(tg::embedding(tg::from_vector(std::vector<int64_t>{-1}, {1}), w), tg::IndexError, "index out of range");
+  TG_CHECK_THROWS(tg::embedding(tg::randn({3}), w), tg::DTypeError,
+                  "embedding: Expected tensor for argument #1 'indices' to have scalar type Long, but got float32");
+  TG_CHECK_THROWS(tg::embedding(ids, tg::randn({5})), tg::ShapeError, "embedding: 'weight' must be 2-D, got weight of size [5]");
+  TG_CHECK_THROWS(tg::embedding(ids, w, 5), tg::IndexError, "embedding: Padding_idx must be within num_embeddings");
+  TG_CHECK_THROWS(tg::embedding(ids, w, -6), tg::IndexError, "Padding_idx must be within num_embeddings");
+  CHECK(tg::embedding(ids, w, -5).shape() == tg::Shape{3, 3});
+
+  const Variable x = tg::randn({2, 6, 4});
+  TG_CHECK_THROWS(tg::group_norm(x, 4), tg::ShapeError,
+                  "group_norm: Expected number of channels in input to be divisible by num_groups, but got input of "
+                  "shape [2, 6, 4] and num_groups=4");
+  TG_CHECK_THROWS(tg::group_norm(x, 0), tg::ShapeError, "num_groups=0");
+  TG_CHECK_THROWS(tg::group_norm(tg::randn({6}), 2), tg::ShapeError,
+                  "group_norm: Expected at least 2 dimensions for input tensor but received 1");
+  TG_CHECK_THROWS(tg::group_norm(x, 3, tg::randn({4})), tg::ShapeError,
+                  "group_norm: Expected weight to be a vector of size equal to the number of channels in input, but "
+                  "got weight of shape [4] and input of shape [2, 6, 4]");
+  TG_CHECK_THROWS(tg::group_norm(x, 3, Variable(), tg::randn({5})), tg::ShapeError, "got bias of shape [5]");
+  TG_CHECK_THROWS(tg::group_norm(tg::randint(0, 3, {2, 6}), 3), tg::DTypeError, "group_norm");
+  TG_CHECK_THROWS(tg::nn::GroupNorm(4, 6), tg::ShapeError, "GroupNorm: num_channels must be divisible by num_groups (6 and 4)");
+
+  const Variable q = tg::randn({2, 3, 4}), k = tg::randn({2, 5, 4}), v = tg::randn({2, 5, 6});
+  CHECK(tg::scaled_dot_product_attention(q, k, v).shape() == tg::Shape{2, 3, 6});
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, tg::randn({2, 5, 3}), v), tg::ShapeError,
+                  "scaled_dot_product_attention: expected key (..., S, E) and value (..., S, Ev) for query (..., L, E), "
+                  "got query [2, 3, 4], key [2, 5, 3] and value [2, 5, 6]");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, tg::randn({2, 4, 6})), tg::ShapeError, "value [2, 4, 6]");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, tg::randn({3, 5, 4}), v), tg::ShapeError,
+                  "the size of tensor a (2) must match the size of tensor b (3)");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(tg::randn({4}), k, v), tg::ShapeError, "at least 2 dims");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k.to(tg::kFloat64), v), tg::DTypeError,
+                  "Expected query, key, and value to have the same dtype, but got query.dtype: float32 key.dtype: "
+                  "float64 and value.dtype: float32 instead.");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, tg::ones({3, 5}) > 0.0, 0, true), tg::Error,
+                  "Explicit attn_mask should not be set when is_causal=True");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, tg::zeros({3, 5}, tg::kInt64)), tg::DTypeError,
+                  "Expected attn_mask dtype to be bool or float or to match query dtype");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, tg::randn({3, 4})), tg::ShapeError,
+                  "attn_mask of shape [3, 4] does not broadcast to the attention scores' shape [2, 3, 5]");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, tg::randn({4, 2, 3, 5})), tg::ShapeError,
+                  "does not broadcast to the attention scores' shape [2, 3, 5]");
+  TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, {}, 1.5), tg::Error, "dropout probability has to be between 0 and 1");
+}
+
+TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's init and from_pretrained") {
+  tg::manual_seed(5);
+  tg::nn::Embedding emb(1000, 16, 3);
+  CHECK(emb.name() == "Embedding(1000, 16, padding_idx=3)");
+  CHECK(emb.weight.shape() == tg::Shape{1000, 16});
+  // N(0, 1): 16000 draws, mean within 5 standard errors (5 / sqrt(16000) = 0.04), std within 5%
+  const double m = tg::mean(emb.weight).item(), sd = std::sqrt(tg::mean(emb.weight * emb.weight).item() - m * m);
+  CHECK(std::abs(m) < 0.04);
+  CHECK(sd == doctest::Approx(1.0).epsilon(0.05));
+  CHECK(tg::sum(tg::abs(emb.weight.select(0, 3))).item() == 0.0);   // the padding row is zero
+  const Variable ids = tg::from_vector(std::vector<int64_t>{3, 7, 3, 7, 7, 0}, {2, 3});
+  const Variable y = emb(ids);
+  CHECK(y.shape() == tg::Shape{2, 3, 16});
+  tg::sum(y * y + y).backward();
+  const Variable g = emb.weight.grad();
+  CHECK(tg::sum(tg::abs(g.select(0, 3))).item() == 0.0);   // padding_idx: no gradient
+  // row 7 is read three times: its gradient is 3 (2 w + 1)
+  testing::check_close(g.select(0, 7), (emb.weight.select(0, 7) * 2.0 + 1.0) * 3.0, 1e-6, 1e-6);
+  CHECK(tg::sum(tg::abs(g.select(0, 1))).item() == 0.0);   // rows never read get none
+  TG_CHECK_THROWS(tg::nn::Embedding(4, 2, 4), tg::IndexError, "Embedding: Padding_idx must be within num_embeddings");
+  CHECK(tg::nn::Embedding(4, 2, -1).padding_idx() == 3);
+
+  const Variable table = tg::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2});
+  std::unique_ptr<tg::nn::Embedding> pre = tg::nn::Embedding::from_pretrained(table);
+  CHECK_FALSE(pre->weight.requires_grad());
+  CHECK(pre->weight.dtype() == tg::kFloat64);
+  CHECK((*pre)(tg::from_vector(std::vector<int64_t>{2, 0}, {2})).to_vector<double>() == std::vector<double>{5, 6, 1, 2});
+  CHECK(pre->weight.data().storage() != table.data().storage());   // a copy
+  std::unique_ptr<tg::nn::Embedding> trainable = tg::nn::Embedding::from_pretrained(table, false, 1);
+  CHECK(trainable->weight.requires_grad());
+  CHECK(trainable->weight.select(0, 1).to_vector<double>() == std::vector<double>{3, 4});   // kept, as PyTorch
+  std::unique_ptr<tg::nn::Module> copy = emb.clone();
+  CHECK(copy->name() == emb.name());
+
+  tg::nn::GroupNorm gn(2, 6);
+  CHECK(gn.name() == "GroupNorm(2, 6, eps=1e-05, affine=True)");
+  CHECK(gn.weight.to_vector<float>() == std::vector<float>(6, 1.0f));
+  CHECK(gn.bias.to_vector<float>() == std::vector<float>(6, 0.0f));
+  const Variable z = gn(tg::randn({3, 6, 4}) * 3.0 + 2.0);
+  // each (sample, group) of 3 channels x 4 positions has mean 0 and biased variance 1 (up to eps)
+  const Variable groups = tg::reshape(z, {3, 2, 12});
+  testing::check_close(tg::mean(groups, 2), tg::zeros({3, 2}), 1e-5, 1e-5);
+  testing::check_close(tg::mean(groups * groups, 2), tg::ones({3, 2}), 1e-3, 1e-4);
+  CHECK(tg::nn::GroupNorm(3, 6, 1e-3, false).named_parameters().empty());
+}
+
+TEST_CASE("layers: scaled_dot_product_attention is softmax(q k^T scale + mask) v and differentiates") {
+  // float64 reference spelled out with matmul and softmax, for each mask kind
+  const Variable q = testing::randn64({2, 4, 3}, 300), k = testing::randn64({2, 5, 3}, 301), v = testing::randn64({2, 5, 2}, 302);
+  auto reference = [&](const Variable& add) {
+    const Variable s = tg::matmul(q, tg::transpose(k, 1, 2)) * (1.0 / std::sqrt(3.0)) + add;
+    return tg::matmul(tg::softmax(s, -1), v);
+  };
+  testing::check_close(tg::scaled_dot_product_attention(q, k, v), reference(tg::zeros({4, 5}, tg::kFloat64)), 1e-12, 1e-12);
+  // causal: key j for query i when j <= i; -inf elsewhere
+  std::vector<double> causal(20);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j) causal[i * 5 + j] = j <= i ? 0.0 : -INFINITY;
+  const Variable causal_add = tg::from_vector(causal, {4, 5});
+  testing::check_close(tg::scaled_dot_product_attention(q, k, v, {}, 0, true), reference(causal_add), 1e-12, 1e-12);
+  // a bool mask is the same causal pattern; true keeps
+  testing::check_close(tg::scaled_dot_product_attention(q, k, v, causal_add == 0.0), reference(causal_add), 1e-12, 1e-12);
+  // a row with every key masked is NaN, as PyTorch's math path
+  const Variable none = tg::zeros({4, 5}, tg::kFloat64) > 1.0;
+  CHECK(std::isnan(tg::scaled_dot_product_attention(q, k, v, none).to_vector<double>()[0]));
+  // dropout only where asked, from the manual_seed stream: the same seed gives the same result
+  tg::manual_seed(4);
+  const Variable d1 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
+  tg::manual_seed(4);
+  const Variable d2 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
+  CHECK(d1.to_vector<double>() == d2.to_vector<double>());
+  CHECK(d1.to_vector<double>() != tg::scaled_dot_product_attention(q, k, v).to_vector<double>());
+  // float32 on a transformer-like size above the parallel thresholds agrees with float64
+  const Variable q64 = testing::randn64({4, 8, 64, 32}, 303), k64 = testing::randn64({4, 8, 64, 32}, 304),
+                 v64 = testing::randn64({4, 8, 64, 32}, 305);
+  const Variable y64 = tg::scaled_dot_product_attention(q64, k64, v64, {}, 0, true);
+  const Variable q32(q64.data().to(tg::kFloat32), true), k32(k64.data().to(tg::kFloat32), true), v32(v64.data().to(tg::kFloat32), true);
+  const Variable y32 = tg::scaled_dot_product_attention(q32, k32, v32, {}, 0, true);
+  testing::check_close(y32.to(tg::kFloat64), y64, 1e-4, 1e-4);
+  tg::sum(y64 * y64).backward();
+  tg::sum(y32 * y32).backward();
+  testing::check_close(q32.grad().to(tg::kFloat64), q64.grad(), 1e-3, 1e-3);
+  testing::check_close(k32.grad().to(tg::kFloat64), k64.grad(), 1e-3, 1e-3);
+  testing::check_close(v32.grad().to(tg::kFloat64), v64.grad(), 1e-3, 1e-3);
+}
+
+TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and masks") {
+  tg::manual_seed(8);
+  tg::nn::MultiheadAttention mha(16, 4);
+  std::vector<std::string> names;
+  for (const auto& p : mha.named_parameters()) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  CHECK(mha.in_proj_weight.shape() == tg::Shape{48, 16});
+  // xavier_uniform_: U(+-sqrt(6 / (16 + 48)))
+  const double bound = std::sqrt(6.0 / 64.0);
+  CHECK(tg::max(tg::abs(mha.in_proj_weight)).item() <= bound);
+  CHECK(tg::max(tg::abs(mha.in_proj_weight)).item() > 0.9 * bound);
+  CHECK(tg::sum(tg::abs(mha.in_proj_bias)).item() == 0.0);
+  CHECK(tg::sum(tg::abs(mha.out_proj.bias)).item() == 0.0);
+  CHECK(tg::max(tg::abs(mha.out_proj.weight)).item() <= 0.25);   // Linear's U(+-1/sqrt(16))
+  {
+    tg::NoGradGuard g;   // non-zero biases, so that their use is checked below
+    tg::nn::init::uniform_(mha.in_proj_bias, -0.5, 0.5);
+    tg::nn::init::uniform_(mha.out_proj.bias, -0.5, 0.5);
+  }
+  const Variable x = tg::randn({5, 3, 16});   // (L, N, E)
+  auto [out, w] = mha(x, x, x);
+  CHECK(out.shape() == tg::Shape{5, 3, 16});
+  CHECK(w.shape() == tg::Shape{3, 5, 5});
+  testing::check_close(tg::sum(w, -1), tg::ones({3, 5}), 1e-5, 1e-5);   // rows of softmax weights
+  // need_weights = false goes through scaled_dot_product_attention: the same output
+  auto [out2, none] = mha(x, x, x, Variable(), false);
+  CHECK_FALSE(none.defined());
+  testing::check_close(out2, out, 1e-5, 1e-5);
+  // batch_first: the same module on (N, L, E) gives the transposed output
+  tg::nn::MultiheadAttention bf(16, 4, tg::nn::MultiheadAttentionOptions().batch_first(true));
+  {
+    const auto from = mha.named_parameters(), to = bf.named_parameters();
+    REQUIRE(from.size() == to.size());
+    for (std::size_t i = 0; i < from.size(); ++i) tg::prim::copy_(to[i].second.data(), from[i].second.data());
+  }
+  auto [out_bf, w_bf] = bf(tg::transpose(x, 0, 1), tg::transpose(x, 0, 1), tg::transpose(x, 0, 1));
+  testing::check_close(out_bf, tg::transpose(out, 0, 1), 1e-5, 1e-5);
+  testing::check_close(w_bf, w, 1e-6, 1e-6);
+  // unbatched (L, E) is batch entry n of the batched call
+  auto [out_u, w_u] = mha(tg::select(x, 1, 2), tg::select(x, 1, 2), tg::select(x, 1, 2), Variable(), true, Variable(), false);
+  CHECK(w_u.shape() == tg::Shape{4, 5, 5});
+  testing::check_close(out_u, tg::select(out, 1, 2), 1e-5, 1e-5);
+  // a key masked by key_padding_mask gets zero weight; a bool attn_mask true forbids a position
+  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 5}) > 0;
+  auto [o3, w3] = mha(x, x, x, kpm);
+  CHECK(w3.select(0, 0).select(1, 4).to_vector<float>() == std::vector<float>(5, 0.0f));
+  CHECK(w3.select(0, 1).select(1, 1).to_vector<float>() == std::vector<float>(5, 0.0f));
+  CHECK(tg::sum(w3.select(0, 2).select(1, 1)).item() > 0.0);
+  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {5, 5}) > 0;
+  auto [o4, w4] = mha(x, x, x, Variable(), true, am);
+  CHECK(w4.select(1, 0).select(1, 1).to_vector<float>() == std::vector<float>(3, 0.0f));
+  // float masks are added: -inf equals the bool mask
+  auto [o5, w5] = mha(x, x, x, Variable(), true, tg::masked_fill(tg::zeros({5, 5}), am, -INFINITY));
+  testing::check_close(o5, o4, 1e-6, 1e-6);
+  // gradients reach every parameter
+  tg::sum(o4 * o4).backward();
+  for (const auto& p : mha.named_parameters()) {
+    CAPTURE(p.first);
+    REQUIRE(p.second.grad().defined());
+    CHECK(tg::sum(tg::abs(p.second.grad())).item() > 0.0);
+  }
+  // dropout acts in training only
+  tg::nn::MultiheadAttention drop(16, 4, tg::nn::MultiheadAttentionOptions().dropout(0.5));
+  drop.eval();
+  auto [e1, ew1] = drop(x, x, x);
+  auto [e2, ew2] = drop(x, x, x);
+  CHECK(e1.to_vector<float>() == e2.to_vector<float>());
+  drop.train();
+  auto [t1, tw1] = drop(x, x, x);
+  CHECK(t1.to_vector<float>() != e1.to_vector<float>());
+
+  TG_CHECK_THROWS(tg::nn::MultiheadAttention(10, 3), tg::ShapeError, "MultiheadAttention: embed_dim must be divisible by num_heads (10 and 3)");
+  TG_CHECK_THROWS(mha(tg::randn({5, 3, 8}), x, x), tg::ShapeError, "was expecting embedding dimension of 16, but got 8");
+  TG_CHECK_THROWS(mha(x, x, tg::randn({4, 3, 16})), tg::ShapeError, "key shape [5, 3, 16] does not match value shape [4, 3, 16]");
+  TG_CHECK_THROWS(mha(x, x, x, tg::zeros({3, 4}) > 0.0), tg::ShapeError, "expecting key_padding_mask shape of [3, 5], but got [3, 4]");
+  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({5, 4}) > 0.0), tg::ShapeError,
+                  "The shape of the 2D attn_mask is [5, 4], but should be [5, 5].");
+  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({3, 5, 5}) > 0.0), tg::ShapeError,
+                  "The shape of the 3D attn_mask is [3, 5, 5], but should be [12, 5, 5].");
+  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({5, 5}, tg::kInt64)), tg::DTypeError,
+                  "only bool and floating types of attn_mask are supported");
+  TG_CHECK_THROWS(mha(tg::randn({5, 3, 16}), tg::randn({5, 16}), tg::randn({5, 16})), tg::ShapeError,
+                  "expected `key` and `value` to be 3-D but found 2-D and 2-D tensors respectively");
+}
+
+TEST_CASE("layers: a PyTorch MultiheadAttention state_dict loads and gives PyTorch's outputs and weights") {
+  tg::nn::MultiheadAttention mha(8, 2);
+  // Written by `python3 tests/data/mha.py` (PyTorch 2.15): in_proj_weight, in_proj_bias, out_proj.weight,
+  // out_proj.bias, the biases drawn non-zero.
+  tg::load(mha, TG_SOURCE_DIR "/tests/data/mha.safetensors");
+  mha.eval();
+  auto f32 = [](const tg::Shape& shape, double seed) { return Variable(fill(shape, seed, false).data().to(tg::kFloat32)); };
+  auto check = [](const Variable& got, const tg::Shape& shape, const std::vector<double>& want) {
+    REQUIRE(got.shape() == shape);
+    const std::vector<float> g = got.to_vector<float>();
+    REQUIRE(g.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(g[i] - want[i]) <= 1e-5);
+    }
+  };
+  // The outputs that script printed for the same inputs.
+  // self-attention (L = S = 4, N = 2) with a bool key_padding_mask and a bool attn_mask, averaged weights
+  const Variable x = f32({4, 2, 8}, 0.5);
+  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 1, 0, 1, 0, 0}, {2, 4}) > 0;
+  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0}, {4, 4}) > 0;
+  auto [out1, w1] = mha(x, x, x, kpm, true, am);
+  check(out1, {4, 2, 8}, {-0.192434251, -0.165267676, -0.272979438, -0.0617192984, 0.279672712, -0.179264978, -0.00182078779, -0.132370755, -0.046142906, -0.150039807, -0.104959771, -0.0857114196, 0.355913848, -0.219515994, -0.139388725, 0.00108832121, -0.189390615, -0.169555679, -0.338632762, -0.0872410834, 0.439048797, -0.135771573, 0.0395410061, -0.133176401, -0.211677954, -0.246259853, -0.139428914, -0.345091701, 0.105195805, -0.393535554, 0.0159341842, -0.0984743387, -0.31191355, -0.0646532178, -0.537347794, 0.156854853, 0.254347354, 0.0388319865, 0.100202441, -0.347725928, -0.000472538173, -0.0352753326, 0.0264315009, 0.0292150676, -0.0153749436, -0.224664941, -0.28887701, -0.0607790947, -0.116008207, -0.22245425, -0.262802839, -0.274764836, 0.62297982, -0.215508997, 0.0312447548, -0.0269186795, -0.0676718056, -0.273548365, -0.000753432512, -0.399852335, 0.323909402, -0.43449977, -0.0836201012, 0.0758517087});
+  check(w1, {2, 4, 4}, {0.458831817, 0, 0.541168153, 0, 0.338966012, 0.379702866, 0.281331092, 0, 0, 0.500565112, 0.499434888, 0, 0.462185502, 0.537814498, 0, 0, 0.452533156, 0, 0.285861135, 0.26160571, 0.413242906, 0, 0.284966767, 0.301790357, 0, 0, 0.52444011, 0.475559831, 0.479504466, 0, 0, 0.520495534});
+  // cross-attention (L = 3, S = 5) with a float attn_mask, weights per head
+  const Variable kv = f32({5, 2, 8}, 2.5);
+  auto [out2, w2] = mha(f32({3, 2, 8}, 1.5), kv, kv, Variable(), true, f32({3, 5}, 3.5), false);
+  check(out2, {3, 2, 8}, {-0.107752487, -0.0673856065, -0.180965051, 0.117969751, 0.149047971, -0.118820421, -0.148507208, -0.126000956, -0.0875745267, -0.141702682, -0.117037982, 0.0305970907, 0.229739487, -0.201794386, -0.145740613, -0.0293269157, -0.105188102, -0.21845454, -0.149986759, -0.132236421, 0.404241741, -0.255164623, -0.0628756136, 0.0125888288, -0.137917012, -0.218005732, -0.19907704, -0.184620887, 0.405562103, -0.251666993, -0.0159274489, -0.0332478881, -0.179635912, -0.0727910027, -0.272866815, 0.033641398, 0.130031124, -0.117007256, -0.0577729791, -0.212365091, -0.139960498, -0.0951968431, -0.141529202, -0.131219894, 0.0256682634, -0.2436966, -0.101294145, -0.168163091});
+  check(w2, {2, 2, 3, 5}, {0.168519974, 0.0795698762, 0.121192873, 0.268819511, 0.361897767, 0.103051782, 0.185437933, 0.39712888, 0.258753747, 0.0556275956, 0.103010751, 0.0887880921, 0.115695275, 0.224237666, 0.468268186, 0.251863062, 0.124467775, 0.0984578431, 0.159924448, 0.365286887, 0.219202861, 0.321787268, 0.252448916, 0.134114802, 0.0724461302, 0.0602643378, 0.0905771255, 0.220625639, 0.31613043, 0.312402457, 0.121365108, 0.136794269, 0.263388634, 0.269175768, 0.209276259, 0.136378169, 0.299201369, 0.361977696, 0.153413951, 0.0490288883, 0.115557954, 0.0542665757, 0.0563963801, 0.183019176, 0.590759933, 0.252337068, 0.118006118, 0.0936651751, 0.160995111, 0.374996543, 0.180206448, 0.345346421, 0.294450909, 0.123946093, 0.0560501926, 0.0654979423, 0.139194101, 0.275904268, 0.257155538, 0.262248069});
+  // unbatched, without weights (PyTorch's scaled_dot_product_attention path)
+  auto [out3, w3] = mha(f32({3, 8}, 4.5), f32({5, 8}, 5.5), f32({5, 8}, 6.5), Variable(), false);
+  CHECK_FALSE(w3.defined());
+  check(out3, {3, 8}, {-0.370621741, -0.246296242, -0.456490159, -0.110824972, 0.270474434, -0.186866507, 0.192028463, -0.233490169, -0.418360204, -0.261841655, -0.48094061, -0.113696128, 0.202421486, -0.202968523, 0.226268798, -0.264440238, -0.384373218, -0.221296698, -0.480917186, -0.0591650605, 0.226794466, -0.155012101, 0.190488994, -0.269008279});
+}
+
+TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 threads") {
+  // See Note [Fused layer_norm rows on the CPU]: (301, 257) is above the parallel threshold, and 301
+  // rows over 3 threads give chunks of unequal length, each with its own partial dw and db.
+  const int before = tg::get_num_threads();
+  const Variable x = testing::randn64({301, 257}, 310, false) * 3.0 + 1.0;
+  const Variable w = testing::randn64({257}, 311, false), b = testing::randn64({257}, 312, false);
+  const Variable gy = testing::randn64({301, 257}, 313, false);
+  // the formula, spelled out with differentiable ops (none of them layer_norm)
+  std::vector<Variable> want;
+  {
+    const Variable xr(x.data(), true), wr(w.data(), true), br(b.data(), true);
+    const Variable mu = tg::mean(xr, 1, true), d = xr - mu;
+    const Variable y = d / tg::sqrt(tg::mean(d * d, 1, true) + 1e-5) * wr + br;
+    tg::sum(y * gy).backward();
+    want = {y, xr.grad(), wr.grad(), br.grad()};
+  }
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    tg::set_num_threads(threads);
+    const Variable xf(x.data(), true), wf(w.data(), true), bf(b.data(), true);
+    const Variable y = tg::layer_norm(xf, {257}, wf, bf);
+    tg::sum(y * gy).backward();
+    testing::check_close(y, want[0], 1e-10, 1e-10);
+    testing::check_close(xf.grad(), want[1], 1e-9, 1e-9);
+    testing::check_close(wf.grad(), want[2], 1e-9, 1e-9);
+    testing::check_close(bf.grad(), want[3], 1e-9, 1e-9);
+    // float32 through the same rows: within float32 rounding of the float64 result
+    const Variable x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true);
+    const Variable y32 = tg::layer_norm(x32, {257}, w32);
+    tg::sum(y32 * Variable(gy.data().to(tg::kFloat32))).backward();
+    testing::check_close(y32.to(tg::kFloat64), tg::layer_norm(x, {257}, w), 1e-4, 1e-4);
+    CHECK(x32.grad().dtype() == tg::kFloat32);
+    testing::check_close(w32.grad().to(tg::kFloat64), want[2], 1e-3, 1e-2);
+  }
+  tg::set_num_threads(before);
 }

@@ -1,6 +1,8 @@
 # tests/data/layers_reference.py: prints the PyTorch reference numbers that tests/test_layers.cpp
-# checks conv1d/conv2d/pooling/normalization against. Run with Debian's PyTorch 1.13:
-#   /usr/bin/python3 tests/data/layers_reference.py
+# checks conv1d/conv2d/pooling/normalization/embedding/attention against. Run with Debian's PyTorch
+# 1.13 (/usr/bin/python3 tests/data/layers_reference.py) up to layer_norm; the embedding, group_norm and
+# attention cases at the end need PyTorch >= 2.1 (scaled_dot_product_attention's scale=), e.g. from
+# `pip install torch` in a virtual environment.
 # Every input is fill(shape, seed) = sin(0.7 i + seed) over the flattened float64 tensor, which the C++
 # test builds the same way. For each case it prints the loss sum(out * fill(out.shape, 9)), the first
 # eight outputs, and the gradient probes sum(grad * fill(grad.shape, 5)) for each input.
@@ -55,3 +57,30 @@ report("batch_norm eval",
        lambda x, w, b: F.batch_norm(x, fill((3,), 7.0), fill((3,), 8.0).exp(), w, b, training=False),
        (2, 3, 4), (3,), (3,))
 report("layer_norm over (3, 4)", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, eps=1e-5), (2, 3, 4), (3, 4), (3, 4))
+
+# Embedding, group_norm and scaled_dot_product_attention (needs PyTorch >= 2.1 for scale=; the math
+# backend is forced, the one tensorgrad's composition follows).
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    math_only = lambda: sdpa_kernel(SDPBackend.MATH)
+except ImportError:
+    import contextlib
+    math_only = contextlib.nullcontext
+
+ids = torch.tensor([[0, 2, 1], [4, 2, 3]])
+report("embedding padding_idx 1", lambda w: F.embedding(ids, w, padding_idx=1), (5, 4))
+report("embedding repeated indices", lambda w: F.embedding(ids.flatten(), w), (6, 3))
+report("group_norm 2 groups", lambda x, w, b: F.group_norm(x, 2, w, b, eps=1e-5), (2, 6, 3, 2), (6,), (6,))
+report("group_norm 3 groups no affine", lambda x: F.group_norm(x, 3), (3, 6, 5))
+with math_only():
+    report("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 3))
+    report("sdpa causal L < S", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+           (2, 5, 4), (2, 6, 4), (2, 6, 3))
+    keep = torch.tensor([[True, False, True, True, False, True]]).expand(5, 6).clone()
+    keep[2, 0] = False
+    report("sdpa bool mask, broadcast key batch",
+           lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), (2, 3, 5, 4), (1, 3, 6, 4),
+           (1, 3, 6, 3))
+    report("sdpa float mask with gradient, scale 0.3",
+           lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3), (3, 5, 4), (3, 6, 4),
+           (3, 6, 2), (5, 6))

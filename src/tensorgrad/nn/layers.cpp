@@ -37,6 +37,50 @@ std::string Linear::name() const {
   return os.str();
 }
 
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)
+    : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim), padding_idx_(padding_idx) {
+  TG_CHECK(num_embeddings > 0 && embedding_dim > 0, ShapeError,
+           "Embedding: num_embeddings and embedding_dim must be positive, got ", num_embeddings, " and ", embedding_dim);
+  if (padding_idx_) {
+    TG_CHECK(*padding_idx_ >= -num_embeddings && *padding_idx_ < num_embeddings, IndexError,
+             "Embedding: Padding_idx must be within num_embeddings (", *padding_idx_, " for ", num_embeddings,
+             " embeddings)");
+    if (*padding_idx_ < 0) *padding_idx_ += num_embeddings;
+  }
+  // PyTorch's reset_parameters: normal_(0, 1), then the padding row zeroed.
+  weight = Variable(prim::empty({num_embeddings, embedding_dim}));
+  init::normal_(weight, 0, 1);
+  if (padding_idx_ && !init::SkipInitGuard::is_enabled()) prim::fill_(weight.data().select(0, *padding_idx_), 0.0);
+  register_parameter("weight", weight);
+}
+
+std::unique_ptr<Embedding> Embedding::from_pretrained(const Variable& embeddings, bool freeze,
+                                                      std::optional<int64_t> padding_idx) {
+  TG_CHECK(embeddings.defined() && embeddings.dim() == 2, ShapeError,
+           "Embedding.from_pretrained: Embeddings parameter is expected to be 2-dimensional, got ",
+           embeddings.defined() ? shape_str(embeddings.shape()) : std::string("an undefined tensor"));
+  std::unique_ptr<Embedding> e;
+  {
+    init::SkipInitGuard skip;   // the values come from embeddings
+    e = std::make_unique<Embedding>(embeddings.shape()[0], embeddings.shape()[1], padding_idx);
+  }
+  e->weight.set_data(embeddings.data().contiguous().clone());   // same dtype and device as embeddings
+  e->weight.set_requires_grad(!freeze);
+  return e;
+}
+
+std::unique_ptr<Module> Embedding::new_instance() const {
+  return std::make_unique<Embedding>(num_embeddings_, embedding_dim_, padding_idx_);
+}
+
+std::string Embedding::name() const {
+  std::ostringstream os;
+  os << "Embedding(" << num_embeddings_ << ", " << embedding_dim_;
+  if (padding_idx_) os << ", padding_idx=" << *padding_idx_;
+  os << ")";
+  return os.str();
+}
+
 Dropout::Dropout(double p) : p_(p) {
   TG_CHECK(p >= 0 && p <= 1, Error, "Dropout: probability has to be between 0 and 1, but got ", p);
 }

@@ -1,8 +1,9 @@
 /// \file
-/// nn/layers.h: the standard layers and losses as Modules: Linear, ReLU, Sigmoid, Tanh, Dropout,
-/// Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
+/// nn/layers.h: the standard layers and losses as Modules: Linear, Embedding, ReLU, Sigmoid, Tanh,
+/// Dropout, Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,33 @@ class Linear : public Module {
   Variable bias;     ///< (out_features), registered as "bias"; undefined when bias = false
  private:
   int64_t in_features_, out_features_;
+};
+
+/// A lookup table of num_embeddings vectors of embedding_dim (torch::nn::Embedding): int64 indices
+/// (*) -> (*, embedding_dim) through embedding(). weight is drawn from N(0, 1) as PyTorch's, and the
+/// row padding_idx (negative counts from num_embeddings), when given, is zero and gets no gradient.
+class Embedding : public Module {
+ public:
+  /// float32 weight on the CPU from the manual_seed stream; ShapeError unless both sizes are positive,
+  /// IndexError for a padding_idx outside [-num_embeddings, num_embeddings).
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt);
+  /// An Embedding whose weight is a copy of embeddings (V, D) (torch.nn.Embedding.from_pretrained):
+  /// freeze (the default) makes it a parameter that does not require grad. The padding_idx row is kept
+  /// as given (PyTorch does not zero it either) and gets no gradient. ShapeError unless embeddings is 2-D.
+  static std::unique_ptr<Embedding> from_pretrained(const Variable& embeddings, bool freeze = true,
+                                                    std::optional<int64_t> padding_idx = std::nullopt);
+  /// embedding(input, weight, padding_idx): input (*) int64 -> (*, embedding_dim).
+  Variable forward(const Variable& input) override { return embedding(input, weight, padding_idx_); }
+  /// "Embedding(10, 3, padding_idx=0)".
+  std::string name() const override;
+  /// An Embedding of the same sizes and padding_idx (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  /// The padding index in [0, num_embeddings), if any.
+  std::optional<int64_t> padding_idx() const { return padding_idx_; }
+  Variable weight;   ///< (num_embeddings, embedding_dim), registered as "weight"
+ private:
+  int64_t num_embeddings_, embedding_dim_;
+  std::optional<int64_t> padding_idx_;
 };
 
 /// relu(x) as a module (torch::nn::ReLU).

@@ -86,5 +86,26 @@ std::string LayerNorm::name() const {
   return os.str();
 }
 
+GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool affine)
+    : num_groups_(num_groups), num_channels_(num_channels), eps_(eps), affine_(affine) {
+  TG_CHECK(num_groups > 0 && num_channels > 0, ShapeError, "GroupNorm: num_groups and num_channels must be positive, got ",
+           num_groups, " and ", num_channels);
+  TG_CHECK(num_channels % num_groups == 0, ShapeError, "GroupNorm: num_channels must be divisible by num_groups (",
+           num_channels, " and ", num_groups, ")");
+  if (affine) {
+    weight = Variable(prim::full({num_channels}, 1.0));
+    bias = Variable(prim::full({num_channels}, 0.0));
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+}
+
+std::string GroupNorm::name() const {
+  std::ostringstream os;
+  os << "GroupNorm(" << num_groups_ << ", " << num_channels_ << ", eps=" << eps_
+     << ", affine=" << (affine_ ? "True" : "False") << ")";
+  return os.str();
+}
+
 }  // namespace nn
 }  // namespace tg

@@ -1,6 +1,6 @@
 /// \file
 /// nn/norm.h: the normalization layers as Modules, with PyTorch's names, buffers and init:
-/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked) and LayerNorm. Each
+/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked), LayerNorm and GroupNorm. Each
 /// forward is one call into ops/ops.h (ops/norm.cpp). The convolution layers are in nn/conv.h.
 #pragma once
 #include <memory>
@@ -95,6 +95,29 @@ class LayerNorm : public Module {
   Variable bias;     ///< normalized_shape, registered as "bias"; undefined unless elementwise_affine
  private:
   std::vector<int64_t> normalized_shape_;
+  double eps_;
+  bool affine_;
+};
+
+/// group_norm(x, num_groups, weight, bias, eps) as a module (torch::nn::GroupNorm): weight (ones) and
+/// bias (zeros) of num_channels when affine. Input (N, num_channels, *).
+class GroupNorm : public Module {
+ public:
+  /// ShapeError unless num_groups > 0 and num_channels is a positive multiple of it (PyTorch's
+  /// "num_channels must be divisible by num_groups").
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  /// x (N, num_channels, *) -> the same shape.
+  Variable forward(const Variable& x) override { return group_norm(x, num_groups_, weight, bias, eps_); }
+  /// "GroupNorm(2, 6, eps=1e-05, affine=True)".
+  std::string name() const override;
+  /// A GroupNorm of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<GroupNorm>(num_groups_, num_channels_, eps_, affine_);
+  }
+  Variable weight;   ///< (num_channels), registered as "weight"; undefined unless affine
+  Variable bias;     ///< (num_channels), registered as "bias"; undefined unless affine
+ private:
+  int64_t num_groups_, num_channels_;
   double eps_;
   bool affine_;
 };

@@ -1,5 +1,7 @@
-// ops/index.cpp: index_select and gather with their scatter-add backwards. The index is an int64
-// Variable and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
+// ops/index.cpp: index_select, gather and embedding with their scatter-add backwards. The index is
+// an int64 Variable and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
+#include <string>
+
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -28,6 +30,41 @@ Variable gather(const Variable& x, int64_t dim, const Variable& index) {
     Tensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
     prim::scatter_add_(dx, dim, idx.get(), grad.contiguous());            // dx[index[i]] += grad[i]
     g.set(0, dx);
+  });
+}
+
+// input (*) int64, weight (V, D) -> out (*, D): out[i] = weight[input[i]]
+Variable embedding(const Variable& input, const Variable& weight, std::optional<int64_t> padding_idx) {
+  TG_CHECK(weight.defined() && weight.dim() == 2, ShapeError, "embedding: 'weight' must be 2-D, got weight of size ",
+           weight.defined() ? shape_str(weight.shape()) : std::string("(undefined)"));
+  TG_CHECK(input.defined() && input.dtype() == kInt64, DTypeError,
+           "embedding: Expected tensor for argument #1 'indices' to have scalar type Long, but got ",
+           input.defined() ? dtype_name(input.dtype()) : "an undefined tensor", " instead");
+  TG_CHECK(!input.requires_grad(), AutogradError, "embedding: the indices get no gradient and must not require grad");
+  const int64_t V = weight.shape()[0], D = weight.shape()[1];
+  if (padding_idx) {
+    TG_CHECK(*padding_idx >= -V && *padding_idx < V, IndexError, "embedding: Padding_idx must be within num_embeddings (",
+             *padding_idx, " for ", V, " embeddings)");
+    if (*padding_idx < 0) *padding_idx += V;
+  }
+  const Shape in_shape = input.shape();
+  Shape out_shape = in_shape;
+  out_shape.push_back(D);
+  const Tensor flat = input.data().reshape({input.numel()});
+  Tensor out;
+  try {
+    out = prim::index_select(weight.data(), 0, flat).view(out_shape);   // checks the range and the device
+  } catch (const IndexError& e) {   // PyTorch's "index out of range in self", with the op's own details
+    throw IndexError(std::string("embedding: index out of range in self (") + e.what() + ")");
+  }
+  SavedTensor idx = any_requires_grad({weight}) ? SavedTensor(input) : SavedTensor();
+  const int64_t pad = padding_idx ? *padding_idx : -1;
+  return record("embedding", out, {weight}, [idx, V, D, pad](const Tensor& grad, Grads& g) {
+    Tensor dw = prim::full({V, D}, 0.0, grad.dtype(), grad.device());
+    const Tensor index = idx.get();
+    prim::index_add_(dw, 0, index.reshape({index.numel()}), grad.reshape({index.numel(), D}));   // dw[input[i]] += grad[i]
+    if (pad >= 0) prim::fill_(dw.select(0, pad), 0.0);                                            // dw[padding_idx] = 0
+    g.set(0, dw);
   });
 }
 

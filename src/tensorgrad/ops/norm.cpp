@@ -1,11 +1,15 @@
-// ops/norm.cpp: batch_norm and layer_norm. Both normalize x over a set of dims (batch_norm: every dim
-// but the channels; layer_norm: the trailing normalized_shape) with the biased variance, scale by
-// weight and shift by bias; one recorded node each, forward and backward through prims, so both
+// ops/norm.cpp: batch_norm, layer_norm and group_norm. Each normalizes x over a set of dims
+// (batch_norm: every dim but the channels; layer_norm: the trailing normalized_shape; group_norm: the
+// channels of a group and the trailing dims) with the biased variance, scales by weight and shifts by
+// bias; one recorded node each, forward and backward through prims, so both
 // backends run them. Modules wrapping these: nn/norm.h.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "tensorgrad/engine/grad_mode.h"
+#include "tensorgrad/engine/parallel.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -60,6 +64,175 @@ Tensor normalize_backward_input(const Tensor& dy, const Tensor& xhat, const Tens
 }
 
 std::string shape_list(const std::vector<int64_t>& v) { return shape_str(Shape(v.begin(), v.end())); }
+
+// Note [Fused layer_norm rows on the CPU]
+// Composed of prims, layer_norm makes about ten passes over the activations in each direction (the
+// means, the centred copy, xhat, the products, the reductions), each with a fresh output. On the CPU,
+// for float32 and float64, it instead runs row by row: a row of D values stays in L1 while its
+// statistics and outputs are computed, so the forward reads x once and writes y once, and the
+// backward reads dy and x once and writes dx once. Sums are accumulated in double, in four
+// interleaved partial sums, whatever T is. dw and db are summed per chunk of rows, then the chunks
+// in order: the chunks depend only on the row count and the pool size, so results do not depend on
+// the load. CUDA tensors and the 16-bit dtypes keep the composition through prims.
+
+/// sum_i f(i) for i in [0, D), in double with four partial sums.
+template <class F>
+double row_sum(int64_t D, F f) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= D; i += 4) {
+    a0 += f(i);
+    a1 += f(i + 1);
+    a2 += f(i + 2);
+    a3 += f(i + 3);
+  }
+  for (; i < D; ++i) a0 += f(i);
+  return (a0 + a1) + (a2 + a3);
+}
+
+/// Parts for a row loop of M rows of D values: the pool's size when the work is large enough.
+int row_parts(int64_t M, int64_t D) {
+  return M * D >= (int64_t(1) << 16) ? std::max(1, std::min<int>(parallel::max_threads(), static_cast<int>(M))) : 1;
+}
+
+/// x (M, D) contiguous -> y (M, D) (sets), mean and rstd (M) (set); w, b (D) or null.
+/// See Note [Fused layer_norm rows on the CPU].
+template <class T>
+void layer_norm_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t M, int64_t D, double eps) {
+  parallel::run(M, row_parts(M, D), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * D;
+      T* yr = y + r * D;
+      const double mu = row_sum(D, [&](int64_t i) { return static_cast<double>(xr[i]); }) / static_cast<double>(D);
+      const double var = row_sum(D, [&](int64_t i) {
+        const double d = static_cast<double>(xr[i]) - mu;
+        return d * d;
+      }) / static_cast<double>(D);   // biased, two-pass
+      const double rs = 1.0 / std::sqrt(var + eps);
+      const T m = static_cast<T>(mu), s = static_cast<T>(rs);
+      mean[r] = m;
+      rstd[r] = s;
+      if (w != nullptr && b != nullptr) {
+        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s * w[i] + b[i];
+      } else if (w != nullptr) {
+        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s * w[i];
+      } else if (b != nullptr) {
+        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s + b[i];
+      } else {
+        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s;
+      }
+    }
+  });
+}
+
+/// The backward of layer_norm_rows: dy, x (M, D) contiguous, mean, rstd (M), w (D) or null ->
+/// dx (M, D) (sets; null: not wanted), dw and db (D) (set; null: not wanted). With xhat = (x - mean)
+/// rstd and g = dy w: dx = rstd (g - mean(g) - xhat mean(g xhat)), dw = sum over rows of dy xhat,
+/// db = sum over rows of dy. See Note [Fused layer_norm rows on the CPU].
+template <class T>
+void layer_norm_rows_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
+                              int64_t M, int64_t D) {
+  const int parts = row_parts(M, D);
+  const bool sums = dw != nullptr || db != nullptr;
+  // per chunk partial dw and db, summed in chunk order below
+  std::vector<double> partial(sums ? static_cast<std::size_t>(parts) * 2 * D : 0, 0.0);
+  // one call per chunk c of rows [c M / parts, (c + 1) M / parts), each with its own partial sums
+  parallel::run(parts, parts, [&](int64_t c0, int64_t c1) {
+    for (int64_t chunk = c0; chunk < c1; ++chunk) {
+      double* pw = sums ? partial.data() + chunk * 2 * D : nullptr;
+      double* pb = sums ? pw + D : nullptr;
+      const int64_t r0 = chunk * M / parts, r1 = (chunk + 1) * M / parts;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* dyr = dy + r * D;
+        const T* xr = x + r * D;
+        const T m = mean[r], s = rstd[r];
+        if (sums)
+          for (int64_t i = 0; i < D; ++i) {
+            pw[i] += static_cast<double>(dyr[i] * ((xr[i] - m) * s));
+            pb[i] += static_cast<double>(dyr[i]);
+          }
+        if (dx == nullptr) continue;
+        auto g = [&](int64_t i) { return w != nullptr ? dyr[i] * w[i] : dyr[i]; };
+        const double inv_d = 1.0 / static_cast<double>(D);
+        const T m1 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i)); }) * inv_d);
+        const T m2 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i) * ((xr[i] - m) * s)); }) * inv_d);
+        T* dxr = dx + r * D;
+        for (int64_t i = 0; i < D; ++i) dxr[i] = s * (g(i) - m1 - (xr[i] - m) * s * m2);
+      }
+    }
+  });
+  if (!sums) return;
+  for (int64_t i = 0; i < D; ++i) {
+    double sw = 0, sb = 0;
+    for (int c = 0; c < parts; ++c) {
+      sw += partial[static_cast<std::size_t>(c) * 2 * D + i];
+      sb += partial[static_cast<std::size_t>(c) * 2 * D + D + i];
+    }
+    if (dw != nullptr) dw[i] = static_cast<T>(sw);
+    if (db != nullptr) db[i] = static_cast<T>(sb);
+  }
+}
+
+/// Whether layer_norm runs on the fused CPU rows: CPU float32/float64, weight and bias of the same
+/// dtype and device when given. See Note [Fused layer_norm rows on the CPU].
+bool fused_layer_norm(const Variable& input, const Variable& weight, const Variable& bias) {
+  const DType dt = input.dtype();
+  if (!input.device().is_cpu() || (dt != kFloat32 && dt != kFloat64)) return false;
+  for (const Variable* p : {&weight, &bias})
+    if (p->defined() && (p->dtype() != dt || !p->device().is_cpu())) return false;
+  return true;
+}
+
+/// layer_norm through layer_norm_rows, recorded with layer_norm_rows_backward. x viewed as (M, D).
+Variable layer_norm_fused(const Variable& input, const Variable& weight, const Variable& bias, int64_t M, int64_t D,
+                          const Shape& ns, double eps) {
+  const DType dt = input.dtype();
+  const Tensor x = input.data().contiguous();
+  const Tensor w = weight.defined() ? weight.data().contiguous() : Tensor();
+  const Tensor b = bias.defined() ? bias.data().contiguous() : Tensor();
+  Tensor y = Tensor::empty(input.shape(), dt, input.device());
+  Tensor mean = Tensor::empty({M}, dt, input.device()), rstd = Tensor::empty({M}, dt, input.device());
+  if (M * D > 0) {
+    dispatch_only<kFloat32, kFloat64>(dt, "layer_norm", [&](auto tag) {
+      using T = decltype(tag);
+      layer_norm_rows<T>(x.data<T>(), w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr,
+                         y.data<T>(), mean.data<T>(), rstd.data<T>(), M, D, eps);
+    });
+  }
+  const bool need = any_requires_grad({input, weight, bias});
+  std::vector<Variable> inputs{input};
+  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  const Shape in_shape = input.shape();
+  return record("layer_norm", y, inputs,
+                [x_saved, w_saved, mean, rstd, wi, bi, M, D, in_shape, ns](const Tensor& grad, Grads& g) {
+    const Tensor xs = x_saved.get().contiguous(), dy = grad.contiguous();
+    const Tensor ws = w_saved.defined() ? w_saved.get().contiguous() : Tensor();
+    const DType t = dy.dtype();
+    const bool want_x = g.need(0), want_w = wi >= 0 && g.need(wi), want_b = bi >= 0 && g.need(bi);
+    Tensor dx = want_x ? Tensor::empty(in_shape, t, dy.device()) : Tensor();
+    Tensor dw = want_w ? Tensor::empty(ns, t, dy.device()) : Tensor();
+    Tensor db = want_b ? Tensor::empty(ns, t, dy.device()) : Tensor();
+    if (M * D > 0) {
+      dispatch_only<kFloat32, kFloat64>(t, "layer_norm", [&](auto tag) {
+        using T = decltype(tag);
+        layer_norm_rows_backward<T>(dy.data<T>(), xs.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                    ws.defined() ? ws.data<T>() : nullptr, want_x ? dx.data<T>() : nullptr,
+                                    want_w ? dw.data<T>() : nullptr, want_b ? db.data<T>() : nullptr, M, D);
+      });
+    } else {
+      if (want_w) prim::fill_(dw, 0.0);
+      if (want_b) prim::fill_(db, 0.0);
+    }
+    if (want_x) g.set(0, dx);   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
+    if (want_w) g.set(wi, dw);  // dw = sum over rows of dy xhat
+    if (want_b) g.set(bi, db);  // db = sum over rows of dy
+  });
+}
 
 }  // namespace
 
@@ -143,6 +316,7 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   for (int64_t s : normalized_shape) D *= s;
   const Shape in_shape = input.shape();
   const int64_t M = D == 0 ? 0 : input.numel() / D;
+  if (fused_layer_norm(input, weight, bias)) return layer_norm_fused(input, weight, bias, M, D, ns, eps);
   // x viewed as (M, D); statistics over dim 1; weight and bias as (1, D).
   const Tensor x = input.data().reshape({M, D});
   const Tensor w = weight.defined() ? weight.data().reshape({1, D}) : Tensor();
@@ -164,6 +338,53 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
     if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, {1}, D).reshape(in_shape));
     if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0}, false, "layer_norm").reshape(ns));   // dw = sum over rows of dy xhat
     if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0}, false, "layer_norm").reshape(ns));   // db = sum over rows of dy
+  });
+}
+
+Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight, const Variable& bias,
+                    double eps) {
+  TG_CHECK(input.dim() >= 2, ShapeError, "group_norm: Expected at least 2 dimensions for input tensor but received ",
+           input.dim());
+  const int64_t N = input.shape()[0], C = input.shape()[1];
+  TG_CHECK(num_groups > 0 && C % num_groups == 0, ShapeError,
+           "group_norm: Expected number of channels in input to be divisible by num_groups, but got input of shape ",
+           shape_str(input.shape()), " and num_groups=", num_groups);
+  for (const Variable* p : {&weight, &bias})
+    if (p->defined())
+      TG_CHECK(p->shape() == Shape{C}, ShapeError, "group_norm: Expected ", p == &weight ? "weight" : "bias",
+               " to be a vector of size equal to the number of channels in input, but got ",
+               p == &weight ? "weight" : "bias", " of shape ", shape_str(p->shape()), " and input of shape ",
+               shape_str(input.shape()));
+  prim::check_floating("group_norm", input.data());
+  const int64_t G = num_groups, Cg = C / G;
+  int64_t S = 1;   // positions per channel
+  for (int64_t d = 2; d < input.dim(); ++d) S *= input.shape()[d];
+  const int64_t count = Cg * S;   // elements per (sample, group)
+  const Shape in_shape = input.shape();
+  // x viewed as (N, G, C / G, S); statistics over dims 2 and 3, weight and bias as (1, G, C / G, 1).
+  const Tensor x = input.data().reshape({N, G, Cg, S});
+  const Shape cshape{1, G, Cg, 1};
+  const Tensor w = weight.defined() ? weight.data().reshape(cshape) : Tensor();
+  const Tensor b = bias.defined() ? bias.data().reshape(cshape) : Tensor();
+  const std::vector<int64_t> dims{2, 3};
+  Normalized r = normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
+  const bool need = any_requires_grad({input, weight, bias});
+  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  std::vector<Variable> inputs{input};
+  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  return record("group_norm", r.y.view(in_shape), inputs,
+                [xhat, rstd, w_saved, wi, bi, dims, count, in_shape, cshape, C](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(xhat.shape());
+    const Tensor w = w_saved.defined() ? w_saved.get().reshape(cshape) : Tensor();
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each (sample, group), g = dy w
+    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, dims, count).reshape(in_shape));
+    // dw = sum over samples and positions of dy xhat, per channel; db = the same sum of dy
+    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 3}, false, "group_norm").reshape({C}));
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 3}, false, "group_norm").reshape({C}));
   });
 }
 

@@ -6,6 +6,7 @@
 /// reason) and a CPU-vs-CUDA parity case (or be excluded with a reason), or a coverage test fails.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,12 @@ Variable index_select(const Variable& x, int64_t dim, const Variable& index);
 /// out[i][j] = x[index[i][j]][j] for dim 0, x[i][index[i][j]] for dim 1 (torch.gather): index (int64)
 /// has x's rank, sizes no larger than x's off dim, entries in [0, x.size(dim)); out has index's shape.
 Variable gather(const Variable& x, int64_t dim, const Variable& index);
+/// input (*) int64 with entries in [0, V), weight (V, D) -> (*, D): the rows of weight that input
+/// names (torch.nn.functional.embedding). weight's gradient is dense: the output gradient's rows added
+/// into the rows they were read from (index_add), except the row padding_idx (negative counts from
+/// V), which gets none. IndexError for an index out of range (for CUDA tensors at the next sync) or a
+/// padding_idx outside [-V, V); DTypeError for a non-int64 input; ShapeError unless weight is 2-D.
+Variable embedding(const Variable& input, const Variable& weight, std::optional<int64_t> padding_idx = std::nullopt);
 
 // ---- neural-network functions (ops/nn.cpp)
 /// exp(x) / sum(exp(x)) along dim, computed stably (torch.softmax); floating x.
@@ -305,7 +312,28 @@ Variable batch_norm(const Variable& input, const Variable& running_mean, const V
 /// (torch.nn.functional.layer_norm).
 Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalized_shape,
                     const Variable& weight = Variable(), const Variable& bias = Variable(), double eps = 1e-5);
+/// input (N, C, *) split into num_groups groups of C / num_groups channels, each normalized over its
+/// channels and every trailing dim with the biased variance, then scaled by weight and shifted by bias
+/// (both (C), optional, per channel) (torch.nn.functional.group_norm). ShapeError for fewer than 2
+/// dims, C not divisible by num_groups, or weight / bias of another size than C.
+Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight = Variable(),
+                    const Variable& bias = Variable(), double eps = 1e-5);
 ///@}
+
+// ---- attention (ops/attention.cpp)
+/// softmax(query key^T scale + mask) value (torch.nn.functional.scaled_dot_product_attention):
+/// query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); the leading dims broadcast.
+/// attn_mask broadcasts to (..., L, S): a bool mask keeps the positions where it is true (the others
+/// get -inf before the softmax), a floating one (query's dtype) is added to the scores. is_causal
+/// keeps key j for query i when j <= i (top-left aligned, as PyTorch), and needs no attn_mask
+/// (Error when both are given). scale defaults to 1 / sqrt(E). dropout_p > 0 drops attention weights
+/// from the manual_seed stream and scales the others by 1 / (1 - dropout_p): as in PyTorch this
+/// function always applies it, so pass 0 in evaluation (nn::MultiheadAttention does). A row that
+/// masks every key gives NaN, as PyTorch's math path. Composed of matmul, masked_fill, softmax and
+/// dropout, so both backends run it and autograd differentiates it (attn_mask included).
+Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
+                                      const Variable& attn_mask = Variable(), double dropout_p = 0,
+                                      bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 // ---- operators (ops/methods.cpp): Variables and scalars on either side
 /// \name Operators
