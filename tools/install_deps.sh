@@ -2,7 +2,7 @@
 # tools/install_deps.sh: installs the Debian/Ubuntu packages tensorgrad needs, when missing.
 # As root it runs apt-get; otherwise it prints the exact command and fails. Usage: install_deps.sh [extra packages]
 set -euo pipefail
-packages=(cmake g++ make pkgconf doctest-dev libopenblas-dev zlib1g-dev libgloo-dev libdnnl-dev dataset-fashion-mnist "$@")
+packages=(cmake g++ make pkgconf doctest-dev libopenblas-dev zlib1g-dev libgloo-dev libdnnl-dev dataset-fashion-mnist fortunes "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
