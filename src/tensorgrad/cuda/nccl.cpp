@@ -166,7 +166,13 @@ ncclRedOp_t to_nccl_op(distributed::ReduceOp op, DType d) {
 std::string unavailable_reason() noexcept {
   try {
     std::string missing;
-    if (!cuda::is_available()) missing = "no usable CUDA GPU (" + cuda::info() + ")";
+    if (!cuda::is_available()) {
+      // the first line of info() says why: "CUDA: not available: no CUDA driver installed (...)"
+      std::string why = cuda::info();
+      why = why.substr(0, why.find('\n'));
+      if (why.rfind("CUDA: ", 0) == 0) why = why.substr(6);
+      missing = "no usable CUDA GPU (" + why + ")";
+    }
     const Nccl* n = state();
     if (n == nullptr || !n->status.loaded) {
       if (!missing.empty()) missing += "; ";
