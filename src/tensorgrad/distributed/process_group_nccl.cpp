@@ -50,8 +50,9 @@ class NcclGroup final : public ProcessGroup {
     try {
       comm_ = std::make_unique<cuda::nccl::Communicator>(device_, id, r.rank, r.world_size, r.timeout);
     } catch (const DistributedError& e) {
-      const bool timed_out = std::strstr(e.what(), "not ready within") != nullptr;
-      throw DistributedError(store_->diagnose("init_process_group", 0, false, timed_out, "nccl", e.what()));
+      // NCCL's own reason when it refused; after a timeout, the store may know which rank is gone
+      if (std::strstr(e.what(), "not ready within") == nullptr) throw;
+      throw DistributedError(store_->diagnose("init_process_group", 0, false, true, "nccl", e.what()));
     }
   }
   ~NcclGroup() override {
