@@ -250,9 +250,12 @@ struct Communicator::Impl {
     return {false, false, error_text(r)};
   }
 
-  WaitResult issue(ncclResult_t r) noexcept {
+  /// Calls NCCL (call: a function of the communicator returning an ncclResult_t) unless the
+  /// communicator was aborted (then it no longer exists), and settles the result.
+  template <class Call>
+  WaitResult issue(Call&& call) noexcept {
     if (aborted) return {false, false, "the NCCL communicator was aborted after an earlier failure"};
-    return settle(r, Clock::now() + timeout);
+    return settle(call(), Clock::now() + timeout);
   }
 };
 
@@ -306,20 +309,29 @@ WaitResult Communicator::all_reduce(const Tensor& t, distributed::ReduceOp op) {
   ncclDataType_t type;
   if (!to_nccl_type(t.dtype(), &type)) return {false, false, "NCCL has no type for this dtype"};
   detail::DeviceGuard guard(impl_->device);
-  return impl_->issue(api().all_reduce(t.raw_data(), t.raw_data(), static_cast<std::size_t>(t.numel()), type,
-                                       to_nccl_op(op, t.dtype()), impl_->comm, detail::context(impl_->device).stream()));
+  const cudaStream_t stream = detail::context(impl_->device).stream();
+  return impl_->issue([&] {
+    return api().all_reduce(t.raw_data(), t.raw_data(), static_cast<std::size_t>(t.numel()), type,
+                            to_nccl_op(op, t.dtype()), impl_->comm, stream);
+  });
 }
 
 WaitResult Communicator::broadcast(const Tensor& t, int root) {
   detail::DeviceGuard guard(impl_->device);
-  return impl_->issue(api().broadcast(t.raw_data(), t.raw_data(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()),
-                                      ncclUint8, root, impl_->comm, detail::context(impl_->device).stream()));
+  const cudaStream_t stream = detail::context(impl_->device).stream();
+  return impl_->issue([&] {
+    return api().broadcast(t.raw_data(), t.raw_data(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()),
+                           ncclUint8, root, impl_->comm, stream);
+  });
 }
 
 WaitResult Communicator::all_gather(const Tensor& in, const Tensor& out) {
   detail::DeviceGuard guard(impl_->device);
-  return impl_->issue(api().all_gather(in.raw_data(), out.raw_data(), static_cast<std::size_t>(in.numel()) * dtype_size(in.dtype()),
-                                       ncclUint8, impl_->comm, detail::context(impl_->device).stream()));
+  const cudaStream_t stream = detail::context(impl_->device).stream();
+  return impl_->issue([&] {
+    return api().all_gather(in.raw_data(), out.raw_data(), static_cast<std::size_t>(in.numel()) * dtype_size(in.dtype()),
+                            ncclUint8, impl_->comm, stream);
+  });
 }
 
 WaitResult Communicator::wait() noexcept {
