@@ -1,6 +1,6 @@
 // tests/cuda_emulator/nccl.cpp: the CUDA emulator's NCCL, for a world of one rank: communicators bound
-// to the device current at their creation, the non-blocking creation that answers ncclInProgress
-// once (so the caller's polling runs), and all_reduce / broadcast / all_gather as copies queued on the
+// to the device current at their creation, the non-blocking creation and finalization that answer
+// ncclInProgress once (so the caller's polling runs), and all_reduce / broadcast / all_gather as copies queued on the
 // stream (with one rank every reduction is the identity). Buffers must lie in device memory of the
 // communicator's device and the stream must belong to it (what NCCL would fault on). Several ranks
 // are refused with ncclInvalidUsage. With TG_CUDA_EMULATE_NCCL_STALL=1 (Note [Emulator settings]) a
@@ -101,6 +101,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
   *async_error = comm->stalled ? ncclInProgress : comm->state;
   comm->state = ncclSuccess;   // creation completes once it has been asked about
   return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  Lock lock(tg_emu::api_mutex());
+  if (comms().count(comm) == 0 || comm->stalled) return ncclInvalidArgument;
+  comm->state = ncclInProgress;   // non-blocking: done once ncclCommGetAsyncError has been asked
+  return ncclInProgress;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {

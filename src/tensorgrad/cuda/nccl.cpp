@@ -42,6 +42,7 @@ struct NcclApi {
   decltype(&::ncclGetVersion) get_version = nullptr;
   decltype(&::ncclGetUniqueId) get_unique_id = nullptr;
   decltype(&::ncclCommInitRankConfig) comm_init_rank_config = nullptr;
+  decltype(&::ncclCommFinalize) comm_finalize = nullptr;
   decltype(&::ncclCommDestroy) comm_destroy = nullptr;
   decltype(&::ncclCommAbort) comm_abort = nullptr;
   decltype(&::ncclCommGetAsyncError) comm_get_async_error = nullptr;
@@ -65,6 +66,7 @@ Nccl* load() {
   a.get_version = &::ncclGetVersion;
   a.get_unique_id = &::ncclGetUniqueId;
   a.comm_init_rank_config = &::ncclCommInitRankConfig;
+  a.comm_finalize = &::ncclCommFinalize;
   a.comm_destroy = &::ncclCommDestroy;
   a.comm_abort = &::ncclCommAbort;
   a.comm_get_async_error = &::ncclCommGetAsyncError;
@@ -92,10 +94,11 @@ Nccl* load() {
   if (h == nullptr) return n;
   NcclApi& a = n->api;
   detail::LibraryStatus* s = &n->status;
-  // ncclCommInitRankConfig (non-blocking communicators) appeared in NCCL 2.14.
+  // ncclCommInitRankConfig (non-blocking communicators) and ncclCommFinalize appeared in NCCL 2.14.
   const bool ok = resolve(h, "ncclGetVersion", &a.get_version, s) & resolve(h, "ncclGetUniqueId", &a.get_unique_id, s) &
                   resolve(h, "ncclCommInitRankConfig", &a.comm_init_rank_config, s) &
-                  resolve(h, "ncclCommDestroy", &a.comm_destroy, s) & resolve(h, "ncclCommAbort", &a.comm_abort, s) &
+                  resolve(h, "ncclCommFinalize", &a.comm_finalize, s) & resolve(h, "ncclCommDestroy", &a.comm_destroy, s) &
+                  resolve(h, "ncclCommAbort", &a.comm_abort, s) &
                   resolve(h, "ncclCommGetAsyncError", &a.comm_get_async_error, s) &
                   resolve(h, "ncclGetErrorString", &a.get_error_string, s) &
                   resolve(h, "ncclAllReduce", &a.all_reduce, s) & resolve(h, "ncclBroadcast", &a.broadcast, s) &
@@ -296,8 +299,10 @@ Communicator::Communicator(int device, const std::string& id, int rank, int worl
 
 Communicator::~Communicator() {
   if (impl_->comm != nullptr && !impl_->aborted) {
-    // Finishes what is queued first; a communicator that cannot (a peer is gone) is aborted instead.
-    const WaitResult w = wait();
+    // Finishes what is queued, then finalizes (non-blocking: polled with the timeout) and frees the
+    // communicator; one that cannot finish (a peer is gone) is aborted instead.
+    WaitResult w = wait();
+    if (w.ok) w = impl_->issue([&] { return api().comm_finalize(impl_->comm); });
     if (w.ok) api().comm_destroy(impl_->comm);
   }
   if (impl_->done != nullptr) cudaEventDestroy(impl_->done);
