@@ -5,7 +5,8 @@
 // Every epoch all ranks shuffle the sample order with the same seed and rank r takes the batches
 // r, r + world, r + 2 world, ...: each rank a shard, together one pass. DDP averages the gradients, so
 // the replicas stay identical (checked at the end with an all_reduce of the parameters' max and min).
-// --synthetic N trains on generated images (examples/synthetic.h) instead of the dataset.
+// --synthetic N trains on generated images (examples/synthetic.h) instead of the dataset. --backend
+// nccl trains on the GPUs instead, one per rank (cuda:LOCAL_RANK), with the gradients reduced by NCCL.
 #include <tensorgrad.h>
 
 #include "cli.h"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -40,6 +42,7 @@ struct Args {
   int threads = 1;
   int64_t synthetic = 0;
   double min_accuracy = 0;
+  std::string backend = "gloo";
 };
 
 Args parse(int argc, char** argv) {
@@ -56,17 +59,18 @@ Args parse(int argc, char** argv) {
         cli::Range::non_negative);
   p.add("--min-accuracy", a.min_accuracy, "P", "exit 1 when the final test accuracy is below P (0 to 1)",
         cli::Range::non_negative);
+  p.add("--backend", a.backend, "NAME", "gloo (on the CPU) or nccl (on the GPU cuda:LOCAL_RANK of each rank)");
   p.parse(argc, argv);
   return a;
 }
 
-double accuracy(Net& model, const tg::data::TensorDataset& test) {
+double accuracy(Net& model, const tg::data::TensorDataset& test, tg::Device device) {
   tg::NoGradGuard no_grad;
   model.eval();
   tg::data::DataLoader loader(test, tg::data::LoaderOptions().batch_size(1000));
   int64_t correct = 0, seen = 0;
   for (auto& batch : loader) {
-    correct += static_cast<int64_t>((model(batch.data).argmax(1) == batch.target).sum().item());
+    correct += static_cast<int64_t>((model(batch.data.to(device)).argmax(1) == batch.target.to(device)).sum().item());
     seen += batch.target.numel();
   }
   model.train();
@@ -80,7 +84,13 @@ int main(int argc, char** argv) {
     const Args args = parse(argc, argv);
     if (args.threads > 0) tg::set_num_threads(args.threads);
     tg::set_flush_denormal(true);
-    tg::distributed::init_process_group("gloo");
+    tg::Device device = tg::Device::cpu();
+    if (args.backend == "nccl") {   // one GPU per rank, as tools/tgrun and torchrun number them
+      const char* local = std::getenv("LOCAL_RANK");
+      device = tg::Device::cuda(local != nullptr ? std::atoi(local) : 0);
+      tg::cuda::set_device(device.index());
+    }
+    tg::distributed::init_process_group(args.backend);
     const int rank = tg::distributed::get_rank(), world = tg::distributed::get_world_size();
     if (args.synthetic == 0 && !std::filesystem::exists(args.data + "/train-images-idx3-ubyte.gz") &&
         !std::filesystem::exists(args.data + "/train-images-idx3-ubyte")) {
@@ -99,6 +109,7 @@ int main(int argc, char** argv) {
 
     tg::manual_seed(static_cast<uint64_t>(rank));   // different on purpose: DDP starts every rank from rank 0's
     Net net;
+    net.to(device);
     tg::nn::parallel::DistributedDataParallel model(net);
     tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(args.lr).momentum(0.9));
     tg::nn::CrossEntropyLoss criterion;
@@ -115,14 +126,14 @@ int main(int argc, char** argv) {
         const std::vector<int64_t> idx(order.begin() + first, order.begin() + first + args.batch_size);
         tg::data::Batch batch = train.get_batch(idx);
         optimizer.zero_grad();
-        tg::Variable loss = criterion(model(batch.data), batch.target);
+        tg::Variable loss = criterion(model(batch.data.to(device)), batch.target.to(device));
         loss.backward();   // gradients averaged over the ranks when it returns
         optimizer.step();
         loss_sum += loss.item();
       }
-      tg::Variable mean_loss = tg::full({1}, loss_sum / std::max<int64_t>(batches, 1));
+      tg::Variable mean_loss = tg::full({1}, loss_sum / std::max<int64_t>(batches, 1)).to(device);
       tg::distributed::all_reduce(mean_loss, tg::distributed::ReduceOp::AVG);
-      const double acc = accuracy(net, test);
+      const double acc = accuracy(net, test, device);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (rank == 0)
         std::printf("epoch %d: loss %.4f, test accuracy %.2f%%, %.1f s, %.0f images/s over %d ranks\n", epoch + 1,
@@ -138,7 +149,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    const double acc = accuracy(net, test);
+    const double acc = accuracy(net, test, device);
     if (rank == 0) std::printf("replicas identical on %d ranks; final test accuracy %.2f%%\n", world, 100 * acc);
     tg::distributed::destroy_process_group();
     if (acc < args.min_accuracy) {

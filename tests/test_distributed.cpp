@@ -526,10 +526,53 @@ TEST_CASE("distributed: init_process_group's errors") {
                   "rank 2 is out of range for world_size 2");
   TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1).init_method("http://x")),
                   tg::DistributedError, "unknown init_method 'http://x'");
-  if (!tg::cuda::is_available())
+  CHECK(dist::is_backend_available("gloo") == dist::is_available());
+  CHECK(!dist::is_backend_available("mpi"));
+  if (!tg::cuda::is_available()) {
+    // what is missing is named: the GPU (and the library, when it is missing too)
+    CHECK(!dist::is_backend_available("nccl"));
     TG_CHECK_THROWS(dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1)), tg::DistributedError,
-                    "backend 'nccl' needs a CUDA GPU");
+                    "backend 'nccl' needs a CUDA GPU and NCCL, and here there is ");
+    try {
+      dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1));
+    } catch (const tg::DistributedError& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE((what.find("no usable CUDA GPU (") != std::string::npos ||
+                     what.find("built without CUDA") != std::string::npos), what);
+    }
+  }
   CHECK(!dist::is_initialized());
+}
+
+TEST_CASE("distributed: (child process) nccl without its library") {
+  if (std::getenv("TG_NCCL_LIBRARY") == nullptr) return;
+  TempDir dir;
+  try {
+    dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1).init_method("file://" + dir.path.string()));
+    std::printf("init_process_group(nccl) succeeded\n");
+    dist::destroy_process_group();
+  } catch (const tg::DistributedError& e) {
+    std::printf("DistributedError: %s\n", e.what());
+  }
+}
+
+TEST_CASE("distributed: a missing libnccl.so.2 is named with the loader's error") {
+  const std::string info = tg::cuda::info();
+  const std::string out = testing::run_self("", "TG_NCCL_LIBRARY=/nonexistent/libnccl.so.2",
+                                            "distributed: (child process) nccl without its library");
+  if (info.find("emulator") != std::string::npos) {   // the emulator's NCCL is linked in: nothing to open
+    CHECK_MESSAGE(out.find("init_process_group(nccl) succeeded") != std::string::npos, out);
+    return;
+  }
+  REQUIRE_MESSAGE(out.find("DistributedError: init_process_group: backend 'nccl' needs a CUDA GPU and NCCL") !=
+                      std::string::npos, out);
+  if (out.find("built without") != std::string::npos) {
+    MESSAGE("tensorgrad was built without CUDA or nccl.h: no library to look for");
+    return;
+  }
+  CHECK_MESSAGE(out.find("no /nonexistent/libnccl.so.2 (TG_NCCL_LIBRARY) could be loaded (/nonexistent/libnccl.so.2: "
+                         "cannot open shared object file") != std::string::npos, out);
+  CHECK_MESSAGE((out.find("no usable CUDA GPU") != std::string::npos) == !tg::cuda::is_available(), out);
 }
 
 TEST_CASE("distributed: DDP names the parameters that got no gradient, or reduces them with find_unused_parameters") {
@@ -564,6 +607,175 @@ TEST_CASE("distributed: DDP names the parameters that got no gradient, or reduce
       CHECK(m.used.bias.grad().to_vector<float>()[0] == 4.0f);   // world size 1: the local gradient
     }
   }
+  dist::destroy_process_group();
+  CHECK(!dist::is_initialized());
+}
+
+// ---- NCCL on one GPU (world size 1): skipped without a GPU, failing instead under TG_REQUIRE_CUDA=1;
+// on the CUDA emulator they run against its world-size-1 NCCL (tests/cuda_emulator/nccl.cpp).
+
+namespace {
+
+bool require_cuda() {
+  const char* v = std::getenv("TG_REQUIRE_CUDA");
+  return v != nullptr && std::string(v) == "1";
+}
+
+#define TG_NEED_CUDA()                                                                        \
+  do {                                                                                        \
+    if (!tg::cuda::is_available()) {                                                          \
+      if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info()); \
+      MESSAGE("no CUDA device: skipped");                                                     \
+      return;                                                                                 \
+    }                                                                                         \
+  } while (0)
+
+/// Joins an NCCL group of one rank through a file:// folder. A GPU without NCCL (no libnccl.so.2)
+/// skips visibly, or fails under TG_REQUIRE_CUDA=1 (the GPU check must run these cases): false then.
+bool init_nccl_alone(const TempDir& dir) {
+  const auto options = dist::InitOptions().rank(0).world_size(1).init_method("file://" + dir.path.string())
+                           .timeout(std::chrono::seconds(20));
+  if (!dist::is_backend_available("nccl")) {
+    std::string why;
+    try {
+      dist::init_process_group("nccl", options);
+    } catch (const tg::DistributedError& e) {
+      why = e.what();
+    }
+    if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but backend 'nccl' is not usable: " << why);
+    MESSAGE("NCCL is not usable here: skipped (" << why << ")");
+    return false;
+  }
+  dist::init_process_group("nccl", options);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: nccl all_reduce, broadcast, all_gather and barrier on world size 1") {
+  TG_NEED_CUDA();
+  TempDir dir;
+  if (!init_nccl_alone(dir)) return;
+  CHECK(dist::get_backend() == "nccl");
+  CHECK(dist::get_world_size() == 1);
+  const tg::Device gpu = tg::Device::cuda();
+  tg::manual_seed(21);
+  const tg::Variable x = tg::randn({3, 257});
+  const std::vector<float> xv = x.to_vector<float>();
+  // one rank: every reduction returns the values (AVG divides by 1), in place on the device
+  for (dist::ReduceOp op : {dist::ReduceOp::SUM, dist::ReduceOp::AVG, dist::ReduceOp::PRODUCT, dist::ReduceOp::MIN,
+                            dist::ReduceOp::MAX}) {
+    tg::Variable t = x.to(gpu);
+    dist::all_reduce(t, op);
+    CHECK(t.device().is_cuda());
+    CHECK(t.to_vector<float>() == xv);
+  }
+  // float64, int64 beyond float precision, bool, float16
+  tg::Variable d = tg::full({33}, 1.0 / 3.0, tg::kFloat64).to(gpu);
+  dist::all_reduce(d);
+  CHECK(d.to_vector<double>()[32] == 1.0 / 3.0);
+  tg::Variable n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + 3), tg::kInt64).to(gpu);
+  dist::all_reduce(n, dist::ReduceOp::MAX);
+  CHECK(n.to_vector<int64_t>()[4] == (int64_t(1) << 40) + 3);
+  const tg::Tensor mask = tg::gt(x, tg::zeros_like(x)).data();
+  tg::Variable b(mask.to(gpu), false);
+  dist::all_reduce(b);   // a bool sum is "any"
+  CHECK(tg::Variable(b.data().to(tg::kFloat32), false).to_vector<float>() ==
+        tg::Variable(mask.to(tg::kFloat32), false).to_vector<float>());
+  tg::Variable h = x.to(tg::kFloat16).to(gpu);
+  dist::all_reduce(h, dist::ReduceOp::AVG);
+  CHECK(h.to(tg::kFloat32).to_vector<float>() == x.to(tg::kFloat16).to(tg::kFloat32).to_vector<float>());
+  // a non-contiguous view: reduced through a contiguous copy, written back in place
+  tg::Variable base = x.to(gpu);
+  tg::Variable view(base.data().transpose(0, 1), false);
+  dist::all_reduce(view);
+  CHECK(base.to_vector<float>() == xv);
+  // broadcast from rank 0; a root out of range
+  tg::Variable c = x.to(gpu);
+  dist::broadcast(c, 0);
+  CHECK(c.to_vector<float>() == xv);
+  TG_CHECK_THROWS(dist::broadcast(c, 1), tg::DistributedError, "broadcast: root 1 is out of range for world size 1");
+  // all_gather: one part, a fresh device tensor of t's shape
+  std::vector<tg::Variable> parts;
+  dist::all_gather(parts, x.to(gpu));
+  REQUIRE(parts.size() == 1);
+  CHECK(parts[0].device().is_cuda());
+  CHECK(parts[0].sizes() == x.sizes());
+  CHECK(parts[0].to_vector<float>() == xv);
+  dist::barrier();
+  // zero elements: nothing moves, nothing fails
+  tg::Variable empty = tg::zeros({0, 4}).to(gpu);
+  dist::all_reduce(empty);
+  // CPU tensors belong to the Gloo backend
+  tg::Variable cpu = x.detach();
+  TG_CHECK_THROWS(dist::all_reduce(cpu), tg::DistributedError, "all_reduce: backend 'nccl' needs CUDA tensors");
+  TG_CHECK_THROWS(dist::all_reduce(tg::Variable(tg::full({2}, 1.0, tg::kInt64).data().to(gpu), false), dist::ReduceOp::AVG),
+                  tg::DistributedError, "ReduceOp::AVG needs a floating dtype, got int64");
+  dist::destroy_process_group();
+  CHECK(!dist::is_initialized());
+  // a second group in the same process (its own keys in the store's folder)
+  TempDir again;
+  REQUIRE(init_nccl_alone(again));
+  tg::Variable e = x.to(gpu);
+  dist::all_reduce(e);
+  CHECK(e.to_vector<float>() == xv);
+  dist::destroy_process_group();
+}
+
+TEST_CASE("cuda: nccl DDP steps equal the single-process steps") {
+  TG_NEED_CUDA();
+  TempDir dir;
+  if (!init_nccl_alone(dir)) return;
+  const tg::Device gpu = tg::Device::cuda();
+  tg::manual_seed(7);
+  Net ref;
+  tg::manual_seed(7);
+  Net net;
+  ref.to(gpu);
+  net.to(gpu);
+  {
+    // a small cap: several buckets on the device, launched from the hooks while backward runs
+    tg::nn::parallel::DistributedDataParallel ddp(net, tg::nn::parallel::DistributedDataParallelOptions().bucket_cap_mb(0.0004));
+    CHECK(ddp.bucket_indices().size() > 1);
+    tg::optim::SGD opt_ref(ref.parameters(), tg::optim::SGDOptions(0.05).momentum(0.9));
+    tg::optim::SGD opt(ddp.parameters(), tg::optim::SGDOptions(0.05).momentum(0.9));
+    tg::nn::MSELoss mse;
+    for (int s = 0; s < 3; ++s) {
+      auto [x, y] = global_batch(s, 1);
+      x = x.to(gpu);
+      y = y.to(gpu);
+      opt_ref.zero_grad();
+      mse(ref(x), y).backward();
+      opt_ref.step();
+      opt.zero_grad();
+      mse(ddp(x), y).backward();
+      opt.step();
+    }
+    CHECK(ddp.last_stats().buckets == static_cast<int>(ddp.bucket_indices().size()));
+  }
+  // one rank: the bucket's all-reduce copies and the average multiplies by 1, so bit for bit
+  CHECK(flat_params(net) == flat_params(ref));
+  dist::destroy_process_group();
+}
+
+TEST_CASE("cuda: nccl a collective that never completes fails within the timeout and breaks the group") {
+  TG_NEED_CUDA();
+  if (tg::cuda::info().find("emulator") == std::string::npos) {
+    MESSAGE("a stalled collective needs the CUDA emulator's NCCL (TG_CUDA_EMULATE_NCCL_STALL): skipped");
+    return;
+  }
+  TempDir dir;
+  dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1).init_method("file://" + dir.path.string())
+                                       .timeout(std::chrono::milliseconds(300)));
+  tg::Variable t = tg::ones({9}).to(tg::Device::cuda());
+  dist::all_reduce(t);
+  ::setenv("TG_CUDA_EMULATE_NCCL_STALL", "1", 1);
+  // the header all-gather never completes: NCCL is aborted at the timeout, the collective named
+  TG_CHECK_THROWS(dist::all_reduce(t), tg::DistributedError,
+                  "all_reduce #2: timed out after 300 ms waiting for the other ranks (nccl: NCCL did not complete "
+                  "within 300 ms)");
+  ::unsetenv("TG_CUDA_EMULATE_NCCL_STALL");
+  TG_CHECK_THROWS(dist::barrier(), tg::DistributedError, "barrier: the process group failed earlier (all_reduce #2:");
   dist::destroy_process_group();
   CHECK(!dist::is_initialized());
 }

@@ -8,7 +8,9 @@
 #               stages need: tensorgrad_tests, train_fashion_mnist, and tools/gpu_probe against the
 #               installed package
 #   parity      the CUDA cases of the suite (tensorgrad_tests -tc='cuda*') with TG_REQUIRE_CUDA=1, so a
-#               missing GPU fails; the CPU cases are left to CI, for time
+#               missing GPU fails; among them the NCCL process group on world size 1 ('cuda: nccl*':
+#               collectives and DDP), which fail when libnccl.so.2 cannot be loaded; the CPU cases are
+#               left to CI, for time
 #   bench       tools/gpu_probe --bench: each kernel family against a device-to-device copy of the same
 #               run, the GEMMs, the README's MLP step (batch 64 and 1024) and its launches per step
 #   bench_torch tools/gpu_torch_bench.py: the same GEMMs and MLP steps in PyTorch eager on this GPU,
@@ -192,7 +194,7 @@ $(q cmake --build "$build/probe/build" -j"$jobs")"
 echo "$build_cmd" > "$logs/build_commands.txt"
 echo "-- build commands: $logs/build_commands.txt"
 stage build 190 'grep -m1 -E "error:|FAILED:|CMake Error" "$log" ||
-  grep -E "^-- tensorgrad: (the CUDA backend runs on|CUDA backend ON|zlib|OpenBLAS|doctest)" "$log" |
+  grep -E "^-- tensorgrad: (the CUDA backend runs on|CUDA backend ON|NCCL backend|zlib|OpenBLAS|doctest)" "$log" |
   sed "s/^-- tensorgrad: //; s/ (.*//; s|$root/||"' -- bash -c "$build_cmd"
 built=0
 [ "${statuses[-1]}" = PASS ] && built=1

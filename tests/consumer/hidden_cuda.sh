@@ -3,7 +3,8 @@
 # machine without the CUDA toolkit. Installs BUILD_DIR, then, in a private mount namespace where the
 # toolkit's folder is an empty tmpfs, configures, builds and runs tests/consumer against the install:
 # the package must configure and link, the binary must start and fall back to the CPU, `ldd` must list
-# no CUDA library, and tg::cuda::info() must name the missing pieces. Needs root (unshare -m); exits
+# no CUDA library, tg::cuda::info() must name the missing pieces, and init_process_group("nccl") must
+# say that there is no GPU and no libnccl.so.2. Needs root (unshare -m); exits
 # 77 (CTest: skipped) without it, unless CI is set, where a skip would hide the check.
 set -euo pipefail
 build=$1 src=$2 work=$3
@@ -33,5 +34,10 @@ unshare -m bash -euo pipefail -c '
   echo "$out" | grep -q "cuda available: 0 -> ok" || { echo "hidden_cuda: no CPU fallback" >&2; exit 1; }
   echo "$out" | grep -q "driver: not found (libcuda.so.1" || { echo "hidden_cuda: info() does not name the driver" >&2; exit 1; }
   echo "$out" | grep -q "cuBLAS: not found (libcublas.so" || { echo "hidden_cuda: info() does not name cuBLAS" >&2; exit 1; }
+  out=$("$TG_WORK/build/consumer" --nccl)
+  echo "$out"
+  echo "$out" | grep -q "nccl available: 0" || { echo "hidden_cuda: nccl said to be available" >&2; exit 1; }
+  echo "$out" | grep -q "no usable CUDA GPU (.*); no libnccl.so.2 could be loaded (libnccl.so.2: cannot open" ||
+    { echo "hidden_cuda: init_process_group(nccl) does not name the missing GPU and libnccl.so.2" >&2; exit 1; }
 '
 echo "hidden_cuda: ok"

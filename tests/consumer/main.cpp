@@ -1,5 +1,6 @@
 // A user's program built against tensorgrad (installed, pkg-config or add_subdirectory): a gradient
-// through the umbrella header. --info prints tg::cuda::info(); --rss prints the peak resident memory.
+// through the umbrella header. --info prints tg::cuda::info(); --rss prints the peak resident memory;
+// --nccl prints whether the "nccl" process group can run and, when not, init_process_group's error.
 #include <tensorgrad.h>
 
 #include <cmath>
@@ -19,6 +20,15 @@ int main(int argc, char** argv) {
               g[2], int(tg::cuda::is_available()), ok ? "ok" : "WRONG");
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--info") == 0) std::cout << tg::cuda::info() << "\n";
+    if (std::strcmp(argv[i], "--nccl") == 0) {
+      std::cout << "nccl available: " << tg::distributed::is_backend_available("nccl") << "\n";
+      try {
+        tg::distributed::init_process_group("nccl", tg::distributed::InitOptions().rank(0).world_size(1));
+        tg::distributed::destroy_process_group();
+      } catch (const tg::DistributedError& e) {
+        std::cout << "nccl: " << e.what() << "\n";
+      }
+    }
     if (std::strcmp(argv[i], "--rss") == 0) {   // VmHWM: the peak resident set size, in kB
       std::ifstream status("/proc/self/status");
       for (std::string line; std::getline(status, line);)

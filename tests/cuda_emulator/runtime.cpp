@@ -70,6 +70,8 @@ constexpr std::size_t kSharedMemPerBlock = 48 * 1024;
 //   between devices run.
 // TG_CUDA_EMULATE_MODE=immediate|deferred (default immediate): Note [Deferred streams].
 // TG_CUDA_EMULATE_MEMORY_MIB=M (default 16384): each device's memory; cudaMalloc beyond it fails.
+// TG_CUDA_EMULATE_NCCL_STALL=1: the emulator's NCCL (nccl.cpp) answers every collective with
+//   ncclInProgress and never completes it, as a peer that never arrives would (read at each call).
 // TG_CUDA_EMULATE_CANARY: the negative controls of tools/cuda_emulator_check.sh, bugs planted on
 //   purpose that the suite must catch:
 //   no-barrier:FILE:LINE   the __syncthreads() at that line of a file whose path ends in FILE does

@@ -1,9 +1,11 @@
 // cuda/libraries.cpp: opens the CUDA libraries at run time (dlopen) and resolves cuBLAS's entry
 // points into one table (cuda/detail/libraries.h); in the CUDA emulator build the table points at the
-// emulator's cuBLAS instead (tests/cuda_emulator/). Host C++ (g++). The runtime API and the kernels
+// emulator's cuBLAS instead (tests/cuda_emulator/). NCCL is opened the same way (cuda/detail/loader.h)
+// by cuda/nccl.cpp. Host C++ (g++). The runtime API and the kernels
 // are in cuda/runtime.cu and the other .cu files; the calls through the table are in cuda/blas.cpp
 // and cuda/runtime.cu.
 #include "tensorgrad/cuda/detail/libraries.h"
+#include "tensorgrad/cuda/detail/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -33,6 +35,8 @@ namespace detail {
 //   157 MB of resident memory at start-up, is opened here with dlopen when the availability probe finds a device,
 //   and every entry point we call goes through CublasApi. The probe treats a missing cuBLAS like a
 //   missing driver: is_available() is false and info() names the library and where it was looked for.
+// - NCCL (libnccl.so.2) is opened the same way, but only when a program asks for the "nccl" process
+//   group or whether it is available (Note [NCCL at run time], cuda/nccl.cpp).
 // - The kernels are compiled into libtensorgrad.a (fat binaries for the configured architectures);
 //   with lazy module loading they cost nothing until the first launch.
 // The alternative, the whole CUDA backend as a dlopen'ed module, would need the engine's symbols
@@ -147,6 +151,18 @@ LibraryStatus* open_driver() {
   return s;
 }
 #endif
+
+}  // namespace
+
+#if !defined(TENSORGRAD_CUDA_EMULATE)
+std::vector<std::string> library_candidates(const std::string& file) { return candidates(file); }
+void* open_library(const std::vector<std::string>& names, LibraryStatus* status) { return open_first(names, status); }
+bool resolve_symbol(void* handle, const char* symbol, void** slot, LibraryStatus* status) {
+  return resolve(handle, symbol, slot, status);
+}
+#endif
+
+namespace {
 
 const Cublas* cublas_state() noexcept {
   try {

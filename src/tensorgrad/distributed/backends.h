@@ -1,7 +1,8 @@
 /// \file
 /// distributed/backends.h: what init_process_group (distributed/process_group.cpp) hands a backend: the
 /// parsed rendezvous. The Gloo backend defines make_gloo_group in distributed/process_group_gloo.cpp,
-/// compiled only when CMake found Gloo (TENSORGRAD_DISTRIBUTED). Internal; no Gloo type appears here.
+/// compiled only when CMake found Gloo (TENSORGRAD_DISTRIBUTED), the NCCL backend make_nccl_group in
+/// distributed/process_group_nccl.cpp, compiled only with CUDA. Internal; no Gloo or NCCL type here.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -31,6 +32,9 @@ struct Rendezvous {
 
 /// A Gloo process group joined through r (blocks until every rank joined, or throws DistributedError).
 std::unique_ptr<ProcessGroup> make_gloo_group(const Rendezvous& r);
+/// An NCCL process group joined through r on this rank's GPU (distributed/process_group_nccl.cpp,
+/// compiled only with the CUDA backend; the caller has checked that NCCL is usable).
+std::unique_ptr<ProcessGroup> make_nccl_group(const Rendezvous& r);
 
 }  // namespace detail
 }  // namespace distributed

@@ -2,7 +2,8 @@
 /// distributed/distributed.h: several processes training together (PyTorch's torch.distributed):
 /// init_process_group with env:// or file:// rendezvous, the collectives (all_reduce, broadcast,
 /// all_gather, barrier) on the default process group, and the ProcessGroup interface behind them.
-/// The Gloo backend is in distributed/process_group_gloo.cpp, the TCP key-value store of env:// in
+/// The Gloo backend is in distributed/process_group_gloo.cpp, the NCCL one in
+/// distributed/process_group_nccl.cpp, the TCP key-value store of env:// in
 /// distributed/tcp_store.h; DistributedDataParallel is in nn/parallel/distributed.h.
 #pragma once
 #include <chrono>
@@ -57,7 +58,7 @@ class InitOptions {
 
 /// A group of processes that run collectives together (PyTorch's c10d::ProcessGroup). Every rank must
 /// call the same collectives in the same order with tensors of the same shape and dtype; a mismatch
-/// raises a DistributedError on every rank (Note [Collective headers], process_group_gloo.cpp). The
+/// raises a DistributedError on every rank (Note [Collective headers], group_common.cpp). The
 /// collectives block until this rank's part is done and are not to be called from several threads
 /// at once (DistributedDataParallel calls them from its communication thread during backward only).
 class ProcessGroup {
@@ -67,7 +68,7 @@ class ProcessGroup {
   virtual int rank() const = 0;
   /// The number of processes.
   virtual int size() const = 0;
-  /// "gloo".
+  /// "gloo" or "nccl".
   virtual std::string backend() const = 0;
   /// Combines t over every rank with op, in place: afterwards every rank holds the same result.
   virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::SUM) = 0;
@@ -80,15 +81,17 @@ class ProcessGroup {
   virtual void barrier() = 0;
 };
 
-/// True when this build has a backend (Gloo; TENSORGRAD_DISTRIBUTED in CMake).
+/// True when this build has the Gloo backend (TENSORGRAD_DISTRIBUTED in CMake).
 bool is_available() noexcept;
-/// True when this build has the named backend: "gloo" when is_available(); "nccl" never yet.
+/// True when the named backend can run here: "gloo" when is_available(); "nccl" when tensorgrad was
+/// built with CUDA, a GPU is usable and NCCL (libnccl.so.2, opened at run time) loaded.
 bool is_backend_available(const std::string& backend) noexcept;
 
 /// Joins the default process group (PyTorch's torch.distributed.init_process_group). backend is
-/// "gloo" (CPU tensors, and CUDA tensors staged through host memory) or "nccl" (not built yet: a
-/// DistributedError says so). Blocks until every rank has joined; a rank that does not join within the
-/// timeout makes the others fail with a DistributedError naming it.
+/// "gloo" (CPU tensors, and CUDA tensors staged through host memory) or "nccl" (CUDA tensors of this
+/// rank's GPU: LOCAL_RANK when set, else the current device; where a GPU or libnccl.so.2 is missing a
+/// DistributedError says which). Blocks until every rank has joined; a rank that does not join within
+/// the timeout makes the others fail with a DistributedError naming it.
 void init_process_group(const std::string& backend, const InitOptions& options = InitOptions());
 /// True between init_process_group and destroy_process_group.
 bool is_initialized() noexcept;

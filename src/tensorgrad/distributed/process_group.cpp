@@ -1,6 +1,7 @@
 // distributed/process_group.cpp: the default process group (init_process_group, destroy, the free
-// collectives on Variables) and the parsing of env://, tcp:// and file:// rendezvous. The backend is
-// distributed/process_group_gloo.cpp; a build without Gloo (TENSORGRAD_WITH_GLOO=0) refuses here.
+// collectives on Variables) and the parsing of env://, tcp:// and file:// rendezvous. The backends are
+// distributed/process_group_gloo.cpp (refused here in a build without Gloo, TENSORGRAD_WITH_GLOO=0)
+// and distributed/process_group_nccl.cpp (refused here without CUDA, a GPU or libnccl.so.2).
 #include <cstdlib>
 #include <mutex>
 
@@ -10,6 +11,12 @@
 
 #ifndef TENSORGRAD_WITH_GLOO
 #define TENSORGRAD_WITH_GLOO 0
+#endif
+#ifndef TENSORGRAD_WITH_NCCL
+#define TENSORGRAD_WITH_NCCL 0
+#endif
+#if TENSORGRAD_WITH_NCCL
+#include "tensorgrad/cuda/nccl.h"
 #endif
 
 namespace tg {
@@ -90,23 +97,46 @@ detail::Rendezvous parse(const InitOptions& o) {
 
 bool is_available() noexcept { return TENSORGRAD_WITH_GLOO != 0; }
 
-bool is_backend_available(const std::string& backend) noexcept { return backend == "gloo" && is_available(); }
+namespace {
+/// Empty when backend 'nccl' can run here, else what is missing (Note [NCCL at run time], cuda/nccl.cpp).
+std::string nccl_missing() noexcept {
+#if TENSORGRAD_WITH_NCCL
+  return cuda::nccl::unavailable_reason();
+#elif TENSORGRAD_WITH_CUDA
+  return "a tensorgrad built without NCCL's header (nccl.h was not found next to the CUDA toolkit's headers)";
+#else
+  return "a tensorgrad built without CUDA (TENSORGRAD_CUDA=OFF)";
+#endif
+}
+}  // namespace
+
+bool is_backend_available(const std::string& backend) noexcept {
+  if (backend == "gloo") return is_available();
+  if (backend == "nccl") return nccl_missing().empty();
+  return false;
+}
 
 void init_process_group(const std::string& backend, const InitOptions& options) {
   std::lock_guard<std::mutex> lock(group_mutex());
   TG_CHECK(!group_slot(), DistributedError,
            "init_process_group: trying to initialize the default process group twice (call destroy_process_group first)");
-  if (backend == "nccl") {
-    TG_CHECK(cuda::is_available(), DistributedError,
-             "init_process_group: backend 'nccl' needs a CUDA GPU, and none is usable here (", cuda::info(),
-             "); use backend 'gloo' on the CPU");
-    throw DistributedError(
-        "init_process_group: backend 'nccl' is not built into this tensorgrad yet; use backend 'gloo', which "
-        "also reduces CUDA tensors (staged through host memory)");
-  }
-  TG_CHECK(backend == "gloo", DistributedError, "init_process_group: unknown backend '", backend,
+  TG_CHECK(backend == "gloo" || backend == "nccl", DistributedError, "init_process_group: unknown backend '", backend,
            "': expected 'gloo' or 'nccl'");
+  if (backend == "nccl") {
+    const std::string missing = nccl_missing();
+    TG_CHECK(missing.empty(), DistributedError, "init_process_group: backend 'nccl' needs a CUDA GPU and NCCL, "
+             "and here there is ", missing, "; use backend 'gloo', which also reduces CUDA tensors (staged through "
+             "host memory)");
+  }
   detail::Rendezvous r = parse(options);
+#if TENSORGRAD_WITH_NCCL
+  if (backend == "nccl") {
+    r.generation = generation;
+    group_slot() = detail::make_nccl_group(r);
+    ++generation;
+    return;
+  }
+#endif
 #if TENSORGRAD_WITH_GLOO
   r.generation = generation;
   group_slot() = detail::make_gloo_group(r);

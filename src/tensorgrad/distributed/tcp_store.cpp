@@ -1,6 +1,7 @@
 // distributed/tcp_store.cpp: TCPStore, the key-value store of env:// rendezvous: the server (a thread
-// per client, rank 0's process) and the client requests. No Gloo here; process_group_gloo.cpp adapts
-// it to gloo::rendezvous::Store and uses departed_ranks() to name a rank that died.
+// per client, rank 0's process) and the client requests. No Gloo here; the group's store
+// (distributed/group_common.cpp) wraps it for the Gloo and NCCL backends and uses departed_ranks() to
+// name a rank that died.
 #include "tensorgrad/distributed/tcp_store.h"
 
 #include <arpa/inet.h>
@@ -34,9 +35,10 @@ namespace distributed {
 // than asking users to run redis-server: MASTER_ADDR:MASTER_PORT is then all a launcher must agree on,
 // which is what torchrun and tools/tgrun set. The store also answers "which rank left": every client
 // announces its rank (HELLO) on its one connection, and a connection that closes without BYE means its
-// process exited or was killed, which the kernel reports at once. process_group_gloo.cpp asks that
-// when a collective fails, to name the rank (file:// answers it with per-rank lock files instead).
-// The store is only for rendezvous and diagnosis: tensors go through Gloo's own TCP pairs.
+// process exited or was killed, which the kernel reports at once. The group's store asks that when a
+// collective fails, to name the rank (file:// answers it with per-rank lock files instead). The store
+// is only for rendezvous (Gloo's addresses, NCCL's unique id) and diagnosis: tensors go through
+// Gloo's own TCP pairs or NCCL.
 //
 // Wire format, both directions: a status or command byte, a field count (u32), then each field as a
 // u32 length and its bytes. Integers travel as decimal text.

@@ -1,7 +1,7 @@
 /// \file
 /// distributed/tcp_store.h: the key-value store of env:// rendezvous (PyTorch's c10d::TCPStore): rank 0
 /// serves it on MASTER_PORT, every rank (rank 0 too) is a client. Plain POSIX sockets, no Gloo: the
-/// Gloo adapter is in distributed/process_group_gloo.cpp. See Note [Rendezvous] in tcp_store.cpp.
+/// group's store over it is in distributed/group_common.h. See Note [Rendezvous] in tcp_store.cpp.
 #pragma once
 #include <chrono>
 #include <cstdint>

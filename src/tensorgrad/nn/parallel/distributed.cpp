@@ -1,6 +1,6 @@
 // nn/parallel/distributed.cpp: DistributedDataParallel: the buckets, the post-accumulate-grad hooks
 // that launch them, the communication thread that all-reduces them, and the checks for parameters
-// that got no gradient. The collectives are tg::distributed's (distributed/process_group_gloo.cpp).
+// that got no gradient. The collectives are tg::distributed's (Gloo or NCCL, distributed/).
 #include "tensorgrad/nn/parallel/distributed.h"
 
 #include <algorithm>
