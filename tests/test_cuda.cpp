@@ -1,16 +1,17 @@
 // tests/test_cuda.cpp: the CUDA suite. Without a usable GPU (our machines, CI) it checks the honest
 // "not available" behaviour and every case that needs a device skips inside its body with a visible
 // MESSAGE; with TG_REQUIRE_CUDA=1 a missing GPU fails instead, so a GPU machine can never silently skip.
-// The parity table (parity_table) holds cases on odd sizes, non-contiguous views, broadcasting pairs
-// and zero-size inputs, each named by the op of ops/ops.h it exercises. Its inputs are drawn on the
-// CPU and copied to the device only when a case runs, so "cuda parity table covers every op in
-// ops/ops.h" checks it against ops.h on every build, with or without a GPU. With a GPU the same table
-// runs in float32, float64 and int64: each case's output, and for the floating dtypes the gradient of
-// every floating input, on CUDA and on the CPU backend (the reference). In int64 the results must be
-// equal exactly, and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise
-// the same error class and message. The table also runs in float16 and bfloat16 (one case for both).
-// Then end-to-end training, the launch count of a training step,
-// the fused SGD step, Philox parity, determinism, the device error flag (raised by one synchronizing
+// The parity table (parity_table) holds cases on odd sizes, non-contiguous views, broadcasting pairs,
+// zero-size inputs and rows that start off a 16-byte boundary (the vector row kernels' scalar head and
+// tail), each named by the op of ops/ops.h it exercises. Its inputs are drawn on the CPU and copied to
+// the device only when a case runs, so "cuda parity table covers every op in ops/ops.h" checks it
+// against ops.h on every build, with or without a GPU. With a GPU the same table runs in float32,
+// float64 and int64: each case's output, and for the floating dtypes the gradient of every floating
+// input, on CUDA and on the CPU backend (the reference). In int64 the results must be equal exactly,
+// and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise the same
+// error class and message. The table also runs in float16 and bfloat16 (one case for both). Then
+// end-to-end training, the launch count of a training step, the fused SGD and Adam steps (one launch
+// per 24 parameters), Philox parity, determinism, the device error flag (raised by one synchronizing
 // thread), "cuda" as the current device, allocator statistics and pinned DataLoader batches. The
 // allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
 #include <atomic>
