@@ -1,16 +1,17 @@
 // tests/test_cuda.cpp: the CUDA suite. Without a usable GPU (our machines, CI) it checks the honest
 // "not available" behaviour and every case that needs a device skips inside its body with a visible
 // MESSAGE; with TG_REQUIRE_CUDA=1 a missing GPU fails instead, so a GPU machine can never silently skip.
-// The parity table (parity_table) holds cases on odd sizes, non-contiguous views, broadcasting pairs
-// and zero-size inputs, each named by the op of ops/ops.h it exercises. Its inputs are drawn on the
-// CPU and copied to the device only when a case runs, so "cuda parity table covers every op in
-// ops/ops.h" checks it against ops.h on every build, with or without a GPU. With a GPU the same table
-// runs in float32, float64 and int64: each case's output, and for the floating dtypes the gradient of
-// every floating input, on CUDA and on the CPU backend (the reference). In int64 the results must be
-// equal exactly, and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise
-// the same error class and message. The table also runs in float16 and bfloat16 (one case for both).
-// Then end-to-end training, the launch count of a training step,
-// the fused SGD step, Philox parity, determinism, the device error flag (raised by one synchronizing
+// The parity table (parity_table) holds cases on odd sizes, non-contiguous views, broadcasting pairs,
+// zero-size inputs and rows that start off a 16-byte boundary (the vector row kernels' scalar head and
+// tail), each named by the op of ops/ops.h it exercises. Its inputs are drawn on the CPU and copied to
+// the device only when a case runs, so "cuda parity table covers every op in ops/ops.h" checks it
+// against ops.h on every build, with or without a GPU. With a GPU the same table runs in float32,
+// float64 and int64: each case's output, and for the floating dtypes the gradient of every floating
+// input, on CUDA and on the CPU backend (the reference). In int64 the results must be equal exactly,
+// and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise the same
+// error class and message. The table also runs in float16 and bfloat16 (one case for both). Then
+// end-to-end training, the launch count of a training step, the fused SGD and Adam steps (one launch
+// per 24 parameters), Philox parity, determinism, the device error flag (raised by one synchronizing
 // thread), "cuda" as the current device, allocator statistics and pinned DataLoader batches. The
 // allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
 #include <atomic>
@@ -397,6 +398,26 @@ std::vector<Case> parity_table(tg::DType dt) {
   red("argmax", "dim 0 keepdim", W({257, 33}, 60, dt), [](auto& in) { return tg::argmax(in[0], 0, true); });
   red("argmax", "dim 1 (3, 70001): split rows", W({3, 70001}, 61, dt), [](auto& in) { return tg::argmax(in[0], 1); });
   red("argmax", "of ties is the first", constant(tg::prim::full({3, 300}, 2.0, dt)), [](auto& in) { return tg::argmax(in[0], 1); });
+  // Unit-stride rows read with 16-byte vectors: rows starting off a 16-byte boundary (narrowed views,
+  // odd row lengths) take the scalar head and tail; vectors of every dtype's width (2 to 8 elements).
+  const auto narrowed = [](Input in, int64_t dim, int64_t start, int64_t length) {
+    in.view = [dim, start, length](const Tensor& x) { return x.narrow(dim, start, length); };
+    return in;
+  };
+  red("sum", "dim 1 of (9, 1031) narrowed to columns 1..1029: block rows, misaligned", narrowed(normal({9, 1031}, 62, dt), 1, 1, 1029),
+      [](auto& in) { return tg::sum(in[0], 1); });
+  red("sum", "dim 1 of (9, 70) narrowed to columns 3..63: warp rows, misaligned", narrowed(normal({9, 70}, 63, dt), 1, 3, 61),
+      [](auto& in) { return tg::sum(in[0], 1); });
+  red("sum", "dim 1 of (3, 20003) narrowed to rows 1..2: split rows, misaligned", narrowed(normal({3, 20003}, 64, dt), 0, 1, 2),
+      [](auto& in) { return tg::sum(in[0], 1); });
+  red("max", "dim 1 of (9, 1031) narrowed to columns 2..1028: block rows, misaligned", narrowed(W({9, 1031}, 65, dt), 1, 2, 1027),
+      [](auto& in) { return tg::max(in[0], 1); });
+  red("argmax", "dim 1 of (9, 70) narrowed to columns 1..68, many ties", narrowed(ties({9, 70}, 66, dt), 1, 1, 67),
+      [](auto& in) { return tg::argmax(in[0], 1); });
+  red("argmax", "dim 1 (5, 4099) with many ties: vector slots keep the first", ties({5, 4099}, 67, dt),
+      [](auto& in) { return tg::argmax(in[0], 1); });
+  red("sum", "dim 0 (1000, 130): columns split over blocks", normal({1000, 130}, 68, dt), [](auto& in) { return tg::sum(in[0], 0); });
+  red("min", "dim 0 (4099, 5): split columns, odd tail", W({4099, 5}, 69, dt), [](auto& in) { return tg::min(in[0], 0); });
   // ---- linear algebra
   auto mm = [&](const std::string& what, Input a, Input b) {
     t.push_back({"matmul", what, {std::move(a), std::move(b)}, [](auto& in) { return tg::matmul(in[0], in[1]); }, R});
@@ -462,6 +483,15 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({n, "(4, 33, 5) dim 1: columns", {normal({4, 33, 5}, 132, dt)}, sm(1), R});
     t.push_back({n, "non-contiguous", {transposed(257, 33, 133, dt)}, sm(-1), R});
     t.push_back({n, "zero rows", {normal({0, 33}, 134, dt)}, sm(-1), R});
+    // Rows of odd length from a view narrowed by one row: the input rows start off a 16-byte boundary
+    // and unlike the output's (scalar writes), or like it (vector writes, scalar head and tail).
+    Input off_warp = normal({10, 37}, 135, dt), off_block = normal({4, 1029}, 136, dt), even = normal({9, 1032}, 137, dt);
+    off_warp.view = [](const Tensor& x) { return x.narrow(0, 1, 9); };
+    off_block.view = [](const Tensor& x) { return x.narrow(0, 1, 3); };
+    even.view = [](const Tensor& x) { return x.narrow(0, 1, 8); };
+    t.push_back({n, "(9, 37) narrowed by a row: warp rows, misaligned", {off_warp}, sm(-1), R});
+    t.push_back({n, "(3, 1029) narrowed by a row: block rows, misaligned", {off_block}, sm(-1), R});
+    t.push_back({n, "(8, 1032) narrowed by a row: block rows, aligned vectors", {even}, sm(-1), R});
   }
   {
     const Input tgt = random_index({257}, 33, 140);
@@ -478,6 +508,10 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({n, "(64, 2000): block rows", {normal({64, 2000}, 146, dt), random_index({64}, 2000, 147)},
                  ce(tg::Reduction::Mean, -100, 0.05), R});
     t.push_back({n, "non-contiguous logits", {transposed(257, 33, 148, dt), tgt}, ce(tg::Reduction::Sum, -100, 0), R});
+    Input off = normal({65, 37}, 151, dt);
+    off.view = [](const Tensor& x) { return x.narrow(0, 1, 64); };
+    t.push_back({n, "(64, 37) narrowed by a row: misaligned rows, label smoothing", {off, random_index({64}, 37, 152)},
+                 ce(tg::Reduction::Mean, -100, 0.1), R});
     Input big = normal({257, 33}, 149, dt);
     big.base = tg::prim::mul(big.base, 1e3);
     t.push_back({n, "logits of magnitude 1e3", {big, tgt}, ce(tg::Reduction::Sum, -100, 0), R});
@@ -1164,4 +1198,44 @@ TEST_CASE("cuda: one fused SGD step over more parameters than one launch holds m
     og.zero_grad();
   }
   for (std::size_t i = 0; i < wc.size(); ++i) check_same(wg[i], wc[i], 1e-5, 1e-6);
+}
+
+TEST_CASE("cuda: one fused Adam step over more parameters than one launch holds matches the CPU") {
+  TG_NEED_CUDA();
+  // 30 parameters (the fused kernel takes 24 per launch), sizes from 0 to 4099, two learning rates;
+  // every third parameter has no gradient on the second step, so the parameters' step counts (and
+  // bias corrections) differ within one launch
+  for (bool amsgrad : {false, true}) {
+    CAPTURE(amsgrad);
+    std::vector<Variable> wc, wg;
+    for (int i = 0; i < 30; ++i) {
+      const Variable w = testing::randn64({(i * 137) % 4100}, 400 + i, false).to(tg::kFloat32);
+      wc.push_back(Variable(w.data().clone(), true));
+      wg.push_back(Variable(w.data().to(kGpu), true));
+    }
+    const auto groups = [](const std::vector<Variable>& w) {
+      return std::vector<tg::optim::ParamGroup>{{{w.begin(), w.begin() + 13}, std::nullopt},
+                                                {{w.begin() + 13, w.end()}, 0.05}};
+    };
+    const auto o = tg::optim::AdamOptions(0.01).weight_decay(1e-2).amsgrad(amsgrad);
+    tg::optim::AdamW oc(groups(wc), o), og(groups(wg), o);
+    for (int step = 0; step < 3; ++step) {
+      int with_grad = 0;
+      for (std::size_t i = 0; i < wc.size(); ++i) {
+        if (step == 1 && i % 3 == 0) continue;
+        (wc[i] * wc[i] * (1.0 + step)).sum().backward();
+        (wg[i] * wg[i] * (1.0 + step)).sum().backward();
+        with_grad += wc[i].numel() > 0;
+      }
+      const uint64_t before = tg::cuda::detail::launch_count();
+      oc.step();
+      og.step();
+      // After the first step (which also fills the new state with zeros): one launch per 24
+      // non-empty parameters with a gradient, 20 -> 1 and 29 -> 2
+      if (step > 0) CHECK(tg::cuda::detail::launch_count() - before == static_cast<uint64_t>((with_grad + 23) / 24));
+      oc.zero_grad();
+      og.zero_grad();
+    }
+    for (std::size_t i = 0; i < wc.size(); ++i) check_same(wg[i], wc[i], 1e-5, 1e-6);
+  }
 }

@@ -162,6 +162,16 @@ void bench(Table& t, int log2n) {
   t.bytes("sum all (split rows)", vec, f4, [&] { c = tg::sum(a); });
   t.bytes("sum dim 1 (block per row)", mat, f4, [&] { c = tg::sum(mat_a, 1); });
   t.bytes("sum dim 0 (columns, sum_to)", mat, f4, [&] { c = tg::sum(mat_a, 0); });
+  {
+    const tg::Variable tall = tg::randn({n / 128, 128}, on);   // a bias gradient over a tall batch
+    t.bytes("sum dim 0 tall (columns over blocks)", dims({n / 128, 128}), f4, [&] { c = tg::sum(tall, 0); });
+  }
+  {
+    const tg::Variable off = tg::narrow(mat_a, 1, 1, m - 1);   // every row 4 bytes past a 16-byte boundary
+    t.bytes("sum dim 1, rows off 16 B (head/tail)", dims({m, m - 1}), f4, [&] { c = tg::sum(off, 1); });
+    const tg::Variable half = mat_a.to(tg::kFloat16);
+    t.bytes("sum dim 1 f16 (8-wide vectors)", mat + " f16", f4 / 2, [&] { c = tg::sum(half, 1); });
+  }
   t.bytes("max dim 1", mat, f4, [&] { c = tg::max(mat_a, 1); });
   t.bytes("argmax dim 1", mat, f4, [&] { c = tg::argmax(mat_a, 1); });
   // softmax family

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "tensorgrad/cuda/detail/kernels.cuh"
+#include "tensorgrad/ops/optim_math.h"
 
 namespace tg {
 namespace cuda {
@@ -17,12 +18,27 @@ namespace {
 // Kernel bodies. A *Flat body takes a linear index (all operands contiguous); a *Strided body takes
 // one element offset per operand (launch_strided).
 
+/// dst = D(src), contiguous: V elements per load and store (V * sizeof of each type <= 16 bytes, both
+/// pointers aligned to it), every load of a thread's vector before its store; scalar tail.
+template <class D, class S, int V>
+__global__ void cast_vec_kernel(D* dst, const S* src, int64_t n) {
+  const int64_t nv = n / V;
+  const auto* sv = reinterpret_cast<const Vec<S, V>*>(src);
+  auto* dv = reinterpret_cast<Vec<D, V>*>(dst);
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+    const Vec<S, V> a = sv[i];
+    Vec<D, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = static_cast<D>(a.v[j]);
+    dv[i] = r;
+  }
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) dst[i] = static_cast<D>(src[i]);
+}
+/// Elements per vector of a cast from S to D: 16 bytes of the wider type.
 template <class D, class S>
-struct CastFlat {
-  D* dst;
-  const S* src;
-  __device__ void operator()(int64_t i) const { dst[i] = static_cast<D>(src[i]); }
-};
+constexpr int kCastWidth = 16 / (sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S));
+inline bool aligned_to(const void* p, std::size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
 template <class D, class S>
 struct CastStrided {
   D* dst;
@@ -30,12 +46,17 @@ struct CastStrided {
   __device__ void operator()(const int64_t (&o)[2]) const { dst[o[0]] = static_cast<D>(src[o[1]]); }
 };
 
-template <class T>
-struct FillFlat {
-  T* dst;
-  T value;
-  __device__ void operator()(int64_t i) const { dst[i] = value; }
-};
+/// dst = value, contiguous and 16-byte aligned: 16-byte stores, scalar tail.
+template <class T, int V>
+__global__ void fill_vec_kernel(T* dst, int64_t n, T value) {
+  const int64_t nv = n / V;
+  Vec<T, V> r;
+#pragma unroll
+  for (int j = 0; j < V; ++j) r.v[j] = value;
+  auto* dv = reinterpret_cast<Vec<T, V>*>(dst);
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) dv[i] = r;
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) dst[i] = value;
+}
 template <class T>
 struct FillStrided {
   T* dst;
@@ -68,16 +89,21 @@ __global__ void unary_vec_kernel(const T* x, T* y, int64_t n, UnaryArgs args) {
   for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) y[i] = T(F::forward(M(x[i]), args));
 }
 
-template <class T, class F>
-struct UnaryBackwardFlat {
-  T* dx;
-  const T *x, *y, *dy;
-  UnaryArgs args;
-  __device__ void operator()(int64_t i) const {
-    using M = opmath_t<T>;
-    dx[i] = T(F::backward(M(x[i]), M(y[i]), M(dy[i]), args));
+/// dx = F'(x, y, dy), contiguous: V-wide vector loads of x, y and dy, all before the store of dx
+/// (V = 1 when a pointer is not 16-byte aligned); scalar tail.
+template <class T, class F, int V>
+__global__ void unary_backward_vec_kernel(T* dx, const T* x, const T* y, const T* dy, int64_t n, UnaryArgs args) {
+  using M = opmath_t<T>;
+  const int64_t nv = n / V;
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+    const Vec<T, V> a = load_vec<T, V>(x + i * V), b = load_vec<T, V>(y + i * V), g = load_vec<T, V>(dy + i * V);
+    Vec<T, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = T(F::backward(M(a.v[j]), M(b.v[j]), M(g.v[j]), args));
+    store_vec<T, V>(dx + i * V, r);
   }
-};
+  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) dx[i] = T(F::backward(M(x[i]), M(y[i]), M(dy[i]), args));
+}
 template <class T, class F>
 struct UnaryBackwardStrided {
   T* dx;
@@ -146,7 +172,8 @@ struct WhereStrided {
 
 /// torch.optim.SGD over up to kSgdTensors parameters in one launch (PyTorch's foreach path), all
 /// contiguous: element i of the flat index space belongs to the parameter k with start[k] <= i <
-/// start[k + 1]. Reads w, g (and v): 12-16 B/elem in fp32, writes 4-8.
+/// start[k + 1]. The math is ops/optim_math.h's (shared with the CPU). Every value is loaded once,
+/// before the first store: reads w, g (and v), 12-16 B/elem in fp32, writes 4-8.
 constexpr int kSgdTensors = 24;
 template <class T>
 struct SgdMulti {
@@ -159,47 +186,66 @@ struct SgdMulti {
   int count;
   T mom, damp, wd;
   bool nesterov;
-  __device__ void operator()(int64_t i) const {
+  struct Loaded {
+    int k;
+    int64_t j;
+    T w, g, v;
+  };
+  __device__ Loaded load(int64_t i) const {
     int k = 0;
     while (i >= start[k + 1]) ++k;   // the few parameters of one launch: a short scan
     const int64_t j = i - start[k];
-    T* wk = w[k];
-    T* vk = v[k];
-    T d = g[k][j] + wd * wk[j];                                  // d = grad + weight_decay * w
-    if (vk != nullptr) {
-      const T vj = first_step[k] ? d : mom * vk[j] + damp * d;   // v = momentum v + (1 - dampening) d
-      vk[j] = vj;
-      d = nesterov ? d + mom * vj : vj;
+    // A new momentum buffer is not read: it holds no values yet.
+    return {k, j, w[k][j], g[k][j], v[k] != nullptr && !first_step[k] ? v[k][j] : T(0)};
+  }
+  __device__ void store(int64_t, const Loaded& a) const {
+    const SgdScalars<T> s{lr[a.k], mom, damp, wd, nesterov, first_step[a.k]};
+    if (v[a.k] == nullptr) {
+      w[a.k][a.j] = optim_math::sgd_plain(a.w, a.g, s);
+      return;
     }
-    wk[j] -= lr[k] * d;                                          // w = w - lr d
+    T vnew;
+    w[a.k][a.j] = optim_math::sgd_momentum(a.w, a.g, a.v, vnew, s);
+    v[a.k][a.j] = vnew;
   }
 };
 
-/// torch.optim.Adam / AdamW, one parameter, all contiguous: one read and one write of w, m, v (and
-/// vmax), one read of g: 16 B read + 12 B written per fp32 element without amsgrad.
+/// torch.optim.Adam / AdamW over up to kAdamTensors parameters in one launch (PyTorch's foreach path),
+/// all contiguous, indexed as SgdMulti; the math is ops/optim_math.h's. Every value is loaded once,
+/// before the first store: one read of w, g, m, v (and vmax) and one write of w, m, v (and vmax),
+/// 16 B read + 12 B written per fp32 element without amsgrad.
+constexpr int kAdamTensors = 24;
 template <class T>
-struct AdamFlat {
-  T* w;
-  const T* g;
-  T *m, *v, *vmax;   // vmax null unless amsgrad
-  T step_size, inv_sqrt_bc2, b1, b2, wd, decay, eps;
+struct AdamMulti {
+  T* w[kAdamTensors];
+  const T* g[kAdamTensors];
+  T* m[kAdamTensors];
+  T* v[kAdamTensors];
+  T* vmax[kAdamTensors];   // null unless amsgrad
+  T step_size[kAdamTensors], inv_sqrt_bc2[kAdamTensors], decay[kAdamTensors];
+  int64_t start[kAdamTensors + 1];
+  int count;
+  T b1, b2, wd, eps;
   bool decoupled;
-  __device__ void operator()(int64_t i) const {
-    T gi = g[i];
-    T wi = w[i];
-    if (decoupled) wi *= decay;                          // AdamW: w = w (1 - lr wd)
-    else gi += wd * wi;                                  // Adam: g = g + wd w
-    const T mi = b1 * m[i] + (T(1) - b1) * gi;           // m = b1 m + (1 - b1) g
-    const T vi = b2 * v[i] + (T(1) - b2) * gi * gi;      // v = b2 v + (1 - b2) g^2
-    m[i] = mi;
-    v[i] = vi;
-    T vv = vi;
-    if (vmax != nullptr) {                               // amsgrad: running max of v (std::max's NaN rule)
-      const T old = vmax[i];
-      vv = old < vi ? vi : old;
-      vmax[i] = vv;
-    }
-    w[i] = wi - step_size * mi / (sqrt(vv) * inv_sqrt_bc2 + eps);   // w -= lr/bc1 m / (sqrt(v/bc2) + eps)
+  struct Loaded {
+    int k;
+    int64_t j;
+    T w, g, m, v, vmax;
+  };
+  __device__ Loaded load(int64_t i) const {
+    int k = 0;
+    while (i >= start[k + 1]) ++k;   // the few parameters of one launch: a short scan
+    const int64_t j = i - start[k];
+    return {k, j, w[k][j], g[k][j], m[k][j], v[k][j], vmax[k] != nullptr ? vmax[k][j] : T(0)};
+  }
+  __device__ void store(int64_t, Loaded a) const {
+    const int k = a.k;
+    const AdamScalars<T> s{step_size[k], inv_sqrt_bc2[k], b1, b2, eps, wd, decay[k], decoupled};
+    optim_math::adam(a.w, a.g, a.m, a.v, a.vmax, vmax[k] != nullptr, s);
+    m[k][a.j] = a.m;
+    v[k][a.j] = a.v;
+    if (vmax[k] != nullptr) vmax[k][a.j] = a.vmax;
+    w[k][a.j] = a.w;
   }
 };
 
@@ -234,8 +280,16 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
     dispatch_dtype(dst.dtype(), [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
-      if (flat) launch_flat(stream, n, CastFlat<D, S>{dst.data<D>(), src.data<S>()});
-      else launch_strided<2>(stream, dst.shape(), {&dst.strides(), &src.strides()}, CastStrided<D, S>{dst.data<D>(), src.data<S>()});
+      if (flat) {
+        constexpr int V = kCastWidth<D, S>;
+        D* dp = dst.data<D>();
+        const S* sp = src.data<S>();
+        if (aligned_to(dp, V * sizeof(D)) && aligned_to(sp, V * sizeof(S)))
+          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, cast_vec_kernel<D, S, V>)(dp, sp, n);
+        else
+          TG_LAUNCH(grid_for(n), kBlock, 0, stream, cast_vec_kernel<D, S, 1>)(dp, sp, n);
+        TG_CUDA_CHECK(cudaGetLastError());
+      } else launch_strided<2>(stream, dst.shape(), {&dst.strides(), &src.strides()}, CastStrided<D, S>{dst.data<D>(), src.data<S>()});
     });
   });
 }
@@ -253,8 +307,14 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   dispatch_dtype(dst.dtype(), [&](auto t) {
     using T = decltype(t);
     const T v = static_cast<T>(value);
-    if (dst.is_contiguous()) launch_flat(stream, n, FillFlat<T>{dst.data<T>(), v});
-    else launch_strided<1>(stream, dst.shape(), {&dst.strides()}, FillStrided<T>{dst.data<T>(), v});
+    if (dst.is_contiguous()) {
+      constexpr int V = VecWidth<T>::value;
+      if (aligned16(dst.data<T>()))
+        TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, fill_vec_kernel<T, V>)(dst.data<T>(), n, v);
+      else
+        TG_LAUNCH(grid_for(n), kBlock, 0, stream, fill_vec_kernel<T, 1>)(dst.data<T>(), n, v);
+      TG_CUDA_CHECK(cudaGetLastError());
+    } else launch_strided<1>(stream, dst.shape(), {&dst.strides()}, FillStrided<T>{dst.data<T>(), v});
   });
 }
 
@@ -298,7 +358,14 @@ void CudaBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, co
     host_visit(op, [&](auto f) {
       using F = decltype(f);
       if (xs.is_contiguous() && ys.is_contiguous() && dy.is_contiguous() && dx.is_contiguous()) {
-        launch_flat(stream, n, UnaryBackwardFlat<T, F>{dx.data<T>(), xs.data<T>(), ys.data<T>(), dy.data<T>(), args});
+        constexpr int V = VecWidth<T>::value;
+        const T *xp = xs.data<T>(), *yp = ys.data<T>(), *gp = dy.data<T>();
+        T* dp = dx.data<T>();
+        if (aligned16(xp) && aligned16(yp) && aligned16(gp) && aligned16(dp))
+          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, unary_backward_vec_kernel<T, F, V>)(dp, xp, yp, gp, n, args);
+        else
+          TG_LAUNCH(grid_for(n), kBlock, 0, stream, unary_backward_vec_kernel<T, F, 1>)(dp, xp, yp, gp, n, args);
+        TG_CUDA_CHECK(cudaGetLastError());
       } else {
         launch_strided<4>(stream, dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()},
                           UnaryBackwardStrided<T, F>{dx.data<T>(), xs.data<T>(), ys.data<T>(), dy.data<T>(), args});
@@ -366,7 +433,7 @@ void CudaBackend::sgd_step(const std::vector<SgdParam>& params, double momentum,
     body.wd = T(weight_decay);
     body.nesterov = nesterov;
     auto flush = [&] {
-      if (body.count > 0) launch_flat(ctx_.stream(), body.start[body.count], body);
+      if (body.count > 0) launch_flat_ilp(ctx_.stream(), body.start[body.count], body);
       body.count = 0;
     };
     for (const SgdParam& sp : params) {
@@ -385,29 +452,39 @@ void CudaBackend::sgd_step(const std::vector<SgdParam>& params, double momentum,
   });
 }
 
-void CudaBackend::adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                            const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                            double weight_decay, bool decoupled, int64_t step) {
-  const int64_t n = param.numel();
-  if (n == 0) return;
+void CudaBackend::adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps,
+                            double weight_decay, bool decoupled) {
+  if (params.empty()) return;
   DeviceGuard guard(ctx_.device());
-  dispatch_only<kFloat32, kFloat64>(param.dtype(), "adam", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64>(params[0].param.dtype(), "adam", [&](auto t) {
     using T = decltype(t);
-    const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
-    AdamFlat<T> body{param.data<T>(),
-                     grad.data<T>(),
-                     exp_avg.data<T>(),
-                     exp_avg_sq.data<T>(),
-                     max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr,
-                     T(lr / bc1),
-                     T(1 / std::sqrt(bc2)),
-                     T(beta1),
-                     T(beta2),
-                     T(weight_decay),
-                     T(1 - lr * weight_decay),
-                     T(eps),
-                     decoupled};
-    launch_flat(ctx_.stream(), n, body);
+    AdamMulti<T> body{};
+    body.b1 = T(beta1);
+    body.b2 = T(beta2);
+    body.wd = T(weight_decay);
+    body.eps = T(eps);
+    body.decoupled = decoupled;
+    auto flush = [&] {
+      if (body.count > 0) launch_flat_ilp(ctx_.stream(), body.start[body.count], body);
+      body.count = 0;
+    };
+    for (const AdamParam& ap : params) {
+      const int64_t n = ap.param.numel();
+      if (n == 0) continue;
+      const int k = body.count;
+      const double bc1 = 1 - std::pow(beta1, double(ap.step)), bc2 = 1 - std::pow(beta2, double(ap.step));
+      body.w[k] = ap.param.data<T>();
+      body.g[k] = ap.grad.data<T>();
+      body.m[k] = ap.exp_avg.data<T>();
+      body.v[k] = ap.exp_avg_sq.data<T>();
+      body.vmax[k] = ap.max_exp_avg_sq.defined() ? ap.max_exp_avg_sq.data<T>() : nullptr;
+      body.step_size[k] = T(ap.lr / bc1);
+      body.inv_sqrt_bc2[k] = T(1 / std::sqrt(bc2));
+      body.decay[k] = T(1 - ap.lr * weight_decay);
+      body.start[k + 1] = body.start[k] + n;
+      if (++body.count == kAdamTensors) flush();
+    }
+    flush();
   });
 }
 

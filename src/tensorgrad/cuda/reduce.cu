@@ -3,6 +3,24 @@
 // with ignore_index, label smoothing and the device error flag for bad targets. Every reduction is a
 // fixed tree for a given shape: the same input gives the same bits on every run. The CPU twins are in
 // engine/cpu_backend.cpp; elementwise kernels are in cuda/elementwise.cu.
+//
+// Note [Vector rows]
+// ~~~~~~~~~~~~~~~~~~
+// A reduction along unit-stride rows (sum/max/min/argmax, softmax and log_softmax statistics and
+// their backward's row sums, cross-entropy's log-sum-exp) is memory-bound, and one 4-byte load per
+// loop iteration leaves most of the memory system idle. So rows are read as 16-byte vectors (float4,
+// double2, 8 halves; row_for_each in cuda/detail/kernels.cuh): a scalar head up to the row's first
+// 16-byte boundary (a row of a narrowed view or of odd length starts anywhere), the aligned vectors,
+// a scalar tail. Element j of each vector goes to the thread's accumulator j: V independent chains
+// (V loads in flight, no add waiting on the previous one), combined in a fixed pairwise tree, then
+// the team's tree. Which element lands in which accumulator depends only on the row's length and
+// its offset from a 16-byte boundary, so a tensor gives the same bits on every run; the same values
+// at another offset may differ in the last bits, as they may on the CPU between SIMD widths. The
+// extremum reducers carry positions, so ties and NaN resolve by position whatever the grouping. The
+// accumulator types are unchanged (float for 16-bit sums, double for softmax statistics), and so
+// are the NaN and infinity rules (Note [NaN and infinity]). Elementwise row passes (softmax's output,
+// its backward) use vectors only where every operand has the same offset from a 16-byte boundary.
+// Other layouts keep the general-stride kernels (reduce_cols_kernel, softmax_cols_kernel).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -77,12 +95,15 @@ struct ExtremumReducer {
   }
 };
 
-/// One team (warp or block) per (output, split): reads the split's part of a contiguous (rstride 1)
-/// block, coalesced across the team, then a tree over the team.
+/// One team (warp or block) per (output, split) of a unit-stride layout: reads the split's part of the
+/// row with 16-byte vector loads (row_for_each: a scalar head up to the first 16-byte boundary, a
+/// scalar tail), coalesced across the team, into V independent accumulators per thread (element j
+/// of each vector into slot j), which combine in a fixed tree, then a tree over the team.
 template <class Red, class T, bool kWarp>
-__global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, int64_t R, int64_t rstride,
-                                   int64_t splits, int64_t chunk, typename Red::Acc* partial, Red red) {
+__global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, int64_t R, int64_t splits,
+                                   int64_t chunk, typename Red::Acc* partial, Red red) {
   using Acc = typename Red::Acc;
+  constexpr int V = VecRow<T>::V;
   __shared__ Acc scratch[32];
   const Team<kWarp> team;
   const int64_t items = O * splits;
@@ -91,18 +112,33 @@ __global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
-    for (int64_t r = r0 + team.lane; r < r1; r += team.size) acc = red(acc, red.load(x[off[0] + r * rstride], r));
-    acc = team.allreduce(acc, red, scratch);
+    Acc acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = Red::identity();
+    if (r1 > r0) {   // x + off[0] is not formed otherwise: x is null when R is 0
+      const T* p = x + off[0] + r0;
+      row_for_each(
+          p, r1 - r0, team.lane, team.size, [&](int64_t d) { acc[0] = red(acc[0], red.load(p[d], r0 + d)); },
+          [&](int64_t d) {
+            const Vec<T, V> v = load_vec<T, V>(p + d);
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = red(acc[j], red.load(v.v[j], r0 + d + j));
+          });
+    }
+    Acc a = combine_slots(acc, red);
+    a = team.allreduce(a, red, scratch);
     if (team.lane == 0) {
-      if (splits > 1) partial[o * splits + s] = acc;
-      else red.store(o, acc);
+      if (splits > 1) partial[o * splits + s] = a;
+      else red.store(o, a);
     }
   }
 }
 
 /// One thread per (output, split), consecutive threads on consecutive outputs: coalesced when the
-/// outputs are adjacent in memory and the reduced elements are not (sum over the batch dim).
+/// outputs are adjacent in memory and the reduced elements are not (sum over the batch dim). Each
+/// thread reads kColSlots rows per iteration into as many independent accumulators (loads in flight
+/// at once), combined in a fixed tree.
+constexpr int kColSlots = 4;
 template <class Red, class T>
 __global__ void reduce_cols_kernel(const T* x, OffsetCalc<1> base, int64_t O, int64_t R, int64_t rstride,
                                    int64_t splits, int64_t chunk, typename Red::Acc* partial, Red red) {
@@ -112,26 +148,44 @@ __global__ void reduce_cols_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t off[1];
     base.get(o, off);
-    Acc acc = Red::identity();   // x + off[0] is not formed: x is null when R is 0
-    for (int64_t r = r0; r < r1; ++r) acc = red(acc, red.load(x[off[0] + r * rstride], r));
-    if (splits > 1) partial[s * O + o] = acc;
-    else red.store(o, acc);
+    Acc acc[kColSlots];
+#pragma unroll
+    for (int j = 0; j < kColSlots; ++j) acc[j] = Red::identity();
+    int64_t r = r0;   // x + off[0] is not formed when r0 == r1: x is null when R is 0
+    for (; r + kColSlots <= r1; r += kColSlots) {
+      T v[kColSlots];
+#pragma unroll
+      for (int j = 0; j < kColSlots; ++j) v[j] = x[off[0] + (r + j) * rstride];
+#pragma unroll
+      for (int j = 0; j < kColSlots; ++j) acc[j] = red(acc[j], red.load(v[j], r + j));
+    }
+    for (; r < r1; ++r) acc[0] = red(acc[0], red.load(x[off[0] + r * rstride], r));
+    const Acc a = combine_slots(acc, red);
+    if (splits > 1) partial[s * O + o] = a;
+    else red.store(o, a);
   }
 }
 
-/// Second pass: each output combines its splits in order.
+/// Second pass: a warp per output combines its splits (partial[o * so + s * ss]) in a fixed tree.
 template <class Red>
 __global__ void reduce_partials_kernel(const typename Red::Acc* partial, int64_t O, int64_t splits, int64_t so,
                                        int64_t ss, Red red) {
   using Acc = typename Red::Acc;
-  for (int64_t o = global_thread(); o < O; o += grid_stride()) {
+  const Team<true> team;
+  for (int64_t o = team.first; o < O; o += team.stride) {
     Acc acc = Red::identity();
-    for (int64_t s = 0; s < splits; ++s) acc = red(acc, partial[o * so + s * ss]);
-    red.store(o, acc);
+    for (int64_t s = team.lane; s < splits; s += team.size) acc = red(acc, partial[o * so + s * ss]);
+    acc = team.allreduce(acc, red, static_cast<Acc*>(nullptr));
+    if (team.lane == 0) red.store(o, acc);
   }
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Threads a column reduction aims for (an H200 holds 132 x 2048 resident threads), and the most
+/// splits of one output (the second pass reads them with one warp).
+constexpr int64_t kColThreads = int64_t(1) << 18;
+constexpr int64_t kMaxColSplits = 2048;
 
 /// Scratch device memory from the caching allocator, returned when the scope ends. Safe without a
 /// synchronization: see Note [One stream per device].
@@ -156,8 +210,11 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
   int64_t splits = 1;
   if (rows) {
     if (O < 1024 && R > 8192) splits = std::min(ceil_div(R, 4096), std::max<int64_t>(1, 2048 / O));
-  } else if (O < 65536 && R > 64) {
-    splits = std::min(ceil_div(R, 64), std::max<int64_t>(1, 65536 / O));
+  } else if (O < kColThreads && R > 64) {
+    // Column sums (the bias gradient of a tall batch): enough threads to keep a GPU's memory system
+    // busy, at least 32 rows each; the second pass combines the splits, so the result is the same
+    // on every run (no atomics).
+    splits = std::min({ceil_div(R, 32), std::max<int64_t>(1, kColThreads / O), kMaxColSplits});
   }
   const int64_t chunk = splits > 1 ? ceil_div(R, splits) : std::max<int64_t>(R, 1);
   Acc* partial = nullptr;
@@ -169,10 +226,10 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
   if (rows) {
     if (chunk >= 1024) {
       TG_LAUNCH(team_grid(O * splits, false), kBlock, 0, stream, reduce_rows_kernel<Red, T, false>)(
-          x, base, O, R, rstride, splits, chunk, partial, red);
+          x, base, O, R, splits, chunk, partial, red);
     } else {
       TG_LAUNCH(team_grid(O * splits, true), kBlock, 0, stream, reduce_rows_kernel<Red, T, true>)(
-          x, base, O, R, rstride, splits, chunk, partial, red);
+          x, base, O, R, splits, chunk, partial, red);
     }
   } else {
     TG_LAUNCH(grid_for(O * splits), kBlock, 0, stream, reduce_cols_kernel<Red, T>)(x, base, O, R, rstride, splits,
@@ -181,7 +238,7 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
   TG_CUDA_CHECK(cudaGetLastError());
   if (splits > 1) {
     const int64_t so = rows ? splits : 1, ss = rows ? 1 : O;
-    TG_LAUNCH(grid_for(O), kBlock, 0, stream, reduce_partials_kernel<Red>)(partial, O, splits, so, ss, red);
+    TG_LAUNCH(team_grid(O, true), kBlock, 0, stream, reduce_partials_kernel<Red>)(partial, O, splits, so, ss, red);
     TG_CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -232,15 +289,47 @@ struct RowStatsOp {
   }
 };
 
-/// The row's statistics, known to every lane of the team; s is NaN when the max is not finite.
+/// The row's statistics, known to every lane of the team; s is NaN when the max is not finite. Each
+/// thread keeps V independent statistics (element j of each 16-byte vector into slot j, see
+/// row_for_each), combined in a fixed tree.
 template <class T, bool kWarp>
 __device__ RowStats<T> row_stats(const T* in, int64_t D, const Team<kWarp>& team, RowStats<T>* scratch) {
+  constexpr int V = VecRow<T>::V;
   RowStatsOp<T> op;
-  RowStats<T> st = RowStatsOp<T>::identity();
-  for (int64_t d = team.lane; d < D; d += team.size) RowStatsOp<T>::add(st, in[d]);
+  RowStats<T> acc[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) acc[j] = RowStatsOp<T>::identity();
+  row_for_each(
+      in, D, team.lane, team.size, [&](int64_t d) { RowStatsOp<T>::add(acc[0], in[d]); },
+      [&](int64_t d) {
+        const Vec<T, V> v = load_vec<T, V>(in + d);
+#pragma unroll
+        for (int j = 0; j < V; ++j) RowStatsOp<T>::add(acc[j], v.v[j]);
+      });
+  RowStats<T> st = combine_slots(acc, op);
   st = team.allreduce(st, op, scratch);
   if (is_inf(st.m)) st.s = static_cast<double>(NAN);
   return st;
+}
+
+/// out[d] = f(in[d]) over a contiguous row: 16-byte loads and stores when in and out have the same
+/// offset from a 16-byte boundary, one element at a time otherwise.
+template <class T, class F>
+__device__ __forceinline__ void map_row(const T* in, T* out, int64_t D, int lane, int size, const F& f) {
+  constexpr int V = VecRow<T>::V;
+  if (!same_alignment16(in, out)) {
+    for (int64_t d = lane; d < D; d += size) out[d] = f(in[d]);
+    return;
+  }
+  row_for_each(
+      in, D, lane, size, [&](int64_t d) { out[d] = f(in[d]); },
+      [&](int64_t d) {
+        const Vec<T, V> a = load_vec<T, V>(in + d);
+        Vec<T, V> r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.v[j] = f(a.v[j]);
+        store_vec<T, V>(out + d, r);
+      });
 }
 
 /// (log-)softmax over the last dim: one team per row, one read for the statistics, one read and one
@@ -255,10 +344,12 @@ __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t D, b
     const RowStats<T> st = row_stats<T, kWarp>(in, D, team, scratch);
     if (log_) {
       const T lse = static_cast<T>(tlog(st.s)) + st.m;
-      for (int64_t d = team.lane; d < D; d += team.size) out[d] = in[d] - lse;
+      map_row(in, out, D, team.lane, team.size, [lse](T v) { return v - lse; });
     } else {
       const double inv = 1.0 / st.s;
-      for (int64_t d = team.lane; d < D; d += team.size) out[d] = static_cast<T>(static_cast<double>(texp(in[d] - st.m)) * inv);
+      const T m = st.m;
+      map_row(in, out, D, team.lane, team.size,
+              [m, inv](T v) { return static_cast<T>(static_cast<double>(texp(v - m)) * inv); });
     }
   }
 }
@@ -286,20 +377,51 @@ __global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t D, 
   }
 }
 
-/// softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy). One team per row.
+/// softmax: dx = y (dy - sum(dy y));  log_softmax: dx = dy - exp(y) sum(dy). One team per row; 16-byte
+/// loads and stores (V independent partial sums per thread) when y, dy and dx share their offset
+/// from a 16-byte boundary, one element at a time otherwise.
 template <class T, bool kWarp>
 __global__ void softmax_backward_rows_kernel(const T* y, const T* dy, T* dx, int64_t rows, int64_t D, bool log_) {
+  constexpr int V = VecRow<T>::V;
   __shared__ double scratch[32];
   const Team<kWarp> team;
+  const auto term = [log_](T g, T yv) { return log_ ? static_cast<double>(g) : static_cast<double>(g * yv); };
+  const auto grad = [log_](T g, T yv, double s) {
+    return log_ ? static_cast<T>(g - texp(yv) * s) : static_cast<T>(yv * (g - s));
+  };
   for (int64_t row = team.first; row < rows; row += team.stride) {
     const T *yr = y + row * D, *gr = dy + row * D;
     T* dr = dx + row * D;
-    double s = 0;
-    for (int64_t d = team.lane; d < D; d += team.size)
-      s += log_ ? static_cast<double>(gr[d]) : static_cast<double>(gr[d] * yr[d]);
+    const bool vec = same_alignment16(yr, gr) && same_alignment16(yr, dr);
+    double acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0;
+    if (vec) {
+      row_for_each(
+          yr, D, team.lane, team.size, [&](int64_t d) { acc[0] += term(gr[d], yr[d]); },
+          [&](int64_t d) {
+            const Vec<T, V> a = load_vec<T, V>(yr + d), g = load_vec<T, V>(gr + d);
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += term(g.v[j], a.v[j]);
+          });
+    } else {
+      for (int64_t d = team.lane; d < D; d += team.size) acc[0] += term(gr[d], yr[d]);
+    }
+    double s = combine_slots(acc, SumOp<double>());
     s = team.allreduce(s, SumOp<double>(), scratch);
-    for (int64_t d = team.lane; d < D; d += team.size)
-      dr[d] = log_ ? static_cast<T>(gr[d] - texp(yr[d]) * s) : static_cast<T>(yr[d] * (gr[d] - s));
+    if (vec) {
+      row_for_each(
+          yr, D, team.lane, team.size, [&](int64_t d) { dr[d] = grad(gr[d], yr[d], s); },
+          [&](int64_t d) {
+            const Vec<T, V> a = load_vec<T, V>(yr + d), g = load_vec<T, V>(gr + d);
+            Vec<T, V> r;
+#pragma unroll
+            for (int j = 0; j < V; ++j) r.v[j] = grad(g.v[j], a.v[j], s);
+            store_vec<T, V>(dr + d, r);
+          });
+    } else {
+      for (int64_t d = team.lane; d < D; d += team.size) dr[d] = grad(gr[d], yr[d], s);
+    }
   }
 }
 
@@ -410,8 +532,9 @@ __global__ void loss_total_kernel(const T* loss, const int64_t* target, int64_t 
   write_total(sum, kept, out);
 }
 
-/// dlogits = (softmax - s/C) g - (1 - s) onehot(target) g; 0 for ignored rows. One thread per logit,
-/// fully coalesced: reads the logit, writes its gradient, the per-row values come from cache.
+/// dlogits = (softmax - s/C) g - (1 - s) onehot(target) g; 0 for ignored rows. One element per index,
+/// fully coalesced: reads the logit, writes its gradient, the per-row values come from cache; the
+/// ILP kernel (launch_flat_ilp) loads several elements per thread before it stores any.
 template <class T>
 struct CrossEntropyBackwardFlat {
   const T *x, *lse, *dloss;
@@ -420,16 +543,24 @@ struct CrossEntropyBackwardFlat {
   T* dx;
   int64_t C, gstride, ignore_index;
   T smoothing, uniform;
-  __device__ void operator()(int64_t i) const {
-    const int64_t n = i / C, c = i - n * C;
+  struct Loaded {
+    int64_t t;
+    T x, lse, g;
+  };
+  __device__ Loaded load(int64_t i) const {
+    const int64_t n = i / C;
     const int64_t t = target[n];
-    if (t == ignore_index) {
+    if (t == ignore_index) return {t, T(0), T(0), T(0)};
+    const T g = count != nullptr ? dloss[n * gstride] / count[0] : dloss[n * gstride];
+    return {t, x[i], lse[n], g};
+  }
+  __device__ void store(int64_t i, const Loaded& a) const {
+    if (a.t == ignore_index) {
       dx[i] = T(0);
       return;
     }
-    const T g = count != nullptr ? dloss[n * gstride] / count[0] : dloss[n * gstride];
-    T d = (texp(x[i] - lse[n]) - uniform) * g;   // (softmax - s/C) g
-    if (c == t) d -= (T(1) - smoothing) * g;    // - (1 - s) onehot g
+    T d = (texp(a.x - a.lse) - uniform) * a.g;          // (softmax - s/C) g
+    if (i % C == a.t) d -= (T(1) - smoothing) * a.g;    // - (1 - s) onehot g
     dx[i] = d;
   }
 };
@@ -575,7 +706,7 @@ void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& tar
                                      args.mean ? count.data<T>() : nullptr, target.data<int64_t>(),
                                      dlogits.data<T>(), C, dloss.strides().empty() ? 0 : dloss.strides()[0],
                                      args.ignore_index, s, s / T(C)};
-    launch_flat(ctx_.stream(), N * C, body);
+    launch_flat_ilp(ctx_.stream(), N * C, body);
   });
 }
 

@@ -72,6 +72,17 @@ struct SgdParam {
   bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
 };
 
+/// One parameter of Backend::adam_step.
+struct AdamParam {
+  Tensor param;            ///< updated in place
+  Tensor grad;             ///< its gradient
+  Tensor exp_avg;          ///< first moment, updated in place
+  Tensor exp_avg_sq;       ///< second moment, updated in place
+  Tensor max_exp_avg_sq;   ///< running max of exp_avg_sq (amsgrad), undefined otherwise
+  double lr;               ///< its group's learning rate
+  int64_t step;            ///< its step count after this step (1-based): the bias corrections
+};
+
 /// The geometry of one 2-D convolution (Backend::conv2d): x (N, C, H, W), weight (O, C / groups, KH,
 /// KW), out (N, O, OH, OW) with OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (likewise OW).
 /// Validated in engine/prim.cpp (engine/conv.cpp): every size positive, OH and OW >= 1.
@@ -203,11 +214,11 @@ class Backend {
   /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
   virtual void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
                         bool nesterov) = 0;
-  /// Fused Adam/AdamW update of one parameter (all contiguous, same shape), PyTorch's torch.optim.Adam
-  /// formulas at step `step` (1-based); max_exp_avg_sq is undefined unless amsgrad. decoupled: AdamW.
-  virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                         const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                         double weight_decay, bool decoupled, int64_t step) = 0;
+  /// Fused Adam/AdamW update of several parameters of one dtype on this device (each one's tensors
+  /// contiguous, of one shape), PyTorch's torch.optim.Adam formulas at each parameter's step;
+  /// decoupled: AdamW. The CUDA backend updates them all in one launch.
+  virtual void adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps,
+                         double weight_decay, bool decoupled) = 0;
   /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined, all contiguous -> out
   /// (N, O, OH, OW) contiguous; the convolution of PyTorch's conv2d (a cross-correlation). Sets out.
   virtual void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,

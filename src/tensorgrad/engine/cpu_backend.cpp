@@ -17,6 +17,7 @@
 #include "tensorgrad/engine/cpu_conv.h"
 #include "tensorgrad/engine/macros.h"
 #include "tensorgrad/engine/parallel.h"
+#include "tensorgrad/ops/optim_math.h"
 
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
@@ -214,17 +215,6 @@ T row_shift(T max) {
   return std::isfinite(max) ? max : std::numeric_limits<T>::quiet_NaN();
 }
 
-template <class T>
-struct SgdScalars {
-  T lr, momentum, one_minus_dampening, weight_decay;
-  bool nesterov, first_step;
-};
-
-template <class T>
-struct AdamScalars {
-  T step_size, inv_sqrt_bc2, beta1, beta2, eps, weight_decay, decay;   // step_size = lr / bc1, decay = 1 - lr wd
-  bool decoupled;
-};
 
 #define TG_KERNELS KernelsBaseline
 #define TG_TARGET
@@ -781,24 +771,25 @@ class CpuBackend final : public Backend {
       });
   }
 
-  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
-                 bool decoupled, int64_t step) override {
-    dispatch_only<kFloat32, kFloat64>(param.dtype(), "adam", [&](auto t) {
-      using T = decltype(t);
-      T* w = param.data<T>();
-      const T* g = grad.data<T>();
-      T *m = exp_avg.data<T>(), *v = exp_avg_sq.data<T>();
-      T* vmax = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
-      const double bc1 = 1 - std::pow(beta1, double(step)), bc2 = 1 - std::pow(beta2, double(step));
-      const AdamScalars<T> k{T(lr / bc1), T(1 / std::sqrt(bc2)), T(beta1), T(beta2), T(eps), T(weight_decay),
-                             T(1 - lr * weight_decay), decoupled};
-      parallel_for(param.numel(), 8, [&](int64_t b, int64_t e) {
-        with_kernels([&](auto kernels) {
-          decltype(kernels)::adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
+  void adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps, double weight_decay,
+                 bool decoupled) override {
+    for (const AdamParam& ap : params)   // one parameter at a time: each loop is split over the pool
+      dispatch_only<kFloat32, kFloat64>(ap.param.dtype(), "adam", [&](auto t) {
+        using T = decltype(t);
+        T* w = ap.param.data<T>();
+        const T* g = ap.grad.data<T>();
+        T *m = ap.exp_avg.data<T>(), *v = ap.exp_avg_sq.data<T>();
+        T* vmax = ap.max_exp_avg_sq.defined() ? ap.max_exp_avg_sq.data<T>() : nullptr;
+        const double lr = ap.lr;
+        const double bc1 = 1 - std::pow(beta1, double(ap.step)), bc2 = 1 - std::pow(beta2, double(ap.step));
+        const AdamScalars<T> k{T(lr / bc1), T(1 / std::sqrt(bc2)), T(beta1), T(beta2), T(eps), T(weight_decay),
+                               T(1 - lr * weight_decay), decoupled};
+        parallel_for(ap.param.numel(), 8, [&](int64_t b, int64_t e) {
+          with_kernels([&](auto kernels) {
+            decltype(kernels)::adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);
+          });
         });
       });
-    });
   }
 
   // Convolution and pooling: engine/cpu_conv.cpp.

@@ -1,7 +1,12 @@
 // optim/adam.cpp: Adam/AdamW steps. Every parameter is validated before any is updated, so a step
-// completes for all parameters or changes none. Kernel: Backend::adam_step.
+// completes for all parameters or changes none. Kernel: Backend::adam_step, one call per (device,
+// dtype) over that group's parameters.
 #include "tensorgrad/optim/adam.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "tensorgrad/engine/backend.h"
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/engine/prim.h"
 
@@ -37,6 +42,9 @@ void Adam::step() {
   }
   NoGradGuard no_grad;
   const AdamOptions& o = options_;
+  // One fused call per (device, dtype), in parameter order: on CUDA one launch updates them all.
+  // ((device, dtype), the parameters' indices) -> their AdamParams
+  std::vector<std::pair<std::pair<std::pair<Device, DType>, std::vector<std::size_t>>, std::vector<AdamParam>>> groups;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     const Variable g = p.grad();
@@ -53,10 +61,16 @@ void Adam::step() {
       if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
     }
     ++s.step;
-    backend_for(p.device())
-        .adam_step(update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i), o.beta1_,
-                   o.beta2_, o.eps_, o.weight_decay_, decoupled_, s.step);
-    finish_update(i);
+    const std::pair<Device, DType> key{p.device(), sd};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {{key, {}}, {}});
+    it->first.second.push_back(i);
+    it->second.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
+                                   lr_of(i), s.step});
+  }
+  for (const auto& [key, group] : groups) {
+    backend_for(key.first.first).adam_step(group, o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_);
+    for (std::size_t i : key.second) finish_update(i);
   }
 }
 

@@ -125,9 +125,8 @@ class CudaBackend final : public Backend {
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
                 bool nesterov) override;
-  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const Tensor& max_exp_avg_sq, double lr, double beta1, double beta2, double eps, double weight_decay,
-                 bool decoupled, int64_t step) override;
+  void adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps, double weight_decay,
+                 bool decoupled) override;
   // cuda/reduce.cu
   void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;

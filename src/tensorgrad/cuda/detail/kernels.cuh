@@ -257,6 +257,37 @@ void launch_flat(cudaStream_t stream, int64_t n, const Body& body) {
   TG_CUDA_CHECK(cudaGetLastError());
 }
 
+/// A flat body split in two: load(i) returns every value element i reads, store(i, loaded) computes
+/// and writes it. Each thread loads kIlp elements (a grid stride apart, so a warp's loads stay
+/// coalesced) before it stores any: kIlp loads per operand in flight instead of one behind each
+/// store (the compiler may not move a load above a store that could alias it).
+constexpr int kIlp = 4;
+template <class Body>
+__global__ void flat_ilp_kernel(int64_t n, Body body) {
+  using Loaded = decltype(body.load(int64_t(0)));
+  const int64_t stride = grid_stride();
+  for (int64_t first = global_thread(); first < n; first += stride * kIlp) {
+    Loaded v[kIlp];
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u) {
+      const int64_t i = first + u * stride;
+      if (i < n) v[u] = body.load(i);
+    }
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u) {
+      const int64_t i = first + u * stride;
+      if (i < n) body.store(i, v[u]);
+    }
+  }
+}
+
+template <class Body>
+void launch_flat_ilp(cudaStream_t stream, int64_t n, const Body& body) {
+  if (n == 0) return;
+  TG_LAUNCH(grid_for(n, kIlp), kBlock, 0, stream, flat_ilp_kernel<Body>)(n, body);
+  TG_CUDA_CHECK(cudaGetLastError());
+}
+
 // ------------------------------------------------------------------------------------------------
 // 16-byte vectors: float4 / double2 loads and stores where every pointer is 16-byte aligned.
 
@@ -269,6 +300,71 @@ struct alignas(sizeof(T) * V) Vec {
   T v[V];
 };
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+/// Whether a and b sit at the same offset from a 16-byte boundary (so the same element indices of
+/// both are vector-aligned).
+__host__ __device__ __forceinline__ bool same_alignment16(const void* a, const void* b) {
+  return ((reinterpret_cast<uintptr_t>(a) ^ reinterpret_cast<uintptr_t>(b)) & 15) == 0;
+}
+
+/// A contiguous row of n elements at p, split for 16-byte loads: [0, head) and [head + nvec * V, n)
+/// one element at a time, the nvec vectors between them as aligned Vec<T, V>. The split depends
+/// only on n and p's offset from a 16-byte boundary.
+template <class T>
+struct VecRow {
+  static constexpr int V = VecWidth<T>::value;
+  int64_t head, nvec;
+  __device__ __forceinline__ VecRow(const T* p, int64_t n) {
+    const int64_t bytes = static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15);
+    head = bytes % static_cast<int64_t>(sizeof(T)) != 0 ? n : bytes / static_cast<int64_t>(sizeof(T));
+    if (head > n) head = n;
+    nvec = (n - head) / V;
+  }
+  __device__ __forceinline__ int64_t tail() const { return head + nvec * V; }
+};
+
+/// Runs a team over a contiguous row of n elements at p: scalar(d) for each element of the head and
+/// tail, vector(d) for each aligned V-element vector starting at element d. Lane `lane` of `size`
+/// takes every size-th piece, so adjacent lanes read adjacent 16-byte vectors (coalesced).
+template <class T, class Scalar, class Vector>
+__device__ __forceinline__ void row_for_each(const T* p, int64_t n, int lane, int size, Scalar&& scalar,
+                                             Vector&& vector) {
+  const VecRow<T> r(p, n);
+  for (int64_t d = lane; d < r.head; d += size) scalar(d);
+  for (int64_t i = lane; i < r.nvec; i += size) vector(r.head + i * VecRow<T>::V);
+  for (int64_t d = r.tail() + lane; d < n; d += size) scalar(d);
+}
+template <class T, int V>
+__device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T, V>*>(p);
+}
+template <class T, int V>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& v) {
+  *reinterpret_cast<Vec<T, V>*>(p) = v;
+}
+/// Combines the K accumulators of one thread in a fixed order (a pairwise tree).
+template <int K, class A, class Combine>
+__device__ __forceinline__ A combine_slots(A (&acc)[K], const Combine& combine) {
+#pragma unroll
+  for (int w = 1; w < K; w *= 2) {
+#pragma unroll
+    for (int j = 0; j + w < K; j += 2 * w) acc[j] = combine(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+
+// Note [Hand-written reductions, not CUB]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The warp and block trees below are our own rather than cub::WarpReduce / cub::BlockReduce /
+// cub::BlockLoad, because CUB cannot run on the CUDA emulator, which is where these kernels are
+// tested (no GPU in CI). CUB's headers (CUDA 13's cccl) include the toolkit's cuda_fp16.h,
+// vector_types.h, driver_types.h and cuda_runtime_api.h themselves, which redefine the emulator's
+// stand-in dim3, cudaError and runtime functions (g++ stops at 68 errors on a kernel that only uses
+// BlockReduce), and its warp primitives are inline PTX selected by NV_IF_TARGET, which a host compiler
+// cannot execute. A stand-in CUB in the emulator would test the stand-in, not CUB, and the emulator's
+// planted-missing-barrier canary (tools/cuda_emulator_check.sh) needs a barrier in our code to
+// remove. Our trees are also fixed given the shape (same bits every run), which CUB documents only
+// for some algorithms. cuda/sort.cu does use CUB (its segmented radix sort) through a stand-in, as
+// nothing of ours replaces it.
 
 // ------------------------------------------------------------------------------------------------
 // Deterministic reductions: a fixed tree given the team size, so equal inputs give equal bits.

@@ -1,0 +1,70 @@
+/// \file
+/// ops/optim_math.h: the per-element math of the fused optimizer updates (torch.optim.SGD, Adam and
+/// AdamW), written once for the CPU loops (engine/cpu_kernels.inc) and the CUDA kernels
+/// (cuda/elementwise.cu), as ops/functors.h does for the elementwise ops. Each function takes the
+/// element's old values and returns the new ones, so a caller loads every value before it stores any.
+/// Compiled by g++ and by nvcc, so: no dependencies.
+#pragma once
+#include <cmath>
+
+#include "tensorgrad/engine/macros.h"
+
+namespace tg {
+
+/// SGD's scalars for one parameter.
+template <class T>
+struct SgdScalars {
+  T lr, momentum, one_minus_dampening, weight_decay;
+  bool nesterov, first_step;
+};
+
+/// Adam's scalars for one parameter at one step: step_size = lr / bc1, inv_sqrt_bc2 = 1 / sqrt(bc2),
+/// decay = 1 - lr wd (AdamW), with bc1 = 1 - beta1^step and bc2 = 1 - beta2^step.
+template <class T>
+struct AdamScalars {
+  T step_size, inv_sqrt_bc2, beta1, beta2, eps, weight_decay, decay;
+  bool decoupled;
+};
+
+namespace optim_math {
+using std::sqrt;
+
+/// The gradient with weight decay, g + wd w; g itself when wd is 0, as PyTorch (an infinite weight
+/// does not turn the step into NaN).
+template <class T>
+TG_HD T with_weight_decay(T g, T w, T wd) {
+  return wd == T(0) ? g : g + wd * w;
+}
+
+/// SGD without momentum: w - lr (g + wd w).
+template <class T>
+TG_HD T sgd_plain(T w, T g, const SgdScalars<T>& k) {
+  return w - k.lr * with_weight_decay(g, w, k.weight_decay);
+}
+
+/// SGD with momentum: d = g + wd w (g when wd is 0); v = d on the first step (v_old is then not used), else
+/// momentum v_old + (1 - dampening) d; returns w - lr (nesterov ? d + momentum v : v), sets v_new.
+template <class T>
+TG_HD T sgd_momentum(T w, T g, T v_old, T& v_new, const SgdScalars<T>& k) {
+  const T d = with_weight_decay(g, w, k.weight_decay);
+  const T v = k.first_step ? d : k.momentum * v_old + k.one_minus_dampening * d;
+  v_new = v;
+  return w - k.lr * (k.nesterov ? d + k.momentum * v : v);
+}
+
+/// One element of Adam/AdamW: AdamW w *= 1 - lr wd, else g += wd w (when wd is not 0); m = b1 m + (1 - b1) g;
+/// v = b2 v + (1 - b2) g^2; with amsgrad, vmax = max(vmax, v) (std::max's NaN rule) replaces v in
+/// the step; w -= lr/bc1 m / (sqrt(v/bc2) + eps). Updates w, m, v and, when amsgrad, vmax.
+template <class T>
+TG_HD void adam(T& w, T g, T& m, T& v, T& vmax, bool amsgrad, const AdamScalars<T>& k) {
+  if (k.decoupled) w *= k.decay;
+  else g = with_weight_decay(g, w, k.weight_decay);
+  m = k.beta1 * m + (T(1) - k.beta1) * g;
+  v = k.beta2 * v + (T(1) - k.beta2) * g * g;
+  T vv = v;
+  if (amsgrad) vv = vmax = vmax < v ? v : vmax;
+  w -= k.step_size * m / (sqrt(vv) * k.inv_sqrt_bc2 + k.eps);
+}
+
+}  // namespace optim_math
+}  // namespace tg
