@@ -93,8 +93,8 @@ std::vector<float> host_floats(const Variable& v) {
   return std::vector<float>(d.begin(), d.end());
 }
 
-void set_floats(Variable& v, const std::vector<float>& values) {
-  prim::copy_(v.data(), prim::from_host(values.data(), v.shape(), kFloat32, Device::cpu()));
+void set_floats(Variable& v, const std::vector<float>& values) {   // v on any device
+  prim::copy_(v.data(), prim::from_host(values.data(), v.shape(), kFloat32, v.device()));
 }
 
 }  // namespace
@@ -214,8 +214,8 @@ Variable PerChannelFakeQuantize::forward(const Variable& x) {
   if (Variable(observer_enabled_.data().reshape({})).item() != 0) {
     observer_(x.detach());
     const auto p = observer_.calculate_qparams();
-    prim::copy_(scale_.data(), p.first);
-    prim::copy_(zero_point_.data(), p.second);
+    prim::copy_(scale_.data(), prim::to_device(p.first, scale_.device()));   // the buffers may be on CUDA
+    prim::copy_(zero_point_.data(), prim::to_device(p.second, zero_point_.device()));
   }
   if (Variable(fake_quant_enabled_.data().reshape({})).item() == 0) return x;
   return fake_quantize_per_channel_affine(x, scale_, zero_point_, ch_axis_, observer_.quant_min(),
