@@ -7,6 +7,7 @@
 
 #include "synthetic.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>

@@ -11,10 +11,8 @@
 #include "cli.h"
 #include "fashion_mnist.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
