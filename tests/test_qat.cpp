@@ -339,6 +339,10 @@ TEST_CASE("prepare_qat: nested Sequentials are rebuilt, a Linear called by anoth
   inner->add<tg::nn::ReLU>();
   outer.push_back("body", std::move(inner));
   outer.add<tg::nn::Linear>(8, 2);
+  // Sequential::push_back(name, ...) names a child; clone() keeps the names
+  const auto copy = outer.clone();
+  CHECK(copy->children().at(0).first == "body");
+  CHECK(copy->children().at(1).first == "1");
   auto qat = q::prepare_qat(outer);
   std::vector<std::string> names;
   for (const auto& kv : qat->named_parameters()) names.push_back(kv.first);
