@@ -3,9 +3,9 @@
 // activation quantization, oneDNN's u8s8s32 matmul, dequantization). µs per forward and the speedup.
 // Target (issue 16): int8 >= 1.5x faster than float32 at batch >= 64 on the CPU. libtorch's
 // quantize_dynamic is a Python-level transform with no C++ API in Debian's libtorch, so there is no
-// libtorch column. oneDNN runs on OpenMP threads: set OMP_NUM_THREADS to the --threads value and
-// OMP_WAIT_POLICY=PASSIVE (spinning OpenMP threads otherwise compete with tensorgrad's pool; run_all.sh
-// does). Flags: --help (bench/common.h).
+// libtorch column. oneDNN runs single-threaded inside tensorgrad's pool, so --threads sets both
+// engines' threads whatever OMP_NUM_THREADS says (Note [oneDNN threads], quantization/dynamic.cpp).
+// Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <memory>

@@ -9,28 +9,15 @@
 #include <tensorgrad.h>
 
 #include "cli.h"
-#include "synthetic.h"
+#include "fashion_mnist.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
 namespace {
-
-struct Net : tg::nn::Module {
-  tg::nn::Flatten flatten;
-  tg::nn::Linear fc1{784, 256}, fc2{256, 10};
-  Net() {
-    register_module("flatten", flatten);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(flatten(x)))); }
-};
 
 /// --model cnn: (N, 1, 28, 28) -> conv 3x3 32 -> batchnorm -> relu -> maxpool 2 (14x14) -> conv 3x3 64
 /// -> batchnorm -> relu -> maxpool 2 (7x7) -> linear 3136-128 -> relu -> dropout 0.25 -> linear 128-10.
@@ -64,7 +51,7 @@ struct Cnn : tg::nn::Module {
 
 std::unique_ptr<tg::nn::Module> make_model(const std::string& kind) {
   if (kind == "cnn") return std::make_unique<Cnn>();
-  return std::make_unique<Net>();
+  return fashion_mlp();
 }
 
 struct Args {
@@ -122,24 +109,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// Fraction of the test set classified correctly, in eval mode without recording a graph.
-double evaluate(tg::nn::Module& model, tg::data::DataLoader& loader, tg::Device device) {
-  tg::NoGradGuard no_grad;
-  model.eval();
-  int64_t correct = 0, seen = 0;
-  for (auto& batch : loader) {
-    tg::Variable logits = model(batch.data.to(device, /*non_blocking=*/true));
-    correct += static_cast<int64_t>((logits.argmax(1) == batch.target.to(device)).sum().item());
-    seen += batch.target.numel();
-  }
-  model.train();
-  return static_cast<double>(correct) / static_cast<double>(seen);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,23 +123,11 @@ int main(int argc, char** argv) {
     std::printf("device: %s (%d CPU threads)%s\n", device.str().c_str(), tg::get_num_threads(),
                 tg::cuda::is_available() ? "" : "; CUDA not available");
 
-    if (args.synthetic == 0 && !std::filesystem::exists(args.data + "/train-images-idx3-ubyte.gz") &&
-        !std::filesystem::exists(args.data + "/train-images-idx3-ubyte")) {
-      std::fprintf(stderr,
-                   "error: Fashion-MNIST not found in %s\n"
-                   "  install it with: sudo apt-get install dataset-fashion-mnist\n"
-                   "  or pass --data DIR with train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,\n"
-                   "  t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz\n"
-                   "  or pass --synthetic N to train on generated images\n",
-                   args.data.c_str());
-      return 2;
-    }
-    const int64_t n_test = std::max<int64_t>(args.synthetic / 5, 1);
-    const tg::data::TensorDataset train_set =
-        args.synthetic ? synthetic_set(args.synthetic, 1234, 1, args.model == "cnn") : tg::data::FashionMNIST(args.data, tg::data::Split::Train);
-    const tg::data::TensorDataset test_set =
-        args.synthetic ? synthetic_set(n_test, 1234, 2, args.model == "cnn") : tg::data::FashionMNIST(args.data, tg::data::Split::Test);
-    const std::string source = args.synthetic ? "synthetic 10-class images (--synthetic)" : args.data;
+    if (args.synthetic == 0 && !fashion_mnist_found(args.data)) return 2;
+    const FashionSets sets = fashion_sets(args.synthetic, args.data, args.model == "cnn");
+    const tg::data::TensorDataset& train_set = sets.train;
+    const tg::data::TensorDataset& test_set = sets.test;
+    const std::string& source = sets.source;
     tg::data::DataLoader train_loader(
         train_set, tg::data::LoaderOptions().batch_size(args.batch_size).shuffle(true).pin_memory(true).seed(0));
     tg::data::DataLoader test_loader(test_set, tg::data::LoaderOptions().batch_size(1000));
@@ -184,7 +141,6 @@ int main(int argc, char** argv) {
     std::cout << model << "\n";
     if (args.amp)
       std::printf("mixed precision: %s autocast around the forward\n", device.is_cuda() ? "float16" : "bfloat16");
-    tg::nn::CrossEntropyLoss criterion;
     tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(args.lr).momentum(0.9));
     tg::optim::CosineAnnealingLR schedule(optimizer, args.epochs);
     // float16 gradients can underflow: on CUDA --amp scales the loss (bfloat16 has float32's range)
@@ -193,33 +149,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     double accuracy = 0;
     for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-      const auto epoch_start = std::chrono::steady_clock::now();
-      auto last_print = epoch_start;
-      double loss_sum = 0;
-      int64_t step = 0, samples = 0;
-      for (auto& batch : train_loader) {
-        optimizer.zero_grad();
-        tg::Variable loss;
-        {
-          // --amp: Linear layers in the lower precision, the loss in float32 (Note [Autocast op lists])
-          tg::amp::AutocastGuard autocast(device, device.is_cuda() ? tg::kFloat16 : tg::kBFloat16, args.amp);
-          loss = criterion(model(batch.data.to(device, true)), batch.target.to(device, true));
-        }
-        scaler.scale(loss).backward();
-        scaler.step(optimizer);
-        scaler.update();
-        loss_sum += loss.item();
-        ++step;
-        samples += batch.target.numel();
-        const bool last = step == train_loader.size();
-        if (last || seconds_since(last_print) >= 1.0) {
-          last_print = std::chrono::steady_clock::now();
-          std::printf("epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  elapsed %.1fs\n", epoch, args.epochs,
-                      static_cast<long long>(step), static_cast<long long>(train_loader.size()), loss_sum / step,
-                      samples / seconds_since(epoch_start), seconds_since(start));
-          std::fflush(stdout);
-        }
-      }
+      train_epoch(model, train_loader, optimizer, scaler, device, args.amp, epoch, args.epochs, start);
       schedule.step();
       accuracy = evaluate(model, test_loader, device);
       std::printf("epoch %d: test accuracy %.2f%%  (lr now %.4f)\n", epoch, 100 * accuracy, optimizer.lr());

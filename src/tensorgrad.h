@@ -47,6 +47,7 @@
 #include "tensorgrad/nn/prune.h"
 #include "tensorgrad/quantization/dynamic.h"
 #include "tensorgrad/quantization/observer.h"
+#include "tensorgrad/quantization/qat.h"
 #include "tensorgrad/quantization/quantize.h"
 
 /// \namespace tg

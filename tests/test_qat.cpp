@@ -1,10 +1,13 @@
-// tests/test_qat.cpp: observers (MinMaxObserver, MovingAverageMinMaxObserver), FakeQuantize and
-// fake_quantize_per_tensor_affine with its straight-through backward, against values recorded from
-// PyTorch (Note [Observers] in quantization/observer.h).
+// tests/test_qat.cpp: observers (MinMaxObserver, MovingAverageMinMaxObserver and the per-channel one),
+// FakeQuantize, PerChannelFakeQuantize and fake_quantize_per_tensor/per_channel_affine with their
+// straight-through backward, prepare_qat and convert, against values recorded from PyTorch (Note
+// [Observers] in quantization/observer.h, Note [Quantization-aware Linear] in quantization/qat.h).
 #include <cmath>
+#include <filesystem>
 
 #include "testing.h"
 #include "tensorgrad/quantization/observer.h"
+#include "tensorgrad/quantization/qat.h"
 
 using tg::Variable;
 namespace q = tg::quantization;
@@ -146,4 +149,240 @@ TEST_CASE("FakeQuantize: quantization-aware training of a small model converges"
   }
   MESSAGE("QAT loss " << first << " -> " << last);
   CHECK(last < 0.5 * first);
+}
+
+// ---- per channel. Recorded with PyTorch 1.13 by tests/data/qat_reference.py.
+
+TEST_CASE("fake_quantize_per_channel_affine: values and the straight-through gradient, as PyTorch's") {
+  // axis 0, int8, zero points 0, -3, 10: entries 6 and 8 clamp
+  Variable x(wave(15, 0.5, 2.0).reshape({3, 5}).data().clone(), true);
+  Variable y = tg::fake_quantize_per_channel_affine(x, tg::from_vector<double>({0.05, 0.011, 0.3}).to(tg::kFloat32),
+                                                    tg::from_vector<double>({0, -3, 10}).to(tg::kInt32), 0, -128, 127);
+  CHECK(y.to_vector<double>() ==
+        std::vector<double>{1.25, 1.899999976158142, -1.100000023841858, -0.949999988079071, 2.0, 1.121999979019165,
+                            -1.375, -0.032999999821186066, 1.4299999475479126, 0.12099999934434891,
+                            -1.8000000715255737, 0.9000000357627869, 2.1000001430511475, -0.9000000357627869,
+                            -1.2000000476837158});
+  tg::sum(y * (tg::arange(15) + 1.0).to(tg::kFloat32).reshape({3, 5})).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6, 0, 8, 0, 10, 11, 12, 13, 14, 15});
+  // axis 1, uint8 with zero points up to 255
+  Variable x2(wave(12, 1.0, 3.0).reshape({3, 4}).data().clone(), true);
+  Variable y2 = tg::fake_quantize_per_channel_affine(
+      x2, tg::from_vector<double>({0.02, 0.1, 0.005, 0.5}).to(tg::kFloat32),
+      tg::from_vector<double>({0, 128, 255, 100}).to(tg::kInt32), 1, 0, 255);
+  CHECK(y2.to_vector<double>() == std::vector<double>{2.819999933242798, 1.600000023841858, -1.274999976158142, 0.0,
+                                                      3.299999952316284, 0.10000000149011612, -1.274999976158142, 1.5,
+                                                      2.9800000190734863, -1.399999976158142, -1.274999976158142, 2.5});
+  tg::sum(y2 * (tg::arange(12) + 1.0).to(tg::kFloat32).reshape({3, 4})).backward();
+  CHECK(x2.grad().to_vector<double>() == std::vector<double>{1, 2, 0, 4, 5, 6, 0, 8, 9, 10, 0, 12});
+  // bad arguments name the op
+  const Variable s3 = tg::from_vector<double>({0.1, 0.1, 0.1}).to(tg::kFloat32);
+  const Variable z3 = tg::from_vector<double>({0, 0, 0}).to(tg::kInt32);
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, z3, 2, -128, 127), tg::IndexError,
+                  "fake_quantize_per_channel_affine: `axis` must be between 0 and number of dimensions");
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, z3, 1, -128, 127), tg::ShapeError,
+                  "dimensions of scale and zero-point are not consistent with input tensor");
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, tg::from_vector<double>({0, 200, 0}).to(tg::kInt32), 0,
+                                                       -128, 127),
+                  tg::Error, "`zero_point` must be between `quant_min` and `quant_max`");
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, tg::from_vector<double>({0.1, 0.0, 0.1}).to(tg::kFloat32),
+                                                       z3, 0, -128, 127),
+                  tg::Error, "scale must be positive");
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, z3, 0, 5, -5), tg::Error,
+                  "`quant_min` should be less than or equal to `quant_max`");
+  TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, z3, z3, 0, -128, 127), tg::DTypeError, "scale must be floating");
+}
+
+TEST_CASE("MovingAveragePerChannelMinMaxObserver: min, max, scales and zero points as PyTorch's") {
+  struct Row {
+    const char* what;
+    std::unique_ptr<q::MovingAveragePerChannelMinMaxObserver> obs;
+    std::vector<double> min_val, max_val, scale, zero_point;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"default: uint8 affine, axis 0", std::make_unique<q::MovingAveragePerChannelMinMaxObserver>(3),
+                  {-1.5469084978103638, -1.1053744554519653, -1.6118345260620117},
+                  {2.273399829864502, 1.89971125125885, 2.015510082244873},
+                  {0.01498160045593977, 0.011784649454057217, 0.014224880374968052},
+                  {103, 94, 113}});
+  rows.push_back({"int8 symmetric, axis 0",
+                  std::make_unique<q::MovingAveragePerChannelMinMaxObserver>(3, 0, 0.01, tg::kInt8, true),
+                  {-1.5469084978103638, -1.1053744554519653, -1.6118345260620117},
+                  {2.273399829864502, 1.89971125125885, 2.015510082244873},
+                  {0.017830586060881615, 0.014899696223437786, 0.015807922929525375},
+                  {0, 0, 0}});
+  rows.push_back({"uint8 affine reduce_range, axis 1, c 0.5",
+                  std::make_unique<q::MovingAveragePerChannelMinMaxObserver>(4, 1, 0.5, tg::kUInt8, false, true),
+                  {0.9580416679382324, -0.1701125204563141, -1.1082731485366821, -0.11728698015213013},
+                  {1.705812692642212, 0.9839083552360535, -0.35354167222976685, 1.0321824550628662},
+                  {0.013431595638394356, 0.00908677838742733, 0.00872656051069498, 0.009050940163433552},
+                  {0, 19, 127, 13}});
+  const std::vector<Variable> bs = {wave(12, 0.0, 2.0).reshape({3, 4}), wave(12, 1.0, 3.0).reshape({3, 4}),
+                                    wave(12, 2.0, 0.5).reshape({3, 4})};
+  for (auto& r : rows) {
+    CAPTURE(r.what);
+    for (const auto& b : bs) CHECK((*r.obs)(b).data().raw_data() == b.data().raw_data());
+    std::vector<double> mins, maxs;
+    for (const auto& kv : r.obs->named_buffers()) {
+      if (kv.first == "min_val") mins = kv.second.to_vector<double>();
+      if (kv.first == "max_val") maxs = kv.second.to_vector<double>();
+    }
+    CHECK(mins == r.min_val);
+    CHECK(maxs == r.max_val);
+    const auto p = r.obs->calculate_qparams();
+    CHECK(Variable(p.first).to_vector<double>() == r.scale);
+    CHECK(Variable(p.second).to(tg::kFloat64).to_vector<double>() == r.zero_point);
+  }
+  // before any data: scale 1, zero point 0; a wrong channel count names the observer
+  q::MovingAveragePerChannelMinMaxObserver fresh(2);
+  CHECK(Variable(fresh.calculate_qparams().first).to_vector<double>() == std::vector<double>{1, 1});
+  TG_CHECK_THROWS(fresh(tg::zeros({3, 4})), tg::ShapeError,
+                  "MovingAveragePerChannelMinMaxObserver: expected 2 channels along axis 0, got input [3, 4]");
+  TG_CHECK_THROWS(q::MovingAveragePerChannelMinMaxObserver(2, 0, 0.01, tg::kInt64), tg::DTypeError, "expected dtype");
+}
+
+namespace {
+
+/// A Sequential with one Linear "fc" 6 -> 4 holding the weights of tests/data/qat_reference.py.
+std::unique_ptr<tg::nn::Sequential> reference_linear() {
+  auto model = std::make_unique<tg::nn::Sequential>();
+  auto lin = std::make_unique<tg::nn::Linear>(6, 4);
+  {
+    tg::NoGradGuard g;
+    tg::prim::copy_(lin->weight.data(), wave(24, 0.3, 0.8).reshape({4, 6}).data());
+    tg::prim::copy_(lin->bias.data(), tg::from_vector<double>({0.1, -0.2, 0.3, -0.4}).data());
+  }
+  model->push_back("fc", std::move(lin));
+  return model;
+}
+
+const std::vector<double> kQatOut = {0.4256051182746887,  -2.2860279083251953, 4.883206844329834,
+                                     -2.953608989715576,  3.898038864135742,   0.42415493726730347,
+                                     -1.2445917129516602, 4.334799766540527,   -2.7820281982421875,
+                                     2.022235870361328,   -0.04207116365432739, -2.1880054473876953};
+const std::vector<double> kWeightScales = {0.008058336563408375, 0.008451811037957668, 0.008383703418076038,
+                                           0.008574431762099266};
+
+}  // namespace
+
+// PyTorch: the fbgemm QAT qconfig's (version 0: FakeQuantize, not the fused variant) activation and
+// weight fake quantizers, act and wfq, after one forward F.linear(act(X), wfq(W), b)
+// (tests/data/qat_reference.py).
+TEST_CASE("prepare_qat and convert: QatLinear and QuantizedLinear against PyTorch's fake-quantized Linear") {
+  const auto model = reference_linear();
+  std::unique_ptr<tg::nn::Module> qat = q::prepare_qat(*model);
+  CHECK(qat->is_training());
+  auto* ql = dynamic_cast<q::QatLinear*>(qat->children().at(0).second);
+  REQUIRE(ql != nullptr);
+  CHECK(qat->children().at(0).first == "fc");
+  std::vector<std::string> keys;
+  for (const auto& kv : qat->named_parameters()) keys.push_back(kv.first);
+  for (const auto& kv : qat->named_buffers()) keys.push_back(kv.first);   // PyTorch's state_dict keys
+  CHECK(keys == std::vector<std::string>{"fc.weight", "fc.bias", "fc.weight_fake_quant.fake_quant_enabled",
+                                         "fc.weight_fake_quant.observer_enabled", "fc.weight_fake_quant.scale",
+                                         "fc.weight_fake_quant.zero_point",
+                                         "fc.weight_fake_quant.activation_post_process.eps",
+                                         "fc.weight_fake_quant.activation_post_process.min_val",
+                                         "fc.weight_fake_quant.activation_post_process.max_val",
+                                         "fc.input_fake_quant.fake_quant_enabled",
+                                         "fc.input_fake_quant.observer_enabled", "fc.input_fake_quant.scale",
+                                         "fc.input_fake_quant.zero_point",
+                                         "fc.input_fake_quant.activation_post_process.eps",
+                                         "fc.input_fake_quant.activation_post_process.min_val",
+                                         "fc.input_fake_quant.activation_post_process.max_val"});
+  const Variable X = wave(18, 2.0, 1.5).reshape({3, 6});
+  const Variable y = (*qat)(X);
+  // float32 sums of 6 products and a bias, |y| < 5: a few ulps of 5
+  testing::check_values(y, kQatOut, 4e-6);
+  CHECK(ql->input_fake_quant.scale() == 0.02328876219689846);
+  CHECK(ql->input_fake_quant.zero_point() == 52);
+  CHECK(Variable(ql->weight_fake_quant.scale()).to_vector<double>() == kWeightScales);
+  // the gradient reaches the float weight through the straight-through estimator
+  tg::sum(y).backward();
+  REQUIRE(ql->weight.grad().defined());
+  CHECK(tg::max(tg::abs(ql->weight.grad())).item() > 0);
+  // the source model is untouched
+  CHECK(dynamic_cast<tg::nn::Linear*>(model->children().at(0).second) != nullptr);
+
+  // convert: int8 weights with the trained scales, the input's scale and zero point fixed; the int8
+  // product gives the fake-quantized Linear's result up to float32 rounding
+  std::unique_ptr<tg::nn::Module> int8 = q::convert(*qat);
+  CHECK_FALSE(int8->is_training());
+  auto* qlin = dynamic_cast<q::QuantizedLinear*>(int8->children().at(0).second);
+  REQUIRE(qlin != nullptr);
+  CHECK(qlin->weight().dtype() == tg::kInt8);
+  CHECK(qlin->input_scale() == 0.02328876219689846);
+  CHECK(qlin->input_zero_point() == 52);
+  CHECK(qlin->name() == "QuantizedLinear(in_features=6, out_features=4, scale=0.0232888, zero_point=52, "
+                        "qscheme=per_channel_affine)");
+  Variable yq;
+  {
+    tg::NoGradGuard g;
+    yq = (*int8)(X);
+  }
+  testing::check_values(yq, kQatOut, 4e-6);
+  CHECK_FALSE(yq.requires_grad());
+  // a checkpoint of the converted model loads into a fresh converted model with the same outputs
+  testing::TempDir dir;
+  const std::string path = dir.path + "/int8.safetensors";
+  tg::save(*int8, path);
+  auto again = q::convert(*q::prepare_qat(*reference_linear()));
+  tg::load(*again, path);
+  testing::check_close((*again)(X), yq, 0, 0);
+  TG_CHECK_THROWS((*int8)(tg::randn({2, 5})), tg::ShapeError, "QuantizedLinear: expected input (..., 6)");
+}
+
+TEST_CASE("prepare_qat: nested Sequentials are rebuilt, a Linear called by another module's forward raises") {
+  tg::nn::Sequential outer;
+  auto inner = std::make_unique<tg::nn::Sequential>();
+  inner->add<tg::nn::Linear>(4, 8);
+  inner->add<tg::nn::ReLU>();
+  outer.push_back("body", std::move(inner));
+  outer.add<tg::nn::Linear>(8, 2);
+  // Sequential::push_back(name, ...) names a child; clone() keeps the names
+  const auto copy = outer.clone();
+  CHECK(copy->children().at(0).first == "body");
+  CHECK(copy->children().at(1).first == "1");
+  auto qat = q::prepare_qat(outer);
+  std::vector<std::string> names;
+  for (const auto& kv : qat->named_parameters()) names.push_back(kv.first);
+  CHECK(names == std::vector<std::string>{"body.0.weight", "body.0.bias", "1.weight", "1.bias"});
+  CHECK((*qat)(tg::randn({3, 4})).shape() == tg::Shape{3, 2});
+  CHECK(q::convert(*qat)->named_buffers().size() == 12);   // two QuantizedLinear of 6 buffers each
+  struct Net : tg::nn::Module {
+    tg::nn::Linear fc{3, 2};
+    Net() { register_module("fc", fc); }
+    Variable forward(const Variable& x) override { return fc(x); }
+  } net;
+  TG_CHECK_THROWS(q::prepare_qat(net), tg::Error, "prepare_qat: the Linear 'fc' is inside");
+  TG_CHECK_THROWS(outer.push_back("body", std::make_unique<tg::nn::ReLU>()), tg::Error, "already registered");
+}
+
+// PyTorch: MinMaxObserver(quint8, reduce_range) over two input batches, PerChannelMinMaxObserver(qint8,
+// per_channel_symmetric) over the weight, and the Linear fake-quantized with their parameters
+// (tests/data/qat_reference.py).
+TEST_CASE("prepare and convert: static post-training quantization of a Linear against PyTorch's observers") {
+  const auto model = reference_linear();
+  std::unique_ptr<tg::nn::Module> observed = q::prepare(*model);
+  auto* ol = dynamic_cast<q::ObservedLinear*>(observed->children().at(0).second);
+  REQUIRE(ol != nullptr);
+  const Variable X = wave(18, 2.0, 1.5).reshape({3, 6});
+  {
+    tg::NoGradGuard g;
+    // calibration: the observed model computes the float Linear
+    testing::check_close((*observed)(X), (*model)(X), 0, 0);
+    (*observed)(wave(18, 4.0, 1.0).reshape({3, 6}));
+  }
+  const q::QParams p = ol->input_observer.calculate_qparams();
+  CHECK(p.scale == 0.02328876219689846);
+  CHECK(p.zero_point == 52);
+  std::unique_ptr<tg::nn::Module> int8 = q::convert(*observed);
+  auto* qlin = dynamic_cast<q::QuantizedLinear*>(int8->children().at(0).second);
+  REQUIRE(qlin != nullptr);
+  CHECK(qlin->weight().q_per_channel_scales().to_vector<double>() == kWeightScales);
+  CHECK(qlin->input_scale() == 0.02328876219689846);
+  // float32 sums of 6 products and a bias, |y| < 5: a few ulps of 5
+  testing::check_values((*int8)(X), kQatOut, 4e-6);
+  TG_CHECK_THROWS(q::convert(*q::prepare(tg::nn::Linear(3, 2)))->forward(tg::randn({2, 5})), tg::ShapeError,
+                  "QuantizedLinear: expected input (..., 3)");
 }

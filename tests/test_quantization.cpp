@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <dlfcn.h>
+
 #include "testing.h"
 #include "tensorgrad/quantization/dynamic.h"
 #include "tensorgrad/quantization/quantize.h"
@@ -254,6 +256,46 @@ TEST_CASE("quantize_dynamic: the int8 product is exact and the MLP stays close t
   testing::check_close((*again)(x), yq, 0, 0);
   std::filesystem::remove(fpath);
   std::filesystem::remove(qpath);
+}
+
+namespace {
+
+/// The number of threads of this process (Linux: the entries of /proc/self/task).
+int64_t process_threads() {
+  int64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+// Note [oneDNN threads]: products above 2^20 multiply-adds are cut over the pool, by rows when the batch
+// has at least one row per thread, else by blocks of 64 output columns (333 leaves a partial block);
+// each block is one single-threaded oneDNN call. The int32 sums must not depend on the cut; with one
+// thread no OpenMP team may start (the OpenMP default is one thread per core), and the caller's
+// OpenMP thread count is left as it was.
+TEST_CASE("quantize_dynamic: int8 products cut over the thread pool are exact, oneDNN single-threaded") {
+  const int threads_before = tg::get_num_threads();
+  using GetFn = int (*)();
+  const auto omp_threads = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  const int omp_before = omp_threads != nullptr ? omp_threads() : 0;
+  tg::manual_seed(22);
+  for (int threads : {1, 2, 3}) {
+    tg::set_num_threads(threads);
+    const int64_t running = process_threads();
+    for (const auto& nio : {std::vector<int64_t>{7, 1000, 300}, std::vector<int64_t>{2, 2049, 333}}) {
+      const Variable xq = tg::randint(0, 128, {nio[0], nio[1]}).to(tg::kUInt8);
+      const Variable wq = tg::randint(-128, 128, {nio[2], nio[1]}).to(tg::kInt8);
+      const tg::Tensor acc = tg::quantization::int8_matmul(xq.data(), wq.data());
+      const Variable ref = tg::matmul(xq.to(tg::kFloat64), tg::t(wq.to(tg::kFloat64)));
+      CHECK_MESSAGE(Variable(acc).to(tg::kInt64).to_vector<int64_t>() == ref.to(tg::kInt64).to_vector<int64_t>(),
+                    threads << " threads, x " << nio[0] << "x" << nio[1] << ", w " << nio[2] << "x" << nio[1]);
+    }
+    // one thread: no pool threads, and no OpenMP team of oneDNN's either
+    if (threads == 1) CHECK(process_threads() <= running);
+  }
+  tg::set_num_threads(threads_before);
+  if (omp_threads != nullptr) CHECK(omp_threads() == omp_before);
 }
 
 TEST_CASE("quantize_dynamic: modules it cannot rebuild, and bad inputs, raise") {

@@ -113,9 +113,14 @@ Variable Sequential::forward(const Variable& x) {
 }
 
 Module& Sequential::push_back(std::unique_ptr<Module> module) {
+  return push_back(std::to_string(owned_.size()), std::move(module));
+}
+
+Module& Sequential::push_back(const std::string& name, std::unique_ptr<Module> module) {
   TG_CHECK(module != nullptr, Error, "Sequential::push_back: the module is null");
   Module& ref = *module;
-  register_module(std::to_string(owned_.size()), ref);
+  register_module(name, ref);   // refuses an empty or dotted name and one already taken
+  names_.push_back(name);
   owned_.push_back(std::move(module));
   return ref;
 }
@@ -125,8 +130,7 @@ std::unique_ptr<Module> Sequential::new_instance() const {
   for (const auto& m : owned_) {
     std::unique_ptr<Module> child = m->new_instance();
     TG_CHECK(child != nullptr, Error, "clone: ", m->name(), ": new_instance() returned null");
-    copy->register_module(std::to_string(copy->owned_.size()), *child);
-    copy->owned_.push_back(std::move(child));
+    copy->push_back(names_[copy->owned_.size()], std::move(child));
   }
   return copy;
 }

@@ -134,13 +134,17 @@ class Sequential : public Module {
   M& add(Args&&... args) {
     auto owned = std::make_unique<M>(std::forward<Args>(args)...);
     M& ref = *owned;
-    register_module(std::to_string(owned_.size()), ref);
+    names_.push_back(std::to_string(owned_.size()));
+    register_module(names_.back(), ref);
     owned_.push_back(std::move(owned));
     return ref;
   }
   /// Takes ownership of an already built module (a clone(), a quantized layer) and registers it as
   /// the next child; returns it. Error for a null module.
   Module& push_back(std::unique_ptr<Module> module);
+  /// The same under a name of its own (PyTorch's Sequential(OrderedDict(...))): a state_dict then
+  /// says "fc1.weight" instead of "0.weight". Error for a null module or a name already taken.
+  Module& push_back(const std::string& name, std::unique_ptr<Module> module);
   /// Each child in order, called as child(x) so that its hooks run; x itself when empty.
   Variable forward(const Variable& x) override;
   /// "Sequential".
@@ -151,6 +155,7 @@ class Sequential : public Module {
   std::unique_ptr<Module> new_instance() const override;
  private:
   std::vector<std::unique_ptr<Module>> owned_;
+  std::vector<std::string> names_;   // the children's names, in the order of owned_
 };
 
 /// Options of CrossEntropyLoss, PyTorch style: CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1).

@@ -3,12 +3,15 @@
 // Note [Dynamic quantized Linear] in quantization/dynamic.h.
 #include "tensorgrad/quantization/dynamic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #if TENSORGRAD_HAVE_DNNL
+#include <dlfcn.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
@@ -44,6 +47,64 @@ dnnl::engine& cpu_engine() {
   static auto* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);   // never destroyed, as the CPU backend
   return *e;
 }
+
+// Note [oneDNN threads]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Debian's oneDNN runs its primitives on an OpenMP team of omp_get_max_threads() threads (the calling
+// thread's value, OMP_NUM_THREADS by default), whose threads spin after each product. Beside
+// tensorgrad's pool that makes two pools taking turns on the same cores (Note [One thread pool] in
+// engine/parallel.h): on 2 cores the int8 Linear ran at 0.03x of float32 at batch 1. So oneDNN runs
+// single-threaded on the thread that calls it, as the BLAS does: the calling thread's OpenMP thread
+// count is 1 during each call and restored after it (each thread keeps its own), and products large enough to pay for it are cut into row blocks (batch >= the pool's
+// size) or blocks of output columns (small batches) over tensorgrad's pool, one oneDNN call each. The
+// thread count is then tg::set_num_threads's, whatever OMP_NUM_THREADS says. The OpenMP functions
+// are looked up at run time in the OpenMP runtime oneDNN itself loaded (libgomp), so tensorgrad and
+// its consumers link no OpenMP of their own; without one (a oneDNN on another runtime) nothing is set.
+// The int32 sums are exact, so any cut gives the same result.
+constexpr int64_t kInt8ParallelMacs = int64_t(1) << 20;   // smaller products run on the calling thread
+constexpr int64_t kColumnBlock = 64;                      // output columns per block when splitting O
+
+/// Runs oneDNN single-threaded on this thread while it lives: the calling thread's OpenMP thread count
+/// is 1, and the value it had comes back afterwards (a user's own OpenMP code on that thread keeps it).
+class SingleThreadedOneDnn {
+ public:
+  SingleThreadedOneDnn() {
+    if (get_ != nullptr && set_ != nullptr) {
+      before_ = get_();
+      if (before_ != 1) set_(1);
+    }
+  }
+  ~SingleThreadedOneDnn() {
+    if (before_ > 1) set_(before_);
+  }
+  SingleThreadedOneDnn(const SingleThreadedOneDnn&) = delete;
+  SingleThreadedOneDnn& operator=(const SingleThreadedOneDnn&) = delete;
+
+ private:
+  using GetFn = int (*)();
+  using SetFn = void (*)(int);
+  static inline const GetFn get_ = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  static inline const SetFn set_ = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  int before_ = 0;
+};
+
+/// acc[:, o0:o1] = x (N, I) times w[o0:o1] transposed, for rows [n0, n1): one single-threaded oneDNN
+/// matmul on the calling thread; x, w and acc contiguous.
+void onednn_block(const uint8_t* x, const int8_t* w, int32_t* acc, int64_t n0, int64_t n1, int64_t o0, int64_t o1,
+                  int64_t I, int64_t O) {
+  const SingleThreadedOneDnn single_threaded;
+  using dt = dnnl::memory::data_type;
+  const int64_t n = n1 - n0, o = o1 - o0;
+  const dnnl::memory::desc src_md({n, I}, dt::u8, {I, 1}), wei_md({I, o}, dt::s8, {1, I}),
+      dst_md({n, o}, dt::s32, {O, 1});
+  // oneDNN's primitive cache makes a repeated shape cheap to create again
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), cpu_engine());
+  dnnl::memory src(src_md, cpu_engine(), const_cast<uint8_t*>(x + n0 * I)),
+      wei(wei_md, cpu_engine(), const_cast<int8_t*>(w + o0 * I)), dst(dst_md, cpu_engine(), acc + n0 * O + o0);
+  dnnl::stream stream(cpu_engine());
+  dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+  stream.wait();
+}
 #endif
 
 }  // namespace
@@ -62,18 +123,22 @@ Tensor int8_matmul(const Tensor& xq, const Tensor& wq) {
   if (N == 0 || O == 0) return acc;
   const Tensor x = xq.contiguous(), w = wq.contiguous();
 #if TENSORGRAD_HAVE_DNNL
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  const dnnl::memory::desc src_md({N, I}, dt::u8, tag::ab), wei_md({I, O}, dt::s8, tag::ba),
-      dst_md({N, O}, dt::s32, tag::ab);
+  // See Note [oneDNN threads]
+  const uint8_t* xp = x.data<uint8_t>();
+  const int8_t* wp = w.data<int8_t>();
+  int32_t* ap = acc.data<int32_t>();
+  const int threads = parallel::max_threads();
   try {
-    // oneDNN's primitive cache makes a repeated shape cheap to create again
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), cpu_engine());
-    dnnl::memory src(src_md, cpu_engine(), x.raw_data()), wei(wei_md, cpu_engine(), w.raw_data()),
-        dst(dst_md, cpu_engine(), acc.raw_data());
-    dnnl::stream stream(cpu_engine());
-    dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-    stream.wait();
+    if (threads <= 1 || N * O * I < kInt8ParallelMacs) {
+      onednn_block(xp, wp, ap, 0, N, 0, O, I, O);
+    } else if (N >= threads) {
+      parallel::run(N, threads, [&](int64_t b, int64_t e) { onednn_block(xp, wp, ap, b, e, 0, O, I, O); });
+    } else {
+      const int64_t blocks = (O + kColumnBlock - 1) / kColumnBlock;
+      parallel::run(blocks, threads, [&](int64_t b, int64_t e) {
+        onednn_block(xp, wp, ap, 0, N, b * kColumnBlock, std::min(O, e * kColumnBlock), I, O);
+      });
+    }
   } catch (const dnnl::error& e) {
     throw Error(detail::cat("int8_matmul: oneDNN failed (", e.what(), ") for x ", shape_str(xq.shape()), " and w ",
                             shape_str(wq.shape())));
@@ -130,16 +195,44 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(const nn::Linear& linear)
   if (linear.bias.defined()) prim::copy_(bias_.data(), linear.bias.data());
 }
 
-Tensor DynamicQuantizedLinear::colsum() const {
-  std::lock_guard<std::mutex> lock(colsum_mutex_);
-  const Tensor& w = weight_.data();
-  if (!colsum_.defined() || colsum_of_ != w.raw_data() || colsum_version_ != w.version()) {
-    colsum_ = prim::reduce(ReduceOp::Sum, w, {1}, false, "DynamicQuantizedLinear");   // int64 (O)
-    colsum_of_ = w.raw_data();
-    colsum_version_ = w.version();
+namespace internal {
+
+Tensor WeightSums::get(const Tensor& w) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!sums_.defined() || of_ != w.raw_data() || version_ != w.version()) {
+    sums_ = prim::reduce(ReduceOp::Sum, w, {1}, false, "int8 Linear");   // int64 (O)
+    of_ = w.raw_data();
+    version_ = w.version();
   }
-  return colsum_;
+  return sums_;
 }
+
+Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor& colsum, const Tensor& w_scale,
+                          const Tensor& bias) {
+  const int64_t N = acc.shape()[0], O = acc.shape()[1];
+  Tensor y = Tensor::empty({N, O}, kFloat32);   // set, one pass over the output
+  const Tensor s64 = w_scale.contiguous();
+  std::vector<float> row_scale(static_cast<std::size_t>(O));
+  std::vector<int32_t> row_shift(static_cast<std::size_t>(O));
+  const double* sp = s64.data<double>();
+  const int64_t* cp = colsum.data<int64_t>();
+  for (int64_t o = 0; o < O; ++o) {
+    row_scale[o] = static_cast<float>(sx * sp[o]);
+    row_shift[o] = static_cast<int32_t>(zx * cp[o]);   // |zx colsum| <= 255 * 128 I: int32 for I < 2^16
+  }
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  const float* bp = b.defined() ? b.data<float>() : nullptr;
+  const int32_t* ap = acc.data<int32_t>();
+  float* yp = y.data<float>();
+  split(N, O, [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t o = 0; o < O; ++o)
+        yp[n * O + o] = static_cast<float>(ap[n * O + o] - row_shift[o]) * row_scale[o] + (bp ? bp[o] : 0.0f);
+  });
+  return y;
+}
+
+}  // namespace internal
 
 Variable DynamicQuantizedLinear::forward(const Variable& input) {
   TG_CHECK(input.defined() && input.dim() >= 1 && input.shape().back() == in_features_, ShapeError,
@@ -167,27 +260,9 @@ Variable DynamicQuantizedLinear::forward(const Variable& input) {
   // stored as uint8 with the dtype's clamp to [0, 255], as PyTorch's quint8 input
   const QuantizedTensor xq = quantize_per_tensor(Variable(x), sx, zx, kUInt8);
   const Tensor acc = int8_matmul(xq.int_repr().data(), weight_.data());   // (N, O) int32
-  // y = (acc - zx colsum[o]) sx sw[o] + bias[o], in float32 (one pass over the output)
-  Tensor y = Tensor::empty({N, out_features_}, kFloat32);
-  const Tensor cs = colsum();
-  const Tensor s64 = scale_.data().contiguous();
-  std::vector<float> row_scale(static_cast<std::size_t>(out_features_));
-  std::vector<int32_t> row_shift(static_cast<std::size_t>(out_features_));
-  const double* sp = s64.data<double>();
-  const int64_t* cp = cs.data<int64_t>();
-  for (int64_t o = 0; o < out_features_; ++o) {
-    row_scale[o] = static_cast<float>(sx * sp[o]);
-    row_shift[o] = static_cast<int32_t>(zx * cp[o]);   // |zx colsum| <= 127 * 128 I: int32 for I < 2^17
-  }
-  const float* bp = bias_.defined() ? bias_.data().contiguous().data<float>() : nullptr;
-  const int32_t* ap = acc.data<int32_t>();
-  float* yp = y.data<float>();
-  const int64_t O = out_features_;
-  split(N, O, [&](int64_t b, int64_t e) {
-    for (int64_t n = b; n < e; ++n)
-      for (int64_t o = 0; o < O; ++o)
-        yp[n * O + o] = static_cast<float>(ap[n * O + o] - row_shift[o]) * row_scale[o] + (bp ? bp[o] : 0.0f);
-  });
+  // y = (acc - zx colsum[o]) sx sw[o] + bias[o], in float32
+  const Tensor y = internal::int8_linear_output(acc, sx, zx, colsum_.get(weight_.data()), scale_.data(),
+                                              bias_.defined() ? bias_.data() : Tensor());
   return Variable(y.reshape(out_shape));
 }
 
@@ -206,19 +281,22 @@ QuantizedTensor DynamicQuantizedLinear::weight() const {
   return QuantizedTensor::per_channel(weight_, scale_, zero_point_, 0);
 }
 
-std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model) {
+namespace internal {
+
+std::unique_ptr<nn::Module> rebuild(const nn::Module& model, const std::function<bool(const nn::Module&)>& wants,
+                                    const std::function<std::unique_ptr<nn::Module>(const nn::Module&)>& replace,
+                                    const std::string& op, const std::string& what) {
   // A work list instead of recursion over nested Sequentials: (source, the Sequential it goes into)
-  auto convert_leaf = [](const nn::Module& m) -> std::unique_ptr<nn::Module> {
-    if (const auto* lin = dynamic_cast<const nn::Linear*>(&m)) return std::make_unique<DynamicQuantizedLinear>(*lin);
-    // a module whose own forward calls a Linear member cannot be rebuilt around a replacement
+  auto convert_leaf = [&](const nn::Module& m) -> std::unique_ptr<nn::Module> {
+    if (wants(m)) return replace(m);
+    // a module whose own forward calls a wanted member cannot be rebuilt around a replacement
     std::vector<std::pair<std::string, const nn::Module*>> stack;
     for (const auto& c : m.children()) stack.emplace_back(c.first, c.second);
     while (!stack.empty()) {
       auto top = stack.back();
       stack.pop_back();
-      TG_CHECK(dynamic_cast<const nn::Linear*>(top.second) == nullptr, Error, "quantize_dynamic: the Linear '",
-               top.first, "' is inside ", m.name(), ", whose forward calls it directly; put the Linear layers in a "
-               "Sequential to quantize them");
+      TG_CHECK(!wants(*top.second), Error, op, ": the ", what, " '", top.first, "' is inside ", m.name(),
+               ", whose forward calls it directly; put the ", what, " layers in a Sequential to quantize them");
       for (const auto& c : top.second->children()) stack.emplace_back(top.first + "." + c.first, c.second);
     }
     return m.clone();
@@ -234,14 +312,23 @@ std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model) {
       if (const auto* sub = dynamic_cast<const nn::Sequential*>(c.second)) {
         auto fresh = std::make_unique<nn::Sequential>();
         work.emplace_back(sub, fresh.get());
-        item.second->push_back(std::move(fresh));
+        item.second->push_back(c.first, std::move(fresh));
       } else {
-        item.second->push_back(convert_leaf(*c.second));
+        item.second->push_back(c.first, convert_leaf(*c.second));
       }
     }
   }
   root->train(model.is_training());
   return root;
+}
+
+}  // namespace internal
+
+std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model) {
+  return internal::rebuild(
+      model, [](const nn::Module& m) { return dynamic_cast<const nn::Linear*>(&m) != nullptr; },
+      [](const nn::Module& m) { return std::make_unique<DynamicQuantizedLinear>(dynamic_cast<const nn::Linear&>(m)); },
+      "quantize_dynamic", "Linear");
 }
 
 }  // namespace quantization

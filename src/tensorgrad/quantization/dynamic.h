@@ -6,6 +6,7 @@
 /// quantization/quantize.h.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,24 @@ namespace quantization {
 // built with it (TENSORGRAD_HAVE_DNNL), else a plain loop; tests compare it with the float64 product
 // of the dequantized operands. Inference only: the output never requires grad; CPU only.
 
+namespace internal {
+
+/// sum_i wq[o][i] (O) int64 of an int8 weight (O, I), recomputed only when the weight's storage or
+/// version changes; safe for concurrent forwards.
+class WeightSums {
+ public:
+  /// The sums for w.
+  Tensor get(const Tensor& w) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable Tensor sums_;
+  mutable const void* of_ = nullptr;
+  mutable uint64_t version_ = 0;
+};
+
+}  // namespace internal
+
 /// A Linear whose weight is int8 (torch.ao.nn.quantized.dynamic.Linear); see Note [Dynamic
 /// quantized Linear]. Its buffers, saved by tg::save, are "weight" (int8 (O, I)), "weight_scale"
 /// (float64 (O)), "weight_zero_point" (int64 (O)) and "bias" (float32 (O), when the Linear had one).
@@ -50,18 +69,32 @@ class DynamicQuantizedLinear : public nn::Module {
   QuantizedTensor weight() const;
 
  private:
-  Tensor colsum() const;
   int64_t in_features_, out_features_;
   Variable weight_, scale_, zero_point_, bias_;
-  mutable std::mutex colsum_mutex_;   // concurrent forwards share the cache
-  mutable Tensor colsum_;             // (O) int64: sum_i wq[o][i], recomputed when the weight changes
-  mutable const void* colsum_of_ = nullptr;
-  mutable uint64_t colsum_version_ = 0;
+  internal::WeightSums colsum_;   // (O) int64: sum_i wq[o][i], recomputed when the weight changes
 };
+
+namespace internal {
+
+/// The float32 output of an int8 Linear from its int32 product acc (N, O) = xq wq^T:
+/// y[n][o] = (acc[n][o] - zx colsum[o]) sx sw[o] + bias[o], with w_scale (O) float64 and bias (O)
+/// float32 or undefined (Note [Dynamic quantized Linear]).
+Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor& colsum, const Tensor& w_scale,
+                          const Tensor& bias);
+
+/// A copy of model in which each module m with wants(m) is replace(m), the rest cloned; model is such
+/// a module, a Sequential or nested Sequentials (children keep their names). Error naming op for a
+/// wanted module inside another kind of module, whose forward calls it directly.
+std::unique_ptr<nn::Module> rebuild(const nn::Module& model, const std::function<bool(const nn::Module&)>& wants,
+                                    const std::function<std::unique_ptr<nn::Module>(const nn::Module&)>& replace,
+                                    const std::string& op, const std::string& what);
+
+}  // namespace internal
 
 /// Returns a copy of model in which every Linear is a DynamicQuantizedLinear
 /// (torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8) with per-channel
-/// weights). model is a Linear, a Sequential, or nested Sequentials; the other modules are cloned.
+/// weights). model is a Linear, a Sequential, or nested Sequentials; the other modules are cloned and
+/// the children keep their names (a state_dict says "fc1.weight" when the Sequential named it "fc1").
 /// Error for a Linear inside another kind of module, whose forward calls it directly and so cannot
 /// be rebuilt around a replacement.
 std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model);

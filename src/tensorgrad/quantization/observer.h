@@ -132,6 +132,8 @@ class FakeQuantize : public nn::Module {
   int64_t zero_point() const;
   /// The observer (PyTorch's activation_post_process).
   MovingAverageMinMaxObserver& observer() { return observer_; }
+  /// The observer, read-only.
+  const MovingAverageMinMaxObserver& observer() const { return observer_; }
   /// "FakeQuantize(fake_quant_enabled=1, observer_enabled=1, quant_min=0, quant_max=255, ...)".
   std::string name() const override;
   /// A FakeQuantize with the same settings and fresh state (for clone()).
