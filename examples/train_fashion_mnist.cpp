@@ -64,8 +64,9 @@ struct Args {
   std::string checkpoint;   // default: fashion_mnist_<model>.safetensors
   std::string model = "mlp";
   int64_t synthetic = 0;
-  double min_accuracy = 0;
+    double min_accuracy = 0;
   bool amp = false;
+  std::string metrics;   // CSV file, empty: none
 };
 
 /// The flags (examples/cli.h): --help lists them with their defaults; a bad one exits 2 naming it.
@@ -89,6 +90,8 @@ Args parse(int argc, char** argv) {
         cli::Range::non_negative);
   p.add("--min-accuracy", a.min_accuracy, "P", "exit 1 when the final test accuracy is below P (0 to 1)",
         cli::Range::non_negative);
+    p.add("--metrics", a.metrics, "CSV",
+        "write epoch, train_loss, test_accuracy, lr and seconds to this CSV file (tools/plot_metrics.sh draws it)");
   p.add("--amp", a.amp,
         "mixed precision: the forward under tg::amp::AutocastGuard (bfloat16 on the CPU, float16 with a GradScaler on CUDA)");
   p.parse(argc, argv);
@@ -146,15 +149,26 @@ int main(int argc, char** argv) {
     // float16 gradients can underflow: on CUDA --amp scales the loss (bfloat16 has float32's range)
     tg::amp::GradScaler scaler(tg::amp::GradScalerOptions().enabled(args.amp && device.is_cuda()));
 
+        std::FILE* csv = nullptr;
+    if (!args.metrics.empty()) {
+      csv = std::fopen(args.metrics.c_str(), "w");
+      if (csv == nullptr) throw tg::IOError("cannot write --metrics " + args.metrics);
+      std::fprintf(csv, "epoch,train_loss,test_accuracy,lr,seconds\n");
+    }
     const auto start = std::chrono::steady_clock::now();
     double accuracy = 0;
     for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-      train_epoch(model, train_loader, optimizer, scaler, device, args.amp, epoch, args.epochs, start);
+      const double loss = train_epoch(model, train_loader, optimizer, scaler, device, args.amp, epoch, args.epochs, start);
       schedule.step();
       accuracy = evaluate(model, test_loader, device);
       std::printf("epoch %d: test accuracy %.2f%%  (lr now %.4f)\n", epoch, 100 * accuracy, optimizer.lr());
       std::fflush(stdout);
+      if (csv != nullptr) {
+        std::fprintf(csv, "%d,%.5f,%.5f,%.6g,%.3f\n", epoch, loss, accuracy, optimizer.lr(), seconds_since(start));
+        std::fflush(csv);
+      }
     }
+    if (csv != nullptr) std::fclose(csv);
     const double train_seconds = seconds_since(start);
     std::printf("trained %d epochs in %.1fs: test accuracy %.2f%%\n", args.epochs, train_seconds, 100 * accuracy);
 

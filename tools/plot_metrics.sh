@@ -24,7 +24,7 @@ for i in "${!columns[@]}"; do
 done
 [ "${#plots[@]}" -gt 0 ] || { echo "plot_metrics: $csv has nothing to plot besides lr and seconds" >&2; exit 2; }
 {
-  echo "set terminal png size 900,540"
+  echo "set terminal png size 900,540 noenhanced"   # underscores in names print as they are
   echo "set output '$out'"
   echo "set datafile separator ','"
   echo "set datafile missing ''"
