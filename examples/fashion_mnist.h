@@ -1,4 +1,4 @@
-// examples/fashion_mnist.h: what train_fashion_mnist.cpp and compress_fashion_mnist.cpp share: the MLP
+// examples/fashion_mnist.h: what 08_train_fashion_mnist.cpp and 09_compress_fashion_mnist.cpp share: the MLP
 // 784-256-10, the data sets (Fashion-MNIST from the IDX files, or the generated --synthetic problem of
 // synthetic.h), one training epoch with its progress lines, and the test accuracy. The flags and the
 // main programs stay in the examples themselves.

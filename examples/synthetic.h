@@ -1,5 +1,5 @@
 // examples/synthetic.h: the generated 10-class image problem of --synthetic, shared by
-// train_fashion_mnist.cpp and train_ddp.cpp (no dataset needed, e.g. on a bare GPU machine or in CTest).
+// 08_train_fashion_mnist.cpp and 11_train_ddp.cpp (no dataset needed, e.g. on a bare GPU machine or in CTest).
 #pragma once
 #include <tensorgrad.h>
 

@@ -36,7 +36,7 @@ bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, 
 using BackwardObserver = std::function<void(const Node& node, const Tensor& grad)>;
 
 /// While alive, backward on this thread reports every op it runs to `observer`. For teaching and
-/// debugging (examples/graph_walkthrough.cpp); without a guard the engine pays one branch per op.
+/// debugging (examples/02_graph_walkthrough.cpp); without a guard the engine pays one branch per op.
 class BackwardTraceGuard {
  public:
   /// Installs observer for this thread (guards nest: the innermost one reports).

@@ -546,7 +546,7 @@ inline bool any_requires_grad(const std::vector<Variable>& inputs) {
 /// Wraps a forward result. Attaches a Node only if grad mode is on and some input requires grad;
 /// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
 /// backward: any callable as BackwardFn (a lambda, a BackwardFn); it is stored inside the Node.
-/// name must outlive the graph (a string literal). Example (examples/custom_op.cpp):
+/// name must outlive the graph (a string literal). Example (examples/03_custom_op.cpp):
 /// \code
 /// tg::SavedTensor x_saved(x);
 /// return tg::record("softplus", y, {x}, [x_saved](const tg::Tensor& grad, tg::Grads& g) {

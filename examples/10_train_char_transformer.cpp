@@ -1,4 +1,4 @@
-// examples/train_char_transformer.cpp: a small character-level transformer written with tensorgrad's
+// examples/10_train_char_transformer.cpp: a small character-level transformer written with tensorgrad's
 // modules, trained from C++ and sampled as it learns. The model is GPT-shaped: token and position
 // embeddings (nn::Embedding), pre-norm blocks of causal self-attention (tg::scaled_dot_product_attention
 // with is_causal) and a GELU MLP, a final LayerNorm and a linear head over the characters. AdamW with

@@ -1,4 +1,4 @@
-// examples/memory.cpp: where training memory goes and three ways to keep less of it. A 32-layer MLP
+// examples/07_memory.cpp: where training memory goes and three ways to keep less of it. A 32-layer MLP
 // (Linear(256, 256) -> ReLU) takes one step at batch 1024 four ways: plainly, with
 // tg::checkpoint_sequential (activations recomputed in backward instead of kept), with SaveOnCpuGuard
 // (saved activations moved to host memory: it changes nothing on the CPU, on a GPU it frees device

@@ -1,4 +1,4 @@
-// examples/checkpoint_resume.cpp: stop a training run and resume it exactly. Trains a small model
+// examples/06_checkpoint_resume.cpp: stop a training run and resume it exactly. Trains a small model
 // for 6 steps, saves the model and the optimizer (momentum buffers) as safetensors checkpoints,
 // "restarts" with fresh objects loaded from the files, and trains 6 more steps. The resumed losses
 // are bitwise equal to those of a run that never stopped: nothing of the state was lost.

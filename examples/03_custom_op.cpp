@@ -1,4 +1,4 @@
-// examples/custom_op.cpp: a differentiable op defined outside the library. my_softplus(x) = log(1 + e^x)
+// examples/03_custom_op.cpp: a differentiable op defined outside the library. my_softplus(x) = log(1 + e^x)
 // (the library has tg::softplus built in; this is how one would write it) computes its forward with graph-free tensor math (tg::prim) and hands tg::record its backward,
 // d softplus/dx = sigmoid(x). Then tg::autograd::gradcheck compares that backward with finite
 // differences, and the op is used inside a small model like any built-in one.

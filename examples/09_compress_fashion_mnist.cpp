@@ -1,4 +1,4 @@
-// examples/compress_fashion_mnist.cpp: making the Fashion-MNIST MLP 784-256-10 smaller. It trains the
+// examples/09_compress_fashion_mnist.cpp: making the Fashion-MNIST MLP 784-256-10 smaller. It trains the
 // float32 model (as train_fashion_mnist does), then compares with it, on the test set:
 //   1. dynamic quantization (quantize_dynamic): int8 weights, activations quantized per batch; the
 //      accuracy and the checkpoint size;
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   try {
     const Args args = parse(argc, argv);
     if (args.threads > 0) tg::set_num_threads(args.threads);
-    tg::set_flush_denormal(true);   // see train_fashion_mnist.cpp: momentum buffers decay into subnormals
+    tg::set_flush_denormal(true);   // see 08_train_fashion_mnist.cpp: momentum buffers decay into subnormals
     const tg::Device device = tg::Device::cpu();   // the int8 kernels run on the CPU
     std::printf("device: cpu (%d threads); int8 product on oneDNN: %s\n", tg::get_num_threads(),
                 tg::quantization::has_onednn() ? "yes" : "no (reference loop)");

@@ -1,4 +1,4 @@
-// examples/train_fashion_mnist.cpp: the main job (`make train`). An MLP 784-256-10 (ReLU), or with
+// examples/08_train_fashion_mnist.cpp: the main job (`make train`). An MLP 784-256-10 (ReLU), or with
 // --model cnn a small CNN (two conv-batchnorm-relu-maxpool blocks and two linear layers, about 92.5%
 // test accuracy), trained on Fashion-MNIST with SGD + momentum and a cosine learning-rate schedule, batches from the DataLoader,
 // a progress line about once a second, test accuracy after every epoch, then a checkpoint that is

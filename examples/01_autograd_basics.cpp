@@ -1,4 +1,4 @@
-// examples/autograd_basics.cpp: autograd on a handful of scalars, micrograd style. Builds a small
+// examples/01_autograd_basics.cpp: autograd on a handful of scalars, micrograd style. Builds a small
 // expression, prints every value and every gradient, checks one gradient by hand, and prints the
 // recorded graph as Graphviz text (render it with: dot -Tpng graph.dot -o graph.png).
 #include <tensorgrad.h>

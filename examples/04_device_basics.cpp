@@ -1,4 +1,4 @@
-// examples/device_basics.cpp: the three device programs of PyTorch's GPU tutorials, in tensorgrad:
+// examples/04_device_basics.cpp: the three device programs of PyTorch's GPU tutorials, in tensorgrad:
 // (1) detect a GPU and fall back to the CPU, (2) create tensors on a device and move them
 // explicitly, (3) move a model to the device and run it there. One binary runs on machines with
 // and without a GPU; without one every step runs on the CPU and says so.

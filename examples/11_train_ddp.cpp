@@ -1,4 +1,4 @@
-// examples/train_ddp.cpp: the Fashion-MNIST MLP of train_fashion_mnist.cpp trained by several
+// examples/11_train_ddp.cpp: the Fashion-MNIST MLP of 08_train_fashion_mnist.cpp trained by several
 // processes with DistributedDataParallel over Gloo. Launch it through tools/tgrun, which sets RANK,
 // WORLD_SIZE, MASTER_ADDR and MASTER_PORT:
 //   tools/tgrun --nproc-per-node 2 build/examples/train_ddp --epochs 1

@@ -1,4 +1,4 @@
-// examples/graph_walkthrough.cpp: what backward does, step by step. Builds a tiny two-layer network
+// examples/02_graph_walkthrough.cpp: what backward does, step by step. Builds a tiny two-layer network
 // on one sample, prints the recorded ops in the order the engine runs their backward (newest first,
 // each only once all of its consumers have delivered their gradient) with the gradient flowing into
 // each, then the gradients that land in the leaves, and writes the graph to graph_walkthrough.dot.
