@@ -47,6 +47,7 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+    /// The CUDA device index the communicator was created on.
   int device() const;
   // Each collective queues its work and returns how the queueing went (an error or a timeout aborts
   // the communicator); the result is there once wait() returned ok.

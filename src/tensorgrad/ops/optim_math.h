@@ -14,16 +14,26 @@ namespace tg {
 /// SGD's scalars for one parameter.
 template <class T>
 struct SgdScalars {
-  T lr, momentum, one_minus_dampening, weight_decay;
-  bool nesterov, first_step;
+  T lr;                    ///< the parameter's group learning rate
+  T momentum;              ///< 0: plain SGD, no velocity
+  T one_minus_dampening;   ///< 1 - dampening, the weight of d in the velocity update
+  T weight_decay;          ///< L2 term added to the gradient (0: none)
+  bool nesterov;           ///< step along d + momentum v instead of v
+  bool first_step;         ///< the velocity is new: v = d
 };
 
 /// Adam's scalars for one parameter at one step: step_size = lr / bc1, inv_sqrt_bc2 = 1 / sqrt(bc2),
 /// decay = 1 - lr wd (AdamW), with bc1 = 1 - beta1^step and bc2 = 1 - beta2^step.
 template <class T>
 struct AdamScalars {
-  T step_size, inv_sqrt_bc2, beta1, beta2, eps, weight_decay, decay;
-  bool decoupled;
+  T step_size;      ///< lr / bc1
+  T inv_sqrt_bc2;   ///< 1 / sqrt(bc2)
+  T beta1;          ///< decay rate of the first moment
+  T beta2;          ///< decay rate of the second moment
+  T eps;            ///< added to the denominator
+  T weight_decay;   ///< Adam: L2 term added to the gradient (0: none)
+  T decay;          ///< AdamW: 1 - lr wd, the factor the weight is multiplied by
+  bool decoupled;   ///< AdamW's decoupled weight decay instead of Adam's L2 term
 };
 
 namespace optim_math {
