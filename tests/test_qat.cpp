@@ -145,6 +145,32 @@ TEST_CASE("HistogramObserver: state_dict keys, empty and bad input, fresh state"
   CHECK(fresh->bins() == 2048);
 }
 
+TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogram and qparams") {
+  if (!tg::cuda::is_available()) {
+    const char* v = std::getenv("TG_REQUIRE_CUDA");
+    if (v != nullptr && std::string(v) == "1") FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  // the "widening calls qint8 symmetric" case above: an observer fed CUDA batches, and one moved to
+  // the GPU as a whole (its buffers with it), against the same observer on the CPU
+  q::HistogramObserver on_cpu(2048, tg::kInt8, true), cuda_input(2048, tg::kInt8, true), moved(2048, tg::kInt8, true);
+  moved.to(tg::Device::cuda(0));
+  for (const Variable& x : {wave(120, 0.3, 1.5), wave(250, 1.1, 4.0), wave(80, 2.5, 9.0)}) {
+    const Variable xc = x.to(tg::Device::cuda(0));
+    CHECK(cuda_input(xc).data().raw_data() == xc.data().raw_data());
+    moved(xc);
+    on_cpu(x);
+  }
+  const std::vector<float> want = on_cpu.histogram().to_vector<float>();
+  CHECK(cuda_input.histogram().to_vector<float>() == want);
+  CHECK(moved.histogram().to_vector<float>() == want);
+  for (q::HistogramObserver* obs : {&on_cpu, &cuda_input, &moved}) {
+    CHECK(obs->max_val() == 9.33324909210205);
+    CHECK(obs->calculate_qparams().scale == doctest::Approx(0.07306382805109024).epsilon(1e-6));
+  }
+}
+
 // Recorded with PyTorch 1.13:
 //   x = torch.tensor([-1.0, -0.2, 0.0, 0.4, 1.3, 2.9, 5.0], requires_grad=True)
 //   y = torch.fake_quantize_per_tensor_affine(x, 0.1, 10, 0, 40); y.backward(torch.arange(1., 8.))
