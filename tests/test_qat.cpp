@@ -136,13 +136,22 @@ TEST_CASE("HistogramObserver: state_dict keys, empty and bad input, fresh state"
   CHECK(one.histogram().to_vector<float>() == std::vector<float>{0, 0, 0, 0, 5, 0, 0, 0});
   CHECK(one.calculate_qparams().scale == doctest::Approx(0.0117647061124444).epsilon(1e-6));
   CHECK(one.calculate_qparams().zero_point == 0);
-  // the copy from new_instance() starts empty with the same settings
+  // the copy from new_instance() starts empty with the same settings; a checkpoint carries the
+  // histogram and range into it
   obs(wave(50, 0.0, 2.0));
+  obs(wave(70, 1.0, 3.5));
   auto copy = obs.new_instance();
   auto* fresh = dynamic_cast<q::HistogramObserver*>(copy.get());
   REQUIRE(fresh != nullptr);
   CHECK(std::isinf(fresh->min_val()));
   CHECK(fresh->bins() == 2048);
+  testing::TempDir dir;
+  tg::save(obs, dir.path + "/hist.safetensors");
+  tg::load(*fresh, dir.path + "/hist.safetensors");
+  CHECK(fresh->histogram().to_vector<float>() == obs.histogram().to_vector<float>());
+  CHECK(fresh->max_val() == obs.max_val());
+  CHECK(fresh->calculate_qparams().scale == obs.calculate_qparams().scale);
+  CHECK(fresh->calculate_qparams().zero_point == obs.calculate_qparams().zero_point);
 }
 
 TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogram and qparams") {
