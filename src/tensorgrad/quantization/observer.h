@@ -151,7 +151,8 @@ class HistogramObserver : public nn::Module {
   /// The scale and zero point for the range chosen by the L2 error search; before any data, scale 1
   /// and zero point 0 (PyTorch warns and returns the same).
   QParams calculate_qparams() const;
-  /// The range the error search picks, {min, max} (the observed range before any search narrows it).
+  /// The range the L2 error search picks from the histogram, {min, max} ({+inf, -inf} before any data);
+  /// calculate_qparams() turns it into a scale and zero point.
   std::pair<double, double> search_range() const;
   /// The smallest quantized value.
   int64_t quant_min() const { return quant_min_; }
