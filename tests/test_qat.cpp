@@ -1,6 +1,6 @@
-// tests/test_qat.cpp: observers (MinMaxObserver, MovingAverageMinMaxObserver and the per-channel one),
-// FakeQuantize, PerChannelFakeQuantize and fake_quantize_per_tensor/per_channel_affine with their
-// straight-through backward, prepare_qat and convert, against values recorded from PyTorch (Note
+// tests/test_qat.cpp: observers (MinMaxObserver, MovingAverageMinMaxObserver, HistogramObserver and the
+// per-channel one), FakeQuantize, PerChannelFakeQuantize and fake_quantize_per_tensor/per_channel_affine
+// with their straight-through backward, prepare_qat and convert, against values recorded from PyTorch (Note
 // [Observers] in quantization/observer.h, Note [Quantization-aware Linear] in quantization/qat.h).
 #include <cmath>
 #include <filesystem>
@@ -64,6 +64,120 @@ TEST_CASE("observers: min, max, scale and zero point as PyTorch's") {
   CHECK(fresh.calculate_qparams().scale == 1);
   TG_CHECK_THROWS(q::MinMaxObserver(tg::kInt64), tg::DTypeError, "MinMaxObserver: expected dtype uint8");
   TG_CHECK_THROWS(q::MovingAverageMinMaxObserver(0.0), tg::Error, "averaging_constant must be in (0, 1]");
+}
+
+// Recorded with PyTorch 1.13 by tests/data/histogram_observer_reference.py: HistogramObserver()s fed
+// the batches below, then min_val, max_val, the histogram's sum and first moment (sum of i * h[i], in
+// float64) and calculate_qparams(). PyTorch 1.13 bins with histc over int(min_val)..int(max_val): the
+// first case counts 110 of its 200 values, and the last (range inside (0, 1), so int() gives 0 and 0)
+// falls back to histc's data range. Note [Histogram observer] in quantization/observer.h.
+TEST_CASE("HistogramObserver: histogram, range search, scale and zero point as PyTorch's") {
+  struct Row {
+    std::string what;
+    std::unique_ptr<q::HistogramObserver> obs;
+    std::vector<Variable> xs;
+    double min_val, max_val, hist_sum, hist_moment, scale;
+    int64_t zero_point;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"one call quint8 affine", std::make_unique<q::HistogramObserver>(), {wave(200, 0.0, 2.0)},
+                  -1.6999619007110596, 2.2995858192443848, 110.0, 115771.0, 0.015577282756567001, 107});
+  rows.push_back({"widening calls quint8 affine", std::make_unique<q::HistogramObserver>(),
+                  {wave(200, 0.0, 2.0), wave(300, 1.0, 3.0), wave(100, 2.0, 0.5), wave(150, 0.7, 6.5)},
+                  -6.1975555419921875, 6.805856704711914, 516.0, 525797.4924926758, 0.050894178450107574, 122});
+  rows.push_back({"widening calls qint8 symmetric", std::make_unique<q::HistogramObserver>(2048, tg::kInt8, true),
+                  {wave(120, 0.3, 1.5), wave(250, 1.1, 4.0), wave(80, 2.5, 9.0)},
+                  -8.699912071228027, 9.33324909210205, 291.0, 302274.3103027344, 0.07306382805109024, 0});
+  rows.push_back({"quint8 affine reduce_range, range inside (0, 1)",
+                  std::make_unique<q::HistogramObserver>(2048, tg::kUInt8, false, true),
+                  {wave(64, 0.5, 0.25), wave(64, 1.5, 0.2)},
+                  0.05064205825328827, 0.5498800277709961, 128.0, 132742.0, 0.004327844362705946, 0});
+  for (Row& r : rows) {
+    CAPTURE(r.what);
+    for (const Variable& x : r.xs) {
+      Variable y = (*r.obs)(x);
+      CHECK(y.data().raw_data() == x.data().raw_data());   // observers pass x through
+    }
+    CHECK(r.obs->min_val() == r.min_val);
+    CHECK(r.obs->max_val() == r.max_val);
+    const std::vector<float> h = r.obs->histogram().to_vector<float>();
+    REQUIRE(h.size() == 2048);
+    double sum = 0, moment = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) sum += h[i], moment += double(i) * double(h[i]);
+    // the histogram's entries are counts divided by powers of 128 here: both sums are exact in float64
+    CHECK(sum == r.hist_sum);
+    CHECK(moment == r.hist_moment);
+    const q::QParams p = r.obs->calculate_qparams();
+    CHECK(p.scale == doctest::Approx(r.scale).epsilon(1e-6));
+    CHECK(p.zero_point == r.zero_point);
+  }
+}
+
+TEST_CASE("HistogramObserver: state_dict keys, empty and bad input, fresh state") {
+  q::HistogramObserver obs;
+  std::vector<std::string> keys;
+  for (const auto& b : obs.named_buffers()) keys.push_back(b.first);
+  CHECK(keys == std::vector<std::string>{"eps", "histogram", "min_val", "max_val"});   // PyTorch's order
+  CHECK(obs.calculate_qparams().scale == 1);   // before any data: PyTorch's defaults
+  CHECK(obs.calculate_qparams().zero_point == 0);
+  obs(tg::zeros({0}));   // an empty batch changes nothing
+  CHECK(std::isinf(obs.min_val()));
+  TG_CHECK_THROWS(obs(tg::from_vector<double>({1.0, INFINITY}).to(tg::kFloat32)), tg::Error,
+                  "HistogramObserver: expected finite values, got inf");
+  TG_CHECK_THROWS(obs(tg::from_vector<double>({NAN, 1.0}).to(tg::kFloat32)), tg::Error,
+                  "HistogramObserver: expected finite values");
+  TG_CHECK_THROWS(obs(tg::from_vector<int64_t>({1, 2})), tg::DTypeError, "HistogramObserver");
+  CHECK(std::isinf(obs.min_val()));   // a rejected batch leaves no trace
+  TG_CHECK_THROWS(q::HistogramObserver(2048, tg::kInt64), tg::DTypeError, "HistogramObserver: expected dtype uint8");
+  TG_CHECK_THROWS(q::HistogramObserver(0), tg::Error, "HistogramObserver: bins must be positive, got 0");
+  // a single repeated value: histc widens the range [3, 3] to [2, 4] (recorded by the same script)
+  q::HistogramObserver one(8);
+  one(tg::full({5}, 3.0));
+  CHECK(one.histogram().to_vector<float>() == std::vector<float>{0, 0, 0, 0, 5, 0, 0, 0});
+  CHECK(one.calculate_qparams().scale == doctest::Approx(0.0117647061124444).epsilon(1e-6));
+  CHECK(one.calculate_qparams().zero_point == 0);
+  // the copy from new_instance() starts empty with the same settings; a checkpoint carries the
+  // histogram and range into it
+  obs(wave(50, 0.0, 2.0));
+  obs(wave(70, 1.0, 3.5));
+  auto copy = obs.new_instance();
+  auto* fresh = dynamic_cast<q::HistogramObserver*>(copy.get());
+  REQUIRE(fresh != nullptr);
+  CHECK(std::isinf(fresh->min_val()));
+  CHECK(fresh->bins() == 2048);
+  testing::TempDir dir;
+  tg::save(obs, dir.path + "/hist.safetensors");
+  tg::load(*fresh, dir.path + "/hist.safetensors");
+  CHECK(fresh->histogram().to_vector<float>() == obs.histogram().to_vector<float>());
+  CHECK(fresh->max_val() == obs.max_val());
+  CHECK(fresh->calculate_qparams().scale == obs.calculate_qparams().scale);
+  CHECK(fresh->calculate_qparams().zero_point == obs.calculate_qparams().zero_point);
+}
+
+TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogram and qparams") {
+  if (!tg::cuda::is_available()) {
+    const char* v = std::getenv("TG_REQUIRE_CUDA");
+    if (v != nullptr && std::string(v) == "1") FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
+    MESSAGE("no CUDA device: skipped");
+    return;
+  }
+  // the "widening calls qint8 symmetric" case above: an observer fed CUDA batches, and one moved to
+  // the GPU as a whole (its buffers with it), against the same observer on the CPU
+  q::HistogramObserver on_cpu(2048, tg::kInt8, true), cuda_input(2048, tg::kInt8, true), moved(2048, tg::kInt8, true);
+  moved.to(tg::Device::cuda(0));
+  for (const Variable& x : {wave(120, 0.3, 1.5), wave(250, 1.1, 4.0), wave(80, 2.5, 9.0)}) {
+    const Variable xc = x.to(tg::Device::cuda(0));
+    CHECK(cuda_input(xc).data().raw_data() == xc.data().raw_data());
+    moved(xc);
+    on_cpu(x);
+  }
+  const std::vector<float> want = on_cpu.histogram().to_vector<float>();
+  CHECK(cuda_input.histogram().to_vector<float>() == want);
+  CHECK(moved.histogram().to_vector<float>() == want);
+  for (q::HistogramObserver* obs : {&on_cpu, &cuda_input, &moved}) {
+    CHECK(obs->max_val() == 9.33324909210205);
+    CHECK(obs->calculate_qparams().scale == doctest::Approx(0.07306382805109024).epsilon(1e-6));
+  }
 }
 
 // Recorded with PyTorch 1.13:

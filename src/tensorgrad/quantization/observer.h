@@ -1,7 +1,7 @@
 /// \file
 /// quantization/observer.h: observers (torch.ao.quantization.MinMaxObserver,
-/// MovingAverageMinMaxObserver), which record the range of the tensors they see and turn it into a
-/// scale and zero point, and FakeQuantize, which quantizes and dequantizes in the forward with the
+/// MovingAverageMinMaxObserver, HistogramObserver), which record the range of the tensors they see
+/// and turn it into a scale and zero point, and FakeQuantize, which quantizes and dequantizes in the forward with the
 /// straight-through estimator in the backward (quantization-aware training). The function behind it
 /// is tg::fake_quantize_per_tensor_affine. Quantized tensors: quantization/quantize.h.
 #pragma once
@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tensorgrad/nn/module.h"
 
@@ -107,6 +108,79 @@ class MovingAverageMinMaxObserver : public MinMaxObserver {
 
  private:
   double averaging_constant_;
+};
+
+// Note [Histogram observer]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// HistogramObserver follows PyTorch 1.13's torch.ao.quantization.HistogramObserver step by step, in
+// its float32 / float64 mix, so that its scale and zero point match PyTorch's (checked against
+// recorded values in tests/test_qat.cpp):
+// - The first batch (or any batch while min_val == max_val) sets min_val / max_val to its extremes
+//   and the histogram to histc(x, bins, min=int(min_val), max=int(max_val)). PyTorch 1.13 truncates
+//   the range to integers there, so values outside [int(min), int(max)] are not counted (at most
+//   one unit at each end); this is kept, since the recorded values depend on it. histc itself: when
+//   the two ends are equal it takes the data's min and max, and when those are equal too, min - 1
+//   and max + 1; a value v lands in bin (int64)((v - lo) * bins / (hi - lo)) computed in float32,
+//   the last bin including hi.
+// - A later batch widens the range to include its extremes, the max moved out so that each new bin
+//   spans a whole number (downsample_rate) of 1/upsample_rate-th (1/128) old bins: the old histogram
+//   is upsampled 128 times, placed at its offset (start_idx) in the wider range, and summed back down
+//   in groups of downsample_rate (the integral histogram in float64, differences over 128), then
+//   added to the batch's own histc (again over the integer-truncated range).
+// - calculate_qparams() runs _non_linear_param_search: starting from the full range, it moves the
+//   start or the end bin inwards by quantile steps of 1e-5 (the side with more bins to skip), and
+//   stops when the L2 quantization error of uniform quantization into 256 bins over [start, end]
+//   (each source bin's mass spread uniformly over the bin) grows. The chosen [min, max] then give
+//   scale and zero point as in Note [Observers].
+// The histogram lives on the CPU: each observed batch is read to the host.
+
+/// Records a histogram of what it sees and picks the range that minimizes the quantization error
+/// (torch.ao.quantization.HistogramObserver, PyTorch 1.13's algorithm; see Note [Histogram
+/// observer] in quantization/observer.h). forward(x) returns x. Buffers and state_dict keys are
+/// PyTorch's: eps, histogram (bins float32 counts), min_val, max_val.
+class HistogramObserver : public nn::Module {
+ public:
+  /// bins >= 1 (Error otherwise; PyTorch's default 2048); dtype kUInt8 or kInt8 (DTypeError
+  /// otherwise); symmetric: per_tensor_symmetric instead of per_tensor_affine; reduce_range as
+  /// MinMaxObserver.
+  explicit HistogramObserver(int64_t bins = 2048, DType dtype = kUInt8, bool symmetric = false,
+                             bool reduce_range = false);
+  /// Adds x (floating, any device; DTypeError otherwise) to the histogram and returns x. An empty x
+  /// changes nothing; non-finite values raise an Error (PyTorch 1.13 fails on them too).
+  Variable forward(const Variable& x) override;
+  /// The scale and zero point for the range chosen by the L2 error search; before any data, scale 1
+  /// and zero point 0 (PyTorch warns and returns the same).
+  QParams calculate_qparams() const;
+  /// The range the L2 error search picks from the histogram, {min, max} ({+inf, -inf} before any data);
+  /// calculate_qparams() turns it into a scale and zero point.
+  std::pair<double, double> search_range() const;
+  /// The smallest quantized value.
+  int64_t quant_min() const { return quant_min_; }
+  /// The largest quantized value.
+  int64_t quant_max() const { return quant_max_; }
+  /// The number of histogram bins.
+  int64_t bins() const { return bins_; }
+  /// The lower end of the histogram's range (+inf before any data).
+  double min_val() const;
+  /// The upper end of the histogram's range (-inf before any data).
+  double max_val() const;
+  /// The histogram, bins float32 values on the CPU.
+  const Variable& histogram() const { return histogram_; }
+  /// "HistogramObserver(min_val=..., max_val=...)".
+  std::string name() const override;
+  /// An observer with the same settings and no statistics (for clone()).
+  std::unique_ptr<nn::Module> new_instance() const override;
+
+ private:
+  /// The L2 error of quantizing into 256 bins over source bins [start_bin, end_bin] (PyTorch's
+  /// _compute_quantization_error).
+  float quantization_error(const std::vector<float>& hist, float lo, float hi, int64_t start_bin,
+                           int64_t end_bin) const;
+  int64_t bins_;
+  DType dtype_;
+  bool symmetric_, reduce_range_;
+  int64_t quant_min_ = 0, quant_max_ = 255;
+  Variable eps_, histogram_, min_val_, max_val_;
 };
 
 /// Fake quantization for quantization-aware training (torch.ao.quantization.FakeQuantize with
