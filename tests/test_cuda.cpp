@@ -38,25 +38,6 @@ using tg::Variable;
 
 namespace {
 
-bool require_cuda() {
-  const char* v = std::getenv("TG_REQUIRE_CUDA");
-  return v != nullptr && std::string(v) == "1";
-}
-
-}  // namespace
-
-/// First statement of every case that needs a GPU: skips visibly without one, fails under TG_REQUIRE_CUDA=1.
-#define TG_NEED_CUDA()                                                                  \
-  do {                                                                                  \
-    if (!tg::cuda::is_available()) {                                                    \
-      if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info()); \
-      MESSAGE("no CUDA device: skipped");                                               \
-      return;                                                                           \
-    }                                                                                   \
-  } while (0)
-
-namespace {
-
 const Device kCpu = Device::cpu();
 const Device kGpu = Device::cuda(0);
 
@@ -623,7 +604,7 @@ TEST_CASE("cuda: is_available never throws and agrees with device_count") {
   CHECK_NOTHROW(available = tg::cuda::is_available());
   CHECK_NOTHROW(tg::cuda::device_count());
   CHECK(available == (tg::cuda::device_count() > 0));
-  if (require_cuda()) CHECK_MESSAGE(available, "TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
+  if (testing::require_cuda()) CHECK_MESSAGE(available, "TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
   MESSAGE("tg::cuda::info(): " << tg::cuda::info());
 }
 

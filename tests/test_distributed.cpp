@@ -616,20 +616,6 @@ TEST_CASE("distributed: DDP names the parameters that got no gradient, or reduce
 
 namespace {
 
-bool require_cuda() {
-  const char* v = std::getenv("TG_REQUIRE_CUDA");
-  return v != nullptr && std::string(v) == "1";
-}
-
-#define TG_NEED_CUDA()                                                                        \
-  do {                                                                                        \
-    if (!tg::cuda::is_available()) {                                                          \
-      if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info()); \
-      MESSAGE("no CUDA device: skipped");                                                     \
-      return;                                                                                 \
-    }                                                                                         \
-  } while (0)
-
 /// Joins an NCCL group of one rank through a file:// folder. A GPU without NCCL (no libnccl.so.2)
 /// skips visibly, or fails under TG_REQUIRE_CUDA=1 (the GPU check must run these cases): false then.
 bool init_nccl_alone(const TempDir& dir) {
@@ -642,7 +628,7 @@ bool init_nccl_alone(const TempDir& dir) {
     } catch (const tg::DistributedError& e) {
       why = e.what();
     }
-    if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but backend 'nccl' is not usable: " << why);
+    if (testing::require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but backend 'nccl' is not usable: " << why);
     MESSAGE("NCCL is not usable here: skipped (" << why << ")");
     return false;
   }

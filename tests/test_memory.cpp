@@ -14,20 +14,6 @@
 
 namespace {
 
-bool require_cuda() {
-  const char* v = std::getenv("TG_REQUIRE_CUDA");
-  return v != nullptr && std::string(v) == "1";
-}
-
-#define TG_NEED_CUDA()                                                                        \
-  do {                                                                                        \
-    if (!tg::cuda::is_available()) {                                                          \
-      if (require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info()); \
-      MESSAGE("no CUDA device: skipped");                                                     \
-      return;                                                                                 \
-    }                                                                                         \
-  } while (0)
-
 /// `blocks` times Linear(width, width) -> ReLU [-> Dropout(p)], parameters drawn from `seed`.
 std::unique_ptr<tg::nn::Sequential> mlp(int blocks, int64_t width, tg::DType dtype, double p, uint64_t seed) {
   tg::manual_seed(seed);

@@ -155,12 +155,7 @@ TEST_CASE("HistogramObserver: state_dict keys, empty and bad input, fresh state"
 }
 
 TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogram and qparams") {
-  if (!tg::cuda::is_available()) {
-    const char* v = std::getenv("TG_REQUIRE_CUDA");
-    if (v != nullptr && std::string(v) == "1") FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info());
-    MESSAGE("no CUDA device: skipped");
-    return;
-  }
+  TG_NEED_CUDA();
   // the "widening calls qint8 symmetric" case above: an observer fed CUDA batches, and one moved to
   // the GPU as a whole (its buffers with it), against the same observer on the CPU
   q::HistogramObserver on_cpu(2048, tg::kInt8, true), cuda_input(2048, tg::kInt8, true), moved(2048, tg::kInt8, true);

@@ -179,7 +179,24 @@ inline std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+/// TG_REQUIRE_CUDA=1 (set by tools/gpu_check.sh and the emulator check): a case that needs a GPU fails
+/// without one instead of skipping.
+inline bool require_cuda() {
+  const char* v = std::getenv("TG_REQUIRE_CUDA");
+  return v != nullptr && std::string(v) == "1";
+}
+
 }  // namespace testing
+
+/// First statement of every case that needs a GPU: skips visibly without one, fails under TG_REQUIRE_CUDA=1.
+#define TG_NEED_CUDA()                                                                                 \
+  do {                                                                                                 \
+    if (!tg::cuda::is_available()) {                                                                   \
+      if (testing::require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but no usable GPU:\n" << tg::cuda::info()); \
+      MESSAGE("no CUDA device: skipped");                                                              \
+      return;                                                                                          \
+    }                                                                                                  \
+  } while (0)
 
 /// Checks that `expr` throws exactly ErrorType with `substring` in its message.
 #define TG_CHECK_THROWS(expr, ErrorType, substring)                                                \
