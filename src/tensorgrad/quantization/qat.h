@@ -63,7 +63,6 @@ class MovingAveragePerChannelMinMaxObserver : public nn::Module {
   DType dtype_;
   bool symmetric_, reduce_range_;
   int64_t quant_min_, quant_max_;
-  bool seen_ = false;
   Variable eps_, min_val_, max_val_;
 };
 
