@@ -280,7 +280,8 @@ std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const
     copy = new_instance();
   }
   TG_CHECK(copy != nullptr, Error, "clone: ", name(), ": new_instance() returned null");
-  TG_CHECK(typeid(*copy) == typeid(*this), Error, "clone: new_instance() of ", name(), " built a module of another type (",
+  const Module& made = *copy;   // typeid of a plain reference: *copy would be an expression with side effects
+  TG_CHECK(typeid(made) == typeid(*this), Error, "clone: new_instance() of ", name(), " built a module of another type (",
            copy->name(), "); override new_instance() in the derived class");
   copy_state(*this, *copy, device);
   return copy;
