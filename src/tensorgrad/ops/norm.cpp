@@ -65,6 +65,47 @@ Tensor normalize_backward_input(const Tensor& dy, const Tensor& xhat, const Tens
 
 std::string shape_list(const std::vector<int64_t>& v) { return shape_str(Shape(v.begin(), v.end())); }
 
+/// The inputs of a normalization's graph node: the input, then the weight and the bias when defined,
+/// with their positions in the list (-1 when absent).
+struct AffineInputs {
+  std::vector<Variable> list;
+  int wi = -1;   ///< the weight's position
+  int bi = -1;   ///< the bias's position
+  AffineInputs(const Variable& input, const Variable& weight, const Variable& bias) : list{input} {
+    if (weight.defined()) { wi = static_cast<int>(list.size()); list.push_back(weight); }
+    if (bias.defined()) { bi = static_cast<int>(list.size()); list.push_back(bias); }
+  }
+};
+
+/// layer_norm and group_norm composed of prims: x is the input viewed so that each group's statistics
+/// run over dims (count elements each), the weight and bias are viewed as affine_view to broadcast
+/// against it; their gradients sum over param_dims and take param_shape.
+Variable composed_norm(const char* name, const Variable& input, const Variable& weight, const Variable& bias,
+                       const Tensor& x, const std::vector<int64_t>& dims, int64_t count, double eps,
+                       const Shape& affine_view, const std::vector<int64_t>& param_dims, const Shape& param_shape) {
+  const Tensor w = weight.defined() ? weight.data().reshape(affine_view) : Tensor();
+  const Tensor b = bias.defined() ? bias.data().reshape(affine_view) : Tensor();
+  Normalized r = normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
+  const bool need = any_requires_grad({input, weight, bias});
+  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  const AffineInputs in(input, weight, bias);
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  const Shape in_shape = input.shape();
+  const int wi = in.wi, bi = in.bi;
+  return record(name, r.y.view(in_shape), in.list,
+                [name, xhat, rstd, w_saved, wi, bi, dims, count, in_shape, affine_view, param_dims,
+                 param_shape](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(xhat.shape());
+    const Tensor wv = w_saved.defined() ? w_saved.get().reshape(affine_view) : Tensor();
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each group, g = dy w
+    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, wv, dims, count).reshape(in_shape));
+    // dw = sum of dy xhat over everything but the parameter's own dims; db = the same sum of dy
+    if (wi >= 0 && g.need(wi))
+      g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), param_dims, false, name).reshape(param_shape));
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, param_dims, false, name).reshape(param_shape));
+  });
+}
+
 // Note [Fused layer_norm rows on the CPU]
 // Composed of prims, layer_norm makes about ten passes over the activations in each direction (the
 // means, the centred copy, xhat, the products, the reductions), each with a fresh output. On the CPU,
@@ -200,11 +241,9 @@ Variable layer_norm_fused(const Variable& input, const Variable& weight, const V
     });
   }
   const bool need = any_requires_grad({input, weight, bias});
-  std::vector<Variable> inputs{input};
-  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (weight.defined()) inputs.push_back(weight);
-  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (bias.defined()) inputs.push_back(bias);
+  const AffineInputs in(input, weight, bias);
+  const std::vector<Variable>& inputs = in.list;
+  const int wi = in.wi, bi = in.bi;
   SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
   SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
   const Shape in_shape = input.shape();
@@ -276,11 +315,9 @@ Variable batch_norm(const Variable& input, const Variable& running_mean, const V
   }
   const bool need = any_requires_grad({input, weight, bias});
   const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
-  std::vector<Variable> inputs{input};
-  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (weight.defined()) inputs.push_back(weight);
-  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (bias.defined()) inputs.push_back(bias);
+  const AffineInputs in(input, weight, bias);
+  const std::vector<Variable>& inputs = in.list;
+  const int wi = in.wi, bi = in.bi;
   const Shape in_shape = input.shape();
   SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
   return record("batch_norm", r.y.view(in_shape), inputs,
@@ -314,31 +351,10 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   prim::check_floating("layer_norm", input.data());
   int64_t D = 1;
   for (int64_t s : normalized_shape) D *= s;
-  const Shape in_shape = input.shape();
   const int64_t M = D == 0 ? 0 : input.numel() / D;
   if (fused_layer_norm(input, weight, bias)) return layer_norm_fused(input, weight, bias, M, D, ns, eps);
-  // x viewed as (M, D); statistics over dim 1; weight and bias as (1, D).
-  const Tensor x = input.data().reshape({M, D});
-  const Tensor w = weight.defined() ? weight.data().reshape({1, D}) : Tensor();
-  const Tensor b = bias.defined() ? bias.data().reshape({1, D}) : Tensor();
-  const std::vector<int64_t> dims{1};
-  Normalized r = normalize(x, dims, D, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
-  const bool need = any_requires_grad({input, weight, bias});
-  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
-  std::vector<Variable> inputs{input};
-  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (weight.defined()) inputs.push_back(weight);
-  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (bias.defined()) inputs.push_back(bias);
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  return record("layer_norm", r.y.view(in_shape), inputs, [xhat, rstd, w_saved, wi, bi, D, in_shape, ns](const Tensor& grad, Grads& g) {
-    const Tensor dy = grad.reshape(xhat.shape());
-    const Tensor w = w_saved.defined() ? w_saved.get().reshape({1, D}) : Tensor();
-    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each row, g = dy w
-    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, {1}, D).reshape(in_shape));
-    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0}, false, "layer_norm").reshape(ns));   // dw = sum over rows of dy xhat
-    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0}, false, "layer_norm").reshape(ns));   // db = sum over rows of dy
-  });
+  // x viewed as (M, D); statistics over dim 1; weight and bias as (1, D); their gradients sum over rows.
+  return composed_norm("layer_norm", input, weight, bias, input.data().reshape({M, D}), {1}, D, eps, Shape{1, D}, {0}, ns);
 }
 
 Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight, const Variable& bias,
@@ -360,32 +376,10 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   int64_t S = 1;   // positions per channel
   for (int64_t d = 2; d < input.dim(); ++d) S *= input.shape()[d];
   const int64_t count = Cg * S;   // elements per (sample, group)
-  const Shape in_shape = input.shape();
-  // x viewed as (N, G, C / G, S); statistics over dims 2 and 3, weight and bias as (1, G, C / G, 1).
-  const Tensor x = input.data().reshape({N, G, Cg, S});
-  const Shape cshape{1, G, Cg, 1};
-  const Tensor w = weight.defined() ? weight.data().reshape(cshape) : Tensor();
-  const Tensor b = bias.defined() ? bias.data().reshape(cshape) : Tensor();
-  const std::vector<int64_t> dims{2, 3};
-  Normalized r = normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
-  const bool need = any_requires_grad({input, weight, bias});
-  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
-  std::vector<Variable> inputs{input};
-  const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (weight.defined()) inputs.push_back(weight);
-  const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-  if (bias.defined()) inputs.push_back(bias);
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  return record("group_norm", r.y.view(in_shape), inputs,
-                [xhat, rstd, w_saved, wi, bi, dims, count, in_shape, cshape, C](const Tensor& grad, Grads& g) {
-    const Tensor dy = grad.reshape(xhat.shape());
-    const Tensor w = w_saved.defined() ? w_saved.get().reshape(cshape) : Tensor();
-    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each (sample, group), g = dy w
-    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, w, dims, count).reshape(in_shape));
-    // dw = sum over samples and positions of dy xhat, per channel; db = the same sum of dy
-    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 3}, false, "group_norm").reshape({C}));
-    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 3}, false, "group_norm").reshape({C}));
-  });
+  // x viewed as (N, G, C / G, S); statistics over dims 2 and 3, weight and bias as (1, G, C / G, 1);
+  // their gradients sum over samples and positions.
+  return composed_norm("group_norm", input, weight, bias, input.data().reshape({N, G, Cg, S}), {2, 3}, count, eps,
+                       Shape{1, G, Cg, 1}, {0, 3}, Shape{C});
 }
 
 }  // namespace tg
