@@ -370,44 +370,56 @@ std::unique_ptr<nn::Module> HistogramObserver::new_instance() const {
   return std::make_unique<HistogramObserver>(bins_, dtype_, symmetric_, reduce_range_);
 }
 
-FakeQuantize::FakeQuantize(double averaging_constant, DType dtype, bool symmetric, bool reduce_range)
-    : observer_(averaging_constant, dtype, symmetric, reduce_range),
-      averaging_constant_(averaging_constant),
-      dtype_(dtype),
-      symmetric_(symmetric),
-      reduce_range_(reduce_range) {
+FakeQuantizeBase::FakeQuantizeBase(int64_t channels) {
   fake_quant_enabled_ = Variable(prim::full({1}, 1, kUInt8));
   observer_enabled_ = Variable(prim::full({1}, 1, kUInt8));
-  scale_ = Variable(prim::full({1}, 1, kFloat32));
-  zero_point_ = Variable(prim::full({1}, 0, kInt32));
+  scale_ = Variable(prim::full({channels}, 1, kFloat32));
+  zero_point_ = Variable(prim::full({channels}, 0, kInt32));
   register_buffer("fake_quant_enabled", fake_quant_enabled_);
   register_buffer("observer_enabled", observer_enabled_);
   register_buffer("scale", scale_);
   register_buffer("zero_point", zero_point_);
+}
+
+void FakeQuantizeBase::enable_fake_quant(bool on) { prim::fill_(fake_quant_enabled_.data(), on ? 1 : 0); }
+void FakeQuantizeBase::enable_observer(bool on) { prim::fill_(observer_enabled_.data(), on ? 1 : 0); }
+bool FakeQuantizeBase::fake_quant_enabled() const { return Variable(fake_quant_enabled_.data().reshape({})).item() != 0; }
+bool FakeQuantizeBase::observer_enabled() const { return Variable(observer_enabled_.data().reshape({})).item() != 0; }
+
+std::string FakeQuantizeBase::describe_switches(int64_t quant_min, int64_t quant_max) const {
+  std::ostringstream os;
+  os << "fake_quant_enabled=" << int(fake_quant_enabled()) << ", observer_enabled=" << int(observer_enabled())
+     << ", quant_min=" << quant_min << ", quant_max=" << quant_max;
+  return os.str();
+}
+
+FakeQuantize::FakeQuantize(double averaging_constant, DType dtype, bool symmetric, bool reduce_range)
+    : FakeQuantizeBase(1),
+      observer_(averaging_constant, dtype, symmetric, reduce_range),
+      averaging_constant_(averaging_constant),
+      dtype_(dtype),
+      symmetric_(symmetric),
+      reduce_range_(reduce_range) {
   register_module("activation_post_process", observer_);
 }
 
 Variable FakeQuantize::forward(const Variable& x) {
-  if (Variable(observer_enabled_.data().reshape({})).item() != 0) {
+  if (observer_enabled()) {
     observer_(x.detach());
     const QParams p = observer_.calculate_qparams();
     set_value(scale_, p.scale);
     set_value(zero_point_, double(p.zero_point));
   }
-  if (Variable(fake_quant_enabled_.data().reshape({})).item() == 0) return x;
+  if (!fake_quant_enabled()) return x;
   return fake_quantize_per_tensor_affine(x, scale(), zero_point(), observer_.quant_min(), observer_.quant_max());
 }
 
-void FakeQuantize::enable_fake_quant(bool on) { set_value(fake_quant_enabled_, on ? 1 : 0); }
-void FakeQuantize::enable_observer(bool on) { set_value(observer_enabled_, on ? 1 : 0); }
 double FakeQuantize::scale() const { return Variable(scale_.data().reshape({})).item(); }
 int64_t FakeQuantize::zero_point() const { return Variable(zero_point_.data().reshape({})).item<int64_t>(); }
 
 std::string FakeQuantize::name() const {
   std::ostringstream os;
-  os << "FakeQuantize(fake_quant_enabled=" << Variable(fake_quant_enabled_.data().reshape({})).item<int64_t>()
-     << ", observer_enabled=" << Variable(observer_enabled_.data().reshape({})).item<int64_t>()
-     << ", quant_min=" << observer_.quant_min() << ", quant_max=" << observer_.quant_max() << ", scale=" << scale()
+  os << "FakeQuantize(" << describe_switches(observer_.quant_min(), observer_.quant_max()) << ", scale=" << scale()
      << ", zero_point=" << zero_point() << ")";
   return os.str();
 }

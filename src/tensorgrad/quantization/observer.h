@@ -183,23 +183,44 @@ class HistogramObserver : public nn::Module {
   Variable eps_, histogram_, min_val_, max_val_;
 };
 
+/// What the per-tensor and per-channel fake quantizers share (torch.ao.quantization.FakeQuantizeBase):
+/// the uint8 buffers fake_quant_enabled and observer_enabled, the scale (float32) and zero_point
+/// (int32) buffers, registered in PyTorch's state_dict order, and the switches.
+class FakeQuantizeBase : public nn::Module {
+ public:
+  /// Turns fake quantization on or off (off: forward returns x after observing).
+  void enable_fake_quant(bool on = true);
+  /// Turns the observer on or off (off: the scale and zero point stay frozen).
+  void enable_observer(bool on = true);
+  /// Whether fake quantization is on.
+  bool fake_quant_enabled() const;
+  /// Whether the observer is on.
+  bool observer_enabled() const;
+
+ protected:
+  /// Registers the four buffers: both switches on, `channels` scales of 1 and zero points of 0.
+  explicit FakeQuantizeBase(int64_t channels);
+  /// "fake_quant_enabled=1, observer_enabled=1, quant_min=..., quant_max=..." for name().
+  std::string describe_switches(int64_t quant_min, int64_t quant_max) const;
+  Variable fake_quant_enabled_;   ///< uint8 (1): 1 while fake quantization is on
+  Variable observer_enabled_;     ///< uint8 (1): 1 while the observer is on
+  Variable scale_;                ///< float32 (channels): the scales in use
+  Variable zero_point_;           ///< int32 (channels): the zero points in use
+};
+
 /// Fake quantization for quantization-aware training (torch.ao.quantization.FakeQuantize with
 /// MovingAverageMinMaxObserver, PyTorch's default_fake_quant settings by default): forward observes
 /// x (when the observer is enabled), stores the observer's scale and zero point, and returns
 /// fake_quantize_per_tensor_affine(x, ...) (when fake quantization is enabled), whose backward is the
 /// straight-through estimator. Buffers and state_dict keys are PyTorch's: fake_quant_enabled,
 /// observer_enabled, scale, zero_point, activation_post_process.{eps, min_val, max_val}.
-class FakeQuantize : public nn::Module {
+class FakeQuantize : public FakeQuantizeBase {
  public:
   /// The observer's settings (see MovingAverageMinMaxObserver).
   explicit FakeQuantize(double averaging_constant = 0.01, DType dtype = kUInt8, bool symmetric = false,
                         bool reduce_range = false);
   /// Observes, then fake-quantizes x (see the class comment).
   Variable forward(const Variable& x) override;
-  /// Turns fake quantization on or off (off: forward returns x after observing).
-  void enable_fake_quant(bool on = true);
-  /// Turns the observer on or off (off: scale and zero point stay frozen).
-  void enable_observer(bool on = true);
   /// The scale in use.
   double scale() const;
   /// The zero point in use.
@@ -218,7 +239,6 @@ class FakeQuantize : public nn::Module {
   double averaging_constant_;
   DType dtype_;
   bool symmetric_, reduce_range_;
-  Variable fake_quant_enabled_, observer_enabled_, scale_, zero_point_;
 };
 
 }  // namespace quantization

@@ -192,46 +192,32 @@ std::unique_ptr<nn::Module> MovingAveragePerChannelMinMaxObserver::new_instance(
 
 PerChannelFakeQuantize::PerChannelFakeQuantize(int64_t channels, int64_t ch_axis, double averaging_constant,
                                                DType dtype, bool symmetric, bool reduce_range)
-    : observer_(channels, ch_axis, averaging_constant, dtype, symmetric, reduce_range),
+    : FakeQuantizeBase(channels),
+      observer_(channels, ch_axis, averaging_constant, dtype, symmetric, reduce_range),
       channels_(channels),
       ch_axis_(ch_axis),
       averaging_constant_(averaging_constant),
       dtype_(dtype),
       symmetric_(symmetric),
       reduce_range_(reduce_range) {
-  fake_quant_enabled_ = Variable(prim::full({1}, 1, kUInt8));
-  observer_enabled_ = Variable(prim::full({1}, 1, kUInt8));
-  scale_ = Variable(prim::full({channels}, 1, kFloat32));
-  zero_point_ = Variable(prim::full({channels}, 0, kInt32));
-  register_buffer("fake_quant_enabled", fake_quant_enabled_);
-  register_buffer("observer_enabled", observer_enabled_);
-  register_buffer("scale", scale_);
-  register_buffer("zero_point", zero_point_);
   register_module("activation_post_process", observer_);
 }
 
 Variable PerChannelFakeQuantize::forward(const Variable& x) {
-  if (Variable(observer_enabled_.data().reshape({})).item() != 0) {
+  if (observer_enabled()) {
     observer_(x.detach());
     const auto p = observer_.calculate_qparams();
     prim::copy_(scale_.data(), prim::to_device(p.first, scale_.device()));   // the buffers may be on CUDA
     prim::copy_(zero_point_.data(), prim::to_device(p.second, zero_point_.device()));
   }
-  if (Variable(fake_quant_enabled_.data().reshape({})).item() == 0) return x;
+  if (!fake_quant_enabled()) return x;
   return fake_quantize_per_channel_affine(x, scale_, zero_point_, ch_axis_, observer_.quant_min(),
                                           observer_.quant_max());
 }
 
-void PerChannelFakeQuantize::enable_fake_quant(bool on) { prim::fill_(fake_quant_enabled_.data(), on ? 1 : 0); }
-void PerChannelFakeQuantize::enable_observer(bool on) { prim::fill_(observer_enabled_.data(), on ? 1 : 0); }
-
 std::string PerChannelFakeQuantize::name() const {
-  std::ostringstream os;
-  os << "PerChannelFakeQuantize(fake_quant_enabled=" << Variable(fake_quant_enabled_.data().reshape({})).item<int64_t>()
-     << ", observer_enabled=" << Variable(observer_enabled_.data().reshape({})).item<int64_t>()
-     << ", quant_min=" << observer_.quant_min() << ", quant_max=" << observer_.quant_max() << ", ch_axis=" << ch_axis_
-     << ")";
-  return os.str();
+  return "PerChannelFakeQuantize(" + describe_switches(observer_.quant_min(), observer_.quant_max()) +
+         ", ch_axis=" + std::to_string(ch_axis_) + ")";
 }
 
 std::unique_ptr<nn::Module> PerChannelFakeQuantize::new_instance() const {

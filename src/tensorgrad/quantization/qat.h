@@ -72,17 +72,13 @@ class MovingAveragePerChannelMinMaxObserver : public nn::Module {
 /// stores the per-channel scale and zero point, and returns fake_quantize_per_channel_affine(x, ...)
 /// when fake quantization is enabled. Buffers as PyTorch's: fake_quant_enabled, observer_enabled,
 /// scale (C) float32, zero_point (C) int32, activation_post_process.{eps, min_val, max_val}.
-class PerChannelFakeQuantize : public nn::Module {
+class PerChannelFakeQuantize : public FakeQuantizeBase {
  public:
   /// The observer's settings (see MovingAveragePerChannelMinMaxObserver).
   explicit PerChannelFakeQuantize(int64_t channels, int64_t ch_axis = 0, double averaging_constant = 0.01,
                                   DType dtype = kInt8, bool symmetric = true, bool reduce_range = false);
   /// Observes, then fake-quantizes x (see the class comment).
   Variable forward(const Variable& x) override;
-  /// Turns fake quantization on or off.
-  void enable_fake_quant(bool on = true);
-  /// Turns the observer on or off (off: scales and zero points stay frozen).
-  void enable_observer(bool on = true);
   /// The scales in use, (C) float32.
   Tensor scale() const { return scale_.data(); }
   /// The zero points in use, (C) int32.
@@ -100,7 +96,6 @@ class PerChannelFakeQuantize : public nn::Module {
   double averaging_constant_;
   DType dtype_;
   bool symmetric_, reduce_range_;
-  Variable fake_quant_enabled_, observer_enabled_, scale_, zero_point_;
 };
 
 // Note [Quantization-aware Linear]
