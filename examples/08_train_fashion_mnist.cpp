@@ -64,7 +64,7 @@ struct Args {
   std::string checkpoint;   // default: fashion_mnist_<model>.safetensors
   std::string model = "mlp";
   int64_t synthetic = 0;
-    double min_accuracy = 0;
+  double min_accuracy = 0;
   bool amp = false;
   std::string metrics;   // CSV file, empty: none
 };
@@ -90,7 +90,7 @@ Args parse(int argc, char** argv) {
         cli::Range::non_negative);
   p.add("--min-accuracy", a.min_accuracy, "P", "exit 1 when the final test accuracy is below P (0 to 1)",
         cli::Range::non_negative);
-    p.add("--metrics", a.metrics, "CSV",
+  p.add("--metrics", a.metrics, "CSV",
         "write epoch, train_loss, test_accuracy, lr and seconds to this CSV file (tools/plot_metrics.sh draws it)");
   p.add("--amp", a.amp,
         "mixed precision: the forward under tg::amp::AutocastGuard (bfloat16 on the CPU, float16 with a GradScaler on CUDA)");
