@@ -482,7 +482,8 @@ TEST_CASE("prepare and convert: static post-training quantization of a Linear ag
     testing::check_close((*observed)(X), (*model)(X), 0, 0);
     (*observed)(wave(18, 4.0, 1.0).reshape({3, 6}));
   }
-  const q::QParams p = ol->input_observer.calculate_qparams();
+  CHECK(dynamic_cast<q::MinMaxObserver*>(ol->input_observer.get()) != nullptr);   // default_qconfig()
+  const q::QParams p = ol->input_observer->calculate_qparams();
   CHECK(p.scale == 0.02328876219689846);
   CHECK(p.zero_point == 52);
   std::unique_ptr<tg::nn::Module> int8 = q::convert(*observed);
@@ -494,4 +495,46 @@ TEST_CASE("prepare and convert: static post-training quantization of a Linear ag
   testing::check_values((*int8)(X), kQatOut, 4e-6);
   TG_CHECK_THROWS(q::convert(*q::prepare(tg::nn::Linear(3, 2)))->forward(tg::randn({2, 5})), tg::ShapeError,
                   "QuantizedLinear: expected input (..., 3)");
+}
+
+// PyTorch's x86/fbgemm default qconfig observes activations with HistogramObserver(reduce_range=True);
+// the observer itself is checked against PyTorch in "HistogramObserver: ...".
+TEST_CASE("prepare with get_default_qconfig: a HistogramObserver on each Linear's input, kept by clone and convert") {
+  const auto model = reference_linear();
+  std::unique_ptr<tg::nn::Module> observed = q::prepare(*model, q::get_default_qconfig("x86"));
+  auto* ol = dynamic_cast<q::ObservedLinear*>(observed->children().at(0).second);
+  REQUIRE(ol != nullptr);
+  REQUIRE(dynamic_cast<q::HistogramObserver*>(ol->input_observer.get()) != nullptr);
+  CHECK(ol->input_observer->quant_min() == 0);
+  CHECK(ol->input_observer->quant_max() == 127);   // reduce_range
+  q::HistogramObserver alone(2048, tg::kUInt8, /*symmetric=*/false, /*reduce_range=*/true);
+  const Variable a = wave(18, 2.0, 1.5).reshape({3, 6}), b = wave(18, 4.0, 1.0).reshape({3, 6});
+  {
+    tg::NoGradGuard g;
+    for (const Variable& x : {a, b}) {
+      (*observed)(x);
+      alone(x);
+    }
+  }
+  const q::QParams p = ol->input_observer->calculate_qparams(), expected = alone.calculate_qparams();
+  CHECK(p.scale == expected.scale);
+  CHECK(p.zero_point == expected.zero_point);
+  // The L2 search clips the range that MinMaxObserver keeps whole (0.0232..., zero point 52 above).
+  CHECK(p.scale != 0.02328876219689846);
+  // clone() makes the same observer kind and copies its histogram
+  const std::unique_ptr<tg::nn::Module> copy = observed->clone();
+  auto* cl = dynamic_cast<q::ObservedLinear*>(copy->children().at(0).second);
+  REQUIRE(cl != nullptr);
+  REQUIRE(dynamic_cast<q::HistogramObserver*>(cl->input_observer.get()) != nullptr);
+  CHECK(cl->input_observer->calculate_qparams().scale == p.scale);
+  std::unique_ptr<tg::nn::Module> int8 = q::convert(*observed);
+  auto* qlin = dynamic_cast<q::QuantizedLinear*>(int8->children().at(0).second);
+  REQUIRE(qlin != nullptr);
+  CHECK(qlin->input_scale() == p.scale);
+  CHECK(qlin->input_zero_point() == p.zero_point);
+  CHECK(dynamic_cast<q::HistogramObserver*>(
+            dynamic_cast<q::ObservedLinear*>(q::prepare(*model, q::get_default_qconfig("fbgemm"))->children().at(0).second)
+                ->input_observer.get()) != nullptr);
+  TG_CHECK_THROWS(q::get_default_qconfig("qnnpack"), tg::Error, "backend 'qnnpack' not supported");
+  TG_CHECK_THROWS(q::prepare(*model, q::QConfig{}), tg::Error, "the QConfig has no activation observer");
 }

@@ -44,9 +44,22 @@ struct QParams {
   int64_t zero_point = 0;   ///< in [quant_min, quant_max]
 };
 
+/// What every per-tensor observer gives (torch.ao.quantization.ObserverBase): forward(x) records x and
+/// returns it; calculate_qparams() turns what was recorded into a scale and zero point in
+/// [quant_min(), quant_max()]. Lets prepare() take any of them (QConfig in quantization/qat.h).
+class ObserverBase : public nn::Module {
+ public:
+  /// The scale and zero point for what was observed so far.
+  virtual QParams calculate_qparams() const = 0;
+  /// The smallest quantized value.
+  virtual int64_t quant_min() const = 0;
+  /// The largest quantized value.
+  virtual int64_t quant_max() const = 0;
+};
+
 /// Records the min and max of what it sees (torch.ao.quantization.MinMaxObserver); forward(x) returns
 /// x unchanged. See Note [Observers] in quantization/observer.h.
-class MinMaxObserver : public nn::Module {
+class MinMaxObserver : public ObserverBase {
  public:
   /// dtype kUInt8 (default) or kInt8 (DTypeError otherwise); symmetric: per_tensor_symmetric instead
   /// of per_tensor_affine; reduce_range: one bit less of range (PyTorch's reduce_range).
@@ -55,11 +68,11 @@ class MinMaxObserver : public nn::Module {
   Variable forward(const Variable& x) override;
   /// The scale and zero point for the range seen so far; before any data, scale 1 and zero point 0
   /// (PyTorch warns and returns the same).
-  QParams calculate_qparams() const;
+  QParams calculate_qparams() const override;
   /// The smallest quantized value (0, or -128, halved with reduce_range).
-  int64_t quant_min() const { return quant_min_; }
+  int64_t quant_min() const override { return quant_min_; }
   /// The largest quantized value (255 or 127, halved with reduce_range).
-  int64_t quant_max() const { return quant_max_; }
+  int64_t quant_max() const override { return quant_max_; }
   /// The observed minimum (+inf before any data).
   double min_val() const;
   /// The observed maximum (-inf before any data).
@@ -138,7 +151,7 @@ class MovingAverageMinMaxObserver : public MinMaxObserver {
 /// (torch.ao.quantization.HistogramObserver, PyTorch 1.13's algorithm; see Note [Histogram
 /// observer] in quantization/observer.h). forward(x) returns x. Buffers and state_dict keys are
 /// PyTorch's: eps, histogram (bins float32 counts), min_val, max_val.
-class HistogramObserver : public nn::Module {
+class HistogramObserver : public ObserverBase {
  public:
   /// bins >= 1 (Error otherwise; PyTorch's default 2048); dtype kUInt8 or kInt8 (DTypeError
   /// otherwise); symmetric: per_tensor_symmetric instead of per_tensor_affine; reduce_range as
@@ -150,14 +163,14 @@ class HistogramObserver : public nn::Module {
   Variable forward(const Variable& x) override;
   /// The scale and zero point for the range chosen by the L2 error search; before any data, scale 1
   /// and zero point 0 (PyTorch warns and returns the same).
-  QParams calculate_qparams() const;
+  QParams calculate_qparams() const override;
   /// The range the L2 error search picks from the histogram, {min, max} ({+inf, -inf} before any data);
   /// calculate_qparams() turns it into a scale and zero point.
   std::pair<double, double> search_range() const;
   /// The smallest quantized value.
-  int64_t quant_min() const { return quant_min_; }
+  int64_t quant_min() const override { return quant_min_; }
   /// The largest quantized value.
-  int64_t quant_max() const { return quant_max_; }
+  int64_t quant_max() const override { return quant_max_; }
   /// The number of histogram bins.
   int64_t bins() const { return bins_; }
   /// The lower end of the histogram's range (+inf before any data).

@@ -268,28 +268,41 @@ std::unique_ptr<nn::Module> QatLinear::new_instance() const {
 
 // ---- ObservedLinear
 
-ObservedLinear::ObservedLinear(int64_t in_features, int64_t out_features, bool with_bias)
-    : input_observer(kUInt8, /*symmetric=*/false, /*reduce_range=*/true),
-      in_features_(in_features),
-      out_features_(out_features) {
+QConfig default_qconfig() {
+  return {[] { return std::make_unique<MinMaxObserver>(kUInt8, /*symmetric=*/false, /*reduce_range=*/true); }};
+}
+
+QConfig get_default_qconfig(const std::string& backend) {
+  TG_CHECK(backend == "x86" || backend == "fbgemm", Error, "get_default_qconfig: backend '", backend,
+           "' not supported; use \"x86\" or \"fbgemm\"");
+  return {[] {
+    return std::make_unique<HistogramObserver>(2048, kUInt8, /*symmetric=*/false, /*reduce_range=*/true);
+  }};
+}
+
+ObservedLinear::ObservedLinear(int64_t in_features, int64_t out_features, bool with_bias, const QConfig& qconfig)
+    : in_features_(in_features), out_features_(out_features), qconfig_(qconfig) {
   TG_CHECK(in_features > 0 && out_features > 0, ShapeError,
            "ObservedLinear: in_features and out_features must be positive, got ", in_features, " and ", out_features);
+  TG_CHECK(static_cast<bool>(qconfig.activation), Error, "ObservedLinear: the QConfig has no activation observer");
+  std::unique_ptr<ObserverBase> observer = qconfig.activation();
+  TG_CHECK(observer != nullptr, Error, "ObservedLinear: the QConfig's activation factory returned no observer");
   weight = Variable(prim::full({out_features, in_features}, 0, kFloat32));
   if (with_bias) bias = Variable(prim::full({out_features}, 0, kFloat32));
   register_parameter("weight", weight);
   if (with_bias) register_parameter("bias", bias);
-  register_module("input_observer", input_observer);
+  input_observer = register_module("input_observer", std::shared_ptr<ObserverBase>(std::move(observer)));
 }
 
-ObservedLinear::ObservedLinear(const nn::Linear& linear)
-    : ObservedLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined()) {
+ObservedLinear::ObservedLinear(const nn::Linear& linear, const QConfig& qconfig)
+    : ObservedLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined(), qconfig) {
   weight = Variable(linear.weight.data().clone());
   if (linear.bias.defined()) bias = Variable(linear.bias.data().clone());
   weight.set_requires_grad(true);
   if (bias.defined()) bias.set_requires_grad(true);
 }
 
-Variable ObservedLinear::forward(const Variable& x) { return linear(input_observer(x), weight, bias); }
+Variable ObservedLinear::forward(const Variable& x) { return linear((*input_observer)(x), weight, bias); }
 
 std::string ObservedLinear::name() const {
   std::ostringstream os;
@@ -299,7 +312,7 @@ std::string ObservedLinear::name() const {
 }
 
 std::unique_ptr<nn::Module> ObservedLinear::new_instance() const {
-  return std::make_unique<ObservedLinear>(in_features_, out_features_, bias.defined());
+  return std::make_unique<ObservedLinear>(in_features_, out_features_, bias.defined(), qconfig_);
 }
 
 namespace {
@@ -372,9 +385,9 @@ QuantizedLinear::QuantizedLinear(const QatLinear& qat)
 QuantizedLinear::QuantizedLinear(const ObservedLinear& observed)
     : QuantizedLinear(observed.weight.data(), observed.bias.defined() ? observed.bias.data() : Tensor(),
                       weight_qparams(observed.weight).first, weight_qparams(observed.weight).second,
-                      observed.input_observer.calculate_qparams().scale,
-                      observed.input_observer.calculate_qparams().zero_point, observed.input_observer.quant_min(),
-                      observed.input_observer.quant_max()) {}
+                      observed.input_observer->calculate_qparams().scale,
+                      observed.input_observer->calculate_qparams().zero_point, observed.input_observer->quant_min(),
+                      observed.input_observer->quant_max()) {}
 
 double QuantizedLinear::input_scale() const { return Variable(input_scale_.data().reshape({})).item(); }
 int64_t QuantizedLinear::input_zero_point() const {
@@ -434,10 +447,12 @@ std::unique_ptr<nn::Module> prepare_qat(const nn::Module& model) {
   return out;
 }
 
-std::unique_ptr<nn::Module> prepare(const nn::Module& model) {
+std::unique_ptr<nn::Module> prepare(const nn::Module& model, const QConfig& qconfig) {
   auto out = internal::rebuild(
       model, [](const nn::Module& m) { return dynamic_cast<const nn::Linear*>(&m) != nullptr; },
-      [](const nn::Module& m) { return std::make_unique<ObservedLinear>(dynamic_cast<const nn::Linear&>(m)); },
+      [&qconfig](const nn::Module& m) {
+        return std::make_unique<ObservedLinear>(dynamic_cast<const nn::Linear&>(m), qconfig);
+      },
       "prepare", "Linear");
   out->eval();
   return out;

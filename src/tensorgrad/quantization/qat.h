@@ -6,6 +6,7 @@
 /// the observers are in quantization/observer.h; the dynamic int8 Linear in quantization/dynamic.h.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -146,32 +147,51 @@ class QatLinear : public nn::Module {
   int64_t in_features_, out_features_;
 };
 
+/// How prepare() observes activations (torch.ao.quantization.QConfig, its activation half; weights are
+/// always observed per output channel, int8 symmetric): a factory of the observer each ObservedLinear
+/// puts on its input.
+struct QConfig {
+  /// Makes one fresh activation observer.
+  std::function<std::unique_ptr<ObserverBase>()> activation;
+};
+
+/// torch.ao.quantization.default_qconfig's activation observer: MinMaxObserver(uint8, affine,
+/// reduce_range), [0, 127].
+QConfig default_qconfig();
+
+/// torch.ao.quantization.get_default_qconfig(backend) for "x86" and "fbgemm" (the same): a
+/// HistogramObserver(uint8, affine, reduce_range) on the activations. Another name raises an Error
+/// naming the two.
+QConfig get_default_qconfig(const std::string& backend = "x86");
+
 /// A Linear that records the range of its input for static post-training quantization (what
 /// torch.ao.quantization.prepare makes of a Linear, with the observer on the input: Note
 /// [Quantization-aware Linear]). Parameters "weight", "bias" (the float Linear's); child
-/// "input_observer", a MinMaxObserver(uint8, affine, reduce_range: [0, 127]). forward(x) observes x
+/// "input_observer", made by a QConfig (default: MinMaxObserver(uint8, affine, reduce_range: [0, 127])).
+/// forward(x) observes x
 /// and returns linear(x, weight, bias). convert() turns it into a QuantizedLinear whose weight is
 /// quantized per output channel, int8 symmetric, from its own min and max per channel (PyTorch's
 /// default_per_channel_weight_observer), and whose input scale and zero point are the observer's.
 class ObservedLinear : public nn::Module {
  public:
-  /// Copies a float Linear's weight and bias.
-  explicit ObservedLinear(const nn::Linear& linear);
+  /// Copies a float Linear's weight and bias; the input observer from qconfig.
+  explicit ObservedLinear(const nn::Linear& linear, const QConfig& qconfig = default_qconfig());
   /// Fresh sizes (weights zero), for clone() and for loading a checkpoint.
-  ObservedLinear(int64_t in_features, int64_t out_features, bool bias = true);
+  ObservedLinear(int64_t in_features, int64_t out_features, bool bias = true, const QConfig& qconfig = default_qconfig());
   /// Observes x, then linear(x, weight, bias).
   Variable forward(const Variable& x) override;
   /// "ObservedLinear(in_features=784, out_features=256, bias=true)".
   std::string name() const override;
-  /// A layer of the same sizes (for clone()).
+  /// A layer of the same sizes and observer kind (for clone()).
   std::unique_ptr<nn::Module> new_instance() const override;
-  /// The input's observer.
-  MinMaxObserver input_observer;
+  /// The input's observer (the child "input_observer").
+  std::shared_ptr<ObserverBase> input_observer;
   Variable weight;   ///< (out_features, in_features)
   Variable bias;     ///< (out_features), undefined without bias
 
  private:
   int64_t in_features_, out_features_;
+  QConfig qconfig_;
 };
 
 /// A statically quantized Linear (torch.ao.nn.quantized.Linear, float32 in and out): int8 weights per
@@ -217,8 +237,9 @@ std::unique_ptr<nn::Module> prepare_qat(const nn::Module& model);
 
 /// A copy of model in which every Linear is an ObservedLinear (torch.ao.quantization.prepare, for
 /// static post-training quantization), in eval mode: run calibration batches through it, then convert().
-/// The same structure rules as prepare_qat.
-std::unique_ptr<nn::Module> prepare(const nn::Module& model);
+/// qconfig picks the activation observer (default_qconfig(): MinMaxObserver; get_default_qconfig():
+/// HistogramObserver, as PyTorch's x86/fbgemm default). The same structure rules as prepare_qat.
+std::unique_ptr<nn::Module> prepare(const nn::Module& model, const QConfig& qconfig = default_qconfig());
 
 /// A copy of model in which every QatLinear and ObservedLinear is a QuantizedLinear
 /// (torch.ao.quantization.convert), in eval mode; the same structure rules as prepare_qat. CPU only.
