@@ -84,11 +84,12 @@ struct Input {
   }
 };
 
-// The makers draw floating inputs from randn and int64 inputs from randint in [-bound, bound], with
-// the bound chosen per op so that no int64 result overflows (the CPU's would be undefined): values
-// far beyond 32 bits, and for ops that only move or compare values beyond 2^53, so that a kernel that
-// truncates or goes through float or double differs from the CPU. Indices (random_index, int_values)
-// are int64 in every table.
+// The makers draw floating inputs from randn and integer inputs from randint in [-bound, bound], with
+// the bound chosen per op so that no integer result overflows (the CPU's would be undefined): for
+// int64 values far beyond 32 bits, and for ops that only move or compare values beyond 2^53, so that a
+// kernel that truncates or goes through float or double differs from the CPU. The narrower integer
+// dtypes take the same role of bound scaled to their range (fit_bound); uint8 and bool draw from
+// [0, bound]. Indices (random_index, int_values) are int64 in every table.
 
 /// Sums of the largest case (2^19 elements) stay below 2^59.
 constexpr int64_t kSumBound = int64_t(1) << 40;
@@ -96,23 +97,55 @@ constexpr int64_t kSumBound = int64_t(1) << 40;
 constexpr int64_t kMulBound = int64_t(1) << 31;
 /// For ops that move or compare values; times 3 (the shape cases scale their output) stays below 2^63.
 constexpr int64_t kWideBound = int64_t(1) << 61;
+/// mse_loss: the sum of 8481 squared differences stays below 2^62.
+constexpr int64_t kMseBound = int64_t(1) << 23;
+
+/// The int64 bound b (one of the four above) for an integer dtype dt: sums of two, products of two,
+/// values times 3 and squared differences stay inside dt (uint8 and bool draw non-negative values, so
+/// their subtractions wrap modulo 2^8, identically on both devices).
+int64_t fit_bound(tg::DType dt, int64_t b) {
+  if (dt == tg::kInt64) return b;
+  struct Bounds {
+    int64_t sum, mul, wide, mse;
+  };
+  const Bounds r = dt == tg::kInt32  ? Bounds{int64_t(1) << 28, int64_t(1) << 15, int64_t(1) << 29, int64_t(1) << 10}
+                   : dt == tg::kInt8 ? Bounds{40, 11, 40, 5}
+                   : dt == tg::kUInt8 ? Bounds{120, 15, 80, 15}
+                                     : Bounds{1, 1, 1, 1};   // bool
+  if (b == kMulBound) return r.mul;
+  if (b == kWideBound) return r.wide;
+  if (b == kMseBound) return r.mse;
+  return r.sum;
+}
+
+/// Integer values in [low, high] of dt, clipped to what dt holds without sign (uint8, bool: from 0).
+Tensor int_t(const tg::Shape& s, uint64_t seed, tg::DType dt, int64_t low, int64_t high) {
+  if (dt == tg::kUInt8 || dt == tg::kBool) low = std::max<int64_t>(low, 0);
+  return randint_t(s, seed, low, high + 1).to(dt);
+}
 
 Input normal(const tg::Shape& s, uint64_t seed, tg::DType dt, int64_t bound = kSumBound) {
-  if (dt == tg::kInt64) return {randint_t(s, seed, -bound, bound + 1), nullptr, true};
+  if (!tg::is_floating(dt)) {
+    const int64_t b = fit_bound(dt, bound);
+    return {int_t(s, seed, dt, -b, b), nullptr, true};
+  }
   return {randn_t(s, seed, dt), nullptr, true};
 }
-/// normal() with the int64 bound for ops that only move or compare values.
+/// normal() with the integer bound for ops that only move or compare values.
 Input wide(const tg::Shape& s, uint64_t seed, tg::DType dt) { return normal(s, seed, dt, kWideBound); }
 Input positive(const tg::Shape& s, uint64_t seed, tg::DType dt) {
-  if (dt == tg::kInt64) return {randint_t(s, seed, 1, kSumBound + 1), nullptr, true};
+  if (!tg::is_floating(dt)) return {int_t(s, seed, dt, 1, fit_bound(dt, kSumBound)), nullptr, true};
   Tensor x = randn_t(s, seed, dt);
   return {tg::prim::add(tg::prim::unary(tg::UnaryOp::Abs, x), tg::prim::scalar_like(0.2, x)), nullptr, true};
 }
 Input nonzero(const tg::Shape& s, uint64_t seed, tg::DType dt) {
-  if (dt == tg::kInt64) {   // [-kSumBound, -1] and [1, kSumBound]
-    Tensor x = randint_t(s, seed, -kSumBound, kSumBound);
+  if (dt == tg::kUInt8 || dt == tg::kBool) return positive(s, seed, dt);
+  if (!tg::is_floating(dt)) {   // [-b, -1] and [1, b]
+    const int64_t b = fit_bound(dt, kSumBound);
+    Tensor x = randint_t(s, seed, -b, b);
     return {tg::prim::where(tg::prim::binary(tg::BinaryOp::Gt, x, tg::prim::scalar_like(-1.0, x), "gt"),
-                            tg::prim::add(x, tg::prim::scalar_like(1.0, x)), x),
+                            tg::prim::add(x, tg::prim::scalar_like(1.0, x)), x)
+                .to(dt),
             nullptr, true};
   }
   Tensor x = randn_t(s, seed, dt);
@@ -122,9 +155,9 @@ Input nonzero(const tg::Shape& s, uint64_t seed, tg::DType dt) {
           nullptr, true};
 }
 /// Few distinct values, so that comparisons see many equal pairs: randn clamped to [-0.5, 0.5], or
-/// int64 in [-3, 3].
+/// integers in [-3, 3] ([0, 3] unsigned, [0, 1] bool).
 Input ties(const tg::Shape& s, uint64_t seed, tg::DType dt) {
-  if (dt == tg::kInt64) return {randint_t(s, seed, -3, 4), nullptr, true};
+  if (!tg::is_floating(dt)) return {int_t(s, seed, dt, -3, dt == tg::kBool ? 1 : 3), nullptr, true};
   return {tg::clamp(Variable(randn_t(s, seed, dt)), -0.5, 0.5).data(), nullptr, true};
 }
 /// (rows, cols) as the transpose of a (cols, rows) tensor.
@@ -213,7 +246,7 @@ enum class Outcome { Values, SameError };
 
 /// Runs c on both devices: outputs, then the gradient of sum(y * w) (w fixed, random) w.r.t. every
 /// floating input, compared element by element (NaN positions must match). When the CPU raises a
-/// tg::Error, the case passes only where errors_allowed (the int64 cases of kFloatingOnly) and CUDA
+/// tg::Error, the case passes only where errors_allowed (the integer cases of kFloatingOnly and refused()) and CUDA
 /// raised the same class with the same message.
 Outcome check_parity(const Case& c, bool errors_allowed) {
   const std::string name = c.name();
@@ -494,14 +527,14 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({n, "(64, 37) narrowed by a row: misaligned rows, label smoothing", {off, random_index({64}, 37, 152)},
                  ce(tg::Reduction::Mean, -100, 0.1), R});
     Input big = normal({257, 33}, 149, dt);
-    big.base = tg::prim::mul(big.base, 1e3);
+    if (tg::is_floating(dt)) big.base = tg::prim::mul(big.base, 1e3);   // integer logits: the error case
     t.push_back({n, "logits of magnitude 1e3", {big, tgt}, ce(tg::Reduction::Sum, -100, 0), R});
     t.push_back({n, "zero rows", {normal({0, 33}, 150, dt), int_values({}, {0})}, ce(tg::Reduction::Sum, -100, 0), R});
   }
   {
-    // int64 within 2^23: the sum of 8481 squared differences stays below 2^62 (mse_loss is sub, mul
-    // and the reduction, so Sum and None compute in int64 and Mean raises from mean)
-    const int64_t b = int64_t(1) << 23;
+    // integers within kMseBound: the sum of 8481 squared differences fits (mse_loss is sub, mul and
+    // the reduction, so Sum and None compute in the integer dtype and Mean raises from mean)
+    const int64_t b = kMseBound;
     auto mse = [](tg::Reduction r) { return [r](const std::vector<Variable>& in) { return tg::mse_loss(in[0], in[1], r); }; };
     t.push_back({"mse_loss", "mean", {normal({257, 33}, 151, dt, b), normal({257, 33}, 152, dt, b)}, mse(tg::Reduction::Mean), R});
     t.push_back({"mse_loss", "sum, target without grad", {normal({257, 33}, 154, dt, b), constant(normal({257, 33}, 155, dt, b).base)},
@@ -575,8 +608,8 @@ std::vector<Case> parity_table(tg::DType dt) {
   return t;
 }
 
-/// The ops that need floating input (ops/ops.h; DTypeError for int64 on both backends). In the int64
-/// table their cases check that CUDA raises the CPU's error; a case of any other op must compute.
+/// The ops that need floating input (ops/ops.h; DTypeError for integers on both backends). In the integer
+/// tables their cases check that CUDA raises the CPU's error; a case of any other op must compute.
 const std::set<std::string> kFloatingOnly = {
     "div", "pow", "neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh", "clamp", "mean", "matmul",
     "round", "sign",
@@ -586,9 +619,15 @@ const std::set<std::string> kFloatingOnly = {
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "scaled_dot_product_attention"};   // float kernels only
 
-/// The dtypes the parity table runs in: the floating dtypes and int64. The narrow integer types and
-/// bool instantiate the same kernel templates; test_dtypes.cpp covers them on the CPU.
-const tg::DType kParityDTypes[] = {tg::kFloat32, tg::kFloat64, tg::kInt64, tg::kFloat16, tg::kBFloat16};
+/// Ops outside kFloatingOnly that both backends refuse in one integer dtype, as PyTorch does: bool
+/// subtraction, and a fill of -3 into uint8 (scalar_like's case). Their cases compare the errors.
+bool refused(tg::DType dt, const std::string& op) {
+  return (dt == tg::kBool && op == "sub") || (dt == tg::kUInt8 && op == "scalar_like");
+}
+
+/// The dtypes the parity table runs in: all nine of the dtype table.
+const tg::DType kParityDTypes[] = {tg::kFloat32, tg::kFloat64, tg::kInt64, tg::kFloat16, tg::kBFloat16,
+                                   tg::kInt32,   tg::kInt8,    tg::kUInt8, tg::kBool};
 
 /// Ops of ops/ops.h without a parity case, each with the reason. None today: even the pure views
 /// have a case, since the op after them reads them strided on the device.
@@ -739,7 +778,7 @@ TEST_CASE("cuda parity table covers every op in ops/ops.h") {
 
 namespace {
 /// Runs the table in dt and says how many cases ran, and per op how many of them compared the error
-/// both devices raised rather than values (int64 cases of kFloatingOnly). TG_CUDA_PARITY_FILTER=text
+/// both devices raised rather than values (integer cases of kFloatingOnly and refused()). TG_CUDA_PARITY_FILTER=text
 /// runs only the cases whose name contains text (tools/gpu_check.sh uses it to keep compute-sanitizer
 /// runs short).
 void run_table(tg::DType dt) {
@@ -748,7 +787,7 @@ void run_table(tg::DType dt) {
   std::map<std::string, int> errors_per_op;
   for (const Case& c : parity_table(dt)) {
     if (filter != nullptr && c.name().find(filter) == std::string::npos) continue;
-    const bool errors_allowed = !tg::is_floating(dt) && kFloatingOnly.count(c.op) == 1;
+    const bool errors_allowed = !tg::is_floating(dt) && (kFloatingOnly.count(c.op) == 1 || refused(dt, c.op));
     if (check_parity(c, errors_allowed) == Outcome::SameError) {
       ++errors;
       ++errors_per_op[c.op];
@@ -784,6 +823,15 @@ TEST_CASE("cuda parity: every op and gradient in float16 and bfloat16 against th
   TG_NEED_CUDA();
   run_table(tg::kFloat16);
   run_table(tg::kBFloat16);
+}
+
+TEST_CASE("cuda parity: every op in int32, int8, uint8 and bool against the CPU, exactly or by the same error") {
+  TG_NEED_CUDA();
+  for (tg::DType dt : {tg::kInt32, tg::kInt8, tg::kUInt8, tg::kBool}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    run_table(dt);
+  }
 }
 
 TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
