@@ -436,15 +436,21 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn k3 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); };
     Fn k2 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {2}); };
     Fn overlap = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {1, 1}); };
+    Fn dil = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); };
     return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({2, 3, 7, 8}, 200)}, k3},
                                {"kernel 2, odd width", {randn64({1, 2, 6, 5}, 201)}, k2},
-                               {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap}};
+                               {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap},
+                               {"dilation (1, 2), ceil_mode", {randn64({1, 2, 8, 10}, 205)}, dil}};
   };
   t["avg_pool2d"] = [] {
     Fn k32 = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}); };
     Fn excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); };
+    Fn ceil = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); };
+    Fn ceil_excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); };
     return std::vector<Sample>{{"kernel (3, 2), stride 2, padding 1", {randn64({2, 3, 7, 8}, 203)}, k32},
-                               {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl}};
+                               {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl},
+                               {"ceil_mode, padding 1", {randn64({1, 2, 8, 10}, 206)}, ceil},
+                               {"ceil_mode, count_include_pad false", {randn64({1, 2, 8, 10}, 207)}, ceil_excl}};
   };
   t["adaptive_avg_pool2d"] = [] {
     Fn o34 = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); };

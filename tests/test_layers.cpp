@@ -112,6 +112,17 @@ std::vector<RefCase> reference_cases() {
        }},
       {"sdpa float mask with gradient, scale 0.3", {{3, 5, 4}, {3, 6, 4}, {3, 6, 2}, {5, 6}},
        [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3); }},
+      {"max_pool2d 3 stride 2 padding 1 dilation 2", {{2, 3, 9, 10}},
+       [](auto& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}, {2}); }},
+      {"max_pool2d (3, 2) stride 2 padding 1 dilation (1, 2) ceil_mode", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); }},
+      {"max_pool2d 2 padding 1 ceil_mode, last window dropped", {{1, 2, 5, 7}},
+       [](auto& in) { return tg::max_pool2d(in[0], {2}, {2}, {1}, {1}, true); }},
+      {"avg_pool2d 3 stride 2 padding 1 ceil_mode", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); }},
+      {"avg_pool2d (3, 2) stride (2, 3) padding (1, 0) ceil_mode count_include_pad false", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); }},
+      {"avg_pool2d 2 ceil_mode no padding", {{1, 2, 5, 5}}, [](auto& in) { return tg::avg_pool2d(in[0], {2}, {}, {0}, true, true); }},
   };
 }
 
@@ -190,6 +201,10 @@ TEST_CASE("layers: conv and pooling errors name the op and the shapes") {
   TG_CHECK_THROWS(tg::max_pool2d(x, {6}), tg::ShapeError,
                   "max_pool2d: Given input size: (4x5x5). Calculated output size: (4x0x0). Output size is too small");
   TG_CHECK_THROWS(tg::avg_pool2d(x, {0}), tg::ShapeError, "avg_pool2d: kernel_size must be greater than zero");
+  TG_CHECK_THROWS(tg::max_pool2d(x, {2}, {}, {0}, {0, 1}), tg::ShapeError,
+                  "max_pool2d: dilation must be greater than zero, but got (0 x 1)");
+  TG_CHECK_THROWS(tg::max_pool2d(x, {3}, {1}, {0}, {3}), tg::ShapeError,
+                  "max_pool2d: Given input size: (4x5x5). Calculated output size: (4x0x0). Output size is too small");
   TG_CHECK_THROWS(tg::adaptive_avg_pool2d(x, {0, 2}), tg::ShapeError, "adaptive_avg_pool2d: elements of output_size must be positive");
 }
 
@@ -270,6 +285,20 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
   CHECK(conv.name() == "Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))");
   CHECK(conv(tg::randn({2, 3, 9, 9})).shape() == tg::Shape{2, 8, 5, 5});
   CHECK(tg::nn::MaxPool2d(2).name() == "MaxPool2d(kernel_size=2, stride=2, padding=0)");
+  {
+    // The libtorch-style options reach the op: output sizes by PyTorch's ceil_mode rule, values equal to
+    // the functional form's.
+    const Variable px = tg::randn({2, 3, 8, 10});
+    tg::nn::MaxPool2d mp(tg::nn::MaxPool2dOptions({3, 2}).stride({2}).padding({1}).dilation({1, 2}).ceil_mode(true));
+    CHECK(mp.name() == "MaxPool2d(kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2), ceil_mode=True)");
+    CHECK(mp(px).shape() == tg::Shape{2, 3, 5, 6});   // floor mode would give (4, 5)
+    CHECK(tg::equal(mp(px), tg::max_pool2d(px, {3, 2}, {2}, {1}, {1, 2}, true)));
+    CHECK(mp.clone()->name() == mp.name());
+    tg::nn::AvgPool2d ap(tg::nn::AvgPool2dOptions(2).stride({2}).padding({1}).ceil_mode(true).count_include_pad(false));
+    CHECK(ap.name() == "AvgPool2d(kernel_size=2, stride=2, padding=1, ceil_mode=True, count_include_pad=False)");
+    CHECK(ap(tg::randn({1, 2, 5, 7})).shape() == tg::Shape{1, 2, 3, 4});   // the last row's window would start in the padding only
+    CHECK(tg::equal(ap(px), tg::avg_pool2d(px, {2}, {2}, {1}, false, true)));
+  }
   TG_CHECK_THROWS(tg::nn::Conv2d(3, 8, 3, tg::nn::Conv2dOptions().groups(2)), tg::ShapeError,
                   "Conv2d: in_channels must be divisible by groups (3 and 2)");
 

@@ -224,12 +224,8 @@ void for_planes(const Pool2dArgs& a, int64_t per_plane, F f) {
   for_parts(a.P, parts, [&](int64_t, int64_t b, int64_t e) { f(b, e); });
 }
 
-PoolSpan span_h(const Pool2dArgs& a, int64_t oh) {
-  return pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.adaptive, a.count_include_pad);
-}
-PoolSpan span_w(const Pool2dArgs& a, int64_t ow) {
-  return pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.adaptive, a.count_include_pad);
-}
+PoolSpan span_h(const Pool2dArgs& a, int64_t oh) { return pool_span_h(a, oh); }
+PoolSpan span_w(const Pool2dArgs& a, int64_t ow) { return pool_span_w(a, ow); }
 
 }  // namespace
 
@@ -259,8 +255,8 @@ void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, con
             const T* plane = xp + p * a.H * a.W;
             T best = -std::numeric_limits<T>::infinity();
             int64_t at = sh.begin * a.W + sw.begin;
-            for (int64_t h = sh.begin; h < sh.end; ++h)
-              for (int64_t w = sw.begin; w < sw.end; ++w) {
+            for (int64_t h = sh.begin; h < sh.end; h += sh.step)
+              for (int64_t w = sw.begin; w < sw.end; w += sw.step) {
                 const T v = plane[h * a.W + w];
                 if (v > best || is_nan_value(v)) {   // NaN propagates, as in PyTorch
                   best = v;
