@@ -146,6 +146,29 @@ void conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
   });
 }
 
+/// Note [conv2d input gradient as a convolution]: with stride 1, the input gradient is itself a
+/// convolution: dx = conv2d(dy, W'), W'[c][o][kh][kw] = W[o][c][KH-1-kh][KW-1-kw], with the same
+/// dilation and padding d (K - 1) - p on each axis (input row ih reads dy row oh = ih - p' + kh' d). So
+/// the CPU computes it as im2col(dy) and one GEMM (Cg, Og KH KW) . (Og KH KW, H W) per image, shaped
+/// like the forward's, instead of the GEMM W^T dy, whose inner dimension is only Og, followed by
+/// col2im's scattered additions. Needs p <= d (K - 1) on both axes; other geometries take col2im.
+bool dx_as_convolution(const Conv2dArgs& a) {
+  return a.stride_h == 1 && a.stride_w == 1 && !is_pointwise(a) && a.pad_h <= a.dil_h * (a.KH - 1) &&
+         a.pad_w <= a.dil_w * (a.KW - 1);
+}
+
+/// The geometry of that convolution: dy (Og, OH, OW) -> dx (Cg, H, W).
+Conv2dArgs dx_convolution_args(const Conv2dArgs& a) {
+  Conv2dArgs t = a;
+  t.H = a.OH;
+  t.W = a.OW;
+  t.OH = a.H;
+  t.OW = a.W;
+  t.pad_h = a.dil_h * (a.KH - 1) - a.pad_h;
+  t.pad_w = a.dil_w * (a.KW - 1) - a.pad_w;
+  return t;
+}
+
 template <class T>
 void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
                           const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
@@ -156,6 +179,22 @@ void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& d
   const bool pointwise = is_pointwise(a);
   const bool want_dx = dx.defined(), want_dw = dweight.defined(), want_db = dbias.defined();
   const int parts = parts_for(a.N, a.N * a.O * K * L * (int64_t(want_dx) + int64_t(want_dw)));
+  // Note [conv2d input gradient as a convolution]: the flipped, transposed weight per group,
+  // wflip[g][c][(o KH + kh) KW + kw] = W[g Og + o][c][KH-1-kh][KW-1-kw].
+  const bool dx_conv = want_dx && dx_as_convolution(a);
+  const Conv2dArgs t = dx_convolution_args(a);
+  const int64_t KT = Og * a.KH * a.KW, HW = a.H * a.W;   // the inner dimension and columns of that GEMM
+  std::unique_ptr<T[]> wflip;
+  if (dx_conv) {
+    wflip = scratch<T>(a.O * K);
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t o = 0; o < Og; ++o)
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t kh = 0; kh < a.KH; ++kh)
+            for (int64_t kw = 0; kw < a.KW; ++kw)
+              wflip[g * Cg * KT + c * KT + (o * a.KH + kh) * a.KW + kw] =
+                  wp[(g * Og + o) * K + (c * a.KH + a.KH - 1 - kh) * a.KW + a.KW - 1 - kw];
+  }
   // Per part: partial sums of dweight and dbias, added up in part order afterwards (deterministic).
   std::vector<std::unique_ptr<T[]>> dw_part(parts), db_part(parts);
   for_parts(a.N, parts, [&](int64_t p, int64_t n0, int64_t n1) {
@@ -170,9 +209,9 @@ void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& d
       std::fill_n(db_part[p].get(), a.O, T(0));
     }
     auto col = pointwise || !want_dw ? nullptr : scratch<T>(K * L);
-    auto dcol = pointwise || !want_dx ? nullptr : scratch<T>(K * L);
+    auto dcol = pointwise || !want_dx ? nullptr : scratch<T>(dx_conv ? KT * HW : K * L);
     for (int64_t n = n0; n < n1; ++n) {
-      if (want_dx) std::fill_n(dx.data<T>() + n * a.C * a.H * a.W, a.C * a.H * a.W, T(0));
+      if (want_dx && !dx_conv) std::fill_n(dx.data<T>() + n * a.C * a.H * a.W, a.C * a.H * a.W, T(0));
       for (int64_t g = 0; g < G; ++g) {
         const T* dyg = dyp + (n * a.O + g * Og) * L;
         if (want_db) {
@@ -189,7 +228,12 @@ void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& d
           // dW_g (Og, K) += dy_g (Og, L) . col (K, L)^T
           gemm<T>(false, true, Og, K, L, dyg, L, pointwise ? xg : col.get(), L, 1.0, dwp + g * Og * K, K);
         }
-        if (want_dx) {
+        if (dx_conv) {
+          // dx_g (Cg, H W) = wflip_g (Cg, Og KH KW) . im2col(dy_g) (Og KH KW, H W); sets dx_g
+          T* dxg = dx.data<T>() + (n * a.C + g * Cg) * HW;
+          im2col(dyg, Og, t, dcol.get());
+          gemm<T>(false, false, Cg, HW, KT, wflip.get() + g * Cg * KT, KT, dcol.get(), HW, 0.0, dxg, HW);
+        } else if (want_dx) {
           T* dxg = dx.data<T>() + (n * a.C + g * Cg) * a.H * a.W;
           // dcol (K, L) = W_g (Og, K)^T . dy_g (Og, L), then folded back onto dx (col2im)
           gemm<T>(true, false, K, L, Og, wp + g * Og * K, K, dyg, L, 0.0, pointwise ? dxg : dcol.get(), L);
