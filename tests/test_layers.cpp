@@ -627,12 +627,13 @@ TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 th
 }
 
 TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matches the direct sum on 1 and 3 threads") {
-  // Note [conv2d input gradient as a convolution]: (32, 8, 16, 15) with 8 filters of (4, 3, 2), groups 2,
+  // Note [conv2d input gradient as a convolution]: (32, 8, 16, 15) with 8 filters of (4, 3, 3), groups 2,
   // padding (2, 1), dilation (2, 1) is above the parallel threshold (images spread over the threads);
+  // output rows as long as the input's take im2col's one-copy-per-row path, in the forward and in dx;
   // the direct sum dx[n][c][ih][iw] = sum over o, kh, kw of W[o][c'][kh][kw] dy[n][o][oh][ow] with
   // ih = oh - ph + kh dh, iw = ow - pw + kw dw spells out the gradient without any convolution.
   const int before = tg::get_num_threads();
-  const int64_t N = 32, C = 8, H = 16, Wd = 15, O = 8, G = 2, KH = 3, KW = 2, ph = 2, pw = 1, dh = 2, dw = 1;
+  const int64_t N = 32, C = 8, H = 16, Wd = 15, O = 8, G = 2, KH = 3, KW = 3, ph = 2, pw = 1, dh = 2, dw = 1;
   const Variable x = testing::randn64({N, C, H, Wd}, 320, false), w = testing::randn64({O, C / G, KH, KW}, 321, false);
   const int64_t OH = H + 2 * ph - dh * (KH - 1), OW = Wd + 2 * pw - dw * (KW - 1);
   const Variable gy = testing::randn64({N, O, OH, OW}, 322, false);
@@ -658,6 +659,25 @@ TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matche
     const Variable xf(x.data(), true);
     tg::sum(tg::conv2d(xf, w, Variable(), {1}, {ph, pw}, {dh, dw}, G) * gy).backward();
     testing::check_close(xf.grad(), want_dx, 1e-12, 1e-12);
+    // the forward through the same im2col, against its direct sum
+    const Variable y = tg::conv2d(x, w, Variable(), {1}, {ph, pw}, {dh, dw}, G);
+    REQUIRE(y.shape() == tg::Shape{N, O, OH, OW});
+    const std::vector<double> xv = x.to_vector<double>();
+    std::vector<double> want_y(static_cast<std::size_t>(N * O * OH * OW), 0.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t ci = 0; ci < C / G; ++ci)
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw)
+              for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                  const int64_t ih = oh - ph + kh * dh, iw = ow - pw + kw * dw, c = (o / (O / G)) * (C / G) + ci;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
+                  want_y[static_cast<std::size_t>(((n * O + o) * OH + oh) * OW + ow)] +=
+                      wv[static_cast<std::size_t>(((o * (C / G) + ci) * KH + kh) * KW + kw)] *
+                      xv[static_cast<std::size_t>(((n * C + c) * H + ih) * Wd + iw)];
+                }
+    testing::check_close(y, tg::from_vector(want_y, {N, O, OH, OW}), 1e-12, 1e-12);
     const Variable x32(x.data().to(tg::kFloat32), true);
     tg::sum(tg::conv2d(x32, Variable(w.data().to(tg::kFloat32)), Variable(), {1}, {ph, pw}, {dh, dw}, G) *
             Variable(gy.data().to(tg::kFloat32)))
