@@ -100,3 +100,7 @@ report("avg_pool2d (3, 2) stride (2, 3) padding (1, 0) ceil_mode count_include_p
        lambda x: F.avg_pool2d(x, (3, 2), (2, 3), (1, 0), ceil_mode=True, count_include_pad=False), (2, 3, 8, 10))
 report("avg_pool2d 2 ceil_mode no padding",
        lambda x: F.avg_pool2d(x, 2, ceil_mode=True), (1, 2, 5, 5))
+# A stride-1 convolution whose input gradient the CPU computes as a convolution of dy, with rows as long
+# as the input's (im2col's one-copy-per-row path).
+report("conv2d stride 1 groups 2 padding (2, 1) dilation (2, 1)",
+       lambda x, w, b: F.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1), groups=2), (2, 4, 7, 6), (6, 2, 3, 3), (6,))
