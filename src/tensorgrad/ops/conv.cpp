@@ -155,10 +155,10 @@ Pool2dArgs pool_args(const char* op, const Shape& x, const std::vector<int64_t>&
   a.dil_w = d.second;
   a.count_include_pad = count_include_pad;
   // Division rounding toward -inf (a window larger than the padded input gives 0: PyTorch's message).
-  auto div_floor = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
-  auto out_size = [&](int64_t n, int64_t k, int64_t pad, int64_t s, int64_t d) {
-    int64_t o = div_floor(n + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-    if (ceil_mode && (o - 1) * s >= n + pad) --o;   // the last window starts inside the input or left padding
+  auto div_floor = [](int64_t num, int64_t den) { return num >= 0 ? num / den : -((-num + den - 1) / den); };
+  auto out_size = [ceil_mode, div_floor](int64_t size, int64_t kernel, int64_t pad, int64_t step, int64_t dil) {
+    int64_t o = div_floor(size + 2 * pad - dil * (kernel - 1) - 1 + (ceil_mode ? step - 1 : 0), step) + 1;
+    if (ceil_mode && (o - 1) * step >= size + pad) --o;   // the last window starts inside the input or left padding
     return o;
   };
   a.OH = out_size(a.H, a.KH, a.pad_h, a.stride_h, a.dil_h);
