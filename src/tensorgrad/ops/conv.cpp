@@ -83,7 +83,8 @@ Variable conv2d_node(const Variable& x, const Variable& weight, const Variable& 
   if (bias.defined()) inputs.push_back(bias);
   return record("conv2d", out, inputs, [x_saved, w_saved, args](const Tensor& grad, Grads& g) {
     // x is read only for dweight and weight only for dx (each saved only then).
-    // dx = sum over taps of W^T dy (col2im);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
+    // dx = sum over taps of W^T dy (col2im; with stride 1 on the CPU a convolution of dy with the
+    // flipped weight);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
     prim::Conv2dGrads r = prim::conv2d_backward(x_saved.get(), w_saved.get(), grad, args, g.need(0), g.need(1), g.size() > 2 && g.need(2));
     if (g.need(0)) g.set(0, r.dx);
     if (g.need(1)) g.set(1, r.dweight);
