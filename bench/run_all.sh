@@ -50,6 +50,14 @@ for t in 1 2; do
   rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || failed+=("bench_quantized --threads $t (exit $rc)")
 done
+# Layers and whole training steps of the examples (issue 17): 1 and 2 threads.
+for name in layers train_steps; do
+  for t in 1 2; do
+    "$build/bench/bench_$name" --threads "$t" "$@" 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || failed+=("bench_$name --threads $t (exit $rc)")
+  done
+done
 fp_flags=()
 for a in "$@"; do [ "$a" = --smoke ] && fp_flags=(--smoke); done
 "$here/footprint.sh" "$build" "${fp_flags[@]}" 2>&1 | tee -a "$log"

@@ -337,6 +337,126 @@ struct CountingAllocator final : c10::Allocator {
 CountingAllocator* CountingAllocator::instance = nullptr;
 }  // namespace
 
+namespace {
+/// examples/08's --model cnn in libtorch.
+struct CnnImpl : torch::nn::Module {
+  torch::nn::Conv2d conv1{torch::nn::Conv2dOptions(1, 32, 3).padding(1)};
+  torch::nn::BatchNorm2d bn1{32};
+  torch::nn::Conv2d conv2{torch::nn::Conv2dOptions(32, 64, 3).padding(1)};
+  torch::nn::BatchNorm2d bn2{64};
+  torch::nn::MaxPool2d pool{torch::nn::MaxPool2dOptions(2)};
+  torch::nn::Linear fc1{64 * 7 * 7, 128}, fc2{128, 10};
+  torch::nn::Dropout dropout{0.25};
+  CnnImpl() {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    register_module("fc1", fc1);
+    register_module("dropout", dropout);
+    register_module("fc2", fc2);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = pool(torch::relu(bn1(conv1(x))));
+    h = pool(torch::relu(bn2(conv2(h))));
+    return fc2(dropout(torch::relu(fc1(h.flatten(1)))));
+  }
+};
+
+/// examples/10's pre-norm block, attention composed as attention() above.
+struct BlockImpl : torch::nn::Module {
+  int64_t heads;
+  torch::nn::LayerNorm ln1, ln2;
+  torch::nn::Linear qkv, proj, fc, out;
+  BlockImpl(int64_t embed, int64_t h)
+      : heads(h), ln1(torch::nn::LayerNormOptions({embed})), ln2(torch::nn::LayerNormOptions({embed})),
+        qkv(embed, 3 * embed), proj(embed, embed), fc(embed, 4 * embed), out(4 * embed, embed) {
+    register_module("ln1", ln1);
+    register_module("qkv", qkv);
+    register_module("proj", proj);
+    register_module("ln2", ln2);
+    register_module("fc", fc);
+    register_module("out", out);
+  }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& future) {
+    const int64_t B = x.size(0), L = x.size(1), D = x.size(2), hd = D / heads;
+    torch::Tensor all = qkv(ln1(x)).reshape({B, L, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+    torch::Tensor q = all.select(0, 0), k = all.select(0, 1), v = all.select(0, 2);
+    torch::Tensor s = torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(hd))), k.transpose(-2, -1));
+    s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+    torch::Tensor y = torch::matmul(torch::softmax(s, -1), v).transpose(1, 2).reshape({B, L, D});
+    torch::Tensor h = x + proj(y);
+    return h + out(torch::gelu(fc(ln2(h))));
+  }
+};
+TORCH_MODULE(Block);
+
+struct CharTransformerImpl : torch::nn::Module {
+  torch::nn::Embedding tok, pos;
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm ln_f;
+  torch::nn::Linear head;
+  torch::Tensor future;
+  explicit CharTransformerImpl(const CharModel& m)
+      : tok(m.vocab, m.embed), pos(m.context, m.embed), ln_f(torch::nn::LayerNormOptions({m.embed})),
+        head(m.embed, m.vocab) {
+    register_module("tok", tok);
+    register_module("pos", pos);
+    for (int64_t i = 0; i < m.layers; ++i) blocks.push_back(register_module("block" + std::to_string(i), Block(m.embed, m.heads)));
+    register_module("ln_f", ln_f);
+    register_module("head", head);
+    future = torch::ones({m.context, m.context}, torch::kBool).triu(1);
+  }
+  torch::Tensor forward(const torch::Tensor& idx) {
+    torch::Tensor x = tok(idx) + pos(torch::arange(idx.size(1), torch::kLong));
+    for (auto& b : blocks) x = b->forward(x, future);
+    return head(ln_f(x));
+  }
+};
+}  // namespace
+
+Work cnn_step(int64_t batch) {
+  struct State {
+    std::shared_ptr<CnnImpl> model = std::make_shared<CnnImpl>();
+    std::vector<torch::Tensor> params = model->parameters();
+    torch::optim::SGD optimizer{params, torch::optim::SGDOptions(0.05).momentum(0.9)};
+    torch::Tensor x, y;
+  };
+  auto s = std::make_shared<State>();
+  s->x = torch::randn({batch, 1, 28, 28});
+  s->y = torch::randint(0, 10, {batch}, torch::kLong);
+  return [s] {
+    restore_blas_threads();
+    reset_grads(s->params);
+    torch::nn::functional::cross_entropy(s->model->forward(s->x), s->y).backward();
+    s->optimizer.step();
+  };
+}
+
+Work char_transformer_step(const CharModel& m) {
+  struct State {
+    std::shared_ptr<CharTransformerImpl> model;
+    std::vector<torch::Tensor> params;
+    std::unique_ptr<torch::optim::AdamW> optimizer;
+    torch::Tensor x, y;
+  };
+  auto s = std::make_shared<State>();
+  s->model = std::make_shared<CharTransformerImpl>(m);
+  s->params = s->model->parameters();
+  s->optimizer = std::make_unique<torch::optim::AdamW>(
+      s->params, torch::optim::AdamWOptions(3e-3).betas({0.9, 0.95}).weight_decay(0.1));
+  s->x = torch::randint(0, m.vocab, {m.batch, m.context}, torch::kLong);
+  s->y = torch::randint(0, m.vocab, {m.batch, m.context}, torch::kLong);
+  return [s] {
+    restore_blas_threads();
+    reset_grads(s->params);
+    torch::Tensor logits = s->model->forward(s->x);
+    torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(2)}), s->y.reshape({-1})).backward();
+    torch::nn::utils::clip_grad_norm_(s->params, 1.0);
+    s->optimizer->step();
+  };
+}
+
 double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch, bool autocast) {
   torch::manual_seed(0);
   torch::nn::Sequential net;
@@ -383,6 +503,8 @@ Work conv2d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
 Work layer_norm(int64_t, int64_t) { return {}; }
 Work attention(int64_t, int64_t, int64_t, int64_t, bool) { return {}; }
 Work embedding(int64_t, int64_t, int64_t) { return {}; }
+Work cnn_step(int64_t) { return {}; }
+Work char_transformer_step(const CharModel&) { return {}; }
 double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t, bool) { return NAN; }
 
 struct FashionTrainer::Impl {};

@@ -56,6 +56,22 @@ Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool caus
 /// backward (dense gradient) with a fixed random output gradient; the gradient reset after each call.
 Work embedding(int64_t vocab, int64_t dim, int64_t tokens);
 
+/// One SGD step (lr 0.05, momentum 0.9) of examples/08's --model cnn (conv 3x3 1-32 padding 1, BatchNorm2d,
+/// ReLU, MaxPool2d 2, conv 3x3 32-64, BatchNorm2d, ReLU, MaxPool2d 2, Linear 3136-128, ReLU, Dropout 0.25,
+/// Linear 128-10) in training mode, CrossEntropyLoss on a random (batch, 1, 28, 28) batch; gradients reset
+/// to undefined before the step.
+Work cnn_step(int64_t batch);
+
+/// The sizes of examples/10's character transformer (its defaults) and of its training batch.
+struct CharModel {
+  int64_t vocab = 96, context = 64, embed = 128, heads = 4, layers = 2, batch = 32;   ///< as named
+};
+/// One AdamW step (lr 3e-3, betas (0.9, 0.95), weight decay 0.1) of examples/10's character transformer:
+/// token + position embeddings, pre-norm blocks (LayerNorm, causal attention composed as attention()
+/// does, LayerNorm, Linear, GELU, Linear, residuals), a final LayerNorm and a linear head; cross-entropy
+/// over random (batch, context) characters, clip_grad_norm_ 1.0; gradients reset before the step.
+Work char_transformer_step(const CharModel& m);
+
 /// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
 /// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after
 /// the forward (wrapped with a counting allocator for the call), less the output's. NaN without libtorch.

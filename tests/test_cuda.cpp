@@ -580,6 +580,12 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); }, R});
   t.push_back({"avg_pool2d", "(3, 5, 17, 16) kernel (3, 2), padding 1, count_include_pad false", {normal({3, 5, 17, 16}, 169, dt)},
                [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}, false); }, R});
+  t.push_back({"max_pool2d", "(3, 5, 17, 16) kernel (3, 2), padding 1, dilation (2, 3), ceil_mode", {W({3, 5, 17, 16}, 168, dt)},
+               [](auto& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {2, 3}, true); }, R});
+  t.push_back({"avg_pool2d", "(3, 5, 17, 16) kernel 3, stride 2, padding 1, ceil_mode", {normal({3, 5, 17, 16}, 169, dt)},
+               [](auto& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); }, R});
+  t.push_back({"avg_pool2d", "(3, 5, 17, 16) kernel 2, stride 3, ceil_mode, count_include_pad false", {normal({3, 5, 17, 16}, 169, dt)},
+               [](auto& in) { return tg::avg_pool2d(in[0], {2}, {3}, {0}, false, true); }, R});
   t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
                [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
   // ---- normalization (prims on both backends)

@@ -416,8 +416,15 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn full = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); };
     Fn pad1 = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], Variable(), {1}, {1}); };
     Fn plain = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2]); };
+    Fn dil = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2, 0}, {2, 1}, 2); };
+    Fn wide_pad = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2}); };
     Variable nc = randn64({6, 5, 3}, 182, false);
     return std::vector<Sample>{
+        // stride 1: the input gradient as a convolution (Note [conv2d input gradient as a convolution])
+        {"stride 1, groups 2, padding (2, 0), dilation (2, 1), bias",
+         {randn64({2, 4, 6, 5}, 208), randn64({6, 2, 3, 2}, 209), randn64({6}, 210)}, dil},
+        // padding beyond the kernel's reach: the input gradient through col2im
+        {"stride 1, 2x2 kernel, padding 2", {randn64({1, 2, 4, 3}, 211), randn64({3, 2, 2, 2}, 212), randn64({3}, 213)}, wide_pad},
         {"groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
          {randn64({2, 4, 5, 6}, 180), randn64({6, 2, 3, 2}, 181), randn64({6}, 183)}, full},
         {"unbatched (3, 5, 5), 3x3 padding 1, no bias", {randn64({3, 5, 5}, 184), randn64({2, 3, 3, 3}, 185)}, pad1},
@@ -436,15 +443,21 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn k3 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); };
     Fn k2 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {2}); };
     Fn overlap = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {1, 1}); };
+    Fn dil = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); };
     return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({2, 3, 7, 8}, 200)}, k3},
                                {"kernel 2, odd width", {randn64({1, 2, 6, 5}, 201)}, k2},
-                               {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap}};
+                               {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap},
+                               {"dilation (1, 2), ceil_mode", {randn64({1, 2, 8, 10}, 205)}, dil}};
   };
   t["avg_pool2d"] = [] {
     Fn k32 = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}); };
     Fn excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); };
+    Fn ceil = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); };
+    Fn ceil_excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); };
     return std::vector<Sample>{{"kernel (3, 2), stride 2, padding 1", {randn64({2, 3, 7, 8}, 203)}, k32},
-                               {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl}};
+                               {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl},
+                               {"ceil_mode, padding 1", {randn64({1, 2, 8, 10}, 206)}, ceil},
+                               {"ceil_mode, count_include_pad false", {randn64({1, 2, 8, 10}, 207)}, ceil_excl}};
   };
   t["adaptive_avg_pool2d"] = [] {
     Fn o34 = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); };

@@ -53,6 +53,14 @@ const std::vector<Reference> kReferences = {
   {"sdpa causal L < S", 3.9994536937109508, {0.14112000805986721, -0.5298361409084934, -0.95160207388951601, -0.59489875177037776, -0.48483486775584422, -0.14674556968195324, 0.26993224970622159, 0.30059241718181917}, {-3.4847947750931638, -3.1194258625026872, -4.2982157063340445}},
   {"sdpa bool mask, broadcast key batch", -1.5261401883039809, {0.53936684584317018, 0.40283717941624475, 0.076846893005298872, 0.44758387526998278, 0.18819144121411574, -0.15971036821713358, 0.69354347806816186, 0.76508695235307267}, {0.43998957903532621, 1.2825317517279475, 0.24592069866593425}},
   {"sdpa float mask with gradient, scale 0.3", -1.7150912763547468, {0.18826017324107727, -0.14726729513797757, -0.25416408990957517, -0.45418647276770863, 0.023126746073695265, 0.050414337877062877, -0.15852269403462538, -0.44835210717365537}, {0.15000812773683436, 0.45457769667461995, -0.34688080496241036, -0.15470962633799051}},
+  // PyTorch 2.15, float64: pooling with dilation and ceil_mode, and a stride-1 dilated convolution.
+  {"max_pool2d 3 stride 2 padding 1 dilation 2", -3.2137763338168202, {0.66296923008218334, 0.66296923008218334, 0.98076324774515289, 0.98677196427461367, 0.66296923008218334, 0.97364545569497807, 0.98076324774515289, 0.98677196427461367}, {3.5162552585000482}},
+  {"max_pool2d (3, 2) stride 2 padding 1 dilation (1, 2) ceil_mode", 2.1854699761653684, {0.99166481045246857, 0.99166481045246857, 0.041580662433290935, 0.32747443913769136, 0.98677196427461367, 0.98677196427461367, 0.66296923008218334, 0.66296923008218334}, {-4.4019570891756565}},
+  {"max_pool2d 2 padding 1 ceil_mode, last window dropped", -0.2169418874108715, {0.8414709848078965, 0.99166481045246857, 0.041580662433290935, -0.88345465572015358, -0.37387666483023685, 0.8504366206285644, 0.98935824662338179, 0.98677196427461367}, {1.7024666599531395}},
+  {"avg_pool2d 3 stride 2 padding 1 ceil_mode", -0.071725599344740321, {0.38727369688510338, 0.19682029556439679, -0.44769626664692513, -0.34900760622256144, 0.32905661528672292, 0.30620143081719636, 0.18341832063244098, -0.44979104037753537}, {0.58464827922220208}},
+  {"avg_pool2d (3, 2) stride (2, 3) padding (1, 0) ceil_mode count_include_pad false", 0.047537502024629585, {0.87136581799148261, -0.54407102686720032, -0.32202154091238194, 0.91860429245158903, 0.27512748094866146, -0.77376936537354257, 0.5061414189864113, 0.53284375352143309}, {-0.07077708140695349}},
+  {"avg_pool2d 2 ceil_mode no padding", -1.6568096555335141, {-0.0069622445312213788, 0.16367713541689571, 0.11928936484292274, 0.10466150494507698, 0.14658525763866614, 0.0029178671040612225, 0.32912551197152706, -0.81108584371479509}, {2.7491397132671604}},
+  {"conv2d stride 1 groups 2 padding (2, 1) dilation (2, 1)", -7.8555555072589698, {0.54763434756923013, -1.4738244867867489, -3.2320889434263038, -3.4038805223381137, -1.9084029596424887, -0.12487658610954949, 2.4849653219984571, 3.8254518759714293}, {14.610037741044374, 9.472113711195119, 4.47786420431044}},
 };
 
 tg::TensorOptions f64() { return tg::TensorOptions().dtype(tg::kFloat64); }
@@ -112,6 +120,19 @@ std::vector<RefCase> reference_cases() {
        }},
       {"sdpa float mask with gradient, scale 0.3", {{3, 5, 4}, {3, 6, 4}, {3, 6, 2}, {5, 6}},
        [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3); }},
+      {"max_pool2d 3 stride 2 padding 1 dilation 2", {{2, 3, 9, 10}},
+       [](auto& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}, {2}); }},
+      {"max_pool2d (3, 2) stride 2 padding 1 dilation (1, 2) ceil_mode", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); }},
+      {"max_pool2d 2 padding 1 ceil_mode, last window dropped", {{1, 2, 5, 7}},
+       [](auto& in) { return tg::max_pool2d(in[0], {2}, {2}, {1}, {1}, true); }},
+      {"avg_pool2d 3 stride 2 padding 1 ceil_mode", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); }},
+      {"avg_pool2d (3, 2) stride (2, 3) padding (1, 0) ceil_mode count_include_pad false", {{2, 3, 8, 10}},
+       [](auto& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); }},
+      {"avg_pool2d 2 ceil_mode no padding", {{1, 2, 5, 5}}, [](auto& in) { return tg::avg_pool2d(in[0], {2}, {}, {0}, true, true); }},
+      {"conv2d stride 1 groups 2 padding (2, 1) dilation (2, 1)", {{2, 4, 7, 6}, {6, 2, 3, 3}, {6}},
+       [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2, 1}, {2, 1}, 2); }},
   };
 }
 
@@ -190,6 +211,10 @@ TEST_CASE("layers: conv and pooling errors name the op and the shapes") {
   TG_CHECK_THROWS(tg::max_pool2d(x, {6}), tg::ShapeError,
                   "max_pool2d: Given input size: (4x5x5). Calculated output size: (4x0x0). Output size is too small");
   TG_CHECK_THROWS(tg::avg_pool2d(x, {0}), tg::ShapeError, "avg_pool2d: kernel_size must be greater than zero");
+  TG_CHECK_THROWS(tg::max_pool2d(x, {2}, {}, {0}, {0, 1}), tg::ShapeError,
+                  "max_pool2d: dilation must be greater than zero, but got (0 x 1)");
+  TG_CHECK_THROWS(tg::max_pool2d(x, {3}, {1}, {0}, {3}), tg::ShapeError,
+                  "max_pool2d: Given input size: (4x5x5). Calculated output size: (4x0x0). Output size is too small");
   TG_CHECK_THROWS(tg::adaptive_avg_pool2d(x, {0, 2}), tg::ShapeError, "adaptive_avg_pool2d: elements of output_size must be positive");
 }
 
@@ -270,6 +295,20 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
   CHECK(conv.name() == "Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))");
   CHECK(conv(tg::randn({2, 3, 9, 9})).shape() == tg::Shape{2, 8, 5, 5});
   CHECK(tg::nn::MaxPool2d(2).name() == "MaxPool2d(kernel_size=2, stride=2, padding=0)");
+  {
+    // The libtorch-style options reach the op: output sizes by PyTorch's ceil_mode rule, values equal to
+    // the functional form's.
+    const Variable px = tg::randn({2, 3, 8, 10});
+    tg::nn::MaxPool2d mp(tg::nn::MaxPool2dOptions({3, 2}).stride({2}).padding({1}).dilation({1, 2}).ceil_mode(true));
+    CHECK(mp.name() == "MaxPool2d(kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2), ceil_mode=True)");
+    CHECK(mp(px).shape() == tg::Shape{2, 3, 5, 6});   // floor mode would give (4, 5)
+    CHECK(mp(px).to_vector<float>() == tg::max_pool2d(px, {3, 2}, {2}, {1}, {1, 2}, true).to_vector<float>());
+    CHECK(mp.clone()->name() == mp.name());
+    tg::nn::AvgPool2d ap(tg::nn::AvgPool2dOptions(2).stride({2}).padding({1}).ceil_mode(true).count_include_pad(false));
+    CHECK(ap.name() == "AvgPool2d(kernel_size=2, stride=2, padding=1, ceil_mode=True, count_include_pad=False)");
+    CHECK(ap(tg::randn({1, 2, 5, 7})).shape() == tg::Shape{1, 2, 3, 4});   // the last row's window would start in the padding only
+    CHECK(ap(px).to_vector<float>() == tg::avg_pool2d(px, {2}, {2}, {1}, false, true).to_vector<float>());
+  }
   TG_CHECK_THROWS(tg::nn::Conv2d(3, 8, 3, tg::nn::Conv2dOptions().groups(2)), tg::ShapeError,
                   "Conv2d: in_channels must be divisible by groups (3 and 2)");
 
@@ -593,6 +632,67 @@ TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 th
     testing::check_close(y32.to(tg::kFloat64), tg::layer_norm(x, {257}, w), 1e-4, 1e-4);
     CHECK(x32.grad().dtype() == tg::kFloat32);
     testing::check_close(w32.grad().to(tg::kFloat64), want[2], 1e-3, 1e-2);
+  }
+  tg::set_num_threads(before);
+}
+
+TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matches the direct sum on 1 and 3 threads") {
+  // Note [conv2d input gradient as a convolution]: (32, 8, 16, 15) with 8 filters of (4, 3, 3), groups 2,
+  // padding (2, 1), dilation (2, 1) is above the parallel threshold (images spread over the threads);
+  // output rows as long as the input's take im2col's one-copy-per-row path, in the forward and in dx;
+  // the direct sum dx[n][c][ih][iw] = sum over o, kh, kw of W[o][c'][kh][kw] dy[n][o][oh][ow] with
+  // ih = oh - ph + kh dh, iw = ow - pw + kw dw spells out the gradient without any convolution.
+  const int before = tg::get_num_threads();
+  const int64_t N = 32, C = 8, H = 16, Wd = 15, O = 8, G = 2, KH = 3, KW = 3, ph = 2, pw = 1, dh = 2, dw = 1;
+  const Variable x = testing::randn64({N, C, H, Wd}, 320, false), w = testing::randn64({O, C / G, KH, KW}, 321, false);
+  const int64_t OH = H + 2 * ph - dh * (KH - 1), OW = Wd + 2 * pw - dw * (KW - 1);
+  const Variable gy = testing::randn64({N, O, OH, OW}, 322, false);
+  const std::vector<double> wv = w.to_vector<double>(), gv = gy.to_vector<double>();
+  std::vector<double> want(static_cast<std::size_t>(N * C * H * Wd), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t ci = 0; ci < C / G; ++ci)
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                const int64_t ih = oh - ph + kh * dh, iw = ow - pw + kw * dw, c = (o / (O / G)) * (C / G) + ci;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
+                want[static_cast<std::size_t>(((n * C + c) * H + ih) * Wd + iw)] +=
+                    wv[static_cast<std::size_t>(((o * (C / G) + ci) * KH + kh) * KW + kw)] *
+                    gv[static_cast<std::size_t>(((n * O + o) * OH + oh) * OW + ow)];
+              }
+  const Variable want_dx = tg::from_vector(want, {N, C, H, Wd});
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    tg::set_num_threads(threads);
+    const Variable xf(x.data(), true);
+    tg::sum(tg::conv2d(xf, w, Variable(), {1}, {ph, pw}, {dh, dw}, G) * gy).backward();
+    testing::check_close(xf.grad(), want_dx, 1e-12, 1e-12);
+    // the forward through the same im2col, against its direct sum
+    const Variable y = tg::conv2d(x, w, Variable(), {1}, {ph, pw}, {dh, dw}, G);
+    REQUIRE(y.shape() == tg::Shape{N, O, OH, OW});
+    const std::vector<double> xv = x.to_vector<double>();
+    std::vector<double> want_y(static_cast<std::size_t>(N * O * OH * OW), 0.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t ci = 0; ci < C / G; ++ci)
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw)
+              for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                  const int64_t ih = oh - ph + kh * dh, iw = ow - pw + kw * dw, c = (o / (O / G)) * (C / G) + ci;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= Wd) continue;
+                  want_y[static_cast<std::size_t>(((n * O + o) * OH + oh) * OW + ow)] +=
+                      wv[static_cast<std::size_t>(((o * (C / G) + ci) * KH + kh) * KW + kw)] *
+                      xv[static_cast<std::size_t>(((n * C + c) * H + ih) * Wd + iw)];
+                }
+    testing::check_close(y, tg::from_vector(want_y, {N, O, OH, OW}), 1e-12, 1e-12);
+    const Variable x32(x.data().to(tg::kFloat32), true);
+    tg::sum(tg::conv2d(x32, Variable(w.data().to(tg::kFloat32)), Variable(), {1}, {ph, pw}, {dh, dw}, G) *
+            Variable(gy.data().to(tg::kFloat32)))
+        .backward();
+    testing::check_close(x32.grad().to(tg::kFloat64), want_dx, 1e-4, 1e-4);
   }
   tg::set_num_threads(before);
 }

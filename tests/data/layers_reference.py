@@ -84,3 +84,23 @@ with math_only():
     report("sdpa float mask with gradient, scale 0.3",
            lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3), (3, 5, 4), (3, 6, 4),
            (3, 6, 2), (5, 6))
+
+# Pooling with dilation and ceil_mode (any PyTorch >= 1.13; recorded with 2.15). ceil_mode's output size
+# rounds up unless the last window would start past the input and its left padding; avg_pool2d divides
+# a window reaching past the padded input by the part inside it.
+report("max_pool2d 3 stride 2 padding 1 dilation 2",
+       lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2), (2, 3, 9, 10))
+report("max_pool2d (3, 2) stride 2 padding 1 dilation (1, 2) ceil_mode",
+       lambda x: F.max_pool2d(x, (3, 2), 2, 1, dilation=(1, 2), ceil_mode=True), (2, 3, 8, 10))
+report("max_pool2d 2 padding 1 ceil_mode, last window dropped",
+       lambda x: F.max_pool2d(x, 2, 2, 1, ceil_mode=True), (1, 2, 5, 7))
+report("avg_pool2d 3 stride 2 padding 1 ceil_mode",
+       lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True), (2, 3, 8, 10))
+report("avg_pool2d (3, 2) stride (2, 3) padding (1, 0) ceil_mode count_include_pad false",
+       lambda x: F.avg_pool2d(x, (3, 2), (2, 3), (1, 0), ceil_mode=True, count_include_pad=False), (2, 3, 8, 10))
+report("avg_pool2d 2 ceil_mode no padding",
+       lambda x: F.avg_pool2d(x, 2, ceil_mode=True), (1, 2, 5, 5))
+# A stride-1 convolution whose input gradient the CPU computes as a convolution of dy, with rows as long
+# as the input's (im2col's one-copy-per-row path).
+report("conv2d stride 1 groups 2 padding (2, 1) dilation (2, 1)",
+       lambda x, w, b: F.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1), groups=2), (2, 4, 7, 6), (6, 2, 3, 3), (6,))

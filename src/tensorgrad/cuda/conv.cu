@@ -89,13 +89,13 @@ struct MaxPool {
   Pool2dArgs a;
   __device__ void operator()(int64_t e) const {
     const int64_t ow = e % a.OW, oh = (e / a.OW) % a.OH, p = e / (a.OW * a.OH);
-    const PoolSpan sh = pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.adaptive, a.count_include_pad);
-    const PoolSpan sw = pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.adaptive, a.count_include_pad);
+    const PoolSpan sh = pool_span_h(a, oh);
+    const PoolSpan sw = pool_span_w(a, ow);
     const T* plane = x + p * a.H * a.W;
     T best = -T(INFINITY);
     int64_t at = sh.begin * a.W + sw.begin;
-    for (int64_t h = sh.begin; h < sh.end; ++h)
-      for (int64_t w = sw.begin; w < sw.end; ++w) {
+    for (int64_t h = sh.begin; h < sh.end; h += sh.step)
+      for (int64_t w = sw.begin; w < sw.end; w += sw.step) {
         const T v = plane[h * a.W + w];
         if (v > best || v != v) {   // NaN propagates, as on the CPU
           best = v;
@@ -126,8 +126,8 @@ struct AvgPool {
   Pool2dArgs a;
   __device__ void operator()(int64_t e) const {
     const int64_t ow = e % a.OW, oh = (e / a.OW) % a.OH, p = e / (a.OW * a.OH);
-    const PoolSpan sh = pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.adaptive, a.count_include_pad);
-    const PoolSpan sw = pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.adaptive, a.count_include_pad);
+    const PoolSpan sh = pool_span_h(a, oh);
+    const PoolSpan sw = pool_span_w(a, ow);
     const T* plane = x + p * a.H * a.W;
     T s = T(0);
     for (int64_t h = sh.begin; h < sh.end; ++h)
@@ -143,8 +143,8 @@ struct AvgPoolBackward {
   Pool2dArgs a;
   __device__ void operator()(int64_t e) const {
     const int64_t ow = e % a.OW, oh = (e / a.OW) % a.OH, p = e / (a.OW * a.OH);
-    const PoolSpan sh = pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.adaptive, a.count_include_pad);
-    const PoolSpan sw = pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.adaptive, a.count_include_pad);
+    const PoolSpan sh = pool_span_h(a, oh);
+    const PoolSpan sw = pool_span_w(a, ow);
     T* plane = dx + p * a.H * a.W;
     const T g = dy[e] / T(sh.count * sw.count);
     for (int64_t h = sh.begin; h < sh.end; ++h)

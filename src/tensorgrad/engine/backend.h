@@ -149,6 +149,10 @@ struct Pool2dArgs {
       Padding rows on each side. */
   /** \var pad_w
       Padding columns on each side. */
+  /// Spacing between the window's taps (max_pool2d's dilation; 1 for the averages).
+  int64_t dil_h = 1, dil_w = 1;
+  /** \var dil_w
+      Spacing between the window's taps along the width. */
   /// avg: divide by the whole window, padding included (PyTorch's count_include_pad), or by the
   /// elements inside the input only.
   bool count_include_pad = true;

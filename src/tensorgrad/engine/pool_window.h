@@ -9,17 +9,21 @@
 
 namespace tg {
 
-/// One window of a pooling along one axis: the input rows [begin, end) it reads (clipped to the input)
-/// and the count its average divides by.
+/// One window of a pooling along one axis: the input rows begin, begin + step, ... below end that it
+/// reads (clipped to the input) and the count its average divides by.
 struct PoolSpan {
   int64_t begin = 0;   ///< first input row (column) read
   int64_t end = 0;     ///< one past the last
+  int64_t step = 1;    ///< distance between the rows read (max_pool2d's dilation)
   int64_t count = 1;   ///< the divisor along this axis (padding included with count_include_pad)
 };
 
 /// The span of output index o along an axis of input size n and output size on, with kernel k, stride
-/// s and padding p (PyTorch's avg_pool2d / max_pool2d / adaptive_avg_pool2d window rules).
-TG_HD PoolSpan pool_span(int64_t o, int64_t n, int64_t on, int64_t k, int64_t s, int64_t p, bool adaptive,
+/// s, padding p and dilation d (PyTorch's avg_pool2d / max_pool2d / adaptive_avg_pool2d window rules).
+/// A window may reach past the padded input only with ceil_mode (the output size rule in ops/conv.cpp
+/// keeps its first row inside the input or the left padding): the average's divisor then counts the
+/// window clipped to the padded input, as PyTorch's does.
+TG_HD PoolSpan pool_span(int64_t o, int64_t n, int64_t on, int64_t k, int64_t s, int64_t p, int64_t d, bool adaptive,
                          bool count_include_pad) {
   PoolSpan r;
   if (adaptive) {
@@ -28,15 +32,26 @@ TG_HD PoolSpan pool_span(int64_t o, int64_t n, int64_t on, int64_t k, int64_t s,
     r.count = r.end - r.begin;
     return r;
   }
-  int64_t b = o * s - p, e = b + k;
+  int64_t b = o * s - p, e = b + (k - 1) * d + 1;
   if (e > n + p) e = n + p;
   const int64_t padded = e - b;
-  if (b < 0) b = 0;
+  if (b < 0) b += ((-b + d - 1) / d) * d;   // the first tap inside the input
   if (e > n) e = n;
   r.begin = b;
   r.end = e;
-  r.count = count_include_pad ? padded : e - b;
+  r.step = d;
+  r.count = count_include_pad ? padded : e - b;   // d is 1 whenever count is used (avg_pool2d)
   return r;
+}
+
+/// The span of output row oh of a.
+TG_HD PoolSpan pool_span_h(const Pool2dArgs& a, int64_t oh) {
+  return pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.dil_h, a.adaptive, a.count_include_pad);
+}
+
+/// The span of output column ow of a.
+TG_HD PoolSpan pool_span_w(const Pool2dArgs& a, int64_t ow) {
+  return pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.dil_w, a.adaptive, a.count_include_pad);
 }
 
 }  // namespace tg

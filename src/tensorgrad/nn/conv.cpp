@@ -126,17 +126,25 @@ MaxPool2d::MaxPool2d(int64_t kernel_size, int64_t stride, int64_t padding)
 
 MaxPool2d::MaxPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding)
-    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding) {}
+    : MaxPool2d(MaxPool2dOptions(kernel_size).stride(stride).padding(padding)) {}
+
+MaxPool2d::MaxPool2d(const MaxPool2dOptions& options) : o_(options) {
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
 
 std::string MaxPool2d::name() const {
   std::ostringstream os;
-  os << "MaxPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
-     << ", padding=" << size_arg(padding_)
-     << ")";
+  os << "MaxPool2d(kernel_size=" << size_arg(o_.kernel_size_) << ", stride=" << size_arg(o_.stride_)
+     << ", padding=" << size_arg(o_.padding_);
+  bool unit_dil = true;
+  for (int64_t v : o_.dilation_) unit_dil = unit_dil && v == 1;
+  if (!unit_dil) os << ", dilation=" << size_arg(o_.dilation_);
+  if (o_.ceil_mode_) os << ", ceil_mode=True";
+  os << ")";
   return os.str();
 }
 
-std::unique_ptr<Module> MaxPool2d::new_instance() const { return std::make_unique<MaxPool2d>(kernel_, stride_, padding_); }
+std::unique_ptr<Module> MaxPool2d::new_instance() const { return std::make_unique<MaxPool2d>(o_); }
 
 AvgPool2d::AvgPool2d(int64_t kernel_size, int64_t stride, int64_t padding, bool count_include_pad)
     : AvgPool2d(std::vector<int64_t>{kernel_size}, stride == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{stride},
@@ -144,20 +152,21 @@ AvgPool2d::AvgPool2d(int64_t kernel_size, int64_t stride, int64_t padding, bool 
 
 AvgPool2d::AvgPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                      const std::vector<int64_t>& padding, bool count_include_pad)
-    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding),
-      count_include_pad_(count_include_pad) {}
+    : AvgPool2d(AvgPool2dOptions(kernel_size).stride(stride).padding(padding).count_include_pad(count_include_pad)) {}
+
+AvgPool2d::AvgPool2d(const AvgPool2dOptions& options) : o_(options) {
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
 
 std::string AvgPool2d::name() const {
   std::ostringstream os;
-  os << "AvgPool2d(kernel_size=" << size_arg(kernel_) << ", stride=" << size_arg(stride_)
-     << ", padding=" << size_arg(padding_)
-     << (count_include_pad_ ? "" : ", count_include_pad=False") << ")";
+  os << "AvgPool2d(kernel_size=" << size_arg(o_.kernel_size_) << ", stride=" << size_arg(o_.stride_)
+     << ", padding=" << size_arg(o_.padding_) << (o_.ceil_mode_ ? ", ceil_mode=True" : "")
+     << (o_.count_include_pad_ ? "" : ", count_include_pad=False") << ")";
   return os.str();
 }
 
-std::unique_ptr<Module> AvgPool2d::new_instance() const {
-  return std::make_unique<AvgPool2d>(kernel_, stride_, padding_, count_include_pad_);
-}
+std::unique_ptr<Module> AvgPool2d::new_instance() const { return std::make_unique<AvgPool2d>(o_); }
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(const std::vector<int64_t>& output_size)
     : output_size_(two("AdaptiveAvgPool2d", "output_size", output_size)) {}

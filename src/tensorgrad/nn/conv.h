@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/nn/module.h"
@@ -89,8 +90,63 @@ class Conv1d : public Module {
   Conv1dOptions options_;
 };
 
-/// max_pool2d(x, kernel_size, stride, padding) as a module (torch::nn::MaxPool2d); stride defaults
-/// to kernel_size.
+/// Options of MaxPool2d, as libtorch names them: MaxPool2dOptions(3).stride(2).padding(1).dilation(2)
+/// .ceil_mode(true). A size is one number (both spatial dims) or {h, w}; an empty stride means
+/// kernel_size.
+struct MaxPool2dOptions {
+  /// Windows of kernel_size ({n} or {h, w}).
+  MaxPool2dOptions(std::vector<int64_t> kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT: implicit, as libtorch's
+  /// Square windows.
+  MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size} {}  // NOLINT: implicit, as libtorch's
+  /// Step between windows (default kernel_size).
+  MaxPool2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  /// -inf padding on each side (default 0), at most half the kernel.
+  MaxPool2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  /// Spacing between the window's taps (default 1).
+  MaxPool2dOptions& dilation(const std::vector<int64_t>& d) { dilation_ = d; return *this; }
+  /// Round the output size up (default false): see tg::max_pool2d.
+  MaxPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
+  /// See the constructors.
+  std::vector<int64_t> kernel_size_;
+  /// See stride().
+  std::vector<int64_t> stride_;
+  /// See padding().
+  std::vector<int64_t> padding_{0};
+  /// See dilation().
+  std::vector<int64_t> dilation_{1};
+  /// See ceil_mode().
+  bool ceil_mode_ = false;
+};
+
+/// Options of AvgPool2d, as libtorch names them: AvgPool2dOptions(3).stride(2).padding(1).ceil_mode(true)
+/// .count_include_pad(false).
+struct AvgPool2dOptions {
+  /// Windows of kernel_size ({n} or {h, w}).
+  AvgPool2dOptions(std::vector<int64_t> kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT: implicit, as libtorch's
+  /// Square windows.
+  AvgPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size} {}  // NOLINT: implicit, as libtorch's
+  /// Step between windows (default kernel_size).
+  AvgPool2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  /// Zero padding on each side (default 0), at most half the kernel.
+  AvgPool2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  /// Round the output size up (default false): see tg::avg_pool2d.
+  AvgPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
+  /// Count the padding in each window's divisor (default true).
+  AvgPool2dOptions& count_include_pad(bool c) { count_include_pad_ = c; return *this; }
+  /// See the constructors.
+  std::vector<int64_t> kernel_size_;
+  /// See stride().
+  std::vector<int64_t> stride_;
+  /// See padding().
+  std::vector<int64_t> padding_{0};
+  /// See ceil_mode().
+  bool ceil_mode_ = false;
+  /// See count_include_pad().
+  bool count_include_pad_ = true;
+};
+
+/// max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode) as a module (torch::nn::MaxPool2d);
+/// stride defaults to kernel_size.
 class MaxPool2d : public Module {
  public:
   /// Square windows.
@@ -98,17 +154,23 @@ class MaxPool2d : public Module {
   /// Windows {kH, kW}; an empty stride means kernel_size.
   explicit MaxPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
                      const std::vector<int64_t>& padding = {0});
+  /// Every option, libtorch style: MaxPool2d(MaxPool2dOptions(3).stride({2}).dilation({2}).ceil_mode(true)).
+  explicit MaxPool2d(const MaxPool2dOptions& options);
   /// x (N, C, H, W) or (C, H, W) -> the window maxima.
-  Variable forward(const Variable& x) override { return max_pool2d(x, kernel_, stride_, padding_); }
-  /// "MaxPool2d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it.
+  Variable forward(const Variable& x) override {
+    return max_pool2d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.dilation_, o_.ceil_mode_);
+  }
+  /// "MaxPool2d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it, then dilation and ceil_mode
+  /// when not their defaults.
   std::string name() const override;
-  /// A MaxPool2d of the same sizes (for clone()).
+  /// A MaxPool2d of the same options (for clone()).
   std::unique_ptr<Module> new_instance() const override;
  private:
-  std::vector<int64_t> kernel_, stride_, padding_;
+  MaxPool2dOptions o_;
 };
 
-/// avg_pool2d(x, kernel_size, stride, padding, count_include_pad) as a module (torch::nn::AvgPool2d).
+/// avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode) as a module
+/// (torch::nn::AvgPool2d).
 class AvgPool2d : public Module {
  public:
   /// Square windows; stride 0 means kernel_size.
@@ -116,17 +178,19 @@ class AvgPool2d : public Module {
   /// Windows {kH, kW}; an empty stride means kernel_size.
   explicit AvgPool2d(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
                      const std::vector<int64_t>& padding = {0}, bool count_include_pad = true);
+  /// Every option, libtorch style: AvgPool2d(AvgPool2dOptions(3).stride({2}).ceil_mode(true)).
+  explicit AvgPool2d(const AvgPool2dOptions& options);
   /// x (N, C, H, W) or (C, H, W) -> the window means.
   Variable forward(const Variable& x) override {
-    return avg_pool2d(x, kernel_, stride_, padding_, count_include_pad_);
+    return avg_pool2d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.count_include_pad_, o_.ceil_mode_);
   }
-  /// "AvgPool2d(kernel_size=2, stride=2, padding=0)".
+  /// "AvgPool2d(kernel_size=2, stride=2, padding=0)", then ceil_mode and count_include_pad when not
+  /// their defaults.
   std::string name() const override;
-  /// An AvgPool2d of the same sizes (for clone()).
+  /// An AvgPool2d of the same options (for clone()).
   std::unique_ptr<Module> new_instance() const override;
  private:
-  std::vector<int64_t> kernel_, stride_, padding_;
-  bool count_include_pad_;
+  AvgPool2dOptions o_;
 };
 
 /// adaptive_avg_pool2d(x, output_size) as a module (torch::nn::AdaptiveAvgPool2d).

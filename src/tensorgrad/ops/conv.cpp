@@ -83,7 +83,8 @@ Variable conv2d_node(const Variable& x, const Variable& weight, const Variable& 
   if (bias.defined()) inputs.push_back(bias);
   return record("conv2d", out, inputs, [x_saved, w_saved, args](const Tensor& grad, Grads& g) {
     // x is read only for dweight and weight only for dx (each saved only then).
-    // dx = sum over taps of W^T dy (col2im);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
+    // dx = sum over taps of W^T dy (col2im; with stride 1 on the CPU a convolution of dy with the
+    // flipped weight);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
     prim::Conv2dGrads r = prim::conv2d_backward(x_saved.get(), w_saved.get(), grad, args, g.need(0), g.need(1), g.size() > 2 && g.need(2));
     if (g.need(0)) g.set(0, r.dx);
     if (g.need(1)) g.set(1, r.dweight);
@@ -122,19 +123,25 @@ Variable conv1d(const Variable& input, const Variable& weight, const Variable& b
 
 namespace {
 
-/// The Pool2dArgs of op for x (N, C, H, W) with PyTorch's checks (max_pool2d's message for the padding).
+/// The Pool2dArgs of op for x (N, C, H, W) with PyTorch's checks and output size rule: with ceil_mode
+/// the size rounds up, less one when the last window would start past the input and its left padding
+/// (PyTorch's pooling_output_shape), so every window reads at least one input element.
 Pool2dArgs pool_args(const char* op, const Shape& x, const std::vector<int64_t>& kernel_size,
-                     const std::vector<int64_t>& stride_in, const std::vector<int64_t>& padding, bool count_include_pad) {
+                     const std::vector<int64_t>& stride_in, const std::vector<int64_t>& padding,
+                     const std::vector<int64_t>& dilation, bool ceil_mode, bool count_include_pad) {
   const auto k = pair_of(op, "kernel_size", kernel_size);
   const auto s = stride_in.empty() ? k : pair_of(op, "stride", stride_in);
   const auto p = pair_of(op, "padding", padding);
+  const auto d = pair_of(op, "dilation", dilation);
   TG_CHECK(k.first > 0 && k.second > 0, ShapeError, op, ": kernel_size must be greater than zero, but got ",
            sizes2(k.first, k.second));
   TG_CHECK(s.first > 0 && s.second > 0, ShapeError, op, ": stride must be greater than zero, but got ",
            sizes2(s.first, s.second));
+  TG_CHECK(d.first > 0 && d.second > 0, ShapeError, op, ": dilation must be greater than zero, but got ",
+           sizes2(d.first, d.second));
   TG_CHECK(p.first >= 0 && p.second >= 0 && p.first <= k.first / 2 && p.second <= k.second / 2, ShapeError, op,
            ": pad should be at most half of effective kernel size, but got pad=", sizes2(p.first, p.second),
-           ", kernel_size=", sizes2(k.first, k.second), " and dilation=1");
+           ", kernel_size=", sizes2(k.first, k.second), " and dilation=", sizes2(d.first, d.second));
   Pool2dArgs a;
   a.P = x[0] * x[1];
   a.H = x[2];
@@ -145,15 +152,22 @@ Pool2dArgs pool_args(const char* op, const Shape& x, const std::vector<int64_t>&
   a.stride_w = s.second;
   a.pad_h = p.first;
   a.pad_w = p.second;
+  a.dil_h = d.first;
+  a.dil_w = d.second;
   a.count_include_pad = count_include_pad;
-  // floor division, so that a kernel larger than the padded input gives 0 (PyTorch's message)
-  auto out_size = [](int64_t n, int64_t k, int64_t s) { return n >= k ? (n - k) / s + 1 : (n - k - s + 1) / s + 1; };
-  a.OH = out_size(a.H + 2 * a.pad_h, a.KH, a.stride_h);
-  a.OW = out_size(a.W + 2 * a.pad_w, a.KW, a.stride_w);
-  TG_CHECK(a.H + 2 * a.pad_h >= a.KH && a.W + 2 * a.pad_w >= a.KW && a.OH >= 1 && a.OW >= 1, ShapeError, op,
-           ": Given input size: (", x[1], "x", x[2], "x", x[3], "). Calculated output size: (", x[1], "x",
-           std::max<int64_t>(0, a.OH), "x", std::max<int64_t>(0, a.OW), "). Output size is too small (kernel_size ",
-           sizes2(a.KH, a.KW), ", padding ", sizes2(a.pad_h, a.pad_w), ")");
+  // Division rounding toward -inf (a window larger than the padded input gives 0: PyTorch's message).
+  auto div_floor = [](int64_t num, int64_t den) { return num >= 0 ? num / den : -((-num + den - 1) / den); };
+  auto out_size = [ceil_mode, div_floor](int64_t size, int64_t kernel, int64_t pad, int64_t step, int64_t dil) {
+    int64_t o = div_floor(size + 2 * pad - dil * (kernel - 1) - 1 + (ceil_mode ? step - 1 : 0), step) + 1;
+    if (ceil_mode && (o - 1) * step >= size + pad) --o;   // the last window starts inside the input or left padding
+    return o;
+  };
+  a.OH = out_size(a.H, a.KH, a.pad_h, a.stride_h, a.dil_h);
+  a.OW = out_size(a.W, a.KW, a.pad_w, a.stride_w, a.dil_w);
+  TG_CHECK(a.OH >= 1 && a.OW >= 1, ShapeError, op, ": Given input size: (", x[1], "x", x[2], "x", x[3],
+           "). Calculated output size: (", x[1], "x", std::max<int64_t>(0, a.OH), "x", std::max<int64_t>(0, a.OW),
+           "). Output size is too small (kernel_size ", sizes2(a.KH, a.KW), ", padding ", sizes2(a.pad_h, a.pad_w),
+           ", dilation ", sizes2(a.dil_h, a.dil_w), ")");
   return a;
 }
 
@@ -165,11 +179,11 @@ void check_pool_rank(const char* op, const Variable& x) {
 }  // namespace
 
 Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding) {
+                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode) {
   check_pool_rank("max_pool2d", input);
   const bool batched = input.dim() == 4;
   const Variable x = batched ? input : unsqueeze(input, 0);
-  const Pool2dArgs a = pool_args("max_pool2d", x.shape(), kernel_size, stride, padding, true);
+  const Pool2dArgs a = pool_args("max_pool2d", x.shape(), kernel_size, stride, padding, dilation, ceil_mode, true);
   std::pair<Tensor, Tensor> r = prim::max_pool2d(x.data(), a);
   const Tensor indices = any_requires_grad({x}) ? r.second : Tensor();   // int64 positions, not visible to users
   const Shape x_shape = x.shape();
@@ -190,11 +204,11 @@ Variable avg_pool_node(const char* name, const Variable& x, const Pool2dArgs& a)
 }  // namespace
 
 Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding, bool count_include_pad) {
+                    const std::vector<int64_t>& padding, bool count_include_pad, bool ceil_mode) {
   check_pool_rank("avg_pool2d", input);
   const bool batched = input.dim() == 4;
   const Variable x = batched ? input : unsqueeze(input, 0);
-  const Pool2dArgs a = pool_args("avg_pool2d", x.shape(), kernel_size, stride, padding, count_include_pad);
+  const Pool2dArgs a = pool_args("avg_pool2d", x.shape(), kernel_size, stride, padding, {1}, ceil_mode, count_include_pad);
   const Variable y = avg_pool_node("avg_pool2d", x, a);
   return batched ? y : squeeze(y, 0);
 }

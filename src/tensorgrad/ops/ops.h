@@ -281,15 +281,21 @@ Variable conv2d(const Variable& input, const Variable& weight, const Variable& b
 Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), int64_t stride = 1,
                 int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 /// The maximum of each kernel_size window (torch.nn.functional.max_pool2d); stride defaults to
-/// kernel_size, padding (at most half the kernel) counts as -inf. NaN propagates. The gradient goes to
-/// the position of each maximum (indices saved by the forward).
+/// kernel_size, padding (at most half the kernel) counts as -inf, dilation spaces the window's taps.
+/// ceil_mode rounds the output size up, PyTorch's rule: OH = ceil((H + 2 padding - dilation (KH - 1)
+/// - 1) / stride) + 1, less one when the last window would start past the input and its left padding.
+/// NaN propagates. The gradient goes to the position of each maximum (indices saved by the forward).
 Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
-                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0});
+                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
+                    const std::vector<int64_t>& dilation = {1}, bool ceil_mode = false);
 /// The mean of each kernel_size window (torch.nn.functional.avg_pool2d); stride defaults to
-/// kernel_size; zero padding, counted in the divisor when count_include_pad.
+/// kernel_size; zero padding, counted in the divisor when count_include_pad. ceil_mode: the output
+/// size rule of max_pool2d; a window reaching past the padded input divides by the part inside it
+/// (as PyTorch). Note the order: PyTorch's ceil_mode comes before count_include_pad; here it comes
+/// last, so that calls written before it existed keep their meaning.
 Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
                     const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
-                    bool count_include_pad = true);
+                    bool count_include_pad = true, bool ceil_mode = false);
 /// Means over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_avg_pool2d):
 /// window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)).
 Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& output_size);
