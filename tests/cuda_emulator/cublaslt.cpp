@@ -205,12 +205,20 @@ void run(const Problem& p, T alpha, T beta, const T* A, const T* B, const T* C, 
   }
 }
 
-/// cublasLt*SetAttribute's documented check: a buffer of exactly the attribute's size.
+/// cublasLt*SetAttribute's documented check, a buffer of exactly the attribute's size, then `valid`
+/// on the value; *out is written only when both hold.
+template <class V, class Valid>
+bool read_attribute(const void* buf, std::size_t size, V* out, Valid valid) {
+  if (buf == nullptr || size != sizeof(V)) return false;
+  V v;
+  std::memcpy(&v, buf, sizeof(V));
+  if (!valid(v)) return false;
+  *out = v;
+  return true;
+}
 template <class V>
 bool read_attribute(const void* buf, std::size_t size, V* out) {
-  if (buf == nullptr || size != sizeof(V)) return false;
-  std::memcpy(out, buf, sizeof(V));
-  return true;
+  return read_attribute(buf, size, out, [](const V&) { return true; });
 }
 
 }  // namespace
@@ -262,10 +270,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, c
     case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE: ok = read_attribute(buf, sizeInBytes, reinterpret_cast<int32_t*>(&d.compute)); break;
     case CUBLASLT_MATMUL_DESC_SCALE_TYPE: ok = read_attribute(buf, sizeInBytes, reinterpret_cast<int32_t*>(&d.scale)); break;
     case CUBLASLT_MATMUL_DESC_POINTER_MODE: ok = read_attribute(buf, sizeInBytes, &d.pointer_mode); break;
-    case CUBLASLT_MATMUL_DESC_TRANSA: ok = read_attribute(buf, sizeInBytes, &d.transa) && valid_op(d.transa); break;
-    case CUBLASLT_MATMUL_DESC_TRANSB: ok = read_attribute(buf, sizeInBytes, &d.transb) && valid_op(d.transb); break;
-    case CUBLASLT_MATMUL_DESC_TRANSC: ok = read_attribute(buf, sizeInBytes, &d.transc) && valid_op(d.transc); break;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE: ok = read_attribute(buf, sizeInBytes, &d.epilogue) && known_epilogue(d.epilogue); break;
+    case CUBLASLT_MATMUL_DESC_TRANSA: ok = read_attribute(buf, sizeInBytes, &d.transa, valid_op); break;
+    case CUBLASLT_MATMUL_DESC_TRANSB: ok = read_attribute(buf, sizeInBytes, &d.transb, valid_op); break;
+    case CUBLASLT_MATMUL_DESC_TRANSC: ok = read_attribute(buf, sizeInBytes, &d.transc, valid_op); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: ok = read_attribute(buf, sizeInBytes, &d.epilogue, known_epilogue); break;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: ok = read_attribute(buf, sizeInBytes, &d.bias); break;
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: ok = read_attribute(buf, sizeInBytes, &d.bias_batch_stride); break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: ok = read_attribute(buf, sizeInBytes, &d.bias_type); break;
