@@ -10,10 +10,11 @@
 // input, on CUDA and on the CPU backend (the reference). In int64 the results must be equal exactly,
 // and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise the same
 // error class and message. The table also runs in float16 and bfloat16 (one case for both). Then
-// end-to-end training, the launch count of a training step, the fused SGD and Adam steps (one launch
-// per 24 parameters), Philox parity, determinism, the device error flag (raised by one synchronizing
-// thread), "cuda" as the current device, allocator statistics and pinned DataLoader batches. The
-// allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
+// end-to-end training, linear's bias folded into the GEMM (both paths against the CPU), the launch
+// count of a training step, the fused SGD and Adam steps (one launch per 24 parameters), Philox
+// parity, determinism, the device error flag (raised by one synchronizing thread), "cuda" as the
+// current device, allocator statistics and pinned DataLoader batches. The allocator's pool logic is
+// tested GPU-free in test_cuda_allocator.cpp.
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -637,7 +638,7 @@ TEST_CASE("cuda: without a usable GPU info explains why and CUDA tensors raise D
   CHECK_FALSE(tg::cuda::detail::is_pinned(x));
 }
 
-TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and where it was found") {
+TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS, cuBLASLt) and where it was found") {
   const std::string info = tg::cuda::info();
   MESSAGE(info);
   if (info.find("built without CUDA") != std::string::npos) {
@@ -647,10 +648,12 @@ TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and 
   CHECK(info.find("runtime: CUDA ") != std::string::npos);
   CHECK(info.find("\n  driver: ") != std::string::npos);
   CHECK(info.find("\n  cuBLAS: ") != std::string::npos);
+  CHECK(info.find("\n  cuBLASLt: ") != std::string::npos);
   if (info.find("driver: not found (libcuda.so.1") != std::string::npos)
     CHECK(info.find("CUDA: not available: no CUDA driver installed (libcuda.so.1") != std::string::npos);
   if (info.find("CUDA emulator") != std::string::npos) {   // -DTENSORGRAD_CUDA_EMULATE=ON: nothing is opened
     CHECK(info.find("cuBLAS: 13.0.0 (reference GEMM of the tensorgrad CUDA emulator") != std::string::npos);
+    CHECK(info.find("cuBLASLt: 13.0.0 (reference matmul of the tensorgrad CUDA emulator") != std::string::npos);
     return;
   }
   // With the toolkit on this machine, cuBLAS opens at run time and every entry point resolves
@@ -660,6 +663,12 @@ TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and 
     std::fclose(f);
     CHECK_MESSAGE(info.find("cuBLAS: 13.") != std::string::npos, "cuBLAS is installed but was not loaded");
     CHECK(info.find("libcublas.so.13)") != std::string::npos);
+  }
+  f = std::fopen("/usr/local/cuda/lib64/libcublasLt.so.13", "rb");   // cuBLASLt, opened the same way
+  if (f != nullptr) {
+    std::fclose(f);
+    CHECK_MESSAGE(info.find("cuBLASLt: 13.") != std::string::npos, "cuBLASLt is installed but was not loaded");
+    CHECK(info.find("libcublasLt.so.13)") != std::string::npos);
   }
 }
 
