@@ -10,10 +10,11 @@
 // input, on CUDA and on the CPU backend (the reference). In int64 the results must be equal exactly,
 // and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise the same
 // error class and message. The table also runs in float16 and bfloat16 (one case for both). Then
-// end-to-end training, the launch count of a training step, the fused SGD and Adam steps (one launch
-// per 24 parameters), Philox parity, determinism, the device error flag (raised by one synchronizing
-// thread), "cuda" as the current device, allocator statistics and pinned DataLoader batches. The
-// allocator's pool logic is tested GPU-free in test_cuda_allocator.cpp.
+// end-to-end training, linear's bias folded into the GEMM (both paths against the CPU), the launch
+// count of a training step, the fused SGD and Adam steps (one launch per 24 parameters), Philox
+// parity, determinism, the device error flag (raised by one synchronizing thread), "cuda" as the
+// current device, allocator statistics and pinned DataLoader batches. The allocator's pool logic is
+// tested GPU-free in test_cuda_allocator.cpp.
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -449,6 +450,12 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({"linear", "x (257, 33), W (17, 33), b (17)", {normal({257, 33}, 86, dt), normal({17, 33}, 87, dt), normal({17}, 88, dt)}, f, R});
     t.push_back({"linear", "batched rows (3, 257, 33)", {normal({3, 257, 33}, 89, dt), normal({17, 33}, 90, dt), normal({17}, 91, dt)}, f, R});
     t.push_back({"linear", "non-contiguous x", {transposed(257, 33, 92, dt), normal({17, 33}, 93, dt), normal({17}, 94, dt)}, f, R});
+    // Note [Bias folded into the GEMM]: the bias epilogue and the bias gradient's at batch 1, with a
+    // transposed weight, and without a bias (the plain GEMM).
+    t.push_back({"linear", "batch 1: x (1, 33)", {normal({1, 33}, 95, dt), normal({17, 33}, 96, dt), normal({17}, 97, dt)}, f, R});
+    t.push_back({"linear", "transposed x and W", {transposed(257, 33, 98, dt), transposed(17, 33, 99, dt), normal({17}, 193, dt)}, f, R});
+    t.push_back({"linear", "without bias", {normal({257, 33}, 194, dt), normal({17, 33}, 195, dt)},
+                 [](const std::vector<Variable>& in) { return tg::linear(in[0], in[1]); }, R});
   }
   // ---- shape ops: copies through the backend's strided copy, views read strided by the op after
   // them, gradients through sum_to and the views' backward
@@ -676,7 +683,7 @@ TEST_CASE("cuda: without a usable GPU info explains why and CUDA tensors raise D
   CHECK_FALSE(tg::cuda::detail::is_pinned(x));
 }
 
-TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and where it was found") {
+TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS, cuBLASLt) and where it was found") {
   const std::string info = tg::cuda::info();
   MESSAGE(info);
   if (info.find("built without CUDA") != std::string::npos) {
@@ -686,10 +693,12 @@ TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and 
   CHECK(info.find("runtime: CUDA ") != std::string::npos);
   CHECK(info.find("\n  driver: ") != std::string::npos);
   CHECK(info.find("\n  cuBLAS: ") != std::string::npos);
+  CHECK(info.find("\n  cuBLASLt: ") != std::string::npos);
   if (info.find("driver: not found (libcuda.so.1") != std::string::npos)
     CHECK(info.find("CUDA: not available: no CUDA driver installed (libcuda.so.1") != std::string::npos);
   if (info.find("CUDA emulator") != std::string::npos) {   // -DTENSORGRAD_CUDA_EMULATE=ON: nothing is opened
     CHECK(info.find("cuBLAS: 13.0.0 (reference GEMM of the tensorgrad CUDA emulator") != std::string::npos);
+    CHECK(info.find("cuBLASLt: 13.0.0 (reference matmul of the tensorgrad CUDA emulator") != std::string::npos);
     return;
   }
   // With the toolkit on this machine, cuBLAS opens at run time and every entry point resolves
@@ -699,6 +708,12 @@ TEST_CASE("cuda: info names each piece CUDA needs (runtime, driver, cuBLAS) and 
     std::fclose(f);
     CHECK_MESSAGE(info.find("cuBLAS: 13.") != std::string::npos, "cuBLAS is installed but was not loaded");
     CHECK(info.find("libcublas.so.13)") != std::string::npos);
+  }
+  f = std::fopen("/usr/local/cuda/lib64/libcublasLt.so.13", "rb");   // cuBLASLt, opened the same way
+  if (f != nullptr) {
+    std::fclose(f);
+    CHECK_MESSAGE(info.find("cuBLASLt: 13.") != std::string::npos, "cuBLASLt is installed but was not loaded");
+    CHECK(info.find("libcublasLt.so.13)") != std::string::npos);
   }
 }
 
@@ -1177,32 +1192,150 @@ TEST_CASE("cuda: threads synchronizing one device see a recorded kernel error ex
   }
 }
 
-TEST_CASE("cuda: one training step of the API.md MLP queues at most 15 launches") {
+namespace {
+/// The launches one SGD training step of the API.md MLP queues at `batch` (the third step: the first
+/// creates the momentum buffers).
+uint64_t mlp_step_launches(int64_t batch, bool momentum) {
+  tg::manual_seed(0);
+  Net model;
+  model.to(kGpu);
+  const Variable inputs = tg::randn({batch, 784}).to(kGpu), targets = tg::randint(0, 10, {batch}).to(kGpu);
+  tg::nn::CrossEntropyLoss criterion;
+  tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.01).momentum(momentum ? 0.9 : 0.0));
+  Variable loss;
+  auto step = [&] {
+    opt.zero_grad();
+    loss = criterion(model(inputs), targets);
+    loss.backward();
+    opt.step();
+  };
+  step();
+  step();
+  tg::cuda::synchronize();
+  const uint64_t before = tg::cuda::detail::launch_count();
+  step();
+  const uint64_t launches = tg::cuda::detail::launch_count() - before;
+  CHECK(std::isfinite(loss.item()));
+  return launches;
+}
+
+/// Restores the GEMM epilogue setting (tg::cuda::detail::set_gemm_epilogues) when a case ends.
+struct EpiloguesSetting {
+  bool previous;
+  explicit EpiloguesSetting(bool on) : previous(tg::cuda::detail::set_gemm_epilogues(on)) {}
+  ~EpiloguesSetting() { tg::cuda::detail::set_gemm_epilogues(previous); }
+};
+
+/// Whether the CUDA backend runs on the CUDA emulator, whose cuBLASLt folds every float32 and float64
+/// bias (a GPU's may refuse a configuration: Note [cuBLASLt epilogues]).
+bool on_emulator() { return tg::cuda::info().find("CUDA emulator") != std::string::npos; }
+}  // namespace
+
+// Per step: forward fc1 and fc2 (a GEMM each, with their bias folded in), relu, the cross-entropy
+// (one launch with its mean); backward the cross-entropy, fc2's weight gradient with its bias gradient
+// folded in, fc2's input gradient, relu's, fc1's weight gradient with its bias gradient folded in; one
+// fused SGD launch. Without the epilogues each bias is a launch of its own forward, and each bias
+// gradient a column sum: one launch at batch 64, two (the split column sum's second pass) at 1024.
+TEST_CASE("cuda: one training step of the API.md MLP queues 11 launches at batch 64 and 1024 (15 and 17 unfolded)") {
   TG_NEED_CUDA();
   for (bool momentum : {false, true}) {
     CAPTURE(momentum);
-    tg::manual_seed(0);
-    Net model;
-    model.to(kGpu);
-    const Variable inputs = tg::randn({64, 784}).to(kGpu), targets = tg::randint(0, 10, {64}).to(kGpu);
-    tg::nn::CrossEntropyLoss criterion;
-    tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.01).momentum(momentum ? 0.9 : 0.0));
-    auto step = [&] {
-      opt.zero_grad();
-      Variable loss = criterion(model(inputs), targets);
-      loss.backward();
-      opt.step();
-      return loss;
-    };
-    step();   // the first step creates the momentum buffers
-    step();
-    tg::cuda::synchronize();
-    const uint64_t before = tg::cuda::detail::launch_count();
-    const Variable loss = step();
-    const uint64_t launches = tg::cuda::detail::launch_count() - before;
-    MESSAGE("MLP step (batch 64, SGD momentum " << (momentum ? 0.9 : 0.0) << "): " << launches << " launches");
-    CHECK(launches <= 15);
-    CHECK(std::isfinite(loss.item()));
+    for (int64_t batch : {64, 1024}) {
+      CAPTURE(batch);
+      uint64_t folded = 0, unfolded = 0;
+      {
+        EpiloguesSetting on(true);
+        folded = mlp_step_launches(batch, momentum);
+      }
+      {
+        EpiloguesSetting off(false);
+        unfolded = mlp_step_launches(batch, momentum);
+      }
+      MESSAGE("MLP step (batch " << batch << ", SGD momentum " << (momentum ? 0.9 : 0.0) << "): " << folded
+                                 << " launches with the bias folded into the GEMMs, " << unfolded << " without");
+      CHECK(folded == 11);
+      CHECK(unfolded == (batch == 64 ? 15u : 17u));
+    }
+  }
+}
+
+// Note [Bias folded into the GEMM]: linear's forward with its bias, and its weight gradient with the
+// bias gradient, are one cuBLASLt launch each; with the epilogues off (as without cuBLASLt) the same
+// results come from the cuBLAS GEMM and a bias pass. Both paths against the CPU, in every floating
+// dtype, at batch 1 and with a tall input (the column sum's two passes), for each layout of x and W.
+TEST_CASE("cuda: linear folds its bias and bias gradient into the GEMM, matching the CPU and the unfolded path") {
+  TG_NEED_CUDA();
+  const bool emulated = on_emulator();
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64, tg::kFloat16, tg::kBFloat16}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    const Tolerance tol = tolerance(dt, Tol::Reduction);
+    for (int64_t rows : {1, 7, 1500}) {
+      CAPTURE(rows);
+      for (int layout = 0; layout < 4; ++layout) {
+        const bool x_t = (layout & 1) != 0, w_t = (layout & 2) != 0;   // stored transposed, used as a view
+        CAPTURE(x_t);
+        CAPTURE(w_t);
+        for (bool with_bias : {true, false}) {
+          CAPTURE(with_bias);
+          const uint64_t seed = 1000 + 10 * static_cast<uint64_t>(rows) + static_cast<uint64_t>(layout);
+          const Input x = x_t ? transposed(rows, 33, seed, dt) : normal({rows, 33}, seed, dt);
+          const Input w = w_t ? transposed(17, 33, seed + 1, dt) : normal({17, 33}, seed + 1, dt);
+          const Input b = normal({17}, seed + 2, dt);
+          const Tensor up = randn_t({rows, 17}, seed + 3, dt);   // the upstream gradient
+          struct Result {
+            Variable y, dx, dw, db;
+            uint64_t forward = 0, backward = 0;
+          };
+          auto run = [&](Device d) {
+            Result r;
+            Variable xv = x.on(d), wv = w.on(d), bv = with_bias ? b.on(d) : Variable();
+            const Variable upv(up.to(d));
+            tg::cuda::synchronize();
+            uint64_t before = tg::cuda::detail::launch_count();
+            r.y = tg::linear(xv, wv, bv);
+            r.forward = tg::cuda::detail::launch_count() - before;
+            const Variable loss = tg::sum(r.y * upv);
+            tg::cuda::synchronize();
+            before = tg::cuda::detail::launch_count();
+            loss.backward();
+            r.backward = tg::cuda::detail::launch_count() - before;
+            r.dx = xv.grad();
+            r.dw = wv.grad();
+            if (with_bias) r.db = bv.grad();
+            return r;
+          };
+          const Result cpu = run(kCpu);
+          Result folded, unfolded;
+          {
+            EpiloguesSetting on(true);
+            folded = run(kGpu);
+          }
+          {
+            EpiloguesSetting off(false);
+            unfolded = run(kGpu);
+          }
+          for (const Result* r : {&folded, &unfolded}) {
+            check_same(r->y, cpu.y, tol.rtol, tol.atol);
+            check_same(r->dx, cpu.dx, tol.rtol, tol.atol);
+            check_same(r->dw, cpu.dw, tol.rtol, tol.atol);
+            if (with_bias) check_same(r->db, cpu.db, tol.rtol, tol.atol);
+          }
+          if (!with_bias) {   // nothing to fold: the same launches either way
+            CHECK(folded.forward == unfolded.forward);
+            CHECK(folded.backward == unfolded.backward);
+          } else if (dt == tg::kFloat32 || (dt == tg::kFloat64 && emulated)) {
+            // One launch forward instead of two; backward, the bias gradient's pass disappears.
+            CHECK(folded.forward == 1);
+            CHECK(unfolded.forward == 2);
+            CHECK(folded.backward < unfolded.backward);
+          } else {
+            CHECK(folded.forward <= unfolded.forward);
+            CHECK(folded.backward <= unfolded.backward);
+          }
+        }
+      }
+    }
   }
 }
 

@@ -3,7 +3,8 @@
 # builds BUILD_DIR with -DTENSORGRAD_CUDA_EMULATE=ON, runs the whole CUDA suite (tensorgrad_tests
 # -tc='cuda*' with TG_REQUIRE_CUDA=1, and the emulator's self-tests) with 2 emulated devices in immediate
 # and in deferred stream mode, then requires each planted bug to fail the suite: a missing __syncthreads
-# in the block reduction and a pinned host buffer reused before its asynchronous copy ran. With "asan",
+# in the block reduction, a pinned host buffer reused before its asynchronous copy ran, and a bias
+# pointer one element off in cuBLASLt's bias epilogues (linear's folded bias). With "asan",
 # also builds BUILD_DIR-asan with clang and address,undefined and runs the suite in both modes with the
 # passthrough allocator (exact block sizes), plus a planted out-of-bounds device read that ASan must
 # report. One verdict line per stage; the exit status is 0 only when every stage passed.
@@ -82,6 +83,8 @@ if build_tree "$build" -DCMAKE_BUILD_TYPE=Release; then
     TG_CUDA_EMULATE_CANARY="no-barrier:kernels.cuh:$barrier_line"
   canary "canary: pinned buffer reused before its copy ran (deferred)" "$build" 'cuda: pinned*' \
     TG_CUDA_EMULATE_MODE=deferred TG_CUDA_EMULATE_CANARY=early-host-reuse
+  canary "canary: cuBLASLt's bias read and bias gradient written one element off" "$build" 'cuda*linear*' \
+    TG_CUDA_EMULATE_CANARY=wrong-bias-pointer
 else
   verdict "build ($build)" FAIL "see $log_dir/build.log"
   tail -30 "$log_dir/configure.log" "$log_dir/build.log" >&2

@@ -3,9 +3,9 @@
 # machine without the CUDA toolkit. Installs BUILD_DIR, then, in a private mount namespace where the
 # toolkit's folder is an empty tmpfs, configures, builds and runs tests/consumer against the install:
 # the package must configure and link, the binary must start and fall back to the CPU, `ldd` must list
-# no CUDA library, tg::cuda::info() must name the missing pieces, and init_process_group("nccl") must
-# say that there is no GPU and no libnccl.so.2. Needs root (unshare -m); exits
-# 77 (CTest: skipped) without it, unless CI is set, where a skip would hide the check.
+# no CUDA library, tg::cuda::info() must name the missing pieces (driver, cuBLAS, cuBLASLt), and
+# init_process_group("nccl") must say that there is no GPU and no libnccl.so.2. Needs root (unshare -m);
+# exits 77 (CTest: skipped) without it, unless CI is set, where a skip would hide the check.
 set -euo pipefail
 build=$1 src=$2 work=$3
 if ! unshare -m true 2>/dev/null; then
@@ -34,6 +34,7 @@ unshare -m bash -euo pipefail -c '
   echo "$out" | grep -q "cuda available: 0 -> ok" || { echo "hidden_cuda: no CPU fallback" >&2; exit 1; }
   echo "$out" | grep -q "driver: not found (libcuda.so.1" || { echo "hidden_cuda: info() does not name the driver" >&2; exit 1; }
   echo "$out" | grep -q "cuBLAS: not found (libcublas.so" || { echo "hidden_cuda: info() does not name cuBLAS" >&2; exit 1; }
+  echo "$out" | grep -q "cuBLASLt: not found (libcublasLt.so" || { echo "hidden_cuda: info() does not name cuBLASLt" >&2; exit 1; }
   out=$("$TG_WORK/build/consumer" --nccl)
   echo "$out"
   echo "$out" | grep -q "nccl available: 0" || { echo "hidden_cuda: nccl said to be available" >&2; exit 1; }

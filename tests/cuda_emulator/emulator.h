@@ -1,5 +1,6 @@
-// tests/cuda_emulator/emulator.h: what the emulator's cuBLAS (cublas.cpp) needs from its runtime
-// (runtime.cpp): the one lock, streams, the current device, device-memory range checks and reports.
+// tests/cuda_emulator/emulator.h: what the emulator's cuBLAS and cuBLASLt (cublas.cpp, cublaslt.cpp)
+// need from its runtime (runtime.cpp): the one lock, streams, the current device, device-memory range
+// checks, reports and the planted bugs of Note [Emulator settings].
 // Internal to tests/cuda_emulator/.
 #pragma once
 #include <cstddef>
@@ -25,5 +26,8 @@ bool in_device_memory(const void* p, std::size_t bytes, int device);
 void report(const std::string& what);
 /// With TG_CUDA_EMULATE_TRACE=1, one line on stderr per unit of stream work (a kernel, a GEMM).
 void trace(const std::string& what);
+/// TG_CUDA_EMULATE_CANARY=wrong-bias-pointer: cublasLtMatmul reads and writes its bias vector one
+/// element off (Note [Emulator settings]).
+bool wrong_bias_pointer();
 
 }  // namespace tg_emu

@@ -77,7 +77,10 @@ constexpr std::size_t kSharedMemPerBlock = 48 * 1024;
 //   no-barrier:FILE:LINE   the __syncthreads() at that line of a file whose path ends in FILE does
 //                          nothing (a missing barrier);
 //   early-host-reuse       cudaEventQuery reports every event complete, so the pinned host allocator
-//                          hands out a buffer whose asynchronous copy has not run yet.
+//                          hands out a buffer whose asynchronous copy has not run yet;
+//   wrong-bias-pointer     cublasLtMatmul (cublaslt.cpp) reads the bias of CUBLASLT_EPILOGUE_BIAS and
+//                          writes the gradient of BGRADA/BGRADB one element off, wrapping around
+//                          inside the vector, as a bias pointer one element off would.
 struct Config {
   int devices = 2;
   bool deferred = false;
@@ -85,6 +88,7 @@ struct Config {
   std::string no_barrier_file;
   int no_barrier_line = 0;
   bool early_host_reuse = false;
+  bool wrong_bias_pointer = false;
   bool trace = false;   // TG_CUDA_EMULATE_TRACE=1: every kernel launch printed to stderr
 };
 
@@ -120,11 +124,13 @@ Config read_config() {
     const std::size_t colon = canary.rfind(':');
     if (canary == "early-host-reuse") {
       c.early_host_reuse = true;
+    } else if (canary == "wrong-bias-pointer") {
+      c.wrong_bias_pointer = true;
     } else if (canary.compare(0, prefix.size(), prefix) == 0 && colon > prefix.size()) {
       c.no_barrier_file = canary.substr(prefix.size(), colon - prefix.size());
       c.no_barrier_line = std::atoi(canary.c_str() + colon + 1);
     } else {
-      fatal("TG_CUDA_EMULATE_CANARY=" + canary + ": expected no-barrier:FILE:LINE or early-host-reuse");
+      fatal("TG_CUDA_EMULATE_CANARY=" + canary + ": expected no-barrier:FILE:LINE, early-host-reuse or wrong-bias-pointer");
     }
   }
   return c;
@@ -535,6 +541,7 @@ void trace(const std::string& what) {
   if (config().trace) std::fprintf(stderr, "tensorgrad CUDA emulator: %s\n", what.c_str());
 }
 int current_device() { return t_device; }
+bool wrong_bias_pointer() { return config().wrong_bias_pointer; }
 
 CUstream_st* stream_of(cudaStream_t stream) {
   if (stream == nullptr) return default_stream(t_device);

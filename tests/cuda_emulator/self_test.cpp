@@ -1,10 +1,12 @@
 // tests/cuda_emulator/self_test.cpp: the CUDA emulator's own checks, with kernels compiled against its
 // stand-in headers and launched through TG_LAUNCH: grids, launch limits, barriers and shuffles, broken
-// barriers, range-checked copies, device/stream mismatches, deferred streams, and cuBLAS's argument
-// validation and reference GEMM. Built only with -DTENSORGRAD_CUDA_EMULATE=ON; run in both stream
+// barriers, range-checked copies, device/stream mismatches, deferred streams, cuBLAS's argument
+// validation and reference GEMM, and cuBLASLt's descriptor validation and reference matmul with its
+// bias epilogues. Built only with -DTENSORGRAD_CUDA_EMULATE=ON; run in both stream
 // modes by tools/cuda_emulator_check.sh. TG_CUDA_EMULATE_PLANT=out-of-bounds adds the negative control
 // of its ASan stage.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
@@ -263,6 +265,158 @@ TEST_CASE("emulator cuBLAS: the reference GEMM computes alpha op(A) op(B) + beta
   // C += B^T A^T = (A B)^T = [[11 14] [4 6]].
   REQUIRE(cublasDgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_T, 2, 2, 3, &one, B.p, 3, A.p, 2, &one, C.p, 2) == CUBLAS_STATUS_SUCCESS);
   CHECK(C.read() == std::vector<double>{33, 32, 22, 18});
+}
+
+namespace {
+/// One cuBLASLt problem's descriptors, destroyed at the end of a case.
+struct LtProblem {
+  cublasLtHandle_t h = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  /// D (m x n) = op(A) op(B), float or double, column-major, op(A) = A^T when trans_a.
+  LtProblem(cudaDataType_t type, int m, int n, int k, bool trans_a) {
+    REQUIRE(cublasLtCreate(&h) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatmulDescCreate(&desc, type == CUDA_R_64F ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, type) ==
+            CUBLAS_STATUS_SUCCESS);
+    const int32_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&a, type, trans_a ? k : m, trans_a ? m : k, trans_a ? k : m) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&b, type, k, n, k) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatrixLayoutCreate(&c, type, m, n, m) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+  }
+  ~LtProblem() {
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatmulDescDestroy(desc);
+  }
+  void epilogue(cublasLtEpilogue_t e, void* vector) {
+    const uint32_t v = e;
+    REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &v, sizeof(v)) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof(vector)) ==
+            CUBLAS_STATUS_SUCCESS);
+  }
+  cublasStatus_t heuristic(cublasLtMatmulHeuristicResult_t* r, int* found) {
+    return cublasLtMatmulAlgoGetHeuristic(h, desc, a, b, c, c, pref, 1, r, found);
+  }
+};
+}  // namespace
+
+TEST_CASE("emulator cuBLASLt: descriptors and attributes are validated as cuBLASLt documents") {
+  DeviceBuffer<float> A(6), B(6), D(4), bias(2);
+  const float one = 1, zero = 0;
+  LtProblem p(CUDA_R_32F, 2, 2, 3, false);   // D (2x2) = A (2x3) B (3x2)
+  // An attribute's buffer must have the attribute's size; values must be valid.
+  const int64_t wide = CUBLAS_OP_T;
+  CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &wide, sizeof(wide)) == CUBLAS_STATUS_INVALID_VALUE);
+  const int32_t bad_op = 3;
+  CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &bad_op, sizeof(bad_op)) == CUBLAS_STATUS_INVALID_VALUE);
+  const uint32_t bad_epilogue = 3;
+  CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bad_epilogue, 4) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, nullptr, sizeof(void*)) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  const uint32_t small = 64;
+  CHECK(cublasLtMatmulPreferenceSetAttribute(p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &small, sizeof(small)) ==
+        CUBLAS_STATUS_INVALID_VALUE);   // uint64_t
+  cublasLtMatmulHeuristicResult_t r{};
+  int found = 0;
+  REQUIRE(p.heuristic(&r, &found) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(found == 1);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_SUCCESS);
+  // The layouts must make a product: A as (3x2) with op N does not multiply B (3x2).
+  cublasLtMatrixLayout_t wrong = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&wrong, CUDA_R_32F, 3, 2, 3) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, wrong, B.p, p.b, &zero, D.p, p.c, D.p, p.c, nullptr, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  cublasLtMatrixLayoutDestroy(wrong);
+  // A destroyed layout is reported, not read.
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, wrong, B.p, p.b, &zero, D.p, p.c, D.p, p.c, nullptr, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  // A leading dimension below the rows.
+  cublasLtMatrixLayout_t short_ld = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&short_ld, CUDA_R_32F, 2, 3, 1) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, short_ld, B.p, p.b, &zero, D.p, p.c, D.p, p.c, nullptr, nullptr, 0,
+                       nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+  cublasLtMatrixLayoutDestroy(short_ld);
+  // An algo for another problem.
+  cublasLtMatmulHeuristicResult_t other = r;
+  other.algo.data[1] ^= 1;
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &other.algo, nullptr, 0,
+                       nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+  // Mixed types and an epilogue the emulator has no kernel for: NOT_SUPPORTED, as cuBLASLt answers.
+  cublasLtMatrixLayout_t dbl = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&dbl, CUDA_R_64F, 2, 3, 2) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulAlgoGetHeuristic(p.h, p.desc, dbl, p.b, p.c, p.c, p.pref, 1, &r, &found) == CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasLtMatrixLayoutDestroy(dbl);
+  const uint32_t relu = CUBLASLT_EPILOGUE_RELU;
+  REQUIRE(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, sizeof(relu)) == CUBLAS_STATUS_SUCCESS);
+  CHECK(p.heuristic(&r, &found) == CUBLAS_STATUS_NOT_SUPPORTED);
+  // The bias epilogue needs a bias pointer, in device memory, long enough for D's rows.
+  p.epilogue(CUBLASLT_EPILOGUE_BIAS, nullptr);
+  REQUIRE(p.heuristic(&r, &found) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  std::vector<float> host_bias(2);
+  p.epilogue(CUBLASLT_EPILOGUE_BIAS, host_bias.data());
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_EXECUTION_FAILED);
+  p.epilogue(CUBLASLT_EPILOGUE_BIAS, bias.p + 1);   // one element short
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_EXECUTION_FAILED);
+  p.epilogue(CUBLASLT_EPILOGUE_BIAS, bias.p);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_SUCCESS);
+  // A workspace must be device memory.
+  std::vector<char> host(64);
+  CHECK(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, host.data(), 64,
+                       nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("emulator cuBLASLt: the reference matmul adds the bias and writes the bias gradients") {
+  const std::vector<double> a{1, 2, 3, 4, 5, 6};   // column-major 2x3: [[1 3 5] [2 4 6]]
+  const std::vector<double> b{1, 0, 2, 1, 1, 0};   // column-major 3x2: [[1 1] [0 1] [2 0]]
+  DeviceBuffer<double> A(6), B(6), D(4), v(2);
+  REQUIRE(cudaMemcpy(A.p, a.data(), 48, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(B.p, b.data(), 48, cudaMemcpyHostToDevice) == cudaSuccess);
+  const std::vector<double> bias{10, 20};
+  REQUIRE(cudaMemcpy(v.p, bias.data(), 16, cudaMemcpyHostToDevice) == cudaSuccess);
+  const double one = 1, zero = 0;
+  LtProblem p(CUDA_R_64F, 2, 2, 3, false);
+  cublasLtMatmulHeuristicResult_t r{};
+  int found = 0;
+  auto matmul = [&] {
+    REQUIRE(p.heuristic(&r, &found) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasLtMatmul(p.h, p.desc, &one, A.p, p.a, B.p, p.b, &zero, D.p, p.c, D.p, p.c, &r.algo, nullptr, 0,
+                           nullptr) == CUBLAS_STATUS_SUCCESS);
+  };
+  // A B = [[11 4] [14 6]]; BIAS adds bias[i] to row i.
+  p.epilogue(CUBLASLT_EPILOGUE_BIAS, v.p);
+  matmul();
+  CHECK(D.read() == std::vector<double>{21, 34, 14, 26});
+  CHECK(v.read() == bias);   // read only
+  // BGRADA: the sums of A's rows over k, [9 12]; BGRADB: the sums of B's columns over k, [3 2].
+  p.epilogue(CUBLASLT_EPILOGUE_BGRADA, v.p);
+  matmul();
+  CHECK(D.read() == std::vector<double>{11, 14, 4, 6});
+  CHECK(v.read() == std::vector<double>{9, 12});
+  p.epilogue(CUBLASLT_EPILOGUE_BGRADB, v.p);
+  matmul();
+  CHECK(v.read() == std::vector<double>{3, 2});
+  // With A stored transposed (3x2, op T) the sums are of op(A): the same [9 12].
+  const std::vector<double> at{1, 3, 5, 2, 4, 6};
+  REQUIRE(cudaMemcpy(A.p, at.data(), 48, cudaMemcpyHostToDevice) == cudaSuccess);
+  LtProblem q(CUDA_R_64F, 2, 2, 3, true);
+  q.epilogue(CUBLASLT_EPILOGUE_BGRADA, v.p);
+  REQUIRE(q.heuristic(&r, &found) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatmul(q.h, q.desc, &one, A.p, q.a, B.p, q.b, &zero, D.p, q.c, D.p, q.c, &r.algo, nullptr, 0,
+                         nullptr) == CUBLAS_STATUS_SUCCESS);
+  CHECK(D.read() == std::vector<double>{11, 14, 4, 6});
+  CHECK(v.read() == std::vector<double>{9, 12});
 }
 
 TEST_CASE("emulator: planted out-of-bounds read of device memory (TG_CUDA_EMULATE_PLANT=out-of-bounds)") {

@@ -3,9 +3,13 @@
 // operands swap, the flags stay (EXAMPLES.md E5). Batches use the strided-batched call; a repeated
 // matrix (batch stride 0) is folded into one larger GEMM when it can be, else looped. The handle is
 // the device context's, bound to its stream (cuda/runtime.cu); cuBLAS itself is opened at run time
-// (Note [CUDA at run time], cuda/libraries.cpp). The CPU twin is in engine/cpu_backend.cpp.
+// (Note [CUDA at run time], cuda/libraries.cpp). The GEMMs with a bias epilogue go through cuBLASLt
+// (Note [cuBLASLt epilogues]). The CPU twin is in engine/cpu_backend.cpp.
+#include <atomic>
 #include <climits>
+#include <cstdint>
 
+#include "tensorgrad/cuda/cuda.h"
 #include "tensorgrad/cuda/detail/context.cuh"
 #include "tensorgrad/cuda/detail/launch.cuh"
 #include "tensorgrad/cuda/detail/libraries.h"
@@ -84,6 +88,106 @@ void CudaBackend::gemm(const GemmArgs& g) {
     }
   });
 }
+
+// Note [cuBLASLt epilogues]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// CUDA's side of Note [Bias folded into the GEMM] (engine/prim.cpp): cuBLASLt's epilogues fold the
+// bias pass into the GEMM's own launch. With the operands swapped for column-major (this file's
+// header), D (m = N, n = M) = op(A_lt) op(B_lt) where A_lt is our B and B_lt our A, so:
+// - CUBLASLT_EPILOGUE_BIAS adds a vector of D's m rows to every column: a vector of length N added to
+//   every row of our row-major C (GemmEpilogue::bias, linear's forward);
+// - CUBLASLT_EPILOGUE_BGRADB writes the sums of op(B_lt) over k, one per column of D: the row sums of
+//   our op(A), length M (GemmEpilogue::row_sums; linear's backward has op(A) = g^T, so they are db).
+// CudaBackend::gemm_epilogue() asks cuBLASLt's heuristic for an algorithm and returns false, having
+// queued nothing, so that the caller (prim::addmm, prim::matmul_row_sums) runs the cuBLAS GEMM and
+// its own bias pass instead, when: cuBLASLt could not be loaded (tg::cuda::info() says so); the
+// epilogues are switched off (tg::cuda::detail::set_gemm_epilogues, which the tests use to compare the
+// two paths); the heuristic has no algorithm for the dtype, layouts, alignment or epilogue
+// (CUBLAS_STATUS_NOT_SUPPORTED or no result) or cublasLtMatmul answers NOT_SUPPORTED; or the GEMM is
+// one prim never folds (batched, accumulating, K = 0). Any other status is an error, as for cuBLAS.
+// float32 computes in float32 (CUBLAS_COMPUTE_32F: no TF32, as the cuBLAS path) and float64 in
+// float64; float16 and bfloat16 come here as float32 (Note [Low precision through float32]). The
+// descriptors are made per call, as PyTorch's cuBLASLt path does; the heuristic's answer is not
+// cached. cuBLASLt shares the cuBLAS handle's workspace, both being queued on the one stream.
+namespace {
+
+std::atomic<bool> g_gemm_epilogues{true};
+
+/// The descriptors of one cublasLtMatmul call, destroyed when it has been queued (cuBLASLt reads them
+/// at the call, not when the work runs).
+struct LtCall {
+  const CublasLtApi& api;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  explicit LtCall(const CublasLtApi& lt) : api(lt) {}
+  LtCall(const LtCall&) = delete;
+  LtCall& operator=(const LtCall&) = delete;
+  ~LtCall() {
+    if (preference != nullptr) api.preference_destroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l != nullptr) api.layout_destroy(l);
+    if (desc != nullptr) api.desc_destroy(desc);
+  }
+  template <class V>
+  void set(cublasLtMatmulDescAttributes_t attr, const V& value) {
+    TG_CUBLAS_CHECK(api.desc_set(desc, attr, &value, sizeof(value)));
+  }
+};
+
+}  // namespace
+
+bool CudaBackend::gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) {
+  if (!g_gemm_epilogues.load(std::memory_order_relaxed)) return false;
+  if ((e.bias == nullptr) == (e.row_sums == nullptr)) return false;   // one epilogue per call
+  if (g.batch != 1 || g.beta != 0 || g.M == 0 || g.N == 0 || g.K == 0) return false;
+  if (g.dtype != kFloat32 && g.dtype != kFloat64) return false;
+  const CublasLtApi* api = cublaslt();
+  if (api == nullptr) return false;
+  DeviceGuard guard(ctx_.device());
+  cublasLtHandle_t h = ctx_.blas_lt();
+  if (h == nullptr) return false;
+  const bool f64 = g.dtype == kFloat64;
+  const cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  // Column-major and swapped: D (m, n) = op(A_lt) (m, k) op(B_lt) (k, n) with A_lt = our B, B_lt = our A.
+  const uint64_t m = static_cast<uint64_t>(g.N), n = static_cast<uint64_t>(g.M), k = static_cast<uint64_t>(g.K);
+  const int32_t ta = op_of(g.trans_b), tb = op_of(g.trans_a);
+  LtCall call(*api);
+  TG_CUBLAS_CHECK(api->desc_create(&call.desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, type));
+  call.set(CUBLASLT_MATMUL_DESC_TRANSA, ta);
+  call.set(CUBLASLT_MATMUL_DESC_TRANSB, tb);
+  const uint32_t epilogue = e.bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
+  call.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+  void* vector = e.bias != nullptr ? const_cast<void*>(e.bias) : e.row_sums;
+  call.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, vector);
+  // Stored shapes, column-major: a matrix used transposed is stored (cols, rows) of its op.
+  TG_CUBLAS_CHECK(api->layout_create(&call.a, type, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, g.ldb));
+  TG_CUBLAS_CHECK(api->layout_create(&call.b, type, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k, g.lda));
+  TG_CUBLAS_CHECK(api->layout_create(&call.c, type, m, n, g.ldc));
+  void* workspace = ctx_.blas_workspace();
+  const uint64_t workspace_bytes = ctx_.blas_workspace_bytes();
+  TG_CUBLAS_CHECK(api->preference_create(&call.preference));
+  TG_CUBLAS_CHECK(api->preference_set(call.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                      sizeof(workspace_bytes)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t hs = api->heuristic(h, call.desc, call.a, call.b, call.c, call.c, call.preference, 1, &result, &found);
+  if (hs == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  TG_CUBLAS_CHECK(hs);
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) return false;
+  const double one = 1, zero = 0;
+  const float one_f = 1, zero_f = 0;
+  const void* alpha = f64 ? static_cast<const void*>(&one) : static_cast<const void*>(&one_f);
+  const void* beta = f64 ? static_cast<const void*>(&zero) : static_cast<const void*>(&zero_f);
+  const cublasStatus_t st = api->matmul(h, call.desc, alpha, g.b, call.a, g.a, call.b, beta, g.c, call.c, g.c, call.c,
+                                        &result.algo, workspace, workspace_bytes, ctx_.stream());
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  TG_CUBLAS_CHECK(st);
+  count_launch();   // one cuBLASLt call (it may run more than one kernel)
+  return true;
+}
+
+bool set_gemm_epilogues(bool enabled) noexcept { return g_gemm_epilogues.exchange(enabled); }
 
 }  // namespace detail
 }  // namespace cuda

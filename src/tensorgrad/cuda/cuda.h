@@ -69,6 +69,10 @@ bool is_pinned(const Tensor& t) noexcept;
 /// and threads together: kernel launches, cuBLAS calls and stream memsets/copies. The launch-count
 /// test of a training step and tools/gpu_probe read its difference across a step.
 uint64_t launch_count() noexcept;
+/// Whether linear may fold its bias into the GEMM on CUDA (cuBLASLt's bias epilogues, default on):
+/// with false every GEMM takes the cuBLAS path and the bias its own launch, as without cuBLASLt. Returns
+/// the previous setting; the tests use it to run both paths. A no-op returning false without CUDA.
+bool set_gemm_epilogues(bool enabled) noexcept;
 }  // namespace detail
 
 }  // namespace cuda

@@ -1,6 +1,6 @@
-// cuda/libraries.cpp: opens the CUDA libraries at run time (dlopen) and resolves cuBLAS's entry
-// points into one table (cuda/detail/libraries.h); in the CUDA emulator build the table points at the
-// emulator's cuBLAS instead (tests/cuda_emulator/). NCCL is opened the same way (cuda/detail/loader.h)
+// cuda/libraries.cpp: opens the CUDA libraries at run time (dlopen) and resolves cuBLAS's and
+// cuBLASLt's entry points into one table each (cuda/detail/libraries.h); in the CUDA emulator build
+// the tables point at the emulator's cuBLAS and cuBLASLt instead (tests/cuda_emulator/). NCCL is opened the same way (cuda/detail/loader.h)
 // by cuda/nccl.cpp. Host C++ (g++). The runtime API and the kernels
 // are in cuda/runtime.cu and the other .cu files; the calls through the table are in cuda/blas.cpp
 // and cuda/runtime.cu.
@@ -35,6 +35,9 @@ namespace detail {
 //   157 MB of resident memory at start-up, is opened here with dlopen when the availability probe finds a device,
 //   and every entry point we call goes through CublasApi. The probe treats a missing cuBLAS like a
 //   missing driver: is_available() is false and info() names the library and where it was looked for.
+// - cuBLASLt (libcublasLt.so.N, which libcublas.so.N itself needs, so it is already mapped by then) is
+//   opened the same way on the first GEMM with an epilogue (Note [cuBLASLt epilogues],
+//   cuda/blas.cpp). It is optional: without it those GEMMs take the cuBLAS path, and info() says so.
 // - NCCL (libnccl.so.2) is opened the same way, but only when a program asks for the "nccl" process
 //   group or whether it is available (Note [NCCL at run time], cuda/nccl.cpp).
 // - The kernels are compiled into libtensorgrad.a (fat binaries for the configured architectures);
@@ -49,6 +52,11 @@ namespace {
 struct Cublas {
   LibraryStatus status;
   CublasApi api;
+};
+
+struct CublasLt {
+  LibraryStatus status;
+  CublasLtApi api;
 };
 
 #if defined(TENSORGRAD_CUDA_EMULATE)
@@ -71,6 +79,26 @@ Cublas* load_cublas() {
   a.status_name = &::cublasGetStatusName;
   a.status_string = &::cublasGetStatusString;
   a.get_property = &::cublasGetProperty;
+  return c;
+}
+
+CublasLt* load_cublaslt() {
+  auto* c = new CublasLt();   // never destroyed, as below
+  c->status.loaded = true;
+  c->status.path = std::string("reference matmul of ") + kEmulator;
+  CublasLtApi& a = c->api;
+  a.create = &::cublasLtCreate;
+  a.get_version = &::cublasLtGetVersion;
+  a.desc_create = &::cublasLtMatmulDescCreate;
+  a.desc_destroy = &::cublasLtMatmulDescDestroy;
+  a.desc_set = &::cublasLtMatmulDescSetAttribute;
+  a.layout_create = &::cublasLtMatrixLayoutCreate;
+  a.layout_destroy = &::cublasLtMatrixLayoutDestroy;
+  a.preference_create = &::cublasLtMatmulPreferenceCreate;
+  a.preference_destroy = &::cublasLtMatmulPreferenceDestroy;
+  a.preference_set = &::cublasLtMatmulPreferenceSetAttribute;
+  a.heuristic = &::cublasLtMatmulAlgoGetHeuristic;
+  a.matmul = &::cublasLtMatmul;
   return c;
 }
 
@@ -144,6 +172,28 @@ Cublas* load_cublas() {
   return c;
 }
 
+CublasLt* load_cublaslt() {
+  auto* c = new CublasLt();   // never destroyed: the table is used until the process exits
+  const std::string file = tg::detail::cat("libcublasLt.so.", CUBLAS_VER_MAJOR);
+  void* h = open_first(candidates(file), &c->status);
+  if (h == nullptr) return c;
+  CublasLtApi& a = c->api;
+  LibraryStatus* s = &c->status;
+  const bool ok = resolve(h, "cublasLtCreate", &a.create, s) & resolve(h, "cublasLtGetVersion", &a.get_version, s) &
+                  resolve(h, "cublasLtMatmulDescCreate", &a.desc_create, s) &
+                  resolve(h, "cublasLtMatmulDescDestroy", &a.desc_destroy, s) &
+                  resolve(h, "cublasLtMatmulDescSetAttribute", &a.desc_set, s) &
+                  resolve(h, "cublasLtMatrixLayoutCreate", &a.layout_create, s) &
+                  resolve(h, "cublasLtMatrixLayoutDestroy", &a.layout_destroy, s) &
+                  resolve(h, "cublasLtMatmulPreferenceCreate", &a.preference_create, s) &
+                  resolve(h, "cublasLtMatmulPreferenceDestroy", &a.preference_destroy, s) &
+                  resolve(h, "cublasLtMatmulPreferenceSetAttribute", &a.preference_set, s) &
+                  resolve(h, "cublasLtMatmulAlgoGetHeuristic", &a.heuristic, s) &
+                  resolve(h, "cublasLtMatmul", &a.matmul, s);
+  if (!ok) c->status.loaded = false;
+  return c;
+}
+
 LibraryStatus* open_driver() {
   auto* s = new LibraryStatus();
   // The runtime opens the same file; this handle only keeps it loaded and tells where it is.
@@ -167,6 +217,15 @@ namespace {
 const Cublas* cublas_state() noexcept {
   try {
     static const Cublas* c = load_cublas();
+    return c;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+const CublasLt* cublaslt_state() noexcept {
+  try {
+    static const CublasLt* c = load_cublaslt();
     return c;
   } catch (...) {
     return nullptr;
@@ -197,6 +256,17 @@ const CublasApi& cublas() {
     throw DeviceError(tg::detail::cat("cuBLAS could not be loaded (", c != nullptr ? c->status.detail : "out of memory",
                                       "): install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH"));
   return c->api;
+}
+
+const LibraryStatus& cublaslt_library() noexcept {
+  static const LibraryStatus fallback{false, "", "out of memory while opening cuBLASLt"};
+  const CublasLt* c = cublaslt_state();
+  return c != nullptr ? c->status : fallback;
+}
+
+const CublasLtApi* cublaslt() noexcept {
+  const CublasLt* c = cublaslt_state();
+  return c != nullptr && c->status.loaded ? &c->api : nullptr;
 }
 
 }  // namespace detail

@@ -383,8 +383,20 @@ cublasHandle_t DeviceContext::blas() {
     const std::size_t bytes = std::size_t(major >= 9 ? 32 : 4) << 20;
     void* workspace = allocator_.allocate(bytes);
     TG_CUBLAS_CHECK(api.set_workspace(blas_, workspace, bytes));
+    workspace_ = workspace;
+    workspace_bytes_ = bytes;
   });
   return blas_;
+}
+
+cublasLtHandle_t DeviceContext::blas_lt() {
+  std::call_once(blas_lt_once_, [this] {
+    const CublasLtApi* api = cublaslt();   // Note [CUDA at run time]: optional
+    if (api == nullptr) return;
+    DeviceGuard guard(device_);
+    TG_CUBLAS_CHECK(api->create(&blas_lt_));
+  });
+  return blas_lt_;
 }
 
 void DeviceContext::sync() {
@@ -583,6 +595,13 @@ std::string info() {
       os << "\n  cuBLAS: " << major << "." << minor << "." << patch << " (" << blas.path << ")";
     } else {
       os << "\n  cuBLAS: not found (" << blas.detail << ")";
+    }
+    const detail::LibraryStatus& lt = detail::cublaslt_library();
+    if (lt.loaded) {
+      const std::size_t v = detail::cublaslt()->get_version();
+      os << "\n  cuBLASLt: " << v / 10000 << "." << (v / 100) % 100 << "." << v % 100 << " (" << lt.path << ")";
+    } else {
+      os << "\n  cuBLASLt: not found (" << lt.detail << "): linear adds its bias in a launch of its own";
     }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -89,6 +89,7 @@ Tensor to_device(const Tensor& t, Device device, bool) {   // unreachable: backe
 Tensor pin(const Tensor& t) { return t; }
 bool is_pinned(const Tensor&) noexcept { return false; }
 uint64_t launch_count() noexcept { return 0; }
+bool set_gemm_epilogues(bool) noexcept { return false; }
 }  // namespace detail
 }  // namespace cuda
 #endif

@@ -51,6 +51,15 @@ struct GemmArgs {
   DType dtype = kFloat32;
 };
 
+/// What a backend may fold into a 2-D GEMM (batch 1, beta 0) with Backend::gemm_epilogue: one of the
+/// two, elements of the GEMM's dtype in device memory. Note [Bias folded into the GEMM] (engine/prim.cpp).
+struct GemmEpilogue {
+  /// N elements added to every row of C: C = op(A) op(B) + bias (linear's forward).
+  const void* bias = nullptr;
+  /// M elements written with the row sums of op(A), over K (linear's bias gradient, when op(A) = g^T).
+  void* row_sums = nullptr;
+};
+
 /// Options of the fused softmax-cross-entropy (PyTorch's ignore_index and label_smoothing).
 struct CrossEntropyArgs {
   /// Rows whose target equals it count for nothing.
@@ -187,6 +196,14 @@ class Backend {
   virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
   /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
+  /// args' product with the epilogue folded into its own launch, when this backend can for this dtype
+  /// and these shapes; false, having done nothing, when it cannot (the caller then runs gemm() and the
+  /// epilogue's pass itself). The default folds nothing.
+  virtual bool gemm_epilogue(const GemmArgs& args, const GemmEpilogue& epilogue) {
+    (void)args;
+    (void)epilogue;
+    return false;
+  }
   /// x, out contiguous, same shape; (log-)softmax along dim. Sets out.
   virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
   /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.

@@ -488,42 +488,40 @@ Operand as_blas_operand(const Tensor& t) {
 // float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master
 // weights for 16-bit parameters (optim/optimizer.h).
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  check_defined("matmul", a);
-  check_defined("matmul", b);
-  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype())   // Note [Low precision through float32]
-    return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
-  check_defined("matmul", b);
-  check_same_device("matmul", a, b);
+namespace {
+/// Checks a (M, K) or (B, M, K) and b (K, N) or (B, K, N) for matmul and the ops built on it (`name` in
+/// messages): defined, one floating dtype and device, matching K, batches that broadcast, sizes the
+/// BLAS takes. Tensors of 16-bit dtypes pass: the callers convert them first.
+void check_matmul(const char* name, const Tensor& a, const Tensor& b) {
+  check_defined(name, a);
+  check_defined(name, b);
+  check_same_device(name, a, b);
   TG_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), ShapeError,
-           "matmul: expected 2-D or 3-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D (shapes ",
+           name, ": expected 2-D or 3-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D (shapes ",
            shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
-  check_same_dtype("matmul", a, b);
-  check_floating("matmul", a);
+  check_same_dtype(name, a, b);
+  check_floating(name, a);
   const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1];
   const int64_t K2 = b.shape()[b.dim() - 2], N = b.shape()[b.dim() - 1];
-  TG_CHECK(K == K2, ShapeError, "matmul: mat1 and mat2 shapes cannot be multiplied (", shape_x(a.shape()), " and ",
+  TG_CHECK(K == K2, ShapeError, name, ": mat1 and mat2 shapes cannot be multiplied (", shape_x(a.shape()), " and ",
            shape_x(b.shape()), ")");
   const int64_t Ba = a.dim() == 3 ? a.shape()[0] : 1, Bb = b.dim() == 3 ? b.shape()[0] : 1;
-  TG_CHECK(Ba == Bb || Ba == 1 || Bb == 1, ShapeError, "matmul: batch sizes ", Ba, " and ", Bb,
+  TG_CHECK(Ba == Bb || Ba == 1 || Bb == 1, ShapeError, name, ": batch sizes ", Ba, " and ", Bb,
            " cannot be broadcast (shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   TG_CHECK(M <= kIntMax && N <= kIntMax && K <= kIntMax, ShapeError,
-           "matmul: matrix dimensions above 2^31-1 are not supported (", shape_x(a.shape()), " and ",
+           name, ": matrix dimensions above 2^31-1 are not supported (", shape_x(a.shape()), " and ",
            shape_x(b.shape()), ")");
-  const int64_t B = Ba == 1 ? Bb : Ba;   // broadcasting: 1 stretches, 0 does not (max would make 0 and 1 give 1)
-  Tensor out = (a.dim() == 3 || b.dim() == 3) ? Tensor::empty({B, M, N}, a.dtype(), a.device())
-                                              : Tensor::empty({M, N}, a.dtype(), a.device());
-  if (out.numel() == 0) return out;
-  if (K == 0) {   // empty sums: zeros, without handing the BLAS pointers into empty storages
-    backend_for(a.device()).fill(out, 0.0);
-    return out;
-  }
-  const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+}
+
+/// The GEMM out (B, M, N) = a . b for checked a and b with K > 0; oa and ob (from as_blas_operand)
+/// must outlive the call.
+GemmArgs gemm_args(const Operand& oa, const Operand& ob, int64_t batch, int64_t M, int64_t N, int64_t K,
+                   const Tensor& out) {
   GemmArgs g;
   g.trans_a = oa.trans;
   g.trans_b = ob.trans;
-  g.batch = B;
+  g.batch = batch;
   g.M = M;
   g.N = N;
   g.K = K;
@@ -537,9 +535,101 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   g.stride_b = ob.batch_stride;
   g.stride_c = M * N;
   g.beta = 0;
-  g.dtype = a.dtype();
-  backend_for(a.device()).gemm(g);
+  g.dtype = out.dtype();
+  return g;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined("matmul", a);
+  check_defined("matmul", b);
+  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype())   // Note [Low precision through float32]
+    return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
+  check_matmul("matmul", a, b);
+  const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1], N = b.shape()[b.dim() - 1];
+  const int64_t Ba = a.dim() == 3 ? a.shape()[0] : 1, Bb = b.dim() == 3 ? b.shape()[0] : 1;
+  const int64_t B = Ba == 1 ? Bb : Ba;   // broadcasting: 1 stretches, 0 does not (max would make 0 and 1 give 1)
+  Tensor out = (a.dim() == 3 || b.dim() == 3) ? Tensor::empty({B, M, N}, a.dtype(), a.device())
+                                              : Tensor::empty({M, N}, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  if (K == 0) {   // empty sums: zeros, without handing the BLAS pointers into empty storages
+    backend_for(a.device()).fill(out, 0.0);
+    return out;
+  }
+  const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+  backend_for(a.device()).gemm(gemm_args(oa, ob, B, M, N, K, out));
   return out;
+}
+
+// Note [Bias folded into the GEMM]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// linear's forward, y = x W^T + b, and its weight and bias gradients, dW = g^T x and db = the column
+// sums of g, are each a GEMM plus a bias pass: a broadcast add, or a column sum (on CUDA two launches
+// when g is tall). addmm and matmul_row_sums hand the pass to Backend::gemm_epilogue with the GEMM:
+// - CUDA folds it into the GEMM's own launch with cuBLASLt's epilogues, CUBLASLT_EPILOGUE_BIAS and
+//   BGRADB (Note [cuBLASLt epilogues], cuda/blas.cpp). An API.md MLP training step drops from 15
+//   launches at batch 64 and 17 at batch 1024 to 11 at both (tests/test_cuda.cpp).
+// - The CPU copies the bias into the result's rows and lets the BLAS accumulate onto it (beta = 1),
+//   and sums the rows in the same call (engine/cpu_backend.cpp): one dispatch instead of two.
+// A backend that cannot fold (cuBLASLt missing or refusing the dtype, layout or epilogue, or switched
+// off with tg::cuda::detail::set_gemm_epilogues) returns false, and the pass runs here as its own op:
+// the bias copied into the rows with the GEMM accumulating onto it, or a sum over the rows. float16
+// and bfloat16 fold in float32 (Note [Low precision through float32]): the bias is added before the
+// one rounding. linear folds only a bias of x's dtype and device (ops/linalg.cpp).
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  check_defined("addmm", bias);
+  check_defined("addmm", a);
+  check_defined("addmm", b);
+  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype() && a.dtype() == bias.dtype())   // Note [Low precision through float32]
+    return addmm(as_dtype(bias, kFloat32), as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
+  check_matmul("addmm", a, b);
+  TG_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "addmm: expected 2-D matrices, got shapes ", shape_str(a.shape()),
+           " and ", shape_str(b.shape()));
+  check_same_device("addmm", a, bias);
+  check_same_dtype("addmm", a, bias);
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  TG_CHECK(bias.shape() == Shape{N}, ShapeError, "addmm: expected bias of shape [", N, "] for the product ",
+           shape_x(a.shape()), " and ", shape_x(b.shape()), ", got ", shape_str(bias.shape()));
+  Tensor out = Tensor::empty({M, N}, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  Backend& backend = backend_for(a.device());
+  const Tensor bc = bias.contiguous();
+  if (K > 0) {
+    const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+    GemmArgs g = gemm_args(oa, ob, 1, M, N, K, out);
+    GemmEpilogue e;
+    e.bias = bc.raw_data();
+    if (backend.gemm_epilogue(g, e)) return out;
+    backend.copy(bc.expand({M, N}), out);   // the bias in every row, then out += a . b
+    g.beta = 1;
+    backend.gemm(g);
+    return out;
+  }
+  backend.copy(bc.expand({M, N}), out);   // an empty product: the bias alone
+  return out;
+}
+
+std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b) {
+  check_defined("matmul", a);
+  check_defined("matmul", b);
+  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype()) {   // Note [Low precision through float32]
+    std::pair<Tensor, Tensor> r = matmul_row_sums(as_dtype(a, kFloat32), as_dtype(b, kFloat32));
+    return {r.first.to(a.dtype()), r.second.to(a.dtype())};
+  }
+  check_matmul("matmul", a, b);
+  TG_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "matmul: expected 2-D matrices, got shapes ",
+           shape_str(a.shape()), " and ", shape_str(b.shape()));
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (M > 0 && N > 0 && K > 0) {
+    Tensor out = Tensor::empty({M, N}, a.dtype(), a.device());
+    Tensor sums = Tensor::empty({M}, a.dtype(), a.device());
+    const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+    GemmEpilogue e;
+    e.row_sums = sums.raw_data();
+    if (backend_for(a.device()).gemm_epilogue(gemm_args(oa, ob, 1, M, N, K, out), e)) return {out, sums};
+  }
+  // The sums as a column sum of a^T: for linear's a = g^T, the sum of the contiguous g over its rows.
+  return {matmul(a, b), sum_to(a.transpose(0, 1), {M})};
 }
 
 // ------------------------------------------------------------------------------------------------

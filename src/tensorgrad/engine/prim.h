@@ -112,6 +112,15 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 /// is 3-D (a batch of 1 broadcasts). Floating, same dtype and device; ShapeError for other ranks,
 /// mismatched K, or sizes above 2^31-1.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// linear's forward: bias (N) + a (M, K) . b (K, N), 2-D (PyTorch's addmm(bias, a, b)); floating, one
+/// dtype and device. One launch where the backend folds the bias into the GEMM (Backend::gemm_epilogue,
+/// Note [Bias folded into the GEMM]); otherwise the bias is copied into every row of the result and the
+/// product accumulated onto it (beta = 1). ShapeError as matmul, and for a bias that is not (N).
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+/// The product a (M, K) . b (K, N), 2-D, and the row sums of a (M): linear's weight gradient g^T x and
+/// bias gradient (the column sums of g, with a = g^T) in one GEMM where the backend folds the sums
+/// (Note [Bias folded into the GEMM]); otherwise matmul and a sum. Checks as matmul.
+std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b);
 
 // ---- softmax family and the fused loss
 /// softmax (log = false) or log_softmax (log = true) of floating x along dim.

@@ -1,5 +1,6 @@
 // ops/linalg.cpp: matmul and the fused linear layer op. Forward and backward through prim::matmul,
-// which hands transposed views to the BLAS as flags (no copies). Kernels: Backend::gemm.
+// prim::addmm and prim::matmul_row_sums, which hand transposed views to the BLAS as flags (no copies).
+// Kernels: Backend::gemm, and Backend::gemm_epilogue for linear's bias (Note [Bias folded into the GEMM]).
 // Shapes: N = rows (batch), I = in_features, O = out_features.
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
@@ -37,8 +38,11 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   Shape out_shape = in_shape;
   out_shape.back() = O;
   const Tensor x2 = x.data().reshape({-1, I});
-  Tensor y = prim::matmul(x2, weight.data().transpose(0, 1));
-  if (bias.defined()) prim::binary_(BinaryOp::Add, y, bias.data(), "linear");   // row-broadcast bias, in place
+  // Note [Bias folded into the GEMM]: the bias goes into the GEMM when it has x's dtype and device.
+  const bool fold = bias.defined() && bias.dtype() == x.dtype() && bias.device() == x.device();
+  Tensor y = fold ? prim::addmm(bias.data(), x2, weight.data().transpose(0, 1))
+                  : prim::matmul(x2, weight.data().transpose(0, 1));
+  if (bias.defined() && !fold) prim::binary_(BinaryOp::Add, y, bias.data(), "linear");   // row-broadcast bias, in place
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(x) : SavedTensor();
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
@@ -46,9 +50,17 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   if (bias.defined()) inputs.push_back(bias);
   return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O](const Tensor& grad, Grads& g) {
     const Tensor g2 = grad.reshape({-1, O});
-    if (g.need(0)) g.set(0, prim::matmul(g2, w_saved.get()).view(in_shape));                   // dx = grad . W   (N, I)
-    if (g.need(1)) g.set(1, prim::matmul(g2.transpose(0, 1), x_saved.get().reshape({-1, I})));  // dW = grad^T . x (O, I)
-    if (g.size() > 2 && g.need(2)) g.set(2, prim::sum_to(g2, {O}));                            // db = sum_n grad (O)
+    const bool need_bias = g.size() > 2 && g.need(2);
+    if (g.need(0)) g.set(0, prim::matmul(g2, w_saved.get()).view(in_shape));   // dx = grad . W   (N, I)
+    if (g.need(1) && need_bias) {   // dW = grad^T . x (O, I) and db = sum_n grad (O): one GEMM where it folds
+      std::pair<Tensor, Tensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), x_saved.get().reshape({-1, I}));
+      g.set(1, wb.first);
+      g.set(2, wb.second);
+    } else if (g.need(1)) {
+      g.set(1, prim::matmul(g2.transpose(0, 1), x_saved.get().reshape({-1, I})));
+    } else if (need_bias) {
+      g.set(2, prim::sum_to(g2, {O}));
+    }
   });
 }
 

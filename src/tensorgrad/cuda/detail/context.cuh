@@ -1,8 +1,9 @@
-// cuda/detail/context.cuh: the per-device context (stream, lazy cuBLAS handle, caching allocator, device
-// error flag), the device guard, and the CUDA Backend class whose methods are defined across
+// cuda/detail/context.cuh: the per-device context (stream, lazy cuBLAS and cuBLASLt handles, caching
+// allocator, device error flag), the device guard, and the CUDA Backend class whose methods are defined across
 // cuda/elementwise.cu, cuda/reduce.cu, cuda/index.cu, cuda/random.cu and cuda/blas.cpp.
 // Internal to cuda/ (includes CUDA headers). Created and never destroyed in cuda/runtime.cu.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -69,6 +70,18 @@ class DeviceContext {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t blas();                               // created on first use, bound to stream()
+  /// The cuBLASLt handle, created on first use; nullptr when cuBLASLt cannot be loaded.
+  cublasLtHandle_t blas_lt();
+  /// cuBLAS's workspace (allocated by blas()); the cuBLASLt calls use it too, being queued on the same
+  /// stream (Note [One stream per device]).
+  void* blas_workspace() {
+    blas();
+    return workspace_;
+  }
+  std::size_t blas_workspace_bytes() {
+    blas();
+    return workspace_bytes_;
+  }
   DeviceAllocator& allocator() { return allocator_; }
   DeviceErrorFlag* error_flag() const { return flag_device_; }   // device memory, for kernels
   /// Blocks until the stream is idle, then raises the error a kernel recorded (and clears it). The
@@ -86,6 +99,10 @@ class DeviceContext {
   cudaStream_t stream_ = nullptr;
   std::once_flag blas_once_;
   cublasHandle_t blas_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  std::once_flag blas_lt_once_;
+  cublasLtHandle_t blas_lt_ = nullptr;
   DeviceAllocator allocator_;
   std::mutex flag_mutex_;                    // one sync() at a time reads and clears the flag
   DeviceErrorFlag* flag_host_ = nullptr;     // pinned: the copy sync() reads
@@ -145,6 +162,7 @@ class CudaBackend final : public Backend {
   void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override;
   // cuda/blas.cpp
   void gemm(const GemmArgs& args) override;
+  bool gemm_epilogue(const GemmArgs& args, const GemmEpilogue& epilogue) override;
   // cuda/conv.cu
   void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
               const Tensor& out) override;

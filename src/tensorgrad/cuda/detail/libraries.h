@@ -1,8 +1,10 @@
 // cuda/detail/libraries.h: the CUDA libraries tensorgrad opens at run time instead of linking them
 // (Note [CUDA at run time]): the driver (libcuda.so.1, only checked: the static CUDA runtime opens it
-// itself) and cuBLAS (libcublas.so.N, every entry point resolved into one table). Internal to cuda/:
-// it includes cuBLAS's header for the function types. Implemented in cuda/libraries.cpp.
+// itself), cuBLAS (libcublas.so.N) and cuBLASLt (libcublasLt.so.N), every entry point of each resolved
+// into one table. Internal to cuda/: it includes cuBLAS's headers for the function types. Implemented
+// in cuda/libraries.cpp.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <string>
@@ -43,6 +45,29 @@ const LibraryStatus& cublas_library() noexcept;
 /// The resolved table; throws DeviceError naming the library and each failed attempt when cuBLAS
 /// cannot be loaded.
 const CublasApi& cublas();
+
+/// cuBLASLt entry points, typed from cublasLt.h like CublasApi: what the GEMMs with an epilogue
+/// (Note [cuBLASLt epilogues], cuda/blas.cpp) call.
+struct CublasLtApi {
+  decltype(&::cublasLtCreate) create = nullptr;
+  decltype(&::cublasLtGetVersion) get_version = nullptr;
+  decltype(&::cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&::cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&::cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&::cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&::cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&::cublasLtMatmulPreferenceCreate) preference_create = nullptr;
+  decltype(&::cublasLtMatmulPreferenceDestroy) preference_destroy = nullptr;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) preference_set = nullptr;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&::cublasLtMatmul) matmul = nullptr;
+};
+
+/// Opens cuBLASLt on the first call (thread-safe), like cublas_library(). Never throws. A missing
+/// cuBLASLt leaves CUDA usable: the GEMMs then run without epilogues.
+const LibraryStatus& cublaslt_library() noexcept;
+/// The resolved table, or nullptr when cuBLASLt cannot be loaded (cublaslt_library() says why).
+const CublasLtApi* cublaslt() noexcept;
 
 }  // namespace detail
 }  // namespace cuda
