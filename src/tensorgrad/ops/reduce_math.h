@@ -19,17 +19,19 @@ TG_HD bool is_nan(T v) {
 }
 
 /// The max / min / argmax / argmin rule (kMax: max), PyTorch's: a NaN beats every number, an earlier
-/// NaN beats a later one, and among equal values the earlier position wins. Returns whether the
-/// candidate b at position bi replaces the current a at position ai. The rule is associative and
-/// decides by position, so a sequential scan (the CPU) and a tree of partial results (the GPU) give the
-/// same value and index.
+/// NaN beats a later one, and among equal values the earlier position wins. later_replaces(a, b):
+/// whether b, which comes after a, replaces it (the CPU's scan in order); extremum_replaces: the same
+/// rule for two partial results at positions ai and bi in either order (the CUDA reducers' tree). The
+/// rule decides by position, so the scan and any tree give the same value and index.
+template <bool kMax, class T>
+TG_HD bool later_replaces(T a, T b) {
+  return (kMax ? b > a : b < a) || (reduce_math::is_nan(b) && !reduce_math::is_nan(a));
+}
+
+/// See later_replaces: whether b at position bi replaces a at position ai (ai != bi).
 template <bool kMax, class T>
 TG_HD bool extremum_replaces(T a, int64_t ai, T b, int64_t bi) {
-  const bool an = reduce_math::is_nan(a), bn = reduce_math::is_nan(b);
-  if (an || bn) return an && bn ? bi < ai : bn;
-  if (kMax ? b > a : b < a) return true;
-  if (kMax ? a > b : a < b) return false;
-  return bi < ai;
+  return bi < ai ? !later_replaces<kMax>(b, a) : later_replaces<kMax>(a, b);
 }
 
 }  // namespace reduce_math

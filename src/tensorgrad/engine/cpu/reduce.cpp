@@ -79,19 +79,19 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
       return;
     }
     const bool want_index = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-    // A scan in order with reduce_math's rule (the CUDA reducers combine partial results with it):
-    // once the best is NaN, no later element replaces it.
+    // A scan in order with reduce_math's rule (the CUDA reducers combine partial results with it).
     auto scan = [&](auto is_max) {
       parallel_for(O, R, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
           const T* q = p + base[o];
           T best = q[0];
           int64_t at = 0;
-          for (int64_t r = 1; r < R && !reduce_math::is_nan(best); ++r) {
+          for (int64_t r = 1; r < R; ++r) {
             const T v = q[r * rstride];
-            if (reduce_math::extremum_replaces<decltype(is_max)::value>(best, at, v, r)) {
+            if (reduce_math::later_replaces<decltype(is_max)::value>(best, v)) {
               best = v;
               at = r;
+              if (reduce_math::is_nan(best)) break;   // nothing after a NaN replaces it
             }
           }
           if (want_index) out.data<int64_t>()[o] = at;

@@ -179,7 +179,10 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
             continue;
           }
           const T g = args.mean ? gp[n * gs] / divisor : gp[n * gs];
-          for (int64_t c = 0; c < C; ++c) d[c] = softmax_math::ce_grad(d[c], c == target, g, s, uniform);
+          // every logit as a non-target (a loop without a per-element select), then the target's
+          const T p_target = d[target];
+          for (int64_t c = 0; c < C; ++c) d[c] = softmax_math::ce_grad(d[c], false, g, s, uniform);
+          d[target] = softmax_math::ce_grad(p_target, true, g, s, uniform);
         }
       });
     });
