@@ -288,8 +288,8 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         Tensor pw = w.data().clone(), pv = v0.data().clone();
-        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}}, mom, damp, wd,
-                                   /*nesterov=*/true);
+        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}},
+                                   tg::SgdHyper{mom, damp, wd, /*nesterov=*/true});
         return std::vector<Variable>{Variable(pw), Variable(pv)};
       },
       [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
@@ -323,8 +323,8 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         Tensor pw = w.data().clone(), pm = m0.data().clone(), ps = s0.data().clone(), pmax = vmax0.data().clone();
-        tg::cpu_backend().adam_step({tg::AdamParam{pw, g.data(), pm, ps, pmax, lr, step}}, b1, b2, eps, awd,
-                                    /*decoupled=*/false);
+        tg::cpu_backend().adam_step({tg::AdamParam{pw, g.data(), pm, ps, pmax, lr, step}},
+                                    tg::AdamHyper{b1, b2, eps, awd, /*decoupled=*/false});
         return std::vector<Variable>{Variable(pw), Variable(pm), Variable(ps)};
       },
       [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {

@@ -1,6 +1,6 @@
 // tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
 // exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
-// softmax / cross-entropy kernels (engine/cpu_backend.cpp, Notes [CPU capabilities] and [Row blocks]), and
+// softmax / cross-entropy kernels (engine/cpu/, Notes [CPU capabilities] and [Row blocks]), and
 // the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
 #include "testing.h"
 
@@ -128,6 +128,53 @@ TEST_CASE("softmax rows with NaN give NaN rows and leave the other rows alone") 
   x.data().data<float>()[12] = std::numeric_limits<float>::quiet_NaN();   // row 1
   const auto y = tg::softmax(x, 1).to_vector<double>();
   for (int i = 0; i < 40; ++i) CHECK_MESSAGE(std::isnan(y[i]) == (i / 10 == 1), "element " << i);
+}
+
+TEST_CASE("kernel family rules (ops/reduce_math.h, ops/softmax_math.h) give PyTorch's values on every path") {
+  // Note [Kernel families]: one body per rule, run by the contiguous fast paths and the strided loops
+  // alike. The expected values are PyTorch's (torch.softmax / argmax / cross_entropy on the same rows).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    // rows: [inf, 1] -> NaN NaN;  [-inf, -inf] -> NaN NaN;  [-inf, 0] -> 0 1;  [0, log 3] -> 1/4 3/4
+    const tg::Variable x = tg::from_vector(std::vector<double>{inf, 1, -inf, -inf, -inf, 0, 0, std::log(3.0)}, {4, 2}).to(dt);
+    const std::vector<double> want{nan, nan, nan, nan, 0, 1, 0.25, 0.75};
+    const tg::Variable xt = x.t().contiguous();   // the same rows as columns: the strided loop (dim 0)
+    const auto rows = tg::softmax(x, 1).to_vector<double>(), cols = tg::softmax(xt, 0).t().contiguous().to_vector<double>();
+    const auto lrows = tg::log_softmax(x, 1).to_vector<double>(), lcols = tg::log_softmax(xt, 0).t().contiguous().to_vector<double>();
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      for (double got : {rows[i], cols[i]}) {
+        if (std::isnan(want[i])) CHECK(std::isnan(got));
+        else CHECK(got == doctest::Approx(want[i]).epsilon(1e-6));
+      }
+      for (double got : {lrows[i], lcols[i]}) {   // log_softmax: log of the same, -inf for the 0
+        if (std::isnan(want[i])) CHECK(std::isnan(got));
+        else if (want[i] == 0) CHECK(got == -inf);
+        else CHECK(got == doctest::Approx(std::log(want[i])).epsilon(1e-6));
+      }
+    }
+    // max / argmax: the first NaN wins, ties keep the first position (torch.argmax([1, nan, 3, nan]) = 1,
+    // torch.argmax([3, 1, 3, 0]) = 0, torch.argmax([-2, -1, -1, -5]) = 1), along a contiguous and a
+    // strided dim.
+    const tg::Variable r = tg::from_vector(std::vector<double>{1, nan, 3, nan, 3, 1, 3, 0, 2, 1, 1, 5}, {3, 4}).to(dt);
+    CHECK(tg::argmax(r, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 3});
+    CHECK(tg::argmax(r.t().contiguous(), 0).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 3});
+    CHECK(tg::argmax(r * -1.0, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 3, 1});   // argmin's ties
+    CHECK(std::isnan(tg::max(r, 1).to_vector<double>()[0]));
+    CHECK(tg::min(r, 1).to_vector<double>()[2] == 1);
+    // cross_entropy([[1, 2, 3]], [0], label_smoothing=0.1) = 2.3076059644; its gradient softmax - (0.9
+    // onehot + 0.1 / 3); a mean over rows that are all ignored is NaN, as in PyTorch.
+    tg::Variable logits(tg::from_vector(std::vector<double>{1, 2, 3}, {1, 3}).to(dt).data(), true);
+    const tg::Variable target = tg::from_vector(std::vector<int64_t>{0}, {1});
+    const tg::Variable loss = tg::cross_entropy(logits, target, tg::Reduction::Mean, -100, 0.1);
+    CHECK(loss.item() == doctest::Approx(2.3076059644).epsilon(1e-6));
+    loss.backward();
+    const auto g = logits.grad().to_vector<double>();
+    const std::vector<double> want_g{0.0900305732 - 0.9 - 0.1 / 3, 0.2447284711 - 0.1 / 3, 0.6652409558 - 0.1 / 3};
+    for (int c = 0; c < 3; ++c) CHECK(g[c] == doctest::Approx(want_g[c]).epsilon(1e-6));
+    CHECK(std::isnan(tg::cross_entropy(logits, tg::from_vector(std::vector<int64_t>{-100}, {1}), tg::Reduction::Mean).item()));
+  }
 }
 
 TEST_CASE("cross_entropy over row blocks matches the double reference with smoothing and ignore_index") {

@@ -4,7 +4,7 @@
 // matrix (batch stride 0) is folded into one larger GEMM when it can be, else looped. The handle is
 // the device context's, bound to its stream (cuda/runtime.cu); cuBLAS itself is opened at run time
 // (Note [CUDA at run time], cuda/libraries.cpp). The GEMMs with a bias epilogue go through cuBLASLt
-// (Note [cuBLASLt epilogues]). The CPU twin is in engine/cpu_backend.cpp.
+// (Note [cuBLASLt epilogues]). The CPU twin is in engine/cpu/blas.cpp.
 #include <atomic>
 #include <climits>
 #include <cstdint>

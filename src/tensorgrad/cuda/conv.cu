@@ -4,7 +4,7 @@
 // gradient is folded back by col2im, one thread per input element summing the taps that read it (no
 // atomics). Pooling is one thread per output element; the pooling backward adds with atomicAdd, so
 // the last bits of overlapping windows' sums may vary from run to run. Window rules shared with the
-// CPU loops: engine/pool_window.h. The CPU twin is engine/cpu_conv.cpp.
+// CPU loops: engine/pool_window.h. The CPU twin is engine/cpu/conv.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,13 +1,12 @@
-// cuda/elementwise.cu: the elementwise half of the CUDA Backend: copy, fill, unary (forward and
-// backward, one kernel per ops/functors.h functor), binary with broadcasting through strides, where,
-// and the fused SGD/Adam updates. The CPU twins are in engine/cpu_backend.cpp; tests/test_cuda.cpp
-// compares the two. Reductions, softmax and cross-entropy are in cuda/reduce.cu.
+// cuda/elementwise.cu: the elementwise family of the CUDA Backend: copy, fill, unary (forward and
+// backward, one kernel per ops/functors.h functor), binary with broadcasting through strides, where.
+// The per-element bodies are ops/functors.h's; the CPU twin is engine/cpu/elementwise.cpp (Note
+// [Kernel families] in engine/backend.h); tests/test_cuda.cpp compares the two.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "tensorgrad/cuda/detail/kernels.cuh"
-#include "tensorgrad/ops/optim_math.h"
 
 namespace tg {
 namespace cuda {
@@ -168,85 +167,6 @@ struct WhereStrided {
   const bool* cond;
   const T *a, *b;
   __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] ? a[o[2]] : b[o[3]]; }
-};
-
-/// torch.optim.SGD over up to kSgdTensors parameters in one launch (PyTorch's foreach path), all
-/// contiguous: element i of the flat index space belongs to the parameter k with start[k] <= i <
-/// start[k + 1]. The math is ops/optim_math.h's (shared with the CPU). Every value is loaded once,
-/// before the first store: reads w, g (and v), 12-16 B/elem in fp32, writes 4-8.
-constexpr int kSgdTensors = 24;
-template <class T>
-struct SgdMulti {
-  T* w[kSgdTensors];
-  const T* g[kSgdTensors];
-  T* v[kSgdTensors];   // null without momentum
-  T lr[kSgdTensors];
-  bool first_step[kSgdTensors];
-  int64_t start[kSgdTensors + 1];
-  int count;
-  T mom, damp, wd;
-  bool nesterov;
-  struct Loaded {
-    int k;
-    int64_t j;
-    T w, g, v;
-  };
-  __device__ Loaded load(int64_t i) const {
-    int k = 0;
-    while (i >= start[k + 1]) ++k;   // the few parameters of one launch: a short scan
-    const int64_t j = i - start[k];
-    // A new momentum buffer is not read: it holds no values yet.
-    return {k, j, w[k][j], g[k][j], v[k] != nullptr && !first_step[k] ? v[k][j] : T(0)};
-  }
-  __device__ void store(int64_t, const Loaded& a) const {
-    const SgdScalars<T> s{lr[a.k], mom, damp, wd, nesterov, first_step[a.k]};
-    if (v[a.k] == nullptr) {
-      w[a.k][a.j] = optim_math::sgd_plain(a.w, a.g, s);
-      return;
-    }
-    T vnew;
-    w[a.k][a.j] = optim_math::sgd_momentum(a.w, a.g, a.v, vnew, s);
-    v[a.k][a.j] = vnew;
-  }
-};
-
-/// torch.optim.Adam / AdamW over up to kAdamTensors parameters in one launch (PyTorch's foreach path),
-/// all contiguous, indexed as SgdMulti; the math is ops/optim_math.h's. Every value is loaded once,
-/// before the first store: one read of w, g, m, v (and vmax) and one write of w, m, v (and vmax),
-/// 16 B read + 12 B written per fp32 element without amsgrad.
-constexpr int kAdamTensors = 24;
-template <class T>
-struct AdamMulti {
-  T* w[kAdamTensors];
-  const T* g[kAdamTensors];
-  T* m[kAdamTensors];
-  T* v[kAdamTensors];
-  T* vmax[kAdamTensors];   // null unless amsgrad
-  T step_size[kAdamTensors], inv_sqrt_bc2[kAdamTensors], decay[kAdamTensors];
-  int64_t start[kAdamTensors + 1];
-  int count;
-  T b1, b2, wd, eps;
-  bool decoupled;
-  struct Loaded {
-    int k;
-    int64_t j;
-    T w, g, m, v, vmax;
-  };
-  __device__ Loaded load(int64_t i) const {
-    int k = 0;
-    while (i >= start[k + 1]) ++k;   // the few parameters of one launch: a short scan
-    const int64_t j = i - start[k];
-    return {k, j, w[k][j], g[k][j], m[k][j], v[k][j], vmax[k] != nullptr ? vmax[k][j] : T(0)};
-  }
-  __device__ void store(int64_t, Loaded a) const {
-    const int k = a.k;
-    const AdamScalars<T> s{step_size[k], inv_sqrt_bc2[k], b1, b2, eps, wd, decay[k], decoupled};
-    optim_math::adam(a.w, a.g, a.m, a.v, a.vmax, vmax[k] != nullptr, s);
-    m[k][a.j] = a.m;
-    v[k][a.j] = a.v;
-    if (vmax[k] != nullptr) vmax[k][a.j] = a.vmax;
-    w[k][a.j] = a.w;
-  }
 };
 
 bool all_zero_strides(const Tensor& t) {
@@ -418,73 +338,6 @@ void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, co
     using T = decltype(t);
     launch_strided<4>(stream, out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()},
                       WhereStrided<T>{out.data<T>(), cond.data<bool>(), a.data<T>(), b.data<T>()});
-  });
-}
-
-void CudaBackend::sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
-                           bool nesterov) {
-  if (params.empty()) return;
-  DeviceGuard guard(ctx_.device());
-  dispatch_only<kFloat32, kFloat64>(params[0].param.dtype(), "sgd", [&](auto t) {
-    using T = decltype(t);
-    SgdMulti<T> body{};
-    body.mom = T(momentum);
-    body.damp = T(1 - dampening);
-    body.wd = T(weight_decay);
-    body.nesterov = nesterov;
-    auto flush = [&] {
-      if (body.count > 0) launch_flat_ilp(ctx_.stream(), body.start[body.count], body);
-      body.count = 0;
-    };
-    for (const SgdParam& sp : params) {
-      const int64_t n = sp.param.numel();
-      if (n == 0) continue;
-      const int k = body.count;
-      body.w[k] = sp.param.data<T>();
-      body.g[k] = sp.grad.data<T>();
-      body.v[k] = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
-      body.lr[k] = T(sp.lr);
-      body.first_step[k] = sp.first_step;
-      body.start[k + 1] = body.start[k] + n;
-      if (++body.count == kSgdTensors) flush();
-    }
-    flush();
-  });
-}
-
-void CudaBackend::adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps,
-                            double weight_decay, bool decoupled) {
-  if (params.empty()) return;
-  DeviceGuard guard(ctx_.device());
-  dispatch_only<kFloat32, kFloat64>(params[0].param.dtype(), "adam", [&](auto t) {
-    using T = decltype(t);
-    AdamMulti<T> body{};
-    body.b1 = T(beta1);
-    body.b2 = T(beta2);
-    body.wd = T(weight_decay);
-    body.eps = T(eps);
-    body.decoupled = decoupled;
-    auto flush = [&] {
-      if (body.count > 0) launch_flat_ilp(ctx_.stream(), body.start[body.count], body);
-      body.count = 0;
-    };
-    for (const AdamParam& ap : params) {
-      const int64_t n = ap.param.numel();
-      if (n == 0) continue;
-      const int k = body.count;
-      const double bc1 = 1 - std::pow(beta1, double(ap.step)), bc2 = 1 - std::pow(beta2, double(ap.step));
-      body.w[k] = ap.param.data<T>();
-      body.g[k] = ap.grad.data<T>();
-      body.m[k] = ap.exp_avg.data<T>();
-      body.v[k] = ap.exp_avg_sq.data<T>();
-      body.vmax[k] = ap.max_exp_avg_sq.defined() ? ap.max_exp_avg_sq.data<T>() : nullptr;
-      body.step_size[k] = T(ap.lr / bc1);
-      body.inv_sqrt_bc2[k] = T(1 / std::sqrt(bc2));
-      body.decay[k] = T(1 - ap.lr * weight_decay);
-      body.start[k + 1] = body.start[k] + n;
-      if (++body.count == kAdamTensors) flush();
-    }
-    flush();
   });
 }
 

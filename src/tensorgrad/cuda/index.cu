@@ -1,8 +1,9 @@
 // cuda/index.cu: the indexing part of the CUDA Backend: index_select / index_add along a dim and
 // gather / scatter_add through an index tensor. Index ranges are checked here, not on the host (that
 // would synchronize): an out-of-range index is skipped (0 is read) and recorded in the device error
-// flag, raised as the CPU's IndexError at the next sync (Note [Device error flag] in cuda/reduce.cu).
-// The CPU twins are in engine/cpu_backend.cpp.
+// flag, raised as the CPU's IndexError at the next sync (Note [Device error flag] in cuda/softmax_loss.cu).
+// The range rule is ops/index_math.h's; the CPU twin is engine/cpu/index.cpp (Note [Kernel families]
+// in engine/backend.h).
 //
 // Determinism: index_add and scatter_add accumulate with atomicAdd, so when an index repeats, the
 // order of the floating-point additions (and so the last bits of the result) may differ from run to
@@ -11,6 +12,7 @@
 #include <cstring>
 
 #include "tensorgrad/cuda/detail/kernels.cuh"
+#include "tensorgrad/ops/index_math.h"
 
 namespace tg {
 namespace cuda {
@@ -60,7 +62,7 @@ struct IndexSelectFlat {
     const int64_t rest = e / inner, i = e - rest * inner;
     const int64_t o = rest / K, j = rest - o * K;
     const int64_t id = index[j];
-    if (id >= 0 && id < D) {
+    if (index_math::in_range(id, D)) {
       out[e] = x[(o * D + id) * inner + i];
     } else {
       out[e] = T(0);
@@ -82,7 +84,7 @@ struct IndexAddFlat {
     const int64_t rest = e / inner, i = e - rest * inner;
     const int64_t o = rest / K, j = rest - o * K;
     const int64_t id = index[j];
-    if (id >= 0 && id < D) atomic_add(dst + (o * D + id) * inner + i, src[e]);
+    if (index_math::in_range(id, D)) atomic_add(dst + (o * D + id) * inner + i, src[e]);
     else record_error(flag, kErrIndex, kOpIndexAdd, dim, id, D);
   }
 };
@@ -99,7 +101,7 @@ struct GatherStrided {
   int dim = 0;
   __device__ void operator()(const int64_t (&o)[3]) const {
     const int64_t id = index[o[1]];
-    if (id >= 0 && id < dim_size) {
+    if (index_math::in_range(id, dim_size)) {
       out[o[0]] = x[o[2] + id * dim_stride];
     } else {
       out[o[0]] = T(0);
@@ -117,7 +119,7 @@ struct ScatterAddStrided {
   int dim = 0;
   __device__ void operator()(const int64_t (&o)[3]) const {
     const int64_t id = index[o[1]];
-    if (id >= 0 && id < dim_size) atomic_add(dst + o[2] + id * dim_stride, src[o[0]]);
+    if (index_math::in_range(id, dim_size)) atomic_add(dst + o[2] + id * dim_stride, src[o[0]]);
     else record_error(flag, kErrIndex, kOpScatterAdd, dim, id, dim_size);
   }
 };

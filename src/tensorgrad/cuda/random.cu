@@ -1,5 +1,5 @@
 // cuda/random.cu: Backend::random on CUDA: element i of a draw is philox::sample<T>(dist, seed, offset + i)
-// from engine/philox.h, the very formula the CPU loop in engine/cpu_backend.cpp runs, so manual_seed
+// from engine/philox.h, the very formula the CPU loop in engine/cpu/random.cpp runs, so manual_seed
 // gives the same values on both devices. Compiled with -fmad=false (CMakeLists.txt) so that no
 // multiply-add is fused differently from the CPU; the remaining difference is the last-ulp accuracy
 // of the device's double log/cos (float32 results are identical in practice).

@@ -1,12 +1,47 @@
 // engine/backend.h: the per-device kernel interface. One implementation per device type: the CPU
-// reference in engine/cpu_backend.cpp, the CUDA one in cuda/. Backends trust their arguments:
-// shapes, dtypes and devices are validated before the call, in engine/prim.cpp.
+// reference in engine/cpu/, the CUDA one in cuda/. Backends trust their arguments: shapes, dtypes and
+// devices are validated before the call, in engine/prim.cpp.
+//
+// Note [Kernel families]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// The Backend methods fall into families, and each family is laid out the same way on both backends:
+// its rules written once, as TG_HD functions in ops/ (compiled by g++ and by nvcc), a CPU file that
+// loops over them and a CUDA file that launches kernels over them, file for file:
+//
+//   family            shared body (ops/)                          CPU loop              CUDA kernel
+//   elementwise       functors.h (unary, binary, comparisons)     engine/cpu/           cuda/
+//                                                                   elementwise.cpp       elementwise.cu
+//   reduce            reduce_math.h (max/min NaN and tie rule;    reduce.cpp            reduce.cu
+//                     sum accumulators: engine/device.h's table)
+//   softmax / loss    softmax_math.h (shift of inf/NaN rows,      softmax_loss.cpp      softmax_loss.cu
+//                     (log-)softmax and its gradient, cross-
+//                     entropy loss and gradient, ignore_index)
+//   index             index_math.h (range check; the CPU checks   index.cpp             index.cu
+//                     on the host in engine/prim.cpp)
+//   optim             optim_math.h (SgdHyper / AdamHyper, the     optim.cpp             optim.cu
+//                     per-parameter scalars, the update math)
+//   blas              (the BLAS libraries)                        blas.cpp              blas.cpp
+//   random            engine/philox.h                             random.cpp            random.cu
+//   sort              Note [Sort order] in engine/prim.cpp        sort.cpp              sort.cu
+//
+// plus engine/cpu/runtime.cpp and cuda/runtime.cu (the backend objects and their settings); the
+// convolution family is engine/cpu/conv.cpp and cuda/conv.cu. The CPU class and its loop machinery
+// (strided loops, the thread pool, the capability clones) are in engine/cpu/cpu_backend.h, the CUDA
+// class in cuda/detail/context.cuh. The CPU's fast paths (engine/cpu/kernels.inc, compiled once per
+// CPU capability: Note [CPU capabilities]) and the GPU's vector loads compute the same bodies in
+// wider steps; a fast path that regroups a formula (a row sum kept in T, a block of exponentials in
+// one pass) says so where it does, and tests/test_cpu_capability.cpp and tests/test_cuda.cpp compare
+// each path with the reference within derived bounds. Adding a rule to a family (a new NaN case, a new
+// loss option) is one edit to its ops/ header, which both backends then run; a new option that must
+// reach the kernels also adds a field to the family's argument struct (CrossEntropyArgs, SgdHyper,
+// AdamHyper) and to the prim:: check that validates it.
 #pragma once
 #include <cstdint>
 
 #include "tensorgrad/engine/philox.h"
 #include "tensorgrad/engine/tensor.h"
 #include "tensorgrad/ops/functors.h"
+#include "tensorgrad/ops/optim_math.h"
 
 namespace tg {
 
@@ -233,13 +268,11 @@ class Backend {
   /// Fused SGD update of several parameters of one dtype on this device (each param, grad and
   /// velocity contiguous, of one shape; velocity undefined when momentum == 0), PyTorch's
   /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
-  virtual void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
-                        bool nesterov) = 0;
+  virtual void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) = 0;
   /// Fused Adam/AdamW update of several parameters of one dtype on this device (each one's tensors
   /// contiguous, of one shape), PyTorch's torch.optim.Adam formulas at each parameter's step;
-  /// decoupled: AdamW. The CUDA backend updates them all in one launch.
-  virtual void adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps,
-                         double weight_decay, bool decoupled) = 0;
+  /// hyper.decoupled: AdamW. The CUDA backend updates them all in one launch.
+  virtual void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) = 0;
   /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined, all contiguous -> out
   /// (N, O, OH, OW) contiguous; the convolution of PyTorch's conv2d (a cross-correlation). Sets out.
   virtual void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,

@@ -1,6 +1,6 @@
 // engine/cpu_capability.cpp: detecting what the CPU can run, the TG_CPU_CAPABILITY variable and
 // tg::set_cpu_capability (engine/cpu_capability.h). The loop sets these choose between, and the
-// dispatch that reads cpu_capability() once per kernel call, are in engine/cpu_backend.cpp (Note [CPU
+// dispatch that reads cpu_capability() once per kernel call, are in engine/cpu/cpu_backend.h (Note [CPU
 // capabilities]).
 #include "tensorgrad/engine/cpu_capability.h"
 
@@ -18,7 +18,7 @@ namespace {
 constexpr CpuCapability kAll[] = {CpuCapability::Baseline, CpuCapability::Avx2, CpuCapability::Avx512};
 
 /// Whether this CPU and its OS run every instruction set the loop set for `c` is compiled with (the
-/// target strings of engine/cpu_backend.cpp). __builtin_cpu_supports also checks through XGETBV that
+/// target strings of engine/cpu/cpu_backend.h). __builtin_cpu_supports also checks through XGETBV that
 /// the OS saves the YMM / ZMM registers.
 bool cpu_runs(CpuCapability c) {
 #if TG_X86_SIMD

@@ -1,6 +1,6 @@
 // engine/cpu_capability.h: which SIMD code path the CPU backend's hot loops run (baseline x86-64,
 // AVX2 + FMA, AVX-512), detected once from the CPU and overridable at run time. The loops and their
-// dispatch live in engine/cpu_backend.cpp and engine/cpu_kernels.inc (Note [CPU capabilities]);
+// dispatch live in engine/cpu/cpu_backend.h and engine/cpu/kernels.inc (Note [CPU capabilities]);
 // detection and the TG_CPU_CAPABILITY variable in engine/cpu_capability.cpp. tg::info() reports it.
 #pragma once
 #include <cstdint>

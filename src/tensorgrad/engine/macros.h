@@ -11,7 +11,7 @@
 #endif
 
 /// 1 when the CPU backend compiles its AVX2 and AVX-512 loop sets next to the baseline one (x86-64
-/// with GCC or clang), else 0: see Note [CPU capabilities] in engine/cpu_backend.cpp.
+/// with GCC or clang), else 0: see Note [CPU capabilities] in engine/cpu/cpu_backend.h.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define TG_X86_SIMD 1
 #else

@@ -1,5 +1,5 @@
 /// \file
-/// engine/parallel.h: the CPU thread pool behind every parallel CPU loop (engine/cpu_backend.cpp).
+/// engine/parallel.h: the CPU thread pool behind every parallel CPU loop (engine/cpu/).
 ///
 /// Note [One thread pool]: tensorgrad's loops and its matrix products share this one pool; the BLAS
 /// always runs single-threaded on the pool thread that calls it. Two pools that each spin while idle

@@ -1,6 +1,6 @@
 /// \file
 /// engine/pool_window.h: where each pooling window lies in its input plane, shared by the CPU loops
-/// (engine/cpu_conv.cpp) and the CUDA kernels (cuda/conv.cu) so both backends pool the same elements.
+/// (engine/cpu/conv.cpp) and the CUDA kernels (cuda/conv.cu) so both backends pool the same elements.
 #pragma once
 #include <cstdint>
 

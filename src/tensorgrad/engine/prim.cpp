@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/ops/index_math.h"
+#include "tensorgrad/ops/softmax_math.h"
 
 namespace tg {
 namespace prim {
@@ -99,13 +101,13 @@ void check_int64_index(const char* op, const Tensor& index) {
 }
 /// Host-side range check of a CPU index tensor. A CUDA index is checked by the kernel instead (copying
 /// it here would synchronize inside ops and backward closures): it records the first bad value in the
-/// device error flag, raised as this same IndexError at the next sync (cuda/reduce.cu).
+/// device error flag, raised as this same IndexError at the next sync (cuda/softmax_loss.cu).
 void check_index_range(const char* op, const Tensor& index, int64_t size, int64_t dim) {
   if (index.numel() == 0 || !index.device().is_cpu()) return;
   const Tensor host = index.contiguous();
   const int64_t* p = host.data<int64_t>();
   for (int64_t i = 0; i < host.numel(); ++i)
-    if (!(p[i] >= 0 && p[i] < size)) throw index_out_of_range_error(op, p[i], dim, size);
+    if (!index_math::in_range(p[i], size)) throw index_out_of_range_error(op, p[i], dim, size);
 }
 }  // namespace
 
@@ -570,7 +572,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 //   BGRADB (Note [cuBLASLt epilogues], cuda/blas.cpp). An API.md MLP training step drops from 15
 //   launches at batch 64 and 17 at batch 1024 to 11 at both (tests/test_cuda.cpp).
 // - The CPU copies the bias into the result's rows and lets the BLAS accumulate onto it (beta = 1),
-//   and sums the rows in the same call (engine/cpu_backend.cpp): one dispatch instead of two.
+//   and sums the rows in the same call (engine/cpu/blas.cpp): one dispatch instead of two.
 // A backend that cannot fold (cuBLASLt missing or refusing the dtype, layout or epilogue, or switched
 // off with tg::cuda::detail::set_gemm_epilogues) returns false, and the pass runs here as its own op:
 // the bias copied into the rows with the GEMM accumulating onto it, or a sum over the rows. float16
@@ -689,7 +691,8 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
     const Tensor t = target.contiguous();
     for (int64_t i = 0; i < N; ++i) {
       const int64_t v = t.data<int64_t>()[i];
-      if (!((v >= 0 && v < C) || v == args.ignore_index)) throw cross_entropy_target_error(v, C);
+      if (!index_math::in_range(v, C) && softmax_math::ce_counts(v, args.ignore_index))
+        throw cross_entropy_target_error(v, C);
     }
   }
   CrossEntropyResult r;

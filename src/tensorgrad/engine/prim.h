@@ -141,7 +141,7 @@ struct CrossEntropyResult {
 CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args);
 /// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
 /// index_add_, gather, scatter_add_): raised by the host checks for CPU tensors and, for CUDA tensors,
-/// at the next sync from the device error flag (Note [Device error flag] in cuda/reduce.cu).
+/// at the next sync from the device error flag (Note [Device error flag] in cuda/softmax_loss.cu).
 IndexError cross_entropy_target_error(int64_t target, int64_t classes);
 /// The IndexError for index out of [0, size) along dim in op (see cross_entropy_target_error()).
 IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);

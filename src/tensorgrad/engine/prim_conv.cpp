@@ -1,5 +1,5 @@
 // engine/prim_conv.cpp: the graph-free convolution and pooling of engine/prim.h: dtype and device
-// checks, contiguous operands, allocation, and the backend call (engine/cpu_conv.cpp, cuda/conv.cu).
+// checks, contiguous operands, allocation, and the backend call (engine/cpu/conv.cpp, cuda/conv.cu).
 // The geometry (ranks, channels, kernel against input) is checked by the ops in ops/conv.cpp, which
 // build the Conv2dArgs / Pool2dArgs these take.
 #include <utility>

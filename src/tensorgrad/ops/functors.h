@@ -1,6 +1,6 @@
 /// \file
 /// ops/functors.h: the scalar math of every elementwise op, forward and local derivative side by side.
-/// Compiled by g++ (engine/cpu_backend.cpp) and by nvcc (the CUDA kernels), so: no dependencies.
+/// Compiled by g++ (engine/cpu/) and by nvcc (the CUDA kernels), so: no dependencies.
 /// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
 /// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
 #pragma once
@@ -38,7 +38,7 @@ using std::tanh;
 /// in two steps so that results near overflow and subnormal results come out right): within 1 ulp
 /// of the exact value, 1.02 ulp where the compiler contracts it into FMAs (the AVX2 and AVX-512
 /// paths; tests/test_kernels.cpp and test_cpu_capability.cpp sweep it), NaN in gives NaN out, and a
-/// loop over it vectorizes on every CPU code path (Note [CPU capabilities] in engine/cpu_backend.cpp:
+/// loop over it vectorizes on every CPU code path (Note [CPU capabilities] in engine/cpu/cpu_backend.h:
 /// under AVX2 the clamps need that file's -fno-trapping-math).
 /// Double stays with libm: it is the reference dtype. The GPU uses its own expf.
 TG_HD float exp(float x) {

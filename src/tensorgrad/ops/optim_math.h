@@ -1,15 +1,38 @@
 /// \file
-/// ops/optim_math.h: the per-element math of the fused optimizer updates (torch.optim.SGD, Adam and
-/// AdamW), written once for the CPU loops (engine/cpu_kernels.inc) and the CUDA kernels
-/// (cuda/elementwise.cu), as ops/functors.h does for the elementwise ops. Each function takes the
-/// element's old values and returns the new ones, so a caller loads every value before it stores any.
-/// Compiled by g++ and by nvcc, so: no dependencies.
+/// ops/optim_math.h: the optimizer family's shared body (Note [Kernel families] in engine/backend.h):
+/// the hyperparameters of one fused step (SgdHyper, AdamHyper), the per-parameter scalars derived
+/// from them (sgd_scalars, adam_scalars: bias corrections, decay factor), and the per-element math of
+/// torch.optim.SGD, Adam and AdamW, written once for the CPU loops (engine/cpu/optim.cpp through
+/// engine/cpu/kernels.inc) and the CUDA kernels (cuda/optim.cu), as ops/functors.h does for the
+/// elementwise ops. Each per-element function takes the element's old values and returns the new
+/// ones, so a caller loads every value before it stores any. Compiled by g++ and by nvcc, so: no
+/// dependencies.
 #pragma once
 #include <cmath>
+#include <cstdint>
 
 #include "tensorgrad/engine/macros.h"
 
 namespace tg {
+
+/// The hyperparameters of one fused SGD step (Backend::sgd_step), shared by every parameter of the
+/// call; each parameter brings its own learning rate (SgdParam::lr). PyTorch's torch.optim.SGD names.
+struct SgdHyper {
+  double momentum = 0;       ///< 0: plain SGD, no velocity
+  double dampening = 0;      ///< the velocity update weighs d by 1 - dampening
+  double weight_decay = 0;   ///< L2 term added to the gradient (0: none)
+  bool nesterov = false;     ///< step along d + momentum v instead of v
+};
+
+/// The hyperparameters of one fused Adam/AdamW step (Backend::adam_step), shared by every parameter
+/// of the call; each parameter brings its learning rate and step count (AdamParam). PyTorch's names.
+struct AdamHyper {
+  double beta1 = 0.9;        ///< decay rate of the first moment
+  double beta2 = 0.999;      ///< decay rate of the second moment
+  double eps = 1e-8;         ///< added to the denominator
+  double weight_decay = 0;   ///< Adam: L2 term added to the gradient; AdamW: decoupled decay
+  bool decoupled = false;    ///< AdamW's decoupled weight decay instead of Adam's L2 term
+};
 
 /// SGD's scalars for one parameter.
 template <class T>
@@ -35,6 +58,22 @@ struct AdamScalars {
   T decay;          ///< AdamW: 1 - lr wd, the factor the weight is multiplied by
   bool decoupled;   ///< AdamW's decoupled weight decay instead of Adam's L2 term
 };
+
+/// SGD's scalars for one parameter of a step (host code: both backends build them here, so the
+/// kernels of the two see the same values).
+template <class T>
+SgdScalars<T> sgd_scalars(const SgdHyper& h, double lr, bool first_step) {
+  return SgdScalars<T>{T(lr), T(h.momentum), T(1 - h.dampening), T(h.weight_decay), h.nesterov, first_step};
+}
+
+/// Adam's scalars for one parameter at its step (1-based): the bias corrections bc1 = 1 - beta1^step,
+/// bc2 = 1 - beta2^step, computed in double, then rounded to T once (host code, as sgd_scalars).
+template <class T>
+AdamScalars<T> adam_scalars(const AdamHyper& h, double lr, int64_t step) {
+  const double bc1 = 1 - std::pow(h.beta1, double(step)), bc2 = 1 - std::pow(h.beta2, double(step));
+  return AdamScalars<T>{T(lr / bc1),   T(1 / std::sqrt(bc2)),      T(h.beta1), T(h.beta2), T(h.eps),
+                        T(h.weight_decay), T(1 - lr * h.weight_decay), h.decoupled};
+}
 
 namespace optim_math {
 using std::sqrt;

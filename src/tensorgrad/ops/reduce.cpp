@@ -1,5 +1,5 @@
 // ops/reduce.cpp: differentiable reductions (sum, mean, max, min) and argmax. Forward through
-// prim::reduce, backward right below. The kernels are Backend::reduce (engine/cpu_backend.cpp).
+// prim::reduce, backward right below. The kernels are Backend::reduce (engine/cpu/reduce.cpp).
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"

@@ -69,7 +69,7 @@ void Adam::step() {
                                    lr_of(i), s.step});
   }
   for (const auto& [key, group] : groups) {
-    backend_for(key.first.first).adam_step(group, o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_);
+    backend_for(key.first.first).adam_step(group, AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_});
     for (std::size_t i : key.second) finish_update(i);
   }
 }

@@ -134,7 +134,7 @@ void SGD::step() {
     it->second.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
   }
   for (const auto& [key, group] : groups) {
-    backend_for(key.first.first).sgd_step(group, o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_);
+    backend_for(key.first.first).sgd_step(group, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
     for (std::size_t i : key.second) finish_update(i);
   }
 }

@@ -1,6 +1,6 @@
 // optim/optimizer.h: Optimizer base (parameter groups with their own learning rate, zero_grad, step,
 // checkpoint state) and SGD with PyTorch's update formulas. Each update is one fused
-// Backend::sgd_step per parameter (engine/cpu_backend.cpp). Adam/AdamW: optim/adam.h.
+// Backend::sgd_step per parameter (engine/cpu/optim.cpp, cuda/optim.cu). Adam/AdamW: optim/adam.h.
 #pragma once
 #include <memory>
 #include <optional>

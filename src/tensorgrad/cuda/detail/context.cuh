@@ -1,6 +1,7 @@
 // cuda/detail/context.cuh: the per-device context (stream, lazy cuBLAS and cuBLASLt handles, caching
-// allocator, device error flag), the device guard, and the CUDA Backend class whose methods are defined across
-// cuda/elementwise.cu, cuda/reduce.cu, cuda/index.cu, cuda/random.cu and cuda/blas.cpp.
+// allocator, device error flag), the device guard, and the CUDA Backend class whose methods are defined
+// across cuda/elementwise.cu, cuda/reduce.cu, cuda/softmax_loss.cu, cuda/index.cu, cuda/optim.cu,
+// cuda/random.cu and cuda/blas.cpp.
 // Internal to cuda/ (includes CUDA headers). Created and never destroyed in cuda/runtime.cu.
 #pragma once
 #include <cublasLt.h>
@@ -19,7 +20,7 @@ namespace tg {
 namespace cuda {
 namespace detail {
 
-/// Written by kernels that find bad input (Note [Device error flag] in cuda/reduce.cu); copied to
+/// Written by kernels that find bad input (Note [Device error flag] in cuda/softmax_loss.cu); copied to
 /// the host and checked at every synchronization.
 struct DeviceErrorFlag {
   int code;          // 0: no error, else one of the kErr* below
@@ -86,7 +87,7 @@ class DeviceContext {
   DeviceErrorFlag* error_flag() const { return flag_device_; }   // device memory, for kernels
   /// Blocks until the stream is idle, then raises the error a kernel recorded (and clears it). The
   /// flag is read and cleared under flag_mutex_, so when several threads synchronize one device
-  /// exactly one of them raises a recorded error (Note [Device error flag] in cuda/reduce.cu).
+  /// exactly one of them raises a recorded error (Note [Device error flag] in cuda/softmax_loss.cu).
   void sync();
 
   int sm_count = 0;
@@ -140,12 +141,9 @@ class CudaBackend final : public Backend {
                       const Tensor& dx) override;
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void sgd_step(const std::vector<SgdParam>& params, double momentum, double dampening, double weight_decay,
-                bool nesterov) override;
-  void adam_step(const std::vector<AdamParam>& params, double beta1, double beta2, double eps, double weight_decay,
-                 bool decoupled) override;
   // cuda/reduce.cu
   void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override;
+  // cuda/softmax_loss.cu
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
   void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
@@ -153,6 +151,9 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
                               const Tensor& lse, const Tensor& dloss, const Tensor& count,
                               const Tensor& dlogits) override;
+  // cuda/optim.cu
+  void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) override;
+  void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) override;
   // cuda/index.cu
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;

@@ -1,5 +1,5 @@
 // cuda/detail/kernels.cuh: building blocks shared by the kernels of cuda/*.cu: launch geometry,
-// strided offset calculators (the GPU twin of Note [Strided loops] in engine/cpu_backend.cpp),
+// strided offset calculators (the GPU twin of Note [Strided loops] in engine/cpu/cpu_backend.h),
 // aligned vector types, and deterministic warp/block reductions. Device code (nvcc, or the host
 // compiler against the CUDA emulator's stand-in headers); internal to cuda/.
 #pragma once
@@ -71,7 +71,7 @@ __device__ __forceinline__ double tlog(double x) { return log(x); }
 __device__ __forceinline__ float tsqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double tsqrt(double x) { return sqrt(x); }
 
-/// Records the first bad input a kernel meets; see Note [Device error flag] in cuda/reduce.cu.
+/// Records the first bad input a kernel meets; see Note [Device error flag] in cuda/softmax_loss.cu.
 __device__ __forceinline__ void record_error(DeviceErrorFlag* flag, int code, int op, int dim, long long value,
                                              long long bound) {
   if (atomicCAS(&flag->code, 0, code) == 0) {

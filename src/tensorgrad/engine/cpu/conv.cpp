@@ -1,9 +1,9 @@
-// engine/cpu_conv.cpp: convolution and pooling on the CPU. conv2d is im2col + GEMM per image (the
+// engine/cpu/conv.cpp: convolution and pooling on the CPU. conv2d is im2col + GEMM per image (the
 // GEMM through the CPU backend's gemm, i.e. OpenBLAS), images spread over engine/parallel.h's pool
 // with one single-threaded GEMM per image, so each image's column buffer stays in cache; with stride
 // 1 the input gradient is a convolution of dy too (Note [conv2d input gradient as a convolution]).
 // Pooling is a plain loop per plane (max_pool2d's dilation steps over the window's taps). Validation happened in engine/conv.cpp; the CUDA twin is cuda/conv.cu.
-#include "tensorgrad/engine/cpu_conv.h"
+#include "tensorgrad/engine/cpu/conv.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-// engine/cpu_conv.h: the CPU kernels of convolution and pooling (engine/cpu_conv.cpp), which the CPU
-// backend's conv2d / max_pool2d / avg_pool2d methods (engine/cpu_backend.cpp) call. Same contracts as
+// engine/cpu/conv.h: the CPU kernels of convolution and pooling (engine/cpu/conv.cpp), which the CPU
+// backend's conv2d / max_pool2d / avg_pool2d methods (engine/cpu/cpu_backend.h) call. Same contracts as
 // those methods in engine/backend.h; the CUDA twin is cuda/conv.cu.
 #pragma once
 #include "tensorgrad/engine/backend.h"

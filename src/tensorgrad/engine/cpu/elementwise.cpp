@@ -1,0 +1,145 @@
+// engine/cpu/elementwise.cpp: the elementwise family of the CPU backend: copy, fill, unary (forward and
+// backward), binary with broadcasting through strides, where. The per-element bodies are
+// ops/functors.h's, shared with the CUDA twin cuda/elementwise.cu (Note [Kernel families] in
+// engine/backend.h); contiguous rows go to the capability clones of engine/cpu/kernels.inc.
+#include "tensorgrad/engine/cpu/cpu_backend.h"
+
+namespace tg {
+namespace cpu {
+
+void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+  dispatch_dtype(src.dtype(), [&](auto s) {
+    dispatch_dtype(dst.dtype(), [&](auto d) {
+      using S = decltype(s);
+      using D = decltype(d);
+      const S* sp = src.data<S>();
+      D* dp = dst.data<D>();
+      auto L = make_loop<2>(dst.shape(), {&dst.strides(), &src.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        D* out = dp + o[0];
+        const S* in = sp + o[1];
+        if (st[0] == 1 && st[1] == 1) {
+          for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) out[i * st[0]] = static_cast<D>(in[i * st[1]]);
+        }
+      });
+    });
+  });
+}
+
+void CpuBackend::fill(const Tensor& dst, double value) {
+  dispatch_dtype(dst.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T v = static_cast<T>(value);
+    T* p = dst.data<T>();
+    auto L = make_loop<1>(dst.shape(), {&dst.strides()});
+    run_loop(L, [&](auto o, int64_t n, auto st) {
+      for (int64_t i = 0; i < n; ++i) p[o[0] + i * st[0]] = v;
+    });
+  });
+}
+
+void CpuBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
+  dispatch_floating(x.dtype(), "unary", [&](auto t) {
+    using T = decltype(t);
+    visit(op, [&](auto f) {
+      using F = decltype(f);
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      auto L = make_loop<2>(out.shape(), {&out.strides(), &x.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        T* y = yp + o[0];
+        const T* in = xp + o[1];
+        if (st[0] == 1 && st[1] == 1) {
+          with_kernels([&](auto k) { decltype(k)::template unary_contiguous<F>(in, y, n, args); });
+        } else {
+          using M = opmath_t<T>;
+          for (int64_t i = 0; i < n; ++i) y[i * st[0]] = T(F::forward(M(in[i * st[1]]), args));
+        }
+      });
+    });
+  });
+}
+
+void CpuBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                    const Tensor& dx) {
+  // An operand the functor does not read may be undefined: dy stands in for it (never read).
+  const Tensor& xs = x.defined() ? x : dy;
+  const Tensor& ys = y.defined() ? y : dy;
+  dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
+    using T = decltype(t);
+    visit(op, [&](auto f) {
+      using F = decltype(f);
+      const T *xp = xs.data<T>(), *yp = ys.data<T>(), *gp = dy.data<T>();
+      T* dp = dx.data<T>();
+      auto L = make_loop<4>(dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+          with_kernels([&](auto k) {
+            decltype(k)::template unary_backward_contiguous<F>(xp + o[1], yp + o[2], gp + o[3], dp + o[0], n, args);
+          });
+        } else {
+          using M = opmath_t<T>;
+          for (int64_t i = 0; i < n; ++i)
+            dp[o[0] + i * st[0]] =
+                T(F::backward(M(xp[o[1] + i * st[1]]), M(yp[o[2] + i * st[2]]), M(gp[o[3] + i * st[3]]), args));
+        }
+      });
+    });
+  });
+}
+
+void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype(a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    visit(op, [&](auto f) {
+      using F = decltype(f);
+      using O = binary_out_t<F, T>;   // bool for comparisons
+      const T *ap = a.data<T>(), *bp = b.data<T>();
+      O* op_ = out.data<O>();
+      if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.shape() == out.shape() &&
+          b.shape() == out.shape()) {   // flat fast path: no loop bookkeeping
+        parallel_for(out.numel(), 1, [&](int64_t begin, int64_t end) {
+          with_kernels([&](auto k) {
+            decltype(k)::template binary_contiguous<F, T, 1, 1>(ap + begin, bp + begin, op_ + begin, end - begin);
+          });
+        });
+        return;
+      }
+      auto L = make_loop<3>(out.shape(), {&out.strides(), &a.strides(), &b.strides()});
+      run_loop(L, [&](auto o, int64_t n, auto st) {
+        O* y = op_ + o[0];
+        const T* u = ap + o[1];
+        const T* v = bp + o[2];
+        if (st[0] == 1 && st[1] == 1 && st[2] == 1) {          // the vectorizable cases first
+          with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 1, 1>(u, v, y, n); });
+        } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+          with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 1, 0>(u, v, y, n); });
+        } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+          with_kernels([&](auto k) { decltype(k)::template binary_contiguous<F, T, 0, 1>(u, v, y, n); });
+        } else {
+          using M = opmath_t<T>;
+          for (int64_t i = 0; i < n; ++i) y[i * st[0]] = O(F::apply(M(u[i * st[1]]), M(v[i * st[2]])));
+        }
+      });
+    });
+  });
+}
+
+void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype(out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const bool* cp = cond.data<bool>();
+    const T *ap = a.data<T>(), *bp = b.data<T>();
+    T* yp = out.data<T>();
+    auto L = make_loop<4>(out.shape(), {&out.strides(), &cond.strides(), &a.strides(), &b.strides()});
+    run_loop(L, [&](auto o, int64_t n, auto st) {
+      for (int64_t i = 0; i < n; ++i)
+        yp[o[0] + i * st[0]] = cp[o[1] + i * st[1]] ? ap[o[2] + i * st[2]] : bp[o[3] + i * st[3]];
+    });
+  });
+}
+
+}  // namespace cpu
+}  // namespace tg
