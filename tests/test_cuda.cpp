@@ -575,7 +575,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                    return tg::index(in[0], {tg::Slice(1, 200, 3), tg::indexing::None, tg::Slice(-20)}) * 2.0;
                  }});
   }
-  // ---- convolution and pooling (cuda/conv.cu against engine/cpu_conv.cpp)
+  // ---- convolution and pooling (cuda/conv.cu against engine/cpu/conv.cpp)
   t.push_back({"conv2d", "(4, 6, 13, 11) groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
                {normal({4, 6, 13, 11}, 160, dt), normal({8, 3, 3, 2}, 161, dt), normal({8}, 162, dt)},
                [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); }, R});
