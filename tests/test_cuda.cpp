@@ -5,16 +5,17 @@
 // zero-size inputs and rows that start off a 16-byte boundary (the vector row kernels' scalar head and
 // tail), each named by the op of ops/ops.h it exercises. Its inputs are drawn on the CPU and copied to
 // the device only when a case runs, so "cuda parity table covers every op in ops/ops.h" checks it
-// against ops.h on every build, with or without a GPU. With a GPU the same table runs in float32,
-// float64 and int64: each case's output, and for the floating dtypes the gradient of every floating
-// input, on CUDA and on the CPU backend (the reference). In int64 the results must be equal exactly,
-// and where the CPU raises (an op that needs floating input: DTypeError) CUDA must raise the same
-// error class and message. The table also runs in float16 and bfloat16 (one case for both). Then
-// end-to-end training, linear's bias folded into the GEMM (both paths against the CPU), the launch
-// count of a training step, the fused SGD and Adam steps (one launch per 24 parameters), Philox
-// parity, determinism, the device error flag (raised by one synchronizing thread), "cuda" as the
-// current device, allocator statistics and pinned DataLoader batches. The allocator's pool logic is
-// tested GPU-free in test_cuda_allocator.cpp.
+// against ops.h on every build, with or without a GPU. With a GPU the same table runs in each of the
+// nine dtypes: each case's output, and for the floating dtypes the gradient of every floating input,
+// on CUDA and on the CPU backend (the reference). In the integer dtypes and bool the results must be
+// equal exactly, and where the CPU raises (an op that needs floating input: DTypeError) CUDA must
+// raise the same error class and message. Then end-to-end training, linear's bias folded into the
+// GEMM (both paths against the CPU), the fused attention kernels against the CPU, the launch count of
+// a training step, the fused SGD and Adam steps (one launch per 24 parameters), Philox parity,
+// determinism, the device error flag (raised by one synchronizing thread), "cuda" as the current
+// device, allocator statistics and pinned DataLoader batches. The allocator's pool logic is tested
+// GPU-free in test_cuda_allocator.cpp.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -618,6 +620,17 @@ std::vector<Case> parity_table(tg::DType dt) {
                  tg::manual_seed(13);
                  return a + tg::scaled_dot_product_attention(in[0], in[1], in[2], in[4], 0.2, false, 0.5);
                }, R});
+  // the fused kernels (Note [Fused attention]): head dim 64, a key-padding mask over (N, H), L != S
+  // both ways, broadcast batch dims, a float mask with Ev != E
+  t.push_back({"scaled_dot_product_attention", "(2, 4, 40, 64) fused, key padding bool mask (2, 1, 1, 40)",
+               {normal({2, 4, 40, 64}, 193, dt), normal({2, 4, 40, 64}, 194, dt), normal({2, 4, 40, 64}, 195, dt), W({2, 1, 1, 40}, 196, dt)},
+               [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3] > -1.0); }, R});
+  t.push_back({"scaled_dot_product_attention", "(2, 3, 65, 8) x (3, 33, 8) fused, causal L > S, key batch broadcast",
+               {normal({2, 3, 65, 8}, 197, dt), normal({3, 33, 8}, 198, dt), normal({3, 33, 8}, 199, dt)},
+               [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0, true); }, R});
+  t.push_back({"scaled_dot_product_attention", "(3, 33, 16) x (3, 70, 16) fused, float mask (33, 70), Ev 24, scale 0.3",
+               {normal({3, 33, 16}, 200, dt), normal({3, 70, 16}, 201, dt), normal({3, 70, 24}, 202, dt), normal({33, 70}, 203, dt)},
+               [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3); }, R});
   return t;
 }
 
@@ -902,6 +915,103 @@ TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
     check_same(ag.grad(), a.grad(), 1e-6, 1e-7);
     check_same(bg.grad(), b.grad(), 1e-6, 1e-7);
   }
+}
+
+namespace {
+/// Whether y's graph has a node named name (an explicit stack over the edges, no recursion).
+bool graph_has(const Variable& y, const std::string& name) {
+  std::vector<const tg::Node*> stack;
+  std::set<const tg::Node*> seen;
+  if (y.grad_fn()) stack.push_back(y.grad_fn().get());
+  while (!stack.empty()) {
+    const tg::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (name == n->name) return true;
+    for (const tg::Edge& e : n->next)
+      if (e.fn) stack.push_back(e.fn.get());
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in every floating dtype") {
+  TG_NEED_CUDA();
+  // Note [Fused attention]: on CUDA the op records one fused node (the kernels of cuda/attention.cu);
+  // the CPU composes matmul and softmax. Each sample runs on CUDA in dt and on the CPU in dt (float32
+  // for float16/bfloat16 inputs: the same values, the float32 arithmetic the kernels accumulate in).
+  struct Sample {
+    const char* what;
+    tg::Shape q, k, v;
+    int mask;   // 0 none, 1 bool key padding (N, 1, 1, S), 2 float (L, S), 3 bool (N, 1, L, S) over 3 batch dims
+    bool causal;
+    double scale;   // 0: 1 / sqrt(E)
+  };
+  const Sample samples[] = {
+      {"head dim 8, causal, L < S", {2, 3, 33, 8}, {2, 3, 65, 8}, {2, 3, 65, 8}, 0, true, 0},
+      {"head dim 64, causal, L > S", {2, 2, 70, 64}, {2, 2, 37, 64}, {2, 2, 37, 64}, 0, true, 0},
+      {"head dim 64, key padding mask", {2, 4, 40, 64}, {2, 4, 40, 64}, {2, 4, 40, 64}, 1, false, 0},
+      {"float mask, Ev 24, scale 0.3", {3, 33, 16}, {3, 70, 16}, {3, 70, 24}, 2, false, 0.3},
+      {"bool mask copied: batch dims that do not fold", {2, 3, 2, 17, 8}, {2, 3, 2, 19, 8}, {2, 3, 2, 19, 8}, 3, false, 0},
+  };
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64, tg::kFloat16, tg::kBFloat16}) {
+    const tg::DType ref_dt = dt == tg::kFloat64 ? tg::kFloat64 : tg::kFloat32;
+    for (const Sample& sm : samples) {
+      const std::string what = std::string(sm.what) + " " + tg::dtype_name(dt);
+      CAPTURE(what);
+      const Tensor q = randn_t(sm.q, 400, dt), k = randn_t(sm.k, 401, dt), v = randn_t(sm.v, 402, dt);
+      const int64_t L = sm.q[sm.q.size() - 2], S = sm.k[sm.k.size() - 2];
+      Tensor mask;
+      if (sm.mask == 1) mask = tg::prim::binary(tg::BinaryOp::Gt, randn_t({sm.q[0], 1, 1, S}, 403, tg::kFloat32),
+                                                tg::prim::full({}, -1.0, tg::kFloat32), "gt");
+      if (sm.mask == 2) mask = randn_t({L, S}, 403, dt);
+      if (sm.mask == 3) mask = tg::prim::binary(tg::BinaryOp::Gt, randn_t({2, 1, 2, L, S}, 403, tg::kFloat32),
+                                                tg::prim::full({}, -1.0, tg::kFloat32), "gt");
+      const std::optional<double> scale = sm.scale > 0 ? std::optional<double>(sm.scale) : std::nullopt;
+      auto run = [&](Device d, tg::DType t, std::vector<Variable>& in) {
+        in = {Variable(q.to(t).to(d), true), Variable(k.to(t).to(d), true), Variable(v.to(t).to(d), true)};
+        const Variable m = !mask.defined() ? Variable()
+                           : mask.dtype() == tg::kBool ? Variable(mask.to(d)) : Variable(mask.to(t).to(d));
+        return tg::scaled_dot_product_attention(in[0], in[1], in[2], m, 0, sm.causal, scale);
+      };
+      std::vector<Variable> gin, cin;
+      const Variable yg = run(kGpu, dt, gin), yc = run(kCpu, ref_dt, cin);
+      CHECK(graph_has(yg, "scaled_dot_product_attention"));         // the fused node
+      CHECK_FALSE(graph_has(yc, "scaled_dot_product_attention"));   // the CPU composes
+      CHECK(graph_has(yc, "softmax"));
+      const Tensor w = randn_t(yc.shape(), 404, dt);
+      tg::sum(yg * Variable(w.to(kGpu))).backward();
+      tg::sum(yc * Variable(w.to(ref_dt))).backward();
+      // float64 1e-7 and float32 1e-4 as the parity table's reductions; float16/bfloat16: the CPU's
+      // float32 result rounded once against the kernels' float32 accumulation rounded once, plus the
+      // backward's D_i = dout . out read from the rounded out: 4u of each tensor's largest value
+      const double u = testing::unit_roundoff(dt);
+      const double rtol = dt == tg::kFloat64 ? 1e-7 : dt == tg::kFloat32 ? 1e-4 : 4 * u;
+      auto close = [&](const Variable& got, const Variable& want) {
+        double biggest = 0;
+        for (double x : want.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
+        check_same(got.cpu().to(tg::kFloat64), want.to(tg::kFloat64), rtol, rtol * std::max(1.0, biggest));
+      };
+      close(yg, yc);
+      for (std::size_t i = 0; i < 3; ++i) {
+        CAPTURE(i);
+        close(gin[i].grad(), cin[i].grad());
+      }
+    }
+  }
+  // the composed path on CUDA: dropout (its mask is drawn over the materialised probabilities), and a
+  // float mask that requires grad (the fused backward gives none)
+  const Variable q = Variable(randn_t({2, 9, 8}, 405, tg::kFloat32).to(kGpu), true);
+  CHECK_FALSE(graph_has(tg::scaled_dot_product_attention(q, q, q, {}, 0.2), "scaled_dot_product_attention"));
+  const Variable m = Variable(randn_t({9, 9}, 406, tg::kFloat32).to(kGpu), true);
+  const Variable y = tg::scaled_dot_product_attention(q, q, q, m);
+  CHECK_FALSE(graph_has(y, "scaled_dot_product_attention"));
+  tg::sum(y).backward();
+  CHECK(m.grad().defined());
+  // a head dim above the kernels' tiles (128 here) composes too, and agrees with the CPU
+  const Tensor wide = randn_t({2, 5, 160}, 407, tg::kFloat32);
+  const Variable yw = tg::scaled_dot_product_attention(Variable(wide.to(kGpu)), Variable(wide.to(kGpu)), Variable(wide.to(kGpu)));
+  check_same(yw, tg::scaled_dot_product_attention(Variable(wide), Variable(wide), Variable(wide)), 1e-4, 1e-4);
 }
 
 TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {

@@ -1,6 +1,7 @@
 // tests/test_layers.cpp: conv1d/conv2d, pooling and normalization against numbers recorded from
 // PyTorch, their error messages, and the modules of nn/conv.h (parameter names, init, a PyTorch
 // checkpoint of a small CNN). Gradients are also checked by finite differences in test_gradcheck.cpp.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -479,6 +480,89 @@ TEST_CASE("layers: scaled_dot_product_attention is softmax(q k^T scale + mask) v
   testing::check_close(v32.grad().to(tg::kFloat64), v64.grad(), 1e-3, 1e-3);
 }
 
+TEST_CASE("layers: the fused attention's host reference (prim::attention) matches the composed path") {
+  // engine/cpu/attention.cpp is the arithmetic of the CUDA kernels (Note [Fused attention]): the
+  // online-softmax forward with its saved log-sum-exp, and the backward that recomputes the
+  // probabilities. Here it is checked against the composed op (matmul, softmax) on the CPU, values and
+  // gradients, with the mask read through AttentionArgs' strides as ops/attention.cpp sets them.
+  struct Sample {
+    const char* what;
+    int64_t N, H, L, S, E, Ev;
+    bool causal;
+    int mask;   // 0 none, 1 bool key padding (N, 1, 1, S), 2 float (L, S)
+  };
+  const Sample samples[] = {{"plain, head dim 8", 2, 3, 5, 7, 8, 8, false, 0},
+                            {"causal L < S", 1, 2, 9, 33, 8, 5, true, 0},
+                            {"causal L > S", 2, 1, 40, 17, 64, 64, true, 0},
+                            {"key padding over (N, H)", 3, 2, 6, 11, 8, 8, false, 1},
+                            {"float mask (L, S), head dim 64", 2, 2, 13, 37, 64, 16, false, 2}};
+  for (tg::DType dt : {tg::kFloat64, tg::kFloat32, tg::kFloat16}) {
+    for (const Sample& sm : samples) {
+      const std::string what = std::string(sm.what) + " " + tg::dtype_name(dt);
+      CAPTURE(what);
+      const int64_t B = sm.N * sm.H;
+      const tg::TensorOptions o = tg::TensorOptions().dtype(dt);
+      tg::manual_seed(310);
+      Variable q(tg::randn({sm.N, sm.H, sm.L, sm.E}, o).data(), true), k(tg::randn({sm.N, sm.H, sm.S, sm.E}, o).data(), true),
+          v(tg::randn({sm.N, sm.H, sm.S, sm.Ev}, o).data(), true);
+      Variable mask;
+      tg::AttentionArgs a;
+      a.B = B;
+      a.L = sm.L;
+      a.S = sm.S;
+      a.E = sm.E;
+      a.Ev = sm.Ev;
+      a.scale = 1.0 / std::sqrt(static_cast<double>(sm.E));
+      a.causal = sm.causal;
+      if (sm.mask == 1) {   // key j of batch n kept when (j + n) % 3 != 2 (key 0 always kept)
+        std::vector<double> keep(static_cast<std::size_t>(sm.N * sm.S));
+        for (int64_t n = 0; n < sm.N; ++n)
+          for (int64_t j = 0; j < sm.S; ++j) keep[n * sm.S + j] = j == 0 || (j + n) % 3 != 2 ? 1.0 : 0.0;
+        mask = tg::from_vector(keep, {sm.N, 1, 1, sm.S}) > 0.5;
+        a.mask = mask.data();
+        a.mask_inner = sm.H;
+        a.mask_stride_outer = sm.S;
+        a.mask_stride_s = 1;
+      } else if (sm.mask == 2) {
+        mask = tg::randn({sm.L, sm.S}, o).detach();
+        a.mask = mask.data();
+        a.mask_inner = B;
+        a.mask_stride_l = sm.S;
+        a.mask_stride_s = 1;
+      }
+      // the composed reference computes in float32 for float16 inputs (the same values), as the
+      // fused arithmetic does, so the two differ by the final roundings only
+      const tg::DType ref_dt = dt == tg::kFloat16 ? tg::kFloat32 : dt;
+      Variable qr(q.data().to(ref_dt), true), kr(k.data().to(ref_dt), true), vr(v.data().to(ref_dt), true);
+      const Variable mr = mask.defined() && mask.dtype() != tg::kBool ? mask.to(ref_dt) : mask;
+      const Variable y = tg::scaled_dot_product_attention(qr, kr, vr, mr, 0, sm.causal);
+      const Variable w = tg::randn(y.shape(), o).detach();
+      tg::sum(y * w.to(ref_dt)).backward();
+      const tg::prim::Attention f = tg::prim::attention(q.data().reshape({B, sm.L, sm.E}), k.data().reshape({B, sm.S, sm.E}),
+                                                        v.data().reshape({B, sm.S, sm.Ev}), a);
+      CHECK(f.lse.dtype() == (dt == tg::kFloat64 ? tg::kFloat64 : tg::kFloat32));
+      const tg::prim::AttentionGrads g =
+          tg::prim::attention_backward(q.data().reshape({B, sm.L, sm.E}), k.data().reshape({B, sm.S, sm.E}),
+                                       v.data().reshape({B, sm.S, sm.Ev}), f.out, f.lse, w.data().reshape({B, sm.L, sm.Ev}), a);
+      // float64 and float32: sums in a different order (1e-12, 1e-5); float16: the reference rounded
+      // once (u = 2^-11) against the fused result rounded once, plus its backward's D_i = dout . out from
+      // the rounded out (a relative u on each probability's term): 4u of the largest gradient
+      const double u = testing::unit_roundoff(dt);
+      const double rtol = dt == tg::kFloat64 ? 1e-12 : dt == tg::kFloat32 ? 1e-5 : 4 * u;
+      auto close = [&](const tg::Tensor& got, const Variable& want) {
+        const Variable ref = want.to(tg::kFloat64).reshape(got.shape());
+        double biggest = 0;
+        for (double x : ref.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
+        testing::check_close(Variable(got.to(tg::kFloat64)), ref, rtol, rtol * std::max(1.0, biggest));
+      };
+      close(f.out, y);
+      close(g.dq, qr.grad());
+      close(g.dk, kr.grad());
+      close(g.dv, vr.grad());
+    }
+  }
+}
+
 TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and masks") {
   tg::manual_seed(8);
   tg::nn::MultiheadAttention mha(16, 4);
@@ -597,6 +681,116 @@ TEST_CASE("layers: a PyTorch MultiheadAttention state_dict loads and gives PyTor
   auto [out3, w3] = mha(f32({3, 8}, 4.5), f32({5, 8}, 5.5), f32({5, 8}, 6.5), Variable(), false);
   CHECK_FALSE(w3.defined());
   check(out3, {3, 8}, {-0.370621741, -0.246296242, -0.456490159, -0.110824972, 0.270474434, -0.186866507, 0.192028463, -0.233490169, -0.418360204, -0.261841655, -0.48094061, -0.113696128, 0.202421486, -0.202968523, 0.226268798, -0.264440238, -0.384373218, -0.221296698, -0.480917186, -0.0591650605, 0.226794466, -0.155012101, 0.190488994, -0.269008279});
+}
+
+TEST_CASE("layers: MultiheadAttention's kdim/vdim, add_bias_kv and add_zero_attn have PyTorch's names and init") {
+  tg::manual_seed(9);
+  const auto opts = tg::nn::MultiheadAttentionOptions().kdim(5).vdim(3).add_bias_kv(true).add_zero_attn(true);
+  tg::nn::MultiheadAttention mha(16, 4, opts);
+  std::vector<std::string> names;
+  for (const auto& p : mha.named_parameters()) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k",
+                                          "bias_v", "out_proj.weight", "out_proj.bias"});
+  CHECK_FALSE(mha.in_proj_weight.defined());
+  CHECK(mha.q_proj_weight.shape() == tg::Shape{16, 16});
+  CHECK(mha.k_proj_weight.shape() == tg::Shape{16, 5});
+  CHECK(mha.v_proj_weight.shape() == tg::Shape{16, 3});
+  CHECK(mha.bias_k.shape() == tg::Shape{1, 1, 16});
+  CHECK(mha.bias_v.shape() == tg::Shape{1, 1, 16});
+  // xavier_uniform_ per weight: U(+-sqrt(6 / (fan_in + fan_out)))
+  for (const auto& [w, fan_in] : {std::pair<Variable, double>{mha.q_proj_weight, 16}, {mha.k_proj_weight, 5}, {mha.v_proj_weight, 3}}) {
+    const double bound = std::sqrt(6.0 / (16 + fan_in));
+    CHECK(tg::max(tg::abs(w)).item() <= bound);
+    CHECK(tg::max(tg::abs(w)).item() > 0.8 * bound);
+  }
+  // xavier_normal_ on (1, 1, 16): std sqrt(2 / (16 + 16)) = 0.25; 16 draws each, so only a loose check
+  for (const Variable& b : {mha.bias_k, mha.bias_v}) {
+    const double rms = std::sqrt(tg::mean(b * b).item());
+    CHECK(rms > 0.1);
+    CHECK(rms < 0.5);
+  }
+  CHECK(tg::sum(tg::abs(mha.in_proj_bias)).item() == 0.0);
+  // kdim == vdim == embed_dim keeps the stacked in_proj_weight, with bias_k/bias_v beside it
+  tg::nn::MultiheadAttention packed(16, 4, tg::nn::MultiheadAttentionOptions().add_bias_kv(true).kdim(16));
+  names.clear();
+  for (const auto& p : packed.named_parameters()) names.push_back(p.first);
+  CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"});
+  CHECK_FALSE(packed.q_proj_weight.defined());
+  // the shapes the options give: key (S, N, kdim), value (S, N, vdim), weights over S + 2 keys
+  const Variable q = tg::randn({3, 2, 16}), k = tg::randn({4, 2, 5}), v = tg::randn({4, 2, 3});
+  auto [out, w] = mha(q, k, v);
+  CHECK(out.shape() == tg::Shape{3, 2, 16});
+  CHECK(w.shape() == tg::Shape{2, 3, 6});
+  testing::check_close(tg::sum(w, -1), tg::ones({2, 3}), 1e-5, 1e-5);
+  // a clone keeps the options
+  std::unique_ptr<tg::nn::Module> cloned = mha.clone();
+  auto* copy = dynamic_cast<tg::nn::MultiheadAttention*>(cloned.get());
+  REQUIRE(copy != nullptr);
+  testing::check_close(std::get<0>((*copy)(q, k, v)), out, 1e-6, 1e-6);
+  TG_CHECK_THROWS(mha(q, tg::randn({4, 2, 16}), v), tg::ShapeError, "kdim 5 and vdim 3");
+  TG_CHECK_THROWS(mha(q, k, tg::randn({5, 2, 3})), tg::ShapeError, "key's sequence and batch dims [4, 2] do not match value's [5, 2]");
+  TG_CHECK_THROWS(mha(q, k, v, Variable(), false, Variable(), true, true), tg::Error, "Need attn_mask if specifying the is_causal hint");
+  TG_CHECK_THROWS(tg::nn::MultiheadAttention(16, 4, tg::nn::MultiheadAttentionOptions().kdim(-1)), tg::ShapeError,
+                  "kdim and vdim must be positive");
+}
+
+TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add_zero_attn and is_causal gives PyTorch's values") {
+  // Written by `python3 tests/data/mha_options.py` (PyTorch 2.15): MultiheadAttention(8, 2, kdim=5,
+  // vdim=3, add_bias_kv=True, add_zero_attn=True) with its biases drawn non-zero, and the outputs,
+  // weights and gradient probes below, printed by that script for the same inputs.
+  tg::nn::MultiheadAttention mha(8, 2, tg::nn::MultiheadAttentionOptions().kdim(5).vdim(3).add_bias_kv(true).add_zero_attn(true));
+  tg::load(mha, TG_SOURCE_DIR "/tests/data/mha_options.safetensors");
+  mha.eval();
+  auto f32 = [](const tg::Shape& shape, double seed) { return Variable(fill(shape, seed, false).data().to(tg::kFloat32)); };
+  auto check = [](const Variable& got, const tg::Shape& shape, const std::vector<double>& want) {
+    REQUIRE(got.shape() == shape);
+    const std::vector<float> g = got.to_vector<float>();
+    REQUIRE(g.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(g[i] - want[i]) <= 1e-5);
+    }
+  };
+  // 1. cross-attention L = 3, S = 4, N = 2, bool key_padding_mask and attn_mask; weights over S + 2
+  //    keys (bias_k, then the zero key), averaged over the heads; gradient probes
+  //    sum(grad * fill(param, 5)) of sum(out * fill(out, 9)) for every parameter
+  const Variable q = f32({3, 2, 8}, 0.5), k = f32({4, 2, 5}, 1.5), v = f32({4, 2, 3}, 2.5);
+  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 1, 0, 0, 0, 0, 0}, {2, 4}) > 0;
+  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}, {3, 4}) > 0;
+  auto [out1, w1] = mha(q, k, v, kpm, true, am);
+  check(out1, {3, 2, 8}, {-0.476234198, 0.306609631, -0.291741133, -0.331728041, -0.147158861, 0.316718102, 0.21595715, 0.465174049, -0.465482771, 0.177871794, -0.130355418, -0.53495121, -0.392781943, 0.173994392, 0.174677432, 0.533989012, -0.63308537, 0.229406804, -0.349259734, -0.301974118, -0.364041328, 0.234809816, 0.243486851, 0.505034626, -0.573123157, 0.216379851, -0.242200419, -0.380557328, -0.431021571, 0.157140493, 0.180394769, 0.548803568, -0.692190886, 0.183580667, -0.332919955, -0.348102421, -0.51104641, 0.122478768, 0.237891749, 0.559819937, -0.543412626, 0.17620571, -0.228796095, -0.475519478, -0.381512463, 0.188257664, 0.252189189, 0.492389917});
+  check(w1, {2, 3, 6}, {0.297623634, 0, 0, 0.208852097, 0.309464097, 0.184060186, 0.336281121, 0.311910778, 0, 0, 0.206996486, 0.144811615, 0, 0.400594354, 0, 0.172519356, 0.188843355, 0.238042921, 0.115597993, 0, 0.195316747, 0.277618051, 0.265651584, 0.145815551, 0.0929255635, 0.134345114, 0.251051277, 0, 0.261043847, 0.260634124, 0, 0.155104935, 0.195951596, 0.263032317, 0.15321967, 0.232691407});
+  tg::sum(out1 * f32(out1.shape(), 9)).backward();
+  const std::vector<std::pair<std::string, double>> probes = {{"q_proj_weight", -0.93489933}, {"k_proj_weight", -0.11716608}, {"v_proj_weight", 1.63550711}, {"in_proj_bias", -1.84713948}, {"bias_k", 0.365784258}, {"bias_v", -0.617040515}, {"out_proj.weight", -5.02748108}, {"out_proj.bias", -7.11059952}};
+  const auto params = mha.named_parameters();
+  REQUIRE(params.size() == probes.size());
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    CAPTURE(probes[i].first);
+    CHECK(params[i].first == probes[i].first);
+    const double got = tg::sum(params[i].second.grad().to(tg::kFloat64) * fill(params[i].second.shape(), 5, false)).item();
+    CHECK(std::abs(got - probes[i].second) <= 1e-4 * std::max(1.0, std::abs(probes[i].second)));
+  }
+  // 2. without weights (scaled_dot_product_attention), a float attn_mask padded for the extra keys
+  auto [out2, none] = mha(q, k, v, Variable(), false, f32({3, 4}, 3.5));
+  CHECK_FALSE(none.defined());
+  check(out2, {3, 2, 8}, {-0.503480613, 0.259021044, -0.266398221, -0.356812447, -0.243168563, 0.288677275, 0.207026541, 0.48470962, -0.428681165, 0.222287804, -0.153208822, -0.452467382, -0.283937544, 0.269958198, 0.16303286, 0.497548699, -0.52865535, 0.225223273, -0.222747415, -0.451422393, -0.368035555, 0.168372154, 0.207420439, 0.519189596, -0.487595677, 0.174206257, -0.128792733, -0.582719505, -0.439824224, 0.095546186, 0.194640219, 0.544788122, -0.539104581, 0.266592532, -0.276237488, -0.37476328, -0.300842702, 0.200871974, 0.218858674, 0.50133425, -0.428800195, 0.21978128, -0.150125831, -0.519196808, -0.297174126, 0.214920253, 0.208394557, 0.471121579});
+  // 3. is_causal with a causal attn_mask and no weights: the hint's causal triangle over (L, S + 2)
+  //    replaces the mask, so the two extra keys are hidden from these 4 rows, as in PyTorch
+  std::vector<int64_t> tri(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) tri[i * 4 + j] = j > i ? 1 : 0;
+  const Variable causal = tg::from_vector(tri, {4, 4}) > 0;
+  const Variable q4 = f32({4, 2, 8}, 4.5), k4 = f32({4, 2, 5}, 5.5), v4 = f32({4, 2, 3}, 6.5);
+  auto [out3, none3] = mha(q4, k4, v4, Variable(), false, causal, true, true);
+  check(out3, {4, 2, 8}, {-0.948188722, 0.0200549364, -0.339185357, -0.406203687, -0.984415948, -0.160583794, 0.215515181, 0.750290751, -0.601129353, 0.321640104, -0.401618481, -0.335731, -0.197941184, 0.180683494, 0.294776887, 0.496823907, -0.545150042, 0.0948203206, -0.141797796, -0.627812505, -0.51485455, 0.0944180787, 0.248734087, 0.534941733, -0.770157754, 0.174945623, -0.368599951, -0.354512721, -0.585757673, 0.0239904225, 0.247066736, 0.620291889, -0.590323567, 0.162962437, -0.215165347, -0.563792408, -0.487931967, 0.0380817652, 0.245966703, 0.570361257, -0.626119435, 0.130861625, -0.272479147, -0.549525142, -0.451722234, 0.100965127, 0.31522432, 0.524816632, -0.721920133, 0.106529668, -0.305292547, -0.474478155, -0.58790195, 0.0523573458, 0.28524965, 0.580421925, -0.642868221, 0.197455764, -0.347354829, -0.433032632, -0.361817092, 0.149704754, 0.315751612, 0.509800792});
+  // 4. is_causal with weights: the mask as given, padded (the extra keys attended)
+  auto [out4, w4] = mha(q4, k4, v4, Variable(), true, causal, true, true);
+  check(out4, {4, 2, 8}, {-0.56020993, 0.221808493, -0.255950868, -0.323806226, -0.396236837, 0.23698613, 0.180473089, 0.507571399, -0.534393668, 0.283535361, -0.324405074, -0.323005646, -0.219935387, 0.281482279, 0.253000945, 0.449419767, -0.497757941, 0.186740249, -0.189839542, -0.452191472, -0.364830136, 0.233775824, 0.212793887, 0.479447275, -0.624469817, 0.217866614, -0.292102009, -0.326843768, -0.439323485, 0.157637969, 0.194080874, 0.559307456, -0.536492705, 0.20079042, -0.218360752, -0.45553124, -0.383975387, 0.169708595, 0.208075792, 0.532020092, -0.556168735, 0.175735027, -0.246489406, -0.434067667, -0.363685876, 0.219182551, 0.233975723, 0.517702639, -0.63070941, 0.158731163, -0.275400847, -0.408972263, -0.466795623, 0.161638752, 0.229300588, 0.554331362, -0.563795388, 0.231451556, -0.305465519, -0.368621409, -0.293275595, 0.252963722, 0.247900426, 0.48942256});
+  check(w4, {2, 4, 6}, {0.191436067, 0, 0, 0, 0.386357993, 0.422205985, 0.225306854, 0.255412281, 0, 0, 0.2078522, 0.311428666, 0.232573301, 0.207525432, 0.187194705, 0, 0.192680672, 0.180025876, 0.144854367, 0.151093826, 0.173211664, 0.209007382, 0.207481414, 0.114351302, 0.424554974, 0, 0, 0, 0.242502034, 0.332943022, 0.271961987, 0.27875191, 0, 0, 0.200984091, 0.248301983, 0.189926565, 0.195681453, 0.212745428, 0, 0.248507172, 0.153139368, 0.249030173, 0.139627472, 0.1023058, 0.114610568, 0.248114377, 0.146311626});
+  // 5. unbatched, weights per head
+  auto [out5, w5] = mha(f32({3, 8}, 7.5), f32({4, 5}, 8.5), f32({4, 3}, 9.5), Variable(), true, Variable(), false);
+  check(out5, {3, 8}, {-0.486295611, 0.221457988, -0.20623289, -0.485318661, -0.301288366, 0.19687894, 0.218933389, 0.508817554, -0.501579225, 0.209298939, -0.234814435, -0.487890452, -0.280304879, 0.221728414, 0.25404343, 0.488368392, -0.503276467, 0.21304746, -0.256592155, -0.489881933, -0.248827636, 0.241796866, 0.282730609, 0.462534517});
+  check(w5, {2, 3, 6}, {0.174978301, 0.138514891, 0.139333993, 0.174080029, 0.260355651, 0.11273706, 0.265186697, 0.0749853328, 0.172894165, 0.127895489, 0.26376617, 0.0952721611, 0.36783427, 0.0403120033, 0.21510455, 0.0852817744, 0.204137623, 0.08732979, 0.140277743, 0.222540453, 0.189198554, 0.161629796, 0.129958779, 0.15639472, 0.117815726, 0.244386658, 0.136235654, 0.196217194, 0.159392625, 0.145952106, 0.11816071, 0.221116811, 0.100548565, 0.235084534, 0.18653056, 0.138558894});
 }
 
 TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 threads") {

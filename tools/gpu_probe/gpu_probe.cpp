@@ -230,6 +230,23 @@ void bench(Table& t, int log2n) {
     t.flops("bmm_f32", "batched matmul f32 (strided)", dims({batch, s, s, s}), 2.0 * batch * s * s * s,
             [&] { c = tg::matmul(x, y); });
   }
+  // fused causal attention (cuda/attention.cu): (B, H, L, E) = (4, 8, L, 64), L = m / 4; the FLOPs
+  // counted are the useful ones, 4 B H L^2 E / 2 for the forward (q k^T and p v under the causal
+  // triangle) and 2.5x that for forward and backward; tools/gpu_torch_bench.py times
+  // torch.nn.functional.scaled_dot_product_attention on the same shape
+  std::printf("\n");
+  for (const bool backward : {false, true}) {
+    const int64_t B = 4, H = 8, L = std::max<int64_t>(m / 4, 32), E = 64;
+    tg::Variable q(tg::randn({B, H, L, E}, on).data(), backward), k(tg::randn({B, H, L, E}, on).data(), backward),
+        v(tg::randn({B, H, L, E}, on).data(), backward);
+    const double fwd = 4.0 * B * H * L * L * E / 2;
+    t.flops(backward ? "sdpa_causal_fwd_bwd_f32" : "sdpa_causal_fwd_f32",
+            backward ? "sdpa causal f32 fwd+bwd (fused)" : "sdpa causal f32 forward (fused)", dims({B, H, L, E}),
+            backward ? 2.5 * fwd : fwd, [&] {
+              c = tg::scaled_dot_product_attention(q, k, v, {}, 0, true);
+              if (backward) tg::sum(c).backward();
+            });
+  }
   // the README's MLP step; tools/gpu_torch_bench.py times PyTorch eager on the same model
   std::printf("\n");
   for (int64_t batch : {64, 1024}) mlp_step_row(t, batch);

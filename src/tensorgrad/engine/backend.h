@@ -23,9 +23,11 @@
 //   blas              (the BLAS libraries)                        blas.cpp              blas.cpp
 //   random            engine/philox.h                             random.cpp            random.cu
 //   sort              Note [Sort order] in engine/prim.cpp        sort.cpp              sort.cu
+//   conv / pooling    engine/pool_window.h (pooling windows)      conv.cpp              conv.cu
+//   attention         none: the CPU loops are the kernels'         attention.cpp         attention.cu
+//                     reference, compared by the tests
 //
-// plus engine/cpu/runtime.cpp and cuda/runtime.cu (the backend objects and their settings); the
-// convolution family is engine/cpu/conv.cpp and cuda/conv.cu. The CPU class and its loop machinery
+// plus engine/cpu/runtime.cpp and cuda/runtime.cu (the backend objects and their settings). The CPU class and its loop machinery
 // (strided loops, the thread pool, the capability clones) are in engine/cpu/cpu_backend.h, the CUDA
 // class in cuda/detail/context.cuh. The CPU's fast paths (engine/cpu/kernels.inc, compiled once per
 // CPU capability: Note [CPU capabilities]) and the GPU's vector loads compute the same bodies in
@@ -204,6 +206,41 @@ struct Pool2dArgs {
   bool adaptive = false;
 };
 
+/// The geometry of one fused scaled-dot-product attention (Backend::attention): q (B, L, E), k (B, S,
+/// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
+/// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
+struct AttentionArgs {
+  /// Batch (every leading dim merged), query rows, key rows, q/k width, v width.
+  int64_t B = 0, L = 0, S = 0, E = 0, Ev = 0;
+  /** \var L
+      Query rows. */
+  /** \var S
+      Key (and value) rows. */
+  /** \var E
+      Width of q and k. */
+  /** \var Ev
+      Width of v and of out. */
+  /// The factor of q k^T.
+  double scale = 1;
+  /// Query i sees keys j <= i only (the top-left aligned lower triangle, PyTorch's is_causal).
+  bool causal = false;
+  /// Undefined, or a bool mask (true: attend) or an additive float mask of q's dtype, read through
+  /// the strides below: element (b, i, j) is at mask_ptr + (b / mask_inner) mask_stride_outer + (b %
+  /// mask_inner) mask_stride_inner + i mask_stride_l + j mask_stride_s, where mask_ptr is
+  /// mask.data() (its offset included). Strides may be 0 (broadcast).
+  Tensor mask;
+  /// The batch entries that share one mask_stride_outer step (at least 1).
+  int64_t mask_inner = 1;
+  /// Elements between mask batches, outer and inner (see mask).
+  int64_t mask_stride_outer = 0, mask_stride_inner = 0;
+  /** \var mask_stride_inner
+      Elements between consecutive batch entries inside one outer step. */
+  /// Elements between mask rows (query i) and columns (key j).
+  int64_t mask_stride_l = 0, mask_stride_s = 0;
+  /** \var mask_stride_s
+      Elements between consecutive keys of one mask row. */
+};
+
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
 /// shapes, dtypes and devices first; an implementation trusts its arguments. "Sets out" means every
 /// element of out is written.
@@ -292,6 +329,20 @@ class Backend {
   virtual void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) = 0;
   /// dx (P, H, W) = each dy spread evenly over its window. Sets dx.
   virtual void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) = 0;
+  /// Fused attention forward (see AttentionArgs): q, k, v, out contiguous of one floating dtype; sets
+  /// out (B, L, Ev) and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
+  /// float16 and bfloat16 inputs, float64 for float64), -inf for a row whose keys are all masked (its
+  /// out is NaN, as the composed softmax gives). CPU: the reference loops (engine/cpu/attention.cpp),
+  /// which the ops reach only through prim::attention (they compose on the CPU); CUDA: kernels
+  /// (cuda/attention.cu).
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
+                         const Tensor& out, const Tensor& lse) = 0;
+  /// Fused attention backward from dout (B, L, Ev), with out and lse of the forward, all contiguous:
+  /// the probabilities are recomputed from q, k and lse; sets dq (B, L, E), dk (B, S, E) and dv (B, S,
+  /// Ev).
+  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args, const Tensor& dq,
+                                  const Tensor& dk, const Tensor& dv) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:

@@ -204,6 +204,27 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args);
 /// dx of x_shape from dy (N, C, OH, OW).
 Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args);
 
+// ---- fused attention (engine/prim_attention.cpp; shapes and mask strides built by ops/attention.cpp)
+/// The forward of the fused attention: out (B, L, Ev) and the log-sum-exp of each row of scores.
+struct Attention {
+  Tensor out;   ///< (B, L, Ev), q's dtype
+  Tensor lse;   ///< (B, L), attention_lse_dtype(q's dtype)
+};
+/// The dtype of the saved log-sum-exp: float64 for float64 inputs, else float32.
+DType attention_lse_dtype(DType dtype);
+/// softmax(q k^T scale + mask) v for q (B, L, E), k (B, S, E), v (B, S, Ev) as args describes
+/// (S > 0, E > 0), through Backend::attention; one floating dtype and device.
+Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args);
+/// The gradients of attention.
+struct AttentionGrads {
+  Tensor dq;   ///< q's shape
+  Tensor dk;   ///< k's shape
+  Tensor dv;   ///< v's shape
+};
+/// attention's backward from dout (B, L, Ev), with its out and lse: the probabilities recomputed.
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args);
+
 // ---- checks shared with ops/
 /// DeviceError naming op unless a and b are on one device.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);

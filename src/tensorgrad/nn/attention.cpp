@@ -41,26 +41,58 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, con
     : out_proj(checked_embed_dim(embed_dim, num_heads, options.dropout_), embed_dim, options.bias_),
       embed_dim_(embed_dim),
       num_heads_(num_heads),
+      kdim_(options.kdim_ > 0 ? options.kdim_ : embed_dim),
+      vdim_(options.vdim_ > 0 ? options.vdim_ : embed_dim),
       options_(options) {
-  // PyTorch's _reset_parameters: xavier_uniform_ on the stacked projections, zero biases; out_proj's
-  // weight keeps Linear's kaiming_uniform_(a = sqrt(5)).
-  in_proj_weight = Variable(prim::empty({3 * embed_dim, embed_dim}));
-  init::xavier_uniform_(in_proj_weight);
-  register_parameter("in_proj_weight", in_proj_weight);
+  TG_CHECK(options.kdim_ >= 0 && options.vdim_ >= 0, ShapeError,
+           "MultiheadAttention: kdim and vdim must be positive (or 0 for embed_dim), got ", options.kdim_, " and ",
+           options.vdim_);
+  // PyTorch's __init__ and _reset_parameters: xavier_uniform_ on the projections (stacked when the
+  // three share embed_dim, separate otherwise), zero biases, xavier_normal_ on bias_k and bias_v;
+  // out_proj's weight keeps Linear's kaiming_uniform_(a = sqrt(5)). Registered in PyTorch's order.
+  if (kdim_ == embed_dim && vdim_ == embed_dim) {
+    in_proj_weight = Variable(prim::empty({3 * embed_dim, embed_dim}));
+    init::xavier_uniform_(in_proj_weight);
+    register_parameter("in_proj_weight", in_proj_weight);
+  } else {
+    q_proj_weight = Variable(prim::empty({embed_dim, embed_dim}));
+    k_proj_weight = Variable(prim::empty({embed_dim, kdim_}));
+    v_proj_weight = Variable(prim::empty({embed_dim, vdim_}));
+    register_parameter("q_proj_weight", q_proj_weight);
+    register_parameter("k_proj_weight", k_proj_weight);
+    register_parameter("v_proj_weight", v_proj_weight);
+  }
   if (options.bias_) {
     in_proj_bias = Variable(prim::full({3 * embed_dim}, 0.0));
     register_parameter("in_proj_bias", in_proj_bias);
-    init::zeros_(out_proj.bias);
+  }
+  if (options.add_bias_kv_) {
+    bias_k = Variable(prim::empty({1, 1, embed_dim}));
+    bias_v = Variable(prim::empty({1, 1, embed_dim}));
+    register_parameter("bias_k", bias_k);
+    register_parameter("bias_v", bias_v);
   }
   register_module("out_proj", out_proj);
+  // _reset_parameters, in its order (the draws of the manual_seed stream follow PyTorch's)
+  if (!in_proj_weight.defined()) {
+    init::xavier_uniform_(q_proj_weight);
+    init::xavier_uniform_(k_proj_weight);
+    init::xavier_uniform_(v_proj_weight);
+  }
+  if (options.bias_) init::zeros_(out_proj.bias);
+  if (options.add_bias_kv_) {
+    init::xavier_normal_(bias_k);
+    init::xavier_normal_(bias_v);
+  }
 }
 
 std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query, const Variable& key,
                                                            const Variable& value, const Variable& key_padding_mask,
                                                            bool need_weights, const Variable& attn_mask,
-                                                           bool average_attn_weights) {
+                                                           bool average_attn_weights, bool is_causal) {
   TG_CHECK(query.defined() && key.defined() && value.defined(), Error, "MultiheadAttention: undefined query, key or value");
   const int64_t E = embed_dim_, H = num_heads_, hd = E / H;
+  const bool separate = !in_proj_weight.defined();
   TG_CHECK(query.dim() == 2 || query.dim() == 3, ShapeError,
            "MultiheadAttention: query should be unbatched 2D or batched 3D tensor but received ", query.dim(),
            "-D query tensor of size ", shape_str(query.shape()));
@@ -70,8 +102,20 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
            batched ? "3-D" : "2-D", " but found ", key.dim(), "-D and ", value.dim(), "-D tensors respectively");
   TG_CHECK(query.size(-1) == E, ShapeError, "MultiheadAttention: was expecting embedding dimension of ", E,
            ", but got ", query.size(-1));
-  TG_CHECK(key.shape() == value.shape(), ShapeError, "MultiheadAttention: key shape ", shape_str(key.shape()),
-           " does not match value shape ", shape_str(value.shape()));
+  if (separate) {
+    const Shape ks(key.shape().begin(), key.shape().end() - 1), vs(value.shape().begin(), value.shape().end() - 1);
+    TG_CHECK(ks == vs, ShapeError, "MultiheadAttention: key's sequence and batch dims ", shape_str(ks),
+             " do not match value's ", shape_str(vs));
+  } else {
+    TG_CHECK(key.shape() == value.shape(), ShapeError, "MultiheadAttention: key shape ", shape_str(key.shape()),
+             " does not match value shape ", shape_str(value.shape()));
+  }
+  TG_CHECK(!is_causal || attn_mask.defined(), Error,
+           "MultiheadAttention: Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+           "method `generate_square_subsequent_mask` to create this mask.");
+  // PyTorch's hint: without key_padding_mask and weights, the causal attn_mask is dropped for
+  // scaled_dot_product_attention's is_causal; otherwise the mask is applied as given.
+  const bool causal = is_causal && !key_padding_mask.defined() && !need_weights;
   // Everything below is batch-first: (N, L, E). An unbatched input is a batch of one.
   auto batch_first = [&](const Variable& x) {
     if (!batched) return unsqueeze(x, 0);
@@ -79,11 +123,21 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
   };
   const Variable q_in = batch_first(query), k_in = batch_first(key), v_in = batch_first(value);
   const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
-  TG_CHECK(k_in.size(0) == N && k_in.size(2) == E, ShapeError, "MultiheadAttention: key of size ", shape_str(key.shape()),
-           " does not match query of size ", shape_str(query.shape()), " (batch and embedding dims)");
-  // The additive mask, broadcastable to (N, H, L, S), or undefined.
+  TG_CHECK(k_in.size(0) == N && k_in.size(2) == kdim_ && v_in.size(2) == vdim_, ShapeError, "MultiheadAttention: key of size ",
+           shape_str(key.shape()), " and value of size ", shape_str(value.shape()), " do not match query of size ",
+           shape_str(query.shape()), " (batch dims, and kdim ", kdim_, " and vdim ", vdim_, ")");
+  // Keys appended after the inputs' S: bias_k/bias_v (add_bias_kv), then a zero key (add_zero_attn);
+  // the masks get a 0 (attend) column for each.
+  const int64_t extra = (bias_k.defined() ? 1 : 0) + (options_.add_zero_attn_ ? 1 : 0);
+  auto pad_keys = [&](const Variable& m) {   // m (..., S) additive -> (..., S + extra), zeros appended
+    if (extra == 0) return m;
+    Shape zs = m.shape();
+    zs.back() = extra;
+    return cat({m, Variable(prim::full(zs, 0.0, m.dtype(), m.device()))}, -1);
+  };
+  // The additive mask, broadcastable to (N, H, L, S + extra), or undefined.
   Variable mask;
-  if (attn_mask.defined()) {
+  if (attn_mask.defined() && !causal) {
     Variable m = additive(attn_mask, query.dtype(), "attn_mask");
     if (m.dim() == 2) {
       TG_CHECK(m.shape() == Shape({L, S}), ShapeError, "MultiheadAttention: The shape of the 2D attn_mask is ",
@@ -93,35 +147,52 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
                m.dim(), "D attn_mask is ", shape_str(m.shape()), ", but should be ", shape_str(Shape{N * H, L, S}), ".");
       m = reshape(m, {N, H, L, S});
     }
-    mask = m;
+    mask = pad_keys(m);
   }
   if (key_padding_mask.defined()) {
     const Shape want = batched ? Shape{N, S} : Shape{S};
     TG_CHECK(key_padding_mask.shape() == want, ShapeError, "MultiheadAttention: expecting key_padding_mask shape of ",
              shape_str(want), ", but got ", shape_str(key_padding_mask.shape()));
-    const Variable kpm = reshape(additive(key_padding_mask, query.dtype(), "key_padding_mask"), {N, 1, 1, S});
+    const Variable kpm =
+        reshape(pad_keys(reshape(additive(key_padding_mask, query.dtype(), "key_padding_mask"), {N, S})), {N, 1, 1, S + extra});
     mask = mask.defined() ? mask + kpm : kpm;
   }
-  // Projections, split into heads: q (N, H, L, hd), k and v (N, H, S, hd).
-  auto project = [&](const Variable& x, int64_t which, int64_t len) {
-    const Variable w = narrow(in_proj_weight, 0, which * E, E);
+  // Projections (N, len, E): rows which E.. of in_proj_weight, or the separate weights
+  auto project = [&](const Variable& x, int64_t which) {
+    const Variable w = separate ? (which == 0 ? q_proj_weight : which == 1 ? k_proj_weight : v_proj_weight)
+                                : narrow(in_proj_weight, 0, which * E, E);
     const Variable b = in_proj_bias.defined() ? narrow(in_proj_bias, 0, which * E, E) : Variable();
-    return transpose(reshape(linear(x, w, b), {N, len, H, hd}), 1, 2);
+    return linear(x, w, b);
   };
-  const Variable q = project(q_in, 0, L), k = project(k_in, 1, S), v = project(v_in, 2, S);
+  Variable qp = project(q_in, 0), kp = project(k_in, 1), vp = project(v_in, 2);
+  if (bias_k.defined()) {   // one more key and value: bias_k, bias_v for every batch entry
+    kp = cat({kp, expand(bias_k, {N, 1, E})}, 1);
+    vp = cat({vp, expand(bias_v, {N, 1, E})}, 1);
+  }
+  const int64_t Sk = kp.size(1);
+  // split into heads: q (N, H, L, hd), k and v (N, H, Sk, hd)
+  auto heads_of = [&](const Variable& x, int64_t len) { return transpose(reshape(x, {N, len, H, hd}), 1, 2); };
+  const Variable q = heads_of(qp, L);
+  Variable k = heads_of(kp, Sk), v = heads_of(vp, Sk);
+  if (options_.add_zero_attn_) {   // a zero key and value in every head
+    const Variable zeros = Variable(prim::full({N, H, 1, hd}, 0.0, k.dtype(), k.device()));
+    k = cat({k, zeros}, 2);
+    v = cat({v, zeros}, 2);
+  }
+  const int64_t S2 = k.size(2);   // S + extra
   const double p = is_training() ? options_.dropout_ : 0.0;
-  Variable heads, weights;   // heads (N, H, L, hd); weights (N, H, L, S) when asked for
+  Variable heads, weights;   // heads (N, H, L, hd); weights (N, H, L, S2) when asked for
   if (!need_weights) {
-    heads = scaled_dot_product_attention(q, k, v, mask, p);
+    heads = scaled_dot_product_attention(q, k, v, mask, p, causal);
   } else {
     // the same math as scaled_dot_product_attention, keeping the softmax for the caller
     const Variable q3 = reshape(q, {N * H, L, hd}) * (1.0 / std::sqrt(static_cast<double>(hd)));
-    Variable scores = reshape(matmul(q3, transpose(reshape(k, {N * H, S, hd}), 1, 2)), {N, H, L, S});
+    Variable scores = reshape(matmul(q3, transpose(reshape(k, {N * H, S2, hd}), 1, 2)), {N, H, L, S2});
     if (mask.defined()) scores = scores + mask;
     weights = softmax(scores, -1);
     const Variable dropped = p > 0 ? dropout(weights, p, true) : weights;
-    heads = reshape(matmul(reshape(dropped, {N * H, L, S}), reshape(v, {N * H, S, hd})), {N, H, L, hd});
-    if (average_attn_weights) weights = mean(weights, 1);   // (N, L, S)
+    heads = reshape(matmul(reshape(dropped, {N * H, L, S2}), reshape(v, {N * H, S2, hd})), {N, H, L, hd});
+    if (average_attn_weights) weights = mean(weights, 1);   // (N, L, S2)
     if (!batched) weights = squeeze(weights, 0);
   }
   // (N, H, L, hd) -> (N, L, E), out_proj, then the caller's layout

@@ -1,11 +1,16 @@
-// ops/attention.cpp: scaled_dot_product_attention, composed of differentiable ops (matmul, where,
-// softmax, dropout), so it needs no backward of its own and both backends run it through their
-// existing kernels; no fused (flash) kernel. The module built on it, nn::MultiheadAttention, is in
-// nn/attention.h.
+// ops/attention.cpp: scaled_dot_product_attention. On CUDA it runs fused kernels (cuda/attention.cu,
+// through engine/prim_attention.cpp) with its backward below; elsewhere, and for what the kernels do
+// not cover, it is composed of differentiable ops (matmul, where, softmax, dropout), which need no
+// backward of their own. Note [Fused attention] says which case takes which path. The module built
+// on it, nn::MultiheadAttention, is in nn/attention.h.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "tensorgrad/amp/autocast.h"
+#include "tensorgrad/engine/grad_mode.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -28,6 +33,99 @@ Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
 Variable as_batched(const Variable& x, const Shape& batch, int64_t B) {
   const int64_t r = x.size(-2), c = x.size(-1);
   return reshape(expand(x, with_matrix(batch, r, c)), {B, r, c});
+}
+
+// Note [Fused attention]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// On a CUDA device scaled_dot_product_attention runs one fused forward kernel (online softmax over
+// tiles of 32 keys: a running max and sum per query row, so the (L, S) scores never reach global
+// memory; the row's log-sum-exp is saved) and a fused backward (the probabilities recomputed from q,
+// k and that log-sum-exp: one kernel for dq, one for dk and dv, no atomics, so it is deterministic),
+// accumulating in float32 for float16/bfloat16 inputs (float64 for float64). It covers is_causal,
+// scale, and a bool or additive float mask that broadcasts as the composed path's does, read in place
+// through its strides when its batch dims fold into two strides (any (L, S), (N, 1, L, S), (N, H, 1,
+// S), ... mask), else copied once to a contiguous (B, L, S) mask. The composed path runs instead:
+//   - on the CPU (BLAS matrix products are fast there; engine/cpu/attention.cpp is the fused kernels'
+//     host reference, reached through prim::attention, for tests),
+//   - with dropout_p > 0: the composed path's dropout mask is drawn over the materialised (B..., L, S)
+//     probabilities, which a kernel that never materialises them cannot reproduce,
+//   - when a float attn_mask requires grad (the fused backward gives no mask gradient),
+//   - under autocast (the composed path's per-op casts keep their meaning),
+//   - for a head dim E or Ev above fused_attention_max_dim (128, 64 for float64: the kernels' tiles
+//     live in static shared memory), and for zero-size inputs.
+// The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape.
+
+/// The widest q/k and v rows the CUDA kernels take for dtype (their shared-memory tiles' width).
+int64_t fused_attention_max_dim(DType dtype) { return dtype == kFloat64 ? 64 : 128; }
+
+/// Whether the fused path applies: see Note [Fused attention].
+bool use_fused_attention(const Variable& query, const Variable& attn_mask, double dropout_p, int64_t B, int64_t L,
+                         int64_t S, int64_t E, int64_t Ev) {
+  if (query.device().is_cpu() || dropout_p > 0) return false;
+  if (attn_mask.defined() && attn_mask.requires_grad() && GradMode::is_enabled()) return false;
+  if (amp::detail::active_for(query)) return false;
+  const int64_t max_dim = fused_attention_max_dim(query.dtype());
+  return B > 0 && L > 0 && S > 0 && E > 0 && Ev > 0 && E <= max_dim && Ev <= max_dim;
+}
+
+/// args' mask fields for attn_mask (broadcastable to scores_shape = (batch..., L, S), B = the product
+/// of batch): its batch dims folded into an outer and an inner stride when they fold, else a
+/// contiguous (B, L, S) copy.
+void set_mask(AttentionArgs& a, const Tensor& mask, const Shape& scores_shape) {
+  const Tensor m = mask.expand(scores_shape);
+  const int64_t nd = m.dim();
+  a.mask_stride_l = m.strides()[nd - 2];
+  a.mask_stride_s = m.strides()[nd - 1];
+  // the batch dims of size > 1, outer to inner, merged where one steps over the next exactly
+  std::vector<std::pair<int64_t, int64_t>> dims;   // (size, stride)
+  for (int64_t d = 0; d < nd - 2; ++d) {
+    const int64_t size = m.shape()[d], stride = m.strides()[d];
+    if (size == 1) continue;
+    if (!dims.empty() && dims.back().second == stride * size) {
+      dims.back() = {dims.back().first * size, stride};
+      continue;
+    }
+    dims.emplace_back(size, stride);
+  }
+  if (dims.size() <= 2) {
+    a.mask = m;
+    if (dims.size() == 2) {
+      a.mask_inner = dims[1].first;
+      a.mask_stride_outer = dims[0].second;
+      a.mask_stride_inner = dims[1].second;
+    } else if (dims.size() == 1) {
+      a.mask_inner = dims[0].first;
+      a.mask_stride_inner = dims[0].second;
+    }
+    return;
+  }
+  a.mask = m.contiguous();
+  a.mask_inner = a.B;
+  a.mask_stride_inner = a.L * a.S;
+  a.mask_stride_l = a.S;
+  a.mask_stride_s = 1;
+}
+
+/// The fused path: q (B, L, E), k (B, S, E), v (B, S, Ev) -> (B, L, Ev).
+Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionArgs& args) {
+  prim::Attention r = prim::attention(q.data(), k.data(), v.data(), args);
+  const char* name = "scaled_dot_product_attention";
+  const bool need = any_requires_grad({q, k, v});
+  SavedTensor q_saved = need ? SavedTensor(q) : SavedTensor();
+  SavedTensor k_saved = need ? SavedTensor(k) : SavedTensor();
+  SavedTensor v_saved = need ? SavedTensor(v) : SavedTensor();
+  SavedTensor out_saved = need ? SavedTensor(r.out, name) : SavedTensor();
+  SavedTensor lse_saved = need ? SavedTensor(r.lse, name) : SavedTensor();   // (B, L)
+  return record(name, r.out, {q, k, v},
+                [q_saved, k_saved, v_saved, out_saved, lse_saved, args](const Tensor& grad, Grads& g) {
+                  // p = softmax(s), s = q k^T scale + mask; D_i = sum_d grad_id out_id;
+                  // ds = p (grad v^T - D); dq = ds k scale; dk = ds^T q scale; dv = p^T grad
+                  prim::AttentionGrads d = prim::attention_backward(q_saved.get(), k_saved.get(), v_saved.get(),
+                                                                    out_saved.get(), lse_saved.get(), grad, args);
+                  if (g.need(0)) g.set(0, d.dq);
+                  if (g.need(1)) g.set(1, d.dk);
+                  if (g.need(2)) g.set(2, d.dv);
+                });
 }
 
 }  // namespace
@@ -75,6 +173,18 @@ Variable scaled_dot_product_attention(const Variable& query, const Variable& key
   for (int64_t s : batch) B *= s;
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
   const Variable q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
+  if (use_fused_attention(query, attn_mask, dropout_p, B, L, S, E, Ev)) {   // Note [Fused attention]
+    AttentionArgs args;
+    args.B = B;
+    args.L = L;
+    args.S = S;
+    args.E = E;
+    args.Ev = Ev;
+    args.scale = factor;
+    args.causal = is_causal;
+    if (attn_mask.defined()) set_mask(args, attn_mask.data(), scores_shape);
+    return reshape(fused_attention(q, k, v, args), with_matrix(batch, L, Ev));
+  }
   // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
   Variable scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
   const Variable minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);

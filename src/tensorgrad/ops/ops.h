@@ -335,8 +335,11 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
 /// (Error when both are given). scale defaults to 1 / sqrt(E). dropout_p > 0 drops attention weights
 /// from the manual_seed stream and scales the others by 1 / (1 - dropout_p): as in PyTorch this
 /// function always applies it, so pass 0 in evaluation (nn::MultiheadAttention does). A row that
-/// masks every key gives NaN, as PyTorch's math path. Composed of matmul, masked_fill, softmax and
-/// dropout, so both backends run it and autograd differentiates it (attn_mask included).
+/// masks every key gives NaN, as PyTorch's math path. On CUDA it runs fused kernels (an online
+/// softmax that never stores the (L, S) scores, and a backward that recomputes them) when dropout_p is
+/// 0, the head dims are at most 128 (64 in float64) and a float attn_mask needs no gradient; otherwise,
+/// and on the CPU, it is composed of matmul, masked_fill, softmax and dropout, which autograd
+/// differentiates (attn_mask included). See Note [Fused attention] in ops/attention.cpp.
 Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
                                       const Variable& attn_mask = Variable(), double dropout_p = 0,
                                       bool is_causal = false, std::optional<double> scale = std::nullopt);

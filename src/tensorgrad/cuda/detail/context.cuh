@@ -173,6 +173,12 @@ class CudaBackend final : public Backend {
   void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args, const Tensor& dx) override;
   void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) override;
   void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) override;
+  // cuda/attention.cu
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
+                 const Tensor& lse) override;
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                          const Tensor& dout, const AttentionArgs& args, const Tensor& dq, const Tensor& dk,
+                          const Tensor& dv) override;
   // cuda/runtime.cu
   void synchronize() override;
   // cuda/sort.cu

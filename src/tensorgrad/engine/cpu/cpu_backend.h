@@ -290,6 +290,12 @@ class CpuBackend final : public Backend {
   bool gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) override;
   // engine/cpu/sort.cpp
   void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
+  // engine/cpu/attention.cpp
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
+                 const Tensor& lse) override;
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                          const Tensor& dout, const AttentionArgs& args, const Tensor& dq, const Tensor& dk,
+                          const Tensor& dv) override;
 
   // Convolution and pooling: engine/cpu/conv.cpp.
   void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
