@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorgrad/engine/cpu/conv.h"
 #include "testing.h"
 
 using tg::Variable;
@@ -887,6 +888,63 @@ TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matche
             Variable(gy.data().to(tg::kFloat32)))
         .backward();
     testing::check_close(x32.grad().to(tg::kFloat64), want_dx, 1e-4, 1e-4);
+  }
+  tg::set_num_threads(before);
+}
+
+TEST_CASE("layers: float32 conv2d (oneDNN where built with it) matches the float64 im2col reference in every geometry") {
+  // Note [conv2d through oneDNN]: float32 takes oneDNN's kernels with their own layouts, float64 the
+  // im2col + GEMM path. Strides, unequal padding per axis, dilation, groups, 1x1 and even kernels,
+  // outputs whose last window stops short of the padded edge, with and without bias, each gradient
+  // asked alone, on 1 and 3 threads (the batch cut into parts whose weight gradients add up).
+  struct Geometry {
+    int64_t N, C, H, W, O, KH, KW, sh, sw, ph, pw, dh, dw, G;
+  };
+  const std::vector<Geometry> geometries{
+      {5, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1},   {7, 4, 11, 10, 6, 3, 2, 2, 1, 1, 0, 1, 2, 2},
+      {3, 8, 7, 7, 8, 1, 1, 1, 1, 0, 0, 1, 1, 4},   {6, 3, 7, 9, 5, 2, 2, 2, 2, 0, 1, 1, 1, 1},
+      {4, 4, 12, 6, 4, 5, 3, 3, 1, 2, 1, 2, 1, 4},  {9, 2, 5, 5, 3, 3, 3, 1, 1, 2, 2, 1, 1, 1},
+      {16, 16, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
+  const int before = tg::get_num_threads();
+  uint64_t seed = 400;
+  for (const Geometry& g : geometries) {
+    INFO("geometry ", g.N, " ", g.C, " ", g.H, " ", g.W, " ", g.O, " ", g.KH, "x", g.KW, " stride ", g.sh, ",", g.sw,
+         " pad ", g.ph, ",", g.pw, " dilation ", g.dh, ",", g.dw, " groups ", g.G);
+    const Variable x = testing::randn64({g.N, g.C, g.H, g.W}, seed++, false);
+    const Variable w = testing::randn64({g.O, g.C / g.G, g.KH, g.KW}, seed++, false);
+    const Variable b = testing::randn64({g.O}, seed++, false);
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      tg::set_num_threads(threads);
+      for (int want = 0; want < 5; ++want) {   // all gradients, bias or not; then x, w, b alone
+        CAPTURE(want);
+        const bool gx = want <= 1 || want == 2, gw = want <= 1 || want == 3, gb = want == 0 || want == 4;
+        const bool with_bias = want != 1;
+        auto run = [&](tg::DType dt) {
+          const Variable xv(x.data().to(dt), gx), wv(w.data().to(dt), gw), bv(b.data().to(dt), gb);
+          const Variable y = tg::conv2d(xv, wv, with_bias ? bv : Variable(), {g.sh, g.sw}, {g.ph, g.pw}, {g.dh, g.dw}, g.G);
+          const Variable gy = testing::randn64(y.shape(), 7, false);
+          tg::sum(y * Variable(gy.data().to(dt))).backward();
+          return std::vector<Variable>{y, gx ? xv.grad() : Variable(), gw ? wv.grad() : Variable(),
+                                       gb && with_bias ? bv.grad() : Variable()};
+        };
+        const int64_t onednn_before = tg::detail::cpu_conv2d_onednn_calls();
+        const std::vector<Variable> r64 = run(tg::kFloat64);
+        CHECK(tg::detail::cpu_conv2d_onednn_calls() == onednn_before);   // float64: im2col
+        const std::vector<Variable> r32 = run(tg::kFloat32);
+        // the forward and the backward, each on oneDNN when the build has it
+        CHECK(tg::detail::cpu_conv2d_onednn_calls() - onednn_before == (tg::quantization::has_onednn() ? 2 : 0));
+        for (std::size_t i = 0; i < r64.size(); ++i) {
+          CAPTURE(i);
+          REQUIRE(r64[i].defined() == r32[i].defined());
+          if (!r64[i].defined()) continue;
+          CHECK(r32[i].dtype() == tg::kFloat32);
+          // float32 sums of up to a few thousand products of unit normals: 2e-4 relative is ~50 eps,
+          // atol covers terms that cancel to near 0.
+          testing::check_close(r32[i].to(tg::kFloat64), r64[i], 2e-4, 2e-3);
+        }
+      }
+    }
   }
   tg::set_num_threads(before);
 }

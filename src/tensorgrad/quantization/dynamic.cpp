@@ -10,9 +10,7 @@
 #include <vector>
 
 #if TENSORGRAD_HAVE_DNNL
-#include <dlfcn.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
+#include "tensorgrad/engine/cpu/onednn.h"
 #endif
 
 #include "tensorgrad/engine/parallel.h"
@@ -43,65 +41,26 @@ void split(int64_t n, int64_t cost, const F& f) {
 }
 
 #if TENSORGRAD_HAVE_DNNL
-dnnl::engine& cpu_engine() {
-  static auto* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);   // never destroyed, as the CPU backend
-  return *e;
-}
-
-// Note [oneDNN threads]
-// ~~~~~~~~~~~~~~~~~~~~~
-// Debian's oneDNN runs its primitives on an OpenMP team of omp_get_max_threads() threads (the calling
-// thread's value, OMP_NUM_THREADS by default), whose threads spin after each product. Beside
-// tensorgrad's pool that makes two pools taking turns on the same cores (Note [One thread pool] in
-// engine/parallel.h): on 2 cores the int8 Linear ran at 0.03x of float32 at batch 1. So oneDNN runs
-// single-threaded on the thread that calls it, as the BLAS does: the calling thread's OpenMP thread
-// count is 1 during each call and restored after it (each thread keeps its own), and products large enough to pay for it are cut into row blocks (batch >= the pool's
-// size) or blocks of output columns (small batches) over tensorgrad's pool, one oneDNN call each. The
-// thread count is then tg::set_num_threads's, whatever OMP_NUM_THREADS says. The OpenMP functions
-// are looked up at run time in the OpenMP runtime oneDNN itself loaded (libgomp), so tensorgrad and
-// its consumers link no OpenMP of their own; without one (a oneDNN on another runtime) nothing is set.
-// The int32 sums are exact, so any cut gives the same result.
+// Products large enough to pay for it are cut into row blocks (batch >= the pool's size) or blocks of
+// output columns (small batches) over tensorgrad's pool, one single-threaded oneDNN call each (Note
+// [oneDNN threads] in engine/cpu/onednn.h). The int32 sums are exact, so any cut gives the same result.
 constexpr int64_t kInt8ParallelMacs = int64_t(1) << 20;   // smaller products run on the calling thread
 constexpr int64_t kColumnBlock = 64;                      // output columns per block when splitting O
-
-/// Runs oneDNN single-threaded on this thread while it lives: the calling thread's OpenMP thread count
-/// is 1, and the value it had comes back afterwards (a user's own OpenMP code on that thread keeps it).
-class SingleThreadedOneDnn {
- public:
-  SingleThreadedOneDnn() {
-    if (get_ != nullptr && set_ != nullptr) {
-      before_ = get_();
-      if (before_ != 1) set_(1);
-    }
-  }
-  ~SingleThreadedOneDnn() {
-    if (before_ > 1) set_(before_);
-  }
-  SingleThreadedOneDnn(const SingleThreadedOneDnn&) = delete;
-  SingleThreadedOneDnn& operator=(const SingleThreadedOneDnn&) = delete;
-
- private:
-  using GetFn = int (*)();
-  using SetFn = void (*)(int);
-  static inline const GetFn get_ = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  static inline const SetFn set_ = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  int before_ = 0;
-};
 
 /// acc[:, o0:o1] = x (N, I) times w[o0:o1] transposed, for rows [n0, n1): one single-threaded oneDNN
 /// matmul on the calling thread; x, w and acc contiguous.
 void onednn_block(const uint8_t* x, const int8_t* w, int32_t* acc, int64_t n0, int64_t n1, int64_t o0, int64_t o1,
                   int64_t I, int64_t O) {
-  const SingleThreadedOneDnn single_threaded;
+  const detail::SingleThreadedOneDnn single_threaded;
   using dt = dnnl::memory::data_type;
   const int64_t n = n1 - n0, o = o1 - o0;
   const dnnl::memory::desc src_md({n, I}, dt::u8, {I, 1}), wei_md({I, o}, dt::s8, {1, I}),
       dst_md({n, o}, dt::s32, {O, 1});
   // oneDNN's primitive cache makes a repeated shape cheap to create again
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), cpu_engine());
-  dnnl::memory src(src_md, cpu_engine(), const_cast<uint8_t*>(x + n0 * I)),
-      wei(wei_md, cpu_engine(), const_cast<int8_t*>(w + o0 * I)), dst(dst_md, cpu_engine(), acc + n0 * O + o0);
-  dnnl::stream stream(cpu_engine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), detail::onednn_engine());
+  dnnl::memory src(src_md, detail::onednn_engine(), const_cast<uint8_t*>(x + n0 * I)),
+      wei(wei_md, detail::onednn_engine(), const_cast<int8_t*>(w + o0 * I)), dst(dst_md, detail::onednn_engine(), acc + n0 * O + o0);
+  dnnl::stream stream(detail::onednn_engine());
   dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
   stream.wait();
 }
