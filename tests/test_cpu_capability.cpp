@@ -334,6 +334,59 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
       });
 }
 
+TEST_CASE("cpu capability: layer_norm's fused rows on every path match the baseline within derived bounds") {
+  // Note [Fused layer_norm rows on the CPU]: the sums run in the same double lanes on every path, so the
+  // paths differ where a float32 multiply and add fuse into an FMA, and where that moves mean, rstd or
+  // the two backward means by one float32 rounding. With xhat = (x - m) s, g = dy w and the means m1,
+  // m2, one path's error is at most u times (the rounded quantities, each flip of m, s, m1, m2 counted):
+  // y:  (|x| + 2|m|) s |w| + 3 |xhat w| + |b|;
+  // dx: s (3|g| + 3|m1| + 4|xhat m2| + (|x| + 2|m|) s |m2|) + 2|dx|;
+  // dw: the sum over rows of |dy| ((|x| + 2|m|) s + 2|xhat|); db sums the same doubles: equal bits.
+  // Two paths differ by at most twice that; (1 + 8u) covers the second-order terms.
+  const int64_t M = 37, D = 203;   // D not a multiple of the sixteen lanes
+  const Variable x = spread({M, D}, -2, 3, 71), w = spread({D}, -1.5, 1.5, 72), b = spread({D}, -1, 1, 73);
+  const Variable gy = spread({M, D}, -1, 1, 74);
+  // the bounds from a float64 run of the same rows
+  const Variable x64 = as64(x), w64 = as64(w), gy64 = as64(gy);
+  const auto X = x64.to_vector<double>(), W = w64.to_vector<double>(), B = as64(b).to_vector<double>();
+  const auto G = gy64.to_vector<double>();
+  std::vector<double> y_bound(M * D), dx_bound(M * D), dw_bound(D, 0.0);
+  for (int64_t r = 0; r < M; ++r) {
+    double m = 0, v = 0, m1 = 0, m2 = 0;
+    for (int64_t i = 0; i < D; ++i) m += X[r * D + i] / D;
+    for (int64_t i = 0; i < D; ++i) v += (X[r * D + i] - m) * (X[r * D + i] - m) / D;
+    const double sd = 1 / std::sqrt(v + 1e-5);
+    for (int64_t i = 0; i < D; ++i) {
+      m1 += G[r * D + i] * W[i] / D;
+      m2 += G[r * D + i] * W[i] * (X[r * D + i] - m) * sd / D;
+    }
+    for (int64_t i = 0; i < D; ++i) {
+      const int64_t k = r * D + i;
+      const double xh = (X[k] - m) * sd, g = G[k] * W[i], dx = sd * (g - m1 - xh * m2);
+      const double shift = (std::fabs(X[k]) + 2 * std::fabs(m)) * sd;
+      y_bound[k] = 2 * u * (shift * std::fabs(W[i]) + 3 * std::fabs(xh * W[i]) + std::fabs(B[i])) * (1 + 8 * u);
+      dx_bound[k] = 2 * u *
+                    (sd * (3 * std::fabs(g) + 3 * std::fabs(m1) + 4 * std::fabs(xh * m2) + shift * std::fabs(m2)) +
+                     2 * std::fabs(dx)) *
+                    (1 + 8 * u);
+      dw_bound[i] += 2 * u * std::fabs(G[k]) * (shift + 2 * std::fabs(xh)) * (1 + 8 * u);
+    }
+  }
+  against_baseline(
+      [&] {
+        const Variable xv(x.data(), true), wv(w.data(), true), bv(b.data(), true);
+        const Variable y = tg::layer_norm(xv, {D}, wv, bv);
+        tg::sum(y * gy).backward();
+        return std::vector<Variable>{y, xv.grad(), wv.grad(), bv.grad()};
+      },
+      [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+        testing::check_within(got[0], base[0], from(y_bound, {M, D}));
+        testing::check_within(got[1], base[1], from(dx_bound, {M, D}));
+        testing::check_within(got[2], base[2], from(dw_bound, {D}));
+        check_equal(got[3], base[3]);
+      });
+}
+
 TEST_CASE("cpu capability: an unknown name or a path this CPU cannot run throws, naming what it supports") {
   CapabilityGuard guard;
   const std::vector<tg::CpuCapability> supported = tg::supported_cpu_capabilities();

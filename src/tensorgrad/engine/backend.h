@@ -26,6 +26,8 @@
 //   conv / pooling    engine/pool_window.h (pooling windows)      conv.cpp              conv.cu
 //   attention         none: the CPU loops are the kernels'         attention.cpp         attention.cu
 //                     reference, compared by the tests
+//   layer_norm rows   none (CPU only; CUDA composes prims in        norm.cpp              -
+//                     ops/norm.cpp)
 //
 // plus engine/cpu/runtime.cpp and cuda/runtime.cu (the backend objects and their settings). The CPU class and its loop machinery
 // (strided loops, the thread pool, the capability clones) are in engine/cpu/cpu_backend.h, the CUDA

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "tensorgrad/engine/cpu/norm.h"
 #include "tensorgrad/engine/grad_mode.h"
 #include "tensorgrad/engine/parallel.h"
 #include "tensorgrad/engine/prim.h"
@@ -106,116 +107,8 @@ Variable composed_norm(const char* name, const Variable& input, const Variable& 
   });
 }
 
-// Note [Fused layer_norm rows on the CPU]
-// Composed of prims, layer_norm makes about ten passes over the activations in each direction (the
-// means, the centred copy, xhat, the products, the reductions), each with a fresh output. On the CPU,
-// for float32 and float64, it instead runs row by row: a row of D values stays in L1 while its
-// statistics and outputs are computed, so the forward reads x once and writes y once, and the
-// backward reads dy and x once and writes dx once. Sums are accumulated in double, in four
-// interleaved partial sums, whatever T is. dw and db are summed per chunk of rows, then the chunks
-// in order: the chunks depend only on the row count and the pool size, so results do not depend on
-// the load. CUDA tensors and the 16-bit dtypes keep the composition through prims.
-
-/// sum_i f(i) for i in [0, D), in double with four partial sums.
-template <class F>
-double row_sum(int64_t D, F f) {
-  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= D; i += 4) {
-    a0 += f(i);
-    a1 += f(i + 1);
-    a2 += f(i + 2);
-    a3 += f(i + 3);
-  }
-  for (; i < D; ++i) a0 += f(i);
-  return (a0 + a1) + (a2 + a3);
-}
-
-/// Parts for a row loop of M rows of D values: the pool's size when the work is large enough.
-int row_parts(int64_t M, int64_t D) {
-  return M * D >= (int64_t(1) << 16) ? std::max(1, std::min<int>(parallel::max_threads(), static_cast<int>(M))) : 1;
-}
-
-/// x (M, D) contiguous -> y (M, D) (sets), mean and rstd (M) (set); w, b (D) or null.
-/// See Note [Fused layer_norm rows on the CPU].
-template <class T>
-void layer_norm_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t M, int64_t D, double eps) {
-  parallel::run(M, row_parts(M, D), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * D;
-      T* yr = y + r * D;
-      const double mu = row_sum(D, [&](int64_t i) { return static_cast<double>(xr[i]); }) / static_cast<double>(D);
-      const double var = row_sum(D, [&](int64_t i) {
-        const double d = static_cast<double>(xr[i]) - mu;
-        return d * d;
-      }) / static_cast<double>(D);   // biased, two-pass
-      const double rs = 1.0 / std::sqrt(var + eps);
-      const T m = static_cast<T>(mu), s = static_cast<T>(rs);
-      mean[r] = m;
-      rstd[r] = s;
-      if (w != nullptr && b != nullptr) {
-        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s * w[i] + b[i];
-      } else if (w != nullptr) {
-        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s * w[i];
-      } else if (b != nullptr) {
-        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s + b[i];
-      } else {
-        for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - m) * s;
-      }
-    }
-  });
-}
-
-/// The backward of layer_norm_rows: dy, x (M, D) contiguous, mean, rstd (M), w (D) or null ->
-/// dx (M, D) (sets; null: not wanted), dw and db (D) (set; null: not wanted). With xhat = (x - mean)
-/// rstd and g = dy w: dx = rstd (g - mean(g) - xhat mean(g xhat)), dw = sum over rows of dy xhat,
-/// db = sum over rows of dy. See Note [Fused layer_norm rows on the CPU].
-template <class T>
-void layer_norm_rows_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
-                              int64_t M, int64_t D) {
-  const int parts = row_parts(M, D);
-  const bool sums = dw != nullptr || db != nullptr;
-  // per chunk partial dw and db, summed in chunk order below
-  std::vector<double> partial(sums ? static_cast<std::size_t>(parts) * 2 * D : 0, 0.0);
-  // one call per chunk c of rows [c M / parts, (c + 1) M / parts), each with its own partial sums
-  parallel::run(parts, parts, [&](int64_t c0, int64_t c1) {
-    for (int64_t chunk = c0; chunk < c1; ++chunk) {
-      double* pw = sums ? partial.data() + chunk * 2 * D : nullptr;
-      double* pb = sums ? pw + D : nullptr;
-      const int64_t r0 = chunk * M / parts, r1 = (chunk + 1) * M / parts;
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* dyr = dy + r * D;
-        const T* xr = x + r * D;
-        const T m = mean[r], s = rstd[r];
-        if (sums)
-          for (int64_t i = 0; i < D; ++i) {
-            pw[i] += static_cast<double>(dyr[i] * ((xr[i] - m) * s));
-            pb[i] += static_cast<double>(dyr[i]);
-          }
-        if (dx == nullptr) continue;
-        auto g = [&](int64_t i) { return w != nullptr ? dyr[i] * w[i] : dyr[i]; };
-        const double inv_d = 1.0 / static_cast<double>(D);
-        const T m1 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i)); }) * inv_d);
-        const T m2 = static_cast<T>(row_sum(D, [&](int64_t i) { return static_cast<double>(g(i) * ((xr[i] - m) * s)); }) * inv_d);
-        T* dxr = dx + r * D;
-        for (int64_t i = 0; i < D; ++i) dxr[i] = s * (g(i) - m1 - (xr[i] - m) * s * m2);
-      }
-    }
-  });
-  if (!sums) return;
-  for (int64_t i = 0; i < D; ++i) {
-    double sw = 0, sb = 0;
-    for (int c = 0; c < parts; ++c) {
-      sw += partial[static_cast<std::size_t>(c) * 2 * D + i];
-      sb += partial[static_cast<std::size_t>(c) * 2 * D + D + i];
-    }
-    if (dw != nullptr) dw[i] = static_cast<T>(sw);
-    if (db != nullptr) db[i] = static_cast<T>(sb);
-  }
-}
-
 /// Whether layer_norm runs on the fused CPU rows: CPU float32/float64, weight and bias of the same
-/// dtype and device when given. See Note [Fused layer_norm rows on the CPU].
+/// dtype and device when given. See Note [Fused layer_norm rows on the CPU] in engine/cpu/norm.cpp.
 bool fused_layer_norm(const Variable& input, const Variable& weight, const Variable& bias) {
   const DType dt = input.dtype();
   if (!input.device().is_cpu() || (dt != kFloat32 && dt != kFloat64)) return false;
@@ -233,13 +126,7 @@ Variable layer_norm_fused(const Variable& input, const Variable& weight, const V
   const Tensor b = bias.defined() ? bias.data().contiguous() : Tensor();
   Tensor y = Tensor::empty(input.shape(), dt, input.device());
   Tensor mean = Tensor::empty({M}, dt, input.device()), rstd = Tensor::empty({M}, dt, input.device());
-  if (M * D > 0) {
-    dispatch_only<kFloat32, kFloat64>(dt, "layer_norm", [&](auto tag) {
-      using T = decltype(tag);
-      layer_norm_rows<T>(x.data<T>(), w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr,
-                         y.data<T>(), mean.data<T>(), rstd.data<T>(), M, D, eps);
-    });
-  }
+  if (M * D > 0) detail::cpu_layer_norm_rows(x, w, b, y, mean, rstd, M, D, eps);
   const bool need = any_requires_grad({input, weight, bias});
   const AffineInputs in(input, weight, bias);
   const std::vector<Variable>& inputs = in.list;
@@ -257,12 +144,7 @@ Variable layer_norm_fused(const Variable& input, const Variable& weight, const V
     Tensor dw = want_w ? Tensor::empty(ns, t, dy.device()) : Tensor();
     Tensor db = want_b ? Tensor::empty(ns, t, dy.device()) : Tensor();
     if (M * D > 0) {
-      dispatch_only<kFloat32, kFloat64>(t, "layer_norm", [&](auto tag) {
-        using T = decltype(tag);
-        layer_norm_rows_backward<T>(dy.data<T>(), xs.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                    ws.defined() ? ws.data<T>() : nullptr, want_x ? dx.data<T>() : nullptr,
-                                    want_w ? dw.data<T>() : nullptr, want_b ? db.data<T>() : nullptr, M, D);
-      });
+      detail::cpu_layer_norm_rows_backward(dy, xs, mean, rstd, ws, dx, dw, db, M, D);
     } else {
       if (want_w) prim::fill_(dw, 0.0);
       if (want_b) prim::fill_(db, 0.0);
