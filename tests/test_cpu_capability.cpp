@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -385,6 +387,44 @@ TEST_CASE("cpu capability: layer_norm's fused rows on every path match the basel
         testing::check_within(got[2], base[2], from(dw_bound, {D}));
         check_equal(got[3], base[3]);
       });
+}
+
+TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every path give engine/half.h's bits") {
+  // The contiguous conversions of copy (kernels.inc convert_contiguous: F16C on the AVX2 and AVX-512
+  // paths, vectorized bit arithmetic for bfloat16) against the scalar round-to-nearest-even of
+  // engine/half.h: ties both ways, the largest finite values and the first that overflow, half's
+  // subnormals and values below them, infinities, signed zeros; 203 values, so each path runs its
+  // vector body and its tail. NaN converts to a NaN (payload bits may differ by path).
+  std::vector<float> v{0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, -65520.0f, 65519.99f, 3.0e38f, -3.4e38f,
+                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                       5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 8.940697e-8f, 6.1035156e-5f, 6.1e-5f,
+                       1.0009766f, 1.0004883f, 1.0014648f, 1.00390625f, 1.0078125f, 1.01171875f, 1e-40f, -1e-42f};
+  for (int i = 0; v.size() < 203; ++i) v.push_back(std::ldexp(std::sin(1.7 * i) + 1.25, i % 40 - 24) * (i % 3 ? 1 : -1));
+  const int64_t n = static_cast<int64_t>(v.size());
+  Tensor f = Tensor::empty({n}, tg::kFloat32);
+  std::copy(v.begin(), v.end(), f.data<float>());
+  v.push_back(std::numeric_limits<float>::quiet_NaN());
+  Tensor fn = Tensor::empty({n + 1}, tg::kFloat32);
+  std::copy(v.begin(), v.end(), fn.data<float>());
+  CapabilityGuard guard;
+  for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
+    const std::string name = tg::cpu_capability_name(c);
+    CAPTURE(name);
+    tg::set_cpu_capability(c);
+    const Tensor h = f.to(tg::kFloat16), b = f.to(tg::kBFloat16);
+    const Tensor h32 = h.to(tg::kFloat32), b32 = b.to(tg::kFloat32);
+    for (int64_t i = 0; i < n; ++i) {
+      CAPTURE(v[i]);
+      CHECK(h.data<tg::Half>()[i].bits == tg::Half(v[i]).bits);
+      CHECK(b.data<tg::BFloat16>()[i].bits == tg::BFloat16(v[i]).bits);
+      const float hf = static_cast<float>(tg::Half(v[i])), bf = static_cast<float>(tg::BFloat16(v[i]));
+      CHECK(std::memcmp(h32.data<float>() + i, &hf, sizeof hf) == 0);
+      CHECK(std::memcmp(b32.data<float>() + i, &bf, sizeof bf) == 0);
+    }
+    const Tensor hn = fn.to(tg::kFloat16).to(tg::kFloat32), bn = fn.to(tg::kBFloat16).to(tg::kFloat32);
+    CHECK(std::isnan(hn.data<float>()[n]));
+    CHECK(std::isnan(bn.data<float>()[n]));
+  }
 }
 
 TEST_CASE("cpu capability: an unknown name or a path this CPU cannot run throws, naming what it supports") {

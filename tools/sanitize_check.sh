@@ -36,7 +36,7 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
   # the CPU thread pool (engine/parallel.cpp).
   concurrency='no_grad: *,independent graphs backward concurrently*,data: DataLoader*,*concurren*,*thread*'
   build-tsan/tests/tensorgrad_tests -ltc -tc="$concurrency" | grep -v '^\[doctest\]\|^====' || true
-  OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp" \
     build-tsan/tests/tensorgrad_tests -tc="$concurrency"
   echo "== TSan: canary"
   tools/sanitizer_canary.sh build-tsan/tests/sanitizer_canary data-race:ThreadSanitizer

@@ -12,6 +12,10 @@
 #include "tensorgrad/engine/error.h"
 #include "tensorgrad/engine/macros.h"
 
+#if TG_X86_SIMD
+#include <cpuid.h>
+#endif
+
 namespace tg {
 namespace {
 
@@ -19,12 +23,15 @@ constexpr CpuCapability kAll[] = {CpuCapability::Baseline, CpuCapability::Avx2, 
 
 /// Whether this CPU and its OS run every instruction set the loop set for `c` is compiled with (the
 /// target strings of engine/cpu/cpu_backend.h). __builtin_cpu_supports also checks through XGETBV that
-/// the OS saves the YMM / ZMM registers.
+/// the OS saves the YMM / ZMM registers. F16C (CPUID leaf 1, ECX bit 29) is read with cpuid.h, as
+/// clang 14's __builtin_cpu_supports does not know it.
 bool cpu_runs(CpuCapability c) {
 #if TG_X86_SIMD
   __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && f16c;
   switch (c) {
     case CpuCapability::Baseline: return true;
     case CpuCapability::Avx2: return avx2;

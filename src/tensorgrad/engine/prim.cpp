@@ -318,7 +318,8 @@ void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
 }
 
 /// t converted to dtype (t itself when it has it). An expanded view (dims of stride 0) is converted at
-/// its stored size and expanded again, so a broadcast operand is never materialized.
+/// its stored size and expanded again, so a broadcast operand is never materialized; a permuted
+/// contiguous one keeps its layout.
 Tensor as_dtype(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Shape stored = t.shape();
@@ -328,8 +329,21 @@ Tensor as_dtype(const Tensor& t, DType dtype) {
       stored[d] = 1;
       expanded = true;
     }
-  if (!expanded) return t.to(dtype);
-  return t.as_strided(stored, t.strides(), t.offset()).to(dtype).expand(t.shape());
+  if (expanded) return t.as_strided(stored, t.strides(), t.offset()).to(dtype).expand(t.shape());
+  if (!t.is_contiguous() && t.dim() > 1) {
+    // A permuted contiguous tensor (a transposed weight, say) is converted in its storage order, one
+    // contiguous run, and permuted back: the result keeps t's layout, as PyTorch's `to` does.
+    std::vector<int64_t> order(static_cast<std::size_t>(t.dim()));
+    for (std::size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
+    const Tensor in_order = t.permute(order);
+    if (in_order.is_contiguous()) {
+      std::vector<int64_t> back(order.size());
+      for (std::size_t d = 0; d < order.size(); ++d) back[static_cast<std::size_t>(order[d])] = static_cast<int64_t>(d);
+      return in_order.to(dtype).permute(back);
+    }
+  }
+  return t.to(dtype);
 }
 }  // namespace
 

@@ -13,8 +13,10 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tensorgrad/engine/backend.h"
@@ -26,6 +28,7 @@
 #include "tensorgrad/ops/softmax_math.h"
 
 #if defined(__SSE__) || defined(__x86_64__)
+#include <immintrin.h>   // F16C's conversions in the AVX2 and AVX-512 clones
 #include <xmmintrin.h>
 #define TG_HAVE_MXCSR 1
 #endif
@@ -180,7 +183,7 @@ bool is_nan(T v) {
 // Note [CPU capabilities]: the library is compiled for baseline x86-64 (SSE2) so that one binary runs
 // on any x86-64 CPU. The contiguous inner loops, where the time goes, are written once in
 // engine/cpu/kernels.inc and compiled three times here, as the structs KernelsBaseline, KernelsAvx2
-// (AVX2 + FMA + BMI2, x86-64-v3's vector set) and KernelsAvx512 (AVX-512 F/BW/DQ/VL/CD, x86-64-v4's),
+// (AVX2 + FMA + BMI2 + F16C, x86-64-v3's vector set) and KernelsAvx512 (AVX-512 F/BW/DQ/VL/CD, x86-64-v4's),
 // each function carrying __attribute__((target(...))) (GCC and clang). with_kernels() reads
 // tg::cpu_capability() (one relaxed atomic load once chosen) and calls its body with the matching
 // struct, so a kernel call costs a load and a switch on top of a direct call. The capability is
@@ -204,20 +207,26 @@ using SumAcc = sum_accumulator_t<T>;
 
 #define TG_KERNELS KernelsBaseline
 #define TG_TARGET
+#define TG_F16C 0
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
+#undef TG_F16C
 #if TG_X86_SIMD
 #define TG_KERNELS KernelsAvx2
-#define TG_TARGET __attribute__((target("avx2,fma,bmi,bmi2")))
+#define TG_TARGET __attribute__((target("avx2,fma,bmi,bmi2,f16c")))
+#define TG_F16C 1
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
+#undef TG_F16C
 #define TG_KERNELS KernelsAvx512
-#define TG_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2")))
+#define TG_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c")))
+#define TG_F16C 1
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
+#undef TG_F16C
 #else
 using KernelsAvx2 = KernelsBaseline;     // never chosen: cpu_capability() is always baseline here
 using KernelsAvx512 = KernelsBaseline;

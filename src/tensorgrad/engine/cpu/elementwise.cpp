@@ -19,7 +19,7 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
         D* out = dp + o[0];
         const S* in = sp + o[1];
         if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
+          with_kernels([&](auto k) { decltype(k)::template convert_contiguous<S, D>(in, out, n); });
         } else {
           for (int64_t i = 0; i < n; ++i) out[i * st[0]] = static_cast<D>(in[i * st[1]]);
         }
