@@ -156,25 +156,7 @@ struct AvgPoolBackward {
 template <class T>
 void gemm_on(CudaBackend& be, bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, const T* A,
              int64_t lda, int64_t sa, const T* B, int64_t ldb, int64_t sb, double beta, T* C, int64_t ldc, int64_t sc) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.batch = batch;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.a = A;
-  g.b = B;
-  g.c = C;
-  g.lda = lda;
-  g.ldb = ldb;
-  g.ldc = ldc;
-  g.stride_a = sa;
-  g.stride_b = sb;
-  g.stride_c = sc;
-  g.beta = beta;
-  g.dtype = std::is_same<T, float>::value ? kFloat32 : kFloat64;
-  be.gemm(g);
+  be.gemm(make_gemm(dtype_of<T>(), batch, M, N, K, {A, ta, lda, sa}, {B, tb, ldb, sb}, C, ldc, sc, beta));
 }
 
 /// Images per chunk: as many as keep the column buffer under kMaxColumnElements (at least one).

@@ -90,6 +90,44 @@ struct GemmArgs {
   DType dtype = kFloat32;
 };
 
+/// One operand of a GEMM as make_gemm takes it: the first matrix, whether it is stored transposed, its
+/// leading dimension, and the elements between consecutive matrices of a batch (0 repeats one).
+struct GemmOperand {
+  /// The first matrix (elements of the GEMM's dtype).
+  const void* ptr = nullptr;
+  /// Stored transposed.
+  bool trans = false;
+  /// Leading dimension: elements between the starts of consecutive stored rows.
+  int64_t ld = 0;
+  /// Elements between consecutive matrices of a batch.
+  int64_t batch_stride = 0;
+};
+
+/// The GemmArgs of C[i] (M, N) = op(A[i]) op(B[i]) + beta C[i] for i < batch, every matrix of dtype;
+/// C's rows are ldc apart and its matrices stride_c. The one way the callers fill a GemmArgs.
+inline GemmArgs make_gemm(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& a,
+                          const GemmOperand& b, void* c, int64_t ldc, int64_t stride_c = 0, double beta = 0) {
+  GemmArgs g;
+  g.trans_a = a.trans;
+  g.trans_b = b.trans;
+  g.batch = batch;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.a = a.ptr;
+  g.b = b.ptr;
+  g.c = c;
+  g.lda = a.ld;
+  g.ldb = b.ld;
+  g.ldc = ldc;
+  g.stride_a = a.batch_stride;
+  g.stride_b = b.batch_stride;
+  g.stride_c = stride_c;
+  g.beta = beta;
+  g.dtype = dtype;
+  return g;
+}
+
 /// What a backend may fold into a 2-D GEMM (batch 1, beta 0) with Backend::gemm_epilogue: one of the
 /// two, elements of the GEMM's dtype in device memory. Note [Bias folded into the GEMM] (engine/prim.cpp).
 struct GemmEpilogue {

@@ -468,10 +468,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 // matmul
 
 namespace {
-struct Operand {
-  const void* ptr;
-  bool trans;
-  int64_t ld, batch_stride;
+struct Operand : GemmOperand {
   Tensor keep;   // holds a contiguous copy alive when one was needed
 };
 
@@ -483,9 +480,9 @@ Operand as_blas_operand(const Tensor& t) {
   const int64_t bs = nd == 3 && t.shape()[0] > 1 ? t.strides()[0] : 0;
   constexpr int64_t kLdMax = std::numeric_limits<int>::max();   // the BLAS takes leading dims as int
   if ((C <= 1 || sc == 1) && (R <= 1 || (sr >= std::max<int64_t>(C, 1) && sr <= kLdMax)))
-    return {t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs, Tensor()};
+    return {{t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs}, Tensor()};
   if ((R <= 1 || sr == 1) && (C <= 1 || (sc >= std::max<int64_t>(R, 1) && sc <= kLdMax)))
-    return {t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs, Tensor()};
+    return {{t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs}, Tensor()};
   // A zero-size view counts as contiguous whatever its strides: clone it, or this would recurse forever.
   Tensor c = t.numel() == 0 ? t.clone() : t.contiguous();
   Operand o = as_blas_operand(c);
@@ -534,25 +531,7 @@ void check_matmul(const char* name, const Tensor& a, const Tensor& b) {
 /// must outlive the call.
 GemmArgs gemm_args(const Operand& oa, const Operand& ob, int64_t batch, int64_t M, int64_t N, int64_t K,
                    const Tensor& out) {
-  GemmArgs g;
-  g.trans_a = oa.trans;
-  g.trans_b = ob.trans;
-  g.batch = batch;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.a = oa.ptr;
-  g.b = ob.ptr;
-  g.c = out.raw_data();
-  g.lda = oa.ld;
-  g.ldb = ob.ld;
-  g.ldc = N;
-  g.stride_a = oa.batch_stride;
-  g.stride_b = ob.batch_stride;
-  g.stride_c = M * N;
-  g.beta = 0;
-  g.dtype = out.dtype();
-  return g;
+  return make_gemm(out.dtype(), batch, M, N, K, oa, ob, out.raw_data(), N, M * N);
 }
 }  // namespace
 

@@ -126,21 +126,7 @@ void col2im(const T* col, int64_t Cg, const Conv2dArgs& a, T* dx) {
 template <class T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
           double beta, T* C, int64_t ldc) {
-  GemmArgs g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.a = A;
-  g.b = B;
-  g.c = C;
-  g.lda = lda;
-  g.ldb = ldb;
-  g.ldc = ldc;
-  g.beta = beta;
-  g.dtype = std::is_same<T, float>::value ? kFloat32 : kFloat64;
-  cpu_backend().gemm(g);
+  cpu_backend().gemm(make_gemm(dtype_of<T>(), 1, M, N, K, {A, ta, lda}, {B, tb, ldb}, C, ldc, 0, beta));
 }
 
 /// Calls f(part, begin, end) for `parts` consecutive ranges of [0, n), spread over the pool when the
