@@ -9,41 +9,14 @@
 //   clip_grad_norm 1.0, AdamW lr 3e-3 betas (0.9, 0.95) weight decay 0.1 (the example's defaults).
 // A step is zero_grad, forward, loss, backward, (clip,) optimizer step, on random inputs. libtorch 1.13
 // has no scaled_dot_product_attention: its attention is the math composition (matmul, masked_fill,
-// softmax, matmul), as in bench_layers. The models are copied from the examples (whose definitions are
-// private to them); keep them in step. No target: the rows show where a whole model stands. Flags: --help.
+// softmax, matmul), as in bench_layers. The tensorgrad models are the examples' own (examples/models.h).
+// No target: the rows show where a whole model stands. Flags: --help.
 #include <memory>
 
 #include "common.h"
+#include "models.h"
 
 namespace {
-
-/// examples/08_train_fashion_mnist.cpp's Cnn.
-struct Cnn : tg::nn::Module {
-  tg::nn::Conv2d conv1{1, 32, 3, tg::nn::Conv2dOptions().padding(1)};
-  tg::nn::BatchNorm2d bn1{32};
-  tg::nn::Conv2d conv2{32, 64, 3, tg::nn::Conv2dOptions().padding(1)};
-  tg::nn::BatchNorm2d bn2{64};
-  tg::nn::MaxPool2d pool{2};
-  tg::nn::Flatten flatten;
-  tg::nn::Linear fc1{64 * 7 * 7, 128}, fc2{128, 10};
-  tg::nn::Dropout dropout{0.25};
-  Cnn() {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
-    register_module("pool", pool);
-    register_module("flatten", flatten);
-    register_module("fc1", fc1);
-    register_module("dropout", dropout);
-    register_module("fc2", fc2);
-  }
-  tg::Variable forward(const tg::Variable& x) override {
-    tg::Variable h = pool(tg::relu(bn1(conv1(x))));
-    h = pool(tg::relu(bn2(conv2(h))));
-    return fc2(dropout(tg::relu(fc1(flatten(h)))));
-  }
-};
 
 bench::Work tg_cnn_step(int64_t batch) {
   struct State {
@@ -63,70 +36,6 @@ bench::Work tg_cnn_step(int64_t batch) {
     s->optimizer->step();
   };
 }
-
-/// examples/10_train_char_transformer.cpp's CausalSelfAttention, Block and CharTransformer.
-class CausalSelfAttention : public tg::nn::Module {
- public:
-  CausalSelfAttention(int64_t embed, int64_t heads) : qkv(embed, 3 * embed), proj(embed, embed), heads_(heads) {
-    register_module("qkv", qkv);
-    register_module("proj", proj);
-  }
-  tg::Variable forward(const tg::Variable& x) override {
-    const int64_t B = x.size(0), L = x.size(1), D = x.size(2), hd = D / heads_;
-    tg::Variable all = qkv(x.reshape({B * L, D})).reshape({B, L, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
-    tg::Variable y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2), {}, 0.0,
-                                                      /*is_causal=*/true);
-    return proj(y.transpose(1, 2).reshape({B * L, D})).reshape({B, L, D});
-  }
-  tg::nn::Linear qkv, proj;
-
- private:
-  int64_t heads_;
-};
-
-class Block : public tg::nn::Module {
- public:
-  Block(int64_t embed, int64_t heads)
-      : ln1({embed}), ln2({embed}), attn(embed, heads), fc(embed, 4 * embed), out(4 * embed, embed) {
-    register_module("ln1", ln1);
-    register_module("attn", attn);
-    register_module("ln2", ln2);
-    register_module("fc", fc);
-    register_module("out", out);
-  }
-  tg::Variable forward(const tg::Variable& x) override {
-    const int64_t B = x.size(0), L = x.size(1), D = x.size(2);
-    tg::Variable h = x + attn(ln1(x));
-    tg::Variable m = out(tg::gelu(fc(ln2(h).reshape({B * L, D}))));
-    return h + m.reshape({B, L, D});
-  }
-  tg::nn::LayerNorm ln1, ln2;
-  CausalSelfAttention attn;
-  tg::nn::Linear fc, out;
-};
-
-class CharTransformer : public tg::nn::Module {
- public:
-  CharTransformer(int64_t vocab, int64_t context, int64_t embed, int64_t heads, int64_t layers)
-      : tok(vocab, embed), pos(context, embed), ln_f({embed}), head(embed, vocab) {
-    register_module("tok", tok);
-    register_module("pos", pos);
-    for (int64_t i = 0; i < layers; ++i) blocks.add<Block>(embed, heads);
-    register_module("blocks", blocks);
-    register_module("ln_f", ln_f);
-    register_module("head", head);
-  }
-  tg::Variable forward(const tg::Variable& idx) override {
-    const int64_t B = idx.size(0), L = idx.size(1);
-    tg::Variable x = tok(idx) + pos(tg::arange(L, tg::TensorOptions(tg::kInt64)));
-    x = ln_f(blocks(x));
-    return head(x.reshape({B * L, x.size(2)})).reshape({B, L, -1});
-  }
-  tg::nn::Embedding tok, pos;
-  tg::nn::Sequential blocks;
-  tg::nn::LayerNorm ln_f;
-  tg::nn::Linear head;
-};
 
 bench::Work tg_char_step(const bench::torch_side::CharModel& m) {
   struct State {

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "fashion_mnist.h"
+#include "models.h"   // Cnn
 
 #include <chrono>
 #include <cstdio>
@@ -18,36 +19,6 @@
 #include <string>
 
 namespace {
-
-/// --model cnn: (N, 1, 28, 28) -> conv 3x3 32 -> batchnorm -> relu -> maxpool 2 (14x14) -> conv 3x3 64
-/// -> batchnorm -> relu -> maxpool 2 (7x7) -> linear 3136-128 -> relu -> dropout 0.25 -> linear 128-10.
-/// The same layers and names as its PyTorch twin, so a PyTorch checkpoint of it loads.
-struct Cnn : tg::nn::Module {
-  tg::nn::Conv2d conv1{1, 32, 3, tg::nn::Conv2dOptions().padding(1)};
-  tg::nn::BatchNorm2d bn1{32};
-  tg::nn::Conv2d conv2{32, 64, 3, tg::nn::Conv2dOptions().padding(1)};
-  tg::nn::BatchNorm2d bn2{64};
-  tg::nn::MaxPool2d pool{2};
-  tg::nn::Flatten flatten;
-  tg::nn::Linear fc1{64 * 7 * 7, 128}, fc2{128, 10};
-  tg::nn::Dropout dropout{0.25};
-  Cnn() {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
-    register_module("pool", pool);
-    register_module("flatten", flatten);
-    register_module("fc1", fc1);
-    register_module("dropout", dropout);
-    register_module("fc2", fc2);
-  }
-  tg::Variable forward(const tg::Variable& x) override {
-    tg::Variable h = pool(tg::relu(bn1(conv1(x))));   // (N, 32, 14, 14)
-    h = pool(tg::relu(bn2(conv2(h))));                // (N, 64, 7, 7)
-    return fc2(dropout(tg::relu(fc1(flatten(h)))));
-  }
-};
 
 std::unique_ptr<tg::nn::Module> make_model(const std::string& kind) {
   if (kind == "cnn") return std::make_unique<Cnn>();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "models.h"   // CharTransformer
 
 namespace {
 
@@ -104,74 +105,6 @@ std::string read_text(const std::string& path) {
   }
   return text;
 }
-
-/// Causal multi-head self-attention: one Linear makes the queries, keys and values of every head,
-/// scaled_dot_product_attention(is_causal) lets position t see positions <= t only, a Linear mixes the heads.
-class CausalSelfAttention : public tg::nn::Module {
- public:
-  CausalSelfAttention(int64_t embed, int64_t heads) : qkv(embed, 3 * embed), proj(embed, embed), heads_(heads) {
-    register_module("qkv", qkv);
-    register_module("proj", proj);
-  }
-  tg::Variable forward(const tg::Variable& x) override {   // x (B, L, D)
-    const int64_t B = x.size(0), L = x.size(1), D = x.size(2), hd = D / heads_;
-    // (B L, 3 D) -> (B, L, 3, heads, hd) -> (3, B, heads, L, hd)
-    tg::Variable all = qkv(x.reshape({B * L, D})).reshape({B, L, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
-    tg::Variable y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2),
-                                                      /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
-    return proj(y.transpose(1, 2).reshape({B * L, D})).reshape({B, L, D});   // heads side by side again
-  }
-  tg::nn::Linear qkv, proj;
-
- private:
-  int64_t heads_;
-};
-
-/// x + attention(norm(x)), then x + mlp(norm(x)): the pre-norm residual block of GPT-2.
-class Block : public tg::nn::Module {
- public:
-  Block(int64_t embed, int64_t heads)
-      : ln1({embed}), ln2({embed}), attn(embed, heads), fc(embed, 4 * embed), out(4 * embed, embed) {
-    register_module("ln1", ln1);
-    register_module("attn", attn);
-    register_module("ln2", ln2);
-    register_module("fc", fc);
-    register_module("out", out);
-  }
-  tg::Variable forward(const tg::Variable& x) override {
-    const int64_t B = x.size(0), L = x.size(1), D = x.size(2);
-    tg::Variable h = x + attn(ln1(x));
-    tg::Variable m = out(tg::gelu(fc(ln2(h).reshape({B * L, D}))));
-    return h + m.reshape({B, L, D});
-  }
-  tg::nn::LayerNorm ln1, ln2;
-  CausalSelfAttention attn;
-  tg::nn::Linear fc, out;
-};
-
-/// Characters (B, L) int64 -> logits (B, L, vocab).
-class CharTransformer : public tg::nn::Module {
- public:
-  CharTransformer(int64_t vocab, int64_t context, int64_t embed, int64_t heads, int64_t layers)
-      : tok(vocab, embed), pos(context, embed), ln_f({embed}), head(embed, vocab) {
-    register_module("tok", tok);
-    register_module("pos", pos);
-    for (int64_t i = 0; i < layers; ++i) blocks.add<Block>(embed, heads);
-    register_module("blocks", blocks);
-    register_module("ln_f", ln_f);
-    register_module("head", head);
-  }
-  tg::Variable forward(const tg::Variable& idx) override {
-    const int64_t B = idx.size(0), L = idx.size(1);
-    tg::Variable x = tok(idx) + pos(tg::arange(L, tg::TensorOptions(tg::kInt64).device(idx.device())));
-    x = ln_f(blocks(x));
-    return head(x.reshape({B * L, x.size(2)})).reshape({B, L, -1});
-  }
-  tg::nn::Embedding tok, pos;
-  tg::nn::Sequential blocks;
-  tg::nn::LayerNorm ln_f;
-  tg::nn::Linear head;
-};
 
 /// The characters of the text as indices into its sorted alphabet.
 struct Corpus {
