@@ -1014,6 +1014,45 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
   check_same(yw, tg::scaled_dot_product_attention(Variable(wide), Variable(wide), Variable(wide)), 1e-4, 1e-4);
 }
 
+TEST_CASE("cuda: under autocast scaled_dot_product_attention runs fused in the lower precision") {
+  TG_NEED_CUDA();
+  // Note [Fused attention] and Note [Autocast op lists]: float32 q, k, v (and a float mask) are cast to
+  // the region's dtype and the fused kernels run on them, as PyTorch's autocast lists the op; the
+  // result matches the fused op run on inputs cast by hand (the same kernels on the same values), the
+  // gradients reach the float32 leaves in float32, and the output is the float32 CPU composition's
+  // within the 16-bit rounding of the inputs and of the output: rounding q, k (u each) moves a score
+  // s = q.k scale by up to 2u|s| and the mask by u|mask|, shifting the softmax weights by about that
+  // much; v's rounding (u) and the output's (u) add to it: with scores of a few units, 16u of the
+  // largest output value.
+  for (tg::DType low : {tg::kFloat16, tg::kBFloat16}) {
+    const std::string name = tg::dtype_name(low);
+    CAPTURE(name);
+    const Tensor q = randn_t({2, 3, 20, 16}, 410, tg::kFloat32), k = randn_t({2, 3, 24, 16}, 411, tg::kFloat32);
+    const Tensor v = randn_t({2, 3, 24, 16}, 412, tg::kFloat32), mask = randn_t({20, 24}, 413, tg::kFloat32);
+    const Variable qg(q.to(kGpu), true), kg(k.to(kGpu), true), vg(v.to(kGpu), true), mg(mask.to(kGpu));
+    Variable y;
+    {
+      tg::amp::AutocastGuard region(kGpu, low);
+      y = tg::scaled_dot_product_attention(qg, kg, vg, mg);
+    }
+    CHECK(y.dtype() == low);
+    CHECK(graph_has(y, "scaled_dot_product_attention"));
+    const Variable by_hand = tg::scaled_dot_product_attention(Variable(q.to(low).to(kGpu)), Variable(k.to(low).to(kGpu)),
+                                                              Variable(v.to(low).to(kGpu)), Variable(mask.to(low).to(kGpu)));
+    check_same(y, by_hand, 0, 0);
+    tg::sum(y.to(tg::kFloat32)).backward();
+    for (const Variable* leaf : {&qg, &kg, &vg}) {
+      REQUIRE(leaf->grad().defined());
+      CHECK(leaf->grad().dtype() == tg::kFloat32);
+    }
+    const Variable want = tg::scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), Variable(mask));
+    double biggest = 0;
+    for (double x : want.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
+    const double u = testing::unit_roundoff(low);
+    check_same(y.cpu().to(tg::kFloat64), want.to(tg::kFloat64), 16 * u, 16 * u * std::max(1.0, biggest));
+  }
+}
+
 TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
   TG_NEED_CUDA();
   const auto on = [](Device d, tg::DType dt) { return tg::TensorOptions().device(d).dtype(dt); };

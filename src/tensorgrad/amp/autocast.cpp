@@ -12,8 +12,9 @@ namespace amp {
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch's lists (torch.amp, "CUDA Ops that can autocast to float16" and the CPU's bfloat16 list),
 // for the ops tensorgrad has:
-// - lower precision (the region's float16 or bfloat16): matmul, linear. Their floating inputs are
-//   cast before the op; outputs are in the lower precision.
+// - lower precision (the region's float16 or bfloat16): matmul, linear, and
+//   scaled_dot_product_attention where it runs fused (CUDA: Note [Fused attention]; composed, it casts
+//   per op). Their floating inputs are cast before the op; outputs are in the lower precision.
 // - float32: softmax, log_softmax, cross_entropy, mse_loss, sum, mean, exp, log, pow. A
 //   lower-precision input is cast up first; their outputs are float32.
 // - every other op runs in its inputs' dtype (elementwise ops follow type promotion: a float32

@@ -50,9 +50,11 @@ Variable as_batched(const Variable& x, const Shape& batch, int64_t B) {
 //   - with dropout_p > 0: the composed path's dropout mask is drawn over the materialised (B..., L, S)
 //     probabilities, which a kernel that never materialises them cannot reproduce,
 //   - when a float attn_mask requires grad (the fused backward gives no mask gradient),
-//   - under autocast (the composed path's per-op casts keep their meaning),
 //   - for a head dim E or Ev above fused_attention_max_dim (128, 64 for float64: the kernels' tiles
 //     live in static shared memory), and for zero-size inputs.
+// Under autocast the fused path takes q, k, v (and a float mask) cast to the autocast dtype, as PyTorch
+// lists scaled_dot_product_attention among the lower-precision ops (Note [Autocast op lists]); the
+// composed path keeps its per-op casts (matmul lower, softmax float32).
 // The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape.
 
 /// The widest q/k and v rows the CUDA kernels take for dtype (their shared-memory tiles' width).
@@ -63,7 +65,6 @@ bool use_fused_attention(const Variable& query, const Variable& attn_mask, doubl
                          int64_t S, int64_t E, int64_t Ev) {
   if (query.device().is_cpu() || dropout_p > 0) return false;
   if (attn_mask.defined() && attn_mask.requires_grad() && GradMode::is_enabled()) return false;
-  if (amp::detail::active_for(query)) return false;
   const int64_t max_dim = fused_attention_max_dim(query.dtype());
   return B > 0 && L > 0 && S > 0 && E > 0 && Ev > 0 && E <= max_dim && Ev <= max_dim;
 }
@@ -174,6 +175,9 @@ Variable scaled_dot_product_attention(const Variable& query, const Variable& key
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
   const Variable q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
   if (use_fused_attention(query, attn_mask, dropout_p, B, L, S, E, Ev)) {   // Note [Fused attention]
+    // under autocast, in the lower precision (Note [Autocast op lists]); else these are q, k, v
+    const Variable ql = amp::detail::cast_lower(q), kl = amp::detail::cast_lower(k), vl = amp::detail::cast_lower(v);
+    const Variable mask = attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast_lower(attn_mask) : attn_mask;
     AttentionArgs args;
     args.B = B;
     args.L = L;
@@ -182,8 +186,8 @@ Variable scaled_dot_product_attention(const Variable& query, const Variable& key
     args.Ev = Ev;
     args.scale = factor;
     args.causal = is_causal;
-    if (attn_mask.defined()) set_mask(args, attn_mask.data(), scores_shape);
-    return reshape(fused_attention(q, k, v, args), with_matrix(batch, L, Ev));
+    if (mask.defined()) set_mask(args, mask.data(), scores_shape);
+    return reshape(fused_attention(ql, kl, vl, args), with_matrix(batch, L, Ev));
   }
   // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
   Variable scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
