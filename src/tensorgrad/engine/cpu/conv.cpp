@@ -465,13 +465,17 @@ bool conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, co
   const bool want_dx = dx.defined(), want_dw = dweight.defined(), want_db = dbias.defined();
   const int64_t per_image_x = a.C * a.H * a.W, per_image_y = a.O * a.OH * a.OW, wsize = a.O * (a.C / a.groups) * a.KH * a.KW;
   const int parts = parts_for(a.N, a.N * wsize * a.OH * a.OW * (int64_t(want_dx) + int64_t(want_dw)));
-  // Per part: the weight and bias gradients of its images, added up in part order afterwards.
+  // Per part: the weight and bias gradients of its images, added up in part order afterwards; one part
+  // writes straight into dweight and dbias.
   std::vector<std::unique_ptr<float[]>> dw_part(want_dw ? parts : 0), db_part(want_dw && want_db ? parts : 0);
   const float* dyp = dy.data<float>();
   const bool ok = over_parts(a.N, parts, [&](int64_t p, int64_t n0, int64_t n1) {
     float* dwp = nullptr;
     float* dbp = nullptr;
-    if (want_dw) {
+    if (want_dw && parts == 1) {
+      dwp = dweight.data<float>();
+      if (want_db) dbp = dbias.data<float>();
+    } else if (want_dw) {
       dw_part[p] = scratch<float>(wsize);
       dwp = dw_part[p].get();
       if (want_db) {
@@ -483,18 +487,18 @@ bool conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, co
              dyp + n0 * per_image_y, want_dx ? dx.data<float>() + n0 * per_image_x : nullptr, dwp, dbp, a, n1 - n0);
   });
   if (!ok) return false;
-  if (want_dw) {
+  if (want_dw && parts > 1) {
     float* dw = dweight.data<float>();
     std::copy_n(dw_part[0].get(), wsize, dw);
     for (int p = 1; p < parts; ++p)
       for (int64_t i = 0; i < wsize; ++i) dw[i] += dw_part[p][i];
   }
-  if (want_db && want_dw) {
+  if (want_db && want_dw && parts > 1) {
     float* db = dbias.data<float>();
     std::copy_n(db_part[0].get(), a.O, db);
     for (int p = 1; p < parts; ++p)
       for (int64_t o = 0; o < a.O; ++o) db[o] += db_part[p][o];
-  } else if (want_db) {
+  } else if (want_db && !want_dw) {
     // The bias gradient alone: the sum of dy over images and positions, image by image.
     float* db = dbias.data<float>();
     const int64_t L = a.OH * a.OW;
