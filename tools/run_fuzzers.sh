@@ -13,6 +13,7 @@ build="${FUZZ_BUILD:-build-fuzz}"
 targets=(fuzz_checkpoint fuzz_idx fuzz_ops fuzz_shapes)
 
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="${CXX:-clang++}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${TG_SANITIZER_BUILD_FLAGS:--O2 -gline-tables-only -DNDEBUG}" \
   -DTENSORGRAD_CUDA=OFF -DTENSORGRAD_FUZZ=ON \
   -DTENSORGRAD_BUILD_TESTS=OFF -DTENSORGRAD_BUILD_EXAMPLES=OFF -DTENSORGRAD_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${JOBS:-2}" --target "${targets[@]}"

@@ -8,11 +8,15 @@ cd "$(dirname "$0")/.."
 what="${1:-all}"
 jobs="${JOBS:-2}"
 cxx="${CXX:-clang++}"
+# Line tables, not full debug information: sanitizer reports name file and line, and the builds compile
+# ~10% faster (the emulator's ASan build and tools/run_fuzzers.sh use the same flags).
+flags="${TG_SANITIZER_BUILD_FLAGS:--O2 -gline-tables-only -DNDEBUG}"
 tools/install_deps.sh clang libclang-rt-14-dev
 
 if [ "$what" = asan ] || [ "$what" = all ]; then
   echo "== ASan+UBSan: configure and build (build-asan)"
   cmake -S . -B build-asan -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORGRAD_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
     -DTENSORGRAD_SANITIZE=address,undefined -DTENSORGRAD_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan -j"$jobs"
   echo "== ASan+UBSan: the whole suite"
@@ -28,6 +32,7 @@ fi
 if [ "$what" = tsan ] || [ "$what" = all ]; then
   echo "== TSan: configure and build (build-tsan)"
   cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORGRAD_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
     -DTENSORGRAD_SANITIZE=thread -DTENSORGRAD_BUILD_EXAMPLES=OFF \
     -DTENSORGRAD_BUILD_BENCH=OFF >/dev/null
   cmake --build build-tsan -j"$jobs" --target tensorgrad_tests sanitizer_canary

@@ -1,7 +1,13 @@
-// cuda/elementwise.cu: the elementwise family of the CUDA Backend: copy, fill, unary (forward and
-// backward, one kernel per ops/functors.h functor), binary with broadcasting through strides, where.
-// The per-element bodies are ops/functors.h's; the CPU twin is engine/cpu/elementwise.cpp (Note
-// [Kernel families] in engine/backend.h); tests/test_cuda.cpp compares the two.
+// cuda/elementwise.cu: the elementwise family of the CUDA Backend: copy (casts between every pair of
+// dtypes), fill, binary with broadcasting through strides, where; unary is in cuda/unary.cu. The
+// per-element bodies are ops/functors.h's; the CPU twin is engine/cpu/elementwise.cpp (Note [Kernel
+// families] in engine/backend.h); tests/test_cuda.cpp compares the two.
+//
+// Every (dtype pair, functor) gets as few kernels as its fast path needs: a vectorized one for contiguous,
+// 16-byte-aligned operands, the strided launcher's (cuda/detail/kernels.cuh) for the rest, which
+// also takes unaligned contiguous views and broadcast scalars (a zero stride) at the same memory
+// traffic. This file instantiates ~900 kernels (81 casts, ~100 binary (dtype, op) pairs), so each
+// variant more is a visible share of the build (nvcc, the emulator, its sanitizer build).
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -14,8 +20,8 @@ namespace detail {
 namespace {
 
 // ------------------------------------------------------------------------------------------------
-// Kernel bodies. A *Flat body takes a linear index (all operands contiguous); a *Strided body takes
-// one element offset per operand (launch_strided).
+// Kernel bodies. A *_vec_kernel takes contiguous, aligned operands; a *Strided body takes one
+// element offset per operand (launch_strided).
 
 /// dst = D(src), contiguous: V elements per load and store (V * sizeof of each type <= 16 bytes, both
 /// pointers aligned to it), every load of a thread's vector before its store; scalar tail.
@@ -63,57 +69,6 @@ struct FillStrided {
   __device__ void operator()(const int64_t (&o)[1]) const { dst[o[0]] = value; }
 };
 
-template <class T, class F>
-struct UnaryStrided {
-  T* y;
-  const T* x;
-  UnaryArgs args;
-  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = T(F::forward(opmath_t<T>(x[o[1]]), args)); }
-};
-
-/// y = F(x), contiguous: V-wide vector loads and stores (float4 / double2), scalar tail.
-template <class T, class F, int V>
-__global__ void unary_vec_kernel(const T* x, T* y, int64_t n, UnaryArgs args) {
-  using M = opmath_t<T>;   // float for the 16-bit types: Note [Half precision arithmetic]
-  const int64_t nv = n / V;
-  const auto* xv = reinterpret_cast<const Vec<T, V>*>(x);
-  auto* yv = reinterpret_cast<Vec<T, V>*>(y);
-  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
-    const Vec<T, V> a = xv[i];
-    Vec<T, V> r;
-#pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = T(F::forward(M(a.v[j]), args));
-    yv[i] = r;
-  }
-  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) y[i] = T(F::forward(M(x[i]), args));
-}
-
-/// dx = F'(x, y, dy), contiguous: V-wide vector loads of x, y and dy, all before the store of dx
-/// (V = 1 when a pointer is not 16-byte aligned); scalar tail.
-template <class T, class F, int V>
-__global__ void unary_backward_vec_kernel(T* dx, const T* x, const T* y, const T* dy, int64_t n, UnaryArgs args) {
-  using M = opmath_t<T>;
-  const int64_t nv = n / V;
-  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
-    const Vec<T, V> a = load_vec<T, V>(x + i * V), b = load_vec<T, V>(y + i * V), g = load_vec<T, V>(dy + i * V);
-    Vec<T, V> r;
-#pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = T(F::backward(M(a.v[j]), M(b.v[j]), M(g.v[j]), args));
-    store_vec<T, V>(dx + i * V, r);
-  }
-  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) dx[i] = T(F::backward(M(x[i]), M(y[i]), M(dy[i]), args));
-}
-template <class T, class F>
-struct UnaryBackwardStrided {
-  T* dx;
-  const T *x, *y, *dy;
-  UnaryArgs args;
-  __device__ void operator()(const int64_t (&o)[4]) const {
-    using M = opmath_t<T>;
-    dx[o[0]] = T(F::backward(M(x[o[1]]), M(y[o[2]]), M(dy[o[3]]), args));
-  }
-};
-
 /// a op b for one element: computed in opmath_t<T>, stored as binary_out_t (bool for comparisons).
 template <class F, class T>
 __device__ __forceinline__ binary_out_t<F, T> apply_binary(T a, T b) {
@@ -121,39 +76,24 @@ __device__ __forceinline__ binary_out_t<F, T> apply_binary(T a, T b) {
   return binary_out_t<F, T>(F::apply(M(a), M(b)));
 }
 
-/// out = a op b, all contiguous and of out's shape: vector loads of both operands (V > 1 only when
-/// out has the operands' type).
+/// out = a op b, all contiguous, of out's shape, out of the operands' type (no comparison) and 16-byte
+/// aligned: vector loads of both operands, scalar tail.
 template <class T, class F, int V>
-__global__ void binary_vec_kernel(const T* a, const T* b, binary_out_t<F, T>* out, int64_t n) {
-  using O = binary_out_t<F, T>;
-  const int64_t nv = V > 1 ? n / V : 0;
-  if constexpr (V > 1) {
-    static_assert(std::is_same<O, T>::value, "vector stores need out of the operands' type");
-    const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
-    const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
-    auto* ov = reinterpret_cast<Vec<T, V>*>(out);
-    for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
-      const Vec<T, V> x = av[i], y = bv[i];
-      Vec<T, V> r;
+__global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n) {
+  const int64_t nv = n / V;
+  const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
+  const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
+  auto* ov = reinterpret_cast<Vec<T, V>*>(out);
+  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
+    const Vec<T, V> x = av[i], y = bv[i];
+    Vec<T, V> r;
 #pragma unroll
-      for (int j = 0; j < V; ++j) r.v[j] = apply_binary<F>(x.v[j], y.v[j]);
-      ov[i] = r;
-    }
+    for (int j = 0; j < V; ++j) r.v[j] = apply_binary<F>(x.v[j], y.v[j]);
+    ov[i] = r;
   }
   for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) out[i] = apply_binary<F>(a[i], b[i]);
 }
 
-/// out = a op b where one side is a single (broadcast) element: x * 0.5, bias-free scalars.
-template <class T, class F, bool kScalarA>
-struct BinaryScalarFlat {
-  binary_out_t<F, T>* out;
-  const T* tensor;
-  const T* scalar;
-  __device__ void operator()(int64_t i) const {
-    const T s = *scalar;
-    out[i] = kScalarA ? apply_binary<F>(s, tensor[i]) : apply_binary<F>(tensor[i], s);
-  }
-};
 template <class T, class F>
 struct BinaryStrided {
   binary_out_t<F, T>* out;
@@ -168,12 +108,6 @@ struct WhereStrided {
   const T *a, *b;
   __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] ? a[o[2]] : b[o[3]]; }
 };
-
-bool all_zero_strides(const Tensor& t) {
-  for (int64_t s : t.strides())
-    if (s != 0) return false;
-  return true;
-}
 
 template <class T>
 constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, double>::value ||
@@ -200,16 +134,15 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
     dispatch_dtype(dst.dtype(), [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
-      if (flat) {
-        constexpr int V = kCastWidth<D, S>;
-        D* dp = dst.data<D>();
-        const S* sp = src.data<S>();
-        if (aligned_to(dp, V * sizeof(D)) && aligned_to(sp, V * sizeof(S)))
-          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, cast_vec_kernel<D, S, V>)(dp, sp, n);
-        else
-          TG_LAUNCH(grid_for(n), kBlock, 0, stream, cast_vec_kernel<D, S, 1>)(dp, sp, n);
+      constexpr int V = kCastWidth<D, S>;
+      D* dp = dst.data<D>();
+      const S* sp = src.data<S>();
+      if (flat && aligned_to(dp, V * sizeof(D)) && aligned_to(sp, V * sizeof(S))) {
+        TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, cast_vec_kernel<D, S, V>)(dp, sp, n);
         TG_CUDA_CHECK(cudaGetLastError());
-      } else launch_strided<2>(stream, dst.shape(), {&dst.strides(), &src.strides()}, CastStrided<D, S>{dst.data<D>(), src.data<S>()});
+      } else {
+        launch_strided<2>(stream, dst.shape(), {&dst.strides(), &src.strides()}, CastStrided<D, S>{dp, sp});
+      }
     });
   });
 }
@@ -227,70 +160,13 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   dispatch_dtype(dst.dtype(), [&](auto t) {
     using T = decltype(t);
     const T v = static_cast<T>(value);
-    if (dst.is_contiguous()) {
+    if (dst.is_contiguous() && aligned16(dst.data<T>())) {
       constexpr int V = VecWidth<T>::value;
-      if (aligned16(dst.data<T>()))
-        TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, fill_vec_kernel<T, V>)(dst.data<T>(), n, v);
-      else
-        TG_LAUNCH(grid_for(n), kBlock, 0, stream, fill_vec_kernel<T, 1>)(dst.data<T>(), n, v);
+      TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, fill_vec_kernel<T, V>)(dst.data<T>(), n, v);
       TG_CUDA_CHECK(cudaGetLastError());
-    } else launch_strided<1>(stream, dst.shape(), {&dst.strides()}, FillStrided<T>{dst.data<T>(), v});
-  });
-}
-
-void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  DeviceGuard guard(ctx_.device());
-  cudaStream_t stream = ctx_.stream();
-  dispatch_floating(x.dtype(), "unary", [&](auto t) {
-    using T = decltype(t);
-    host_visit(op, [&](auto f) {
-      using F = decltype(f);
-      const T* xp = x.data<T>();
-      T* yp = out.data<T>();
-      if (x.is_contiguous() && out.is_contiguous()) {
-        constexpr int V = VecWidth<T>::value;
-        if (aligned16(xp) && aligned16(yp)) {
-          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, unary_vec_kernel<T, F, V>)(xp, yp, n, args);
-        } else {
-          TG_LAUNCH(grid_for(n), kBlock, 0, stream, unary_vec_kernel<T, F, 1>)(xp, yp, n, args);
-        }
-        TG_CUDA_CHECK(cudaGetLastError());
-        return;
-      }
-      launch_strided<2>(stream, out.shape(), {&out.strides(), &x.strides()}, UnaryStrided<T, F>{yp, xp, args});
-    });
-  });
-}
-
-void CudaBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                 const Tensor& dx) {
-  const int64_t n = dx.numel();
-  if (n == 0) return;
-  DeviceGuard guard(ctx_.device());
-  cudaStream_t stream = ctx_.stream();
-  // An operand the functor does not read may be undefined: dy stands in for it (never read).
-  const Tensor& xs = x.defined() ? x : dy;
-  const Tensor& ys = y.defined() ? y : dy;
-  dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
-    using T = decltype(t);
-    host_visit(op, [&](auto f) {
-      using F = decltype(f);
-      if (xs.is_contiguous() && ys.is_contiguous() && dy.is_contiguous() && dx.is_contiguous()) {
-        constexpr int V = VecWidth<T>::value;
-        const T *xp = xs.data<T>(), *yp = ys.data<T>(), *gp = dy.data<T>();
-        T* dp = dx.data<T>();
-        if (aligned16(xp) && aligned16(yp) && aligned16(gp) && aligned16(dp))
-          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, unary_backward_vec_kernel<T, F, V>)(dp, xp, yp, gp, n, args);
-        else
-          TG_LAUNCH(grid_for(n), kBlock, 0, stream, unary_backward_vec_kernel<T, F, 1>)(dp, xp, yp, gp, n, args);
-        TG_CUDA_CHECK(cudaGetLastError());
-      } else {
-        launch_strided<4>(stream, dx.shape(), {&dx.strides(), &xs.strides(), &ys.strides(), &dy.strides()},
-                          UnaryBackwardStrided<T, F>{dx.data<T>(), xs.data<T>(), ys.data<T>(), dy.data<T>(), args});
-      }
-    });
+    } else {
+      launch_strided<1>(stream, dst.shape(), {&dst.strides()}, FillStrided<T>{dst.data<T>(), v});
+    }
   });
 }
 
@@ -306,26 +182,17 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
       using O = binary_out_t<F, T>;   // bool for comparisons
       const T *ap = a.data<T>(), *bp = b.data<T>();
       O* op_ = out.data<O>();
-      const bool out_flat = out.is_contiguous();
-      const bool a_flat = a.is_contiguous() && a.shape() == out.shape();
-      const bool b_flat = b.is_contiguous() && b.shape() == out.shape();
-      if (out_flat && a_flat && b_flat) {
-        constexpr int V = VecWidth<T>::value;
-        bool vec = false;
-        if constexpr (kVectorizable<T> && std::is_same<O, T>::value) {
-          vec = aligned16(ap) && aligned16(bp) && aligned16(op_);
-          if (vec) TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
+      if constexpr (kVectorizable<T> && std::is_same<O, T>::value) {
+        if (out.is_contiguous() && a.is_contiguous() && b.is_contiguous() && a.shape() == out.shape() &&
+            b.shape() == out.shape() && aligned16(ap) && aligned16(bp) && aligned16(op_)) {
+          constexpr int V = VecWidth<T>::value;
+          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
+          TG_CUDA_CHECK(cudaGetLastError());
+          return;
         }
-        if (!vec) TG_LAUNCH(grid_for(n), kBlock, 0, stream, binary_vec_kernel<T, F, 1>)(ap, bp, op_, n);
-        TG_CUDA_CHECK(cudaGetLastError());
-      } else if (out_flat && a_flat && all_zero_strides(b)) {
-        launch_flat(stream, n, BinaryScalarFlat<T, F, false>{op_, ap, bp});
-      } else if (out_flat && b_flat && all_zero_strides(a)) {
-        launch_flat(stream, n, BinaryScalarFlat<T, F, true>{op_, bp, ap});
-      } else {
-        launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()},
-                          BinaryStrided<T, F>{op_, ap, bp});
       }
+      // broadcasting (a scalar operand has stride 0), views, unaligned rows, the 1-4 byte dtypes and comparisons
+      launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()}, BinaryStrided<T, F>{op_, ap, bp});
     });
   });
 }

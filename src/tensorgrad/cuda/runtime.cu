@@ -1,7 +1,7 @@
 // cuda/runtime.cu: device management for a build with CUDA: the availability probe, per-device
 // contexts (stream, cuBLAS handle, caching allocator, error flag), the public tg::cuda API, the pinned
 // host allocator, and copies between devices (Tensor::to). The kernels are in cuda/elementwise.cu,
-// reduce.cu, softmax_loss.cu, index.cu, optim.cu, random.cu, sort.cu; gemm in cuda/blas.cpp; the pool logic in cuda/caching_allocator.h.
+// unary.cu, reduce.cu, softmax_loss.cu, index.cu, optim.cu, random.cu, sort.cu; gemm in cuda/blas.cpp; the pool logic in cuda/caching_allocator.h.
 // The stubs of a build without CUDA are at the end of engine/backend.cpp.
 #include <cuda_runtime.h>
 

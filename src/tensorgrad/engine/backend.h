@@ -11,6 +11,7 @@
 //   family            shared body (ops/)                          CPU loop              CUDA kernel
 //   elementwise       functors.h (unary, binary, comparisons)     engine/cpu/           cuda/
 //                                                                   elementwise.cpp       elementwise.cu
+//                                                                   unary.cpp             unary.cu
 //   reduce            reduce_math.h (max/min NaN and tie rule;    reduce.cpp            reduce.cu
 //                     sum accumulators: engine/device.h's table)
 //   softmax / loss    softmax_math.h (shift of inf/NaN rows,      softmax_loss.cpp      softmax_loss.cu

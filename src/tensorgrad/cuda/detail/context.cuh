@@ -1,6 +1,6 @@
 // cuda/detail/context.cuh: the per-device context (stream, lazy cuBLAS and cuBLASLt handles, caching
 // allocator, device error flag), the device guard, and the CUDA Backend class whose methods are defined
-// across cuda/elementwise.cu, cuda/reduce.cu, cuda/softmax_loss.cu, cuda/index.cu, cuda/optim.cu,
+// across cuda/elementwise.cu, cuda/unary.cu, cuda/reduce.cu, cuda/softmax_loss.cu, cuda/index.cu, cuda/optim.cu,
 // cuda/random.cu and cuda/blas.cpp.
 // Internal to cuda/ (includes CUDA headers). Created and never destroyed in cuda/runtime.cu.
 #pragma once
@@ -133,7 +133,7 @@ class CudaBackend final : public Backend {
   Allocator& allocator() override { return ctx_.allocator(); }
   DeviceContext& ctx() { return ctx_; }
 
-  // cuda/elementwise.cu
+  // cuda/elementwise.cu (copy, fill, binary, where) and cuda/unary.cu
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, double value) override;
   void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override;

@@ -266,7 +266,7 @@ class CpuBackend final : public Backend {
   Allocator& allocator() override { return cpu_allocator(); }
   void synchronize() override {}
 
-  // engine/cpu/elementwise.cpp
+  // engine/cpu/elementwise.cpp (copy, fill, binary, where) and engine/cpu/unary.cpp
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, double value) override;
   void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override;
