@@ -1473,8 +1473,9 @@ TEST_CASE("cuda: linear folds its bias and bias gradient into the GEMM, matching
           if (!with_bias) {   // nothing to fold: the same launches either way
             CHECK(folded.forward == unfolded.forward);
             CHECK(folded.backward == unfolded.backward);
-          } else if (dt == tg::kFloat32 || (dt == tg::kFloat64 && emulated)) {
-            // One launch forward instead of two; backward, the bias gradient's pass disappears.
+          } else if (dt == tg::kFloat32 || emulated) {
+            // One launch forward instead of two; backward, the bias gradient's pass disappears. The
+            // 16-bit dtypes too: cuBLASLt in their own dtype (Note [16-bit GEMMs on CUDA]).
             CHECK(folded.forward == 1);
             CHECK(unfolded.forward == 2);
             CHECK(folded.backward < unfolded.backward);
@@ -1484,6 +1485,39 @@ TEST_CASE("cuda: linear folds its bias and bias gradient into the GEMM, matching
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("cuda: float16 and bfloat16 products run in cuBLAS in their own dtype, one launch each") {
+  TG_NEED_CUDA();
+  // Note [16-bit GEMMs on CUDA]: no conversion launches around the GEMM (the CPU converts to float32,
+  // multiplies and rounds once; cuBLAS accumulates in float32 and rounds once). Plain, transposed,
+  // batched and broadcast-batched products, against the CPU within the reduction tolerance.
+  for (tg::DType dt : {tg::kFloat16, tg::kBFloat16}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    const Tolerance tol = tolerance(dt, Tol::Reduction);
+    const Tensor a = randn_t({5, 33}, 501, dt), b = randn_t({33, 17}, 502, dt), bt = randn_t({17, 33}, 503, dt);
+    const Tensor a3 = randn_t({3, 5, 33}, 504, dt), b3 = randn_t({3, 33, 17}, 505, dt);
+    struct Case {
+      const char* what;
+      Tensor x, y;
+      bool transpose_y;
+    };
+    const Case cases[] = {{"plain", a, b, false}, {"transposed operand", a, bt, true},
+                          {"batched", a3, b3, false}, {"batch times one matrix", a3, b, false}};
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      const Tensor yc = c.transpose_y ? c.y.transpose(0, 1) : c.y;
+      const Tensor xg = c.x.to(kGpu), yg_stored = c.y.to(kGpu);
+      const Tensor yg = c.transpose_y ? yg_stored.transpose(0, 1) : yg_stored;
+      tg::cuda::synchronize();
+      const uint64_t before = tg::cuda::detail::launch_count();
+      const Tensor out = tg::prim::matmul(xg, yg);
+      CHECK(tg::cuda::detail::launch_count() - before == 1);
+      CHECK(out.dtype() == dt);
+      check_same(Variable(out), Variable(tg::prim::matmul(c.x, yc)), tol.rtol, tol.atol);
     }
   }
 }

@@ -1,5 +1,6 @@
 // tests/cuda_emulator/cublas.cpp: the CUDA emulator's cuBLAS: handles bound to a device and a stream,
-// and a reference GEMM (column-major, as cuBLAS) for float and double, single and strided-batched.
+// and a reference GEMM (column-major, as cuBLAS) for float and double, single and strided-batched, and
+// for float16 and bfloat16 with float alpha and beta (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F).
 // Arguments are validated as cuBLAS documents them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
 // must lie in device memory of the handle's device (what a GPU would fault on). src/tensorgrad/cuda/
 // libraries.cpp points its table here in the emulator build.
@@ -10,6 +11,7 @@
 
 #include "cublas_v2.h"
 #include "emulator.h"
+#include "tensorgrad/engine/half.h"
 
 struct cublasContext {
   int device;
@@ -39,10 +41,11 @@ bool matrices_in_memory(const T* p, long long rows, long long cols, long long ld
   return tg_emu::in_device_memory(p + lo, static_cast<std::size_t>(hi - lo) * sizeof(T), device);
 }
 
-/// C = alpha op(A) op(B) + beta C for each of `count` matrices; C is not read when beta is 0.
-template <class T>
+/// C = alpha op(A) op(B) + beta C for each of `count` matrices, accumulated in double and rounded once
+/// to T; C is not read when beta is 0. S is the type of alpha and beta (float for the 16-bit T).
+template <class T, class S = T>
 cublasStatus_t gemm(const char* name, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                    const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb, long long sb, const T* beta,
+                    const S* alpha, const T* A, int lda, long long sa, const T* B, int ldb, long long sb, const S* beta,
                     T* C, int ldc, long long sc, int count) {
   Lock lock(tg_emu::api_mutex());
   tg_emu::trace(std::string(name) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
@@ -75,7 +78,7 @@ cublasStatus_t gemm(const char* name, cublasHandle_t h, cublasOperation_t ta, cu
   }
   CUstream_st* s = tg_emu::stream_of(h->stream);
   if (s == nullptr) return CUBLAS_STATUS_EXECUTION_FAILED;
-  const T a = *alpha, b = *beta;   // host pointer mode: read at the call
+  const double a = *alpha, b = *beta;   // host pointer mode: read at the call
   tg_emu::submit(s, [=] {
     for (int i = 0; i < count; ++i) {
       const T* Ai = A + i * sa;
@@ -90,7 +93,7 @@ cublasStatus_t gemm(const char* name, cublasHandle_t h, cublasOperation_t ta, cu
             acc += static_cast<double>(x) * static_cast<double>(y);
           }
           T& c = Ci[row + static_cast<long long>(col) * ldc];
-          c = b == T(0) ? static_cast<T>(a * acc) : static_cast<T>(a * acc + b * static_cast<double>(c));
+          c = static_cast<T>(b == 0 ? a * acc : a * acc + b * static_cast<double>(c));
         }
       }
     }
@@ -160,6 +163,26 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          const double* beta, double* C, int ldc, long long int strideC, int batchCount) {
   return gemm("cublasDgemmStridedBatched", handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,
               beta, C, ldc, strideC, batchCount);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                          int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb,
+                                          long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                          long long int strideC, int batchCount, cublasComputeType_t computeType,
+                                          cublasGemmAlgo_t algo) {
+  const char* name = "cublasGemmStridedBatchedEx";
+  if (Atype != Btype || Atype != Ctype || computeType != CUBLAS_COMPUTE_32F || algo != CUBLAS_GEMM_DEFAULT ||
+      (Atype != CUDA_R_16F && Atype != CUDA_R_16BF))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const auto* a = static_cast<const float*>(alpha);
+  const auto* b = static_cast<const float*>(beta);
+  if (Atype == CUDA_R_16F)
+    return gemm(name, handle, transa, transb, m, n, k, a, static_cast<const tg::Half*>(A), lda, strideA,
+                static_cast<const tg::Half*>(B), ldb, strideB, b, static_cast<tg::Half*>(C), ldc, strideC, batchCount);
+  return gemm(name, handle, transa, transb, m, n, k, a, static_cast<const tg::BFloat16*>(A), lda, strideA,
+              static_cast<const tg::BFloat16*>(B), ldb, strideB, b, static_cast<tg::BFloat16*>(C), ldc, strideC,
+              batchCount);
 }
 
 const char* cublasGetStatusName(cublasStatus_t status) {

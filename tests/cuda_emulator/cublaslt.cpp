@@ -13,6 +13,7 @@
 
 #include "cublasLt.h"
 #include "emulator.h"
+#include "tensorgrad/engine/half.h"
 
 struct cublasLtContext {
   int device;
@@ -154,7 +155,9 @@ cublasStatus_t read_problem(const char* name, cublasLtHandle_t h, cublasLtMatmul
       return CUBLAS_STATUS_INVALID_VALUE;
     }
   const cudaDataType_t t = D->type;
-  const bool float_problem = desc->compute == CUBLAS_COMPUTE_32F && desc->scale == CUDA_R_32F && t == CUDA_R_32F;
+  // float, float16 and bfloat16 data with float32 compute and scale; double with double
+  const bool float_problem = desc->compute == CUBLAS_COMPUTE_32F && desc->scale == CUDA_R_32F &&
+                             (t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF);
   const bool double_problem = desc->compute == CUBLAS_COMPUTE_64F && desc->scale == CUDA_R_64F && t == CUDA_R_64F;
   if ((!float_problem && !double_problem) || A->type != t || B->type != t || C->type != t)
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -170,9 +173,10 @@ bool matrix_in_memory(const void* p, const cublasLtMatrixLayoutOpaque_t& l, int 
   return tg_emu::in_device_memory(p, span * type_size(l.type), device);
 }
 
-/// D = alpha op(A) op(B) + beta C, then the epilogue, in double; C is not read when beta is 0.
-template <class T>
-void run(const Problem& p, T alpha, T beta, const T* A, const T* B, const T* C, T* D, T* bias, bool shifted_bias) {
+/// D = alpha op(A) op(B) + beta C, then the epilogue, in double and rounded once to T; C is not read
+/// when beta is 0. S, alpha and beta's type, is float for the 16-bit T; the bias vector is of type T.
+template <class T, class S>
+void run(const Problem& p, S alpha, S beta, const T* A, const T* B, const T* C, T* D, T* bias, bool shifted_bias) {
   const bool ta = p.desc.transa != CUBLAS_OP_N, tb = p.desc.transb != CUBLAS_OP_N;
   auto a_at = [&](uint64_t i, uint64_t q) { return static_cast<double>(ta ? A[q + i * p.a.ld] : A[i + q * p.a.ld]); };
   auto b_at = [&](uint64_t q, uint64_t j) { return static_cast<double>(tb ? B[j + q * p.b.ld] : B[q + j * p.b.ld]); };
@@ -186,7 +190,7 @@ void run(const Problem& p, T alpha, T beta, const T* A, const T* B, const T* C, 
       double acc = 0;
       for (uint64_t q = 0; q < p.k; ++q) acc += a_at(i, q) * b_at(q, j);
       double v = static_cast<double>(alpha) * acc;
-      if (beta != T(0)) v += static_cast<double>(beta) * static_cast<double>(C[i + j * p.c.ld]);
+      if (beta != S(0)) v += static_cast<double>(beta) * static_cast<double>(C[i + j * p.c.ld]);
       if (e == CUBLASLT_EPILOGUE_BIAS) v += static_cast<double>(bias_at(i));
       D[i + j * p.d.ld] = static_cast<T>(v);
     }
@@ -415,7 +419,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   const bool double_problem = p.d.type == CUDA_R_64F;
-  const std::size_t elem = double_problem ? 8 : 4;
+  const std::size_t elem = type_size(p.d.type);   // the bias vector's elements have D's type
   const bool reads_c = double_problem ? *static_cast<const double*>(beta) != 0 : *static_cast<const float*>(beta) != 0;
   if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
   if ((p.k > 0 && (!matrix_in_memory(A, p.a, device) || !matrix_in_memory(B, p.b, device))) ||
@@ -426,18 +430,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
   const bool shifted = tg_emu::wrong_bias_pointer();
+  // D's type picks T; alpha and beta are read at the call (host pointer mode)
+  auto queue = [&](auto type_tag, auto a, auto b) {
+    using T = decltype(type_tag);
+    tg_emu::submit(s, [=] {
+      run<T>(p, a, b, static_cast<const T*>(A), static_cast<const T*>(B), static_cast<const T*>(C), static_cast<T*>(D),
+             static_cast<T*>(p.desc.bias), shifted);
+    });
+  };
   if (double_problem) {
-    const double a = *static_cast<const double*>(alpha), b = *static_cast<const double*>(beta);   // host pointer mode
-    tg_emu::submit(s, [=] {
-      run<double>(p, a, b, static_cast<const double*>(A), static_cast<const double*>(B), static_cast<const double*>(C),
-                  static_cast<double*>(D), static_cast<double*>(p.desc.bias), shifted);
-    });
-  } else {
-    const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-    tg_emu::submit(s, [=] {
-      run<float>(p, a, b, static_cast<const float*>(A), static_cast<const float*>(B), static_cast<const float*>(C),
-                 static_cast<float*>(D), static_cast<float*>(p.desc.bias), shifted);
-    });
+    queue(double{}, *static_cast<const double*>(alpha), *static_cast<const double*>(beta));
+    return CUBLAS_STATUS_SUCCESS;
   }
+  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  if (p.d.type == CUDA_R_16F) queue(tg::Half{}, a, b);
+  else if (p.d.type == CUDA_R_16BF) queue(tg::BFloat16{}, a, b);
+  else queue(float{}, a, b);
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -26,30 +26,49 @@ int to_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-/// One call: batch 1 -> gemm, otherwise strided-batched gemm; all row-major, swapped for cuBLAS.
+// Note [16-bit GEMMs on CUDA]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// float16 and bfloat16 products go to cuBLAS in their own dtype: cublasGemmStridedBatchedEx with
+// CUBLAS_COMPUTE_32F, float alpha and beta, so the products accumulate in float32 and the result is
+// rounded once, as the CPU's convert-and-sgemm path gives (Note [Low precision through float32] in
+// engine/prim.cpp), and cuBLAS runs them on tensor cores: half the bytes of float32 operands and no
+// conversion launches. The bias and bias-gradient epilogues take them too (Note [cuBLASLt epilogues]).
+
+/// The cuBLAS data type of a 16-bit T.
+template <class T>
+constexpr cudaDataType_t kHalfType = std::is_same<T, Half>::value ? CUDA_R_16F : CUDA_R_16BF;
+
+/// One call: batch 1 -> gemm, otherwise strided-batched gemm; all row-major, swapped for cuBLAS. The
+/// 16-bit dtypes: one strided-batched GemmEx (Note [16-bit GEMMs on CUDA]).
 template <class T>
 void gemm_call(cublasHandle_t h, const GemmArgs& g, int64_t M, int64_t batch, const T* A, const T* B, T* C,
                int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  const T alpha = T(1), beta = T(g.beta);
   const int m = to_int(g.N, "N"), n = to_int(M, "M"), k = to_int(g.K, "K");
   const int lda = to_int(g.lda, "lda"), ldb = to_int(g.ldb, "ldb"), ldc = to_int(g.ldc, "ldc");
   const cublasOperation_t ta = op_of(g.trans_b), tb = op_of(g.trans_a);
   const CublasApi& api = cublas();
   count_launch();   // one cuBLAS call (it may run more than one kernel)
-  if (batch == 1) {
+  if constexpr (std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value) {
+    const float alpha = 1, beta = static_cast<float>(g.beta);
+    TG_CUBLAS_CHECK(api.gemm_strided_batched_ex(h, ta, tb, m, n, k, &alpha, B, kHalfType<T>, ldb, stride_b, A,
+                                                kHalfType<T>, lda, stride_a, &beta, C, kHalfType<T>, ldc, stride_c,
+                                                to_int(batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (batch == 1) {
+    const T alpha = T(1), beta = T(g.beta);
     if constexpr (std::is_same<T, float>::value)
       TG_CUBLAS_CHECK(api.sgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
     else
       TG_CUBLAS_CHECK(api.dgemm(h, ta, tb, m, n, k, &alpha, B, ldb, A, lda, &beta, C, ldc));
-    return;
+  } else {
+    const T alpha = T(1), beta = T(g.beta);
+    const int count = to_int(batch, "batch");
+    if constexpr (std::is_same<T, float>::value)
+      TG_CUBLAS_CHECK(api.sgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta,
+                                                C, ldc, stride_c, count));
+    else
+      TG_CUBLAS_CHECK(api.dgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta,
+                                                C, ldc, stride_c, count));
   }
-  const int count = to_int(batch, "batch");
-  if constexpr (std::is_same<T, float>::value)
-    TG_CUBLAS_CHECK(api.sgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
-                                              ldc, stride_c, count));
-  else
-    TG_CUBLAS_CHECK(api.dgemm_strided_batched(h, ta, tb, m, n, k, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C,
-                                              ldc, stride_c, count));
 }
 
 }  // namespace
@@ -61,7 +80,7 @@ void CudaBackend::gemm(const GemmArgs& g) {
   if (g.batch == 0 || g.M == 0 || g.N == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
-  dispatch_only<kFloat32, kFloat64>(g.dtype, "matmul", [&](auto t) {
+  dispatch_only<kFloat32, kFloat64, kFloat16, kBFloat16>(g.dtype, "matmul", [&](auto t) {
     using T = decltype(t);
     const T* A = static_cast<const T*>(g.a);
     const T* B = static_cast<const T*>(g.b);
@@ -105,8 +124,8 @@ void CudaBackend::gemm(const GemmArgs& g) {
 // two paths); the heuristic has no algorithm for the dtype, layouts, alignment or epilogue
 // (CUBLAS_STATUS_NOT_SUPPORTED or no result) or cublasLtMatmul answers NOT_SUPPORTED; or the GEMM is
 // one prim never folds (batched, accumulating, K = 0). Any other status is an error, as for cuBLAS.
-// float32 computes in float32 (CUBLAS_COMPUTE_32F: no TF32, as the cuBLAS path) and float64 in
-// float64; float16 and bfloat16 come here as float32 (Note [Low precision through float32]). The
+// float32 computes in float32 (CUBLAS_COMPUTE_32F: no TF32, as the cuBLAS path), float64 in float64,
+// float16 and bfloat16 in float32 with their own operands and bias (Note [16-bit GEMMs on CUDA]). The
 // descriptors are made per call, as PyTorch's cuBLASLt path does; the heuristic's answer is not
 // cached. cuBLASLt shares the cuBLAS handle's workspace, both being queued on the one stream.
 namespace {
@@ -141,19 +160,24 @@ bool CudaBackend::gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) {
   if (!g_gemm_epilogues.load(std::memory_order_relaxed)) return false;
   if ((e.bias == nullptr) == (e.row_sums == nullptr)) return false;   // one epilogue per call
   if (g.batch != 1 || g.beta != 0 || g.M == 0 || g.N == 0 || g.K == 0) return false;
-  if (g.dtype != kFloat32 && g.dtype != kFloat64) return false;
+  if (g.dtype != kFloat32 && g.dtype != kFloat64 && g.dtype != kFloat16 && g.dtype != kBFloat16) return false;
   const CublasLtApi* api = cublaslt();
   if (api == nullptr) return false;
   DeviceGuard guard(ctx_.device());
   cublasLtHandle_t h = ctx_.blas_lt();
   if (h == nullptr) return false;
   const bool f64 = g.dtype == kFloat64;
-  const cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  const cudaDataType_t type = f64                     ? CUDA_R_64F
+                              : g.dtype == kFloat16  ? CUDA_R_16F
+                              : g.dtype == kBFloat16 ? CUDA_R_16BF
+                                                     : CUDA_R_32F;
   // Column-major and swapped: D (m, n) = op(A_lt) (m, k) op(B_lt) (k, n) with A_lt = our B, B_lt = our A.
   const uint64_t m = static_cast<uint64_t>(g.N), n = static_cast<uint64_t>(g.M), k = static_cast<uint64_t>(g.K);
   const int32_t ta = op_of(g.trans_b), tb = op_of(g.trans_a);
   LtCall call(*api);
-  TG_CUBLAS_CHECK(api->desc_create(&call.desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, type));
+  // float32 compute and scale for float32 and the 16-bit dtypes (Note [16-bit GEMMs on CUDA]); the bias
+  // vector has D's dtype (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE left at its default)
+  TG_CUBLAS_CHECK(api->desc_create(&call.desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F));
   call.set(CUBLASLT_MATMUL_DESC_TRANSA, ta);
   call.set(CUBLASLT_MATMUL_DESC_TRANSB, tb);
   const uint32_t epilogue = e.bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;

@@ -76,6 +76,7 @@ Cublas* load_cublas() {
   a.dgemm = &::cublasDgemm_v2;
   a.sgemm_strided_batched = &::cublasSgemmStridedBatched;
   a.dgemm_strided_batched = &::cublasDgemmStridedBatched;
+  a.gemm_strided_batched_ex = &::cublasGemmStridedBatchedEx;
   a.status_name = &::cublasGetStatusName;
   a.status_string = &::cublasGetStatusString;
   a.get_property = &::cublasGetProperty;
@@ -165,6 +166,7 @@ Cublas* load_cublas() {
                   resolve(h, "cublasDgemm_v2", &a.dgemm, s) &
                   resolve(h, "cublasSgemmStridedBatched", &a.sgemm_strided_batched, s) &
                   resolve(h, "cublasDgemmStridedBatched", &a.dgemm_strided_batched, s) &
+                  resolve(h, "cublasGemmStridedBatchedEx", &a.gemm_strided_batched_ex, s) &
                   resolve(h, "cublasGetStatusName", &a.status_name, s) &
                   resolve(h, "cublasGetStatusString", &a.status_string, s) &
                   resolve(h, "cublasGetProperty", &a.get_property, s);

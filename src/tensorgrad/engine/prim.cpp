@@ -497,11 +497,20 @@ Operand as_blas_operand(const Tensor& t) {
 // the optimizer updates exist for float32 and float64 only (dispatch_only in the backends). A float16
 // or bfloat16 operand is converted to float32 here, the float32 kernel runs, and the result is
 // rounded back once: float32 accumulation, as PyTorch's half kernels do internally, written once for
-// both devices. Elementwise ops, reductions and indexing run natively in every dtype (computing in
+// both devices. The exception is the matrix product on CUDA, where cuBLAS multiplies 16-bit operands
+// itself with float32 accumulation and one rounding, on tensor cores (Note [16-bit GEMMs on CUDA] in
+// cuda/blas.cpp): matmul, addmm and matmul_row_sums convert only on the CPU (gemm_through_float32),
+// which has no fast 16-bit GEMM in Debian's OpenBLAS or on oneDNN without AVX512_BF16. Elementwise ops, reductions and indexing run natively in every dtype (computing in
 // float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master
 // weights for 16-bit parameters (optim/optimizer.h).
 
 namespace {
+/// Whether a product of a and b runs in float32 on converted operands (Note [Low precision through
+/// float32]): 16-bit operands of one dtype, off CUDA.
+bool gemm_through_float32(const Tensor& a, const Tensor& b) {
+  return is_low_precision(a.dtype()) && a.dtype() == b.dtype() && !a.device().is_cuda();
+}
+
 /// Checks a (M, K) or (B, M, K) and b (K, N) or (B, K, N) for matmul and the ops built on it (`name` in
 /// messages): defined, one floating dtype and device, matching K, batches that broadcast, sizes the
 /// BLAS takes. Tensors of 16-bit dtypes pass: the callers convert them first.
@@ -538,8 +547,7 @@ GemmArgs gemm_args(const Operand& oa, const Operand& ob, int64_t batch, int64_t 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined("matmul", a);
   check_defined("matmul", b);
-  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype())   // Note [Low precision through float32]
-    return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
+  if (gemm_through_float32(a, b)) return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
   check_matmul("matmul", a, b);
   const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1], N = b.shape()[b.dim() - 1];
   const int64_t Ba = a.dim() == 3 ? a.shape()[0] : 1, Bb = b.dim() == 3 ? b.shape()[0] : 1;
@@ -570,12 +578,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // off with tg::cuda::detail::set_gemm_epilogues) returns false, and the pass runs here as its own op:
 // the bias copied into the rows with the GEMM accumulating onto it, or a sum over the rows. float16
 // and bfloat16 fold in float32 (Note [Low precision through float32]): the bias is added before the
-// one rounding. linear folds only a bias of x's dtype and device (ops/linalg.cpp).
+// one rounding, on the CPU through float32 and on CUDA in cuBLASLt's float32 compute. linear folds only
+// a bias of x's dtype and device (ops/linalg.cpp).
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
   check_defined("addmm", bias);
   check_defined("addmm", a);
   check_defined("addmm", b);
-  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype() && a.dtype() == bias.dtype())   // Note [Low precision through float32]
+  if (gemm_through_float32(a, b) && a.dtype() == bias.dtype())
     return addmm(as_dtype(bias, kFloat32), as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
   check_matmul("addmm", a, b);
   TG_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "addmm: expected 2-D matrices, got shapes ", shape_str(a.shape()),
@@ -607,7 +616,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
 std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b) {
   check_defined("matmul", a);
   check_defined("matmul", b);
-  if (is_low_precision(a.dtype()) && a.dtype() == b.dtype()) {   // Note [Low precision through float32]
+  if (gemm_through_float32(a, b)) {
     std::pair<Tensor, Tensor> r = matmul_row_sums(as_dtype(a, kFloat32), as_dtype(b, kFloat32));
     return {r.first.to(a.dtype()), r.second.to(a.dtype())};
   }

@@ -1,28 +1,13 @@
 // tests/cuda_emulator/include/cublasLt.h: the CUDA emulator's stand-in for cuBLASLt's header: the entry
 // points src/tensorgrad/cuda/ resolves into its CublasLtApi table (cuda/detail/libraries.h), with
-// cuBLASLt's names, types, attribute numbers and sizes. The data and compute types, which the toolkit
-// declares in library_types.h and cublas_api.h, are here too. Implemented by the reference matmul in
+// cuBLASLt's names, types, attribute numbers and sizes (the data and compute types are in cublas_v2.h,
+// as the toolkit's cublas_api.h declares them). Implemented by the reference matmul in
 // tests/cuda_emulator/cublaslt.cpp, which validates descriptors and attributes as cuBLASLt documents.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 #include "cublas_v2.h"
-
-typedef enum cudaDataType_t {
-  CUDA_R_32F = 0,
-  CUDA_R_64F = 1,
-  CUDA_R_16F = 2,
-  CUDA_R_16BF = 14,
-} cudaDataType_t;
-typedef cudaDataType_t cudaDataType;
-
-typedef enum {
-  CUBLAS_COMPUTE_16F = 64,
-  CUBLAS_COMPUTE_32F = 68,
-  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
-  CUBLAS_COMPUTE_64F = 70,
-} cublasComputeType_t;
 
 typedef struct cublasLtContext* cublasLtHandle_t;
 typedef struct cublasLtMatmulDescOpaque_t* cublasLtMatmulDesc_t;

@@ -34,6 +34,12 @@ struct CublasApi {
   decltype(&::cublasDgemm_v2) dgemm = nullptr;
   decltype(&::cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
   decltype(&::cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  /// cublasGemmStridedBatchedEx with a cublasComputeType_t: the 16-bit GEMMs. Spelled out because
+  /// cublas_api.h also declares an inline C++ overload taking the compute type as a cudaDataType.
+  cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                            const void*, const void*, cudaDataType, int, long long int, const void*,
+                                            cudaDataType, int, long long int, const void*, void*, cudaDataType, int,
+                                            long long int, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&::cublasGetStatusName) status_name = nullptr;
   decltype(&::cublasGetStatusString) status_string = nullptr;
   decltype(&::cublasGetProperty) get_property = nullptr;
