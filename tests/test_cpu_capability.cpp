@@ -424,6 +424,22 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
     const Tensor hn = fn.to(tg::kFloat16).to(tg::kFloat32), bn = fn.to(tg::kBFloat16).to(tg::kFloat32);
     CHECK(std::isnan(hn.data<float>()[n]));
     CHECK(std::isnan(bn.data<float>()[n]));
+    // bfloat16 keeps a NaN's sign and top payload bits and sets the quiet bit on every path, also for
+    // a signaling NaN whose payload lies only in the low 16 bits (rounding it would carry into the
+    // exponent and give infinity, or -0 for 0x7FFFFFFF); 17 NaNs, so the vector body sees them.
+    const uint32_t nan_bits[] = {0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC00000u, 0x7F808000u,
+                                 0x7FBFFFFFu, 0xFFC12345u, 0x7F800001u, 0x7F80FFFFu, 0xFF80FFFFu, 0x7FC0FFFFu,
+                                 0x7FFF8000u, 0x7F817FFFu, 0xFFFF0001u, 0x7F800100u, 0x7FA00000u};
+    Tensor nans = Tensor::empty({17}, tg::kFloat32);
+    std::memcpy(nans.data<float>(), nan_bits, sizeof nan_bits);
+    const Tensor bnans = nans.to(tg::kBFloat16);
+    for (int i = 0; i < 17; ++i) {
+      CAPTURE(nan_bits[i]);
+      float f;
+      std::memcpy(&f, &nan_bits[i], sizeof f);
+      CHECK(bnans.data<tg::BFloat16>()[i].bits == tg::BFloat16(f).bits);
+      CHECK(bnans.data<tg::BFloat16>()[i].bits == static_cast<uint16_t>((nan_bits[i] >> 16) | 0x40u));
+    }
   }
 }
 

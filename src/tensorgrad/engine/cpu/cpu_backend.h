@@ -28,7 +28,7 @@
 #include "tensorgrad/ops/softmax_math.h"
 
 #if defined(__SSE__) || defined(__x86_64__)
-#include <immintrin.h>   // F16C's conversions in the AVX2 and AVX-512 clones
+#include <immintrin.h>   // intrinsics of the AVX2 and AVX-512 clones (TG_X86_AVX2 in kernels.inc)
 #include <xmmintrin.h>
 #define TG_HAVE_MXCSR 1
 #endif
@@ -207,26 +207,26 @@ using SumAcc = sum_accumulator_t<T>;
 
 #define TG_KERNELS KernelsBaseline
 #define TG_TARGET
-#define TG_F16C 0
+#define TG_X86_AVX2 0
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
-#undef TG_F16C
+#undef TG_X86_AVX2
 #if TG_X86_SIMD
 #define TG_KERNELS KernelsAvx2
 #define TG_TARGET __attribute__((target("avx2,fma,bmi,bmi2,f16c")))
-#define TG_F16C 1
+#define TG_X86_AVX2 1
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
-#undef TG_F16C
+#undef TG_X86_AVX2
 #define TG_KERNELS KernelsAvx512
 #define TG_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c")))
-#define TG_F16C 1
+#define TG_X86_AVX2 1
 #include "tensorgrad/engine/cpu/kernels.inc"
 #undef TG_KERNELS
 #undef TG_TARGET
-#undef TG_F16C
+#undef TG_X86_AVX2
 #else
 using KernelsAvx2 = KernelsBaseline;     // never chosen: cpu_capability() is always baseline here
 using KernelsAvx512 = KernelsBaseline;
