@@ -102,17 +102,100 @@ TEST_CASE("autocast: a parameter is cast once per region, again after it changes
   std::shared_ptr<Node> first, second;
   {
     amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
-    Variable y1 = linear(x, w), y2 = linear(x, w);
-    // linear's second input is the cast of w: one cast node shared by both uses
+    Variable y1 = matmul(x, w), y2 = matmul(x, w);
+    // matmul's second input is the cast of w: one cast node shared by both uses
     first = y1.grad_fn()->next[1].fn;
     REQUIRE(first != nullptr);
     CHECK(first == y2.grad_fn()->next[1].fn);
     sum(y1 + y2).backward();
     CHECK(w.grad().dtype() == kFloat32);
     prim::fill_(w.data(), 1.0);   // a new version: the next use casts again
-    second = linear(x, w).grad_fn()->next[1].fn;
+    second = matmul(x, w).grad_fn()->next[1].fn;
     CHECK(second != first);
   }
   amp::AutocastGuard again(Device::cpu(), kBFloat16);
-  CHECK(linear(x, w).grad_fn()->next[1].fn != second);   // the cache ended with the region
+  CHECK(matmul(x, w).grad_fn()->next[1].fn != second);   // the cache ended with the region
+}
+
+TEST_CASE("autocast: linear's rounded weight is made once per region, again after it changes or the region ends") {
+  // Note [Autocast products through float32]: on the CPU linear multiplies the weight rounded to the
+  // region's dtype, cached like a cast. A write that bypasses the version counter shows which
+  // rounding a call used: the cached one until the version changes or the region ends.
+  using namespace tg;
+  Variable w = param({3, 3}, 8);
+  const Variable x = tg::randn({2, 3});
+  auto poke = [&](float v) { w.data().data<float>()[0] = v; };   // no version bump
+  {
+    amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+    const std::vector<double> y1 = linear(x, w).to_vector<double>();
+    poke(100.0f);
+    CHECK(linear(x, w).to_vector<double>() == y1);   // the cached rounding
+    prim::fill_(w.data(), 1.0);                      // a new version: rounded again
+    const std::vector<double> y3 = linear(x, w).to_vector<double>();
+    CHECK(y3 != y1);
+    const std::vector<double> x_sums = sum(x, {1}).to(kBFloat16).to(kFloat32).to_vector<double>();
+    for (std::size_t i = 0; i < y3.size(); ++i) CHECK(y3[i] == doctest::Approx(x_sums[i / 3]).epsilon(0.02));
+    poke(2.0f);
+    CHECK(linear(x, w).to_vector<double>() == y3);
+  }
+  amp::AutocastGuard again(Device::cpu(), kBFloat16);
+  CHECK(linear(x, w).to_vector<double>() != std::vector<double>(6, 0.0));
+  Variable y = linear(x, w);   // the cache ended with the region: w[0][0] = 2 counts now
+  const Variable w_now = Variable(w.data().clone());
+  amp::AutocastGuard off(Device::cpu(), kBFloat16, false);
+  CHECK(y.to_vector<double>() ==
+        linear(x.to(kBFloat16), w_now.to(kBFloat16)).to_vector<double>());
+}
+
+TEST_CASE("autocast: linear on the CPU gives the bits of the casts, the 16-bit product and the casts' backward") {
+  // Note [Autocast products through float32]: linear rounds float32 operands in place of the cast
+  // nodes; the result and every gradient must be the bits of the cast path, computed here outside
+  // autocast with explicit differentiable casts, for the cases the path saves differently.
+  using namespace tg;
+  for (DType lowp : {kBFloat16, kFloat16}) {
+    CAPTURE(dtype_name(lowp));
+    struct Case {
+      const char* name;
+      bool x_grad, x_lowp, bias, three_d;
+    };
+    for (const Case c : {Case{"caller's batch, bias", false, false, true, false},
+                         Case{"input that requires grad, no bias", true, false, false, false},
+                         Case{"lower-precision input, bias", true, true, true, false},
+                         Case{"3-D input that requires grad, bias", true, false, true, true}}) {
+      CAPTURE(c.name);
+      tg::manual_seed(31);
+      const Shape xs = c.three_d ? Shape{2, 5, 24} : Shape{10, 24};
+      Tensor xd = tg::randn(xs).data();
+      if (c.x_lowp) xd = xd.to(lowp);
+      const Tensor wd = tg::randn({7, 24}).data(), bd = tg::randn({7}).data();
+      Variable x(xd.clone(), c.x_grad), w(wd.clone(), true), b(bd.clone(), true);
+      Variable x2(xd.clone(), c.x_grad), w2(wd.clone(), true), b2(bd.clone(), true);
+      Shape ys = xs;
+      ys.back() = 7;
+      const Variable upstream = tg::randn(ys).to(lowp);
+      Variable y;
+      {
+        amp::AutocastGuard autocast(Device::cpu(), lowp);
+        y = c.bias ? linear(x, w, b) : linear(x, w);
+        REQUIRE(y.grad_fn() != nullptr);
+        // no cast nodes: linear's inputs are the leaves themselves
+        CHECK(y.grad_fn()->next[1].fn == nullptr);
+        CHECK(y.grad_fn()->next[1].leaf == w.impl());
+      }
+      y.backward(upstream);
+      const Variable x2c = c.x_lowp ? x2 : x2.to(lowp);
+      const Variable y2 = c.bias ? linear(x2c, w2.to(lowp), b2.to(lowp)) : linear(x2c, w2.to(lowp));
+      y2.backward(upstream);
+      CHECK(y.dtype() == lowp);
+      CHECK(y.shape() == y2.shape());
+      CHECK(y.to_vector<double>() == y2.to_vector<double>());
+      CHECK(w.grad().dtype() == kFloat32);
+      CHECK(w.grad().to_vector<double>() == w2.grad().to_vector<double>());
+      if (c.bias) CHECK(b.grad().to_vector<double>() == b2.grad().to_vector<double>());
+      if (c.x_grad) {
+        CHECK(x.grad().dtype() == x.dtype());
+        CHECK(x.grad().to_vector<double>() == x2.grad().to_vector<double>());
+      }
+    }
+  }
 }

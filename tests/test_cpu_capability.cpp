@@ -391,7 +391,7 @@ TEST_CASE("cpu capability: layer_norm's fused rows on every path match the basel
 
 TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every path give engine/half.h's bits") {
   // The contiguous conversions of copy (kernels.inc convert_contiguous: F16C on the AVX2 and AVX-512
-  // paths, vectorized bit arithmetic for bfloat16) against the scalar round-to-nearest-even of
+  // paths, AVX2 lanes for bfloat16) and prim::round_to_precision (the same in one pass) against the scalar round-to-nearest-even of
   // engine/half.h: ties both ways, the largest finite values and the first that overflow, half's
   // subnormals and values below them, infinities, signed zeros; 203 values, so each path runs its
   // vector body and its tail. NaN converts to a NaN (payload bits may differ by path).
@@ -421,6 +421,13 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
       CHECK(std::memcmp(h32.data<float>() + i, &hf, sizeof hf) == 0);
       CHECK(std::memcmp(b32.data<float>() + i, &bf, sizeof bf) == 0);
     }
+    // round_to_precision (autocast's products through float32) gives the round trip's bits in one pass
+    const Tensor hr = tg::prim::round_to_precision(f, tg::kFloat16), br = tg::prim::round_to_precision(f, tg::kBFloat16);
+    Tensor br_in_place = f.clone();
+    tg::prim::round_to_precision_(br_in_place, tg::kBFloat16);
+    CHECK(std::memcmp(hr.data<float>(), h32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
+    CHECK(std::memcmp(br.data<float>(), b32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
+    CHECK(std::memcmp(br_in_place.data<float>(), b32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
     const Tensor hn = fn.to(tg::kFloat16).to(tg::kFloat32), bn = fn.to(tg::kBFloat16).to(tg::kFloat32);
     CHECK(std::isnan(hn.data<float>()[n]));
     CHECK(std::isnan(bn.data<float>()[n]));
@@ -432,13 +439,16 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
                                  0x7FFF8000u, 0x7F817FFFu, 0xFFFF0001u, 0x7F800100u, 0x7FA00000u};
     Tensor nans = Tensor::empty({17}, tg::kFloat32);
     std::memcpy(nans.data<float>(), nan_bits, sizeof nan_bits);
-    const Tensor bnans = nans.to(tg::kBFloat16);
+    const Tensor bnans = nans.to(tg::kBFloat16), rnans = tg::prim::round_to_precision(nans, tg::kBFloat16);
     for (int i = 0; i < 17; ++i) {
       CAPTURE(nan_bits[i]);
       float f;
       std::memcpy(&f, &nan_bits[i], sizeof f);
       CHECK(bnans.data<tg::BFloat16>()[i].bits == tg::BFloat16(f).bits);
       CHECK(bnans.data<tg::BFloat16>()[i].bits == static_cast<uint16_t>((nan_bits[i] >> 16) | 0x40u));
+      uint32_t r;
+      std::memcpy(&r, rnans.data<float>() + i, sizeof r);
+      CHECK(r == (((nan_bits[i] >> 16) | 0x40u) << 16));
     }
   }
 }

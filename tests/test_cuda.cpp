@@ -1522,6 +1522,26 @@ TEST_CASE("cuda: float16 and bfloat16 products run in cuBLAS in their own dtype,
   }
 }
 
+TEST_CASE("cuda: round_to_precision gives the CPU's bits") {
+  TG_NEED_CUDA();
+  // fn::RoundToBFloat16 / RoundToFloat16 (Note [Autocast products through float32] uses them on the
+  // CPU): ties, half's overflow and subnormals, a NaN; the CUDA kernel runs the same functor.
+  std::vector<float> v{1.00390625f, 1.01171875f, 1.0004883f, 1.0014648f, 65520.0f, -65519.99f, 2.9802322e-8f,
+                       6.1e-5f, 3.0e38f, -0.0f, 1e-40f, std::numeric_limits<float>::infinity()};
+  for (int i = 0; v.size() < 77; ++i) v.push_back(std::ldexp(std::sin(1.3 * i) + 1.25f, i % 30 - 15));
+  Tensor x = Tensor::empty({static_cast<int64_t>(v.size())}, tg::kFloat32);
+  std::copy(v.begin(), v.end(), x.data<float>());
+  for (tg::DType lowp : {tg::kBFloat16, tg::kFloat16}) {
+    const std::string dtype = tg::dtype_name(lowp);
+    CAPTURE(dtype);
+    const Tensor cpu = tg::prim::round_to_precision(x, lowp);
+    const Tensor gpu = tg::prim::round_to_precision(x.to(kGpu), lowp).to(tg::Device::cpu());
+    CHECK(std::memcmp(cpu.data<float>(), gpu.data<float>(), v.size() * sizeof(float)) == 0);
+    const Tensor round_trip = x.to(lowp).to(tg::kFloat32);
+    CHECK(std::memcmp(cpu.data<float>(), round_trip.data<float>(), v.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("cuda: one fused SGD step over more parameters than one launch holds matches the CPU") {
   TG_NEED_CUDA();
   // 30 parameters (the fused kernel takes 24 per launch), sizes from 0 to 4099, two learning rates

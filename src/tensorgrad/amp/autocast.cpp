@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "tensorgrad/engine/error.h"
+#include "tensorgrad/engine/prim.h"
 
 namespace tg {
 namespace amp {
@@ -34,6 +35,12 @@ struct State {
     uint64_t version;
   };
   std::unordered_map<const VariableImpl*, Cached> cache;     // parameters' casts in this region
+  struct Rounded {
+    Tensor value;
+    uint64_t version;
+    DType dtype;
+  };
+  std::unordered_map<const VariableImpl*, Rounded> rounded;  // parameters' roundings in this region
 };
 thread_local State t_state;
 
@@ -58,7 +65,10 @@ AutocastGuard::~AutocastGuard() {
   State& s = t_state;
   s.enabled[slot(type_)] = prev_enabled_;
   s.dtype[slot(type_)] = prev_dtype_;
-  if (--s.depth == 0) s.cache.clear();
+  if (--s.depth == 0) {
+    s.cache.clear();
+    s.rounded.clear();
+  }
 }
 
 bool is_autocast_enabled(DeviceType type) { return t_state.enabled[slot(type)]; }
@@ -78,6 +88,31 @@ Variable detail::cast_lower(const Variable& x) {
   Variable cast = x.to(want);
   cache[x.impl().get()] = {cast, version};
   return cast;
+}
+
+bool detail::product_through_float32(const Variable& x, const Variable& weight, const Variable& bias) {
+  if (!active_for(weight) || weight.dtype() != kFloat32) return false;
+  const DType want = lower_dtype(weight);
+  if (!prim::products_through_float32(want, weight.device())) return false;
+  const auto fits = [&](const Variable& v) {
+    return v.device() == weight.device() && (v.dtype() == kFloat32 || v.dtype() == want);
+  };
+  return x.defined() && fits(x) && (!bias.defined() || fits(bias));
+}
+
+DType detail::lower_dtype(const Variable& x) { return t_state.dtype[slot(x.device().type())]; }
+
+Tensor detail::rounded_operand(const Variable& x) {
+  const DType want = lower_dtype(x);
+  if (x.dtype() != kFloat32) return x.data().to(kFloat32);   // the region's dtype: exact
+  if (!(x.is_leaf() && x.requires_grad() && GradMode::is_enabled())) return prim::round_to_precision(x.data(), want);
+  auto& rounded = t_state.rounded;
+  const auto it = rounded.find(x.impl().get());
+  const uint64_t version = x.data().version();
+  if (it != rounded.end() && it->second.version == version && it->second.dtype == want) return it->second.value;
+  Tensor value = prim::round_to_precision(x.data(), want);
+  rounded[x.impl().get()] = {value, version, want};
+  return value;
 }
 
 Variable detail::cast_float32(const Variable& x) {

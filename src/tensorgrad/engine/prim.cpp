@@ -266,6 +266,24 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args) {
   return out;
 }
 
+namespace {
+UnaryOp rounding_op(DType lowp) {
+  TG_CHECK(is_low_precision(lowp), DTypeError, "round_to_precision: expected float16 or bfloat16, got ",
+           dtype_name(lowp));
+  return lowp == kBFloat16 ? UnaryOp::RoundToBFloat16 : UnaryOp::RoundToFloat16;
+}
+}  // namespace
+
+Tensor round_to_precision(const Tensor& x, DType lowp) { return unary(rounding_op(lowp), x); }
+
+void round_to_precision_(const Tensor& x, DType lowp) {
+  check_defined("round_to_precision_", x);
+  check_floating("round_to_precision_", x);
+  check_no_internal_overlap("round_to_precision_", x);
+  backend_for(x.device()).unary(rounding_op(lowp), {}, x, x);   // elementwise: in place is safe
+  x.storage()->bump_version();
+}
+
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args) {
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
   backend_for(dy.device()).unary_backward(op, args, x, y, dy, dx);
@@ -500,15 +518,19 @@ Operand as_blas_operand(const Tensor& t) {
 // both devices. The exception is the matrix product on CUDA, where cuBLAS multiplies 16-bit operands
 // itself with float32 accumulation and one rounding, on tensor cores (Note [16-bit GEMMs on CUDA] in
 // cuda/blas.cpp): matmul, addmm and matmul_row_sums convert only on the CPU (gemm_through_float32),
-// which has no fast 16-bit GEMM in Debian's OpenBLAS or on oneDNN without AVX512_BF16. Elementwise ops, reductions and indexing run natively in every dtype (computing in
-// float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master
-// weights for 16-bit parameters (optim/optimizer.h).
+// which has no fast 16-bit GEMM in Debian's OpenBLAS or on oneDNN without AVX512_BF16 (under
+// autocast, linear skips the round trip through 16-bit copies there: Note [Autocast products through
+// float32] in ops/linalg.cpp). Elementwise ops, reductions and indexing run natively in every dtype
+// (computing in float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32
+// master weights for 16-bit parameters (optim/optimizer.h).
+
+bool products_through_float32(DType dtype, Device device) { return is_low_precision(dtype) && !device.is_cuda(); }
 
 namespace {
 /// Whether a product of a and b runs in float32 on converted operands (Note [Low precision through
 /// float32]): 16-bit operands of one dtype, off CUDA.
 bool gemm_through_float32(const Tensor& a, const Tensor& b) {
-  return is_low_precision(a.dtype()) && a.dtype() == b.dtype() && !a.device().is_cuda();
+  return products_through_float32(a.dtype(), a.device()) && a.dtype() == b.dtype();
 }
 
 /// Checks a (M, K) or (B, M, K) and b (K, N) or (B, K, N) for matmul and the ops built on it (`name` in

@@ -76,6 +76,11 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args = {});
 /// dx = op'(x, y) * dy for y = op(x), with dy's shape. x or y may be undefined when the op's functor
 /// does not read it (fn::Relu::uses_x, ...).
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args = {});
+/// x with each value rounded to lowp's precision (float16 or bfloat16), kept in x's dtype: x.to(lowp)
+/// .to(x.dtype()) in one pass (fn::RoundToBFloat16, fn::RoundToFloat16). x floating.
+Tensor round_to_precision(const Tensor& x, DType lowp);
+/// round_to_precision in place.
+void round_to_precision_(const Tensor& x, DType lowp);
 /// a op b with broadcasting, on one device (DeviceError), computed in result_type(a, b) (float32 for
 /// the division of integers); comparisons give bool. name is the op in error messages.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);   // broadcasts
@@ -108,6 +113,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // ---- linear algebra: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N).
 // Transposed views are passed to the BLAS as flags, not copied.
+/// Whether the products below convert dtype operands to float32 on device and round the result back
+/// (Note [Low precision through float32] in engine/prim.cpp): float16 and bfloat16 off CUDA.
+bool products_through_float32(DType dtype, Device device);
 /// The matrix product: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N), or (B, M, N) when either
 /// is 3-D (a batch of 1 broadcasts). Floating, same dtype and device; ShapeError for other ranks,
 /// mismatched K, or sizes above 2^31-1.

@@ -335,13 +335,44 @@ struct LogSigmoid {
     return dy * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
   }
 };
+/// Rounding to bfloat16's precision, the value kept in x's dtype: y = float(bfloat16(x)) (round to
+/// nearest even, NaN quiet; a double is rounded to float first); dx = the same rounding of dy, the
+/// gradient of x.to(bfloat16).to(x's dtype). Internal: autocast's products on devices that multiply
+/// through float32 (Note [Autocast products through float32] in ops/linalg.cpp).
+struct RoundToBFloat16 {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    return T(detail::bfloat16_bits_to_float(detail::float_to_bfloat16_bits(static_cast<float>(x))));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
+};
+/// Rounding to float16's precision and range, the value kept in x's dtype: y = float(float16(x)); dx
+/// = the same rounding of dy. Internal, as RoundToBFloat16.
+struct RoundToFloat16 {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    return T(detail::half_bits_to_float(detail::float_to_half_bits(static_cast<float>(x))));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
+};
 }  // namespace fn
 
 /// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.
 #define TG_UNARY_OPS(X) \
   X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp) \
   X(Round) X(Sign) \
-  X(Gelu) X(GeluTanh) X(Silu) X(Softplus) X(LeakyRelu) X(LogSigmoid)
+  X(Gelu) X(GeluTanh) X(Silu) X(Softplus) X(LeakyRelu) X(LogSigmoid) \
+  X(RoundToBFloat16) X(RoundToFloat16)
 
 /// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).
 enum class UnaryOp : uint8_t {
@@ -385,6 +416,10 @@ enum class UnaryOp : uint8_t {
     fn::LeakyRelu */
 /** \var UnaryOp::LogSigmoid
     fn::LogSigmoid */
+/** \var UnaryOp::RoundToBFloat16
+    fn::RoundToBFloat16 */
+/** \var UnaryOp::RoundToFloat16
+    fn::RoundToFloat16 */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
 template <class Visitor>

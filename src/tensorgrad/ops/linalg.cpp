@@ -12,11 +12,92 @@
 // float32's activation bytes instead of 0.72x, for one more conversion of the input per step. (PyTorch
 // saves the copy.) Like any saved input, writing into that tensor in place before backward is then an
 // AutogradError. Inputs that are intermediate results keep the cast copy, as nobody else holds them.
+//
+// Note [Autocast products through float32]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Where products run through float32 (the CPU: Note [Low precision through float32] in
+// engine/prim.cpp), casting linear's float32 operands to bfloat16 only for prim::addmm to convert them
+// back, and rounding the weight gradient to bfloat16 only for the cast's backward to convert it back,
+// are two passes over each weight where one does: at batch 64 the MLP of bench/bench_amp converted
+// ~570k elements per step, 14 % of its autocast step. So under autocast on such a device linear
+// multiplies float32 operands rounded to the region's dtype (prim::round_to_precision; a parameter's
+// rounding is cached for the region like its cast), rounds the product once into the region's dtype,
+// and in backward rounds each gradient to that precision in place, keeping its input's dtype. No cast
+// nodes: the gradients are the bits that the casts, the 16-bit product and the casts' backward give
+// (tests/test_autocast.cpp compares them), and what linear saves for backward stays as small: the
+// caller's float32 input or the weight (held by the caller; rounded again in backward), a
+// lower-precision input as it is, and an intermediate float32 input as its lower-precision copy. As
+// for the input, writing into the weight in place between forward and backward is then an
+// AutogradError (PyTorch's saved bfloat16 copy would not see the write). A weight used twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums
+// the cast's two bfloat16 gradients in bfloat16). Other devices, and matmul, cast as usual.
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
+
+namespace {
+/// t in float32 with lowp's precision: a float32 t rounded, a lower-precision t converted exactly.
+Tensor rounded_float32(const Tensor& t, DType lowp) {
+  return t.dtype() == kFloat32 ? prim::round_to_precision(t, lowp) : t.to(kFloat32);
+}
+
+/// g (float32) as the gradient of an input of dtype `dtype` that a lowp product used: g's values
+/// rounded to lowp, in place for a float32 input (Note [Autocast products through float32]).
+Tensor rounded_grad(Tensor g, DType dtype, DType lowp) {
+  if (dtype != kFloat32) return g.to(dtype);
+  prim::round_to_precision_(g, lowp);
+  return g;
+}
+
+/// linear under autocast where products run through float32: Note [Autocast products through float32].
+/// Shapes are checked by the caller.
+Variable linear_through_float32(const Variable& x, const Variable& weight, const Variable& bias) {
+  const DType lowp = amp::detail::lower_dtype(weight);
+  const int64_t I = x.shape().back(), O = weight.shape()[0];
+  const Shape in_shape = x.shape();
+  Shape out_shape = in_shape;
+  out_shape.back() = O;
+  const Tensor x2 = amp::detail::rounded_operand(x).reshape({-1, I});
+  const Tensor w = amp::detail::rounded_operand(weight);
+  const Tensor y = (bias.defined() ? prim::addmm(amp::detail::rounded_operand(bias), x2, w.transpose(0, 1))
+                                   : prim::matmul(x2, w.transpose(0, 1)))
+                       .to(lowp);
+  const bool grad_mode = GradMode::is_enabled();
+  // What backward multiplies by, saved small: x as the caller holds it when it is the caller's leaf or
+  // already lowp, else its lowp copy; the weight as the caller's parameter.
+  SavedTensor x_saved, w_saved;
+  if (grad_mode && weight.requires_grad()) {
+    const bool keep = x.dtype() == lowp || (x.is_leaf() && !x.requires_grad());
+    x_saved = keep ? SavedTensor(x) : SavedTensor(Variable(x.data().to(lowp)));
+  }
+  if (grad_mode && x.requires_grad()) w_saved = SavedTensor(weight);
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  const DType x_dtype = x.dtype(), b_dtype = bias.defined() ? bias.dtype() : kFloat32;
+  return record("linear", y.view(out_shape), inputs,
+                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, b_dtype](const Tensor& grad, Grads& g) {
+    const Tensor g2 = grad.reshape({-1, O}).to(kFloat32);
+    const bool need_bias = g.size() > 2 && g.need(2);
+    if (g.need(0)) {   // dx = grad . W   (N, I)
+      const Tensor dx = prim::matmul(g2, rounded_float32(w_saved.get(), lowp));
+      g.set(0, rounded_grad(dx, x_dtype, lowp).view(in_shape));
+    }
+    if (g.need(1)) {   // dW = grad^T . x (O, I), with db = sum_n grad (O) in the same GEMM where it folds
+      const Tensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
+      if (need_bias) {
+        std::pair<Tensor, Tensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
+        g.set(1, rounded_grad(wb.first, kFloat32, lowp));
+        g.set(2, rounded_grad(wb.second, b_dtype, lowp));
+      } else {
+        g.set(1, rounded_grad(prim::matmul(g2.transpose(0, 1), xs), kFloat32, lowp));
+      }
+    } else if (need_bias) {
+      g.set(2, rounded_grad(prim::sum_to(g2, {O}), b_dtype, lowp));
+    }
+  });
+}
+}  // namespace
 
 // a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
 Variable matmul(const Variable& a_in, const Variable& b_in) {
@@ -34,16 +115,19 @@ Variable matmul(const Variable& a_in, const Variable& b_in) {
 
 // y (N, O) = x (N, I) . weight (O, I)^T + bias (O); x of higher rank is flattened to (N, I) and back.
 Variable linear(const Variable& x_in, const Variable& weight_in, const Variable& bias_in) {
+  TG_CHECK(x_in.defined() && weight_in.defined(), Error, "linear: undefined input or weight");
+  TG_CHECK(x_in.dim() >= 1 && weight_in.dim() == 2, ShapeError, "linear: expected input (..., in_features) and weight ",
+           "(out_features, in_features), got ", shape_str(x_in.shape()), " and ", shape_str(weight_in.shape()));
+  const int64_t I = x_in.shape().back(), O = weight_in.shape()[0];
+  TG_CHECK(weight_in.shape()[1] == I, ShapeError, "linear: mat1 and mat2 shapes cannot be multiplied (",
+           shape_x({x_in.numel() / std::max<int64_t>(I, 1), I}), " and ", shape_x({weight_in.shape()[1], O}), ")");
+  TG_CHECK(!bias_in.defined() || bias_in.shape() == Shape{O}, ShapeError, "linear: expected bias of shape [", O,
+           "], got ", bias_in.defined() ? shape_str(bias_in.shape()) : "undefined");
+  if (amp::detail::product_through_float32(x_in, weight_in, bias_in))
+    return linear_through_float32(x_in, weight_in, bias_in);
   // Note [Autocast op lists]: lower precision
   const Variable x = amp::detail::cast_lower(x_in), weight = amp::detail::cast_lower(weight_in),
                  bias = amp::detail::cast_lower(bias_in);
-  TG_CHECK(x.dim() >= 1 && weight.dim() == 2, ShapeError, "linear: expected input (..., in_features) and weight ",
-           "(out_features, in_features), got ", shape_str(x.shape()), " and ", shape_str(weight.shape()));
-  const int64_t I = x.shape().back(), O = weight.shape()[0];
-  TG_CHECK(weight.shape()[1] == I, ShapeError, "linear: mat1 and mat2 shapes cannot be multiplied (",
-           shape_x({x.numel() / std::max<int64_t>(I, 1), I}), " and ", shape_x({weight.shape()[1], O}), ")");
-  TG_CHECK(!bias.defined() || bias.shape() == Shape{O}, ShapeError, "linear: expected bias of shape [", O,
-           "], got ", bias.defined() ? shape_str(bias.shape()) : "undefined");
   const Shape in_shape = x.shape();
   Shape out_shape = in_shape;
   out_shape.back() = O;
