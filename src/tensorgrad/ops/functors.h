@@ -335,36 +335,25 @@ struct LogSigmoid {
     return dy * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
   }
 };
-/// Rounding to bfloat16's precision, the value kept in x's dtype: y = float(bfloat16(x)) (round to
-/// nearest even, NaN quiet; a double is rounded to float first); dx = the same rounding of dy, the
-/// gradient of x.to(bfloat16).to(x's dtype). Internal: autocast's products on devices that multiply
-/// through float32 (Note [Autocast products through float32] in ops/linalg.cpp).
-struct RoundToBFloat16 {
+/// Rounding to the precision and range of L (BFloat16 or Half), the value kept in x's dtype: y =
+/// float(L(x)) (round to nearest even, NaN quiet; a double is rounded to float first); dx = the same
+/// rounding of dy, the gradient of x.to(L).to(x's dtype). Internal: autocast's products on devices
+/// that multiply through float32 (Note [Autocast products through float32] in ops/linalg.cpp).
+template <class L>
+struct RoundTo {
   /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = false;
   /** \var uses_y
       Whether backward() reads y (the op then saves its output). */
   /// y = forward(x) for one element.
-  template <class T> TG_HD static T forward(T x, UnaryArgs) {
-    return T(detail::bfloat16_bits_to_float(detail::float_to_bfloat16_bits(static_cast<float>(x))));
-  }
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(static_cast<float>(L(static_cast<float>(x)))); }
   /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
 };
-/// Rounding to float16's precision and range, the value kept in x's dtype: y = float(float16(x)); dx
-/// = the same rounding of dy. Internal, as RoundToBFloat16.
-struct RoundToFloat16 {
-  /// Whether backward() reads x (the op then saves its input).
-  static constexpr bool uses_x = false, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
-  template <class T> TG_HD static T forward(T x, UnaryArgs) {
-    return T(detail::half_bits_to_float(detail::float_to_half_bits(static_cast<float>(x))));
-  }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
-  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
-};
+/// Rounding to bfloat16's precision (prim::round_to_precision).
+using RoundToBFloat16 = RoundTo<BFloat16>;
+/// Rounding to float16's precision and range (prim::round_to_precision).
+using RoundToFloat16 = RoundTo<Half>;
 }  // namespace fn
 
 /// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.

@@ -28,8 +28,9 @@
 // caller's float32 input or the weight (held by the caller; rounded again in backward), a
 // lower-precision input as it is, and an intermediate float32 input as its lower-precision copy. As
 // for the input, writing into the weight in place between forward and backward is then an
-// AutogradError (PyTorch's saved bfloat16 copy would not see the write). A weight used twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums
-// the cast's two bfloat16 gradients in bfloat16). Other devices, and matmul, cast as usual.
+// AutogradError (PyTorch's saved bfloat16 copy would not see the write). A weight used twice in one
+// region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's two bfloat16
+// gradients in bfloat16). Other devices, and matmul, cast as usual.
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
