@@ -9,7 +9,6 @@
 // traffic. This file instantiates ~900 kernels (81 casts, ~100 binary (dtype, op) pairs), so each
 // variant more is a visible share of the build (nvcc, the emulator, its sanitizer build).
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "tensorgrad/cuda/detail/kernels.cuh"
