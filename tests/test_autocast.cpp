@@ -96,9 +96,11 @@ TEST_CASE("autocast: regions nest and restore; enabled = false switches off; oth
 }
 
 TEST_CASE("autocast: a parameter is cast once per region, again after it changes or the region ends") {
+  // A float64 operand keeps matmul on the cast path on the CPU too (float32 and bfloat16 operands
+  // alone are rounded instead: Note [Autocast products through float32]).
   using namespace tg;
   Variable w = param({3, 3}, 8);
-  Variable x = param({2, 3}, 9);
+  Variable x(param({2, 3}, 9).data().to(kFloat64), true);
   std::shared_ptr<Node> first, second;
   {
     amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
@@ -197,5 +199,79 @@ TEST_CASE("autocast: linear on the CPU gives the bits of the casts, the 16-bit p
         CHECK(x.grad().to_vector<double>() == x2.grad().to_vector<double>());
       }
     }
+  }
+}
+
+TEST_CASE("autocast: matmul on the CPU gives the bits of the casts, the 16-bit product and the casts' backward") {
+  // Note [Autocast products through float32] for matmul: float32 operands rounded in place of the cast
+  // nodes, a gradient of an operand broadcast over the batch summed in the region's dtype. Compared
+  // bit for bit with the cast path, computed outside autocast with explicit differentiable casts.
+  using namespace tg;
+  for (DType lowp : {kBFloat16, kFloat16}) {
+    const std::string lowp_name = dtype_name(lowp);
+    CAPTURE(lowp_name);
+    struct Case {
+      const char* name;
+      Shape a, b;
+      bool a_lowp, b_lowp, a_intermediate;
+    };
+    for (const Case& c : {Case{"float32 leaf times a parameter", {10, 24}, {24, 7}, false, false, false},
+                         Case{"batched intermediate times a parameter broadcast over the batch", {3, 5, 24}, {24, 7}, false, false, true},
+                         Case{"parameter broadcast over a lower-precision batch", {5, 24}, {3, 24, 7}, false, true, false},
+                         Case{"lower-precision leaf times a float32 intermediate, both batched", {3, 5, 24}, {3, 24, 7}, true, false, true}}) {
+      const std::string case_name = c.name;
+      CAPTURE(case_name);
+      tg::manual_seed(41);
+      Tensor ad = tg::randn(c.a).data(), bd = tg::randn(c.b).data();
+      if (c.a_lowp) ad = ad.to(lowp);
+      if (c.b_lowp) bd = bd.to(lowp);
+      Variable a(ad.clone(), true), b(bd.clone(), true), a2(ad.clone(), true), b2(bd.clone(), true);
+      // an intermediate float32 operand: saved by the rounded path as its lower-precision copy
+      auto operands = [&](const Variable& x, const Variable& y) {
+        return c.a_intermediate ? (c.a_lowp ? std::pair{x, y * 2.0} : std::pair{x * 2.0, y}) : std::pair{x, y};
+      };
+      const Shape out_shape = matmul(a.detach().to(lowp), b.detach().to(lowp)).shape();
+      const Variable upstream = tg::randn(out_shape).to(lowp);
+      Variable y;
+      {
+        amp::AutocastGuard autocast(Device::cpu(), lowp);
+        const auto [x, w] = operands(a, b);
+        y = matmul(x, w);
+        if (!c.a_intermediate) {   // no cast nodes: matmul's inputs are the leaves themselves
+          CHECK(y.grad_fn()->next[0].leaf == a.impl());
+          CHECK(y.grad_fn()->next[1].leaf == b.impl());
+        }
+      }
+      y.backward(upstream);
+      const auto [x2, w2] = operands(a2, b2);
+      const Variable y2 = matmul(x2.to(lowp), w2.to(lowp));
+      y2.backward(upstream);
+      CHECK(y.dtype() == lowp);
+      CHECK(y.shape() == y2.shape());
+      CHECK(y.to_vector<double>() == y2.to_vector<double>());
+      CHECK(a.grad().dtype() == a.dtype());
+      CHECK(b.grad().dtype() == b.dtype());
+      CHECK(a.grad().to_vector<double>() == a2.grad().to_vector<double>());
+      CHECK(b.grad().to_vector<double>() == b2.grad().to_vector<double>());
+    }
+  }
+}
+
+TEST_CASE("autocast: a product on the CPU saves a float32 leaf itself: writing into it before backward is an error") {
+  // Note [Autocast products through float32]: the caller's float32 batch is saved as it is and rounded
+  // again in backward, so an in-place write between forward and backward would change the weight's
+  // gradient; the saved tensor's version check refuses it, as for any saved input.
+  using namespace tg;
+  for (const bool use_linear : {false, true}) {
+    CAPTURE(use_linear);
+    Variable w = param({6, 6}, 12);
+    Variable x = tg::randn({4, 6});
+    Variable y;
+    {
+      amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+      y = use_linear ? linear(x, w) : matmul(x, w);
+    }
+    prim::fill_(x.data(), 1.0);
+    CHECK_THROWS_AS(sum(y).backward(), AutogradError);
   }
 }

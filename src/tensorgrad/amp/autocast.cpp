@@ -15,7 +15,9 @@ namespace amp {
 // for the ops tensorgrad has:
 // - lower precision (the region's float16 or bfloat16): matmul, linear, and
 //   scaled_dot_product_attention where it runs fused (CUDA: Note [Fused attention]; composed, it casts
-//   per op). Their floating inputs are cast before the op; outputs are in the lower precision.
+//   per op). Their floating inputs are cast before the op; outputs are in the lower precision. On
+//   the CPU, float32 operands of matmul and linear are rounded to the lower precision instead of cast,
+//   with the same bits (Note [Autocast products through float32] in ops/linalg.cpp).
 // - float32: softmax, log_softmax, cross_entropy, mse_loss, sum, mean, exp, log, pow. A
 //   lower-precision input is cast up first; their outputs are float32.
 // - every other op runs in its inputs' dtype (elementwise ops follow type promotion: a float32
@@ -90,14 +92,17 @@ Variable detail::cast_lower(const Variable& x) {
   return cast;
 }
 
-bool detail::product_through_float32(const Variable& x, const Variable& weight, const Variable& bias) {
-  if (!active_for(weight) || weight.dtype() != kFloat32) return false;
-  const DType want = lower_dtype(weight);
-  if (!prim::products_through_float32(want, weight.device())) return false;
-  const auto fits = [&](const Variable& v) {
-    return v.device() == weight.device() && (v.dtype() == kFloat32 || v.dtype() == want);
-  };
-  return x.defined() && fits(x) && (!bias.defined() || fits(bias));
+bool detail::product_through_float32(const Variable& a, const Variable& b, const Variable& c) {
+  if (!active_for(a) || !b.defined()) return false;
+  const DType want = lower_dtype(a);
+  if (!prim::products_through_float32(want, a.device())) return false;
+  bool any_float32 = false;
+  for (const Variable* v : {&a, &b, &c}) {
+    if (!v->defined()) continue;   // only c can be: the bias is optional
+    if (v->device() != a.device() || (v->dtype() != kFloat32 && v->dtype() != want)) return false;
+    any_float32 = any_float32 || v->dtype() == kFloat32;
+  }
+  return any_float32;
 }
 
 DType detail::lower_dtype(const Variable& x) { return t_state.dtype[slot(x.device().type())]; }

@@ -43,10 +43,11 @@ Variable cast_lower(const Variable& x);
 Variable cast_float32(const Variable& x);
 /// Whether autocast is on for the device type of x (the ops test it before casting).
 bool active_for(const Variable& x);
-/// Whether linear(x, weight, bias) takes the path of Note [Autocast products through float32]
-/// (ops/linalg.cpp): autocast on for their device, whose products run through float32 (the CPU); a
-/// float32 weight; x and the bias (if any) float32 or the region's dtype, on the weight's device.
-bool product_through_float32(const Variable& x, const Variable& weight, const Variable& bias);
+/// Whether a product of a, b and c (matmul: a, b; linear: x, weight, bias, the bias optional) takes
+/// the path of Note [Autocast products through float32] (ops/linalg.cpp): autocast on for a's device,
+/// whose products run through float32 (the CPU); a and b defined; every defined operand float32 or the
+/// region's dtype, on a's device; one of them at least float32.
+bool product_through_float32(const Variable& a, const Variable& b, const Variable& c = Variable());
 /// The region's lower precision for x's device type.
 DType lower_dtype(const Variable& x);
 /// x as a float32 operand in the region's precision: a float32 x rounded (round_to_precision), a

@@ -16,21 +16,24 @@
 // Note [Autocast products through float32]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Where products run through float32 (the CPU: Note [Low precision through float32] in
-// engine/prim.cpp), casting linear's float32 operands to bfloat16 only for prim::addmm to convert them
-// back, and rounding the weight gradient to bfloat16 only for the cast's backward to convert it back,
-// are two passes over each weight where one does: at batch 64 the MLP of bench/bench_amp converted
-// ~570k elements per step, 14 % of its autocast step. So under autocast on such a device linear
-// multiplies float32 operands rounded to the region's dtype (prim::round_to_precision; a parameter's
-// rounding is cached for the region like its cast), rounds the product once into the region's dtype,
-// and in backward rounds each gradient to that precision in place, keeping its input's dtype. No cast
-// nodes: the gradients are the bits that the casts, the 16-bit product and the casts' backward give
-// (tests/test_autocast.cpp compares them), and what linear saves for backward stays as small: the
-// caller's float32 input or the weight (held by the caller; rounded again in backward), a
-// lower-precision input as it is, and an intermediate float32 input as its lower-precision copy. As
-// for the input, writing into the weight in place between forward and backward is then an
-// AutogradError (PyTorch's saved bfloat16 copy would not see the write). A weight used twice in one
-// region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's two bfloat16
-// gradients in bfloat16). Other devices, and matmul, cast as usual.
+// engine/prim.cpp), casting a float32 operand of matmul or linear to bfloat16 only for prim::matmul
+// to convert it back, and rounding its gradient to bfloat16 only for the cast's backward to convert it
+// back, are two passes over each operand where one does: at batch 64 the MLP of bench/bench_amp
+// converted ~570k elements per step, 14 % of its autocast step. So under autocast on such a device,
+// when every operand is float32 or the region's dtype and one at least is float32
+// (amp::detail::product_through_float32), matmul and linear multiply float32 operands rounded to the
+// region's dtype (prim::round_to_precision; a parameter's rounding is cached for the region like its
+// cast), round the product once into the region's dtype, and in backward round each gradient to that
+// precision in place, keeping its input's dtype; an operand broadcast over matmul's batch has its
+// gradient summed in the region's dtype, as the engine sums the cast's. No cast nodes: the results and
+// gradients are the bits that the casts, the 16-bit product and the casts' backward give
+// (tests/test_autocast.cpp compares them), and what is saved for backward stays as small: an operand
+// in the region's dtype or a leaf (held by the caller; a float32 leaf is rounded again in backward) as
+// it is, any other float32 operand as its lower-precision copy. As for linear's input (Note [Autocast
+// saves the caller's input]), writing into a saved leaf in place between forward and backward is then
+// an AutogradError (PyTorch's saved bfloat16 copy would not see the write). A float32 parameter used
+// twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's
+// two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float64), cast.
 #include "tensorgrad/amp/autocast.h"
 #include "tensorgrad/engine/prim.h"
 #include "tensorgrad/ops/ops.h"
@@ -51,6 +54,37 @@ Tensor rounded_grad(Tensor g, DType dtype, DType lowp) {
   return g;
 }
 
+/// What a product through float32 saves of operand v for backward: v itself when it is in lowp or a
+/// leaf (the caller holds it; a float32 leaf is rounded again in backward), else its lowp copy.
+SavedTensor saved_operand(const Variable& v, DType lowp) {
+  return v.dtype() == lowp || v.is_leaf() ? SavedTensor(v) : SavedTensor(Variable(v.data().to(lowp)));
+}
+
+/// matmul under autocast where products run through float32: Note [Autocast products through float32].
+Variable matmul_through_float32(const Variable& a, const Variable& b) {
+  const DType lowp = amp::detail::lower_dtype(a);
+  const Tensor out = prim::matmul(amp::detail::rounded_operand(a), amp::detail::rounded_operand(b)).to(lowp);
+  const bool grad_mode = GradMode::is_enabled();
+  const SavedTensor a_saved = grad_mode && b.requires_grad() ? saved_operand(a, lowp) : SavedTensor();
+  const SavedTensor b_saved = grad_mode && a.requires_grad() ? saved_operand(b, lowp) : SavedTensor();
+  const Shape a_shape = a.shape(), b_shape = b.shape();
+  const DType a_dtype = a.dtype(), b_dtype = b.dtype();
+  // An operand broadcast over the batch gets the product's batch sum: in lowp, as the engine sums the
+  // cast path's gradient in the cast's dtype, then in the operand's dtype.
+  auto operand_grad = [lowp](const Tensor& product, const Shape& shape, DType dtype) {
+    if (product.shape() == shape) return rounded_grad(product, dtype, lowp);
+    return prim::sum_to(product.to(lowp), shape).to(dtype);
+  };
+  return record("matmul", out, {a, b},
+                [a_saved, b_saved, a_shape, b_shape, a_dtype, b_dtype, lowp, operand_grad](const Tensor& grad, Grads& g) {
+    const Tensor g32 = grad.to(kFloat32);
+    if (g.need(0))   // da = grad . b^T
+      g.set(0, operand_grad(prim::matmul(g32, rounded_float32(b_saved.get(), lowp).transpose(-1, -2)), a_shape, a_dtype));
+    if (g.need(1))   // db = a^T . grad
+      g.set(1, operand_grad(prim::matmul(rounded_float32(a_saved.get(), lowp).transpose(-1, -2), g32), b_shape, b_dtype));
+  });
+}
+
 /// linear under autocast where products run through float32: Note [Autocast products through float32].
 /// Shapes are checked by the caller.
 Variable linear_through_float32(const Variable& x, const Variable& weight, const Variable& bias) {
@@ -65,19 +99,13 @@ Variable linear_through_float32(const Variable& x, const Variable& weight, const
                                    : prim::matmul(x2, w.transpose(0, 1)))
                        .to(lowp);
   const bool grad_mode = GradMode::is_enabled();
-  // What backward multiplies by, saved small: x as the caller holds it when it is the caller's leaf or
-  // already lowp, else its lowp copy; the weight as the caller's parameter.
-  SavedTensor x_saved, w_saved;
-  if (grad_mode && weight.requires_grad()) {
-    const bool keep = x.dtype() == lowp || (x.is_leaf() && !x.requires_grad());
-    x_saved = keep ? SavedTensor(x) : SavedTensor(Variable(x.data().to(lowp)));
-  }
-  if (grad_mode && x.requires_grad()) w_saved = SavedTensor(weight);
+  const SavedTensor x_saved = grad_mode && weight.requires_grad() ? saved_operand(x, lowp) : SavedTensor();
+  const SavedTensor w_saved = grad_mode && x.requires_grad() ? saved_operand(weight, lowp) : SavedTensor();
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  const DType x_dtype = x.dtype(), b_dtype = bias.defined() ? bias.dtype() : kFloat32;
+  const DType x_dtype = x.dtype(), w_dtype = weight.dtype(), b_dtype = bias.defined() ? bias.dtype() : kFloat32;
   return record("linear", y.view(out_shape), inputs,
-                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, b_dtype](const Tensor& grad, Grads& g) {
+                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, w_dtype, b_dtype](const Tensor& grad, Grads& g) {
     const Tensor g2 = grad.reshape({-1, O}).to(kFloat32);
     const bool need_bias = g.size() > 2 && g.need(2);
     if (g.need(0)) {   // dx = grad . W   (N, I)
@@ -88,10 +116,10 @@ Variable linear_through_float32(const Variable& x, const Variable& weight, const
       const Tensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
       if (need_bias) {
         std::pair<Tensor, Tensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
-        g.set(1, rounded_grad(wb.first, kFloat32, lowp));
+        g.set(1, rounded_grad(wb.first, w_dtype, lowp));
         g.set(2, rounded_grad(wb.second, b_dtype, lowp));
       } else {
-        g.set(1, rounded_grad(prim::matmul(g2.transpose(0, 1), xs), kFloat32, lowp));
+        g.set(1, rounded_grad(prim::matmul(g2.transpose(0, 1), xs), w_dtype, lowp));
       }
     } else if (need_bias) {
       g.set(2, rounded_grad(prim::sum_to(g2, {O}), b_dtype, lowp));
@@ -102,6 +130,7 @@ Variable linear_through_float32(const Variable& x, const Variable& weight, const
 
 // a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
 Variable matmul(const Variable& a_in, const Variable& b_in) {
+  if (amp::detail::product_through_float32(a_in, b_in)) return matmul_through_float32(a_in, b_in);
   // Note [Autocast op lists]: lower precision
   const Variable a = amp::detail::cast_lower(a_in), b = amp::detail::cast_lower(b_in);
   Tensor out = prim::matmul(a.data(), b.data());
