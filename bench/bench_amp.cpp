@@ -9,7 +9,10 @@
 // backward at batch 64, float32 and autocast, on both engines measured the same way (live CPU-allocator
 // bytes after a forward, less the output; under autocast the second forward of one region, so that
 // the cached bfloat16 weights do not count); target: autocast <= 0.5x float32 (+ 2 % for the float32
-// output of the last layer's bias add and allocator rounding). Flags: --help (bench/common.h).
+// output of the last layer's bias add and allocator rounding). (3) Causal attention forward + backward
+// on float32 q, k, v (4, 4, 128, 64), composed on the CPU (two matmuls around a softmax), float32 and
+// under bfloat16 autocast, on both engines: the matmuls under autocast multiply rounded operands (Note
+// [Autocast products through float32]); no target. Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <memory>
@@ -45,6 +48,25 @@ struct TgMlp {
 bench::Work tg_step(int64_t batch, bool autocast) {
   auto m = std::make_shared<TgMlp>(batch, autocast);
   return [m] { m->step(); };
+}
+
+/// tensorgrad's twin of torch_side::attention(b, h, len, dim, /*causal=*/true, autocast).
+bench::Work tg_attention(const tg::Shape& shape, bool autocast) {
+  tg::Variable q = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  tg::Variable k = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  tg::Variable v = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  const tg::Variable gy = tg::randn(shape).to(autocast ? tg::kBFloat16 : tg::kFloat32);
+  return [q, k, v, gy, autocast]() mutable {
+    tg::Variable out;
+    {
+      tg::amp::AutocastGuard region(tg::Device::cpu(), tg::kBFloat16, autocast);
+      out = tg::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    }
+    out.backward(gy);
+    q.zero_grad();
+    k.zero_grad();
+    v.zero_grad();
+  };
 }
 
 /// tensorgrad's twin of torch_side::activation_bytes_per_sample(widths, batch, autocast).
@@ -103,6 +125,17 @@ int main(int argc, char** argv) {
   bytes.row({"batch " + std::to_string(batch), b(t32), b(t16), ratio_str(r), b(p32), b(p16), ratio_str(p16 / p32),
              o.smoke ? "-" : "<= 0.51x: " + verdict(r, r <= 0.51)});
   bytes.print();
+  const int64_t AB = o.smoke ? 2 : 4, AH = o.smoke ? 2 : 4, AL = o.smoke ? 5 : 128, AE = o.smoke ? 4 : 64;
+  const tg::Shape ashape{AB, AH, AL, AE};
+  const auto ta = measure({tg_attention(ashape, false), tg_attention(ashape, true)}, plan_for(o, 5, 10));
+  const auto pa = measure({torch_side::attention(AB, AH, AL, AE, true, false), torch_side::attention(AB, AH, AL, AE, true, true)},
+                          plan_for(o, 3, 10, 0.5));
+  Table att({"causal attention, ms", "tg f32", "tg autocast", "tg amp/f32", "torch f32", "torch autocast", "torch amp/f32",
+             "tg amp/torch amp"});
+  att.row({"(" + std::to_string(AB) + ", " + std::to_string(AH) + ", " + std::to_string(AL) + ", " + std::to_string(AE) + ")",
+           cell(ta[0], 1e3), cell(ta[1], 1e3), ratio_str(time_ratio(ta[1], ta[0])), cell(pa[0], 1e3), cell(pa[1], 1e3),
+           ratio_str(time_ratio(pa[1], pa[0])), ratio_str(time_ratio(ta[1], pa[1]))});
+  att.print();
   if (!o.smoke) {
     print_target("autocast MLP step / float32, worst batch", o.threads, ratio_str(worst) + " tg f32", "target <= 1.2x",
                  verdict(worst, worst <= 1.2));

@@ -196,17 +196,22 @@ Work layer_norm(int64_t rows, int64_t d) {
   };
 }
 
-Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal) {
+Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal, bool autocast) {
   torch::Tensor q = torch::randn({batch, heads, len, dim}).requires_grad_(true);
   torch::Tensor k = torch::randn({batch, heads, len, dim}).requires_grad_(true);
   torch::Tensor v = torch::randn({batch, heads, len, dim}).requires_grad_(true);
-  torch::Tensor gy = torch::randn({batch, heads, len, dim});
+  torch::Tensor gy = torch::randn({batch, heads, len, dim}).to(autocast ? torch::kBFloat16 : torch::kFloat32);
   const torch::Tensor future = torch::ones({len, len}, torch::kBool).triu(1);   // masked: key after query
   const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
   return [=] {
-    torch::Tensor s = torch::matmul(q * scale, k.transpose(-2, -1));
-    if (causal) s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
-    torch::matmul(torch::softmax(s, -1), v).backward(gy);
+    torch::Tensor out;
+    {
+      CpuAutocast region(autocast);
+      torch::Tensor s = torch::matmul(q * scale, k.transpose(-2, -1));
+      if (causal) s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+      out = torch::matmul(torch::softmax(s, -1), v);
+    }
+    out.backward(gy);
     q.mutable_grad().reset();
     k.mutable_grad().reset();
     v.mutable_grad().reset();
@@ -501,7 +506,7 @@ Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
 Work conv2d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
 Work layer_norm(int64_t, int64_t) { return {}; }
-Work attention(int64_t, int64_t, int64_t, int64_t, bool) { return {}; }
+Work attention(int64_t, int64_t, int64_t, int64_t, bool, bool) { return {}; }
 Work embedding(int64_t, int64_t, int64_t) { return {}; }
 Work cnn_step(int64_t) { return {}; }
 Work char_transformer_step(const CharModel&) { return {}; }

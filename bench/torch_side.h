@@ -50,8 +50,9 @@ Work layer_norm(int64_t rows, int64_t d);
 /// Attention forward + backward on q, k, v (batch, heads, len, dim) requiring grad, composed as
 /// PyTorch's math path (libtorch 1.13 has no scaled_dot_product_attention): softmax(q k^T / sqrt(dim),
 /// causal mask by masked_fill with -inf) v, backward with a fixed random output gradient; gradients
-/// reset after each call.
-Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal);
+/// reset after each call. With autocast the forward runs under CPU bfloat16 autocast (as `with
+/// torch.autocast("cpu")`) and the output gradient is bfloat16.
+Work attention(int64_t batch, int64_t heads, int64_t len, int64_t dim, bool causal, bool autocast = false);
 /// torch::embedding of (tokens) random ids into a (vocab, dim) weight requiring grad, forward +
 /// backward (dense gradient) with a fixed random output gradient; the gradient reset after each call.
 Work embedding(int64_t vocab, int64_t dim, int64_t tokens);
