@@ -154,6 +154,8 @@ TEST_CASE("autocast: linear on the CPU gives the bits of the casts, the 16-bit p
   // nodes; the result and every gradient must be the bits of the cast path, computed here outside
   // autocast with explicit differentiable casts, for the cases the path saves differently.
   using namespace tg;
+  // the path under test: bfloat16 products through float32, also on a CPU that has them natively
+  const testing::Bf16ProductsThroughFloat32 through_float32;
   for (DType lowp : {kBFloat16, kFloat16}) {
     CAPTURE(dtype_name(lowp));
     struct Case {
@@ -207,6 +209,8 @@ TEST_CASE("autocast: matmul on the CPU gives the bits of the casts, the 16-bit p
   // nodes, a gradient of an operand broadcast over the batch summed in the region's dtype. Compared
   // bit for bit with the cast path, computed outside autocast with explicit differentiable casts.
   using namespace tg;
+  // the path under test: bfloat16 products through float32, also on a CPU that has them natively
+  const testing::Bf16ProductsThroughFloat32 through_float32;
   for (DType lowp : {kBFloat16, kFloat16}) {
     const std::string lowp_name = dtype_name(lowp);
     CAPTURE(lowp_name);
@@ -262,6 +266,8 @@ TEST_CASE("autocast: a product on the CPU saves a float32 leaf itself: writing i
   // again in backward, so an in-place write between forward and backward would change the weight's
   // gradient; the saved tensor's version check refuses it, as for any saved input.
   using namespace tg;
+  // the path under test: bfloat16 products through float32, also on a CPU that has them natively
+  const testing::Bf16ProductsThroughFloat32 through_float32;
   for (const bool use_linear : {false, true}) {
     CAPTURE(use_linear);
     Variable w = param({6, 6}, 12);

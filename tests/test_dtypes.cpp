@@ -2,6 +2,8 @@
 // type promotion (Note [Type promotion]), bool results, every op in float16 and bfloat16 against
 // float32 (Note [Low precision through float32]), and master weights (Note [Master weights]).
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -359,6 +361,98 @@ TEST_CASE("dtypes: every op in float16 and bfloat16 matches float32 within the d
                   std::string(c.name) + " gradient " + std::to_string(i));
       }
     }
+  }
+}
+
+namespace {
+/// Whether /proc/cpuinfo lists the AVX512_BF16 flag (false where it cannot be read).
+bool cpu_lists_avx512_bf16() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" avx512_bf16 ") != std::string::npos;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("dtypes: bfloat16 products run on oneDNN exactly where the CPU multiplies bfloat16 itself") {
+  // Note [bfloat16 GEMMs through oneDNN]: with oneDNN in the build, AVX512_BF16 in the CPU, the avx512
+  // code path and no ISA cap on oneDNN, the CPU backend multiplies bfloat16 itself; anywhere else, and
+  // for float16 always, products go through float32.
+  using namespace tg;
+  const bool capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr;
+  const bool native = quantization::has_onednn() && cpu_lists_avx512_bf16() && !capped &&
+                      cpu_capability() == CpuCapability::Avx512;
+  MESSAGE("bfloat16 products on the CPU: " << std::string(native ? "oneDNN" : "through float32"));
+  CHECK(prim::products_through_float32(kBFloat16, Device::cpu()) == !native);
+  CHECK(prim::products_through_float32(kFloat16, Device::cpu()));
+  CHECK_FALSE(prim::products_through_float32(kFloat32, Device::cpu()));
+  CHECK(info().find(native ? "bfloat16 on oneDNN" : "float16 and bfloat16 through float32") != std::string::npos);
+  const testing::Bf16ProductsThroughFloat32 through_float32;
+  CHECK(prim::products_through_float32(kBFloat16, Device::cpu()));
+}
+
+TEST_CASE("dtypes: bfloat16 products are the exact product within float32 sums and one rounding, on every layout") {
+  // Whichever path multiplies (oneDNN's bfloat16 matmul, or sgemm on converted operands), each element
+  // of a bfloat16 product is the exact product of the stored values, summed in float32 (gamma_K of
+  // float32 on sum |a||b|) and rounded once to bfloat16 (u of bfloat16): checked against float64 for
+  // the layouts the BLAS operands take (transposed, strided rows, batches, a broadcast batch), a
+  // product large enough to be split over threads, linear's bias and an empty sum.
+  using namespace tg;
+  MESSAGE("bfloat16 products on the CPU: "
+          << std::string(prim::products_through_float32(kBFloat16, Device::cpu()) ? "through float32" : "oneDNN"));
+  const int threads_before = get_num_threads();
+  struct Restore {
+    int n;
+    ~Restore() { set_num_threads(n); }
+  } restore{threads_before};
+  auto bf16_in = [](Shape s, uint64_t seed) { return rand_in(s, seed).to(kBFloat16); };
+  auto check_product = [](const Variable& got, const Variable& a, const Variable& b, const Variable& bias,
+                          const std::string& what) {
+    CAPTURE(what);
+    REQUIRE(got.dtype() == kBFloat16);
+    NoGradGuard no_grad;
+    const Variable a64 = a.to(kFloat64), b64 = b.to(kFloat64);
+    Variable exact = matmul(a64, b64), scale = matmul(abs(a64), abs(b64));
+    if (bias.defined()) {
+      exact = exact + bias.to(kFloat64);
+      scale = scale + abs(bias.to(kFloat64));
+    }
+    const int64_t K = a.shape().back() + (bias.defined() ? 1 : 0);
+    REQUIRE(got.shape() == exact.shape());
+    const std::vector<double> g = got.to_vector<double>(), e = exact.to_vector<double>(), sc = scale.to_vector<double>();
+    int bad = 0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const double bound = unit_roundoff(kBFloat16) * std::fabs(e[i]) + 1.01 * gamma_n(K, kFloat32) * sc[i];
+      if (!(std::fabs(g[i] - e[i]) <= bound) && ++bad <= 3)
+        FAIL_CHECK("element " << i << ": " << g[i] << " vs exact " << e[i] << " (bound " << bound << ")");
+    }
+  };
+  const Variable none;
+  set_num_threads(1);
+  {
+    const Variable a = bf16_in({33, 70}, 1), b = bf16_in({70, 19}, 2);
+    check_product(matmul(a, b), a, b, none, "plain");
+    const Variable at = bf16_in({70, 33}, 3).t(), bt = bf16_in({19, 70}, 4).t();
+    check_product(matmul(at, b), at, b, none, "a transposed");
+    check_product(matmul(a, bt), a, bt, none, "b transposed");
+    check_product(matmul(at, bt), at, bt, none, "both transposed");
+    const Variable as = bf16_in({33, 90}, 5).narrow(1, 7, 70), bs = bf16_in({70, 40}, 6).narrow(1, 3, 19);
+    check_product(matmul(as, bs), as, bs, none, "rows wider than the matrices");
+    const Variable a3 = bf16_in({3, 9, 40}, 7), b3 = bf16_in({3, 40, 11}, 8), b2 = bf16_in({40, 11}, 9), a2 = bf16_in({9, 40}, 10);
+    check_product(matmul(a3, b3), a3, b3, none, "batched");
+    check_product(matmul(a3, b2), a3, b2, none, "b broadcast over the batch");
+    check_product(matmul(a2, b3), a2, b3, none, "a broadcast over the batch");
+    const Variable x = bf16_in({17, 40}, 11), w = bf16_in({13, 40}, 12), bias = bf16_in({13}, 13);
+    check_product(linear(x, w, bias), x, w.t(), bias, "linear with bias");
+    check_product(linear(x, w), x, w.t(), none, "linear without bias");
+    CHECK(matmul(bf16_in({4, 0}, 14), bf16_in({0, 5}, 15)).to_vector<double>() == std::vector<double>(20, 0.0));
+  }
+  set_num_threads(2);
+  {
+    const Variable a = bf16_in({256, 512}, 16), b = bf16_in({512, 160}, 17), bt = bf16_in({512, 300}, 18);
+    check_product(matmul(a, b), a, b, none, "split over threads by rows");
+    check_product(matmul(b.t(), bt), b.t(), bt, none, "split over threads by columns");
   }
 }
 

@@ -56,6 +56,20 @@ inline tg::Variable transposed64(int64_t rows, int64_t cols, uint64_t seed) {
   return tg::Variable(base.data().transpose(0, 1), true);
 }
 
+/// While alive, the CPU runs bfloat16 products through float32 (Note [Low precision through float32]
+/// in engine/prim.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
+/// oneDNN] in engine/cpu/blas.cpp): the CPU code path drops from avx512 to avx2 for the guard's life
+/// (every AVX-512 CPU runs AVX2), and comes back after, also when a check throws.
+struct Bf16ProductsThroughFloat32 {
+  tg::CpuCapability saved = tg::cpu_capability();
+  Bf16ProductsThroughFloat32() {
+    if (saved == tg::CpuCapability::Avx512) tg::set_cpu_capability(tg::CpuCapability::Avx2);
+  }
+  ~Bf16ProductsThroughFloat32() { tg::set_cpu_capability(saved); }
+  Bf16ProductsThroughFloat32(const Bf16ProductsThroughFloat32&) = delete;
+  Bf16ProductsThroughFloat32& operator=(const Bf16ProductsThroughFloat32&) = delete;
+};
+
 /// Every element of a equal to b or within atol + rtol * |b| of it; NaN positions must match.
 inline void check_close(const tg::Variable& a, const tg::Variable& b, double rtol = 1e-5, double atol = 1e-7) {
   REQUIRE(a.shape() == b.shape());

@@ -16,8 +16,9 @@ namespace amp {
 // - lower precision (the region's float16 or bfloat16): matmul, linear, and
 //   scaled_dot_product_attention where it runs fused (CUDA: Note [Fused attention]; composed, it casts
 //   per op). Their floating inputs are cast before the op; outputs are in the lower precision. On
-//   the CPU, float32 operands of matmul and linear are rounded to the lower precision instead of cast,
-//   with the same bits (Note [Autocast products through float32] in ops/linalg.cpp).
+//   the CPU, where such products run through float32, float32 operands of matmul and linear are
+//   rounded to the lower precision instead of cast, with the same bits (Note [Autocast products
+//   through float32] in ops/linalg.cpp).
 // - float32: softmax, log_softmax, cross_entropy, mse_loss, sum, mean, exp, log, pow. A
 //   lower-precision input is cast up first; their outputs are float32.
 // - every other op runs in its inputs' dtype (elementwise ops follow type promotion: a float32

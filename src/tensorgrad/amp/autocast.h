@@ -45,7 +45,8 @@ Variable cast_float32(const Variable& x);
 bool active_for(const Variable& x);
 /// Whether a product of a, b and c (matmul: a, b; linear: x, weight, bias, the bias optional) takes
 /// the path of Note [Autocast products through float32] (ops/linalg.cpp): autocast on for a's device,
-/// whose products run through float32 (the CPU); a and b defined; every defined operand float32 or the
+/// whose products in the region's dtype run through float32 (prim::products_through_float32: the
+/// CPU, but for bfloat16 on one with AVX512_BF16); a and b defined; every defined operand float32 or the
 /// region's dtype, on a's device; one of them at least float32.
 bool product_through_float32(const Variable& a, const Variable& b, const Variable& c = Variable());
 /// The region's lower precision for x's device type.

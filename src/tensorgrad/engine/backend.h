@@ -309,6 +309,13 @@ class Backend {
   virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
   /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
+  /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for
+  /// the 16-bit ones; where it does not, tg::prim converts float16/bfloat16 operands to float32 first
+  /// (Note [Low precision through float32] in engine/prim.cpp). The default takes every floating dtype.
+  virtual bool gemm_takes(DType dtype) const {
+    (void)dtype;
+    return true;
+  }
   /// args' product with the epilogue folded into its own launch, when this backend can for this dtype
   /// and these shapes; false, having done nothing, when it cannot (the caller then runs gemm() and the
   /// epilogue's pass itself). The default folds nothing.

@@ -30,6 +30,9 @@ std::string info() {
 #else
   s += "BLAS: none (built-in blocked gemm)\n";
 #endif
+  s += backend_for(Device::cpu()).gemm_takes(kBFloat16)
+           ? "16-bit products on the CPU: bfloat16 on oneDNN (AVX512_BF16), float16 through float32\n"
+           : "16-bit products on the CPU: float16 and bfloat16 through float32 (Note [Low precision through float32])\n";
   s += detail::idx_reads_gzip() ? "IDX files: gzip (zlib) and plain\n"
                                  : "IDX files: plain only (built without zlib; gzip files raise IOError)\n";
   s += cuda::info();

@@ -517,18 +517,22 @@ Operand as_blas_operand(const Tensor& t) {
 // rounded back once: float32 accumulation, as PyTorch's half kernels do internally, written once for
 // both devices. The exception is the matrix product on CUDA, where cuBLAS multiplies 16-bit operands
 // itself with float32 accumulation and one rounding, on tensor cores (Note [16-bit GEMMs on CUDA] in
-// cuda/blas.cpp): matmul, addmm and matmul_row_sums convert only on the CPU (gemm_through_float32),
-// which has no fast 16-bit GEMM in Debian's OpenBLAS or on oneDNN without AVX512_BF16 (under
-// autocast, linear skips the round trip through 16-bit copies there: Note [Autocast products through
-// float32] in ops/linalg.cpp). Elementwise ops, reductions and indexing run natively in every dtype
+// cuda/blas.cpp), and bfloat16 on a CPU with AVX512_BF16, where oneDNN's bfloat16 matmul multiplies
+// them (Note [bfloat16 GEMMs through oneDNN] in engine/cpu/blas.cpp): matmul, addmm and
+// matmul_row_sums convert only where Backend::gemm_takes says no (gemm_through_float32): on the CPU,
+// float16 always and bfloat16 without AVX512_BF16, as Debian's OpenBLAS has no 16-bit GEMM and
+// oneDNN's bfloat16 kernels start at AVX-512 (under autocast, matmul and linear skip the round trip
+// through 16-bit copies there: Note [Autocast products through float32] in ops/linalg.cpp). Elementwise ops, reductions and indexing run natively in every dtype
 // (computing in float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32
 // master weights for 16-bit parameters (optim/optimizer.h).
 
-bool products_through_float32(DType dtype, Device device) { return is_low_precision(dtype) && !device.is_cuda(); }
+bool products_through_float32(DType dtype, Device device) {
+  return is_low_precision(dtype) && !backend_for(device).gemm_takes(dtype);
+}
 
 namespace {
 /// Whether a product of a and b runs in float32 on converted operands (Note [Low precision through
-/// float32]): 16-bit operands of one dtype, off CUDA.
+/// float32]): 16-bit operands of one dtype that the device's gemm does not take.
 bool gemm_through_float32(const Tensor& a, const Tensor& b) {
   return products_through_float32(a.dtype(), a.device()) && a.dtype() == b.dtype();
 }

@@ -114,7 +114,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // ---- linear algebra: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N).
 // Transposed views are passed to the BLAS as flags, not copied.
 /// Whether the products below convert dtype operands to float32 on device and round the result back
-/// (Note [Low precision through float32] in engine/prim.cpp): float16 and bfloat16 off CUDA.
+/// (Note [Low precision through float32] in engine/prim.cpp): float16 and bfloat16 where the device's
+/// Backend::gemm_takes says no (the CPU, except bfloat16 on a CPU with native bfloat16 products: Note
+/// [bfloat16 GEMMs through oneDNN] in engine/cpu/blas.cpp).
 bool products_through_float32(DType dtype, Device device);
 /// The matrix product: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N), or (B, M, N) when either
 /// is 3-D (a batch of 1 broadcasts). Floating, same dtype and device; ShapeError for other ranks,

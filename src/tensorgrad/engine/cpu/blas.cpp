@@ -1,8 +1,16 @@
 // engine/cpu/blas.cpp: the matrix product of the CPU backend: CBLAS (OpenBLAS, single-threaded: Note
-// [One thread pool]) with a small blocked fallback. The CUDA twin is cuda/blas.cpp (cuBLAS).
+// [One thread pool]) with a small blocked fallback for float32 and float64, and oneDNN's bfloat16
+// matmul on CPUs with native bfloat16 products (Note [bfloat16 GEMMs through oneDNN]). The CUDA twin
+// is cuda/blas.cpp (cuBLAS).
 #include "tensorgrad/engine/cpu/cpu_backend.h"
 #ifdef TENSORGRAD_HAVE_CBLAS
 #include <cblas.h>
+#endif
+#if TENSORGRAD_HAVE_DNNL
+#include <memory>
+#include <unordered_map>
+
+#include "tensorgrad/engine/cpu/onednn.h"
 #endif
 #ifdef TENSORGRAD_HAVE_OPENBLAS
 extern "C" void openblas_set_num_threads(int);
@@ -25,6 +33,20 @@ void use_single_threaded_blas() {
 #ifdef TENSORGRAD_HAVE_OPENBLAS
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 #endif
+}
+
+/// Splits C (M, N) of a product with K-long dots into one block per thread of the pool when the product
+/// is large (block(i0, i1, j0, j1) computes C[i0:i1, j0:j1]); small ones run on the calling thread.
+template <class Block>
+void over_blocks(int64_t M, int64_t N, int64_t K, const Block& block) {
+  const int threads = max_threads();
+  if (threads <= 1 || M * N * K < kGemmParallelMacs) {
+    block(0, M, 0, N);
+  } else if (M >= N) {   // split the longer side of C into one block per thread
+    parallel_for(M, N * K, [&](int64_t i0, int64_t i1) { block(i0, i1, 0, N); });
+  } else {
+    parallel_for(N, M * K, [&](int64_t j0, int64_t j1) { block(0, M, j0, j1); });
+  }
 }
 
 template <class T>
@@ -58,14 +80,7 @@ void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
         cblas_dgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.0, a, int(g.lda), b,
                     int(g.ldb), g.beta, c, int(g.ldc));
     };
-    const int threads = max_threads();
-    if (threads <= 1 || g.M * g.N * g.K < kGemmParallelMacs) {
-      block(0, g.M, 0, g.N);
-    } else if (g.M >= g.N) {   // split the longer side of C into one block per thread
-      parallel_for(g.M, g.N * g.K, [&](int64_t i0, int64_t i1) { block(i0, i1, 0, g.N); });
-    } else {
-      parallel_for(g.N, g.M * g.K, [&](int64_t j0, int64_t j1) { block(0, g.M, j0, j1); });
-    }
+    over_blocks(g.M, g.N, g.K, block);
   }
 #else
   // Blocked fallback: C = op(A) op(B) + beta C, with the k loop outside the j loop for unit strides.
@@ -86,9 +101,141 @@ void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
 #endif
 }
 
+#if TENSORGRAD_HAVE_DNNL
+// Note [bfloat16 GEMMs through oneDNN]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A CPU with AVX512_BF16 multiplies bfloat16 pairs in hardware (VDPBF16PS: exact products, float32
+// sums), and oneDNN's bfloat16 matmul runs on it: 2.2x sgemm's speed on one core of an AVX-512 EPYC
+// at the MLP's shapes (64x784x128: 65 vs 144 µs), before counting the conversions to and from float32
+// that the float32 path adds (Note [Low precision through float32] in engine/prim.cpp). So where the
+// build has oneDNN, the CPU code path is avx512 (Note [CPU capabilities]: TG_CPU_CAPABILITY=avx2 or
+// baseline turns this off too) and oneDNN reports an ISA with avx512_core_bf16, the CPU backend's
+// gemm takes bfloat16 (gemm_takes), and every bfloat16 product (matmul, addmm, linear under autocast)
+// is one oneDNN call per matrix and block: bfloat16 operands with their strides, float32
+// accumulation, the result rounded once to bfloat16, beta != 0 as oneDNN's sum post-op (added in
+// float32 before that rounding). The sums run in another order than sgemm's and VDPBF16PS treats
+// subnormal bfloat16 inputs as zero, so results differ from the float32 path's by the rounding the
+// tests' tolerances allow, not in their bits (tests/test_dtypes.cpp runs both paths). float16 stays on
+// the float32 path: no CPU here has AVX512_FP16. Primitives are built once per shape and layout, per
+// thread (a primitive runs on the thread that built it, with that thread's scratchpad), and run
+// single-threaded (Note [oneDNN threads]); large products are split over the pool as the BLAS's are.
+
+/// What distinguishes one bfloat16 matmul primitive from another.
+struct MatmulKey {
+  int64_t M, N, K, lda, ldb, ldc;
+  bool trans_a, trans_b;
+  float beta;
+  bool operator==(const MatmulKey& o) const {
+    return M == o.M && N == o.N && K == o.K && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
+           trans_a == o.trans_a && trans_b == o.trans_b && beta == o.beta;
+  }
+};
+
+struct MatmulKeyHash {
+  size_t operator()(const MatmulKey& k) const {
+    size_t h = 0;
+    for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc, int64_t(k.trans_a) * 2 + int64_t(k.trans_b)})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h ^ std::hash<float>()(k.beta);
+  }
+};
+
+/// This thread's primitive for k, built on first use; the cache is emptied when it passes 256 shapes.
+const dnnl::matmul& bf16_matmul(const MatmulKey& k) {
+  thread_local std::unordered_map<MatmulKey, std::unique_ptr<dnnl::matmul>, MatmulKeyHash> cache;
+  auto it = cache.find(k);
+  if (it != cache.end()) return *it->second;
+  if (cache.size() >= 256) cache.clear();
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  const dnnl::memory::desc a({k.M, k.K}, dt::bf16, k.trans_a ? dims{1, k.lda} : dims{k.lda, 1});
+  const dnnl::memory::desc b({k.K, k.N}, dt::bf16, k.trans_b ? dims{1, k.ldb} : dims{k.ldb, 1});
+  const dnnl::memory::desc c({k.M, k.N}, dt::bf16, dims{k.ldc, 1});
+  dnnl::primitive_attr attr;
+  if (k.beta != 0) {
+    dnnl::post_ops ops;
+    ops.append_sum(k.beta);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, detail::onednn_engine());
+  return *cache.emplace(k, std::make_unique<dnnl::matmul>(pd)).first->second;
+}
+
+/// Runs k's primitive on A, B, C (of k's layout) on this thread.
+void run_bf16_matmul(const MatmulKey& key, const uint16_t* a, const uint16_t* b, uint16_t* c) {
+  const dnnl::matmul& mm = bf16_matmul(key);
+  dnnl::engine& e = detail::onednn_engine();
+  thread_local dnnl::stream stream(detail::onednn_engine());
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  const dnnl::memory am({{key.M, key.K}, dt::bf16, key.trans_a ? dims{1, key.lda} : dims{key.lda, 1}}, e,
+                        const_cast<uint16_t*>(a));
+  const dnnl::memory bm({{key.K, key.N}, dt::bf16, key.trans_b ? dims{1, key.ldb} : dims{key.ldb, 1}}, e,
+                        const_cast<uint16_t*>(b));
+  const dnnl::memory cm({{key.M, key.N}, dt::bf16, dims{key.ldc, 1}}, e, c);
+  mm.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+}
+
+/// C = op(A) op(B) + beta C for one bfloat16 matrix of g (M, N, K > 0).
+void gemm_one_bf16(const GemmArgs& g, const uint16_t* A, const uint16_t* B, uint16_t* C) {
+  over_blocks(g.M, g.N, g.K, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const MatmulKey key{i1 - i0, j1 - j0, g.K, g.lda, g.ldb, g.ldc, g.trans_a, g.trans_b, float(g.beta)};
+    const uint16_t* a = A + i0 * (g.trans_a ? 1 : g.lda);
+    const uint16_t* b = B + j0 * (g.trans_b ? g.ldb : 1);
+    uint16_t* c = C + i0 * g.ldc + j0;
+    detail::SingleThreadedOneDnn one_thread;
+    try {
+      run_bf16_matmul(key, a, b, c);
+    } catch (const dnnl::error& e) {   // out of memory, or a layout no implementation takes
+      TG_CHECK(e.status != dnnl_out_of_memory, OutOfMemoryError, "matmul: out of memory in oneDNN's bfloat16 matmul (",
+               key.M, "x", key.K, " by ", key.K, "x", key.N, ")");
+      throw Error(detail::cat("matmul: oneDNN's bfloat16 matmul failed for ", key.M, "x", key.K, " by ", key.K, "x",
+                              key.N, ": ", e.what()));
+    }
+  });
+}
+
+/// Whether this process runs bfloat16 products on oneDNN now (Note [bfloat16 GEMMs through oneDNN]).
+bool bf16_gemm_on_onednn() {
+  static const bool isa = [] {
+    try {
+      const dnnl::cpu_isa have = dnnl::get_effective_cpu_isa();
+      const auto bits = static_cast<unsigned>(have), want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+      return (bits & want) == want;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return isa && cpu_capability() == CpuCapability::Avx512;
+}
+#else
+bool bf16_gemm_on_onednn() { return false; }
+#endif
+
 }  // namespace
 
+bool CpuBackend::gemm_takes(DType dtype) const {
+  return dtype == kFloat32 || dtype == kFloat64 || (dtype == kBFloat16 && bf16_gemm_on_onednn());
+}
+
 void CpuBackend::gemm(const GemmArgs& g) {
+#if TENSORGRAD_HAVE_DNNL
+  if (g.dtype == kBFloat16 && bf16_gemm_on_onednn()) {
+    const auto* A = static_cast<const uint16_t*>(g.a);
+    const auto* B = static_cast<const uint16_t*>(g.b);
+    auto* C = static_cast<uint16_t*>(g.c);
+    if (g.M == 0 || g.N == 0) return;
+    for (int64_t i = 0; i < g.batch; ++i) {
+      uint16_t* c = C + i * g.stride_c;
+      if (g.K > 0) {
+        gemm_one_bf16(g, A + i * g.stride_a, B + i * g.stride_b, c);
+      } else if (g.beta == 0) {   // empty sums: zeros (bfloat16 0 is all bits clear)
+        for (int64_t r = 0; r < g.M; ++r) std::fill_n(c + r * g.ldc, g.N, uint16_t(0));
+      }
+    }
+    return;
+  }
+#endif
   dispatch_only<kFloat32, kFloat64>(g.dtype, "matmul", [&](auto t) {
     using T = decltype(t);
     const T* A = static_cast<const T*>(g.a);
@@ -104,7 +251,7 @@ void CpuBackend::gemm(const GemmArgs& g) {
 // here in the order of reduce()'s column sums (SumAcc, stored row after stored row). Either way one
 // backend call instead of two, which at small batches saves the second op's dispatch.
 bool CpuBackend::gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) {
-  if ((e.bias == nullptr) == (e.row_sums == nullptr) || g.batch != 1 || g.beta != 0 || g.K == 0) return false;
+  if ((g.dtype != kFloat32 && g.dtype != kFloat64) || (e.bias == nullptr) == (e.row_sums == nullptr) || g.batch != 1 || g.beta != 0 || g.K == 0) return false;
   dispatch_only<kFloat32, kFloat64>(g.dtype, "matmul", [&](auto t) {
     using T = decltype(t);
     const T* A = static_cast<const T*>(g.a);

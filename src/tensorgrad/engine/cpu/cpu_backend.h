@@ -296,6 +296,7 @@ class CpuBackend final : public Backend {
   void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) override;
   // engine/cpu/blas.cpp
   void gemm(const GemmArgs& g) override;
+  bool gemm_takes(DType dtype) const override;
   bool gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) override;
   // engine/cpu/sort.cpp
   void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
