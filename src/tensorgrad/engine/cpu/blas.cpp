@@ -115,7 +115,8 @@ void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
 // accumulation, the result rounded once to bfloat16, beta != 0 as oneDNN's sum post-op (added in
 // float32 before that rounding). The sums run in another order than sgemm's and VDPBF16PS treats
 // subnormal bfloat16 inputs as zero, so results differ from the float32 path's by the rounding the
-// tests' tolerances allow, not in their bits (tests/test_dtypes.cpp runs both paths). float16 stays on
+// tests' tolerances allow, not in their bits (tests/test_dtypes.cpp checks the path in use against
+// the exact product; CI runs the suite on the avx512 and avx2 code paths, one of each kind). float16 stays on
 // the float32 path: no CPU here has AVX512_FP16. Primitives are built once per shape and layout, per
 // thread (a primitive runs on the thread that built it, with that thread's scratchpad), and run
 // single-threaded (Note [oneDNN threads]); large products are split over the pool as the BLAS's are.
@@ -140,24 +141,33 @@ struct MatmulKeyHash {
   }
 };
 
+/// The bfloat16 layouts of k's operands: A (M, K), B (K, N), C (M, N), each with its row stride, A and
+/// B read transposed through swapped strides.
+struct MatmulDescs {
+  dnnl::memory::desc a, b, c;
+  explicit MatmulDescs(const MatmulKey& k) {
+    using dims = dnnl::memory::dims;
+    constexpr auto bf16 = dnnl::memory::data_type::bf16;
+    a = dnnl::memory::desc({k.M, k.K}, bf16, k.trans_a ? dims{1, k.lda} : dims{k.lda, 1});
+    b = dnnl::memory::desc({k.K, k.N}, bf16, k.trans_b ? dims{1, k.ldb} : dims{k.ldb, 1});
+    c = dnnl::memory::desc({k.M, k.N}, bf16, dims{k.ldc, 1});
+  }
+};
+
 /// This thread's primitive for k, built on first use; the cache is emptied when it passes 256 shapes.
 const dnnl::matmul& bf16_matmul(const MatmulKey& k) {
   thread_local std::unordered_map<MatmulKey, std::unique_ptr<dnnl::matmul>, MatmulKeyHash> cache;
   auto it = cache.find(k);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= 256) cache.clear();
-  using dt = dnnl::memory::data_type;
-  using dims = dnnl::memory::dims;
-  const dnnl::memory::desc a({k.M, k.K}, dt::bf16, k.trans_a ? dims{1, k.lda} : dims{k.lda, 1});
-  const dnnl::memory::desc b({k.K, k.N}, dt::bf16, k.trans_b ? dims{1, k.ldb} : dims{k.ldb, 1});
-  const dnnl::memory::desc c({k.M, k.N}, dt::bf16, dims{k.ldc, 1});
+  const MatmulDescs d(k);
   dnnl::primitive_attr attr;
   if (k.beta != 0) {
     dnnl::post_ops ops;
     ops.append_sum(k.beta);
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, detail::onednn_engine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(d.a, d.b, d.c), attr, detail::onednn_engine());
   return *cache.emplace(k, std::make_unique<dnnl::matmul>(pd)).first->second;
 }
 
@@ -165,14 +175,9 @@ const dnnl::matmul& bf16_matmul(const MatmulKey& k) {
 void run_bf16_matmul(const MatmulKey& key, const uint16_t* a, const uint16_t* b, uint16_t* c) {
   const dnnl::matmul& mm = bf16_matmul(key);
   dnnl::engine& e = detail::onednn_engine();
-  thread_local dnnl::stream stream(detail::onednn_engine());
-  using dt = dnnl::memory::data_type;
-  using dims = dnnl::memory::dims;
-  const dnnl::memory am({{key.M, key.K}, dt::bf16, key.trans_a ? dims{1, key.lda} : dims{key.lda, 1}}, e,
-                        const_cast<uint16_t*>(a));
-  const dnnl::memory bm({{key.K, key.N}, dt::bf16, key.trans_b ? dims{1, key.ldb} : dims{key.ldb, 1}}, e,
-                        const_cast<uint16_t*>(b));
-  const dnnl::memory cm({{key.M, key.N}, dt::bf16, dims{key.ldc, 1}}, e, c);
+  thread_local dnnl::stream stream(e);
+  const MatmulDescs d(key);
+  const dnnl::memory am(d.a, e, const_cast<uint16_t*>(a)), bm(d.b, e, const_cast<uint16_t*>(b)), cm(d.c, e, c);
   mm.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
 }
 
@@ -195,8 +200,8 @@ void gemm_one_bf16(const GemmArgs& g, const uint16_t* A, const uint16_t* B, uint
   });
 }
 
-/// Whether this process runs bfloat16 products on oneDNN now (Note [bfloat16 GEMMs through oneDNN]).
-bool bf16_gemm_on_onednn() {
+/// Whether oneDNN runs bfloat16 products in hardware here (its ISA includes avx512_core_bf16).
+bool onednn_has_bf16() {
   static const bool isa = [] {
     try {
       const dnnl::cpu_isa have = dnnl::get_effective_cpu_isa();
@@ -206,11 +211,15 @@ bool bf16_gemm_on_onednn() {
       return false;
     }
   }();
-  return isa && cpu_capability() == CpuCapability::Avx512;
+  return isa;
 }
 #else
-bool bf16_gemm_on_onednn() { return false; }
+bool onednn_has_bf16() { return false; }
 #endif
+
+/// Whether bfloat16 products go to oneDNN now (Note [bfloat16 GEMMs through oneDNN]): the hardware,
+/// and the avx512 code path.
+bool bf16_gemm_on_onednn() { return onednn_has_bf16() && cpu_capability() == CpuCapability::Avx512; }
 
 }  // namespace
 
@@ -220,7 +229,9 @@ bool CpuBackend::gemm_takes(DType dtype) const {
 
 void CpuBackend::gemm(const GemmArgs& g) {
 #if TENSORGRAD_HAVE_DNNL
-  if (g.dtype == kBFloat16 && bf16_gemm_on_onednn()) {
+  // bfloat16 arrives only where gemm_takes said yes; the code path is not asked again, so another
+  // thread switching it between the two calls cannot strand this one.
+  if (g.dtype == kBFloat16 && onednn_has_bf16()) {
     const auto* A = static_cast<const uint16_t*>(g.a);
     const auto* B = static_cast<const uint16_t*>(g.b);
     auto* C = static_cast<uint16_t*>(g.c);
