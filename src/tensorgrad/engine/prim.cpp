@@ -522,9 +522,10 @@ Operand as_blas_operand(const Tensor& t) {
 // matmul_row_sums convert only where Backend::gemm_takes says no (gemm_through_float32): on the CPU,
 // float16 always and bfloat16 without AVX512_BF16, as Debian's OpenBLAS has no 16-bit GEMM and
 // oneDNN's bfloat16 kernels start at AVX-512 (under autocast, matmul and linear skip the round trip
-// through 16-bit copies there: Note [Autocast products through float32] in ops/linalg.cpp). Elementwise ops, reductions and indexing run natively in every dtype
-// (computing in float: Note [Half precision arithmetic] in engine/half.h). The optimizers keep float32
-// master weights for 16-bit parameters (optim/optimizer.h).
+// through 16-bit copies there: Note [Autocast products through float32] in ops/linalg.cpp).
+// Elementwise ops, reductions and indexing run natively in every dtype (computing in float: Note
+// [Half precision arithmetic] in engine/half.h). The optimizers keep float32 master weights for 16-bit
+// parameters (optim/optimizer.h).
 
 bool products_through_float32(DType dtype, Device device) {
   return is_low_precision(dtype) && !backend_for(device).gemm_takes(dtype);
