@@ -143,11 +143,13 @@ Val fit(Val x, DType t) {
   return kUnknown;
 }
 
-/// A computed value v whose inputs contribute err, plus the op's own rounding: ulps epsilons of |v| and
-/// the absolute slack.
+/// A computed value v whose inputs contribute err, plus the op's own rounding: ulps epsilons of the
+/// largest magnitude the computed value may have, |v| + err (tg rounds the value it computed, which
+/// can be far from v: exp of an operand known only within [1, 16] rounds a number near e^16), and the
+/// absolute slack.
 Val rounded(double v, double err, DType t, double ulps) {
   const Precision p = precision(t);
-  return fit(Val{v, err + ulps * p.eps * std::abs(v) + p.tiny}, t);
+  return fit(Val{v, err + ulps * p.eps * (std::abs(v) + err) + p.tiny}, t);
 }
 
 enum class Bin { kAdd, kSub, kMul, kDiv, kGt, kEq };
@@ -259,7 +261,8 @@ Val mean_of(const std::vector<Val>& xs, DType t) {
 
 /// softmax or log_softmax of one row. Sensitivity to the inputs (max-norm): 1/2 for softmax, 2 for
 /// log_softmax. tg's own rounding: the shift x - max costs eps |x - max| in the exponent, the sum of
-/// exponentials D eps, the rest a few eps.
+/// exponentials D eps, the rest a few eps; each of these on the magnitudes the inputs may have, within
+/// their bounds (as rounded()).
 std::vector<Val> softmax_row(const std::vector<Val>& row, bool log, DType t) {
   const size_t D = row.size();
   bool nan = false;
@@ -282,16 +285,19 @@ std::vector<Val> softmax_row(const std::vector<Val>& row, bool log, DType t) {
     }
   const Precision p = precision(t);
   const double ls = std::log(s);   // >= 0: the largest term is 1
+  spread += 2 * maxerr;   // the largest shift the row as tg holds it may have
   const double rel = p.eps * (spread + double(D) + 8);
   std::vector<Val> out;
   for (const Val& x : row) {
     if (x.v == -kInf) {
       out.push_back(exact(log ? -kInf : 0.0));
     } else if (log) {
-      out.push_back(fit(Val{x.v - m - ls, 2 * maxerr + 4 * p.eps * (std::abs(x.v) + std::abs(m) + ls) + rel + p.tiny}, t));
+      const double mag = std::abs(x.v) + std::abs(m) + 2 * maxerr + ls + 2 * maxerr;
+      out.push_back(fit(Val{x.v - m - ls, 2 * maxerr + 4 * p.eps * mag + rel + p.tiny}, t));
     } else {
       const double y = std::exp(x.v - m) / s;
-      out.push_back(fit(Val{y, maxerr / 2 + y * (rel + p.eps * (m - x.v)) + p.tiny}, t));
+      const double y_max = std::min(1.0, y + maxerr / 2);
+      out.push_back(fit(Val{y, maxerr / 2 + y_max * (rel + p.eps * (m - x.v + 2 * maxerr)) + p.tiny}, t));
     }
   }
   return out;
