@@ -181,7 +181,7 @@ void require_all_ok(const std::vector<RankResult>& results) {
 
 #define SKIP_UNLESS_GLOO()                                                    \
   do {                                                                        \
-    if (!dist::is_available()) {                                              \
+    if (!dist::is_backend_available("gloo")) {                                \
       MESSAGE("built without Gloo (TENSORGRAD_DISTRIBUTED): nothing to run"); \
       return;                                                                 \
     }                                                                         \
@@ -514,9 +514,19 @@ TEST_CASE("distributed: tensors that differ across ranks raise on every rank, be
 }
 
 TEST_CASE("distributed: init_process_group's errors") {
-  if (!dist::is_available()) {
+  if (!dist::is_backend_available("gloo")) {
+    // refused before the rendezvous is read, naming what to install; a build with neither backend says so
     TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1)), tg::DistributedError,
-                    "built without a distributed backend");
+                    "built without Gloo, so backend 'gloo' is unavailable");
+    // is_available() then says whether NCCL is built in, which its refusal names when it is not
+    bool nccl_built = true;
+    try {
+      dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1).init_method("bogus://"));
+    } catch (const tg::DistributedError& e) {
+      nccl_built = std::string(e.what()).find("a tensorgrad built without") == std::string::npos;
+    }
+    CHECK(dist::is_available() == nccl_built);
+    CHECK(!dist::is_initialized());
     return;
   }
   TG_CHECK_THROWS(dist::get_rank(), tg::DistributedError, "Default process group has not been initialized");
@@ -526,7 +536,7 @@ TEST_CASE("distributed: init_process_group's errors") {
                   "rank 2 is out of range for world_size 2");
   TG_CHECK_THROWS(dist::init_process_group("gloo", dist::InitOptions().rank(0).world_size(1).init_method("http://x")),
                   tg::DistributedError, "unknown init_method 'http://x'");
-  CHECK(dist::is_backend_available("gloo") == dist::is_available());
+  CHECK(dist::is_available());
   CHECK(!dist::is_backend_available("mpi"));
   if (!tg::cuda::is_available()) {
     // what is missing is named: the GPU (and the library, when it is missing too)

@@ -81,10 +81,13 @@ class ProcessGroup {
   virtual void barrier() = 0;
 };
 
-/// True when this build has the Gloo backend (TENSORGRAD_DISTRIBUTED in CMake).
+/// True when this build has a distributed backend: Gloo (TENSORGRAD_DISTRIBUTED in CMake) or NCCL (a
+/// CUDA build that found nccl.h), as torch.distributed.is_available(); is_backend_available() says
+/// which one can run here.
 bool is_available() noexcept;
-/// True when the named backend can run here: "gloo" when is_available(); "nccl" when tensorgrad was
-/// built with CUDA, a GPU is usable and NCCL (libnccl.so.2, opened at run time) loaded.
+/// True when the named backend can run here: "gloo" when this build has Gloo; "nccl" when tensorgrad
+/// was built with CUDA and NCCL's header, a GPU is usable and NCCL (libnccl.so.2, opened at run time)
+/// loaded.
 bool is_backend_available(const std::string& backend) noexcept;
 
 /// Joins the default process group (PyTorch's torch.distributed.init_process_group). backend is

@@ -95,7 +95,7 @@ detail::Rendezvous parse(const InitOptions& o) {
 
 }  // namespace
 
-bool is_available() noexcept { return TENSORGRAD_WITH_GLOO != 0; }
+bool is_available() noexcept { return TENSORGRAD_WITH_GLOO != 0 || TENSORGRAD_WITH_NCCL != 0; }
 
 namespace {
 /// Empty when backend 'nccl' can run here, else what is missing (Note [NCCL at run time], cuda/nccl.cpp).
@@ -111,7 +111,7 @@ std::string nccl_missing() noexcept {
 }  // namespace
 
 bool is_backend_available(const std::string& backend) noexcept {
-  if (backend == "gloo") return is_available();
+  if (backend == "gloo") return TENSORGRAD_WITH_GLOO != 0;
   if (backend == "nccl") return nccl_missing().empty();
   return false;
 }
@@ -122,11 +122,16 @@ void init_process_group(const std::string& backend, const InitOptions& options) 
            "init_process_group: trying to initialize the default process group twice (call destroy_process_group first)");
   TG_CHECK(backend == "gloo" || backend == "nccl", DistributedError, "init_process_group: unknown backend '", backend,
            "': expected 'gloo' or 'nccl'");
+  TG_CHECK(backend != "gloo" || TENSORGRAD_WITH_GLOO, DistributedError,
+           "init_process_group: this tensorgrad was built without Gloo, so backend 'gloo' is unavailable: install "
+           "libgloo-dev and rebuild with -DTENSORGRAD_DISTRIBUTED=AUTO or ON",
+           TENSORGRAD_WITH_NCCL ? ", or use backend 'nccl' for CUDA tensors" : "");
   if (backend == "nccl") {
     const std::string missing = nccl_missing();
     TG_CHECK(missing.empty(), DistributedError, "init_process_group: backend 'nccl' needs a CUDA GPU and NCCL, "
-             "and here there is ", missing, "; use backend 'gloo', which also reduces CUDA tensors (staged through "
-             "host memory)");
+             "and here there is ", missing,
+             TENSORGRAD_WITH_GLOO ? "; use backend 'gloo', which also reduces CUDA tensors (staged through host memory)"
+                                  : "");
   }
   detail::Rendezvous r = parse(options);
 #if TENSORGRAD_WITH_NCCL
@@ -142,11 +147,9 @@ void init_process_group(const std::string& backend, const InitOptions& options) 
   group_slot() = detail::make_gloo_group(r);
   ++generation;
 #else
-  (void)r;
+  (void)r;   // unreachable: backend 'gloo' was refused above in a build without Gloo
   (void)generation;
-  throw DistributedError(
-      "init_process_group: this tensorgrad was built without a distributed backend (Gloo not found): install "
-      "libgloo-dev and rebuild with -DTENSORGRAD_DISTRIBUTED=AUTO or ON");
+  throw DistributedError("init_process_group: backend '" + backend + "' is not built into this tensorgrad");
 #endif
 }
 
