@@ -3,10 +3,12 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -31,6 +33,18 @@
 
 namespace tg {
 namespace {
+
+/// RAM plus swap (sysinfo), read once; the largest size when sysinfo fails.
+std::size_t machine_memory_bytes() {
+  static const std::size_t bytes = [] {
+    struct sysinfo si {};
+    if (::sysinfo(&si) != 0 || si.mem_unit == 0) return std::numeric_limits<std::size_t>::max();
+    const std::size_t max = std::numeric_limits<std::size_t>::max();
+    const std::size_t units = static_cast<std::size_t>(si.totalram) + static_cast<std::size_t>(si.totalswap);
+    return units > max / si.mem_unit ? max : units * si.mem_unit;
+  }();
+  return bytes;
+}
 
 #ifdef TG_ASAN_POISONING
 void mark_in_use(void* p, std::size_t nbytes, std::size_t size) {   // [0, nbytes) usable, the slack not
@@ -119,9 +133,13 @@ class CachingCpuAllocator final : public Allocator {
     }
     if (p == nullptr) {
       count([](CpuMemoryStats& s) { ++s.ooms; });
+      const std::size_t machine = machine_memory_bytes();
       throw OutOfMemoryError(detail::cat(
           "CPU out of memory: tried to allocate ", nbytes, " bytes (", memory::format_bytes(nbytes), ", ", size,
-          " rounded) after freeing the allocator's cache and retrying; memory held by tensorgrad: ",
+          " rounded) ",
+          size > machine ? detail::cat("(more than this machine's RAM and swap, ", memory::format_bytes(machine), ") ")
+                         : std::string(),
+          "after freeing the allocator's cache and retrying; memory held by tensorgrad: ",
           memory::detail::all_devices_line(), memory::detail::largest_live_tensors(5),
           ". Free tensors you no longer need, lower the batch size, or use tg::checkpoint to keep fewer activations."));
     }
@@ -191,6 +209,7 @@ class CachingCpuAllocator final : public Allocator {
 
  private:
   static void* raw_alloc(std::size_t size) {
+    if (size > machine_memory_bytes()) return nullptr;   // Note [CPU caching allocator]: overcommit
     if (size < kHugePage) return std::aligned_alloc(kAlign, size);   // size is a multiple of 64
     // Large blocks start on a 2 MiB boundary so that madvise covers whole huge pages (best effort).
     const std::size_t padded = (size + kHugePage - 1) / kHugePage * kHugePage;

@@ -35,6 +35,10 @@ struct CpuMemoryStats : memory::MemoryStats {
 /// madvise(MADV_HUGEPAGE)d. The cache is bounded (set_cpu_cache_limit()); on allocation failure it is
 /// emptied and the request retried once, then OutOfMemoryError names the requested size and lists
 /// the statistics of every device (tg::memory::detail::all_devices_line).
+/// A request larger than the machine's RAM and swap together is treated as a failed allocation
+/// without asking the system: under Linux's "always overcommit" policy (vm.overcommit_memory = 1, as
+/// on some VMs) malloc would grant it and the first write would bring the kernel's OOM killer instead
+/// of an OutOfMemoryError.
 Allocator& cpu_allocator();
 /// The CPU allocator's current byte counts.
 CpuMemoryStats cpu_memory_stats();
