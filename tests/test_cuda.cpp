@@ -1086,6 +1086,54 @@ TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
   }
 }
 
+// The vector path of binary ops (cuda/elementwise.cu) reads each operand whole, as one broadcast
+// element, or as a block of trailing dims repeated over the leading ones; other layouts take the
+// strided launcher. Every layout against the CPU, both operand orders, with vector tails (1001
+// elements), blocks that are and are not whole vectors, and a misaligned block.
+TEST_CASE("cuda: binary ops with a broadcast scalar, row or block match the CPU on every layout") {
+  TG_NEED_CUDA();
+  struct Layout {
+    const char* name;
+    tg::Shape a, b;
+  };
+  const std::vector<Layout> layouts = {
+      {"same shape, tail", {1001}, {1001}},
+      {"0-d scalar, tail", {1001}, {}},
+      {"one-element tensor", {37, 8}, {1, 1}},
+      {"row of 8", {37, 8}, {8}},
+      {"row of 6 (not whole float32 vectors)", {37, 6}, {6}},
+      {"block of 3x8 over a leading dim", {5, 3, 8}, {3, 8}},
+      {"block with a size-1 dim", {5, 1, 8}, {1, 8}},
+      {"column (strided)", {37, 8}, {37, 1}},
+      {"middle broadcast (strided)", {5, 3, 8}, {5, 1, 8}},
+  };
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64, tg::kInt64, tg::kFloat16}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    for (const Layout& l : layouts) {
+      const std::string layout = l.name;
+      CAPTURE(layout);
+      for (bool swapped : {false, true}) {
+        CAPTURE(swapped);
+        const Tensor a = dt == tg::kInt64 ? randint_t(l.a, 11, -50, 50) : randn_t(l.a, 11, dt);
+        const Tensor b = dt == tg::kInt64 ? randint_t(l.b, 12, 1, 50) : randn_t(l.b, 12, dt);
+        const Tensor& x = swapped ? b : a;
+        const Tensor& y = swapped ? a : b;
+        const Variable xc(x), yc(y), xg(x.to(kGpu)), yg(y.to(kGpu));
+        check_same(xg + yg, xc + yc, 0, 0);   // IEEE sums, products and differences: the same bits
+        check_same(xg - yg, xc - yc, 0, 0);
+        check_same(xg * yg, xc * yc, 0, 0);
+        if (dt != tg::kInt64) check_same(xg / yg, xc / yc, 1e-6, 0);
+      }
+    }
+    // a block that starts off a 16-byte boundary: the strided launcher
+    const Tensor a = dt == tg::kInt64 ? randint_t({7, 8}, 13, -50, 50) : randn_t({7, 8}, 13, dt);
+    const Tensor base = dt == tg::kInt64 ? randint_t({9}, 14, -50, 50) : randn_t({9}, 14, dt);
+    const Variable row_c(base.narrow(0, 1, 8)), row_g(base.to(kGpu).narrow(0, 1, 8));
+    check_same(Variable(a.to(kGpu)) + row_g, Variable(a) + row_c, 0, 0);
+  }
+}
+
 TEST_CASE("cuda: reductions and softmax and cross-entropy are bitwise deterministic") {
   TG_NEED_CUDA();
   tg::manual_seed(5);
@@ -1475,10 +1523,16 @@ TEST_CASE("cuda: linear folds its bias and bias gradient into the GEMM, matching
             CHECK(folded.backward == unfolded.backward);
           } else if (dt == tg::kFloat32 || emulated) {
             // One launch forward instead of two; backward, the bias gradient's pass disappears. The
-            // 16-bit dtypes too: cuBLASLt in their own dtype (Note [16-bit GEMMs on CUDA]).
+            // 16-bit dtypes too: cuBLASLt in their own dtype (Note [16-bit GEMMs on CUDA]). At batch 1
+            // the weight gradient's GEMM has K = 1, for which the H200's cuBLASLt 13.1 offers no
+            // float32 BGRADB algorithm (seen by tools/gpu_check.sh): there the GEMM and the bias pass
+            // run apart (Note [cuBLASLt epilogues]), with the results checked above.
             CHECK(folded.forward == 1);
             CHECK(unfolded.forward == 2);
-            CHECK(folded.backward < unfolded.backward);
+            if (rows > 1 || emulated)
+              CHECK(folded.backward < unfolded.backward);
+            else
+              CHECK(folded.backward <= unfolded.backward);
           } else {
             CHECK(folded.forward <= unfolded.forward);
             CHECK(folded.backward <= unfolded.backward);

@@ -75,22 +75,48 @@ __device__ __forceinline__ binary_out_t<F, T> apply_binary(T a, T b) {
   return binary_out_t<F, T>(F::apply(M(a), M(b)));
 }
 
-/// out = a op b, all contiguous, of out's shape, out of the operands' type (no comparison) and 16-byte
-/// aligned: vector loads of both operands, scalar tail.
+/// One operand of binary_vec_kernel, in 16-byte vectors: the whole of out's shape (kFull), one
+/// element broadcast everywhere (kScalar: loaded once per thread), or a block of `row` vectors (its
+/// trailing dims) repeated over out's leading dims (kRow: a bias or a row added to a matrix).
+enum class VecMode : int { kFull, kScalar, kRow };
+template <class T, int V>
+struct VecOperand {
+  const T* p;
+  VecMode mode;
+  int64_t row;   // vectors per row (kRow)
+};
+
+/// out = a op b, out contiguous and 16-byte aligned, of the operands' type (no comparison): vector
+/// loads and stores, each operand read as its VecOperand says; scalar tail (kFull and kScalar only: a
+/// kRow operand's rows are whole vectors, so out has no tail).
 template <class T, class F, int V>
-__global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n) {
-  const int64_t nv = n / V;
-  const auto* av = reinterpret_cast<const Vec<T, V>*>(a);
-  const auto* bv = reinterpret_cast<const Vec<T, V>*>(b);
+__global__ void binary_vec_kernel(VecOperand<T, V> a, VecOperand<T, V> b, T* out, int64_t n) {
+  const int64_t nv = n / V, stride = grid_stride();
+  const auto* av = reinterpret_cast<const Vec<T, V>*>(a.p);
+  const auto* bv = reinterpret_cast<const Vec<T, V>*>(b.p);
   auto* ov = reinterpret_cast<Vec<T, V>*>(out);
-  for (int64_t i = global_thread(); i < nv; i += grid_stride()) {
-    const Vec<T, V> x = av[i], y = bv[i];
+  Vec<T, V> as, bs;   // the broadcast scalars, splatted once
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    as.v[j] = a.mode == VecMode::kScalar ? a.p[0] : T();
+    bs.v[j] = b.mode == VecMode::kScalar ? b.p[0] : T();
+  }
+  // a kRow operand's vector index is i modulo its row, advanced by the grid stride without dividing
+  const int64_t i0 = global_thread();
+  int64_t ja = a.mode == VecMode::kRow ? i0 % a.row : 0, jb = b.mode == VecMode::kRow ? i0 % b.row : 0;
+  const int64_t sa = a.mode == VecMode::kRow ? stride % a.row : 0, sb = b.mode == VecMode::kRow ? stride % b.row : 0;
+  for (int64_t i = i0; i < nv; i += stride) {
+    const Vec<T, V> x = a.mode == VecMode::kFull ? av[i] : a.mode == VecMode::kRow ? av[ja] : as;
+    const Vec<T, V> y = b.mode == VecMode::kFull ? bv[i] : b.mode == VecMode::kRow ? bv[jb] : bs;
     Vec<T, V> r;
 #pragma unroll
     for (int j = 0; j < V; ++j) r.v[j] = apply_binary<F>(x.v[j], y.v[j]);
     ov[i] = r;
+    if (a.mode == VecMode::kRow && (ja += sa) >= a.row) ja -= a.row;
+    if (b.mode == VecMode::kRow && (jb += sb) >= b.row) jb -= b.row;
   }
-  for (int64_t i = nv * V + global_thread(); i < n; i += grid_stride()) out[i] = apply_binary<F>(a[i], b[i]);
+  for (int64_t i = nv * V + i0; i < n; i += stride)
+    out[i] = apply_binary<F>(a.mode == VecMode::kFull ? a.p[i] : as.v[0], b.mode == VecMode::kFull ? b.p[i] : bs.v[0]);
 }
 
 template <class T, class F>
@@ -107,6 +133,40 @@ struct WhereStrided {
   const T *a, *b;
   __device__ void operator()(const int64_t (&o)[4]) const { out[o[0]] = cond[o[1]] ? a[o[2]] : b[o[3]]; }
 };
+
+/// How binary_vec_kernel can read operand t of a binary op whose contiguous, 16-byte aligned result
+/// is `out` (t has out's shape, its broadcast dims stride 0): false when it cannot, and the strided
+/// launcher takes it.
+template <class T, int V>
+bool vec_operand(const Tensor& t, const Tensor& out, VecOperand<T, V>& o) {
+  const Shape& shape = t.shape();
+  const Shape& strides = t.strides();
+  if (shape != out.shape()) return false;
+  // The trailing dims that are laid out contiguously (size-1 dims skipped) form a block of `block`
+  // elements; the dims before them must all be broadcast, so t is that block repeated.
+  int64_t block = 1;
+  std::size_t d = shape.size();
+  for (; d > 0; --d) {
+    if (shape[d - 1] == 1) continue;
+    if (strides[d - 1] != block) break;
+    block *= shape[d - 1];
+  }
+  for (; d > 0; --d)
+    if (shape[d - 1] != 1 && strides[d - 1] != 0) return false;
+  if (block == 1) {   // one element everywhere
+    o.mode = VecMode::kScalar;
+    return true;
+  }
+  if (!aligned16(o.p)) return false;
+  if (block == out.numel()) {
+    o.mode = VecMode::kFull;
+    return true;
+  }
+  if (block % V != 0) return false;
+  o.mode = VecMode::kRow;
+  o.row = block / V;
+  return true;
+}
 
 template <class T>
 constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, double>::value ||
@@ -182,15 +242,15 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
       const T *ap = a.data<T>(), *bp = b.data<T>();
       O* op_ = out.data<O>();
       if constexpr (kVectorizable<T> && std::is_same<O, T>::value) {
-        if (out.is_contiguous() && a.is_contiguous() && b.is_contiguous() && a.shape() == out.shape() &&
-            b.shape() == out.shape() && aligned16(ap) && aligned16(bp) && aligned16(op_)) {
-          constexpr int V = VecWidth<T>::value;
-          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(ap, bp, op_, n);
+        constexpr int V = VecWidth<T>::value;
+        VecOperand<T, V> va{ap, VecMode::kFull, 0}, vb{bp, VecMode::kFull, 0};
+        if (out.is_contiguous() && aligned16(op_) && vec_operand(a, out, va) && vec_operand(b, out, vb)) {
+          TG_LAUNCH(grid_for(n, V), kBlock, 0, stream, binary_vec_kernel<T, F, V>)(va, vb, op_, n);
           TG_CUDA_CHECK(cudaGetLastError());
           return;
         }
       }
-      // broadcasting (a scalar operand has stride 0), views, unaligned rows, the 1-4 byte dtypes and comparisons
+      // other broadcasts, views, unaligned rows, the 1-4 byte dtypes and comparisons
       launch_strided<3>(stream, out.shape(), {&out.strides(), &a.strides(), &b.strides()}, BinaryStrided<T, F>{op_, ap, bp});
     });
   });
