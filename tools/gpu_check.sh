@@ -2,7 +2,7 @@
 # tools/gpu_check.sh: the one prepared script for a machine with an NVIDIA GPU, built to run on a bare
 # one (no apt, no network, no doctest, no OpenBLAS, maybe no zlib headers, no dataset) within one
 # device session: run tools/gpu_prepare.sh here first and carry gpu-deps/ along. Stages, in order, each
-# under its own time cap (the caps add up to 460 s, and a total budget of 470 s stops the run before
+# under its own time cap (the caps add up to 480 s, and a total budget of 470 s stops the run before
 # 8 minutes), each giving one verdict line: PASS, FAIL(exit status), TIMEOUT, or SKIP with the reason:
 #   build       configure (ninja when present; CUDA for TG_CUDA_ARCH only) and build only what the
 #               stages need: tensorgrad_tests, train_fashion_mnist, and tools/gpu_probe against the
@@ -21,6 +21,7 @@
 #   train       train_fashion_mnist on cuda for 2 epochs: on the carried Fashion-MNIST
 #               (gpu-deps/fashion-mnist, gpu_prepare.sh --with-data) or the installed one when present,
 #               else on --synthetic images; a final accuracy below the floor fails it
+#   train_amp   the same with --amp (float16 autocast and a GradScaler), the same floor
 # Output: $OUT/summary.txt (the verdicts, also printed) and $OUT/gpu_check_logs.tar.gz (every log and
 # the summary); without OUT, both go to ./gpu_check_logs/. Exit status 0 when no stage failed or timed out.
 #
@@ -284,11 +285,15 @@ elif [ -n "$data" ]; then
 else
   train_args+=(--synthetic 20000 --min-accuracy 0.9)
 fi
+train_note='grep -m1 "^data:" "$log" | sed "s/ from .*//"; grep -E "^trained|FAIL|error" "$log" | tail -n 1'
 if [ $built -eq 1 ]; then
-  stage train 20 'grep -m1 "^data:" "$log" | sed "s/ from .*//"; grep -E "^trained|FAIL|error" "$log" | tail -n 1' -- \
-    env "${emu_env[@]}" "$trainer" "${train_args[@]}"
+  stage train 20 "$train_note" -- env "${emu_env[@]}" "$trainer" "${train_args[@]}"
+  # the same run in mixed precision: float16 autocast with a GradScaler on CUDA, same accuracy floor
+  stage train_amp 20 "$train_note" -- env "${emu_env[@]}" "$trainer" "${train_args[@]}" --amp \
+    --checkpoint "$build/gpu_check_train_amp.safetensors"
 else
   skip train "no build"
+  skip train_amp "no build"
 fi
 
 # ---- summary and archive
