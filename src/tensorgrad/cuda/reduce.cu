@@ -112,7 +112,7 @@ __global__ void reduce_rows_kernel(const T* x, OffsetCalc<1> base, int64_t O, in
     for (int j = 0; j < V; ++j) acc[j] = Red::identity();
     if (r1 > r0) {   // x + off[0] is not formed otherwise: x is null when R is 0
       const T* p = x + off[0] + r0;
-      row_for_each(
+      row_for_each<4>(
           p, r1 - r0, team.lane, team.size, [&](int64_t d) { acc[0] = red(acc[0], red.load(p[d], r0 + d)); },
           [&](int64_t d) {
             const Vec<T, V> v = load_vec<T, V>(p + d);

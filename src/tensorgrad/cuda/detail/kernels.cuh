@@ -325,12 +325,22 @@ struct VecRow {
 /// Runs a team over a contiguous row of n elements at p: scalar(d) for each element of the head and
 /// tail, vector(d) for each aligned V-element vector starting at element d. Lane `lane` of `size`
 /// takes every size-th piece, so adjacent lanes read adjacent 16-byte vectors (coalesced).
-template <class T, class Scalar, class Vector>
+/// kUnroll > 1 unrolls the vector loop that many times (the order of the calls is unchanged), so that
+/// a reduction's loads, which do not depend on its accumulators, are in flight together. On the H200
+/// 4 made the row sums 6-12% faster (sum over everything 0.105 -> 0.092 ms, by row 0.096 -> 0.090 ms),
+/// left max/argmax as they were, and made softmax and cross-entropy 6-10% slower, so only
+/// reduce_rows_kernel asks for it; the default leaves unrolling to the compiler.
+template <int kUnroll = 1, class T, class Scalar, class Vector>
 __device__ __forceinline__ void row_for_each(const T* p, int64_t n, int lane, int size, Scalar&& scalar,
                                              Vector&& vector) {
   const VecRow<T> r(p, n);
   for (int64_t d = lane; d < r.head; d += size) scalar(d);
-  for (int64_t i = lane; i < r.nvec; i += size) vector(r.head + i * VecRow<T>::V);
+  if constexpr (kUnroll > 1) {
+#pragma unroll kUnroll
+    for (int64_t i = lane; i < r.nvec; i += size) vector(r.head + i * VecRow<T>::V);
+  } else {
+    for (int64_t i = lane; i < r.nvec; i += size) vector(r.head + i * VecRow<T>::V);
+  }
   for (int64_t d = r.tail() + lane; d < n; d += size) scalar(d);
 }
 template <class T, int V>
