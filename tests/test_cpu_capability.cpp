@@ -34,17 +34,13 @@ Variable as64(const Variable& x) { return Variable(x.data().to(tg::kFloat64), fa
 std::vector<double> values(const Tensor& t) { return Variable(t).to_vector<double>(); }
 Variable from(const std::vector<double>& v, const tg::Shape& shape) { return tg::from_vector(v, shape); }
 
-/// Restores the capability the test started with, also when a check throws.
-struct CapabilityGuard {
-  tg::CpuCapability saved = tg::cpu_capability();
-  ~CapabilityGuard() { tg::set_cpu_capability(saved); }
-};
+using testing::CpuCapabilityGuard;
 
 /// f() on the baseline path, then on every other path this CPU supports, each result handed to
 /// check(baseline_result, path_result) with the path's name captured.
 void against_baseline(const std::function<std::vector<Variable>()>& f,
                       const std::function<void(const std::vector<Variable>&, const std::vector<Variable>&)>& check) {
-  CapabilityGuard guard;
+  CpuCapabilityGuard guard;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
   const std::vector<Variable> base = f();
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
@@ -108,7 +104,7 @@ TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay with
                            (1 + 4 * u));
     }
   }
-  CapabilityGuard guard;
+  CpuCapabilityGuard guard;
   Tensor tanh_base;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
@@ -234,7 +230,7 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
             testing::check_within(got[1], base[1], from(lse_bound, {N}));
           });
       {
-        CapabilityGuard guard;
+        CpuCapabilityGuard guard;
         tg::set_cpu_capability(tg::CpuCapability::Baseline);
         Tensor loss = Tensor::empty({N});
         base_lse = Tensor::empty({N});
@@ -406,7 +402,7 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
   v.push_back(std::numeric_limits<float>::quiet_NaN());
   Tensor fn = Tensor::empty({n + 1}, tg::kFloat32);
   std::copy(v.begin(), v.end(), fn.data<float>());
-  CapabilityGuard guard;
+  CpuCapabilityGuard guard;
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
     const std::string name = tg::cpu_capability_name(c);
     CAPTURE(name);
@@ -454,7 +450,7 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
 }
 
 TEST_CASE("cpu capability: an unknown name or a path this CPU cannot run throws, naming what it supports") {
-  CapabilityGuard guard;
+  CpuCapabilityGuard guard;
   const std::vector<tg::CpuCapability> supported = tg::supported_cpu_capabilities();
   REQUIRE(!supported.empty());
   CHECK(supported.front() == tg::CpuCapability::Baseline);
@@ -509,7 +505,7 @@ TEST_CASE("cpu capability: TG_CPU_CAPABILITY chooses the path at first use and a
 }
 
 TEST_CASE("cpu capability: tg::info names the version, the path in use, the best one, the BLAS, zlib and CUDA") {
-  CapabilityGuard guard;
+  CpuCapabilityGuard guard;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
   const std::string s = tg::info();
   CHECK_MESSAGE(s.find("tensorgrad ") == 0, s);

@@ -56,18 +56,24 @@ inline tg::Variable transposed64(int64_t rows, int64_t cols, uint64_t seed) {
   return tg::Variable(base.data().transpose(0, 1), true);
 }
 
+/// Restores the CPU code path (Note [CPU capabilities]) the guard was made on when it dies, also when
+/// a check throws; the test may switch paths while it lives.
+struct CpuCapabilityGuard {
+  tg::CpuCapability saved = tg::cpu_capability();
+  CpuCapabilityGuard() = default;
+  ~CpuCapabilityGuard() { tg::set_cpu_capability(saved); }
+  CpuCapabilityGuard(const CpuCapabilityGuard&) = delete;
+  CpuCapabilityGuard& operator=(const CpuCapabilityGuard&) = delete;
+};
+
 /// While alive, the CPU runs bfloat16 products through float32 (Note [Low precision through float32]
 /// in engine/prim.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
 /// oneDNN] in engine/cpu/blas.cpp): the CPU code path drops from avx512 to avx2 for the guard's life
-/// (every AVX-512 CPU runs AVX2), and comes back after, also when a check throws.
-struct Bf16ProductsThroughFloat32 {
-  tg::CpuCapability saved = tg::cpu_capability();
+/// (every AVX-512 CPU runs AVX2), and comes back after.
+struct Bf16ProductsThroughFloat32 : CpuCapabilityGuard {
   Bf16ProductsThroughFloat32() {
     if (saved == tg::CpuCapability::Avx512) tg::set_cpu_capability(tg::CpuCapability::Avx2);
   }
-  ~Bf16ProductsThroughFloat32() { tg::set_cpu_capability(saved); }
-  Bf16ProductsThroughFloat32(const Bf16ProductsThroughFloat32&) = delete;
-  Bf16ProductsThroughFloat32& operator=(const Bf16ProductsThroughFloat32&) = delete;
 };
 
 /// Every element of a equal to b or within atol + rtol * |b| of it; NaN positions must match.
