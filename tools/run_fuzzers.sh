@@ -42,7 +42,13 @@ for t in "${targets[@]}"; do
   if [ "$rc" -ne 0 ]; then
     failed=1
     line="$line, CRASHED (exit $rc)"
-    grep -E 'ERROR|runtime error|contract violated|SUMMARY' "$work/$t.log" | head -5 || true
+    # the first report: a violated contract with the program that broke it (fuzz::bug prints it up to
+    # libFuzzer's "deadly signal" line), or a sanitizer's error and summary lines
+    if grep -q 'contract violated' "$work/$t.log"; then
+      sed -n '/contract violated/,/deadly signal/p' "$work/$t.log" | head -40
+    else
+      grep -E 'ERROR|runtime error|SUMMARY' "$work/$t.log" | head -5 || true
+    fi
     for c in "$crashes"/*; do
       [ -e "$c" ] && echo "   saved input: $c   replay: $build/tests/fuzz/$t $c"
     done
