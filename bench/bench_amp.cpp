@@ -15,7 +15,7 @@
 // [Autocast products through float32]), or bfloat16 casts on oneDNN where the CPU has AVX512_BF16; no
 // target. Flags: --help (bench/common.h).
 #include "common.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 
 #include <memory>
 

@@ -2,7 +2,7 @@
 // and relu forward + backward, tensorgrad vs libtorch, in GB/s of compulsory traffic (each input read and
 // each output written once). Ceilings measured in the same run on the same threads: a plain c = a + b loop
 // and std::memcpy into preallocated (already faulted) buffers, plus c = a + b into a freshly malloc'd
-// buffer (what a fresh output costs without a caching allocator). Target (issue 5): add, relu and exp
+// buffer (what a fresh output costs without a caching allocator). Target: add, relu and exp
 // >= 0.7x the a+b->c loop's bandwidth. Flags: --help (bench/common.h).
 #include "common.h"
 

@@ -3,7 +3,7 @@
 // accuracy after the same number of epochs. libtorch gets tensorgrad's data (copied once), its initial
 // weights and each epoch's shuffled order, so both see the same batches; tensorgrad reads them through
 // tg::data::DataLoader (prefetch thread) as `make train` does, libtorch gathers them with index_select.
-// Target (issue 5): epoch <= 0.8x libtorch, accuracy within 0.5 points. Exit 77 (CTest skip) without data.
+// Target: epoch <= 0.8x libtorch, accuracy within 0.5 points. Exit 77 (CTest skip) without data.
 // Flags: --help (bench/common.h).
 #include "common.h"
 

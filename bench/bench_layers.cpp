@@ -4,7 +4,7 @@
 // 128 tokens, head dim 64) and embedding forward + backward (1024 ids into (10000, 512)), tensorgrad
 // vs libtorch in the same process; the gradients are reset after each call. libtorch 1.13 has no
 // scaled_dot_product_attention, so its attention row is the same composition (matmul, masked_fill,
-// softmax, matmul). Targets (issue 17): conv2d, layer_norm and attention <= 1.0x. Flags: --help.
+// softmax, matmul). Targets: conv2d, layer_norm and attention <= 1.0x. Flags: --help.
 #include "common.h"
 
 int main(int argc, char** argv) {

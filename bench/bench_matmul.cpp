@@ -1,6 +1,6 @@
 // bench/bench_matmul.cpp: square float32 matmul (256, 512, 1024, 2048) in GFLOP/s (2 n^3 flops per call):
 // tg::matmul and torch::matmul into a fresh output, and cblas_sgemm called directly into a preallocated
-// output (the same OpenBLAS tensorgrad links) as the ceiling. Target (issue 5): tg::matmul at 1024
+// output (the same OpenBLAS tensorgrad links) as the ceiling. Target: tg::matmul at 1024
 // >= 0.9x the direct cblas_sgemm rate.
 // Flags: --help (bench/common.h).
 #include "common.h"
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     const float* pa = a.data().data<float>();
     const float* pb = b.data().data<float>();
     blas_work = [c, pa, pb, n, threads = o.threads] {
-      openblas_set_num_threads(threads);   // tensorgrad keeps OpenBLAS at 1 thread (engine/parallel.h)
+      openblas_set_num_threads(threads);   // tensorgrad keeps OpenBLAS at 1 thread (core/parallel.h)
       const int k = static_cast<int>(n);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, k, k, 1.0f, pa, k, pb, k, 0.0f, c->data(), k);
     };

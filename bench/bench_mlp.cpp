@@ -1,6 +1,6 @@
 // bench/bench_mlp.cpp: one training step of an MLP (Linear 784-128, ReLU, Linear 128-10, CrossEntropyLoss,
 // SGD lr 0.01: zero_grad, forward, backward, step) at batch 1, 32, 100, 256, 1024, tensorgrad vs libtorch:
-// µs per step and samples/s. Targets (issue 5): batch 1 <= 0.2x, batch 100 <= 0.8x, batch 1024 <= 1.0x on
+// µs per step and samples/s. Targets: batch 1 <= 0.2x, batch 100 <= 0.8x, batch 1024 <= 1.0x on
 // 1 thread and <= 0.7x on 2 threads and faster than tensorgrad on 1 thread (measured in the same run).
 // Flags: --help (bench/common.h).
 #include "common.h"

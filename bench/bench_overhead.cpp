@@ -1,7 +1,7 @@
 // bench/bench_overhead.cpp: per-op autograd overhead, tensorgrad vs libtorch. A chain of 100 alternating
 // add/mul on tiny tensors (1 and 16 elements) that require grad: nanoseconds per op for the forward
 // without grad, the forward recording the graph, and forward + backward (.sum().backward(), counted as
-// part of the chain's 100 ops). Target (issue 5): forward + backward on 1 element <= 0.2x libtorch.
+// part of the chain's 100 ops). Target: forward + backward on 1 element <= 0.2x libtorch.
 // Flags: --help (bench/common.h).
 #include "common.h"
 

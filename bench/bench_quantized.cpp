@@ -1,7 +1,7 @@
 // bench/bench_quantized.cpp: inference through one Linear 1024-1024 at batch 1, 64 and 1024: float32
 // (tg::nn::Linear, OpenBLAS sgemm) vs int8 (tg::quantization::DynamicQuantizedLinear: per-batch
 // activation quantization, oneDNN's u8s8s32 matmul, dequantization). µs per forward and the speedup.
-// Target (issue 16): int8 >= 1.5x faster than float32 at batch >= 64 on the CPU. libtorch's
+// Target: int8 >= 1.5x faster than float32 at batch >= 64 on the CPU. libtorch's
 // quantize_dynamic is a Python-level transform with no C++ API in Debian's libtorch, so there is no
 // libtorch column. oneDNN runs single-threaded inside tensorgrad's pool, so --threads sets both
 // engines' threads whatever OMP_NUM_THREADS says (Note [oneDNN threads], quantization/dynamic.cpp).

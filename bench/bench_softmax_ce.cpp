@@ -1,6 +1,6 @@
 // bench/bench_softmax_ce.cpp: softmax cross-entropy (mean over the batch) forward + backward for logits
 // (1024, 10) and (256, 1000) that require grad, tensorgrad's fused tg::cross_entropy vs libtorch's
-// cross_entropy; the logits' gradient is reset after each call. Target (issue 5): (1024, 10) <= 0.5x.
+// cross_entropy; the logits' gradient is reset after each call. Target: (1024, 10) <= 0.5x.
 // Flags: --help (bench/common.h).
 #include "common.h"
 

@@ -1,7 +1,7 @@
 // bench/common.h: what every benchmark in bench/ shares: its flags (--threads N, --smoke, --budget S,
 // --epochs N, --data DIR), the timing harness (warm-up, then the engines' calls interleaved round-robin
 // so that a load change on this shared machine hits them alike; median and min..max per engine), the
-// aligned table printer, and the "TARGET" lines that bench/run_all.sh collects into the summary of issue 5.
+// aligned table printer, and the "TARGET" lines that bench/run_all.sh collects into the summary.
 // Header-only; nothing here includes a libtorch header (that half lives in bench/torch_side.cpp).
 #pragma once
 #include <tensorgrad.h>
@@ -222,7 +222,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// ---- targets of issue 5 --------------------------------------------------------------------------
+// ---- targets --------------------------------------------------------------------------
 
 /// "met" / "MISSED", or "n/a" when the row could not be measured (no libtorch).
 inline std::string verdict(double value, bool met) { return std::isfinite(value) ? (met ? "met" : "MISSED") : "n/a"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/footprint.sh: the footprint benchmark of issue 5. Compiles bench/footprint/tg_user.cpp (<tensorgrad.h>)
+# bench/footprint.sh: the footprint benchmark. Compiles bench/footprint/tg_user.cpp (<tensorgrad.h>)
 # and bench/footprint/torch_user.cpp (<torch/torch.h>) with the same flags (-std=c++17 -O2, plus what a CMake
 # consumer of each library gets, from BUILD_DIR/bench/footprint.env): compile wall time (median of 3),
 # binary sizes, the summed file sizes of the shared libraries each binary loads (ldd closure), startup +

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/run_all.sh: what `make bench` runs after building: every benchmark of issue 5 at 1 and 2 threads,
-# the checkpoint benchmark (issue 7) once, then the footprint, each printing its own table; then the
+# bench/run_all.sh: what `make bench` runs after building: every benchmark at 1 and 2 threads,
+# the checkpoint benchmark once, then the footprint, each printing its own table; then the
 # summary of every "TARGET" line with its verdict (met / MISSED / n/a).
 # Usage: bench/run_all.sh BUILD_DIR [extra flags for every bench_* binary]
 # Exit status: non-zero when a benchmark failed to run (never because a target was missed).
@@ -12,7 +12,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 failed=()
 
-echo "tensorgrad benchmarks vs libtorch (issue 5) | $(date -u '+%Y-%m-%d %H:%M UTC') | $(uname -sr)"
+echo "tensorgrad benchmarks vs libtorch | $(date -u '+%Y-%m-%d %H:%M UTC') | $(uname -sr)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores;" \
   "$(grep -o 'avx512f' /proc/cpuinfo | head -1 || echo 'no avx512f')"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a benchmark adds ~1 per thread it runs; rows run well above that may be disturbed)"
@@ -30,7 +30,7 @@ for threads in 1 2; do
     [ "$rc" -eq 0 ] || failed+=("bench_$name --threads $threads (exit $rc)")
   done
 done
-# Checkpoint speed (issue 7) does not depend on the thread count: one run.
+# Checkpoint speed does not depend on the thread count: one run.
 "$build/bench/bench_checkpoint" "$@" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("bench_checkpoint (exit $rc)")
@@ -39,18 +39,18 @@ rc=${PIPESTATUS[0]}
 "$build/bench/bench_memory" --threads 1 "$@" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("bench_memory (exit $rc)")
-# Mixed precision (issue 12): one run on 1 thread.
+# Mixed precision: one run on 1 thread.
 "$build/bench/bench_amp" --threads 1 "$@" 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("bench_amp (exit $rc)")
-# int8 dynamic quantization (issue 16): 1 and 2 threads (oneDNN follows --threads, whatever
+# int8 dynamic quantization: 1 and 2 threads (oneDNN follows --threads, whatever
 # OMP_NUM_THREADS says: Note [oneDNN threads]).
 for t in 1 2; do
   "$build/bench/bench_quantized" --threads "$t" "$@" 2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || failed+=("bench_quantized --threads $t (exit $rc)")
 done
-# Layers and whole training steps of the examples (issue 17): 1 and 2 threads.
+# Layers and whole training steps of the examples: 1 and 2 threads.
 for name in layers train_steps; do
   for t in 1 2; do
     "$build/bench/bench_$name" --threads "$t" "$@" 2>&1 | tee -a "$log"
@@ -65,7 +65,7 @@ rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || failed+=("footprint.sh (exit $rc)")
 
 echo
-echo "== summary: the targets of issue 5 (ratios measured in the same run; lower time is better)"
+echo "== summary: the targets (ratios measured in the same run; lower time is better)"
 printf '%-6s  %-10s  %-46s %-10s %-44s %-37s %s\n' "" "load avg" "workload" "threads" "measured" "target" "verdict"
 grep '^TARGET' "$log"
 met=$(grep -c '^TARGET.* met$' "$log")

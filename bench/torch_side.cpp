@@ -34,7 +34,7 @@ namespace {
 int g_threads = 1;
 
 /// libtorch's matrix products go to the OpenBLAS it shares with tensorgrad in this process, and
-/// tensorgrad keeps OpenBLAS single-threaded (engine/parallel.h): before each libtorch repetition the
+/// tensorgrad keeps OpenBLAS single-threaded (core/parallel.h): before each libtorch repetition the
 /// thread count a libtorch user would have (OPENBLAS_NUM_THREADS = --threads) is set back.
 void restore_blas_threads() {
 #ifdef TG_BENCH_HAVE_OPENBLAS

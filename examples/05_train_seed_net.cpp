@@ -1,4 +1,4 @@
-// examples/05_train_seed_net.cpp: the training loop from API.md, as written there: an MLP trained with
+// examples/05_train_seed_net.cpp: the training loop of the README's first program: an MLP trained with
 // zero_grad / forward / loss / backward / step on one random batch, on the GPU when one is usable.
 #include <tensorgrad.h>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // (Linear -> ReLU -> Linear -> cross-entropy) on the best device here, watched op by op through a
 // BackwardTraceGuard: for each op the engine runs, its output's device, dtype and shape, and what did
 // the work. On the CPU that is tensorgrad's own loops, compiled three times (baseline x86-64, AVX2 + FMA,
-// AVX-512) with the best this processor runs chosen at start-up (engine/cpu_capability.h), and the
+// AVX-512) with the best this processor runs chosen at start-up (core/cpu_capability.h), and the
 // BLAS library for matrix products; on a GPU (or the CUDA emulator) the number of kernels, cuBLAS calls
 // and copies each op's backward queued (tg::cuda::detail::launch_count()). Then the same backward on
 // every CPU code path this processor supports, to show that the choice of loop changes the speed,

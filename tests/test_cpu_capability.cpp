@@ -1,4 +1,4 @@
-// tests/test_cpu_capability.cpp: the CPU code paths (engine/cpu_capability.h, Note [CPU capabilities]):
+// tests/test_cpu_capability.cpp: the CPU code paths (core/cpu_capability.h, Note [CPU capabilities]):
 // every kernel set this CPU can run against the baseline one, within bounds derived from the
 // computation (Note [Derived tolerances] in tests/testing.h); choosing a path by name, by value and
 // through TG_CPU_CAPABILITY (in a child process), and what tg::info() reports. The kernels' own
@@ -385,10 +385,10 @@ TEST_CASE("cpu capability: layer_norm's fused rows on every path match the basel
       });
 }
 
-TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every path give engine/half.h's bits") {
+TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every path give core/half.h's bits") {
   // The contiguous conversions of copy (kernels.inc convert_contiguous: F16C on the AVX2 and AVX-512
   // paths, AVX2 lanes for bfloat16) and prim::round_to_precision (the same in one pass) against the scalar round-to-nearest-even of
-  // engine/half.h: ties both ways, the largest finite values and the first that overflow, half's
+  // core/half.h: ties both ways, the largest finite values and the first that overflow, half's
   // subnormals and values below them, infinities, signed zeros; 203 values, so each path runs its
   // vector body and its tail. NaN converts to a NaN (payload bits may differ by path).
   std::vector<float> v{0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, -65520.0f, 65519.99f, 3.0e38f, -3.4e38f,

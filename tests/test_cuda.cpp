@@ -388,7 +388,7 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({"where", "broadcast cond (33), a (257, 33), b 0-d", {W({33}, 35, dt), W({257, 33}, 36, dt), W({}, 37, dt)}, f, R});
     t.push_back({"where", "zero-size", {W({0, 33}, 38, dt), W({0, 33}, 39, dt), W({33}, 40, dt)}, f, R});
   }
-  // ---- reductions (sizes reach the split and block paths of cuda/reduce.cu)
+  // ---- reductions (sizes reach the split and block paths of backend/cuda/reduce.cu)
   auto red = [&](const std::string& op, const std::string& what, Input in, Fn f) {
     t.push_back({op, what, {std::move(in)}, std::move(f), R});
   };
@@ -555,7 +555,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                  tg::manual_seed(9);
                  return tg::dropout(in[0], 0.4, true);
                }});
-  // ---- activations (ops/functors.h through both backends' unary kernels), masks, slicing views
+  // ---- activations (kernels/elementwise.h through both backends' unary kernels), masks, slicing views
   add(unary_cases("gelu", [](auto& a) { return tg::gelu(a); }, N, dt));
   add(unary_cases("gelu", [](auto& a) { return tg::gelu(a, "tanh"); }, N, dt, "tanh "));
   add(unary_cases("silu", [](auto& a) { return tg::silu(a); }, N, dt));
@@ -577,7 +577,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                    return tg::index(in[0], {tg::Slice(1, 200, 3), tg::indexing::None, tg::Slice(-20)}) * 2.0;
                  }});
   }
-  // ---- convolution and pooling (cuda/conv.cu against engine/cpu/conv.cpp)
+  // ---- convolution and pooling (backend/cuda/conv.cu against backend/cpu/conv.cpp)
   t.push_back({"conv2d", "(4, 6, 13, 11) groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
                {normal({4, 6, 13, 11}, 160, dt), normal({8, 3, 3, 2}, 161, dt), normal({8}, 162, dt)},
                [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); }, R});
@@ -937,7 +937,7 @@ bool graph_has(const Variable& y, const std::string& name) {
 
 TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in every floating dtype") {
   TG_NEED_CUDA();
-  // Note [Fused attention]: on CUDA the op records one fused node (the kernels of cuda/attention.cu);
+  // Note [Fused attention]: on CUDA the op records one fused node (the kernels of backend/cuda/attention.cu);
   // the CPU composes matmul and softmax. Each sample runs on CUDA in dt and on the CPU in dt (float32
   // for float16/bfloat16 inputs: the same values, the float32 arithmetic the kernels accumulate in).
   struct Sample {
@@ -1086,7 +1086,7 @@ TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
   }
 }
 
-// The vector path of binary ops (cuda/elementwise.cu) reads each operand whole, as one broadcast
+// The vector path of binary ops (backend/cuda/elementwise.cu) reads each operand whole, as one broadcast
 // element, or as a block of trailing dims repeated over the leading ones; other layouts take the
 // strided launcher. Every layout against the CPU, both operand orders, with vector tails (1001
 // elements), blocks that are and are not whole vectors, and a misaligned block.
@@ -1179,7 +1179,7 @@ TEST_CASE("cuda: optimizer updates match the CPU (SGD with momentum and Adam and
 }
 
 namespace {
-struct Net : tg::nn::Module {   // the MLP of API.md
+struct Net : tg::nn::Module {   // the tutorial MLP (README's first program)
   tg::nn::Linear fc1{784, 128}, fc2{128, 10};
   Net() {
     register_module("fc1", fc1);
@@ -1210,9 +1210,9 @@ std::vector<double> train_losses(Device device, bool momentum) {
 }
 }  // namespace
 
-TEST_CASE("cuda: the API.md MLP trains 20 steps to the same losses on both devices") {
+TEST_CASE("cuda: the tutorial MLP trains 20 steps to the same losses on both devices") {
   TG_NEED_CUDA();
-  for (bool momentum : {false, true}) {   // API.md's SGD(lr 0.01), then with momentum 0.9
+  for (bool momentum : {false, true}) {   // the tutorial's SGD(lr 0.01), then with momentum 0.9
     CAPTURE(momentum);
     const std::vector<double> cpu = train_losses(kCpu, momentum), gpu = train_losses(kGpu, momentum);
     REQUIRE(cpu.size() == gpu.size());
@@ -1390,7 +1390,7 @@ TEST_CASE("cuda: threads synchronizing one device see a recorded kernel error ex
 }
 
 namespace {
-/// The launches one SGD training step of the API.md MLP queues at `batch` (the third step: the first
+/// The launches one SGD training step of the tutorial MLP queues at `batch` (the third step: the first
 /// creates the momentum buffers).
 uint64_t mlp_step_launches(int64_t batch, bool momentum) {
   tg::manual_seed(0);
@@ -1433,7 +1433,7 @@ bool on_emulator() { return tg::cuda::info().find("CUDA emulator") != std::strin
 // folded in, fc2's input gradient, relu's, fc1's weight gradient with its bias gradient folded in; one
 // fused SGD launch. Without the epilogues each bias is a launch of its own forward, and each bias
 // gradient a column sum: one launch at batch 64, two (the split column sum's second pass) at 1024.
-TEST_CASE("cuda: one training step of the API.md MLP queues 11 launches at batch 64 and 1024 (15 and 17 unfolded)") {
+TEST_CASE("cuda: one training step of the tutorial MLP queues 11 launches at batch 64 and 1024 (15 and 17 unfolded)") {
   TG_NEED_CUDA();
   for (bool momentum : {false, true}) {
     CAPTURE(momentum);

@@ -1,4 +1,4 @@
-// tests/test_cuda_allocator.cpp: the CUDA caching allocator's pool logic (cuda/caching_allocator.h) on
+// tests/test_cuda_allocator.cpp: the CUDA caching allocator's pool logic (backend/cuda/caching_allocator.h) on
 // the CPU, through a fake raw allocator with a capacity: rounding, small/large pool selection, reuse
 // limits, release-and-retry on out-of-memory, the OutOfMemoryError message, statistics and
 // passthrough mode. Runs on every machine, with or without CUDA; the device side is tested in
@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "tensorgrad/cuda/caching_allocator.h"
+#include "tensorgrad/backend/cuda/caching_allocator.h"
 #include "testing.h"
 
 using tg::cuda::detail::CachingAllocator;
@@ -207,7 +207,7 @@ TEST_CASE("cuda allocator: passthrough mode rounds only to 4 bytes and caches no
   CHECK(dev.mallocs == 2);
   a.deallocate(q);
   CHECK(dev.in_use == 0);
-  void* r = a.allocate(1001);   // to the 32-bit word only (the narrow atomics of cuda/index.cu)
+  void* r = a.allocate(1001);   // to the 32-bit word only (the narrow atomics of backend/cuda/index.cu)
   CHECK(dev.last_request == 1004);
   a.deallocate(r);
   CHECK(dev.in_use == 0);

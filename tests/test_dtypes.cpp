@@ -1,4 +1,4 @@
-// tests/test_dtypes.cpp: the dtype table (Note [The dtype table]), the 16-bit conversions (engine/half.h),
+// tests/test_dtypes.cpp: the dtype table (Note [The dtype table]), the 16-bit conversions (core/half.h),
 // type promotion (Note [Type promotion]), bool results, every op in float16 and bfloat16 against
 // float32 (Note [Low precision through float32]), and master weights (Note [Master weights]).
 #include <cmath>
@@ -116,7 +116,7 @@ TEST_CASE("dtypes: the table gives every dtype a size, a name and a kind") {
     CHECK(std::string(tg::dtype_name(r.d)) == r.name);
     CHECK(tg::is_floating(r.d) == r.floating);
     CHECK(tg::is_low_precision(r.d) == (r.d == tg::kFloat16 || r.d == tg::kBFloat16));
-    CHECK(tg::zeros({3}, r.d).dtype() == r.d);   // TensorOptions converts from a DType (API.md)
+    CHECK(tg::zeros({3}, r.d).dtype() == r.d);   // TensorOptions converts from a DType
   }
   const auto bad = static_cast<tg::DType>(200);
   TG_CHECK_THROWS(tg::dtype_size(bad), tg::DTypeError, "not in the dtype table");

@@ -1,4 +1,4 @@
-// tests/test_errors.cpp: the error contract of DESIGN.md section 7: each bad input raises the right
+// tests/test_errors.cpp: the error contract of docs/guarantees.md: each bad input raises the right
 // tg::Error subclass with a message a user can act on, before anything is allocated or computed.
 #include <cmath>
 #include <limits>
@@ -128,7 +128,7 @@ TEST_CASE("errors: CPU allocation failure raises OutOfMemoryError with the size 
 }
 
 // ------------------------------------------------------------------------------------------------
-// Overlapping writes (Note [Overlapping writes], engine/prim.cpp): refused as PyTorch refuses them
+// Overlapping writes (Note [Overlapping writes], prim/prim.cpp): refused as PyTorch refuses them
 
 namespace {
 Variable square3(uint64_t seed) { return testing::randn64({3, 3}, seed, false); }

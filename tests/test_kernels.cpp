@@ -1,7 +1,7 @@
 // tests/test_kernels.cpp: the CPU backend's fast paths against slow references: the vectorizable float
-// exp (ops/functors.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
-// softmax / cross-entropy kernels (engine/cpu/, Notes [CPU capabilities] and [Row blocks]), and
-// the thread pool with the matrix products split over it (engine/parallel.h, Note [One thread pool]).
+// exp (kernels/elementwise.h, Note [Vectorizable exp]), the SIMD-cloned contiguous loops and the row-block
+// softmax / cross-entropy kernels (backend/cpu/, Notes [CPU capabilities] and [Row blocks]), and
+// the thread pool with the matrix products split over it (core/parallel.h, Note [One thread pool]).
 #include "testing.h"
 
 #include <signal.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensorgrad/engine/parallel.h"
+#include "tensorgrad/core/parallel.h"
 
 namespace {
 
@@ -130,7 +130,7 @@ TEST_CASE("softmax rows with NaN give NaN rows and leave the other rows alone") 
   for (int i = 0; i < 40; ++i) CHECK_MESSAGE(std::isnan(y[i]) == (i / 10 == 1), "element " << i);
 }
 
-TEST_CASE("kernel family rules (ops/reduce_math.h, ops/softmax_math.h) give PyTorch's values on every path") {
+TEST_CASE("kernel family rules (kernels/reduce.h, kernels/softmax_loss.h) give PyTorch's values on every path") {
   // Note [Kernel families]: one body per rule, run by the contiguous fast paths and the strided loops
   // alike. The expected values are PyTorch's (torch.softmax / argmax / cross_entropy on the same rows).
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
@@ -196,7 +196,7 @@ TEST_CASE("cross_entropy over row blocks matches the double reference with smoot
   }
 }
 
-// ---- the CPU thread pool (engine/parallel.h, Note [One thread pool]); "thread" in the names puts these
+// ---- the CPU thread pool (core/parallel.h, Note [One thread pool]); "thread" in the names puts these
 // in the ThreadSanitizer stage of .ci/run.
 
 TEST_CASE("thread pool: every index of a loop runs exactly once and chunks are disjoint") {

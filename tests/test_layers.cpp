@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/engine/cpu/conv.h"
+#include "tensorgrad/backend/cpu/conv.h"
 #include "testing.h"
 
 using tg::Variable;
@@ -482,7 +482,7 @@ TEST_CASE("layers: scaled_dot_product_attention is softmax(q k^T scale + mask) v
 }
 
 TEST_CASE("layers: the fused attention's host reference (prim::attention) matches the composed path") {
-  // engine/cpu/attention.cpp is the arithmetic of the CUDA kernels (Note [Fused attention]): the
+  // backend/cpu/attention.cpp is the arithmetic of the CUDA kernels (Note [Fused attention]): the
   // online-softmax forward with its saved log-sum-exp, and the backward that recomputes the
   // probabilities. Here it is checked against the composed op (matmul, softmax) on the CPU, values and
   // gradients, with the mask read through AttentionArgs' strides as ops/attention.cpp sets them.

@@ -1,5 +1,5 @@
 // tests/test_nn.cpp: Module registration and traversal, Linear's init, Sequential, the losses, SGD's
-// update formulas against hand-computed values, and the API.md training loop converging.
+// update formulas against hand-computed values, and the tutorial training loop converging.
 #include <sstream>
 
 #include "testing.h"
@@ -129,7 +129,7 @@ TEST_CASE("Module::to(dtype) moves parameters in place: an optimizer built befor
   }
 }
 
-TEST_CASE("the API.md training loop lowers the loss on a learnable problem") {
+TEST_CASE("the tutorial training loop lowers the loss on a learnable problem") {
   tg::manual_seed(1);
   tg::nn::Sequential model;
   model.add<tg::nn::Linear>(20, 32);

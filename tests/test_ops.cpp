@@ -103,7 +103,7 @@ TEST_CASE("NaN in gives NaN out: relu clamp max min softmax") {
   for (double v : s) CHECK(std::isnan(v));
 }
 
-// Note [NaN and infinity] (ops/functors.h): the rules, each as PyTorch computes it.
+// Note [NaN and infinity] (kernels/elementwise.h): the rules, each as PyTorch computes it.
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
 /// Every value NaN.

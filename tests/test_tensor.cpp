@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "tensorgrad/engine/allocator.h"
+#include "tensorgrad/core/allocator.h"
 #include "testing.h"
 
 using tg::Tensor;

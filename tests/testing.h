@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 #include <tensorgrad.h>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 
 #include <cmath>
 #include <cstdio>
@@ -67,8 +67,8 @@ struct CpuCapabilityGuard {
 };
 
 /// While alive, the CPU runs bfloat16 products through float32 (Note [Low precision through float32]
-/// in engine/prim.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
-/// oneDNN] in engine/cpu/blas.cpp): the CPU code path drops from avx512 to avx2 for the guard's life
+/// in prim/prim.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
+/// oneDNN] in backend/cpu/blas.cpp): the CPU code path drops from avx512 to avx2 for the guard's life
 /// (every AVX-512 CPU runs AVX2), and comes back after.
 struct Bf16ProductsThroughFloat32 : CpuCapabilityGuard {
   Bf16ProductsThroughFloat32() {

@@ -74,8 +74,8 @@ canary() {
   fi
 }
 
-# The first __syncthreads of block_allreduce (cuda/detail/kernels.cuh): partial results written, read by warp 0.
-kernels=src/tensorgrad/cuda/detail/kernels.cuh
+# The first __syncthreads of block_allreduce (backend/cuda/kernels.cuh): partial results written, read by warp 0.
+kernels=src/tensorgrad/backend/cuda/kernels.cuh
 barrier_line="$(awk '/block_allreduce\(/ {inside = 1} inside && /__syncthreads\(\)/ {print NR; exit}' "$kernels")"
 
 if build_tree "$build" -DCMAKE_BUILD_TYPE=Release; then

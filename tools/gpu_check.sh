@@ -246,7 +246,7 @@ done
 sanitize_sets=(
   "memcheck|55||cuda parity: every op and gradient in float32*,cuda: tensors move*,cuda: creation*,cuda parity: *int64*,cuda: an out-of-range*,cuda: optimizer*,cuda: pinned*|--tool memcheck --leak-check no"
   "racecheck|35|rows|cuda parity: every op and gradient in float32*,cuda: reductions*|--tool racecheck"
-  "initcheck|30||cuda: tensors move*,cuda: creation*,cuda: optimizer*,cuda: reductions*,cuda: the API.md MLP*|--tool initcheck"
+  "initcheck|30||cuda: tensors move*,cuda: creation*,cuda: optimizer*,cuda: reductions*,cuda: the tutorial MLP*|--tool initcheck"
   "synccheck|20|rows|cuda parity: every op and gradient in float32*,cuda: reductions*|--tool synccheck"
 )
 for entry in "${sanitize_sets[@]}"; do

@@ -38,7 +38,7 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
   cmake --build build-tsan -j"$jobs" --target tensorgrad_tests sanitizer_canary
   echo "== TSan: the concurrency tests"
   # Threads in these: backward from 8 threads, grad mode per thread, the DataLoader's prefetch thread,
-  # the CPU thread pool (engine/parallel.cpp).
+  # the CPU thread pool (core/parallel.cpp).
   concurrency='no_grad: *,independent graphs backward concurrently*,data: DataLoader*,*concurren*,*thread*'
   build-tsan/tests/tensorgrad_tests -ltc -tc="$concurrency" | grep -v '^\[doctest\]\|^====' || true
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp" \

@@ -2,6 +2,13 @@
 // through the umbrella header. --info prints tg::cuda::info(); --rss prints the peak resident memory;
 // --nccl prints whether the "nccl" process group can run and, when not, init_process_group's error.
 #include <tensorgrad.h>
+// Paths public headers had before the floors (forwarding headers, kept for one release): a consumer
+// written against them still compiles.
+#include <tensorgrad/amp/grad_scaler.h>
+#include <tensorgrad/cuda/cuda.h>
+#include <tensorgrad/engine/variable.h>
+#include <tensorgrad/nn/serialize.h>
+#include <tensorgrad/ops/functors.h>
 
 #include <cmath>
 #include <cstdio>

@@ -11,7 +11,7 @@
 
 #include "cublas_v2.h"
 #include "emulator.h"
-#include "tensorgrad/engine/half.h"
+#include "tensorgrad/core/half.h"
 
 struct cublasContext {
   int device;

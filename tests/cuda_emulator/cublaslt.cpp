@@ -4,7 +4,7 @@
 // double compute; epilogues DEFAULT, BIAS, BGRADA and BGRADB) and refuses the others with
 // CUBLAS_STATUS_NOT_SUPPORTED, and a reference matmul (column-major, as cuBLASLt) that computes the
 // product and its epilogue in double. Every matrix and the bias vector must lie in device memory of
-// the handle's device (what a GPU would fault on). src/tensorgrad/cuda/libraries.cpp points its table
+// the handle's device (what a GPU would fault on). src/tensorgrad/backend/cuda/libraries.cpp points its table
 // here in the emulator build.
 #include <cstdint>
 #include <cstring>
@@ -13,7 +13,7 @@
 
 #include "cublasLt.h"
 #include "emulator.h"
-#include "tensorgrad/engine/half.h"
+#include "tensorgrad/core/half.h"
 
 struct cublasLtContext {
   int device;

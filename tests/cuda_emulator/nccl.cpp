@@ -5,7 +5,7 @@
 // communicator's device and the stream must belong to it (what NCCL would fault on). Several ranks
 // are refused with ncclInvalidUsage. With TG_CUDA_EMULATE_NCCL_STALL=1 (Note [Emulator settings]) a
 // collective answers ncclInProgress and never completes, as one whose peer never arrives does on a
-// non-blocking communicator. src/tensorgrad/cuda/nccl.cpp points its table here.
+// non-blocking communicator. src/tensorgrad/backend/cuda/nccl.cpp points its table here.
 #include <cstdlib>
 #include <cstring>
 #include <set>

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/cuda/detail/launch.cuh"
+#include "tensorgrad/backend/cuda/launch.cuh"
 
 namespace {
 

@@ -22,7 +22,7 @@
 // float64 operands compute in PyTorch's result type (Note [Type promotion]: a 0-d operand counts only
 // next to another 0-d one), each converted to it first; gt and eq give bool, which the program converts
 // to the result type; where's condition is c != 0. In-place
-// writes follow Note [Overlapping writes] (engine/prim.cpp), decided here by brute force over the
+// writes follow Note [Overlapping writes] (prim/prim.cpp), decided here by brute force over the
 // element offsets: a written tensor that reaches one location through several elements (an expanded
 // view), or an input sharing memory with the written tensor without being the same view, must be
 // refused (a tg::Error, nothing changed). When either tensor of such a pair is not a permutation of a
@@ -35,7 +35,7 @@
 // was overwritten, the graph was already freed); the gradients of the pool's leaves must have the
 // leaves' shapes, and must be finite when every tensor so far was float64 and every value was 0 or of
 // magnitude in [2^-8, 2^8] (every local derivative is then bounded: an inf or NaN gradient is a bug).
-// Softmax rows follow Note [NaN and infinity] (ops/functors.h): NaN everywhere when a row holds NaN or
+// Softmax rows follow Note [NaN and infinity] (kernels/elementwise.h): NaN everywhere when a row holds NaN or
 // +inf or only -inf; a -inf among finite values gives 0 (log_softmax -inf). The sign of zero is not
 // modelled, so x / 0 is compared only as 0 / 0 = NaN.
 // Any other exception type, a crash or a sanitizer report is a bug; fuzz::bug prints the program.
@@ -724,7 +724,7 @@ class Program {
   }
 
   /// An elementwise op over broadcast inputs (their references), in dtype t.
-  /// PyTorch's result type of two floating tensors (Note [Type promotion] in engine/prim.cpp): a 0-d
+  /// PyTorch's result type of two floating tensors (Note [Type promotion] in prim/prim.cpp): a 0-d
   /// operand decides only when the other is 0-d too; float64 wins otherwise.
   static DType result_of(const RTensor& a, const RTensor& b) {
     const bool a0 = a.rank() == 0, b0 = b.rank() == 0;

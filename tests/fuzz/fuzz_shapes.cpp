@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_shapes.cpp: libFuzzer target for shape handling in ops/ (and engine/tensor.cpp views).
+// tests/fuzz/fuzz_shapes.cpp: libFuzzer target for shape handling in ops/ (and core/tensor.cpp views).
 // The input bytes pick an op and its operands: ranks 0-4, sizes including 0, 1, 2^31 and 2^62 (huge
 // ones only as zero-stride expanded views, never allocated), contiguous, transposed or expanded
 // layouts, dims and target shapes including -1, negative and out-of-range values. An independent

@@ -23,7 +23,7 @@ namespace {
 // ==== The launch counter: the one place it is read =====================================================
 // tools/gpu_probe/CMakeLists.txt defines TG_PROBE_HAVE_LAUNCH_COUNT=1 when a program calling
 // tg::cuda::detail::launch_count() (the units of work queued on CUDA streams so far: kernel launches,
-// cuBLAS calls, stream memsets and copies; src/tensorgrad/cuda/cuda.h) compiles and links against the
+// cuBLAS calls, stream memsets and copies; src/tensorgrad/core/accelerator.h) compiles and links against the
 // installed tensorgrad. Without it the MLP rows print "launches: n/a (no counter in this build)". A
 // counter under another name or header is hooked here and only here.
 std::optional<uint64_t> launches_so_far() {
@@ -230,7 +230,7 @@ void bench(Table& t, int log2n) {
     t.flops("bmm_f32", "batched matmul f32 (strided)", dims({batch, s, s, s}), 2.0 * batch * s * s * s,
             [&] { c = tg::matmul(x, y); });
   }
-  // fused causal attention (cuda/attention.cu): (B, H, L, E) = (4, 8, L, 64), L = m / 4; the FLOPs
+  // fused causal attention (backend/cuda/attention.cu): (B, H, L, E) = (4, 8, L, 64), L = m / 4; the FLOPs
   // counted are the useful ones, 4 B H L^2 E / 2 for the forward (q k^T and p v under the causal
   // triangle) and 2.5x that for forward and backward; tools/gpu_torch_bench.py times
   // torch.nn.functional.scaled_dot_product_attention on the same shape

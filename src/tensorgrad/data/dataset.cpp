@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace data {

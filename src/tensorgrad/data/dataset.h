@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 namespace data {

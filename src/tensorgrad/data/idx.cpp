@@ -14,8 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/tensor.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/core/tensor.h"
 
 namespace tg {
 namespace data {

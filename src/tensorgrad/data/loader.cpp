@@ -16,10 +16,10 @@
 #include <thread>
 #include <utility>
 
-#include "tensorgrad/cuda/cuda.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/parallel.h"
+#include "tensorgrad/core/accelerator.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/core/parallel.h"
 
 
 namespace tg {

@@ -6,7 +6,7 @@
 #include <random>
 #include <utility>
 
-#include "tensorgrad/engine/error.h"
+#include "tensorgrad/core/error.h"
 
 namespace tg {
 namespace data {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/engine/tensor.h"
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 namespace distributed {

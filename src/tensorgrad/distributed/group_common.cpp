@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "tensorgrad/distributed/tcp_store.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/shape.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/core/shape.h"
 
 namespace tg {
 namespace distributed {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "tensorgrad/cuda/cuda.h"
+#include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/distributed/backends.h"
-#include "tensorgrad/engine/error.h"
+#include "tensorgrad/core/error.h"
 
 #ifndef TENSORGRAD_WITH_GLOO
 #define TENSORGRAD_WITH_GLOO 0
@@ -16,7 +16,7 @@
 #define TENSORGRAD_WITH_NCCL 0
 #endif
 #if TENSORGRAD_WITH_NCCL
-#include "tensorgrad/cuda/nccl.h"
+#include "tensorgrad/backend/cuda/nccl.h"
 #endif
 
 namespace tg {
@@ -98,7 +98,7 @@ detail::Rendezvous parse(const InitOptions& o) {
 bool is_available() noexcept { return TENSORGRAD_WITH_GLOO != 0 || TENSORGRAD_WITH_NCCL != 0; }
 
 namespace {
-/// Empty when backend 'nccl' can run here, else what is missing (Note [NCCL at run time], cuda/nccl.cpp).
+/// Empty when backend 'nccl' can run here, else what is missing (Note [NCCL at run time], backend/cuda/nccl.cpp).
 std::string nccl_missing() noexcept {
 #if TENSORGRAD_WITH_NCCL
   return cuda::nccl::unavailable_reason();

@@ -19,9 +19,9 @@
 #include <mutex>
 
 #include "tensorgrad/distributed/group_common.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/prim.h"
-#include "tensorgrad/engine/shape.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/core/shape.h"
 
 namespace tg {
 namespace distributed {

@@ -2,17 +2,17 @@
 // makes NCCL's unique id and publishes it through the group's store (env:// or file://,
 // distributed/group_common.h), every rank joins the communicator on its device, and each collective
 // all-gathers the collective headers on the device (Note [Collective headers]) before its data moves.
-// Compiled only with the CUDA backend; NCCL itself is opened at run time by cuda/nccl.cpp.
+// Compiled only with the CUDA backend; NCCL itself is opened at run time by backend/cuda/nccl.cpp.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "tensorgrad/cuda/cuda.h"
-#include "tensorgrad/cuda/nccl.h"
+#include "tensorgrad/core/accelerator.h"
+#include "tensorgrad/backend/cuda/nccl.h"
 #include "tensorgrad/distributed/group_common.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/prim.h"
-#include "tensorgrad/engine/shape.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/core/shape.h"
 
 namespace tg {
 namespace distributed {
@@ -33,6 +33,18 @@ int pick_device() {
   TG_CHECK(n < count, DistributedError, "init_process_group: backend 'nccl' runs one rank per GPU, but LOCAL_RANK=", n,
            " and only ", count, count == 1 ? " CUDA device is" : " CUDA devices are", " visible");
   return static_cast<int>(n);
+}
+
+/// distributed::ReduceOp as the NCCL wrapper of the backend floor spells it.
+cuda::nccl::RedOp nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM: return cuda::nccl::RedOp::Sum;
+    case ReduceOp::AVG: return cuda::nccl::RedOp::Avg;
+    case ReduceOp::PRODUCT: return cuda::nccl::RedOp::Product;
+    case ReduceOp::MIN: return cuda::nccl::RedOp::Min;
+    case ReduceOp::MAX: return cuda::nccl::RedOp::Max;
+  }
+  return cuda::nccl::RedOp::Sum;
 }
 
 class NcclGroup final : public ProcessGroup {
@@ -70,7 +82,7 @@ class NcclGroup final : public ProcessGroup {
     exchange_headers(kAllReduce, &t, static_cast<int64_t>(op));
     if (t.numel() == 0) return;
     Tensor buf = staging(t);
-    run("all_reduce", [&] { return comm_->all_reduce(buf, op); });
+    run("all_reduce", [&] { return comm_->all_reduce(buf, nccl_op(op)); });
     finish(t, buf);
   }
 
@@ -125,7 +137,7 @@ class NcclGroup final : public ProcessGroup {
              "); call destroy_process_group() and init_process_group() again");
   }
 
-  /// Queues f's collective, then waits for it (Note [NCCL timeouts] in cuda/nccl.cpp); a failure or a
+  /// Queues f's collective, then waits for it (Note [NCCL timeouts] in backend/cuda/nccl.cpp); a failure or a
   /// timeout breaks the group and raises, naming the rank when the store knows it.
   template <class F>
   void run(const char* op, F&& f) {

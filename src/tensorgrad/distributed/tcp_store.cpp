@@ -21,7 +21,7 @@
 #include <set>
 #include <thread>
 
-#include "tensorgrad/engine/error.h"
+#include "tensorgrad/core/error.h"
 
 namespace tg {
 namespace distributed {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "tensorgrad/engine/error.h"
+#include "tensorgrad/core/error.h"
 
 namespace tg {
 namespace nn {

@@ -1,7 +1,7 @@
 /// \file
 /// nn/activation.h: the activation modules GELU, SiLU, Softplus and LeakyReLU with PyTorch's options
 /// (torch::nn::GELUOptions, ...), each forward one call into ops/ops.h. ReLU, Sigmoid and Tanh are in
-/// nn/layers.h; the math is in ops/functors.h.
+/// nn/layers.h; the math is in kernels/elementwise.h.
 #pragma once
 #include <memory>
 #include <string>

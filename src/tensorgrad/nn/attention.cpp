@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/nn/init.h"
 
 namespace tg {

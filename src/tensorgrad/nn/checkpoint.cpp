@@ -1,6 +1,6 @@
 // nn/checkpoint.cpp: tg::checkpoint and tg::checkpoint_sequential. The forward runs the function once
 // to find what it reads, keeps the inputs, and records one "checkpoint" Node; that Node's rule runs
-// the function again and backpropagates through it with the partial backward of engine/autograd.cpp
+// the function again and backpropagates through it with the partial backward of autograd/engine.cpp
 // (Note [Partial backward]). The random stream's position comes from ops/creation.h.
 #include "tensorgrad/nn/checkpoint.h"
 
@@ -8,9 +8,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "tensorgrad/amp/autocast.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/saved_hooks.h"
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/autograd/saved_hooks.h"
 #include "tensorgrad/ops/creation.h"
 
 namespace tg {

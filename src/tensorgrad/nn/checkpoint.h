@@ -2,12 +2,12 @@
 /// nn/checkpoint.h: gradient checkpointing (torch.utils.checkpoint, non-reentrant): tg::checkpoint
 /// keeps only a function's inputs for backward and runs the function again, with grad, when backward
 /// reaches it; tg::checkpoint_sequential does that for the segments of an nn::Sequential. The partial
-/// backward through the recomputed graph is engine/autograd.cpp (Note [Partial backward]).
+/// backward through the recomputed graph is autograd/engine.cpp (Note [Partial backward]).
 #pragma once
 #include <functional>
 #include <vector>
 
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/autograd/variable.h"
 #include "tensorgrad/nn/layers.h"
 
 namespace tg {

@@ -2,7 +2,7 @@
 // copies), scatter and gather (differentiable row splits and concatenation across devices), and
 // parallel_apply (one thread per replica, the caller's grad mode and autocast state inside).
 // Module::clone is in nn/module.cpp; the backward engine that sums the replicas' gradients is
-// engine/autograd.cpp.
+// autograd/engine.cpp.
 #include "tensorgrad/nn/data_parallel.h"
 
 #include <exception>
@@ -10,12 +10,12 @@
 #include <thread>
 #include <utility>
 
-#include "tensorgrad/amp/autocast.h"
-#include "tensorgrad/cuda/cuda.h"
-#include "tensorgrad/engine/backend.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/core/accelerator.h"
+#include "tensorgrad/backend/backend.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

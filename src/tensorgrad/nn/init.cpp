@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "tensorgrad/engine/philox.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/kernels/philox.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace nn {

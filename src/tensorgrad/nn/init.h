@@ -2,7 +2,7 @@
 /// nn/init.h: in-place parameter initialisers with PyTorch's names and formulas (torch.nn.init).
 /// Each fills an existing Variable without recording a graph; random ones draw from the Philox stream.
 #pragma once
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 namespace nn {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/nn/init.h"
 
 namespace tg {

@@ -1,5 +1,5 @@
 // nn/module.cpp: Module registration, traversal (iterative), in-place moves, forward hooks, clone()
-// and printing. The hook lists are in engine/hooks.h.
+// and printing. The hook lists are in autograd/hooks.h.
 #include "tensorgrad/nn/module.h"
 
 #include <algorithm>
@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tensorgrad/engine/backend.h"
-#include "tensorgrad/engine/error.h"
+#include "tensorgrad/backend/backend.h"
+#include "tensorgrad/core/error.h"
 #include "tensorgrad/nn/init.h"
 
 namespace tg {

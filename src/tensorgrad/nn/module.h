@@ -2,7 +2,7 @@
 /// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
 /// traversal with dotted names, device/dtype moves in place, train/eval, forward hooks, clone(),
 /// printing. Layers are in nn/layers.h; the ops they call in ops/ops.h; tensor hooks in
-/// engine/variable.h.
+/// autograd/variable.h.
 #pragma once
 #include <deque>
 #include <functional>
@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/hooks.h"
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/autograd/hooks.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 namespace nn {
@@ -262,7 +262,7 @@ class Module {
   bool training_ = true;
   std::deque<Variable> held_;                                  // hold(): stable addresses
   std::map<std::string, std::shared_ptr<void>> extensions_;   // extension()
-  tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in engine/autograd.cpp
+  tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in autograd/engine.cpp
   std::string name_;                                        // Module(name); empty: the class name
   std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr
 };

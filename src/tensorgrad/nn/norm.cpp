@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace nn {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <sstream>
 
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/creation.h"
 #include "tensorgrad/ops/ops.h"
 

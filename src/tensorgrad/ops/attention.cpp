@@ -1,5 +1,5 @@
-// ops/attention.cpp: scaled_dot_product_attention. On CUDA it runs fused kernels (cuda/attention.cu,
-// through engine/prim_attention.cpp) with its backward below; elsewhere, and for what the kernels do
+// ops/attention.cpp: scaled_dot_product_attention. On CUDA it runs fused kernels (backend/cuda/attention.cu,
+// through prim/attention.cpp) with its backward below; elsewhere, and for what the kernels do
 // not cover, it is composed of differentiable ops (matmul, where, softmax, dropout), which need no
 // backward of their own. Note [Fused attention] says which case takes which path. The module built
 // on it, nn::MultiheadAttention, is in nn/attention.h.
@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/amp/autocast.h"
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -45,7 +45,7 @@ Variable as_batched(const Variable& x, const Shape& batch, int64_t B) {
 // scale, and a bool or additive float mask that broadcasts as the composed path's does, read in place
 // through its strides when its batch dims fold into two strides (any (L, S), (N, 1, L, S), (N, H, 1,
 // S), ... mask), else copied once to a contiguous (B, L, S) mask. The composed path runs instead:
-//   - on the CPU (BLAS matrix products are fast there; engine/cpu/attention.cpp is the fused kernels'
+//   - on the CPU (BLAS matrix products are fast there; backend/cpu/attention.cpp is the fused kernels'
 //     host reference, reached through prim::attention, for tests),
 //   - with dropout_p > 0: the composed path's dropout mask is drawn over the materialised (B..., L, S)
 //     probabilities, which a kernel that never materialises them cannot reproduce,

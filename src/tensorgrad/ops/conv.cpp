@@ -1,11 +1,11 @@
 // ops/conv.cpp: conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
 // (ranks, channels, groups, kernel against the padded input) with PyTorch's messages, then the
-// forward through engine/prim_conv.cpp and the backward right below it. Kernels: Backend::conv2d and
-// the pooling methods (engine/cpu/conv.cpp, cuda/conv.cu). Modules wrapping these: nn/conv.h.
+// forward through prim/conv.cpp and the backward right below it. Kernels: Backend::conv2d and
+// the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). Modules wrapping these: nn/conv.h.
 #include <sstream>
 #include <string>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

@@ -1,9 +1,9 @@
-// ops/creation.cpp: factory functions. Random ones draw from the one Philox stream (engine/prim.cpp),
+// ops/creation.cpp: factory functions. Random ones draw from the one Philox stream (prim/prim.cpp),
 // so the same manual_seed gives the same values on every device.
 #include "tensorgrad/ops/creation.h"
 
-#include "tensorgrad/engine/philox.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/kernels/philox.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 

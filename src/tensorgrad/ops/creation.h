@@ -1,13 +1,13 @@
 /// \file
 /// ops/creation.h: factory functions (tg::randn, tg::zeros, ...) and the random seed. Not
 /// differentiable ops: results are leaves, requiring grad only when the options say so.
-/// Defined in ops/creation.cpp; the Philox generator behind them is engine/philox.h.
+/// Defined in ops/creation.cpp; the Philox generator behind them is kernels/philox.h.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "tensorgrad/engine/prim.h"
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 

@@ -1,11 +1,11 @@
 // ops/elementwise.cpp: differentiable elementwise ops. Forward through prim:: (device-dispatched,
 // no graph), backward recorded right below it. Rules are written for equal shapes: the engine sums
-// each gradient back to its input's shape (engine/autograd.cpp). Scalar math: ops/functors.h.
+// each gradient back to its input's shape (autograd/engine.cpp). Scalar math: kernels/elementwise.h.
 #include <cmath>
 #include <string>
 
-#include "tensorgrad/amp/autocast.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -100,7 +100,7 @@ Variable pow(const Variable& a_in, const Variable& b_in) {
   SavedTensor b_saved = need ? SavedTensor(b) : SavedTensor();
   SavedTensor out_saved = need && b.requires_grad() ? SavedTensor(out, "pow") : SavedTensor();
   // The formulas are 0 * inf = NaN where the limit is 0, so those points are set to 0, as PyTorch
-  // does (Note [NaN and infinity] in ops/functors.h): d/da where b == 0 (a^0 is constant in a, even
+  // does (Note [NaN and infinity] in kernels/elementwise.h): d/da where b == 0 (a^0 is constant in a, even
   // at a = 0), d/db where a == 0 and b >= 0 (0^b is constant in b there).
   return record("pow", out, {a, b}, [a_saved, b_saved, out_saved](const Tensor& grad, Grads& g) {
     const Tensor& at = a_saved.get();
@@ -141,7 +141,7 @@ Variable lt(const Variable& a, const Variable& b) { return Variable(prim::binary
 Variable ge(const Variable& a, const Variable& b) { return Variable(prim::binary(BinaryOp::Ge, a.data(), b.data(), "ge")); }
 Variable le(const Variable& a, const Variable& b) { return Variable(prim::binary(BinaryOp::Le, a.data(), b.data(), "le")); }
 
-// ---- activations of torch.nn.functional (scalar math in ops/functors.h)
+// ---- activations of torch.nn.functional (scalar math in kernels/elementwise.h)
 Variable gelu(const Variable& x, const std::string& approximate) {
   TG_CHECK(approximate == "none" || approximate == "tanh", Error, "gelu: approximate must be \"none\" or \"tanh\", got \"",
            approximate, "\"");

@@ -2,7 +2,7 @@
 // an int64 Variable and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
 #include <string>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

@@ -1,8 +1,8 @@
 // ops/inplace.cpp: in-place ops (add_ sub_ mul_ zero_ fill_ copy_). They write through prim::*_,
-// which bumps the storage's version counter (Note [Version counter] in engine/variable.h). On a
+// which bumps the storage's version counter (Note [Version counter] in autograd/variable.h). On a
 // non-leaf that requires grad they re-record its history: the old value becomes input 0 of a new
 // Node, as PyTorch's rebase_history does.
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

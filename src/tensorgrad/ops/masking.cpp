@@ -2,7 +2,7 @@
 // below it, and their Variable methods. The masks of tril/triu are built on the input's device from
 // two aranges, so both backends run them without a kernel of their own. where itself is in
 // ops/elementwise.cpp, its kernels in the backends.
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

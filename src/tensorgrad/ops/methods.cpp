@@ -1,6 +1,6 @@
 // ops/methods.cpp: Variable's op methods and the operators, each a one-line call of the free
 // function in ops/ops.h, plus the differentiable device/dtype moves Variable::to.
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

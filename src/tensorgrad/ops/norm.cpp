@@ -8,10 +8,10 @@
 #include <sstream>
 #include <vector>
 
-#include "tensorgrad/engine/cpu/norm.h"
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/parallel.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/backend/cpu/norm.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/core/parallel.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -108,7 +108,7 @@ Variable composed_norm(const char* name, const Variable& input, const Variable& 
 }
 
 /// Whether layer_norm runs on the fused CPU rows: CPU float32/float64, weight and bias of the same
-/// dtype and device when given. See Note [Fused layer_norm rows on the CPU] in engine/cpu/norm.cpp.
+/// dtype and device when given. See Note [Fused layer_norm rows on the CPU] in backend/cpu/norm.cpp.
 bool fused_layer_norm(const Variable& input, const Variable& weight, const Variable& bias) {
   const DType dt = input.dtype();
   if (!input.device().is_cpu() || (dt != kFloat32 && dt != kFloat64)) return false;

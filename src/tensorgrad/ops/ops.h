@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/engine/indexing.h"
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/core/indexing.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 
@@ -114,7 +114,7 @@ Variable argmax(const Variable& x);
 Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
 ///@}
 
-// ---- sorting (ops/sort.cpp); Note [Sort order] in engine/prim.cpp
+// ---- sorting (ops/sort.cpp); Note [Sort order] in prim/prim.cpp
 /// The values and int64 indices of sort(), topk() and kthvalue() (torch.return_types.sort, ...):
 /// `auto [values, indices] = tg::sort(x);`. values has the gradient: it flows back to the positions
 /// indices names (scattered, as gather's); indices never requires grad.
@@ -198,7 +198,7 @@ Variable gather(const Variable& x, int64_t dim, const Variable& index);
 /// padding_idx outside [-V, V); DTypeError for a non-int64 input; ShapeError unless weight is 2-D.
 Variable embedding(const Variable& input, const Variable& weight, std::optional<int64_t> padding_idx = std::nullopt);
 
-// ---- neural-network functions (ops/nn.cpp)
+// ---- neural-network functions (ops/softmax_loss.cpp)
 /// exp(x) / sum(exp(x)) along dim, computed stably (torch.softmax); floating x.
 Variable softmax(const Variable& x, int64_t dim);
 /// log(softmax(x, dim)), computed stably (torch.log_softmax); floating x.

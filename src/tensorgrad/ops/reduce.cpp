@@ -1,7 +1,7 @@
 // ops/reduce.cpp: differentiable reductions (sum, mean, max, min) and argmax. Forward through
-// prim::reduce, backward right below. The kernels are Backend::reduce (engine/cpu/reduce.cpp).
-#include "tensorgrad/amp/autocast.h"
-#include "tensorgrad/engine/prim.h"
+// prim::reduce, backward right below. The kernels are Backend::reduce (backend/cpu/reduce.cpp).
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

@@ -1,7 +1,7 @@
 // ops/shape.cpp: views (reshape, view, transpose, permute, squeeze, unsqueeze, expand), contiguous,
 // flatten, cat and stack. Views share storage with their input (Tensor view methods in
-// engine/tensor.cpp); their backward maps the gradient back to the input's layout.
-#include "tensorgrad/engine/prim.h"
+// core/tensor.cpp); their backward maps the gradient back to the input's layout.
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

@@ -1,13 +1,13 @@
 // ops/slicing.cpp: the differentiable views narrow, select and index (Python's x[0:4, 1]), and their
 // Variable methods. Each forward is a strided view of the input (Tensor::narrow, select, as_strided:
 // no copy); each backward writes the gradient into the same view of a zero tensor of the input's
-// shape. The index types are in engine/indexing.h; the other views are in ops/shape.cpp.
+// shape. The index types are in core/indexing.h; the other views are in ops/shape.cpp.
 #include <limits>
 #include <ostream>
 #include <vector>
 
-#include "tensorgrad/engine/indexing.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/core/indexing.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

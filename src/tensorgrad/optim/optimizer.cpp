@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "tensorgrad/engine/backend.h"
-#include "tensorgrad/engine/error.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/backend/backend.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace optim {

@@ -1,6 +1,6 @@
 // optim/optimizer.h: Optimizer base (parameter groups with their own learning rate, zero_grad, step,
 // checkpoint state) and SGD with PyTorch's update formulas. Each update is one fused
-// Backend::sgd_step per parameter (engine/cpu/optim.cpp, cuda/optim.cu). Adam/AdamW: optim/adam.h.
+// Backend::sgd_step per parameter (backend/cpu/optim.cpp, backend/cuda/optim.cu). Adam/AdamW: optim/adam.h.
 #pragma once
 #include <memory>
 #include <optional>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 namespace optim {
@@ -47,7 +47,7 @@ class Optimizer {
   void set_lr(double lr);
   /// Sets one group's learning rate (IndexError for a bad group, Error when negative).
   void set_lr(std::size_t group, double lr);
-  /// Checkpoint state as named tensors (tg::save() and tg::load() in nn/serialize.h). state() may alias the
+  /// Checkpoint state as named tensors (tg::save() and tg::load() in io/serialize.h). state() may alias the
   /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
   /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
   virtual std::vector<std::pair<std::string, Tensor>> state() const;

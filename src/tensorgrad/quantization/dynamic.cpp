@@ -10,11 +10,11 @@
 #include <vector>
 
 #if TENSORGRAD_HAVE_DNNL
-#include "tensorgrad/engine/cpu/onednn.h"
+#include "tensorgrad/backend/cpu/onednn.h"
 #endif
 
-#include "tensorgrad/engine/parallel.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/core/parallel.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -43,7 +43,7 @@ void split(int64_t n, int64_t cost, const F& f) {
 #if TENSORGRAD_HAVE_DNNL
 // Products large enough to pay for it are cut into row blocks (batch >= the pool's size) or blocks of
 // output columns (small batches) over tensorgrad's pool, one single-threaded oneDNN call each (Note
-// [oneDNN threads] in engine/cpu/onednn.h). The int32 sums are exact, so any cut gives the same result.
+// [oneDNN threads] in backend/cpu/onednn.h). The int32 sums are exact, so any cut gives the same result.
 constexpr int64_t kInt8ParallelMacs = int64_t(1) << 20;   // smaller products run on the calling thread
 constexpr int64_t kColumnBlock = 64;                      // output columns per block when splitting O
 

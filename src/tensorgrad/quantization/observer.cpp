@@ -9,7 +9,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {

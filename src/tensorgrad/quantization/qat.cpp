@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/quantization/dynamic.h"
 

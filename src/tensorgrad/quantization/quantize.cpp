@@ -6,9 +6,9 @@
 #include <cmath>
 #include <map>
 
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
-#include "tensorgrad/nn/serialize.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/io/serialize.h"
 
 namespace tg {
 

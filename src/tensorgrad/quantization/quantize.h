@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/engine/variable.h"
+#include "tensorgrad/autograd/variable.h"
 
 namespace tg {
 

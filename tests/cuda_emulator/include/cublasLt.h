@@ -1,5 +1,5 @@
 // tests/cuda_emulator/include/cublasLt.h: the CUDA emulator's stand-in for cuBLASLt's header: the entry
-// points src/tensorgrad/cuda/ resolves into its CublasLtApi table (cuda/detail/libraries.h), with
+// points src/tensorgrad/cuda/ resolves into its CublasLtApi table (backend/cuda/libraries.h), with
 // cuBLASLt's names, types, attribute numbers and sizes (the data and compute types are in cublas_v2.h,
 // as the toolkit's cublas_api.h declares them). Implemented by the reference matmul in
 // tests/cuda_emulator/cublaslt.cpp, which validates descriptors and attributes as cuBLASLt documents.

@@ -1,5 +1,5 @@
 // tests/cuda_emulator/include/cublas_v2.h: the CUDA emulator's stand-in for cuBLAS's header: the
-// entry points src/tensorgrad/cuda/ resolves into its CublasApi table (cuda/detail/libraries.h), with
+// entry points src/tensorgrad/cuda/ resolves into its CublasApi table (backend/cuda/libraries.h), with
 // cuBLAS's names, types and status values. Implemented by the reference GEMM in
 // tests/cuda_emulator/cublas.cpp, which validates its arguments as cuBLAS documents.
 #pragma once

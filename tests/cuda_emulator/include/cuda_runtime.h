@@ -1,7 +1,7 @@
 // tests/cuda_emulator/include/cuda_runtime.h: the CUDA emulator's stand-in for cuda_runtime.h: the
 // runtime API (cuda_runtime_api.h) plus what device code needs when src/tensorgrad/cuda/*.cu is compiled
 // as host C++: the execution-space keywords, __shared__, threadIdx/blockIdx/blockDim/gridDim,
-// __syncthreads, warp shuffles, atomics, and the launcher behind TG_LAUNCH (cuda/detail/launch.cuh).
+// __syncthreads, warp shuffles, atomics, and the launcher behind TG_LAUNCH (backend/cuda/launch.cuh).
 // The scheduler behind them (fibers, barriers, streams) is tests/cuda_emulator/runtime.cpp.
 #pragma once
 #include <math.h>

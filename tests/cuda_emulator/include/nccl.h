@@ -1,5 +1,5 @@
 // tests/cuda_emulator/include/nccl.h: the CUDA emulator's stand-in for NCCL's header: the entry points
-// src/tensorgrad/cuda/nccl.cpp resolves into its table, with NCCL's names, types and values.
+// src/tensorgrad/backend/cuda/nccl.cpp resolves into its table, with NCCL's names, types and values.
 // Implemented for world size 1 by tests/cuda_emulator/nccl.cpp.
 #pragma once
 #include <climits>

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <unordered_set>
 
-#include "tensorgrad/engine/grad_mode.h"
-#include "tensorgrad/engine/prim.h"
+#include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace nn {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tensorgrad/distributed/distributed.h"
-#include "tensorgrad/engine/hooks.h"
+#include "tensorgrad/autograd/hooks.h"
 #include "tensorgrad/nn/module.h"
 
 namespace tg {

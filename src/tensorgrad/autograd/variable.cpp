@@ -1,0 +1,260 @@
+// autograd/variable.cpp: Variable's non-op members, SavedTensor, record() and printing.
+// The backward pass is in autograd/engine.cpp; the ops (and their Variable methods) in ops/.
+#include "tensorgrad/autograd/variable.h"
+
+#include <any>
+#include <atomic>
+
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/autograd/saved_hooks.h"
+
+namespace tg {
+
+namespace {
+std::atomic<uint64_t> g_sequence{0};
+
+std::shared_ptr<VariableImpl> need_impl(const std::shared_ptr<VariableImpl>& impl, const char* what) {
+  TG_CHECK(impl != nullptr && impl->data.defined(), Error, what, ": the Variable is undefined");
+  return impl;
+}
+}  // namespace
+
+Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+  impl_->data = std::move(data);
+  if (requires_grad) set_requires_grad(true);
+}
+
+const Tensor& Variable::data() const {
+  TG_CHECK(impl_ != nullptr, Error, "the Variable is undefined (default-constructed)");
+  return impl_->data;
+}
+
+void Variable::set_data(const Tensor& t) {
+  need_impl(impl_, "set_data");
+  impl_->data = t;
+}
+
+double Variable::item() const { return data().item(); }
+
+template <class T>
+std::vector<T> Variable::to_vector() const {
+  constexpr DType want = dtype_of<T>();
+  const Tensor host = data().to(Device::cpu()).to(want).contiguous();
+  const T* p = host.data<T>();
+  return std::vector<T>(p, p + host.numel());
+}
+template std::vector<float> Variable::to_vector<float>() const;
+template std::vector<double> Variable::to_vector<double>() const;
+template std::vector<int64_t> Variable::to_vector<int64_t>() const;
+template std::vector<int32_t> Variable::to_vector<int32_t>() const;
+template std::vector<int8_t> Variable::to_vector<int8_t>() const;
+template std::vector<uint8_t> Variable::to_vector<uint8_t>() const;
+template std::vector<bool> Variable::to_vector<bool>() const;
+template std::vector<Half> Variable::to_vector<Half>() const;
+template std::vector<BFloat16> Variable::to_vector<BFloat16>() const;
+
+Variable& Variable::set_requires_grad(bool r) {
+  need_impl(impl_, "set_requires_grad");
+  TG_CHECK(is_leaf() || r, AutogradError,
+           "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
+           "a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  TG_CHECK(!r || is_floating(impl_->data.dtype()), AutogradError,
+           "only Tensors of floating point dtype can require gradients (got ", dtype_name(impl_->data.dtype()), ")");
+  impl_->requires_grad = r;
+  return *this;
+}
+
+const std::shared_ptr<Node>& Variable::grad_fn() const {
+  static const std::shared_ptr<Node> kNone;
+  return impl_ ? impl_->grad_fn : kNone;
+}
+
+Variable Variable::grad() const {
+  if (!impl_) return Variable();
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  return impl_->grad ? Variable(impl_->grad) : Variable();
+}
+
+void Variable::set_grad(const Variable& g) {
+  need_impl(impl_, "set_grad");
+  if (!g.defined()) {
+    std::lock_guard<std::mutex> lock(detail::grad_mutex());
+    impl_->grad.reset();
+    return;
+  }
+  TG_CHECK(g.shape() == shape(), ShapeError, "set_grad: assigned grad has shape ", shape_str(g.shape()),
+           " but the Variable has shape ", shape_str(shape()));
+  TG_CHECK(g.dtype() == dtype(), DTypeError, "set_grad: assigned grad has data of a different type (",
+           dtype_name(g.dtype()), " for a ", dtype_name(dtype()), " Variable)");
+  TG_CHECK(g.device() == device(), DeviceError, "set_grad: assigned grad has data located on a different device (",
+           g.device(), " for a Variable on ", device(), ")");
+  // Backward would accumulate into the Variable's own values, and an optimizer would read the
+  // gradient it is overwriting (Note [Overlapping writes], prim/prim.cpp).
+  TG_CHECK(g.data().storage() != data().storage(), AutogradError,
+           "set_grad: can't assign Variable as its own grad (the assigned grad shares memory with the Variable)");
+  auto slot = std::make_shared<VariableImpl>();
+  slot->data = g.data();
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  impl_->grad = std::move(slot);
+}
+
+void Variable::zero_grad() {
+  if (!impl_) return;
+  std::shared_ptr<VariableImpl> old;   // released after the lock: its storage goes back to the cache
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  old.swap(impl_->grad);
+}
+
+void Variable::retain_grad() {
+  need_impl(impl_, "retain_grad");
+  TG_CHECK(impl_->requires_grad, AutogradError, "can't retain_grad on Tensor that has requires_grad=false");
+  if (is_leaf()) return;   // leaves keep their grad anyway
+  impl_->retains_grad = true;
+  impl_->grad_fn->retained = impl_;
+}
+
+Variable Variable::detach() const { return Variable(data()); }
+
+namespace {
+const char* kNoGradHook = "cannot register a hook on a tensor that doesn't require gradient";
+}  // namespace
+
+// A non-leaf's hooks go on its grad_fn, where backward meets its gradient; a leaf's on its
+// VariableImpl. See Note [Hook lists] and Note [Hook order] in autograd/engine.cpp.
+RemovableHandle Variable::add_grad_hook(detail::GradHook hook) {
+  need_impl(impl_, "register_hook");
+  TG_CHECK(impl_->requires_grad, AutogradError, "register_hook: ", kNoGradHook);
+  TG_CHECK(hook != nullptr, Error, "register_hook: the hook is empty");
+  detail::LazyHooks<detail::TensorHooks>& lazy = impl_->grad_fn ? impl_->grad_fn->hooks : impl_->hooks;
+  const std::shared_ptr<detail::TensorHooks>& table = lazy.get_or_create();
+  const uint64_t id = table->grad.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->grad), id);
+}
+
+RemovableHandle Variable::register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook) {
+  need_impl(impl_, "register_post_accumulate_grad_hook");
+  TG_CHECK(is_leaf(), AutogradError,
+           "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on non-leaf tensors");
+  TG_CHECK(impl_->requires_grad, AutogradError, "register_post_accumulate_grad_hook: ", kNoGradHook);
+  TG_CHECK(hook != nullptr, Error, "register_post_accumulate_grad_hook: the hook is empty");
+  const std::shared_ptr<detail::TensorHooks>& table = impl_->hooks.get_or_create();
+  const uint64_t id = table->post_accumulate.add(std::move(hook));
+  return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->post_accumulate), id);
+}
+
+void Variable::backward(const Variable& grad, bool retain_graph) const {
+  autograd::run_backward(*this, grad, retain_graph);
+}
+
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+  if (!v.defined()) return os << "Variable(undefined)";
+  std::ostringstream body;
+  body << v.data();
+  std::string s = body.str();
+  std::string extra;
+  if (v.grad_fn()) extra = std::string(", grad_fn=<") + v.grad_fn()->name + ">";
+  else if (v.requires_grad()) extra = ", requires_grad=true";
+  if (!extra.empty()) s.insert(s.size() - 1, extra);
+  return os << s;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+/// A tensor packed by saved-tensor hooks: what pack returned, the hooks that unpack it, and enough
+/// of the original to check the unpacked tensor and the version (while its storage lives elsewhere).
+struct SavedTensor::Packed {
+  std::shared_ptr<const detail::SavedTensorHooks> hooks;
+  std::any payload;
+  std::weak_ptr<Storage> storage;
+  Shape shape;
+  DType dtype;
+};
+
+SavedTensor::SavedTensor(const Variable& input)
+    : t_(input.defined() ? input.data() : Tensor()), version_(t_.version()),
+      producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {
+  if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
+}
+
+SavedTensor::SavedTensor(const Tensor& output, const char* op_name)
+    : t_(output), version_(output.version()), producer_(op_name) {
+  if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
+}
+
+void SavedTensor::pack() {
+  auto p = std::make_shared<Packed>();
+  p->hooks = detail::current_saved_tensor_hooks_handle();
+  p->storage = t_.storage();
+  p->shape = t_.shape();
+  p->dtype = t_.dtype();
+  p->payload = p->hooks->pack(t_);
+  packed_ = std::move(p);
+  t_ = Tensor();   // the graph holds what pack returned, not the tensor
+}
+
+Tensor SavedTensor::get() const {
+  Tensor t = t_;
+  uint64_t now = t_.version();
+  if (packed_) {
+    t = packed_->hooks->unpack(packed_->payload);
+    TG_CHECK(t.defined() && t.shape() == packed_->shape && t.dtype() == packed_->dtype, AutogradError,
+             "saved tensor unpack hook: returned ", t.defined() ? tensor_meta_str(t) : std::string("an undefined tensor"),
+             " for a saved ", dtype_name(packed_->dtype), " ", shape_str(packed_->shape),
+             " tensor; unpack must give back the tensor pack was given");
+    const std::shared_ptr<Storage> original = packed_->storage.lock();
+    now = original ? original->version() : version_;   // freed everywhere: nobody can have written it
+  }
+  if (t.defined() && now != version_) {
+    std::string which = producer_ ? detail::cat(", which is output 0 of ", producer_, ",") : std::string();
+    throw AutogradError(detail::cat(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: ",
+        tensor_meta_str(t), which, " is at version ", now, "; expected version ", version_,
+        " instead. Hint: the backward of an op reads a tensor you changed in place afterwards; use an "
+        "out-of-place op (x = x + y instead of x.add_(y)) or .clone() it first."));
+  }
+  return t;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+bool any_requires_grad(const InputRef* inputs, std::size_t n) {
+  if (!GradMode::is_enabled()) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (inputs[i].get().requires_grad()) return true;
+  return false;
+}
+
+Variable detail::attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n,
+                             std::shared_ptr<Node> node) {
+  node->name = name;
+  node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
+  node->next.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Variable& in = inputs[i].get();
+    if (!in.requires_grad()) continue;
+    Edge& e = node->next[i];
+    if (in.grad_fn()) e.fn = in.grad_fn();
+    else e.leaf = in.impl();
+    e.shape = in.shape();
+    e.dtype = in.dtype();
+    e.device = in.device();
+  }
+  node->out_shape = out.shape();
+  node->out_dtype = out.dtype();
+  node->out_device = out.device();
+  auto impl = std::make_shared<VariableImpl>();
+  impl->data = std::move(out);
+  impl->requires_grad = true;
+  impl->grad_fn = std::move(node);
+  return Variable(std::move(impl));
+}
+
+uint64_t detail::next_sequence_nr() { return g_sequence.load(std::memory_order_relaxed); }
+
+Variable mark_view(Variable out, const Variable& base) {
+  if (out.impl() && (base.requires_grad() || (base.impl() && base.impl()->is_view))) out.impl()->is_view = true;
+  return out;
+}
+
+}  // namespace tg

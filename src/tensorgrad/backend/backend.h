@@ -1,0 +1,376 @@
+// backend/backend.h: the per-device kernel interface. One implementation per device type: the CPU
+// reference in backend/cpu/, the CUDA one in backend/cuda/. Backends trust their arguments: shapes, dtypes and
+// devices are validated before the call, in prim/prim.cpp.
+//
+// Note [Kernel families]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// The Backend methods fall into families, and each family is laid out the same way on both backends:
+// its rules written once, as TG_HD functions in ops/ (compiled by g++ and by nvcc), a CPU file that
+// loops over them and a CUDA file that launches kernels over them, file for file:
+//
+//   family            shared body (ops/)                          CPU loop              CUDA kernel
+//   elementwise       functors.h (unary, binary, comparisons)     backend/cpu/           cuda/
+//                                                                   elementwise.cpp       elementwise.cu
+//                                                                   unary.cpp             unary.cu
+//   reduce            reduce_math.h (max/min NaN and tie rule;    reduce.cpp            reduce.cu
+//                     sum accumulators: core/device.h's table)
+//   softmax / loss    softmax_math.h (shift of inf/NaN rows,      softmax_loss.cpp      softmax_loss.cu
+//                     (log-)softmax and its gradient, cross-
+//                     entropy loss and gradient, ignore_index)
+//   index             index_math.h (range check; the CPU checks   index.cpp             index.cu
+//                     on the host in prim/prim.cpp)
+//   optim             optim_math.h (SgdHyper / AdamHyper, the     optim.cpp             optim.cu
+//                     per-parameter scalars, the update math)
+//   blas              (the BLAS libraries)                        blas.cpp              blas.cpp
+//   random            kernels/philox.h                             random.cpp            random.cu
+//   sort              Note [Sort order] in prim/prim.cpp        sort.cpp              sort.cu
+//   conv / pooling    kernels/pool.h (pooling windows)      conv.cpp              conv.cu
+//   attention         none: the CPU loops are the kernels'         attention.cpp         attention.cu
+//                     reference, compared by the tests
+//   layer_norm rows   none (CPU only; CUDA composes prims in        norm.cpp              -
+//                     ops/norm.cpp)
+//
+// plus backend/cpu/runtime.cpp and backend/cuda/runtime.cu (the backend objects and their settings). The CPU class and its loop machinery
+// (strided loops, the thread pool, the capability clones) are in backend/cpu/cpu_backend.h, the CUDA
+// class in backend/cuda/context.cuh. The CPU's fast paths (backend/cpu/kernels.inc, compiled once per
+// CPU capability: Note [CPU capabilities]) and the GPU's vector loads compute the same bodies in
+// wider steps; a fast path that regroups a formula (a row sum kept in T, a block of exponentials in
+// one pass) says so where it does, and tests/test_cpu_capability.cpp and tests/test_cuda.cpp compare
+// each path with the reference within derived bounds. Adding a rule to a family (a new NaN case, a new
+// loss option) is one edit to its ops/ header, which both backends then run; a new option that must
+// reach the kernels also adds a field to the family's argument struct (CrossEntropyArgs, SgdHyper,
+// AdamHyper) and to the prim:: check that validates it.
+#pragma once
+#include <cstdint>
+
+#include "tensorgrad/kernels/philox.h"
+#include "tensorgrad/core/error.h"
+#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/kernels/conv.h"
+#include "tensorgrad/kernels/elementwise.h"
+#include "tensorgrad/kernels/optim.h"
+#include "tensorgrad/kernels/pool.h"
+#include "tensorgrad/kernels/softmax_loss.h"
+
+namespace tg {
+
+/// One (batched) row-major matrix product: C[i] = op(A[i]) . op(B[i]) + beta * C[i] for i < batch.
+/// op(A) is (M, K) and op(B) is (K, N); each matrix is row-major with leading dimension ld*
+/// (its row length as stored), and consecutive batch entries are stride_* elements apart (0 repeats
+/// one matrix). beta = 0 sets C, beta = 1 accumulates into it.
+struct GemmArgs {
+  /// A is stored transposed: op(A) = A^T, A stored as (K, M).
+  bool trans_a = false, trans_b = false;
+  /** \var trans_b
+      B is stored transposed: op(B) = B^T, B stored as (N, K). */
+  /// The number of products.
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  /** \var M
+      Rows of op(A) and of C. */
+  /** \var N
+      Columns of op(B) and of C. */
+  /** \var K
+      Columns of op(A), rows of op(B). */
+  /// The first A matrix (elements of dtype).
+  const void* a = nullptr;
+  /// The first B matrix.
+  const void* b = nullptr;
+  /// The first C matrix (written).
+  void* c = nullptr;
+  /// A's leading dimension: elements between the starts of consecutive stored rows.
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  /** \var ldb
+      B's leading dimension. */
+  /** \var ldc
+      C's leading dimension. */
+  /// Elements between consecutive A matrices of the batch (0 repeats one).
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  /** \var stride_b
+      Elements between consecutive B matrices (0 repeats one). */
+  /** \var stride_c
+      Elements between consecutive C matrices. */
+  /// 0 sets C, 1 accumulates into it.
+  double beta = 0;
+  /// The element type of A, B and C (float32 or float64).
+  DType dtype = kFloat32;
+};
+
+/// One operand of a GEMM as make_gemm takes it: the first matrix, whether it is stored transposed, its
+/// leading dimension, and the elements between consecutive matrices of a batch (0 repeats one).
+struct GemmOperand {
+  /// The first matrix (elements of the GEMM's dtype).
+  const void* ptr = nullptr;
+  /// Stored transposed.
+  bool trans = false;
+  /// Leading dimension: elements between the starts of consecutive stored rows.
+  int64_t ld = 0;
+  /// Elements between consecutive matrices of a batch.
+  int64_t batch_stride = 0;
+};
+
+/// The GemmArgs of C[i] (M, N) = op(A[i]) op(B[i]) + beta C[i] for i < batch, every matrix of dtype;
+/// C's rows are ldc apart and its matrices stride_c. The one way the callers fill a GemmArgs.
+inline GemmArgs make_gemm(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& a,
+                          const GemmOperand& b, void* c, int64_t ldc, int64_t stride_c = 0, double beta = 0) {
+  GemmArgs g;
+  g.trans_a = a.trans;
+  g.trans_b = b.trans;
+  g.batch = batch;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.a = a.ptr;
+  g.b = b.ptr;
+  g.c = c;
+  g.lda = a.ld;
+  g.ldb = b.ld;
+  g.ldc = ldc;
+  g.stride_a = a.batch_stride;
+  g.stride_b = b.batch_stride;
+  g.stride_c = stride_c;
+  g.beta = beta;
+  g.dtype = dtype;
+  return g;
+}
+
+/// What a backend may fold into a 2-D GEMM (batch 1, beta 0) with Backend::gemm_epilogue: one of the
+/// two, elements of the GEMM's dtype in device memory. Note [Bias folded into the GEMM] (prim/prim.cpp).
+struct GemmEpilogue {
+  /// N elements added to every row of C: C = op(A) op(B) + bias (linear's forward).
+  const void* bias = nullptr;
+  /// M elements written with the row sums of op(A), over K (linear's bias gradient, when op(A) = g^T).
+  void* row_sums = nullptr;
+};
+
+/// One parameter of Backend::sgd_step.
+struct SgdParam {
+  Tensor param;      ///< updated in place
+  Tensor grad;       ///< its gradient
+  Tensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
+  double lr;         ///< its group's learning rate
+  bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
+};
+
+/// One parameter of Backend::adam_step.
+struct AdamParam {
+  Tensor param;            ///< updated in place
+  Tensor grad;             ///< its gradient
+  Tensor exp_avg;          ///< first moment, updated in place
+  Tensor exp_avg_sq;       ///< second moment, updated in place
+  Tensor max_exp_avg_sq;   ///< running max of exp_avg_sq (amsgrad), undefined otherwise
+  double lr;               ///< its group's learning rate
+  int64_t step;            ///< its step count after this step (1-based): the bias corrections
+};
+
+/// The geometry of one fused scaled-dot-product attention (Backend::attention): q (B, L, E), k (B, S,
+/// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
+/// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
+struct AttentionArgs {
+  /// Batch (every leading dim merged), query rows, key rows, q/k width, v width.
+  int64_t B = 0, L = 0, S = 0, E = 0, Ev = 0;
+  /** \var L
+      Query rows. */
+  /** \var S
+      Key (and value) rows. */
+  /** \var E
+      Width of q and k. */
+  /** \var Ev
+      Width of v and of out. */
+  /// The factor of q k^T.
+  double scale = 1;
+  /// Query i sees keys j <= i only (the top-left aligned lower triangle, PyTorch's is_causal).
+  bool causal = false;
+  /// Undefined, or a bool mask (true: attend) or an additive float mask of q's dtype, read through
+  /// the strides below: element (b, i, j) is at mask_ptr + (b / mask_inner) mask_stride_outer + (b %
+  /// mask_inner) mask_stride_inner + i mask_stride_l + j mask_stride_s, where mask_ptr is
+  /// mask.data() (its offset included). Strides may be 0 (broadcast).
+  Tensor mask;
+  /// The batch entries that share one mask_stride_outer step (at least 1).
+  int64_t mask_inner = 1;
+  /// Elements between mask batches, outer and inner (see mask).
+  int64_t mask_stride_outer = 0, mask_stride_inner = 0;
+  /** \var mask_stride_inner
+      Elements between consecutive batch entries inside one outer step. */
+  /// Elements between mask rows (query i) and columns (key j).
+  int64_t mask_stride_l = 0, mask_stride_s = 0;
+  /** \var mask_stride_s
+      Elements between consecutive keys of one mask row. */
+};
+
+/// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
+/// shapes, dtypes and devices first; an implementation trusts its arguments. "Sets out" means every
+/// element of out is written.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// Where this device's Storages get their bytes.
+  virtual Allocator& allocator() = 0;
+
+  /// dst (any strides) <- src (same shape, any strides, any dtype: converted). Sets dst.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  /// Sets every element of dst (any strides) to value.
+  virtual void fill(const Tensor& dst, double value) = 0;
+  /// out (contiguous, x's shape) = op(x). Sets out.
+  virtual void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) = 0;
+  /// dx (contiguous) = op'(x, y) * dy; x, y, dy share dx's shape (contiguous). Sets dx.
+  virtual void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                              const Tensor& dx) = 0;
+  /// out (any strides, shape S) = a op b, with a and b already expanded to S (stride 0 where broadcast).
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /// out = cond != 0 ? a : b, all three expanded to out's shape. Sets out.
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /// out (contiguous) has x's rank with size 1 on every reduced dim and x's size elsewhere; reduces
+  /// x over the dims where the sizes differ. ArgMax/ArgMin need exactly one reduced dim and an int64 out.
+  virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
+  /// One (batched) matrix product, see GemmArgs.
+  virtual void gemm(const GemmArgs& args) = 0;
+  /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for
+  /// the 16-bit ones; where it does not, tg::prim converts float16/bfloat16 operands to float32 first
+  /// (Note [Low precision through float32] in prim/prim.cpp). The default takes every floating dtype.
+  virtual bool gemm_takes(DType dtype) const {
+    (void)dtype;
+    return true;
+  }
+  /// args' product with the epilogue folded into its own launch, when this backend can for this dtype
+  /// and these shapes; false, having done nothing, when it cannot (the caller then runs gemm() and the
+  /// epilogue's pass itself). The default folds nothing.
+  virtual bool gemm_epilogue(const GemmArgs& args, const GemmEpilogue& epilogue) {
+    (void)args;
+    (void)epilogue;
+    return false;
+  }
+  /// x, out contiguous, same shape; (log-)softmax along dim. Sets out.
+  virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
+  /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
+  /// logits (N, C) with N > 0, target (N) int64 (each in [0, C) or == args.ignore_index), all
+  /// contiguous. Sets lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t])
+  /// + s (lse - mean(logits)) with s = label_smoothing; 0 for ignored rows. With args.total also sets
+  /// total (0-d) = the sum of loss, and with args.mean count (0-d, logits' dtype) = the rows not
+  /// ignored and total = sum / count; total and count are undefined otherwise.
+  virtual void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                             const Tensor& loss, const Tensor& lse, const Tensor& total, const Tensor& count) = 0;
+  /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n] (/ count[0] with
+  /// args.mean); 0 for ignored rows. dloss (N) may have stride 0. Sets.
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                                      const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                                      const Tensor& dlogits) = 0;
+  /// out = x.index_select(dim, index); x, out contiguous, index (K) int64 in range. Sets out.
+  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /// dst.index_select(dim, index) += src; dst, src contiguous. Accumulates (repeated indices add up).
+  virtual void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  /// out[..i..] = x[..index[..i..]..] along dim; index has x's rank; x, index, out contiguous. Sets out.
+  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /// dst[..index[..i..]..] += src[..i..] along dim; the reverse of gather. Accumulates.
+  virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  /// out (contiguous) element i = philox::sample<T>(dist, seed, offset + i). Sets out.
+  virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) = 0;
+  /// Fused SGD update of several parameters of one dtype on this device (each param, grad and
+  /// velocity contiguous, of one shape; velocity undefined when momentum == 0), PyTorch's
+  /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
+  virtual void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) = 0;
+  /// Fused Adam/AdamW update of several parameters of one dtype on this device (each one's tensors
+  /// contiguous, of one shape), PyTorch's torch.optim.Adam formulas at each parameter's step;
+  /// hyper.decoupled: AdamW. The CUDA backend updates them all in one launch.
+  virtual void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) = 0;
+  /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined, all contiguous -> out
+  /// (N, O, OH, OW) contiguous; the convolution of PyTorch's conv2d (a cross-correlation). Sets out.
+  virtual void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
+                      const Tensor& out) = 0;
+  /// The gradients of conv2d from dy (N, O, OH, OW): dx (x's shape), dweight (weight's shape) and
+  /// dbias (O), each contiguous or undefined when not wanted. x is read (and defined) only for
+  /// dweight, weight only for dx. Sets each defined one.
+  virtual void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                               const Tensor& dx, const Tensor& dweight, const Tensor& dbias) = 0;
+  /// x (P, H, W) -> out (P, OH, OW), the maximum of each window (NaN wins, as in PyTorch), and
+  /// indices (P, OH, OW) int64, the position h W + w of that maximum in its plane. Sets both.
+  virtual void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) = 0;
+  /// dx (P, H, W) = dy scattered to indices (repeated positions add up). Sets dx.
+  virtual void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args,
+                                   const Tensor& dx) = 0;
+  /// x (P, H, W) -> out (P, OH, OW), the mean of each window (see Pool2dArgs). Sets out.
+  virtual void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) = 0;
+  /// dx (P, H, W) = each dy spread evenly over its window. Sets dx.
+  virtual void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) = 0;
+  /// Fused attention forward (see AttentionArgs): q, k, v, out contiguous of one floating dtype; sets
+  /// out (B, L, Ev) and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
+  /// float16 and bfloat16 inputs, float64 for float64), -inf for a row whose keys are all masked (its
+  /// out is NaN, as the composed softmax gives). CPU: the reference loops (backend/cpu/attention.cpp),
+  /// which the ops reach only through prim::attention (they compose on the CPU); CUDA: kernels
+  /// (backend/cuda/attention.cu).
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
+                         const Tensor& out, const Tensor& lse) = 0;
+  /// Fused attention backward from dout (B, L, Ev), with out and lse of the forward, all contiguous:
+  /// the probabilities are recomputed from q, k and lse; sets dq (B, L, E), dk (B, S, E) and dv (B, S,
+  /// Ev).
+  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args, const Tensor& dq,
+                                  const Tensor& dk, const Tensor& dv) = 0;
+  /// Waits until the device has finished all queued work (a no-op on the CPU).
+  virtual void synchronize() = 0;
+  /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:
+  /// each row's positions 0..N-1 in the order a stable sort of its values puts them (ascending, or
+  /// descending). See Note [Sort order] in prim/prim.cpp.
+  virtual void argsort(const Tensor& x, bool descending, const Tensor& indices) = 0;
+};
+
+/// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
+/// (o * D + d) * inner + i. Softmax, cross-entropy and the index kernels walk rows this way.
+struct RowView {
+  /// The product of the sizes before dim.
+  int64_t outer = 1, D = 1, inner = 1;
+  /** \var D
+      The size of dim (1 for a 0-d tensor). */
+  /** \var inner
+      The product of the sizes after dim. */
+};
+/// x's (outer, D, inner) around dim (already wrapped).
+RowView rows_of(const Tensor& x, int64_t dim);
+
+/// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
+/// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
+/// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.
+struct ReductionLayout {
+  /// The input with its kept dims first: a permuted view, or a contiguous copy of it.
+  Tensor x;            // permuted view (or contiguous copy) of the input
+  /// How many leading dims of x are kept.
+  int64_t nkept = 0;   // leading dims of x that are kept
+  /// Elements reduced into each output.
+  int64_t R = 1;       // elements reduced into each output
+  /// The step, in elements, between the R elements of one output.
+  int64_t rstride = 1;
+  /// The sizes of the kept dims.
+  Shape kept_shape() const { return Shape(x.shape().begin(), x.shape().begin() + nkept); }
+  /// The strides of the kept dims in x.
+  Shape kept_strides() const { return Shape(x.strides().begin(), x.strides().begin() + nkept); }
+};
+/// The layout of reducing x into out (x's rank, size 1 on the reduced dims).
+ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
+
+/// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
+/// index_add_, gather, scatter_add_): raised by prim's host checks for CPU tensors and, for CUDA
+/// tensors, at the next sync from the device error flag (Note [Device error flag] in
+/// backend/cuda/softmax_loss.cu), so both devices raise the same message.
+IndexError cross_entropy_target_error(int64_t target, int64_t classes);
+/// The IndexError for index out of [0, size) along dim in op (see cross_entropy_target_error()).
+IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);
+
+/// The backend serving a device ("cuda" without an index: the current one). CUDA devices throw
+/// DeviceError with the reason when unusable.
+Backend& backend_for(Device device);
+/// The CPU backend (never destroyed).
+Backend& cpu_backend();
+
+/// Threads used by CPU loops and matrix products (core/parallel.h); default: OMP_NUM_THREADS when
+/// set, else the number of cores. tg::Error for n <= 0, and when the operating system cannot start
+/// the threads (the loops then run on the calling thread).
+void set_num_threads(int n);
+/// The CPU thread count in use (torch.get_num_threads).
+int get_num_threads();
+/// Flush subnormal floats to zero in CPU kernels (PyTorch: torch.set_flush_denormal). Off by default.
+/// Training loops whose momentum buffers decay towards zero otherwise spend most of a step on slow
+/// subnormal arithmetic. Applies to the calling thread and to every CPU kernel thread; returns
+/// false where the processor offers no such mode (non-x86).
+bool set_flush_denormal(bool on);
+
+}  // namespace tg

@@ -1,0 +1,193 @@
+// backend/cuda/context.cuh: the per-device context (stream, lazy cuBLAS and cuBLASLt handles, caching
+// allocator, device error flag), the device guard, and the CUDA Backend class whose methods are defined
+// across backend/cuda/elementwise.cu, backend/cuda/unary.cu, backend/cuda/reduce.cu, backend/cuda/softmax_loss.cu, backend/cuda/index.cu, backend/cuda/optim.cu,
+// backend/cuda/random.cu and backend/cuda/blas.cpp.
+// Internal to backend/cuda/ (includes CUDA headers). Created and never destroyed in backend/cuda/runtime.cu.
+#pragma once
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "tensorgrad/backend/cuda/caching_allocator.h"
+#include "tensorgrad/backend/cuda/check.cuh"
+#include "tensorgrad/backend/backend.h"
+
+namespace tg {
+namespace cuda {
+namespace detail {
+
+/// Written by kernels that find bad input (Note [Device error flag] in backend/cuda/softmax_loss.cu); copied to
+/// the host and checked at every synchronization.
+struct DeviceErrorFlag {
+  int code;          // 0: no error, else one of the kErr* below
+  int op;            // kErrIndex: which op (kOpIndexSelect, ...)
+  int dim;           // kErrIndex: the indexed dim
+  int pad;
+  long long value;   // the offending value (a target class, an index)
+  long long bound;   // its bound (the number of classes, the dim's size)
+};
+constexpr int kErrCrossEntropyTarget = 1;
+constexpr int kErrIndex = 2;
+constexpr int kOpIndexSelect = 0, kOpIndexAdd = 1, kOpGather = 2, kOpScatterAdd = 3;
+
+/// tg::Allocator over one device's CachingAllocator (Storage's deallocate never touches CUDA in
+/// caching mode, so Storages may die after the runtime shut down).
+class DeviceAllocator final : public Allocator {
+ public:
+  DeviceAllocator(int device, bool caching);
+  void* allocate(std::size_t nbytes) override { return pool_.allocate(nbytes); }
+  void deallocate(void* ptr, std::size_t) noexcept override { pool_.deallocate(ptr); }
+  CachingAllocator& pool() { return pool_; }
+
+ private:
+  CachingAllocator pool_;
+};
+
+// Note [One stream per device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every kernel, cuBLAS call and async copy on a device goes to its context's one non-blocking stream,
+// in program order. Two consequences that the rest of backend/cuda/ relies on: (1) no op needs an event or a
+// synchronization to see the result of the previous one, and (2) the caching allocator may hand a
+// just-freed block to the next request without waiting, because every later use of it is queued
+// behind the earlier ones. The only synchronizations are item()/to(cpu) (cudaStreamSynchronize, then
+// the error flag is checked) and tg::cuda::synchronize(). Copies between two GPUs order the two
+// streams with events (backend/cuda/runtime.cu, copy_peer).
+//
+// Note [Process-lifetime CUDA objects]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Contexts, streams, cuBLAS handles, allocators and their cached blocks are created on first use and
+// never destroyed: static destructors may run after the CUDA runtime has shut down, and Storages
+// owned by user statics may be freed after ours. The driver reclaims everything at process exit.
+class DeviceContext {
+ public:
+  DeviceContext(int device, bool caching_allocator);   // sets up the stream, the flag and the allocator
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t blas();                               // created on first use, bound to stream()
+  /// The cuBLASLt handle, created on first use; nullptr when cuBLASLt cannot be loaded.
+  cublasLtHandle_t blas_lt();
+  /// cuBLAS's workspace (allocated by blas()); the cuBLASLt calls use it too, being queued on the same
+  /// stream (Note [One stream per device]).
+  void* blas_workspace() {
+    blas();
+    return workspace_;
+  }
+  std::size_t blas_workspace_bytes() {
+    blas();
+    return workspace_bytes_;
+  }
+  DeviceAllocator& allocator() { return allocator_; }
+  DeviceErrorFlag* error_flag() const { return flag_device_; }   // device memory, for kernels
+  /// Blocks until the stream is idle, then raises the error a kernel recorded (and clears it). The
+  /// flag is read and cleared under flag_mutex_, so when several threads synchronize one device
+  /// exactly one of them raises a recorded error (Note [Device error flag] in backend/cuda/softmax_loss.cu).
+  void sync();
+
+  int sm_count = 0;
+  int major = 0, minor = 0;
+  std::string name;
+  std::size_t total_memory = 0;
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  std::once_flag blas_once_;
+  cublasHandle_t blas_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  std::once_flag blas_lt_once_;
+  cublasLtHandle_t blas_lt_ = nullptr;
+  DeviceAllocator allocator_;
+  std::mutex flag_mutex_;                    // one sync() at a time reads and clears the flag
+  DeviceErrorFlag* flag_host_ = nullptr;     // pinned: the copy sync() reads
+  DeviceErrorFlag* flag_device_ = nullptr;   // what kernels write
+};
+
+/// The context of a usable device; creates it on first use. Throws DeviceError with the reason.
+DeviceContext& context(int device);
+
+/// Makes `device` the calling thread's current CUDA device for its lifetime; restores the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+/// The CUDA Backend of one device (backend/backend.h has the contract of every method). Each method
+/// sets the device, launches on the context's stream and returns without synchronizing.
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(DeviceContext& ctx) : ctx_(ctx) {}
+  Allocator& allocator() override { return ctx_.allocator(); }
+  DeviceContext& ctx() { return ctx_; }
+
+  // backend/cuda/elementwise.cu (copy, fill, binary, where) and backend/cuda/unary.cu
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void fill(const Tensor& dst, double value) override;
+  void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override;
+  void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
+                      const Tensor& dx) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  // backend/cuda/reduce.cu
+  void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override;
+  // backend/cuda/softmax_loss.cu
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
+  void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
+                     const Tensor& lse, const Tensor& total, const Tensor& count) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
+                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
+                              const Tensor& dlogits) override;
+  // backend/cuda/optim.cu
+  void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) override;
+  void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) override;
+  // backend/cuda/index.cu
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
+  // backend/cuda/random.cu
+  void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override;
+  // backend/cuda/blas.cpp
+  void gemm(const GemmArgs& args) override;
+  bool gemm_epilogue(const GemmArgs& args, const GemmEpilogue& epilogue) override;
+  // backend/cuda/conv.cu
+  void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
+              const Tensor& out) override;
+  void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+                       const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override;
+  void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) override;
+  void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args, const Tensor& dx) override;
+  void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) override;
+  void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) override;
+  // backend/cuda/attention.cu
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
+                 const Tensor& lse) override;
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                          const Tensor& dout, const AttentionArgs& args, const Tensor& dq, const Tensor& dk,
+                          const Tensor& dv) override;
+  // backend/cuda/runtime.cu
+  void synchronize() override;
+  // backend/cuda/sort.cu
+  void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
+
+ private:
+  DeviceContext& ctx_;
+};
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace tg

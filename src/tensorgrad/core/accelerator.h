@@ -1,0 +1,79 @@
+// core/accelerator.h: the public tg::cuda API (device queries, current device, memory statistics) and the
+// hooks the engine and the DataLoader use (detail::). No CUDA header here, so plain C++ consumers build.
+// Implemented in backend/cuda/runtime.cu when tensorgrad is built with CUDA, and by the stubs at the end of
+// backend/backend.cpp when it is not. The kernels behind the CUDA Backend are in backend/cuda/*.cu.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "tensorgrad/core/memory.h"
+
+namespace tg {
+class Backend;
+class Device;
+class Tensor;
+namespace cuda {
+
+/// True when the runtime reports at least one device and a probe kernel ran on cuda:0. Never throws:
+/// any runtime error (no driver, no device, driver too old, no code for the GPU's architecture)
+/// means "not available", and info() says why.
+bool is_available() noexcept;
+/// The number of CUDA devices the runtime reports; 0 without a usable GPU. Never throws.
+int device_count() noexcept;           // 0 without a usable GPU
+/// The calling thread's current device (0 unless set_device was called); tg::cuda::memory_* default to it.
+void set_device(int device);           // throws DeviceError for an unusable index
+/// The calling thread's current device index (0 unless set_device was called; 0 without CUDA).
+int current_device();
+/// Waits for all queued work on every device in use; raises errors kernels recorded (e.g. a bad
+/// cross_entropy target) as the CPU would.
+void synchronize();
+/// Bytes in live tensor blocks (rounded sizes) on device (-1: the current one); 0 without a usable
+/// GPU or before the device is first used (torch.cuda.memory_allocated).
+std::size_t memory_allocated(int device = -1);       // bytes in live tensor blocks (rounded sizes)
+/// The peak of memory_allocated(device) since the last reset_peak_memory_stats (torch.cuda.max_memory_allocated).
+std::size_t max_memory_allocated(int device = -1);   // peak of memory_allocated since the last reset
+/// Bytes the caching allocator holds from the driver on device, live and cached (torch.cuda.memory_reserved).
+std::size_t memory_reserved(int device = -1);        // bytes the caching allocator holds from the driver
+/// Returns the cached, unused blocks of every device in use to the driver (torch.cuda.empty_cache);
+/// live tensors keep theirs.
+void empty_cache();                                  // returns cached, unused blocks to the driver
+/// Restarts max_memory_allocated(device) and max_memory_reserved(device) from the current values.
+void reset_peak_memory_stats(int device = -1);
+/// The peak of memory_reserved(device) since the last reset_peak_memory_stats (torch.cuda.max_memory_reserved).
+std::size_t max_memory_reserved(int device = -1);
+/// Every counter of device's caching allocator (torch.cuda.memory_stats, as a struct); all zero
+/// without a usable GPU or before the device is first used, like memory_allocated.
+memory::MemoryStats memory_stats(int device = -1);
+/// {free, total} bytes of device as the driver reports them (torch.cuda.mem_get_info): free counts
+/// what other processes and tensorgrad's cache hold as used. DeviceError without a usable GPU.
+std::pair<std::size_t, std::size_t> mem_get_info(int device = -1);
+/// memory_stats(device) as a table like torch.cuda.memory_summary(). DeviceError without a usable GPU.
+std::string memory_summary(int device = -1);
+/// Driver and runtime versions, devices, compiled architectures; or why no GPU can be used.
+std::string info();
+
+namespace detail {
+/// The backend for cuda:index; throws DeviceError with the reason when it cannot be used.
+Backend& backend(int index);
+/// Tensor::to between devices, at least one of them CUDA (backend/backend.cpp). Host-to-device copies
+/// from pinned memory are asynchronous when non_blocking; device-to-host copies synchronize.
+Tensor to_device(const Tensor& t, Device device, bool non_blocking);
+/// A contiguous copy of a CPU tensor in pinned (page-locked) host memory, so that to(cuda, true)
+/// can be asynchronous; t itself when no GPU is usable. The DataLoader's pin_memory uses it.
+Tensor pin(const Tensor& t);
+/// Whether t's storage is pinned host memory from pin().
+bool is_pinned(const Tensor& t) noexcept;
+/// The units of work tensorgrad has queued on CUDA streams since the process started, all devices
+/// and threads together: kernel launches, cuBLAS calls and stream memsets/copies. The launch-count
+/// test of a training step and tools/gpu_probe read its difference across a step.
+uint64_t launch_count() noexcept;
+/// Whether linear may fold its bias into the GEMM on CUDA (cuBLASLt's bias epilogues, default on):
+/// with false every GEMM takes the cuBLAS path and the bias its own launch, as without cuBLASLt. Returns
+/// the previous setting; the tests use it to run both paths. A no-op returning false without CUDA.
+bool set_gemm_epilogues(bool enabled) noexcept;
+}  // namespace detail
+
+}  // namespace cuda
+}  // namespace tg

@@ -1,0 +1,545 @@
+/// \file
+/// kernels/elementwise.h: the scalar math of every elementwise op, forward and local derivative side by side.
+/// Compiled by g++ (backend/cpu/) and by nvcc (the CUDA kernels), so: no dependencies.
+/// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
+/// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tensorgrad/core/half.h"
+#include "tensorgrad/core/macros.h"
+
+namespace tg {
+
+/// Scalar parameters of a unary op (pow's exponent, clamp's bounds); most ops ignore them.
+struct UnaryArgs {
+  /// pow's exponent; clamp's lower bound; softplus's beta; leaky_relu's negative_slope.
+  double a = 0, b = 0;
+  /** \var b
+      clamp's upper bound; softplus's threshold. */
+};
+
+namespace fn {
+using std::abs;
+using std::erf;
+using std::log;
+using std::log1p;
+using std::pow;
+using std::rint;
+using std::sqrt;
+using std::tanh;
+
+/// Note [Vectorizable exp]: std::exp is a libm call per element, which no compiler vectorizes, and
+/// made exp(x) on 16M floats 4x slower than a copy. On the CPU, float exp is this branch-free
+/// version instead (Cephes' polynomial for e^r on [-ln2/2, ln2/2], r = x - n ln2, scaled by 2^n
+/// in two steps so that results near overflow and subnormal results come out right): within 1 ulp
+/// of the exact value, 1.02 ulp where the compiler contracts it into FMAs (the AVX2 and AVX-512
+/// paths; tests/test_kernels.cpp and test_cpu_capability.cpp sweep it), NaN in gives NaN out, and a
+/// loop over it vectorizes on every CPU code path (Note [CPU capabilities] in backend/cpu/cpu_backend.h:
+/// under AVX2 the clamps need that file's -fno-trapping-math).
+/// Double stays with libm: it is the reference dtype. The GPU uses its own expf.
+TG_HD float exp(float x) {
+#ifdef __CUDA_ARCH__
+  return ::expf(x);
+#else
+  auto to_bits = [](float f) { int32_t i; std::memcpy(&i, &f, sizeof i); return i; };
+  auto from_bits = [](int32_t i) { float f; std::memcpy(&f, &i, sizeof f); return f; };
+  float xc = x < -104.0f ? -104.0f : x;   // e^-104 rounds to 0, e^88.8 to inf; NaN passes both
+  xc = xc > 88.8f ? 88.8f : xc;
+  const float t = xc * 1.44269504088896341f + 12582912.0f;   // + 1.5 * 2^23: round(x log2 e) lands in
+  const float nf = t - 12582912.0f;                         // the low mantissa bits of t
+  const int32_t n = to_bits(t) - 0x4B400000;
+  const float r = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;   // x - n ln2, ln2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;                                  // e^r
+  const int32_t n1 = n >> 1, n2 = n - n1;                    // 2^n = 2^n1 2^n2, each a normal float
+  return p * from_bits(int32_t(uint32_t(n1 + 127) << 23)) * from_bits(int32_t(uint32_t(n2 + 127) << 23));
+#endif
+}
+/// std::exp: double keeps libm's exp, the reference.
+TG_HD double exp(double x) { return std::exp(x); }
+
+// Note [NaN and infinity]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Both backends follow PyTorch's rules, checked by tests/test_ops.cpp ("NaN and infinity: ...") on the
+// CPU and tests/test_cuda.cpp ("cuda parity: NaN and infinity ...") against it:
+// - Elementwise ops: NaN in gives NaN out (relu, clamp and abs too: comparisons are written so that
+//   NaN takes the value path); IEEE results otherwise (log(0) = -inf, sqrt(-1) = NaN, 1/0 = inf).
+// - max, min, argmax: NaN wins (argmax gives the first NaN's index), as in PyTorch.
+// - softmax, log_softmax and cross-entropy work on a row shifted by its maximum. A row holding NaN or
+//   +inf, or holding only -inf, has no finite shift: the whole row is NaN (softmax([inf, 1, 2]) is
+//   [nan, nan, nan], and so is cross-entropy's loss for that row). A -inf among finite values is
+//   probability 0 (log_softmax -inf); cross-entropy with the target there is +inf.
+// - Gradients whose formula is 0 * inf where the function is locally constant are 0, not NaN:
+//   pow(a, b) with respect to b where a == 0 and b >= 0, with respect to a where b == 0 (also the
+//   scalar-exponent pow); relu, abs and clamp at their kinks take the documented one-sided value.
+
+// The functor protocol of the unary ops:
+// forward(x, p) = y;  backward(x, y, dy, p) = dL/dx given y = forward(x) and dy = dL/dy.
+// Kernels call them with T = opmath_t of the tensor's dtype (float for float16 and bfloat16: Note
+// [Half precision arithmetic] in core/half.h) and round the result to the dtype when storing it.
+// uses_x / uses_y say which of x and y backward reads, so that an op saves only those.
+// NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
+/// relu: y = max(x, 0) (NaN stays NaN); dx = dy where y > 0 (the same points as x > 0), else 0.
+struct Relu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return x < T(0) ? T(0) : x; }   // NaN stays NaN
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return y > T(0) ? dy : T(0); }
+};
+/// sigmoid: y = 1 / (1 + e^-x); dx = dy y (1 - y).
+struct Sigmoid {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(1) / (T(1) + exp(-x)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y * (T(1) - y); }  // s(1-s)
+};
+/// tanh: y = tanh(x); dx = dy (1 - y^2).
+struct Tanh {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return tanh(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * (T(1) - y * y); }  // 1 - tanh^2
+};
+/// exp: y = e^x (fn::exp); dx = dy y.
+struct Exp {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return exp(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y; }              // e^x
+};
+/// log: y = ln(x); dx = dy / x.
+struct Log {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return log(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return dy / x; }             // 1/x
+};
+/// neg: y = -x; dx = -dy.
+struct Neg {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return -x; }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs) { return -dy; }                  // -1
+};
+/// sqrt: y = sqrt(x); dx = dy / (2 y).
+struct Sqrt {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = true;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return sqrt(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy / (T(2) * y); }     // 1/(2 sqrt x)
+};
+/// abs: y = |x|; dx = dy sign(x) (0 at 0).
+struct Abs {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return abs(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // sign(x)
+    return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
+  }
+};
+/// pow with a scalar exponent a (UnaryArgs::a): y = x^a; dx = dy a x^(a-1) (0 when a = 0).
+struct PowScalar {   // x^a
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) { return pow(x, T(p.a)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // a x^(a-1)
+    return p.a == 0 ? T(0) : dy * T(p.a) * pow(x, T(p.a - 1));
+  }
+};
+/// clamp to [a, b] (UnaryArgs): y = min(max(x, a), b) (NaN stays NaN); dx = dy where a <= x <= b, else 0.
+struct Clamp {       // min(max(x, a), b)
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) {
+    return x < T(p.a) ? T(p.a) : (x > T(p.b) ? T(p.b) : x);                                         // NaN stays NaN
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // 1 inside
+    return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
+  }
+};
+/// round: y = x rounded to the nearest integer, halves to even (torch.round: rint under the default
+/// rounding mode, 2.5 -> 2, -0.5 -> -0); dx = 0 (PyTorch's zero gradient of a step function).
+struct Round {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return rint(x); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
+};
+/// sign: y = 1 for x > 0, -1 for x < 0, else 0 (also for -0 and NaN, as torch.sign: (0 < x) - (x < 0));
+/// dx = 0.
+struct Sign {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(int(T(0) < x) - int(x < T(0))); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
+};
+
+// The activations of torch.nn.functional below follow PyTorch 1.13's CPU kernels formula by formula
+// (aten/src/ATen/native/cpu/Activation.cpp and UnaryOpsKernel.cpp), so that values match to rounding.
+/// gelu, exact (approximate="none"): y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)); dx = dy (Phi(x) + x phi(x)).
+struct Gelu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));                                  // 1/sqrt 2
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // Phi + x phi
+    const T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * exp(T(-0.5) * x * x);                                   // 1/sqrt(2 pi)
+    return dy * (cdf + x * pdf);
+  }
+};
+/// gelu, approximate="tanh": y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3);
+/// dx = dy (1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 x^2)).
+struct GeluTanh {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);                       // sqrt(2/pi)
+    return T(0.5) * x * (T(1) + tanh(inner));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
+    const T x_sq = x * x;
+    const T t = tanh(T(0.79788456080286535588) * (x + T(0.044715) * x_sq * x));
+    const T left_derivative = T(0.5) * (T(1) + t);
+    const T right_derivative = (T(1) - t * t) * T(0.79788456080286535588) * (T(1) + T(3) * T(0.044715) * x_sq);
+    return dy * (left_derivative + T(0.5) * x * right_derivative);
+  }
+};
+/// silu (swish): y = x sigmoid(x) = x / (1 + e^-x); dx = dy s (1 + x (1 - s)), s = sigmoid(x).
+struct Silu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return x / (T(1) + exp(-x)); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // s (1 + x (1 - s))
+    const T s = T(1) / (T(1) + exp(-x));
+    return dy * s * (T(1) + x * (T(1) - s));
+  }
+};
+/// softplus with beta = a, threshold = b (UnaryArgs): y = log(1 + e^(beta x)) / beta, and y = x where
+/// beta x > threshold (linear there, as PyTorch); dx = dy sigmoid(beta x), dy where beta x > threshold.
+struct Softplus {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) {
+    const T bx = x * T(p.a);
+    return bx > T(p.b) ? x : log1p(exp(bx)) / T(p.a);
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // e^bx / (e^bx + 1)
+    const T bx = x * T(p.a);
+    const T z = exp(bx);
+    return bx > T(p.b) ? dy : dy * z / (z + T(1));
+  }
+};
+/// leaky_relu with negative_slope = a (UnaryArgs): y = x where x > 0, else a x (NaN stays NaN);
+/// dx = dy where x > 0, else a dy.
+struct LeakyRelu {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs p) { return x > T(0) ? x : x * T(p.a); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) { return x > T(0) ? dy : dy * T(p.a); }
+};
+/// log_sigmoid: y = log(1 / (1 + e^-x)) = min(x, 0) - log(1 + e^-|x|), stable for large |x|;
+/// dx = dy (1 - sigmoid(x)), written with z = e^-|x| as 1/(1+z) for x < 0 and z/(1+z) otherwise.
+struct LogSigmoid {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = true, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) {
+    const T m = x < T(0) ? x : T(0);   // min(x, 0); NaN takes the log1p path and stays NaN
+    return m - log1p(exp(-abs(x)));
+  }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
+    const bool negative = x < T(0);
+    const T z = exp(-abs(x));
+    return dy * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
+  }
+};
+/// Rounding to the precision and range of L (BFloat16 or Half), the value kept in x's dtype: y =
+/// float(L(x)) (round to nearest even, NaN quiet; a double is rounded to float first); dx = the same
+/// rounding of dy, the gradient of x.to(L).to(x's dtype). Internal: autocast's products on devices
+/// that multiply through float32 (Note [Autocast products through float32] in ops/linalg.cpp).
+template <class L>
+struct RoundTo {
+  /// Whether backward() reads x (the op then saves its input).
+  static constexpr bool uses_x = false, uses_y = false;
+  /** \var uses_y
+      Whether backward() reads y (the op then saves its output). */
+  /// y = forward(x) for one element.
+  template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(static_cast<float>(L(static_cast<float>(x)))); }
+  /// dL/dx from x, y = forward(x) and dy = dL/dy.
+  template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
+};
+/// Rounding to bfloat16's precision (prim::round_to_precision).
+using RoundToBFloat16 = RoundTo<BFloat16>;
+/// Rounding to float16's precision and range (prim::round_to_precision).
+using RoundToFloat16 = RoundTo<Half>;
+}  // namespace fn
+
+/// X-macro over the unary functors, in UnaryOp order: TG_UNARY_OPS(X) expands X(Name) for each.
+#define TG_UNARY_OPS(X) \
+  X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp) \
+  X(Round) X(Sign) \
+  X(Gelu) X(GeluTanh) X(Silu) X(Softplus) X(LeakyRelu) X(LogSigmoid) \
+  X(RoundToBFloat16) X(RoundToFloat16)
+
+/// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).
+enum class UnaryOp : uint8_t {
+#define TG_ENUM(Name) Name,
+  TG_UNARY_OPS(TG_ENUM)
+#undef TG_ENUM
+};
+/** \var UnaryOp::Relu
+    fn::Relu */
+/** \var UnaryOp::Sigmoid
+    fn::Sigmoid */
+/** \var UnaryOp::Tanh
+    fn::Tanh */
+/** \var UnaryOp::Exp
+    fn::Exp */
+/** \var UnaryOp::Log
+    fn::Log */
+/** \var UnaryOp::Neg
+    fn::Neg */
+/** \var UnaryOp::Sqrt
+    fn::Sqrt */
+/** \var UnaryOp::Abs
+    fn::Abs */
+/** \var UnaryOp::PowScalar
+    fn::PowScalar */
+/** \var UnaryOp::Clamp
+    fn::Clamp */
+/** \var UnaryOp::Round
+    fn::Round */
+/** \var UnaryOp::Sign
+    fn::Sign */
+/** \var UnaryOp::Gelu
+    fn::Gelu */
+/** \var UnaryOp::GeluTanh
+    fn::GeluTanh */
+/** \var UnaryOp::Silu
+    fn::Silu */
+/** \var UnaryOp::Softplus
+    fn::Softplus */
+/** \var UnaryOp::LeakyRelu
+    fn::LeakyRelu */
+/** \var UnaryOp::LogSigmoid
+    fn::LogSigmoid */
+/** \var UnaryOp::RoundToBFloat16
+    fn::RoundToBFloat16 */
+/** \var UnaryOp::RoundToFloat16
+    fn::RoundToFloat16 */
+
+/// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
+template <class Visitor>
+TG_HD void visit(UnaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CASE(Name) \
+  case UnaryOp::Name: visitor(fn::Name{}); return;
+    TG_UNARY_OPS(TG_CASE)
+#undef TG_CASE
+  }
+}
+
+namespace fn {
+// Binary forward math, called with T = opmath_t of the operands' dtype (prim:: promotes both operands
+// to one dtype first). Comparisons return bool (the kernels store them in a bool tensor); the others T.
+/// a + b.
+struct Add {
+  template <class T> TG_HD static T apply(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value) return a || b;   // PyTorch: bool + bool is or
+    else return a + b;
+  }
+};
+/** \fn Add::apply
+    Returns a + b in T (or for bool). */
+/// a - b.
+struct Sub { template <class T> TG_HD static T apply(T a, T b) { return a - b; } };
+/** \fn Sub::apply
+    Returns a - b in T. */
+/// a * b.
+struct Mul {
+  template <class T> TG_HD static T apply(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value) return a && b;   // bool * bool is and
+    else return a * b;
+  }
+};
+/** \fn Mul::apply
+    Returns a * b in T (and for bool). */
+/// a / b.
+struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; } };
+/** \fn Div::apply
+    Returns a / b in T. */
+/// a^b.
+struct Pow { template <class T> TG_HD static T apply(T a, T b) { return T(pow(a, b)); } };
+/** \fn Pow::apply
+    Returns a^b in T. */
+/// a == b (bool).
+struct Eq { template <class T> TG_HD static bool apply(T a, T b) { return a == b; } };
+/** \fn Eq::apply
+    Returns a == b. */
+/// a != b (bool).
+struct Ne { template <class T> TG_HD static bool apply(T a, T b) { return a != b; } };
+/** \fn Ne::apply
+    Returns a != b. */
+/// a > b (bool).
+struct Gt { template <class T> TG_HD static bool apply(T a, T b) { return a > b; } };
+/** \fn Gt::apply
+    Returns a > b. */
+/// a < b (bool).
+struct Lt { template <class T> TG_HD static bool apply(T a, T b) { return a < b; } };
+/** \fn Lt::apply
+    Returns a < b. */
+/// a >= b (bool).
+struct Ge { template <class T> TG_HD static bool apply(T a, T b) { return a >= b; } };
+/** \fn Ge::apply
+    Returns a >= b. */
+/// a <= b (bool).
+struct Le { template <class T> TG_HD static bool apply(T a, T b) { return a <= b; } };
+/** \fn Le::apply
+    Returns a <= b. */
+}  // namespace fn
+
+/// The element type binary op F stores for operands of C++ type T: bool for the comparisons, T for
+/// the arithmetic ops.
+template <class F, class T>
+using binary_out_t =
+    std::conditional_t<std::is_same<decltype(F::apply(opmath_t<T>{}, opmath_t<T>{})), bool>::value, bool, T>;
+
+/// X-macro over the binary functors, in BinaryOp order: TG_BINARY_OPS(X) expands X(Name) for each.
+#define TG_BINARY_OPS(X) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Eq) X(Ne) X(Gt) X(Lt) X(Ge) X(Le)
+
+/// The binary elementwise ops, one per functor in tg::fn (prim::binary, Backend::binary).
+enum class BinaryOp : uint8_t {
+#define TG_ENUM(Name) Name,
+  TG_BINARY_OPS(TG_ENUM)
+#undef TG_ENUM
+};
+/** \var BinaryOp::Add
+    fn::Add: a + b */
+/** \var BinaryOp::Sub
+    fn::Sub: a - b */
+/** \var BinaryOp::Mul
+    fn::Mul: a * b */
+/** \var BinaryOp::Div
+    fn::Div: a / b */
+/** \var BinaryOp::Pow
+    fn::Pow: a^b */
+/** \var BinaryOp::Eq
+    fn::Eq: a == b */
+/** \var BinaryOp::Ne
+    fn::Ne: a != b */
+/** \var BinaryOp::Gt
+    fn::Gt: a > b */
+/** \var BinaryOp::Lt
+    fn::Lt: a < b */
+/** \var BinaryOp::Ge
+    fn::Ge: a >= b */
+/** \var BinaryOp::Le
+    fn::Le: a <= b */
+
+/// Turns the runtime enum into a compile-time functor: visitor(fn::Add{}), ...
+template <class Visitor>
+TG_HD void visit(BinaryOp op, Visitor&& visitor) {
+  switch (op) {
+#define TG_CASE(Name) \
+  case BinaryOp::Name: visitor(fn::Name{}); return;
+    TG_BINARY_OPS(TG_CASE)
+#undef TG_CASE
+  }
+}
+
+/// The reductions of prim::reduce and Backend::reduce.
+enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin };
+/** \var ReduceOp::Sum
+    The sum (0 for no elements). */
+/** \var ReduceOp::Max
+    The largest element (NaN if any is NaN). */
+/** \var ReduceOp::Min
+    The smallest element (NaN if any is NaN). */
+/** \var ReduceOp::ArgMax
+    The index of the largest element (int64), over one dim. */
+/** \var ReduceOp::ArgMin
+    The index of the smallest element (int64), over one dim. */
+
+}  // namespace tg

@@ -1,0 +1,94 @@
+/// \file
+/// kernels/pool.h: where each pooling window lies in its input plane, shared by the CPU loops
+/// (backend/cpu/conv.cpp) and the CUDA kernels (backend/cuda/conv.cu) so both backends pool the same elements.
+#pragma once
+#include <cstdint>
+
+#include "tensorgrad/core/macros.h"
+
+namespace tg {
+
+/// The geometry of one 2-D pooling (Backend::max_pool2d, avg_pool2d): x (P, H, W) planes (P = N C)
+/// -> out (P, OH, OW). With adaptive, window i along the height is [floor(i H / OH), ceil((i + 1) H /
+/// OH)) and the kernel, stride and padding fields are unused (PyTorch's adaptive pooling).
+struct Pool2dArgs {
+  /// Planes (batch times channels), input height and width, output height and width.
+  int64_t P = 0, H = 0, W = 0, OH = 0, OW = 0;
+  /** \var H
+      Input height. */
+  /** \var W
+      Input width. */
+  /** \var OH
+      Output height. */
+  /** \var OW
+      Output width. */
+  /// Window size, step and implicit padding (-inf for max, zeros for avg).
+  int64_t KH = 1, KW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  /** \var KW
+      Window width. */
+  /** \var stride_h
+      Step between windows along the height. */
+  /** \var stride_w
+      Step between windows along the width. */
+  /** \var pad_h
+      Padding rows on each side. */
+  /** \var pad_w
+      Padding columns on each side. */
+  /// Spacing between the window's taps (max_pool2d's dilation; 1 for the averages).
+  int64_t dil_h = 1, dil_w = 1;
+  /** \var dil_w
+      Spacing between the window's taps along the width. */
+  /// avg: divide by the whole window, padding included (PyTorch's count_include_pad), or by the
+  /// elements inside the input only.
+  bool count_include_pad = true;
+  /// Adaptive windows (see the struct comment).
+  bool adaptive = false;
+};
+
+
+/// One window of a pooling along one axis: the input rows begin, begin + step, ... below end that it
+/// reads (clipped to the input) and the count its average divides by.
+struct PoolSpan {
+  int64_t begin = 0;   ///< first input row (column) read
+  int64_t end = 0;     ///< one past the last
+  int64_t step = 1;    ///< distance between the rows read (max_pool2d's dilation)
+  int64_t count = 1;   ///< the divisor along this axis (padding included with count_include_pad)
+};
+
+/// The span of output index o along an axis of input size n and output size on, with kernel k, stride
+/// s, padding p and dilation d (PyTorch's avg_pool2d / max_pool2d / adaptive_avg_pool2d window rules).
+/// A window may reach past the padded input only with ceil_mode (the output size rule in ops/conv.cpp
+/// keeps its first row inside the input or the left padding): the average's divisor then counts the
+/// window clipped to the padded input, as PyTorch's does.
+TG_HD PoolSpan pool_span(int64_t o, int64_t n, int64_t on, int64_t k, int64_t s, int64_t p, int64_t d, bool adaptive,
+                         bool count_include_pad) {
+  PoolSpan r;
+  if (adaptive) {
+    r.begin = (o * n) / on;                       // floor(o n / on)
+    r.end = ((o + 1) * n + on - 1) / on;          // ceil((o + 1) n / on)
+    r.count = r.end - r.begin;
+    return r;
+  }
+  int64_t b = o * s - p, e = b + (k - 1) * d + 1;
+  if (e > n + p) e = n + p;
+  const int64_t padded = e - b;
+  if (b < 0) b += ((-b + d - 1) / d) * d;   // the first tap inside the input
+  if (e > n) e = n;
+  r.begin = b;
+  r.end = e;
+  r.step = d;
+  r.count = count_include_pad ? padded : e - b;   // d is 1 whenever count is used (avg_pool2d)
+  return r;
+}
+
+/// The span of output row oh of a.
+TG_HD PoolSpan pool_span_h(const Pool2dArgs& a, int64_t oh) {
+  return pool_span(oh, a.H, a.OH, a.KH, a.stride_h, a.pad_h, a.dil_h, a.adaptive, a.count_include_pad);
+}
+
+/// The span of output column ow of a.
+TG_HD PoolSpan pool_span_w(const Pool2dArgs& a, int64_t ow) {
+  return pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.dil_w, a.adaptive, a.count_include_pad);
+}
+
+}  // namespace tg
