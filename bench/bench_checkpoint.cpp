@@ -1,4 +1,4 @@
-// bench/bench_checkpoint.cpp: checkpoint speed (io/serialize.h) for a 256 MiB float32 module (four
+// bench/bench_checkpoint.cpp: checkpoint speed (io/checkpoint.h) for a 256 MiB float32 module (four
 // Linear(4096, 4096)): tg::save (with its fsync), tg::load_tensors, tg::load into the module, against a
 // plain read() of the same file into a reused buffer, all with the file warm in the page cache, and the
 // CRC-32C of the file's bytes (SSE4.2 path when the CPU has it, and the portable one). Target:

@@ -1,4 +1,4 @@
-// tests/test_faults.cpp: checkpoint writes that die or run out of room (io/serialize.h). A forked child
+// tests/test_faults.cpp: checkpoint writes that die or run out of room (io/safetensors.h). A forked child
 // saving in a loop is SIGKILLed at several moments: the file on disk is always one whole checkpoint.
 // A forked child whose file-size limit cuts the write at many byte positions gets SerializationError,
 // leaves no temporary file and the previous checkpoint intact. (In-process save failures, a missing

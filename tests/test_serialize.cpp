@@ -1,4 +1,4 @@
-// tests/test_serialize.cpp: safetensors checkpoints (io/serialize.h): the CRC-32C paths, bitwise round
+// tests/test_serialize.cpp: safetensors checkpoints (io/safetensors.h, io/checkpoint.h): the CRC-32C paths, bitwise round
 // trips of tensors, modules and SGD state, the header layout and its metadata (read by a JSON reader of
 // the test's own), a fixture from the reference safetensors writer (tests/data/make_fixtures.py), files
 // in the tensorgrad-1 layout, stale checksums and LoadOptions, non-strict module loads, and every kind

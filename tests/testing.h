@@ -67,7 +67,7 @@ struct CpuCapabilityGuard {
 };
 
 /// While alive, the CPU runs bfloat16 products through float32 (Note [Low precision through float32]
-/// in prim/prim.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
+/// in prim/blas.cpp) also where its backend multiplies bfloat16 itself (Note [bfloat16 GEMMs through
 /// oneDNN] in backend/cpu/blas.cpp): the CPU code path drops from avx512 to avx2 for the guard's life
 /// (every AVX-512 CPU runs AVX2), and comes back after.
 struct Bf16ProductsThroughFloat32 : CpuCapabilityGuard {

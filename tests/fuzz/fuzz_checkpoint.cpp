@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the safetensors loader (io/serialize.h). The
+// tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the safetensors loader (io/safetensors.h). The
 // input bytes are a checkpoint file. Contract: load_tensors / load(module) / load(optimizer), with and
 // without checksums, strict or not, either succeed or throw tg::SerializationError; a failed module
 // load leaves the module bitwise unchanged; a successful load holds no more tensor bytes than the file

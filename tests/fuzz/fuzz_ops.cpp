@@ -22,7 +22,7 @@
 // float64 operands compute in PyTorch's result type (Note [Type promotion]: a 0-d operand counts only
 // next to another 0-d one), each converted to it first; gt and eq give bool, which the program converts
 // to the result type; where's condition is c != 0. In-place
-// writes follow Note [Overlapping writes] (prim/prim.cpp), decided here by brute force over the
+// writes follow Note [Overlapping writes] (prim/checks.cpp), decided here by brute force over the
 // element offsets: a written tensor that reaches one location through several elements (an expanded
 // view), or an input sharing memory with the written tensor without being the same view, must be
 // refused (a tg::Error, nothing changed). When either tensor of such a pair is not a permutation of a
@@ -724,7 +724,7 @@ class Program {
   }
 
   /// An elementwise op over broadcast inputs (their references), in dtype t.
-  /// PyTorch's result type of two floating tensors (Note [Type promotion] in prim/prim.cpp): a 0-d
+  /// PyTorch's result type of two floating tensors (Note [Type promotion] in prim/promote.cpp): a 0-d
   /// operand decides only when the other is 0-d too; float64 wins otherwise.
   static DType result_of(const RTensor& a, const RTensor& b) {
     const bool a0 = a.rank() == 0, b0 = b.rank() == 0;

@@ -90,7 +90,7 @@ void Variable::set_grad(const Variable& g) {
   TG_CHECK(g.device() == device(), DeviceError, "set_grad: assigned grad has data located on a different device (",
            g.device(), " for a Variable on ", device(), ")");
   // Backward would accumulate into the Variable's own values, and an optimizer would read the
-  // gradient it is overwriting (Note [Overlapping writes], prim/prim.cpp).
+  // gradient it is overwriting (Note [Overlapping writes], prim/checks.cpp).
   TG_CHECK(g.data().storage() != data().storage(), AutogradError,
            "set_grad: can't assign Variable as its own grad (the assigned grad shares memory with the Variable)");
   auto slot = std::make_shared<VariableImpl>();

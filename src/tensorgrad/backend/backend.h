@@ -1,6 +1,6 @@
 // backend/backend.h: the per-device kernel interface. One implementation per device type: the CPU
 // reference in backend/cpu/, the CUDA one in backend/cuda/. Backends trust their arguments: shapes, dtypes and
-// devices are validated before the call, in prim/prim.cpp.
+// devices are validated before the call, in prim/.
 //
 // Note [Kernel families]
 // ~~~~~~~~~~~~~~~~~~~~~~
@@ -18,12 +18,12 @@
 //                     (log-)softmax and its gradient, cross-
 //                     entropy loss and gradient, ignore_index)
 //   index             index_math.h (range check; the CPU checks   index.cpp             index.cu
-//                     on the host in prim/prim.cpp)
+//                     on the host in prim/index.cpp)
 //   optim             optim_math.h (SgdHyper / AdamHyper, the     optim.cpp             optim.cu
 //                     per-parameter scalars, the update math)
 //   blas              (the BLAS libraries)                        blas.cpp              blas.cpp
 //   random            kernels/philox.h                             random.cpp            random.cu
-//   sort              Note [Sort order] in prim/prim.cpp        sort.cpp              sort.cu
+//   sort              Note [Sort order] in prim/sort.cpp        sort.cpp              sort.cu
 //   conv / pooling    kernels/pool.h (pooling windows)      conv.cpp              conv.cu
 //   attention         none: the CPU loops are the kernels'         attention.cpp         attention.cu
 //                     reference, compared by the tests
@@ -134,7 +134,7 @@ inline GemmArgs make_gemm(DType dtype, int64_t batch, int64_t M, int64_t N, int6
 }
 
 /// What a backend may fold into a 2-D GEMM (batch 1, beta 0) with Backend::gemm_epilogue: one of the
-/// two, elements of the GEMM's dtype in device memory. Note [Bias folded into the GEMM] (prim/prim.cpp).
+/// two, elements of the GEMM's dtype in device memory. Note [Bias folded into the GEMM] (prim/blas.cpp).
 struct GemmEpilogue {
   /// N elements added to every row of C: C = op(A) op(B) + bias (linear's forward).
   const void* bias = nullptr;
@@ -226,7 +226,7 @@ class Backend {
   virtual void gemm(const GemmArgs& args) = 0;
   /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for
   /// the 16-bit ones; where it does not, tg::prim converts float16/bfloat16 operands to float32 first
-  /// (Note [Low precision through float32] in prim/prim.cpp). The default takes every floating dtype.
+  /// (Note [Low precision through float32] in prim/blas.cpp). The default takes every floating dtype.
   virtual bool gemm_takes(DType dtype) const {
     (void)dtype;
     return true;
@@ -310,7 +310,7 @@ class Backend {
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:
   /// each row's positions 0..N-1 in the order a stable sort of its values puts them (ascending, or
-  /// descending). See Note [Sort order] in prim/prim.cpp.
+  /// descending). See Note [Sort order] in prim/sort.cpp.
   virtual void argsort(const Tensor& x, bool descending, const Tensor& indices) = 0;
 };
 

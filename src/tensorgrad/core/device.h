@@ -137,7 +137,7 @@ std::size_t dtype_size(DType t);
 bool is_floating(DType t);
 const char* dtype_name(DType t);              ///< "float32", "bfloat16", ...; "unknown" outside the table
 /// True for the floating dtypes narrower than float32 (float16, bfloat16): the ones that compute
-/// through float32 (Note [Low precision through float32] in prim/prim.cpp), keep float32 optimizer
+/// through float32 (Note [Low precision through float32] in prim/blas.cpp), keep float32 optimizer
 /// state (Note [Master weights]) and that autocast casts to. DTypeError outside the table.
 bool is_low_precision(DType t);
 /// PyTorch's torch.promote_types: the dtype both operands of a binary op are computed in. Bool <
@@ -220,7 +220,7 @@ decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn);
 /// Same, for the listed dtypes only (dispatch_only<kFloat32, kFloat64>(t, "matmul", fn)): a kernel
 /// family that exists for a few dtypes instantiates fn only for those; any other throws DTypeError
 /// naming the op and the dtypes it takes. (prim:: sends the other dtypes through a supported one
-/// first: Note [Low precision through float32] in prim/prim.cpp.)
+/// first: Note [Low precision through float32] in prim/blas.cpp.)
 template <DType... Ds, class Fn>
 decltype(auto) dispatch_only(DType t, const char* op, Fn&& fn);
 

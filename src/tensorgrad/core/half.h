@@ -15,7 +15,7 @@
 // arithmetic of its own: `a + b` on two of them adds two floats. So every kernel body written for T
 // computes in float32 when T is a 16-bit type and rounds once when it stores its result in T, which
 // is what PyTorch's kernels do (its "opmath" type). Sums, softmax, losses and matrix products
-// accumulate in float32 (the dtype table's accumulator column, and prim/prim.cpp for the families
+// accumulate in float32 (the dtype table's accumulator column, and prim/blas.cpp for the families
 // that run through float32: Note [Low precision through float32]).
 
 namespace tg {

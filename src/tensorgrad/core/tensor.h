@@ -44,7 +44,7 @@ class Storage {
   /// When other has the same size, device and allocator: exchanges the two blocks of bytes in O(1)
   /// (what copying all of other's bytes here would show through this storage's views), bumps both
   /// versions and returns true. Otherwise changes nothing and returns false. Checkpoint loads use it
-  /// to move freshly read parameters in without a second copy (io/serialize.cpp).
+  /// to move freshly read parameters in without a second copy (io/checkpoint.cpp).
   bool swap_bytes(Storage& other) noexcept;
 
   /// Storages of at least this many bytes are listed in OutOfMemoryError reports (Note [Live tensor

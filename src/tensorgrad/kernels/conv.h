@@ -11,7 +11,7 @@ namespace tg {
 
 /// The geometry of one 2-D convolution (Backend::conv2d): x (N, C, H, W), weight (O, C / groups, KH,
 /// KW), out (N, O, OH, OW) with OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (likewise OW).
-/// Validated in prim/prim.cpp (prim/conv.cpp): every size positive, OH and OW >= 1.
+/// Validated in prim/conv.cpp: every size positive, OH and OW >= 1.
 struct Conv2dArgs {
   /// Batch, input channels, input height and width.
   int64_t N = 0, C = 0, H = 0, W = 0;

@@ -1,7 +1,7 @@
 /// \file
 /// kernels/index.h: the indexing family's shared rule (Note [Kernel families] in backend/backend.h):
 /// which index values are in range. The CPU checks its indices on the host before the backend runs
-/// (prim/prim.cpp: index_select, index_add_, gather, scatter_add, cross_entropy's targets); the CUDA
+/// (prim/index.cpp and prim/softmax_loss.cpp: index_select, index_add_, gather, scatter_add, cross_entropy's targets); the CUDA
 /// kernels check theirs on the device (backend/cuda/index.cu, backend/cuda/softmax_loss.cu: Note [Device error flag]).
 /// Both raise the same IndexError. Compiled by g++ and by nvcc, so: no dependencies.
 #pragma once

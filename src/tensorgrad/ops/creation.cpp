@@ -1,4 +1,4 @@
-// ops/creation.cpp: factory functions. Random ones draw from the one Philox stream (prim/prim.cpp),
+// ops/creation.cpp: factory functions. Random ones draw from the one Philox stream (prim/random.cpp),
 // so the same manual_seed gives the same values on every device.
 #include "tensorgrad/ops/creation.h"
 

@@ -16,7 +16,7 @@
 // Note [Autocast products through float32]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Where products run through float32 (the CPU, except bfloat16 on one with AVX512_BF16: Note [Low
-// precision through float32] in prim/prim.cpp), casting a float32 operand of matmul or linear to bfloat16 only for prim::matmul
+// precision through float32] in prim/blas.cpp), casting a float32 operand of matmul or linear to bfloat16 only for prim::matmul
 // to convert it back, and rounding its gradient to bfloat16 only for the cast's backward to convert it
 // back, are two passes over each operand where one does: at batch 64 the MLP of bench/bench_amp
 // converted ~570k elements per step, 14 % of its autocast step. So under autocast on such a device,

@@ -1,5 +1,5 @@
 // ops/sort.cpp: sort, topk and kthvalue on Variables. The permutation comes from prim::sort (the
-// backends' argsort, Note [Sort order] in prim/prim.cpp); the gradient of the values is scattered
+// backends' argsort, Note [Sort order] in prim/sort.cpp); the gradient of the values is scattered
 // back to the positions they were taken from, as gather's is. Indices get no gradient.
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"

@@ -1,7 +1,7 @@
-// optim/grad_scaler.cpp: GradScaler (torch.amp.GradScaler's state machine and update rule) and its
-// tg::save / tg::load. The inf/NaN check is composed from backend reductions and prim ops, so it runs
+// optim/grad_scaler.cpp: GradScaler (torch.amp.GradScaler's state machine and update rule); its
+// tg::save / tg::load are io/checkpoint.cpp's. The inf/NaN check is composed from backend reductions and prim ops, so it runs
 // unchanged on every device (Note [GradScaler synchronization] in optim/grad_scaler.h). The safetensors
-// format itself is io/serialize.cpp's.
+// format itself is io/safetensors.cpp's.
 #include "tensorgrad/optim/grad_scaler.h"
 
 #include <algorithm>

@@ -47,7 +47,7 @@ class Optimizer {
   void set_lr(double lr);
   /// Sets one group's learning rate (IndexError for a bad group, Error when negative).
   void set_lr(std::size_t group, double lr);
-  /// Checkpoint state as named tensors (tg::save() and tg::load() in io/serialize.h). state() may alias the
+  /// Checkpoint state as named tensors (tg::save() and tg::load() in io/checkpoint.h). state() may alias the
   /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
   /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
   virtual std::vector<std::pair<std::string, Tensor>> state() const;

@@ -10,7 +10,7 @@ namespace tg {
 namespace prim {
 
 namespace {
-// Note [Low precision through float32] (prim/prim.cpp): float16 / bfloat16 operands run the float32
+// Note [Low precision through float32] (prim/blas.cpp): float16 / bfloat16 operands run the float32
 // kernels and are rounded back once.
 Tensor as_float32(const Tensor& t) { return t.defined() && is_low_precision(t.dtype()) ? t.to(kFloat32) : t; }
 Tensor back_to(const Tensor& t, DType dtype) { return t.defined() && t.dtype() != dtype ? t.to(dtype) : t; }

@@ -33,9 +33,9 @@ Tensor zeros_like(const Tensor& t);
 Tensor scalar_like(double value, const Tensor& like);
 /// The dtype of a C++ scalar next to a tensor of dtype `like`: like itself, except float32 for a
 /// fractional or non-finite value next to an integer or bool tensor, and int64 for a value other than
-/// 0 and 1 next to a bool tensor. See Note [Type promotion] in prim/prim.cpp.
+/// 0 and 1 next to a bool tensor. See Note [Type promotion] in prim/promote.cpp.
 DType scalar_dtype(double value, DType like);
-/// PyTorch's torch.result_type of two tensors: see Note [Type promotion] in prim/prim.cpp.
+/// PyTorch's torch.result_type of two tensors: see Note [Type promotion] in prim/promote.cpp.
 DType result_type(const Tensor& a, const Tensor& b);
 /// PyTorch's torch.can_cast: whether an in-place op may store a result of dtype `from` into a
 /// tensor of dtype `to` (not floating into integer, not anything but bool into bool).
@@ -114,7 +114,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // ---- linear algebra: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N).
 // Transposed views are passed to the BLAS as flags, not copied.
 /// Whether the products below convert dtype operands to float32 on device and round the result back
-/// (Note [Low precision through float32] in prim/prim.cpp): float16 and bfloat16 where the device's
+/// (Note [Low precision through float32] in prim/blas.cpp): float16 and bfloat16 where the device's
 /// Backend::gemm_takes says no (the CPU, except bfloat16 on a CPU with native bfloat16 products: Note
 /// [bfloat16 GEMMs through oneDNN] in backend/cpu/blas.cpp).
 bool products_through_float32(DType dtype, Device device);
@@ -170,7 +170,7 @@ void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Ten
 /// promoted dtype of all of them.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 
-// ---- sorting (Note [Sort order] in prim/prim.cpp)
+// ---- sorting (Note [Sort order] in prim/sort.cpp)
 /// The values of a sort and the int64 positions they came from along the sorted dim.
 struct Sorted {
   Tensor values;    ///< x's dtype

@@ -8,7 +8,7 @@
 
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/prim/prim.h"
-#include "tensorgrad/io/serialize.h"
+#include "tensorgrad/io/safetensors.h"
 
 namespace tg {
 

@@ -107,7 +107,7 @@ void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
 // A CPU with AVX512_BF16 multiplies bfloat16 pairs in hardware (VDPBF16PS: exact products, float32
 // sums), and oneDNN's bfloat16 matmul runs on it: 2.2x sgemm's speed on one core of an AVX-512 EPYC
 // at the MLP's shapes (64x784x128: 65 vs 144 µs), before counting the conversions to and from float32
-// that the float32 path adds (Note [Low precision through float32] in prim/prim.cpp). So where the
+// that the float32 path adds (Note [Low precision through float32] in prim/blas.cpp). So where the
 // build has oneDNN, the CPU code path is avx512 (Note [CPU capabilities]: TG_CPU_CAPABILITY=avx2 or
 // baseline turns this off too) and oneDNN reports an ISA with avx512_core_bf16, the CPU backend's
 // gemm takes bfloat16 (gemm_takes), and every bfloat16 product (matmul, addmm, linear under autocast)
@@ -257,7 +257,7 @@ void CpuBackend::gemm(const GemmArgs& g) {
   });
 }
 
-// The CPU's side of Note [Bias folded into the GEMM] (prim/prim.cpp): the bias is copied into C's
+// The CPU's side of Note [Bias folded into the GEMM] (prim/blas.cpp): the bias is copied into C's
 // rows and the BLAS accumulates the product onto it (beta = 1); the row sums of op(A) are summed
 // here in the order of reduce()'s column sums (SumAcc, stored row after stored row). Either way one
 // backend call instead of two, which at small batches saves the second op's dispatch.

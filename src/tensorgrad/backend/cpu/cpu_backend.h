@@ -6,7 +6,7 @@
 // capabilities]). One file per family, each the twin of a backend/cuda/ file: elementwise.cpp, reduce.cpp,
 // softmax_loss.cpp, index.cpp, optim.cpp, blas.cpp, random.cpp, sort.cpp; runtime.cpp holds the
 // backend object and the thread / floating-point settings (backend/cuda/runtime.cu's counterpart).
-// Validation happened in prim/prim.cpp; inside a parallel region only a scratch allocation can
+// Validation happened in prim/; inside a parallel region only a scratch allocation can
 // throw (OutOfMemoryError), which the pool hands to the caller.
 #pragma once
 #include <algorithm>

@@ -4,7 +4,7 @@
 namespace tg {
 namespace cpu {
 
-// Note [Sort order] in prim/prim.cpp: a stable sort per row, NaN above every number.
+// Note [Sort order] in prim/sort.cpp: a stable sort per row, NaN above every number.
 void CpuBackend::argsort(const Tensor& x, bool descending, const Tensor& indices) {
   const int64_t N = x.dim() ? x.shape().back() : 1, R = N ? x.numel() / N : 0;
   int64_t* ip = indices.data<int64_t>();

@@ -31,7 +31,7 @@ int to_int(int64_t v, const char* what) {
 // float16 and bfloat16 products go to cuBLAS in their own dtype: cublasGemmStridedBatchedEx with
 // CUBLAS_COMPUTE_32F, float alpha and beta, so the products accumulate in float32 and the result is
 // rounded once, as the CPU's convert-and-sgemm path gives (Note [Low precision through float32] in
-// prim/prim.cpp), and cuBLAS runs them on tensor cores: half the bytes of float32 operands and no
+// prim/blas.cpp), and cuBLAS runs them on tensor cores: half the bytes of float32 operands and no
 // conversion launches. The bias and bias-gradient epilogues take them too (Note [cuBLASLt epilogues]).
 
 /// The cuBLAS data type of a 16-bit T.
@@ -110,7 +110,7 @@ void CudaBackend::gemm(const GemmArgs& g) {
 
 // Note [cuBLASLt epilogues]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
-// CUDA's side of Note [Bias folded into the GEMM] (prim/prim.cpp): cuBLASLt's epilogues fold the
+// CUDA's side of Note [Bias folded into the GEMM] (prim/blas.cpp): cuBLASLt's epilogues fold the
 // bias pass into the GEMM's own launch. With the operands swapped for column-major (this file's
 // header), D (m = N, n = M) = op(A_lt) op(B_lt) where A_lt is our B and B_lt our A, so:
 // - CUBLASLT_EPILOGUE_BIAS adds a vector of D's m rows to every column: a vector of length N added to

@@ -175,7 +175,7 @@ constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, 
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
-// Backend methods. Validation happened in prim/prim.cpp.
+// Backend methods. Validation happened in prim/.
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   const int64_t n = dst.numel();

@@ -86,7 +86,7 @@ struct AdamMulti {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
-// Backend methods. Validation happened in prim/prim.cpp.
+// Backend methods. Validation happened in prim/.
 
 void CudaBackend::sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) {
   if (params.empty()) return;

@@ -220,13 +220,13 @@ __global__ void softmax_backward_cols_kernel(const T* y, const T* dy, T* dx, int
 // its device's DeviceErrorFlag (device memory, one per device, backend/cuda/runtime.cu) and writes NaN
 // instead of reading out of bounds. Every synchronization (item(), to(cpu), tg::cuda::synchronize())
 // queues a copy of the flag to pinned host memory before it waits, then raises the IndexError that
-// prim/prim.cpp raises on the CPU for the same target (cross_entropy_target_error, backend/backend.h), and
+// prim/softmax_loss.cpp raises on the CPU for the same target (cross_entropy_target_error, backend/backend.h), and
 // clears the flag. The flag belongs to the device's one stream (Note [One stream per device]), and
 // a sync reads and clears it under its context's mutex: when several threads synchronize one device,
 // the first to look raises the error and the others return normally, instead of racing on the pinned
 // copy (two raising, or none). Nothing in the happy path waits or copies more than those 32 bytes per sync.
 // Index kernels (backend/cuda/index.cu) report out-of-range indices the same way, as the IndexError of
-// index_out_of_range_error; prim/prim.cpp checks only CPU indices on the host.
+// index_out_of_range_error; prim/checks.cpp checks only CPU indices on the host.
 
 /// The team leader's part of cross_entropy_kernel: lse, and the row's loss or the error flag.
 /// Returns the loss as stored (0 for an ignored row).

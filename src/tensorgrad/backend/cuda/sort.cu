@@ -1,7 +1,7 @@
 // backend/cuda/sort.cu: Backend::argsort on CUDA, through CUB's segmented radix sort (stable; one segment per
 // row) rather than a sort of our own. The keys are a copy of x with every NaN made the positive quiet
 // NaN, so that CUB's bit order puts NaN above +inf as the CPU does (Note [Sort order] in
-// prim/prim.cpp); the values are the positions 0..N-1 of each row. The CPU twin is argsort in
+// prim/sort.cpp); the values are the positions 0..N-1 of each row. The CPU twin is argsort in
 // backend/cpu/sort.cpp. The emulator build compiles this file against the stand-in CUB of
 // tests/cuda_emulator/include/cub/.
 #include <cub/device/device_segmented_radix_sort.cuh>

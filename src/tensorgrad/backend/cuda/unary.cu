@@ -68,7 +68,7 @@ struct UnaryBackwardStrided {
 
 }  // namespace
 
-// Validation happened in prim/prim.cpp.
+// Validation happened in prim/.
 
 void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
   const int64_t n = out.numel();

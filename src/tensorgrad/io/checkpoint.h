@@ -1,0 +1,45 @@
+/// \file
+/// io/checkpoint.h: tg::save / tg::load of a Module's parameters and buffers (strict or not,
+/// all-or-nothing), of an Optimizer's state and of a GradScaler's, as safetensors files
+/// (io/safetensors.h). Implemented in io/checkpoint.cpp. Not here: the Module, Optimizer and
+/// GradScaler classes themselves, and any other file format (pickle, PyTorch .pt).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tensorgrad/io/safetensors.h"
+
+namespace tg {
+
+namespace nn { class Module; }
+namespace optim { class Optimizer; }
+namespace amp { class GradScaler; }
+
+/// What a module load did not match, as PyTorch's load_state_dict returns it (empty when strict).
+struct IncompatibleKeys {
+  std::vector<std::string> missing_keys;      ///< the module's names that the file lacks (left unchanged)
+  std::vector<std::string> unexpected_keys;   ///< the file's names that the module lacks (ignored)
+};
+
+/// Saves module.named_parameters() and module.named_buffers() ("fc1.weight", ...).
+void save(const nn::Module& module, const std::string& path);
+/// Loads a file into the module's parameters and buffers: their values are written in, their handles,
+/// storages and devices are kept (views of them see the new values). Shape and dtype mismatches, and
+/// missing and unexpected keys when strict, are listed in one tg::SerializationError; a damaged file or
+/// checksums that do not match throw from load_tensors first. After any error the module is unchanged.
+/// Not strict: the keys both have are loaded and the others returned.
+IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOptions& options = {});
+
+/// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...).
+void save(const optim::Optimizer& optimizer, const std::string& path);
+/// Loads a file written by save(optimizer, ...) through Optimizer::set_state: on a mismatch the
+/// optimizer is unchanged and tg::SerializationError names the path.
+void load(optim::Optimizer& optimizer, const std::string& path, const LoadOptions& options = {});
+
+/// Saves scaler.state_dict() as a safetensors file (an empty one for a disabled scaler).
+void save(const amp::GradScaler& scaler, const std::string& path);
+/// Loads a file written by save(scaler, ...) through GradScaler::load_state_dict: on a mismatch the
+/// scaler is unchanged and tg::SerializationError names the path. options.strict(false) is refused.
+void load(amp::GradScaler& scaler, const std::string& path, const LoadOptions& options = {});
+
+}  // namespace tg
