@@ -333,7 +333,7 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
 }
 
 TEST_CASE("cpu capability: layer_norm's fused rows on every path match the baseline within derived bounds") {
-  // Note [Fused layer_norm rows on the CPU]: the sums run in the same double lanes on every path, so the
+  // Note [Fused normalization rows]: the sums run in the same double lanes on every path, so the
   // paths differ where a float32 multiply and add fuse into an FMA, and where that moves mean, rstd or
   // the two backward means by one float32 rounding. With xhat = (x - m) s, g = dy w and the means m1,
   // m2, one path's error is at most u times (the rounded quantities, each flip of m, s, m1, m2 counted):

@@ -597,7 +597,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::avg_pool2d(in[0], {2}, {3}, {0}, false, true); }, R});
   t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
                [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
-  // ---- normalization (prims on both backends)
+  // ---- normalization (batch_norm of prims; layer_norm and group_norm rows through Backend::layer_norm)
   t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
                {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
                 normal({5}, 172, dt), normal({5}, 173, dt)},
@@ -607,6 +607,11 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::batch_norm(in[0], tg::Variable(in[1].data()), tg::Variable(in[2].data()), in[3], in[4], false); }, R});
   t.push_back({"layer_norm", "(257, 33) with weight and bias", {normal({257, 33}, 179, dt), normal({33}, 180, dt), normal({33}, 181, dt)},
                [](auto& in) { return tg::layer_norm(in[0], {33}, in[1], in[2]); }, R});
+  t.push_back({"layer_norm", "(9, 3, 1100) over the last two dims, weight only (block rows, several row parts)",
+               {normal({9, 3, 1100}, 185, dt), normal({3, 1100}, 186, dt)},
+               [](auto& in) { return tg::layer_norm(in[0], {3, 1100}, in[1], tg::Variable()); }, R});
+  t.push_back({"layer_norm", "(300, 7) without weight or bias", {normal({300, 7}, 187, dt)},
+               [](auto& in) { return tg::layer_norm(in[0], {7}); }, R});
   t.push_back({"group_norm", "(6, 12, 5, 7) 4 groups with weight and bias", {normal({6, 12, 5, 7}, 182, dt), normal({12}, 183, dt), normal({12}, 184, dt)},
                [](auto& in) { return tg::group_norm(in[0], 4, in[1], in[2]); }, R});
   // ---- attention: matmul, where, softmax and dropout of both backends

@@ -795,7 +795,7 @@ TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add
 }
 
 TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 threads") {
-  // See Note [Fused layer_norm rows on the CPU]: (301, 257) is above the parallel threshold, and 301
+  // See Note [Fused normalization rows]: (301, 257) is above the parallel threshold, and 301
   // rows over 3 threads give chunks of unequal length, each with its own partial dw and db.
   const int before = tg::get_num_threads();
   const Variable x = testing::randn64({301, 257}, 310, false) * 3.0 + 1.0;

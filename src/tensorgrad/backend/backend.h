@@ -5,50 +5,52 @@
 // Note [Kernel families]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // The Backend methods fall into families, and each family is laid out the same way on both backends:
-// its rules written once, as TG_HD functions in ops/ (compiled by g++ and by nvcc), a CPU file that
-// loops over them and a CUDA file that launches kernels over them, file for file:
+// its rules written once, as TG_HD functions in kernels/ (compiled by g++ and by nvcc), a CPU file in
+// backend/cpu/ that loops over them and a CUDA file in backend/cuda/ that launches kernels over them,
+// file for file; prim/ has the family's validation in the file of the same name:
 //
-//   family            shared body (ops/)                          CPU loop              CUDA kernel
-//   elementwise       functors.h (unary, binary, comparisons)     backend/cpu/           cuda/
-//                                                                   elementwise.cpp       elementwise.cu
-//                                                                   unary.cpp             unary.cu
-//   reduce            reduce_math.h (max/min NaN and tie rule;    reduce.cpp            reduce.cu
-//                     sum accumulators: core/device.h's table)
-//   softmax / loss    softmax_math.h (shift of inf/NaN rows,      softmax_loss.cpp      softmax_loss.cu
-//                     (log-)softmax and its gradient, cross-
-//                     entropy loss and gradient, ignore_index)
-//   index             index_math.h (range check; the CPU checks   index.cpp             index.cu
-//                     on the host in prim/index.cpp)
-//   optim             optim_math.h (SgdHyper / AdamHyper, the     optim.cpp             optim.cu
-//                     per-parameter scalars, the update math)
-//   blas              (the BLAS libraries)                        blas.cpp              blas.cpp
-//   random            kernels/philox.h                             random.cpp            random.cu
-//   sort              Note [Sort order] in prim/sort.cpp        sort.cpp              sort.cu
-//   conv / pooling    kernels/pool.h (pooling windows)      conv.cpp              conv.cu
-//   attention         none: the CPU loops are the kernels'         attention.cpp         attention.cu
-//                     reference, compared by the tests
-//   layer_norm rows   none (CPU only; CUDA composes prims in        norm.cpp              -
-//                     ops/norm.cpp)
+//   family          shared body (kernels/)                              CPU loop           CUDA kernel
+//   elementwise     elementwise.h (unary, binary, comparisons)          elementwise.cpp    elementwise.cu
+//                                                                       unary.cpp          unary.cu
+//   reduce          reduce.h (max/min NaN and tie rule; sum             reduce.cpp         reduce.cu
+//                   accumulators: core/device.h's table)
+//   softmax / loss  softmax_loss.h (shift of inf/NaN rows, (log-)       softmax_loss.cpp   softmax_loss.cu
+//                   softmax and its gradient, cross-entropy loss and
+//                   gradient, ignore_index, CrossEntropyArgs)
+//   index           index.h (range check; the CPU checks on the host    index.cpp          index.cu
+//                   in prim/checks.cpp)
+//   optim           optim.h (SgdHyper / AdamHyper, the per-parameter    optim.cpp          optim.cu
+//                   scalars, the update math)
+//   norm            norm.h (the normalized value and the input          norm.cpp           norm.cu
+//                   gradient; row sums in double)
+//   conv / pooling  conv.h (Conv2dArgs, im2col's source element),       conv.cpp           conv.cu
+//                   pool.h (Pool2dArgs, the windows)
+//   random          philox.h                                            random.cpp         random.cu
+//   blas            (the BLAS libraries)                                blas.cpp           blas.cpp
+//   sort            (Note [Sort order] in prim/sort.cpp)                sort.cpp           sort.cu
+//   attention       none: the CPU loops are the kernels' reference,     attention.cpp      attention.cu
+//                   compared by the tests
 //
-// plus backend/cpu/runtime.cpp and backend/cuda/runtime.cu (the backend objects and their settings). The CPU class and its loop machinery
-// (strided loops, the thread pool, the capability clones) are in backend/cpu/cpu_backend.h, the CUDA
-// class in backend/cuda/context.cuh. The CPU's fast paths (backend/cpu/kernels.inc, compiled once per
+// plus backend/cpu/runtime.cpp and backend/cuda/runtime.cu (the backend objects and their settings).
+// The CPU class and its loop machinery (strided loops, the thread pool, the capability clones) are in
+// backend/cpu/cpu_backend.h, the CUDA class in backend/cuda/context.cuh. The CPU's fast paths (backend/cpu/kernels.inc, compiled once per
 // CPU capability: Note [CPU capabilities]) and the GPU's vector loads compute the same bodies in
 // wider steps; a fast path that regroups a formula (a row sum kept in T, a block of exponentials in
 // one pass) says so where it does, and tests/test_cpu_capability.cpp and tests/test_cuda.cpp compare
 // each path with the reference within derived bounds. Adding a rule to a family (a new NaN case, a new
-// loss option) is one edit to its ops/ header, which both backends then run; a new option that must
+// loss option) is one edit to its kernels/ header, which both backends then run; a new option that must
 // reach the kernels also adds a field to the family's argument struct (CrossEntropyArgs, SgdHyper,
 // AdamHyper) and to the prim:: check that validates it.
 #pragma once
 #include <cstdint>
 
-#include "tensorgrad/kernels/philox.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/core/tensor.h"
 #include "tensorgrad/kernels/conv.h"
 #include "tensorgrad/kernels/elementwise.h"
+#include "tensorgrad/kernels/norm.h"
 #include "tensorgrad/kernels/optim.h"
+#include "tensorgrad/kernels/philox.h"
 #include "tensorgrad/kernels/pool.h"
 #include "tensorgrad/kernels/softmax_loss.h"
 
@@ -306,6 +308,17 @@ class Backend {
   virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, const Tensor& dout, const AttentionArgs& args, const Tensor& dq,
                                   const Tensor& dk, const Tensor& dv) = 0;
+  /// Normalizes the M rows of x (M, D) (layer_norm; group_norm's groups are rows too): mean (M) and
+  /// rstd (M) = 1 / sqrt(biased variance + eps) of each row, y (M, D) = xhat w + b with xhat = (x -
+  /// mean) rstd (kernels/norm.h), w and b (D) applied when defined. x, w, b, y, mean, rstd contiguous of
+  /// one dtype (float32 or float64); M, D > 0. Sets y, mean and rstd.
+  virtual void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y,
+                          const Tensor& mean, const Tensor& rstd) = 0;
+  /// The gradients of layer_norm from dy (M, D), with the forward's x, mean, rstd and w (undefined
+  /// when there was none): dx (M, D) = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, dw (D) =
+  /// the sum over rows of dy xhat, db (D) = the sum over rows of dy. Sets each one that is defined.
+  virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:

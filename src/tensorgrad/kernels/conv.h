@@ -1,5 +1,7 @@
 /// \file
-/// kernels/conv.h: the geometry of a 2-D convolution (Conv2dArgs), read by the CPU loops
+/// kernels/conv.h: the geometry of a 2-D convolution (Conv2dArgs) and the one rule im2col and col2im
+/// follow on both backends: which input element a kernel tap of an output position reads
+/// (conv_input_index), and its inverse (conv_output_index). Read by the CPU loops
 /// (backend/cpu/conv.cpp) and the CUDA kernels (backend/cuda/conv.cu). Compiled by g++ and by nvcc.
 #pragma once
 #include <cstdint>
@@ -48,5 +50,21 @@ struct Conv2dArgs {
   /// float32 or float64 (every operand).
   DType dtype = kFloat32;
 };
+
+/// The input row (or column) that kernel tap k of output row o reads, along an axis with this stride,
+/// padding and dilation: o stride - pad + k dil. A value outside [0, input size) reads the zero padding.
+TG_HD int64_t conv_input_index(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+  return o * stride - pad + k * dil;
+}
+
+/// The inverse of conv_input_index for a fixed tap k: the output row o whose tap k reads input row i,
+/// or -1 when no output row of the `on` there are does (i + pad - k dil is negative, not a multiple of
+/// the stride, or beyond the last row). col2im sums over the taps for which it is not -1.
+TG_HD int64_t conv_output_index(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t on) {
+  const int64_t t = i + pad - k * dil;   // = o stride
+  if (t < 0 || t % stride != 0) return -1;
+  const int64_t o = t / stride;
+  return o < on ? o : -1;
+}
 
 }  // namespace tg

@@ -1,7 +1,9 @@
 /// \file
-/// kernels/pool.h: where each pooling window lies in its input plane, shared by the CPU loops
-/// (backend/cpu/conv.cpp) and the CUDA kernels (backend/cuda/conv.cu) so both backends pool the same elements.
+/// kernels/pool.h: where each pooling window lies in its input plane, and its maximum and mean: written
+/// once for the CPU loops (backend/cpu/conv.cpp) and the CUDA kernels (backend/cuda/conv.cu), so both
+/// backends pool the same elements in the same order. Compiled by g++ and by nvcc.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "tensorgrad/core/macros.h"
@@ -89,6 +91,38 @@ TG_HD PoolSpan pool_span_h(const Pool2dArgs& a, int64_t oh) {
 /// The span of output column ow of a.
 TG_HD PoolSpan pool_span_w(const Pool2dArgs& a, int64_t ow) {
   return pool_span(ow, a.W, a.OW, a.KW, a.stride_w, a.pad_w, a.dil_w, a.adaptive, a.count_include_pad);
+}
+
+/// The maximum of window (sh, sw) of plane (rows W elements apart), as max_pool2d takes it on both
+/// backends: NaN wins (PyTorch's rule: a NaN anywhere in the window is the result), and among equal
+/// values the first in row-major order; at receives its position h W + w in the plane.
+template <class T>
+TG_HD T max_window(const T* plane, int64_t W, const PoolSpan& sh, const PoolSpan& sw, int64_t& at) {
+  T best = -T(INFINITY);
+  at = sh.begin * W + sw.begin;
+  for (int64_t h = sh.begin; h < sh.end; h += sh.step)
+    for (int64_t w = sw.begin; w < sw.end; w += sw.step) {
+      const T v = plane[h * W + w];
+      if (v > best || v != v) {
+        best = v;
+        at = h * W + w;
+      }
+    }
+  return best;
+}
+
+/// The divisor of window (sh, sw) in avg_pool2d (padding counted with count_include_pad).
+TG_HD int64_t avg_divisor(const PoolSpan& sh, const PoolSpan& sw) { return sh.count * sw.count; }
+
+/// The mean of window (sh, sw) of plane (rows W elements apart): the sum of the elements inside the
+/// input, in row-major order, divided by avg_divisor. avg_pool2d's backward gives each of those
+/// elements dy / avg_divisor.
+template <class T>
+TG_HD T avg_window(const T* plane, int64_t W, const PoolSpan& sh, const PoolSpan& sw) {
+  T s = T(0);
+  for (int64_t h = sh.begin; h < sh.end; ++h)
+    for (int64_t w = sw.begin; w < sw.end; ++w) s += plane[h * W + w];
+  return s / T(avg_divisor(sh, sw));
 }
 
 }  // namespace tg

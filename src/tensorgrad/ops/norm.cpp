@@ -1,16 +1,15 @@
 // ops/norm.cpp: batch_norm, layer_norm and group_norm. Each normalizes x over a set of dims
 // (batch_norm: every dim but the channels; layer_norm: the trailing normalized_shape; group_norm: the
 // channels of a group and the trailing dims) with the biased variance, scales by weight and shifts by
-// bias; one recorded node each, forward and backward through prims, so both
-// backends run them. Modules wrapping these: nn/norm.h.
+// bias; one recorded node each. layer_norm and group_norm normalize rows through Backend::layer_norm
+// (prim/norm.cpp, kernels/norm.h); batch_norm, whose statistics run down the columns, is composed of
+// prims. Modules wrapping these: nn/norm.h.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <vector>
 
-#include "tensorgrad/backend/cpu/norm.h"
 #include "tensorgrad/autograd/grad_mode.h"
-#include "tensorgrad/core/parallel.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -78,82 +77,17 @@ struct AffineInputs {
   }
 };
 
-/// layer_norm and group_norm composed of prims: x is the input viewed so that each group's statistics
-/// run over dims (count elements each), the weight and bias are viewed as affine_view to broadcast
-/// against it; their gradients sum over param_dims and take param_shape.
-Variable composed_norm(const char* name, const Variable& input, const Variable& weight, const Variable& bias,
-                       const Tensor& x, const std::vector<int64_t>& dims, int64_t count, double eps,
-                       const Shape& affine_view, const std::vector<int64_t>& param_dims, const Shape& param_shape) {
-  const Tensor w = weight.defined() ? weight.data().reshape(affine_view) : Tensor();
-  const Tensor b = bias.defined() ? bias.data().reshape(affine_view) : Tensor();
-  Normalized r = normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, nullptr, nullptr);
-  const bool need = any_requires_grad({input, weight, bias});
-  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
-  const AffineInputs in(input, weight, bias);
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  const Shape in_shape = input.shape();
-  const int wi = in.wi, bi = in.bi;
-  return record(name, r.y.view(in_shape), in.list,
-                [name, xhat, rstd, w_saved, wi, bi, dims, count, in_shape, affine_view, param_dims,
-                 param_shape](const Tensor& grad, Grads& g) {
-    const Tensor dy = grad.reshape(xhat.shape());
-    const Tensor wv = w_saved.defined() ? w_saved.get().reshape(affine_view) : Tensor();
-    // dx = rstd (g - mean(g) - xhat mean(g xhat)) over each group, g = dy w
-    if (g.need(0)) g.set(0, normalize_backward_input(dy, xhat, rstd, wv, dims, count).reshape(in_shape));
-    // dw = sum of dy xhat over everything but the parameter's own dims; db = the same sum of dy
-    if (wi >= 0 && g.need(wi))
-      g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), param_dims, false, name).reshape(param_shape));
-    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, param_dims, false, name).reshape(param_shape));
-  });
-}
-
-/// Whether layer_norm runs on the fused CPU rows: CPU float32/float64, weight and bias of the same
-/// dtype and device when given. See Note [Fused layer_norm rows on the CPU] in backend/cpu/norm.cpp.
-bool fused_layer_norm(const Variable& input, const Variable& weight, const Variable& bias) {
-  const DType dt = input.dtype();
-  if (!input.device().is_cpu() || (dt != kFloat32 && dt != kFloat64)) return false;
+/// The dtype a normalization computes in: the promoted dtype of the input and the affine parameters
+/// that are given (a float32 weight on a float16 input gives float32, as the composed ops would).
+DType common_dtype(const Variable& input, const Variable& weight, const Variable& bias) {
+  DType dt = input.dtype();
   for (const Variable* p : {&weight, &bias})
-    if (p->defined() && (p->dtype() != dt || !p->device().is_cpu())) return false;
-  return true;
+    if (p->defined()) dt = promote_types(dt, p->dtype());
+  return dt;
 }
 
-/// layer_norm through layer_norm_rows, recorded with layer_norm_rows_backward. x viewed as (M, D).
-Variable layer_norm_fused(const Variable& input, const Variable& weight, const Variable& bias, int64_t M, int64_t D,
-                          const Shape& ns, double eps) {
-  const DType dt = input.dtype();
-  const Tensor x = input.data().contiguous();
-  const Tensor w = weight.defined() ? weight.data().contiguous() : Tensor();
-  const Tensor b = bias.defined() ? bias.data().contiguous() : Tensor();
-  Tensor y = Tensor::empty(input.shape(), dt, input.device());
-  Tensor mean = Tensor::empty({M}, dt, input.device()), rstd = Tensor::empty({M}, dt, input.device());
-  if (M * D > 0) detail::cpu_layer_norm_rows(x, w, b, y, mean, rstd, M, D, eps);
-  const bool need = any_requires_grad({input, weight, bias});
-  const AffineInputs in(input, weight, bias);
-  const std::vector<Variable>& inputs = in.list;
-  const int wi = in.wi, bi = in.bi;
-  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  const Shape in_shape = input.shape();
-  return record("layer_norm", y, inputs,
-                [x_saved, w_saved, mean, rstd, wi, bi, M, D, in_shape, ns](const Tensor& grad, Grads& g) {
-    const Tensor xs = x_saved.get().contiguous(), dy = grad.contiguous();
-    const Tensor ws = w_saved.defined() ? w_saved.get().contiguous() : Tensor();
-    const DType t = dy.dtype();
-    const bool want_x = g.need(0), want_w = wi >= 0 && g.need(wi), want_b = bi >= 0 && g.need(bi);
-    Tensor dx = want_x ? Tensor::empty(in_shape, t, dy.device()) : Tensor();
-    Tensor dw = want_w ? Tensor::empty(ns, t, dy.device()) : Tensor();
-    Tensor db = want_b ? Tensor::empty(ns, t, dy.device()) : Tensor();
-    if (M * D > 0) {
-      detail::cpu_layer_norm_rows_backward(dy, xs, mean, rstd, ws, dx, dw, db, M, D);
-    } else {
-      if (want_w) prim::fill_(dw, 0.0);
-      if (want_b) prim::fill_(db, 0.0);
-    }
-    if (want_x) g.set(0, dx);   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
-    if (want_w) g.set(wi, dw);  // dw = sum over rows of dy xhat
-    if (want_b) g.set(bi, db);  // db = sum over rows of dy
-  });
-}
+/// x as rows (M, D) of dtype dt.
+Tensor rows_of(const Tensor& x, DType dt, int64_t M, int64_t D) { return x.to(dt).reshape({M, D}); }
 
 }  // namespace
 
@@ -234,9 +168,28 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   int64_t D = 1;
   for (int64_t s : normalized_shape) D *= s;
   const int64_t M = D == 0 ? 0 : input.numel() / D;
-  if (fused_layer_norm(input, weight, bias)) return layer_norm_fused(input, weight, bias, M, D, ns, eps);
-  // x viewed as (M, D); statistics over dim 1; weight and bias as (1, D); their gradients sum over rows.
-  return composed_norm("layer_norm", input, weight, bias, input.data().reshape({M, D}), {1}, D, eps, Shape{1, D}, {0}, ns);
+  // Rows (M, D) normalized by the backend (Note [Fused normalization rows]); weight and bias per column.
+  const DType dt = common_dtype(input, weight, bias);
+  const Tensor w = weight.defined() ? rows_of(weight.data(), dt, 1, D).reshape({D}) : Tensor();
+  const Tensor b = bias.defined() ? rows_of(bias.data(), dt, 1, D).reshape({D}) : Tensor();
+  const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), w, b, eps);
+  const bool need = any_requires_grad({input, weight, bias});
+  const AffineInputs in(input, weight, bias);
+  const int wi = in.wi, bi = in.bi;
+  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  const Tensor mean = need ? r.mean : Tensor(), rstd = need ? r.rstd : Tensor();
+  const Shape in_shape = input.shape();
+  return record("layer_norm", r.y.view(in_shape), in.list,
+                [x_saved, w_saved, mean, rstd, wi, bi, M, D, dt, in_shape, ns](const Tensor& grad, Grads& g) {
+    const Tensor ws = w_saved.defined() ? rows_of(w_saved.get(), dt, 1, D).reshape({D}) : Tensor();
+    const prim::LayerNormGrads d =
+        prim::layer_norm_backward(grad.reshape({M, D}), rows_of(x_saved.get(), dt, M, D), mean, rstd, ws, g.need(0),
+                                  wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
+    if (d.dx.defined()) g.set(0, d.dx.view(in_shape));   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
+    if (d.dw.defined()) g.set(wi, d.dw.view(ns));        // dw = sum over rows of dy xhat
+    if (d.db.defined()) g.set(bi, d.db.view(ns));        // db = sum over rows of dy
+  });
 }
 
 Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight, const Variable& bias,
@@ -257,11 +210,37 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   const int64_t G = num_groups, Cg = C / G;
   int64_t S = 1;   // positions per channel
   for (int64_t d = 2; d < input.dim(); ++d) S *= input.shape()[d];
-  const int64_t count = Cg * S;   // elements per (sample, group)
-  // x viewed as (N, G, C / G, S); statistics over dims 2 and 3, weight and bias as (1, G, C / G, 1);
-  // their gradients sum over samples and positions.
-  return composed_norm("group_norm", input, weight, bias, input.data().reshape({N, G, Cg, S}), {2, 3}, count, eps,
-                       Shape{1, G, Cg, 1}, {0, 3}, Shape{C});
+  // Each (sample, group) is a row of Cg S elements normalized by the backend (Note [Fused
+  // normalization rows]); weight and bias apply per channel afterwards, x viewed as (N, C, S).
+  const int64_t M = N * G, D = Cg * S;
+  const DType dt = input.dtype();
+  const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), Tensor(), Tensor(), eps);
+  const Shape ncs{N, C, S}, cshape{1, C, 1};
+  Tensor y = r.y.view(ncs);
+  if (weight.defined()) y = prim::mul(y, weight.data().reshape(cshape));
+  if (bias.defined()) y = prim::add(y, bias.data().reshape(cshape));
+  const bool need = any_requires_grad({input, weight, bias});
+  const AffineInputs in(input, weight, bias);
+  const int wi = in.wi, bi = in.bi;
+  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
+  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
+  const Tensor mean = need ? r.mean : Tensor(), rstd = need ? r.rstd : Tensor();
+  const Shape in_shape = input.shape();
+  return record("group_norm", y.view(in_shape), in.list,
+                [x_saved, w_saved, mean, rstd, wi, bi, M, D, dt, ncs, cshape, in_shape](const Tensor& grad, Grads& g) {
+    const Tensor dy = grad.reshape(ncs);
+    const Tensor x = rows_of(x_saved.get(), dt, M, D);
+    if (g.need(0)) {   // dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (w per channel)
+      const Tensor gy = w_saved.defined() ? prim::mul(dy, w_saved.get().reshape(cshape)) : dy;
+      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, mean, rstd, Tensor(), true, false, false)
+                   .dx.view(in_shape));
+    }
+    if (wi >= 0 && g.need(wi)) {   // dw = sum over samples and positions of dy xhat
+      const Tensor xhat = prim::mul(prim::sub(x, mean.view({M, 1})), rstd.view({M, 1})).reshape(ncs);
+      g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 2}, false, "group_norm"));
+    }
+    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 2}, false, "group_norm"));   // db = sum dy
+  });
 }
 
 }  // namespace tg

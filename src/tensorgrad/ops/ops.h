@@ -20,9 +20,11 @@ enum class Reduction { None, Mean, Sum };
 
 // ---- elementwise (ops/elementwise.cpp); binary ops broadcast (NumPy rules)
 /// \name Elementwise
-/// Binary ops broadcast a and b (NumPy rules; ShapeError otherwise) and need one dtype and one
-/// device (DTypeError, DeviceError): tensorgrad does not promote types. Unary ops need a floating
-/// x (DTypeError for int64). Each is also a Variable method: tg::add(a, b) is a.add(b).
+/// Binary ops broadcast a and b (NumPy rules; ShapeError otherwise) and need one device (DeviceError).
+/// Their dtypes may differ: the op computes in PyTorch's result type of the two (torch.result_type:
+/// float32 + float64 is float64, int64 + float32 is float32, a 0-d operand counts only when its category
+/// is higher, bool < integer < floating; Note [Type promotion]). Unary ops need a floating x (DTypeError
+/// for integer and bool x). Each is also a Variable method: tg::add(a, b) is a.add(b).
 ///@{
 
 /// a + b (torch.add).
@@ -31,9 +33,10 @@ Variable add(const Variable& a, const Variable& b);
 Variable sub(const Variable& a, const Variable& b);
 /// a * b elementwise (torch.mul).
 Variable mul(const Variable& a, const Variable& b);
-/// a / b elementwise (torch.div); floating operands only.
+/// a / b elementwise (torch.div), true division: integer and bool operands give float32.
 Variable div(const Variable& a, const Variable& b);
-/// a^b elementwise (torch.pow); floating operands only. Gradients: b a^(b-1) for a, a^b ln(a) for b.
+/// a^b elementwise (torch.pow); at least one operand floating (DTypeError for two integer tensors).
+/// Gradients: b a^(b-1) for a, a^b ln(a) for b.
 Variable pow(const Variable& a, const Variable& b);
 /// a^exponent (torch.pow with a scalar exponent).
 Variable pow(const Variable& a, double exponent);
@@ -60,14 +63,16 @@ Variable clamp(const Variable& x, double min, double max);
 Variable round(const Variable& x);
 /// 1 where x > 0, -1 where x < 0, 0 elsewhere, NaN included (torch.sign); floating x; gradient 0.
 Variable sign(const Variable& x);
-/// cond != 0 ? a : b elementwise, all three broadcast (torch.where). cond may have any dtype and
-/// gets no gradient: AutogradError when it requires grad.
+/// cond ? a : b elementwise, all three broadcast (torch.where); the result has a and b's result type.
+/// cond must be bool (DTypeError otherwise: compare first, e.g. x != 0) and gets no gradient:
+/// AutogradError when it requires grad.
 Variable where(const Variable& cond, const Variable& a, const Variable& b);
 ///@}
 
 /// \name Comparisons
-/// 1 or 0 in the operands' dtype (tensorgrad has no bool dtype), broadcast; not differentiable:
-/// the result never requires grad. Same dtype and device rules as the binary ops.
+/// A bool result, broadcast: the operands are compared in their result type, with the same dtype and
+/// device rules as the binary ops; NaN compares unequal to everything, itself included. Not
+/// differentiable: the result never requires grad.
 ///@{
 
 /// a == b (torch.eq).
@@ -91,7 +96,7 @@ Variable le(const Variable& a, const Variable& b);
 /// PyTorch's max(dim)); they and argmax throw IndexError on an empty tensor or a size-0 dim.
 ///@{
 
-/// The sum of all elements (torch.sum); keeps x's dtype.
+/// The sum of all elements (torch.sum); a floating x keeps its dtype, an integer or bool x sums in int64.
 Variable sum(const Variable& x);
 /// The sum along dim.
 Variable sum(const Variable& x, int64_t dim, bool keepdim = false);
@@ -114,7 +119,7 @@ Variable argmax(const Variable& x);
 Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
 ///@}
 
-// ---- sorting (ops/sort.cpp); Note [Sort order] in prim/prim.cpp
+// ---- sorting (ops/sort.cpp); Note [Sort order] in prim/sort.cpp
 /// The values and int64 indices of sort(), topk() and kthvalue() (torch.return_types.sort, ...):
 /// `auto [values, indices] = tg::sort(x);`. values has the gradient: it flows back to the positions
 /// indices names (scattered, as gather's); indices never requires grad.

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "tensorgrad/backend/backend.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -42,9 +41,10 @@ void Adam::step() {
   }
   NoGradGuard no_grad;
   const AdamOptions& o = options_;
-  // One fused call per (device, dtype), in parameter order: on CUDA one launch updates them all.
-  // ((device, dtype), the parameters' indices) -> their AdamParams
-  std::vector<std::pair<std::pair<std::pair<Device, DType>, std::vector<std::size_t>>, std::vector<AdamParam>>> groups;
+  // One fused update of every parameter with a gradient: prim::adam_step groups them by (device, dtype),
+  // one launch per group on CUDA.
+  std::vector<AdamParam> update;
+  std::vector<std::size_t> updated;   // their indices
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     const Variable g = p.grad();
@@ -61,17 +61,12 @@ void Adam::step() {
       if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
     }
     ++s.step;
-    const std::pair<Device, DType> key{p.device(), sd};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first.first == key; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {{key, {}}, {}});
-    it->first.second.push_back(i);
-    it->second.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
-                                   lr_of(i), s.step});
+    update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i),
+                               s.step});
+    updated.push_back(i);
   }
-  for (const auto& [key, group] : groups) {
-    backend_for(key.first.first).adam_step(group, AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_});
-    for (std::size_t i : key.second) finish_update(i);
-  }
+  prim::adam_step(update, AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_});
+  for (std::size_t i : updated) finish_update(i);
 }
 
 std::vector<std::pair<std::string, Tensor>> Adam::state() const {

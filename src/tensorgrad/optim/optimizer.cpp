@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "tensorgrad/backend/backend.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -111,9 +110,10 @@ void SGD::step() {
     if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
   const SGDOptions& o = options_;
-  // One fused call per (device, dtype), in parameter order: on CUDA one launch updates them all.
-  // ((device, dtype), the parameters' indices) -> their SgdParams
-  std::vector<std::pair<std::pair<std::pair<Device, DType>, std::vector<std::size_t>>, std::vector<SgdParam>>> groups;
+  // One fused update of every parameter with a gradient: prim::sgd_step groups them by (device, dtype),
+  // one launch per group on CUDA.
+  std::vector<SgdParam> update;
+  std::vector<std::size_t> updated;   // their indices
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     const Variable g = p.grad();
@@ -127,16 +127,11 @@ void SGD::step() {
     } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
       buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
     }
-    const std::pair<Device, DType> key{p.device(), sd};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) { return grp.first.first == key; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {{key, {}}, {}});
-    it->first.second.push_back(i);
-    it->second.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
+    update.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
+    updated.push_back(i);
   }
-  for (const auto& [key, group] : groups) {
-    backend_for(key.first.first).sgd_step(group, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
-    for (std::size_t i : key.second) finish_update(i);
-  }
+  prim::sgd_step(update, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
+  for (std::size_t i : updated) finish_update(i);
 }
 
 // The base throws rather than returning nothing, so that an optimizer whose state was never wired
@@ -227,15 +222,11 @@ Tensor Optimizer::update_grad(std::size_t i) const {
 
 void Optimizer::finish_update(std::size_t i) {
   const Tensor& w = params_[i].data();
-  if (state_dtype(w.dtype()) != w.dtype()) {
-    Master& m = master_[i];
-    backend_for(w.device()).copy(m.weight, w);   // rounded to nearest even
-    w.storage()->bump_version();
-    m.storage = w.storage();
-    m.version = w.version();
-    return;
-  }
-  w.storage()->bump_version();
+  if (state_dtype(w.dtype()) == w.dtype()) return;   // updated in place by prim, which bumped its version
+  Master& m = master_[i];
+  prim::copy_(w, m.weight);   // rounded to nearest even; bumps w's version
+  m.storage = w.storage();
+  m.version = w.version();
 }
 
 void Optimizer::append_master_state(std::vector<std::pair<std::string, Tensor>>& out) const {

@@ -208,6 +208,27 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args);
 /// dx of x_shape from dy (N, C, OH, OW).
 Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args);
 
+// ---- normalization rows (prim/norm.cpp; shapes checked by the ops in ops/norm.cpp)
+/// The forward of layer_norm over rows.
+struct LayerNorm {
+  Tensor y;      ///< x's shape and dtype
+  Tensor mean;   ///< (M): each row's mean (float32 for 16-bit x)
+  Tensor rstd;   ///< (M): 1 / sqrt(biased variance + eps) of each row (float32 for 16-bit x)
+};
+/// Normalizes each row of x (M, D) (Backend::layer_norm): y = (x - mean) rstd w + b, w and b (D) when
+/// defined. Floating, one dtype and device for x, w and b (float16/bfloat16 through float32).
+LayerNorm layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
+/// The gradients of layer_norm: dx (M, D), dw, db (D), each only when its want_* flag is set.
+struct LayerNormGrads {
+  Tensor dx;   ///< x's shape
+  Tensor dw;   ///< (D)
+  Tensor db;   ///< (D)
+};
+/// layer_norm's backward from dy (M, D), with the forward's x, mean, rstd and w (undefined when there
+/// was none).
+LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& w, bool want_dx, bool want_dw, bool want_db);
+
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
 /// The forward of the fused attention: out (B, L, Ev) and the log-sum-exp of each row of scores.
 struct Attention {
@@ -228,6 +249,16 @@ struct AttentionGrads {
 /// attention's backward from dout (B, L, Ev), with its out and lse: the probabilities recomputed.
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, const Tensor& dout, const AttentionArgs& args);
+
+// ---- optimizer updates (prim/optim.cpp; kernels/optim.h)
+/// Fused SGD updates of params in place (PyTorch's torch.optim.SGD formulas): every parameter's
+/// tensors checked first (contiguous, of its shape, dtype and device; the velocity only with
+/// momentum), then one Backend::sgd_step per (device, dtype) in the parameters' order; bumps the
+/// version of each tensor it updates.
+void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper);
+/// Fused Adam/AdamW updates of params in place (torch.optim.Adam's formulas at each parameter's step;
+/// hyper.decoupled: AdamW), checked, grouped and versioned as sgd_step.
+void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper);
 
 // ---- checks shared with ops/
 /// DeviceError naming op unless a and b are on one device.

@@ -51,7 +51,8 @@ void im2col(const T* x, int64_t Cg, const Conv2dArgs& a, T* col) {
         for (int64_t kw = 0; kw < a.KW; ++kw) {
           T* row = col + ((c * a.KH + kh) * a.KW + kw) * L;
           const T* xc = x + c * a.H * a.W;
-          const int64_t ih0 = kh * a.dil_h - a.pad_h, iw0 = kw * a.dil_w - a.pad_w;
+          const int64_t ih0 = conv_input_index(0, kh, a.stride_h, a.pad_h, a.dil_h);
+          const int64_t iw0 = conv_input_index(0, kw, a.stride_w, a.pad_w, a.dil_w);
           const int64_t olo = std::min(a.OH, std::max<int64_t>(0, -ih0));
           const int64_t ohi = std::max(olo, std::min(a.OH, a.H - ih0));
           const int64_t lo = std::min(a.OW, std::max<int64_t>(0, -iw0));
@@ -77,13 +78,13 @@ void im2col(const T* x, int64_t Cg, const Conv2dArgs& a, T* col) {
       for (int64_t kw = 0; kw < a.KW; ++kw) {
         T* row = col + ((c * a.KH + kh) * a.KW + kw) * L;
         const T* xc = x + c * a.H * a.W;
-        const int64_t iw0 = kw * a.dil_w - a.pad_w;
+        const int64_t iw0 = conv_input_index(0, kw, a.stride_w, a.pad_w, a.dil_w);   // iw = ow sW + iw0
         // Columns ow whose iw = ow sW + iw0 lies in [0, W).
         const int64_t lo = std::min(a.OW, iw0 >= 0 ? 0 : (-iw0 + a.stride_w - 1) / a.stride_w);
         const int64_t hi = std::max(lo, std::min(a.OW, a.W - iw0 <= 0 ? 0 : (a.W - iw0 + a.stride_w - 1) / a.stride_w));
         for (int64_t oh = 0; oh < a.OH; ++oh) {
           T* r = row + oh * a.OW;
-          const int64_t ih = oh * a.stride_h - a.pad_h + kh * a.dil_h;
+          const int64_t ih = conv_input_index(oh, kh, a.stride_h, a.pad_h, a.dil_h);
           if (ih < 0 || ih >= a.H) {
             std::fill_n(r, a.OW, T(0));
             continue;
@@ -109,11 +110,11 @@ void col2im(const T* col, int64_t Cg, const Conv2dArgs& a, T* dx) {
       for (int64_t kw = 0; kw < a.KW; ++kw) {
         const T* row = col + ((c * a.KH + kh) * a.KW + kw) * L;
         T* xc = dx + c * a.H * a.W;
-        const int64_t iw0 = kw * a.dil_w - a.pad_w;
+        const int64_t iw0 = conv_input_index(0, kw, a.stride_w, a.pad_w, a.dil_w);   // iw = ow sW + iw0
         const int64_t lo = std::min(a.OW, iw0 >= 0 ? 0 : (-iw0 + a.stride_w - 1) / a.stride_w);
         const int64_t hi = std::max(lo, std::min(a.OW, a.W - iw0 <= 0 ? 0 : (a.W - iw0 + a.stride_w - 1) / a.stride_w));
         for (int64_t oh = 0; oh < a.OH; ++oh) {
-          const int64_t ih = oh * a.stride_h - a.pad_h + kh * a.dil_h;
+          const int64_t ih = conv_input_index(oh, kh, a.stride_h, a.pad_h, a.dil_h);
           if (ih < 0 || ih >= a.H) continue;
           const T* r = row + oh * a.OW;
           T* xr = xc + ih * a.W;
@@ -571,20 +572,8 @@ void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, con
           const PoolSpan sh = span_h(a, oh);
           for (int64_t ow = 0; ow < a.OW; ++ow) {
             const PoolSpan sw = span_w(a, ow);
-            const T* plane = xp + p * a.H * a.W;
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t at = sh.begin * a.W + sw.begin;
-            for (int64_t h = sh.begin; h < sh.end; h += sh.step)
-              for (int64_t w = sw.begin; w < sw.end; w += sw.step) {
-                const T v = plane[h * a.W + w];
-                if (v > best || is_nan_value(v)) {   // NaN propagates, as in PyTorch
-                  best = v;
-                  at = h * a.W + w;
-                }
-              }
             const int64_t o = (p * a.OH + oh) * a.OW + ow;
-            op[o] = best;
-            ip[o] = at;
+            op[o] = max_window(xp + p * a.H * a.W, a.W, sh, sw, ip[o]);
           }
         }
     });
@@ -618,11 +607,7 @@ void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out) {
           const PoolSpan sh = span_h(a, oh);
           for (int64_t ow = 0; ow < a.OW; ++ow) {
             const PoolSpan sw = span_w(a, ow);
-            const T* plane = xp + p * a.H * a.W;
-            T s = 0;
-            for (int64_t h = sh.begin; h < sh.end; ++h)
-              for (int64_t w = sw.begin; w < sw.end; ++w) s += plane[h * a.W + w];
-            op[(p * a.OH + oh) * a.OW + ow] = s / T(sh.count * sw.count);
+            op[(p * a.OH + oh) * a.OW + ow] = avg_window(xp + p * a.H * a.W, a.W, sh, sw);
           }
         }
     });
@@ -642,7 +627,7 @@ void cpu_avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor
           const PoolSpan sh = span_h(a, oh);
           for (int64_t ow = 0; ow < a.OW; ++ow) {
             const PoolSpan sw = span_w(a, ow);
-            const T g = dyp[(p * a.OH + oh) * a.OW + ow] / T(sh.count * sw.count);
+            const T g = dyp[(p * a.OH + oh) * a.OW + ow] / T(avg_divisor(sh, sw));
             for (int64_t h = sh.begin; h < sh.end; ++h)
               for (int64_t w = sw.begin; w < sw.end; ++w) plane[h * a.W + w] += g;
           }

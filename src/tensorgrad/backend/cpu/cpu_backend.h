@@ -24,6 +24,7 @@
 #include "tensorgrad/backend/cpu/conv.h"
 #include "tensorgrad/core/macros.h"
 #include "tensorgrad/core/parallel.h"
+#include "tensorgrad/kernels/norm.h"
 #include "tensorgrad/kernels/optim.h"
 #include "tensorgrad/kernels/softmax_loss.h"
 
@@ -300,6 +301,11 @@ class CpuBackend final : public Backend {
   bool gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) override;
   // backend/cpu/sort.cpp
   void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
+  // backend/cpu/norm.cpp
+  void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
+                  const Tensor& rstd) override;
+  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                           const Tensor& dx, const Tensor& dw, const Tensor& db) override;
   // backend/cpu/attention.cpp
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
                  const Tensor& lse) override;

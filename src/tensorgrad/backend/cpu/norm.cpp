@@ -1,28 +1,28 @@
-// backend/cpu/norm.cpp: layer_norm's fused rows on the CPU (Note [Fused layer_norm rows on the CPU]),
-// the row loops over core/parallel.h's pool; each row's arithmetic is in backend/cpu/kernels.inc,
-// compiled once per CPU capability. CPU only: CUDA composes layer_norm of prims (ops/norm.cpp).
-#include "tensorgrad/backend/cpu/norm.h"
-
+// backend/cpu/norm.cpp: the normalization family of the CPU Backend (Note [Fused normalization
+// rows]): layer_norm's rows (group_norm's groups too, ops/norm.cpp) forward and backward, the row
+// loops over core/parallel.h's pool; each row's arithmetic is in backend/cpu/kernels.inc, compiled
+// once per CPU capability, with the per-element rules of kernels/norm.h. The CUDA twin is
+// backend/cuda/norm.cu.
 #include <vector>
 
 #include "tensorgrad/backend/cpu/cpu_backend.h"
 
 namespace tg {
-namespace detail {
+namespace cpu {
 
-// Note [Fused layer_norm rows on the CPU]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Note [Fused normalization rows]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Composed of prims, layer_norm makes about ten passes over the activations in each direction (the
-// means, the centred copy, xhat, the products, the reductions), each with a fresh output. On the CPU,
-// for float32 and float64, it instead runs row by row: a row of D values stays in L1 while its
-// statistics and outputs are computed, so the forward reads x once and writes y once, and the
-// backward reads dy and x once and writes dx once. Sums are accumulated in double, in sixteen
+// means, the centred copy, xhat, the products, the reductions), each with a fresh output. Both
+// backends instead run it row by row (Backend::layer_norm): on the CPU a row of D values stays in L1
+// while its statistics and outputs are computed, so the forward reads x once and writes y once, and
+// the backward reads dy and x once and writes dx once. Sums are accumulated in double, in sixteen
 // interleaved lanes, whatever T is, the same lanes on every CPU capability. dw and db are summed per
 // chunk of rows, then the chunks in order: the chunks depend only on the row count and the pool size,
 // so results do not depend on the load. The rows are compiled per capability (Note [CPU
 // capabilities]): as one baseline (SSE2) copy, bench/bench_layers' layer_norm (4096, 768) forward +
-// backward took 1.15-1.3x libtorch's time on an AVX2 EPYC at one thread, on the AVX2 path 0.8x. CUDA
-// tensors and the 16-bit dtypes keep the composition.
+// backward took 1.15-1.3x libtorch's time on an AVX2 EPYC at one thread, on the AVX2 path 0.8x. The
+// 16-bit dtypes run these float32 rows on converted operands (prim/norm.cpp).
 
 namespace {
 
@@ -38,8 +38,9 @@ const T* data_or_null(const Tensor& t) {
 
 }  // namespace
 
-void cpu_layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Tensor& mean,
-                         const Tensor& rstd, int64_t M, int64_t D, double eps) {
+void CpuBackend::layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y,
+                            const Tensor& mean, const Tensor& rstd) {
+  const int64_t M = x.shape()[0], D = x.shape()[1];
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
     const T* xp = x.data<T>();
@@ -49,7 +50,7 @@ void cpu_layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, cons
     T* mp = mean.data<T>();
     T* rp = rstd.data<T>();
     parallel::run(M, row_parts(M, D), [&](int64_t r0, int64_t r1) {
-      cpu::with_kernels([&](auto k) {
+      with_kernels([&](auto k) {
         for (int64_t r = r0; r < r1; ++r)
           decltype(k)::layer_norm_row(xp + r * D, wp, bp, yp + r * D, D, eps, mp + r, rp + r);
       });
@@ -57,9 +58,9 @@ void cpu_layer_norm_rows(const Tensor& x, const Tensor& w, const Tensor& b, cons
   });
 }
 
-void cpu_layer_norm_rows_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                  const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db, int64_t M,
-                                  int64_t D) {
+void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+  const int64_t M = x.shape()[0], D = x.shape()[1];
   dispatch_only<kFloat32, kFloat64>(dy.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
     const T* dyp = dy.data<T>();
@@ -74,7 +75,7 @@ void cpu_layer_norm_rows_backward(const Tensor& dy, const Tensor& x, const Tenso
     std::vector<double> partial(sums ? static_cast<std::size_t>(parts) * 2 * D : 0, 0.0);
     // one call per chunk c of rows [c M / parts, (c + 1) M / parts), each with its own partial sums
     parallel::run(parts, parts, [&](int64_t c0, int64_t c1) {
-      cpu::with_kernels([&](auto k) {
+      with_kernels([&](auto k) {
         for (int64_t chunk = c0; chunk < c1; ++chunk) {
           double* pw = sums ? partial.data() + chunk * 2 * D : nullptr;
           double* pb = sums ? pw + D : nullptr;
@@ -99,5 +100,5 @@ void cpu_layer_norm_rows_backward(const Tensor& dy, const Tensor& x, const Tenso
   });
 }
 
-}  // namespace detail
+}  // namespace cpu
 }  // namespace tg

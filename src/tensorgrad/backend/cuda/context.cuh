@@ -179,6 +179,11 @@ class CudaBackend final : public Backend {
   void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                           const Tensor& dout, const AttentionArgs& args, const Tensor& dq, const Tensor& dk,
                           const Tensor& dv) override;
+  // backend/cuda/norm.cu
+  void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
+                  const Tensor& rstd) override;
+  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                           const Tensor& dx, const Tensor& dw, const Tensor& db) override;
   // backend/cuda/runtime.cu
   void synchronize() override;
   // backend/cuda/sort.cu

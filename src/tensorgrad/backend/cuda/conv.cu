@@ -4,12 +4,14 @@
 // gradient is folded back by col2im, one thread per input element summing the taps that read it (no
 // atomics). Pooling is one thread per output element; the pooling backward adds with atomicAdd, so
 // the last bits of overlapping windows' sums may vary from run to run. Window rules shared with the
-// CPU loops: kernels/pool.h. The CPU twin is backend/cpu/conv.cpp.
+// CPU loops: kernels/pool.h (the windows, their maximum and mean) and kernels/conv.h (the input element
+// each tap reads). The CPU twin is backend/cpu/conv.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "tensorgrad/backend/cuda/kernels.cuh"
+#include "tensorgrad/kernels/conv.h"
 #include "tensorgrad/kernels/pool.h"
 
 namespace tg {
@@ -36,7 +38,8 @@ struct Im2col {
     r /= a.KW;
     const int64_t kh = r % a.KH;
     r /= a.KH;   // r = n C + c
-    const int64_t ih = oh * a.stride_h - a.pad_h + kh * a.dil_h, iw = ow * a.stride_w - a.pad_w + kw * a.dil_w;
+    const int64_t ih = conv_input_index(oh, kh, a.stride_h, a.pad_h, a.dil_h);
+    const int64_t iw = conv_input_index(ow, kw, a.stride_w, a.pad_w, a.dil_w);
     col[e] = (ih >= 0 && ih < a.H && iw >= 0 && iw < a.W) ? x[(r * a.H + ih) * a.W + iw] : T(0);
   }
 };
@@ -56,15 +59,11 @@ struct Col2im {
     const T* base = col + r * a.KH * a.KW * L;
     T s = T(0);
     for (int64_t kh = 0; kh < a.KH; ++kh) {
-      const int64_t th = h + a.pad_h - kh * a.dil_h;   // = oh sH
-      if (th < 0 || th % a.stride_h != 0) continue;
-      const int64_t oh = th / a.stride_h;
-      if (oh >= a.OH) continue;
+      const int64_t oh = conv_output_index(h, kh, a.stride_h, a.pad_h, a.dil_h, a.OH);
+      if (oh < 0) continue;
       for (int64_t kw = 0; kw < a.KW; ++kw) {
-        const int64_t tw = w + a.pad_w - kw * a.dil_w;
-        if (tw < 0 || tw % a.stride_w != 0) continue;
-        const int64_t ow = tw / a.stride_w;
-        if (ow >= a.OW) continue;
+        const int64_t ow = conv_output_index(w, kw, a.stride_w, a.pad_w, a.dil_w, a.OW);
+        if (ow < 0) continue;
         s += base[(kh * a.KW + kw) * L + oh * a.OW + ow];
       }
     }
@@ -91,18 +90,8 @@ struct MaxPool {
     const int64_t ow = e % a.OW, oh = (e / a.OW) % a.OH, p = e / (a.OW * a.OH);
     const PoolSpan sh = pool_span_h(a, oh);
     const PoolSpan sw = pool_span_w(a, ow);
-    const T* plane = x + p * a.H * a.W;
-    T best = -T(INFINITY);
-    int64_t at = sh.begin * a.W + sw.begin;
-    for (int64_t h = sh.begin; h < sh.end; h += sh.step)
-      for (int64_t w = sw.begin; w < sw.end; w += sw.step) {
-        const T v = plane[h * a.W + w];
-        if (v > best || v != v) {   // NaN propagates, as on the CPU
-          best = v;
-          at = h * a.W + w;
-        }
-      }
-    out[e] = best;
+    int64_t at = 0;
+    out[e] = max_window(x + p * a.H * a.W, a.W, sh, sw, at);
     indices[e] = at;
   }
 };
@@ -128,11 +117,7 @@ struct AvgPool {
     const int64_t ow = e % a.OW, oh = (e / a.OW) % a.OH, p = e / (a.OW * a.OH);
     const PoolSpan sh = pool_span_h(a, oh);
     const PoolSpan sw = pool_span_w(a, ow);
-    const T* plane = x + p * a.H * a.W;
-    T s = T(0);
-    for (int64_t h = sh.begin; h < sh.end; ++h)
-      for (int64_t w = sw.begin; w < sw.end; ++w) s += plane[h * a.W + w];
-    out[e] = s / T(sh.count * sw.count);
+    out[e] = avg_window(x + p * a.H * a.W, a.W, sh, sw);
   }
 };
 
@@ -146,7 +131,7 @@ struct AvgPoolBackward {
     const PoolSpan sh = pool_span_h(a, oh);
     const PoolSpan sw = pool_span_w(a, ow);
     T* plane = dx + p * a.H * a.W;
-    const T g = dy[e] / T(sh.count * sw.count);
+    const T g = dy[e] / T(avg_divisor(sh, sw));
     for (int64_t h = sh.begin; h < sh.end; ++h)
       for (int64_t w = sw.begin; w < sw.end; ++w) atomicAdd(plane + h * a.W + w, g);
   }
