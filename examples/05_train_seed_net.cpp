@@ -1,5 +1,5 @@
-// examples/05_train_seed_net.cpp: the training loop of the README's first program: an MLP trained with
-// zero_grad / forward / loss / backward / step on one random batch, on the GPU when one is usable.
+// examples/05_train_seed_net.cpp: the training loop of docs/api.md ("Modules"), where it appears verbatim: an
+// MLP trained with zero_grad / forward / loss / backward / step on one random batch, on the GPU when one is usable.
 #include <tensorgrad.h>
 #include <cstdio>
 struct Net : tg::nn::Module {

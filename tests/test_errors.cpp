@@ -128,7 +128,7 @@ TEST_CASE("errors: CPU allocation failure raises OutOfMemoryError with the size 
 }
 
 // ------------------------------------------------------------------------------------------------
-// Overlapping writes (Note [Overlapping writes], prim/prim.cpp): refused as PyTorch refuses them
+// Overlapping writes (Note [Overlapping writes], prim/checks.cpp): refused as PyTorch refuses them
 
 namespace {
 Variable square3(uint64_t seed) { return testing::randn64({3, 3}, seed, false); }

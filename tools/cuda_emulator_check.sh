@@ -4,7 +4,9 @@
 # -tc='cuda*' with TG_REQUIRE_CUDA=1, and the emulator's self-tests) with 2 emulated devices in immediate
 # and in deferred stream mode, then requires each planted bug to fail the suite: a missing __syncthreads
 # in the block reduction, a pinned host buffer reused before its asynchronous copy ran, and a bias
-# pointer one element off in cuBLASLt's bias epilogues (linear's folded bias). With "asan",
+# pointer one element off in cuBLASLt's bias epilogues (linear's folded bias). Also runs the kernel
+# ladder of dev/cuda/ (cuda_ladder_softmax --small: every kernel against its CPU reference) in both
+# modes, and requires a missing __syncthreads in its shared-memory reduction to fail it. With "asan",
 # also builds BUILD_DIR-asan with clang and address,undefined and runs the suite in deferred mode with
 # the passthrough allocator (exact block sizes), plus a planted out-of-bounds device read that ASan must
 # report. Deferred mode is the one ASan adds most to: a kernel runs at the stream's synchronization, so
@@ -37,7 +39,7 @@ build_tree() {   # build_tree DIR EXTRA_CMAKE_ARGS...
   shift
   cmake -S . -B "$dir" -DTENSORGRAD_CUDA_EMULATE=ON -DTENSORGRAD_BUILD_BENCH=OFF -DTENSORGRAD_BUILD_EXAMPLES=OFF "$@" \
     >"$log_dir/configure.log" 2>&1 &&
-    cmake --build "$dir" -j"$jobs" --target tensorgrad_tests cuda_emulator_tests >"$log_dir/build.log" 2>&1
+    cmake --build "$dir" -j"$jobs" --target tensorgrad_tests cuda_emulator_tests cuda_ladder_softmax >"$log_dir/build.log" 2>&1
 }
 
 # suite STAGE DIR ENV...: the CUDA suite and the emulator's self-tests under the given environment.
@@ -74,6 +76,36 @@ canary() {
   fi
 }
 
+# ladder STAGE DIR [canary] ENV...: the softmax kernel ladder of dev/cuda/ on small matrices, which must
+# pass; with "canary", ENV plants a bug and the ladder must fail instead, with kernels disagreeing.
+ladder() {
+  local stage="$1" dir="$2" expect=pass
+  shift 2
+  if [ "${1:-}" = canary ]; then
+    expect=fail
+    shift
+  fi
+  local out="$log_dir/ladder_$(tr -c 'a-zA-Z0-9' _ <<<"$stage").log"
+  env TG_CUDA_EMULATE_DEVICES=2 "$@" "$dir/dev/cuda/cuda_ladder_softmax" --small >"$out" 2>&1
+  local rc=$?
+  local mismatches
+  mismatches="$(grep -c 'MISMATCH' "$out")"
+  if [ "$expect" = pass ] && [ "$rc" -eq 0 ]; then
+    verdict "$stage" PASS "$(tail -n 1 "$out")"
+  elif [ "$expect" = fail ] && [ "$rc" -ne 0 ] && [ "$mismatches" -gt 0 ]; then
+    verdict "$stage" PASS "caught: $mismatches kernel runs disagree with the reference"
+  else
+    verdict "$stage" FAIL "exit $rc, $mismatches kernel runs disagree; log in $out"
+    grep -E 'MISMATCH|emulator:' "$out" | head -10 >&2
+  fi
+}
+
+# The last __syncthreads of block_reduce_shared (dev/cuda/softmax_forward.cu): every thread has read
+# the result before the next reduction overwrites it.
+ladder_src=dev/cuda/softmax_forward.cu
+ladder_barrier="$(awk '/block_reduce_shared\(float v/ {inside = 1} inside && /__syncthreads\(\)/ {n = NR}
+                       inside && /return result/ {print n; exit}' "$ladder_src")"
+
 # The first __syncthreads of block_allreduce (backend/cuda/kernels.cuh): partial results written, read by warp 0.
 kernels=src/tensorgrad/backend/cuda/kernels.cuh
 barrier_line="$(awk '/block_allreduce\(/ {inside = 1} inside && /__syncthreads\(\)/ {print NR; exit}' "$kernels")"
@@ -82,6 +114,10 @@ if build_tree "$build" -DCMAKE_BUILD_TYPE=Release; then
   verdict "build ($build)" PASS
   suite "suite, immediate streams" "$build" TG_CUDA_EMULATE_MODE=immediate
   suite "suite, deferred streams" "$build" TG_CUDA_EMULATE_MODE=deferred
+  ladder "kernel ladder (dev/cuda), immediate streams" "$build" TG_CUDA_EMULATE_MODE=immediate
+  ladder "kernel ladder (dev/cuda), deferred streams" "$build" TG_CUDA_EMULATE_MODE=deferred
+  ladder "canary: missing __syncthreads at softmax_forward.cu:$ladder_barrier" "$build" canary \
+    TG_CUDA_EMULATE_CANARY="no-barrier:softmax_forward.cu:$ladder_barrier"
   canary "canary: missing __syncthreads at kernels.cuh:$barrier_line" "$build" 'cuda parity*' \
     TG_CUDA_EMULATE_CANARY="no-barrier:kernels.cuh:$barrier_line"
   canary "canary: pinned buffer reused before its copy ran (deferred)" "$build" 'cuda: pinned*' \

@@ -2,7 +2,7 @@
 # tools/gpu_check.sh: the one prepared script for a machine with an NVIDIA GPU, built to run on a bare
 # one (no apt, no network, no doctest, no OpenBLAS, maybe no zlib headers, no dataset) within one
 # device session: run tools/gpu_prepare.sh here first and carry gpu-deps/ along. Stages, in order, each
-# under its own time cap (the caps add up to 480 s, and a total budget of 470 s stops the run before
+# under its own time cap (the caps add up to 510 s, and a total budget of 470 s stops the run before
 # 8 minutes), each giving one verdict line: PASS, FAIL(exit status), TIMEOUT, or SKIP with the reason:
 #   build       configure (ninja when present; CUDA for TG_CUDA_ARCH only) and build only what the
 #               stages need: tensorgrad_tests, train_fashion_mnist, and tools/gpu_probe against the
@@ -11,6 +11,8 @@
 #               missing GPU fails; among them the NCCL process group on world size 1 ('cuda: nccl*':
 #               collectives and DDP), which fail when libnccl.so.2 cannot be loaded; the CPU cases are
 #               left to CI, for time
+#   ladder      the softmax kernel ladder of dev/cuda/ (cuda_ladder_softmax, built here): every kernel
+#               and block size against its CPU reference, with TG_REQUIRE_CUDA=1; prints its table
 #   bench       tools/gpu_probe --bench: each kernel family against a device-to-device copy of the same
 #               run, the GEMMs, the README's MLP step (batch 64 and 1024) and its launches per step
 #   bench_torch tools/gpu_torch_bench.py: the same GEMMs and MLP steps in PyTorch eager on this GPU,
@@ -211,6 +213,16 @@ if [ $built -eq 1 ]; then
   stage parity 45 "$counts" -- env TG_REQUIRE_CUDA=1 "${emu_env[@]}" "$tests" -tc='cuda*'
 else
   skip parity "no build"
+fi
+
+# ---- 2b. the kernel ladder of dev/cuda/: built in its own stage, so that a broken ladder fails only it
+if [ $built -eq 1 ]; then
+  stage ladder 30 'grep -m1 -E "^(all |FAILED)" "$log"
+    sed -nE "s/^  fastest on \(([0-9]+), ([0-9]+)\): kernel ([0-9]+) at block ([0-9]+), .* ([0-9.]+ GB\/s)/\1x\2: kernel \3, \5/p" "$log"' -- \
+    bash -c "$(q cmake --build "$build" --target cuda_ladder_softmax) && $(q env TG_REQUIRE_CUDA=1 "${emu_env[@]}" "$build/dev/cuda/cuda_ladder_softmax")"
+  sed -n '/^softmax forward ladder/,$p' "$logs/ladder.log"   # the table
+else
+  skip ladder "no build"
 fi
 
 # ---- 3. bench, then PyTorch on the same rows

@@ -1,7 +1,8 @@
-// tests/api/api_tour.cpp: every snippet of API.md, in order, compiled and run. Lines that need a GPU
-// run only when one is usable (API.md's snippets assume one), and the data snippet only when the
-// packaged (gzip) Fashion-MNIST is there and readable (a build without zlib reads plain IDX files
-// only); everything else is as written there.
+// tests/api/api_tour.cpp: one program that walks through the public API in the order of docs/api.md's
+// sections (devices and dtypes, Variables, modules, optimizers, data, autograd tools, hooks), compiled
+// and run by CTest. Lines that need a GPU run only when one is usable, and the data part only when the
+// packaged (gzip) Fashion-MNIST is there and readable (a build without zlib reads plain IDX files only).
+// docs/api.md's own code blocks are compiled and run by the api_docs test (tests/api/doc_snippets.cmake).
 #include <tensorgrad.h>
 
 #include <cstdio>
@@ -118,7 +119,7 @@ int main() {
   auto loss = (ga * gb).sum();
   std::string dot = tg::autograd::to_dot(loss);
   { tg::autograd::DetectAnomalyGuard guard; loss.backward(); }
-  // ---- Hooks ("Names for the features being built now"; { ... } bodies filled in)
+  // ---- Hooks
   {
     tg::Variable w = tg::randn({3}, tg::TensorOptions().requires_grad(true));
     int calls = 0;

@@ -1,5 +1,5 @@
-// tests/api/device_seed.cpp: the device-detection seed program of API.md, verbatim below this header,
-// built and run in CTest so that the API document stays true. The tutorial version: examples/04_device_basics.cpp.
+// tests/api/device_seed.cpp: the device-detection program of docs/api.md ("A complete program: pick a
+// device"), verbatim below this header, built and run by CTest. The tutorial version: examples/04_device_basics.cpp.
 #include <tensorgrad.h>
 #include <iostream>
 int main() {
