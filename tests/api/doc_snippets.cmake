@@ -18,12 +18,7 @@ foreach(var DOC BUILD_DIR WORK_DIR)
 endforeach()
 set(kFragmentHeaders cmath cstdio filesystem iostream string vector)
 
-function(step)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "step failed (${rc}): ${ARGV}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/step.cmake)   # step(): a command that must succeed
 
 # ---- read the document and cut out its blocks. The text is handled as one string (never as a list), so
 # the semicolons of C++ survive.

@@ -4,12 +4,7 @@
 #   subproject    builds tests/consumer/subproject, which vendors the source tree with add_subdirectory.
 # Any failing step fails the test.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(step)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "step failed (${rc}): ${ARGV}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/step.cmake)   # step(): a command that must succeed
 # The consumer uses the library's compiler: a sanitized libtensorgrad.a needs that compiler's runtimes.
 set(compiler_arg)
 if(CXX_COMPILER)

@@ -16,12 +16,9 @@ namespace autograd {
 /// Tolerances of gradcheck(), PyTorch's defaults: an element passes when
 /// |analytical - numerical| <= atol + rtol * |numerical|.
 struct GradcheckOptions {
-  /// The finite-difference step: (f(x + eps) - f(x - eps)) / (2 eps).
-  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
-  /** \var atol
-      The absolute tolerance. */
-  /** \var rtol
-      The relative tolerance, times |numerical|. */
+  double eps = 1e-6;   ///< The finite-difference step: (f(x + eps) - f(x - eps)) / (2 eps).
+  double atol = 1e-5;   ///< The absolute tolerance.
+  double rtol = 1e-3;   ///< The relative tolerance, times |numerical|.
 };
 
 /// Compares backward's gradient of every input that requires grad with central differences.

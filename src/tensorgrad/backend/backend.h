@@ -61,36 +61,24 @@ namespace tg {
 /// (its row length as stored), and consecutive batch entries are stride_* elements apart (0 repeats
 /// one matrix). beta = 0 sets C, beta = 1 accumulates into it.
 struct GemmArgs {
-  /// A is stored transposed: op(A) = A^T, A stored as (K, M).
-  bool trans_a = false, trans_b = false;
-  /** \var trans_b
-      B is stored transposed: op(B) = B^T, B stored as (N, K). */
-  /// The number of products.
-  int64_t batch = 1, M = 0, N = 0, K = 0;
-  /** \var M
-      Rows of op(A) and of C. */
-  /** \var N
-      Columns of op(B) and of C. */
-  /** \var K
-      Columns of op(A), rows of op(B). */
+  bool trans_a = false;   ///< A is stored transposed: op(A) = A^T, A stored as (K, M).
+  bool trans_b = false;   ///< B is stored transposed: op(B) = B^T, B stored as (N, K).
+  int64_t batch = 1;   ///< The number of products.
+  int64_t M = 0;   ///< Rows of op(A) and of C.
+  int64_t N = 0;   ///< Columns of op(B) and of C.
+  int64_t K = 0;   ///< Columns of op(A), rows of op(B).
   /// The first A matrix (elements of dtype).
   const void* a = nullptr;
   /// The first B matrix.
   const void* b = nullptr;
   /// The first C matrix (written).
   void* c = nullptr;
-  /// A's leading dimension: elements between the starts of consecutive stored rows.
-  int64_t lda = 0, ldb = 0, ldc = 0;
-  /** \var ldb
-      B's leading dimension. */
-  /** \var ldc
-      C's leading dimension. */
-  /// Elements between consecutive A matrices of the batch (0 repeats one).
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  /** \var stride_b
-      Elements between consecutive B matrices (0 repeats one). */
-  /** \var stride_c
-      Elements between consecutive C matrices. */
+  int64_t lda = 0;   ///< A's leading dimension: elements between the starts of consecutive stored rows.
+  int64_t ldb = 0;   ///< B's leading dimension.
+  int64_t ldc = 0;   ///< C's leading dimension.
+  int64_t stride_a = 0;   ///< Elements between consecutive A matrices of the batch (0 repeats one).
+  int64_t stride_b = 0;   ///< Elements between consecutive B matrices (0 repeats one).
+  int64_t stride_c = 0;   ///< Elements between consecutive C matrices.
   /// 0 sets C, 1 accumulates into it.
   double beta = 0;
   /// The element type of A, B and C (float32 or float64).
@@ -168,16 +156,11 @@ struct AdamParam {
 /// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
 /// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
 struct AttentionArgs {
-  /// Batch (every leading dim merged), query rows, key rows, q/k width, v width.
-  int64_t B = 0, L = 0, S = 0, E = 0, Ev = 0;
-  /** \var L
-      Query rows. */
-  /** \var S
-      Key (and value) rows. */
-  /** \var E
-      Width of q and k. */
-  /** \var Ev
-      Width of v and of out. */
+  int64_t B = 0;   ///< Batch (every leading dim merged).
+  int64_t L = 0;   ///< Query rows.
+  int64_t S = 0;   ///< Key (and value) rows.
+  int64_t E = 0;   ///< Width of q and k.
+  int64_t Ev = 0;   ///< Width of v and of out.
   /// The factor of q k^T.
   double scale = 1;
   /// Query i sees keys j <= i only (the top-left aligned lower triangle, PyTorch's is_causal).
@@ -189,14 +172,10 @@ struct AttentionArgs {
   Tensor mask;
   /// The batch entries that share one mask_stride_outer step (at least 1).
   int64_t mask_inner = 1;
-  /// Elements between mask batches, outer and inner (see mask).
-  int64_t mask_stride_outer = 0, mask_stride_inner = 0;
-  /** \var mask_stride_inner
-      Elements between consecutive batch entries inside one outer step. */
-  /// Elements between mask rows (query i) and columns (key j).
-  int64_t mask_stride_l = 0, mask_stride_s = 0;
-  /** \var mask_stride_s
-      Elements between consecutive keys of one mask row. */
+  int64_t mask_stride_outer = 0;   ///< Elements between consecutive outer steps of the mask batch (see mask).
+  int64_t mask_stride_inner = 0;   ///< Elements between consecutive batch entries inside one outer step.
+  int64_t mask_stride_l = 0;   ///< Elements between mask rows (query i).
+  int64_t mask_stride_s = 0;   ///< Elements between consecutive keys of one mask row.
 };
 
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
@@ -330,12 +309,9 @@ class Backend {
 /// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
 /// (o * D + d) * inner + i. Softmax, cross-entropy and the index kernels walk rows this way.
 struct RowView {
-  /// The product of the sizes before dim.
-  int64_t outer = 1, D = 1, inner = 1;
-  /** \var D
-      The size of dim (1 for a 0-d tensor). */
-  /** \var inner
-      The product of the sizes after dim. */
+  int64_t outer = 1;   ///< The product of the sizes before dim.
+  int64_t D = 1;   ///< The size of dim (1 for a 0-d tensor).
+  int64_t inner = 1;   ///< The product of the sizes after dim.
 };
 /// x's (outer, D, inner) around dim (already wrapped).
 RowView rows_of(const Tensor& x, int64_t dim);

@@ -15,42 +15,28 @@ namespace tg {
 /// KW), out (N, O, OH, OW) with OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (likewise OW).
 /// Validated in prim/conv.cpp: every size positive, OH and OW >= 1.
 struct Conv2dArgs {
-  /// Batch, input channels, input height and width.
-  int64_t N = 0, C = 0, H = 0, W = 0;
-  /** \var C
-      Input channels. */
-  /** \var H
-      Input height. */
-  /** \var W
-      Input width. */
-  /// Output channels, kernel height and width, output height and width.
-  int64_t O = 0, KH = 0, KW = 0, OH = 0, OW = 0;
-  /** \var KH
-      Kernel height. */
-  /** \var KW
-      Kernel width. */
-  /** \var OH
-      Output height. */
-  /** \var OW
-      Output width. */
-  /// Steps between windows, zero padding on each side, spacing of the kernel taps.
-  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
-  /** \var stride_w
-      Step between windows along the width. */
-  /** \var pad_h
-      Zero rows added above and below. */
-  /** \var pad_w
-      Zero columns added left and right. */
-  /** \var dil_h
-      Rows between kernel taps. */
-  /** \var dil_w
-      Columns between kernel taps. */
+  int64_t N = 0;   ///< Batch.
+  int64_t C = 0;   ///< Input channels.
+  int64_t H = 0;   ///< Input height.
+  int64_t W = 0;   ///< Input width.
+  int64_t O = 0;   ///< Output channels.
+  int64_t KH = 0;   ///< Kernel height.
+  int64_t KW = 0;   ///< Kernel width.
+  int64_t OH = 0;   ///< Output height.
+  int64_t OW = 0;   ///< Output width.
+  int64_t stride_h = 1;   ///< Step between windows along the height.
+  int64_t stride_w = 1;   ///< Step between windows along the width.
+  int64_t pad_h = 0;   ///< Zero rows added above and below.
+  int64_t pad_w = 0;   ///< Zero columns added left and right.
+  int64_t dil_h = 1;   ///< Rows between kernel taps.
+  int64_t dil_w = 1;   ///< Columns between kernel taps.
   /// Channel groups: input channels g C/groups.. feed output channels g O/groups.. only.
   int64_t groups = 1;
   /// float32 or float64 (every operand).
   DType dtype = kFloat32;
 };
 
+/// \cond INTERNAL
 /// The input row (or column) that kernel tap k of output row o reads, along an axis with this stride,
 /// padding and dilation: o stride - pad + k dil. A value outside [0, input size) reads the zero padding.
 TG_HD int64_t conv_input_index(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
@@ -66,5 +52,7 @@ TG_HD int64_t conv_output_index(int64_t i, int64_t k, int64_t stride, int64_t pa
   const int64_t o = t / stride;
   return o < on ? o : -1;
 }
+
+/// \endcond
 
 }  // namespace tg

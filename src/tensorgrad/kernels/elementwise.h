@@ -16,12 +16,13 @@ namespace tg {
 
 /// Scalar parameters of a unary op (pow's exponent, clamp's bounds); most ops ignore them.
 struct UnaryArgs {
-  /// pow's exponent; clamp's lower bound; softplus's beta; leaky_relu's negative_slope.
-  double a = 0, b = 0;
-  /** \var b
-      clamp's upper bound; softplus's threshold. */
+  double a = 0;   ///< pow's exponent; clamp's lower bound; softplus's beta; leaky_relu's negative_slope.
+  double b = 0;   ///< clamp's upper bound; softplus's threshold.
 };
 
+// The functors, their op lists, the UnaryOp and BinaryOp kernel ids and visit(): the kernels' own
+// vocabulary, documented here in the code rather than in the API reference.
+/// \cond INTERNAL
 namespace fn {
 using std::abs;
 using std::erf;
@@ -90,118 +91,68 @@ TG_HD double exp(double x) { return std::exp(x); }
 // NaN in gives NaN out everywhere: comparisons are written so that NaN takes the value path.
 /// relu: y = max(x, 0) (NaN stays NaN); dx = dy where y > 0 (the same points as x > 0), else 0.
 struct Relu {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = true;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return x < T(0) ? T(0) : x; }   // NaN stays NaN
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return y > T(0) ? dy : T(0); }
 };
 /// sigmoid: y = 1 / (1 + e^-x); dx = dy y (1 - y).
 struct Sigmoid {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = true;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(1) / (T(1) + exp(-x)); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y * (T(1) - y); }  // s(1-s)
 };
 /// tanh: y = tanh(x); dx = dy (1 - y^2).
 struct Tanh {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = true;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return tanh(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * (T(1) - y * y); }  // 1 - tanh^2
 };
 /// exp: y = e^x (fn::exp); dx = dy y.
 struct Exp {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = true;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return exp(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy * y; }              // e^x
 };
 /// log: y = ln(x); dx = dy / x.
 struct Log {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return log(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) { return dy / x; }             // 1/x
 };
 /// neg: y = -x; dx = -dy.
 struct Neg {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return -x; }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs) { return -dy; }                  // -1
 };
 /// sqrt: y = sqrt(x); dx = dy / (2 y).
 struct Sqrt {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = true;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return sqrt(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T y, T dy, UnaryArgs) { return dy / (T(2) * y); }     // 1/(2 sqrt x)
 };
 /// abs: y = |x|; dx = dy sign(x) (0 at 0).
 struct Abs {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return abs(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // sign(x)
     return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
   }
 };
 /// pow with a scalar exponent a (UnaryArgs::a): y = x^a; dx = dy a x^(a-1) (0 when a = 0).
 struct PowScalar {   // x^a
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) { return pow(x, T(p.a)); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // a x^(a-1)
     return p.a == 0 ? T(0) : dy * T(p.a) * pow(x, T(p.a - 1));
   }
 };
 /// clamp to [a, b] (UnaryArgs): y = min(max(x, a), b) (NaN stays NaN); dx = dy where a <= x <= b, else 0.
 struct Clamp {       // min(max(x, a), b)
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) {
     return x < T(p.a) ? T(p.a) : (x > T(p.b) ? T(p.b) : x);                                         // NaN stays NaN
   }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // 1 inside
     return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
   }
@@ -209,25 +160,15 @@ struct Clamp {       // min(max(x, a), b)
 /// round: y = x rounded to the nearest integer, halves to even (torch.round: rint under the default
 /// rounding mode, 2.5 -> 2, -0.5 -> -0); dx = 0 (PyTorch's zero gradient of a step function).
 struct Round {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return rint(x); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
 };
 /// sign: y = 1 for x > 0, -1 for x < 0, else 0 (also for -0 and NaN, as torch.sign: (0 < x) - (x < 0));
 /// dx = 0.
 struct Sign {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(int(T(0) < x) - int(x < T(0))); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T, UnaryArgs) { return T(0); }                  // 0
 };
 
@@ -235,15 +176,10 @@ struct Sign {
 // (aten/src/ATen/native/cpu/Activation.cpp and UnaryOpsKernel.cpp), so that values match to rounding.
 /// gelu, exact (approximate="none"): y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)); dx = dy (Phi(x) + x phi(x)).
 struct Gelu {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) {
     return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));                                  // 1/sqrt 2
   }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // Phi + x phi
     const T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
     const T pdf = T(0.39894228040143267794) * exp(T(-0.5) * x * x);                                   // 1/sqrt(2 pi)
@@ -253,16 +189,11 @@ struct Gelu {
 /// gelu, approximate="tanh": y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3);
 /// dx = dy (1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 x^2)).
 struct GeluTanh {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) {
     const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);                       // sqrt(2/pi)
     return T(0.5) * x * (T(1) + tanh(inner));
   }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
     const T x_sq = x * x;
     const T t = tanh(T(0.79788456080286535588) * (x + T(0.044715) * x_sq * x));
@@ -273,13 +204,8 @@ struct GeluTanh {
 };
 /// silu (swish): y = x sigmoid(x) = x / (1 + e^-x); dx = dy s (1 + x (1 - s)), s = sigmoid(x).
 struct Silu {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return x / (T(1) + exp(-x)); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {                              // s (1 + x (1 - s))
     const T s = T(1) / (T(1) + exp(-x));
     return dy * s * (T(1) + x * (T(1) - s));
@@ -288,16 +214,11 @@ struct Silu {
 /// softplus with beta = a, threshold = b (UnaryArgs): y = log(1 + e^(beta x)) / beta, and y = x where
 /// beta x > threshold (linear there, as PyTorch); dx = dy sigmoid(beta x), dy where beta x > threshold.
 struct Softplus {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) {
     const T bx = x * T(p.a);
     return bx > T(p.b) ? x : log1p(exp(bx)) / T(p.a);
   }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) {                            // e^bx / (e^bx + 1)
     const T bx = x * T(p.a);
     const T z = exp(bx);
@@ -307,28 +228,18 @@ struct Softplus {
 /// leaky_relu with negative_slope = a (UnaryArgs): y = x where x > 0, else a x (NaN stays NaN);
 /// dx = dy where x > 0, else a dy.
 struct LeakyRelu {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs p) { return x > T(0) ? x : x * T(p.a); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs p) { return x > T(0) ? dy : dy * T(p.a); }
 };
 /// log_sigmoid: y = log(1 / (1 + e^-x)) = min(x, 0) - log(1 + e^-|x|), stable for large |x|;
 /// dx = dy (1 - sigmoid(x)), written with z = e^-|x| as 1/(1+z) for x < 0 and z/(1+z) otherwise.
 struct LogSigmoid {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = true, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) {
     const T m = x < T(0) ? x : T(0);   // min(x, 0); NaN takes the log1p path and stays NaN
     return m - log1p(exp(-abs(x)));
   }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T x, T, T dy, UnaryArgs) {
     const bool negative = x < T(0);
     const T z = exp(-abs(x));
@@ -341,13 +252,8 @@ struct LogSigmoid {
 /// that multiply through float32 (Note [Autocast products through float32] in ops/linalg.cpp).
 template <class L>
 struct RoundTo {
-  /// Whether backward() reads x (the op then saves its input).
   static constexpr bool uses_x = false, uses_y = false;
-  /** \var uses_y
-      Whether backward() reads y (the op then saves its output). */
-  /// y = forward(x) for one element.
   template <class T> TG_HD static T forward(T x, UnaryArgs) { return T(static_cast<float>(L(static_cast<float>(x)))); }
-  /// dL/dx from x, y = forward(x) and dy = dL/dy.
   template <class T> TG_HD static T backward(T, T, T dy, UnaryArgs p) { return forward(dy, p); }
 };
 /// Rounding to bfloat16's precision (prim::round_to_precision).
@@ -369,46 +275,6 @@ enum class UnaryOp : uint8_t {
   TG_UNARY_OPS(TG_ENUM)
 #undef TG_ENUM
 };
-/** \var UnaryOp::Relu
-    fn::Relu */
-/** \var UnaryOp::Sigmoid
-    fn::Sigmoid */
-/** \var UnaryOp::Tanh
-    fn::Tanh */
-/** \var UnaryOp::Exp
-    fn::Exp */
-/** \var UnaryOp::Log
-    fn::Log */
-/** \var UnaryOp::Neg
-    fn::Neg */
-/** \var UnaryOp::Sqrt
-    fn::Sqrt */
-/** \var UnaryOp::Abs
-    fn::Abs */
-/** \var UnaryOp::PowScalar
-    fn::PowScalar */
-/** \var UnaryOp::Clamp
-    fn::Clamp */
-/** \var UnaryOp::Round
-    fn::Round */
-/** \var UnaryOp::Sign
-    fn::Sign */
-/** \var UnaryOp::Gelu
-    fn::Gelu */
-/** \var UnaryOp::GeluTanh
-    fn::GeluTanh */
-/** \var UnaryOp::Silu
-    fn::Silu */
-/** \var UnaryOp::Softplus
-    fn::Softplus */
-/** \var UnaryOp::LeakyRelu
-    fn::LeakyRelu */
-/** \var UnaryOp::LogSigmoid
-    fn::LogSigmoid */
-/** \var UnaryOp::RoundToBFloat16
-    fn::RoundToBFloat16 */
-/** \var UnaryOp::RoundToFloat16
-    fn::RoundToFloat16 */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Relu{}), ...
 template <class Visitor>
@@ -431,12 +297,8 @@ struct Add {
     else return a + b;
   }
 };
-/** \fn Add::apply
-    Returns a + b in T (or for bool). */
 /// a - b.
 struct Sub { template <class T> TG_HD static T apply(T a, T b) { return a - b; } };
-/** \fn Sub::apply
-    Returns a - b in T. */
 /// a * b.
 struct Mul {
   template <class T> TG_HD static T apply(T a, T b) {
@@ -444,40 +306,22 @@ struct Mul {
     else return a * b;
   }
 };
-/** \fn Mul::apply
-    Returns a * b in T (and for bool). */
 /// a / b.
 struct Div { template <class T> TG_HD static T apply(T a, T b) { return a / b; } };
-/** \fn Div::apply
-    Returns a / b in T. */
 /// a^b.
 struct Pow { template <class T> TG_HD static T apply(T a, T b) { return T(pow(a, b)); } };
-/** \fn Pow::apply
-    Returns a^b in T. */
 /// a == b (bool).
 struct Eq { template <class T> TG_HD static bool apply(T a, T b) { return a == b; } };
-/** \fn Eq::apply
-    Returns a == b. */
 /// a != b (bool).
 struct Ne { template <class T> TG_HD static bool apply(T a, T b) { return a != b; } };
-/** \fn Ne::apply
-    Returns a != b. */
 /// a > b (bool).
 struct Gt { template <class T> TG_HD static bool apply(T a, T b) { return a > b; } };
-/** \fn Gt::apply
-    Returns a > b. */
 /// a < b (bool).
 struct Lt { template <class T> TG_HD static bool apply(T a, T b) { return a < b; } };
-/** \fn Lt::apply
-    Returns a < b. */
 /// a >= b (bool).
 struct Ge { template <class T> TG_HD static bool apply(T a, T b) { return a >= b; } };
-/** \fn Ge::apply
-    Returns a >= b. */
 /// a <= b (bool).
 struct Le { template <class T> TG_HD static bool apply(T a, T b) { return a <= b; } };
-/** \fn Le::apply
-    Returns a <= b. */
 }  // namespace fn
 
 /// The element type binary op F stores for operands of C++ type T: bool for the comparisons, T for
@@ -495,28 +339,6 @@ enum class BinaryOp : uint8_t {
   TG_BINARY_OPS(TG_ENUM)
 #undef TG_ENUM
 };
-/** \var BinaryOp::Add
-    fn::Add: a + b */
-/** \var BinaryOp::Sub
-    fn::Sub: a - b */
-/** \var BinaryOp::Mul
-    fn::Mul: a * b */
-/** \var BinaryOp::Div
-    fn::Div: a / b */
-/** \var BinaryOp::Pow
-    fn::Pow: a^b */
-/** \var BinaryOp::Eq
-    fn::Eq: a == b */
-/** \var BinaryOp::Ne
-    fn::Ne: a != b */
-/** \var BinaryOp::Gt
-    fn::Gt: a > b */
-/** \var BinaryOp::Lt
-    fn::Lt: a < b */
-/** \var BinaryOp::Ge
-    fn::Ge: a >= b */
-/** \var BinaryOp::Le
-    fn::Le: a <= b */
 
 /// Turns the runtime enum into a compile-time functor: visitor(fn::Add{}), ...
 template <class Visitor>
@@ -529,17 +351,15 @@ TG_HD void visit(BinaryOp op, Visitor&& visitor) {
   }
 }
 
+/// \endcond
+
 /// The reductions of prim::reduce and Backend::reduce.
-enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin };
-/** \var ReduceOp::Sum
-    The sum (0 for no elements). */
-/** \var ReduceOp::Max
-    The largest element (NaN if any is NaN). */
-/** \var ReduceOp::Min
-    The smallest element (NaN if any is NaN). */
-/** \var ReduceOp::ArgMax
-    The index of the largest element (int64), over one dim. */
-/** \var ReduceOp::ArgMin
-    The index of the smallest element (int64), over one dim. */
+enum class ReduceOp : uint8_t {
+  Sum,      ///< The sum (0 for no elements).
+  Max,      ///< The largest element (NaN if any is NaN).
+  Min,      ///< The smallest element (NaN if any is NaN).
+  ArgMax,   ///< The index of the largest element (int64), over one dim.
+  ArgMin,   ///< The index of the smallest element (int64), over one dim.
+};
 
 }  // namespace tg

@@ -10,6 +10,7 @@
 #include "tensorgrad/core/macros.h"
 
 namespace tg {
+/// \cond INTERNAL
 namespace index_math {
 
 /// Whether i indexes a dim of `size` elements: 0 <= i < size (no wrapping of negative values, as
@@ -17,4 +18,5 @@ namespace index_math {
 TG_HD bool in_range(int64_t i, int64_t size) { return i >= 0 && i < size; }
 
 }  // namespace index_math
+/// \endcond
 }  // namespace tg

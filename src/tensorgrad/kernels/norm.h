@@ -11,6 +11,7 @@
 #include "tensorgrad/core/macros.h"
 
 namespace tg {
+/// \cond INTERNAL
 namespace norm_math {
 
 /// 1 / sqrt(var + eps): a row's reciprocal standard deviation from its biased variance (the sum of
@@ -32,4 +33,5 @@ TG_HD T dx(T g, T xh, T rstd, T mean_g, T mean_gx) {
 }
 
 }  // namespace norm_math
+/// \endcond
 }  // namespace tg

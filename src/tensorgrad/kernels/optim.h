@@ -34,6 +34,7 @@ struct AdamHyper {
   bool decoupled = false;    ///< AdamW's decoupled weight decay instead of Adam's L2 term
 };
 
+/// \cond INTERNAL
 /// SGD's scalars for one parameter.
 template <class T>
 struct SgdScalars {
@@ -116,4 +117,5 @@ TG_HD void adam(T& w, T g, T& m, T& v, T& vmax, bool amsgrad, const AdamScalars<
 }
 
 }  // namespace optim_math
+/// \endcond
 }  // namespace tg

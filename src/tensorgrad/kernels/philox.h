@@ -14,14 +14,10 @@ namespace philox {
 
 /// The four 32-bit words of one Philox draw.
 struct U4 {
-  /// The first word; x and y feed Uniform and Integer draws and Normal's first uniform.
-  uint32_t x, y, z, w;
-  /** \var y
-      The second word. */
-  /** \var z
-      The third word; z and w feed Normal's second uniform. */
-  /** \var w
-      The fourth word. */
+  uint32_t x;   ///< The first word; x and y feed Uniform and Integer draws and Normal's first uniform.
+  uint32_t y;   ///< The second word.
+  uint32_t z;   ///< The third word; z and w feed Normal's second uniform.
+  uint32_t w;   ///< The fourth word.
 };
 
 /// The 64-bit product a * b: returns its low 32 bits and stores the high 32 bits in *hi.

@@ -14,32 +14,19 @@ namespace tg {
 /// -> out (P, OH, OW). With adaptive, window i along the height is [floor(i H / OH), ceil((i + 1) H /
 /// OH)) and the kernel, stride and padding fields are unused (PyTorch's adaptive pooling).
 struct Pool2dArgs {
-  /// Planes (batch times channels), input height and width, output height and width.
-  int64_t P = 0, H = 0, W = 0, OH = 0, OW = 0;
-  /** \var H
-      Input height. */
-  /** \var W
-      Input width. */
-  /** \var OH
-      Output height. */
-  /** \var OW
-      Output width. */
-  /// Window size, step and implicit padding (-inf for max, zeros for avg).
-  int64_t KH = 1, KW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-  /** \var KW
-      Window width. */
-  /** \var stride_h
-      Step between windows along the height. */
-  /** \var stride_w
-      Step between windows along the width. */
-  /** \var pad_h
-      Padding rows on each side. */
-  /** \var pad_w
-      Padding columns on each side. */
-  /// Spacing between the window's taps (max_pool2d's dilation; 1 for the averages).
-  int64_t dil_h = 1, dil_w = 1;
-  /** \var dil_w
-      Spacing between the window's taps along the width. */
+  int64_t P = 0;   ///< Planes (batch times channels).
+  int64_t H = 0;   ///< Input height.
+  int64_t W = 0;   ///< Input width.
+  int64_t OH = 0;   ///< Output height.
+  int64_t OW = 0;   ///< Output width.
+  int64_t KH = 1;   ///< Window height (the padding is -inf for max, zeros for avg).
+  int64_t KW = 1;   ///< Window width.
+  int64_t stride_h = 1;   ///< Step between windows along the height.
+  int64_t stride_w = 1;   ///< Step between windows along the width.
+  int64_t pad_h = 0;   ///< Padding rows on each side.
+  int64_t pad_w = 0;   ///< Padding columns on each side.
+  int64_t dil_h = 1;   ///< Spacing between the window's taps along the height (max_pool2d's dilation; 1 for the averages).
+  int64_t dil_w = 1;   ///< Spacing between the window's taps along the width.
   /// avg: divide by the whole window, padding included (PyTorch's count_include_pad), or by the
   /// elements inside the input only.
   bool count_include_pad = true;
@@ -48,6 +35,7 @@ struct Pool2dArgs {
 };
 
 
+/// \cond INTERNAL
 /// One window of a pooling along one axis: the input rows begin, begin + step, ... below end that it
 /// reads (clipped to the input) and the count its average divides by.
 struct PoolSpan {
@@ -124,5 +112,7 @@ TG_HD T avg_window(const T* plane, int64_t W, const PoolSpan& sh, const PoolSpan
     for (int64_t w = sw.begin; w < sw.end; ++w) s += plane[h * W + w];
   return s / T(avg_divisor(sh, sw));
 }
+
+/// \endcond
 
 }  // namespace tg

@@ -10,6 +10,7 @@
 #include "tensorgrad/core/macros.h"
 
 namespace tg {
+/// \cond INTERNAL
 namespace reduce_math {
 
 /// Whether v is NaN; false for the integers and bool.
@@ -35,4 +36,5 @@ TG_HD bool extremum_replaces(T a, int64_t ai, T b, int64_t bi) {
 }
 
 }  // namespace reduce_math
+/// \endcond
 }  // namespace tg

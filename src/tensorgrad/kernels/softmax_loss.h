@@ -28,6 +28,7 @@ struct CrossEntropyArgs {
   bool mean = false;
 };
 
+/// \cond INTERNAL
 namespace softmax_math {
 
 /// The shift of a softmax row: its maximum when finite, else NaN, so that a row holding +inf, or only
@@ -92,4 +93,5 @@ TG_HD T ce_grad(T p, bool is_target, T g, T smoothing, T uniform) {
 }
 
 }  // namespace softmax_math
+/// \endcond
 }  // namespace tg

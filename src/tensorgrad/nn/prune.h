@@ -38,11 +38,10 @@ struct Amount {
 };
 
 /// The unstructured methods global_unstructured accepts (PyTorch's pruning_method=).
-enum class Method { L1Unstructured, RandomUnstructured };
-/** \var Method::L1Unstructured
-    Prune the entries of smallest absolute value (prune.L1Unstructured). */
-/** \var Method::RandomUnstructured
-    Prune entries drawn at random (prune.RandomUnstructured), from the manual_seed stream. */
+enum class Method {
+  L1Unstructured,       ///< Prune the entries of smallest absolute value (prune.L1Unstructured).
+  RandomUnstructured,   ///< Prune entries drawn at random (prune.RandomUnstructured), from the manual_seed stream.
+};
 
 /// Prunes the `amount` unpruned entries of module's parameter `name` of smallest absolute value
 /// (prune.l1_unstructured). Pruning again composes the masks (PyTorch's PruningContainer): the new

@@ -86,6 +86,20 @@ DType common_dtype(const Variable& input, const Variable& weight, const Variable
   return dt;
 }
 
+/// What layer_norm and group_norm keep for their backward: the input and the weight (saved, so that an
+/// in-place change is caught) and the rows' statistics; all undefined when nothing requires grad.
+struct RowsSaved {
+  SavedTensor x, w;
+  Tensor mean, rstd;
+  RowsSaved(const prim::LayerNorm& r, const Variable& input, const Variable& weight, const Variable& bias) {
+    if (!any_requires_grad({input, weight, bias})) return;
+    x = SavedTensor(input);
+    if (weight.defined()) w = SavedTensor(weight);
+    mean = r.mean;
+    rstd = r.rstd;
+  }
+};
+
 /// x as rows (M, D) of dtype dt.
 Tensor rows_of(const Tensor& x, DType dt, int64_t M, int64_t D) { return x.to(dt).reshape({M, D}); }
 
@@ -173,19 +187,16 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   const Tensor w = weight.defined() ? rows_of(weight.data(), dt, 1, D).reshape({D}) : Tensor();
   const Tensor b = bias.defined() ? rows_of(bias.data(), dt, 1, D).reshape({D}) : Tensor();
   const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), w, b, eps);
-  const bool need = any_requires_grad({input, weight, bias});
   const AffineInputs in(input, weight, bias);
   const int wi = in.wi, bi = in.bi;
-  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  const Tensor mean = need ? r.mean : Tensor(), rstd = need ? r.rstd : Tensor();
+  const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("layer_norm", r.y.view(in_shape), in.list,
-                [x_saved, w_saved, mean, rstd, wi, bi, M, D, dt, in_shape, ns](const Tensor& grad, Grads& g) {
-    const Tensor ws = w_saved.defined() ? rows_of(w_saved.get(), dt, 1, D).reshape({D}) : Tensor();
+                [saved, wi, bi, M, D, dt, in_shape, ns](const Tensor& grad, Grads& g) {
+    const Tensor ws = saved.w.defined() ? rows_of(saved.w.get(), dt, 1, D).reshape({D}) : Tensor();
     const prim::LayerNormGrads d =
-        prim::layer_norm_backward(grad.reshape({M, D}), rows_of(x_saved.get(), dt, M, D), mean, rstd, ws, g.need(0),
-                                  wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
+        prim::layer_norm_backward(grad.reshape({M, D}), rows_of(saved.x.get(), dt, M, D), saved.mean, saved.rstd, ws,
+                                  g.need(0), wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
     if (d.dx.defined()) g.set(0, d.dx.view(in_shape));   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
     if (d.dw.defined()) g.set(wi, d.dw.view(ns));        // dw = sum over rows of dy xhat
     if (d.db.defined()) g.set(bi, d.db.view(ns));        // db = sum over rows of dy
@@ -219,24 +230,22 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   Tensor y = r.y.view(ncs);
   if (weight.defined()) y = prim::mul(y, weight.data().reshape(cshape));
   if (bias.defined()) y = prim::add(y, bias.data().reshape(cshape));
-  const bool need = any_requires_grad({input, weight, bias});
   const AffineInputs in(input, weight, bias);
   const int wi = in.wi, bi = in.bi;
-  SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
-  SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  const Tensor mean = need ? r.mean : Tensor(), rstd = need ? r.rstd : Tensor();
+  const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("group_norm", y.view(in_shape), in.list,
-                [x_saved, w_saved, mean, rstd, wi, bi, M, D, dt, ncs, cshape, in_shape](const Tensor& grad, Grads& g) {
+                [saved, wi, bi, M, D, dt, ncs, cshape, in_shape](const Tensor& grad, Grads& g) {
     const Tensor dy = grad.reshape(ncs);
-    const Tensor x = rows_of(x_saved.get(), dt, M, D);
+    const Tensor x = rows_of(saved.x.get(), dt, M, D);
     if (g.need(0)) {   // dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (w per channel)
-      const Tensor gy = w_saved.defined() ? prim::mul(dy, w_saved.get().reshape(cshape)) : dy;
-      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, mean, rstd, Tensor(), true, false, false)
+      const Tensor gy = saved.w.defined() ? prim::mul(dy, saved.w.get().reshape(cshape)) : dy;
+      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, saved.mean, saved.rstd, Tensor(), true, false, false)
                    .dx.view(in_shape));
     }
     if (wi >= 0 && g.need(wi)) {   // dw = sum over samples and positions of dy xhat
-      const Tensor xhat = prim::mul(prim::sub(x, mean.view({M, 1})), rstd.view({M, 1})).reshape(ncs);
+      const Tensor xhat =
+          prim::mul(prim::sub(x, saved.mean.view({M, 1})), saved.rstd.view({M, 1})).reshape(ncs);
       g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 2}, false, "group_norm"));
     }
     if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 2}, false, "group_norm"));   // db = sum dy

@@ -21,16 +21,11 @@ struct AdamOptions {
   AdamOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
   /// Uses the maximum of the second moment average over all steps (default off).
   AdamOptions& amsgrad(bool a = true) { amsgrad_ = a; return *this; }
-  /// The learning rate, the default for groups without one.
-  double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
-  /** \var beta1_
-      See betas(). */
-  /** \var beta2_
-      See betas(). */
-  /** \var eps_
-      See eps(). */
-  /** \var weight_decay_
-      See weight_decay(). */
+  double lr_;   ///< The learning rate, the default for groups without one.
+  double beta1_ = 0.9;   ///< See betas().
+  double beta2_ = 0.999;   ///< See betas().
+  double eps_ = 1e-8;   ///< See eps().
+  double weight_decay_ = 0;   ///< See weight_decay().
   /// See amsgrad().
   bool amsgrad_ = false;
 };

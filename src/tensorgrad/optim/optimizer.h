@@ -123,14 +123,10 @@ struct SGDOptions {
   SGDOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
   /// Nesterov momentum (needs momentum > 0 and dampening 0, else Error).
   SGDOptions& nesterov(bool n = true) { nesterov_ = n; return *this; }
-  /// The learning rate, the default for groups without one.
-  double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;   // lr_: the default for groups without one
-  /** \var momentum_
-      See momentum(). */
-  /** \var dampening_
-      See dampening(). */
-  /** \var weight_decay_
-      See weight_decay(). */
+  double lr_;   ///< The learning rate, the default for groups without one.
+  double momentum_ = 0;   ///< See momentum().
+  double dampening_ = 0;   ///< See dampening().
+  double weight_decay_ = 0;   ///< See weight_decay().
   /// See nesterov().
   bool nesterov_ = false;
 };

@@ -87,20 +87,13 @@ class MinMaxObserver : public ObserverBase {
   virtual void update(float batch_min, float batch_max);
   /// The settings, kept for new_instance().
   DType dtype_;
-  /// Symmetric quantization (zero point fixed).
-  bool symmetric_, reduce_range_;
-  /** \var reduce_range_
-      PyTorch's reduce_range: one bit less of range. */
-  /// The range of the quantized values.
-  int64_t quant_min_ = 0, quant_max_ = 255;
-  /** \var quant_max_
-      The largest quantized value. */
-  /// PyTorch's buffers: eps (1) float32, min_val and max_val 0-d float32.
-  Variable eps_, min_val_, max_val_;
-  /** \var min_val_
-      The observed minimum, 0-d float32 (+inf at first). */
-  /** \var max_val_
-      The observed maximum, 0-d float32 (-inf at first). */
+  bool symmetric_;   ///< Symmetric quantization (zero point fixed).
+  bool reduce_range_;   ///< PyTorch's reduce_range: one bit less of range.
+  int64_t quant_min_ = 0;   ///< The smallest quantized value.
+  int64_t quant_max_ = 255;   ///< The largest quantized value.
+  Variable eps_;   ///< PyTorch's buffer eps: (1) float32.
+  Variable min_val_;   ///< The observed minimum, 0-d float32 (+inf at first).
+  Variable max_val_;   ///< The observed maximum, 0-d float32 (-inf at first).
 };
 
 /// The moving average of the min and max (torch.ao.quantization.MovingAverageMinMaxObserver):
