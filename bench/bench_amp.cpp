@@ -25,7 +25,7 @@ struct TgMlp {
   tg::nn::Sequential net;
   std::unique_ptr<tg::optim::SGD> optimizer;
   tg::nn::CrossEntropyLoss criterion;
-  tg::Variable x, y;
+  tg::Tensor x, y;
   bool autocast;
   TgMlp(int64_t batch, bool amp) : autocast(amp) {
     net.add<tg::nn::Linear>(784, 128);
@@ -37,7 +37,7 @@ struct TgMlp {
   }
   void step() {
     optimizer->zero_grad();
-    tg::Variable loss;
+    tg::Tensor loss;
     {
       tg::amp::AutocastGuard region(tg::Device::cpu(), tg::kBFloat16, autocast);
       loss = criterion(net(x), y);
@@ -54,12 +54,12 @@ bench::Work tg_step(int64_t batch, bool autocast) {
 
 /// tensorgrad's twin of torch_side::attention(b, h, len, dim, /*causal=*/true, autocast).
 bench::Work tg_attention(const tg::Shape& shape, bool autocast) {
-  tg::Variable q = tg::randn(shape, tg::TensorOptions().requires_grad(true));
-  tg::Variable k = tg::randn(shape, tg::TensorOptions().requires_grad(true));
-  tg::Variable v = tg::randn(shape, tg::TensorOptions().requires_grad(true));
-  const tg::Variable gy = tg::randn(shape).to(autocast ? tg::kBFloat16 : tg::kFloat32);
+  tg::Tensor q = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  tg::Tensor k = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  tg::Tensor v = tg::randn(shape, tg::TensorOptions().requires_grad(true));
+  const tg::Tensor gy = tg::randn(shape).to(autocast ? tg::kBFloat16 : tg::kFloat32);
   return [q, k, v, gy, autocast]() mutable {
-    tg::Variable out;
+    tg::Tensor out;
     {
       tg::amp::AutocastGuard region(tg::Device::cpu(), tg::kBFloat16, autocast);
       out = tg::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
@@ -79,11 +79,11 @@ double tg_activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_
     net.add<tg::nn::Linear>(widths[i], widths[i + 1]);
     if (i + 2 < widths.size()) net.add<tg::nn::ReLU>();
   }
-  tg::Variable x = tg::randn({batch, widths[0]});
+  tg::Tensor x = tg::randn({batch, widths[0]});
   tg::amp::AutocastGuard region(tg::Device::cpu(), tg::kBFloat16, autocast);
   if (autocast) net(x);   // fills the cast cache; its graph is dropped at once
   const std::size_t before = tg::memory::memory_allocated();
-  tg::Variable y = net(x);
+  tg::Tensor y = net(x);
   const std::size_t out = static_cast<std::size_t>(y.numel()) * tg::dtype_size(y.dtype());
   return static_cast<double>(tg::memory::memory_allocated() - before - out) / static_cast<double>(batch);
 }

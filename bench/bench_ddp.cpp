@@ -22,7 +22,7 @@ namespace {
 struct Net : tg::nn::Module {
   tg::nn::Linear fc1{784, 256}, fc2{256, 10};
   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 constexpr int64_t kBatch = 64;
@@ -41,7 +41,7 @@ int run_rank(const bench::Options& o) {
   tg::optim::SGD opt(ddp.parameters(), tg::optim::SGDOptions(0.01).momentum(0.9));
   tg::nn::CrossEntropyLoss ce;
   tg::manual_seed(1 + rank);
-  const tg::Variable x = tg::rand({kBatch, 784}), y = tg::randint(0, 10, {kBatch});
+  const tg::Tensor x = tg::rand({kBatch, 784}), y = tg::randint(0, 10, {kBatch});
   const int warmup = o.smoke ? 1 : 10, reps = o.smoke ? 3 : std::max(20, static_cast<int>(o.budget_s * 200));
   std::vector<double> step, comm, exposed;
   int64_t bytes = 0;

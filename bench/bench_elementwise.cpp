@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   table.row({"c = a + b into fresh malloc", mb(bytes3), cell(ceil[2], 1e3, "%.2f"), gb(gbs(bytes3, ceil[2])), "", "",
              "", ratio_str(gbs(bytes3, ceil[2]) / ceiling), ""});
 
-  tg::Variable a = tg::randn({n}), b = tg::randn({n});
-  tg::Variable x = tg::randn({n}, tg::TensorOptions().requires_grad(true)), g = tg::ones({n});
+  tg::Tensor a = tg::randn({n}), b = tg::randn({n});
+  tg::Tensor x = tg::randn({n}, tg::TensorOptions().requires_grad(true)), g = tg::ones({n});
   struct Op {
     const char* name;
     double bytes;

@@ -20,7 +20,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(flatten(x)))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(flatten(x)))); }
 };
 
 double evaluate(Net& model, tg::data::DataLoader& loader) {
@@ -38,11 +38,11 @@ double evaluate(Net& model, tg::data::DataLoader& loader) {
 /// The first k samples of d as a dataset of its own (smoke runs).
 std::unique_ptr<tg::data::TensorDataset> head(const tg::data::TensorDataset& d, int64_t k) {
   k = std::min(k, d.size());
-  return std::make_unique<tg::data::TensorDataset>(tg::Variable(d.data().data().narrow(0, 0, k)),
-                                                   tg::Variable(d.targets().data().narrow(0, 0, k)));
+  return std::make_unique<tg::data::TensorDataset>(tg::Tensor(d.data().data().narrow(0, 0, k)),
+                                                   tg::Tensor(d.targets().data().narrow(0, 0, k)));
 }
 
-const float* floats(const tg::Variable& v) {
+const float* floats(const tg::Tensor& v) {
   if (!v.is_contiguous()) throw tg::Error("bench_fashion_mnist: expected contiguous data");
   return v.data().data<float>();
 }
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       int64_t steps = 0;
       for (auto& b : train_loader) {
         optimizer.zero_grad();
-        tg::Variable loss = tg::cross_entropy(model(b.data), b.target);
+        tg::Tensor loss = tg::cross_entropy(model(b.data), b.target);
         loss.backward();
         optimizer.step();
         loss_sum += loss.item();

@@ -18,10 +18,10 @@ int main(int argc, char** argv) {
   Table table({"op", "tensorgrad ms", "libtorch ms", "tg/torch", "target"});
 
   const int64_t N = o.smoke ? 2 : 64, C = o.smoke ? 3 : 32, H = o.smoke ? 6 : 28, O = o.smoke ? 4 : 32;
-  tg::Variable x = tg::randn({N, C, H, H}, tg::TensorOptions().requires_grad(true));
-  tg::Variable w = tg::randn({O, C, 3, 3}, tg::TensorOptions().requires_grad(true));
-  tg::Variable b = tg::randn({O}, tg::TensorOptions().requires_grad(true));
-  const tg::Variable gy = tg::randn({N, O, H, H});
+  tg::Tensor x = tg::randn({N, C, H, H}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor w = tg::randn({O, C, 3, 3}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor b = tg::randn({O}, tg::TensorOptions().requires_grad(true));
+  const tg::Tensor gy = tg::randn({N, O, H, H});
   Work conv_tg = [x, w, b, gy]() mutable {
     tg::conv2d(x, w, b, {1}, {1}).backward(gy);
     x.zero_grad();
@@ -35,10 +35,10 @@ int main(int argc, char** argv) {
              cell(sc[0], 1e3), cell(sc[1], 1e3), ratio_str(rc), "<= 1.0x: " + verdict(rc, rc <= 1.0)});
 
   const int64_t R = o.smoke ? 8 : 4096, D = o.smoke ? 16 : 768;
-  tg::Variable lx = tg::randn({R, D}, tg::TensorOptions().requires_grad(true));
-  tg::Variable lw = tg::randn({D}, tg::TensorOptions().requires_grad(true));
-  tg::Variable lb = tg::randn({D}, tg::TensorOptions().requires_grad(true));
-  const tg::Variable lgy = tg::randn({R, D});
+  tg::Tensor lx = tg::randn({R, D}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor lw = tg::randn({D}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor lb = tg::randn({D}, tg::TensorOptions().requires_grad(true));
+  const tg::Tensor lgy = tg::randn({R, D});
   Work ln_tg = [lx, lw, lb, lgy, D]() mutable {
     tg::layer_norm(lx, {D}, lw, lb).backward(lgy);
     lx.zero_grad();
@@ -52,10 +52,10 @@ int main(int argc, char** argv) {
 
   const int64_t AB = o.smoke ? 2 : 8, AH = o.smoke ? 2 : 8, AL = o.smoke ? 5 : 128, AE = o.smoke ? 4 : 64;
   const tg::Shape ashape{AB, AH, AL, AE};
-  tg::Variable aq = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
-  tg::Variable ak = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
-  tg::Variable av = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
-  const tg::Variable agy = tg::randn(ashape);
+  tg::Tensor aq = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
+  tg::Tensor ak = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
+  tg::Tensor av = tg::randn(ashape, tg::TensorOptions().requires_grad(true));
+  const tg::Tensor agy = tg::randn(ashape);
   Work att_tg = [aq, ak, av, agy]() mutable {
     tg::scaled_dot_product_attention(aq, ak, av, {}, 0.0, /*is_causal=*/true).backward(agy);
     aq.zero_grad();
@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
              cell(sa[0], 1e3), cell(sa[1], 1e3), ratio_str(ra), "<= 1.0x: " + verdict(ra, ra <= 1.0)});
 
   const int64_t EV = o.smoke ? 50 : 10000, ED = o.smoke ? 8 : 512, ET = o.smoke ? 16 : 1024;
-  tg::Variable ew = tg::randn({EV, ED}, tg::TensorOptions().requires_grad(true));
-  const tg::Variable ids = tg::randint(0, EV, {ET});
-  const tg::Variable egy = tg::randn({ET, ED});
+  tg::Tensor ew = tg::randn({EV, ED}, tg::TensorOptions().requires_grad(true));
+  const tg::Tensor ids = tg::randint(0, EV, {ET});
+  const tg::Tensor egy = tg::randn({ET, ED});
   Work emb_tg = [ew, ids, egy]() mutable {
     tg::embedding(ids, ew).backward(egy);
     ew.zero_grad();

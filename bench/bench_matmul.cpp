@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
                "target"});
   double at1024 = NAN;
   for (int64_t n : sizes) {
-    tg::Variable a = tg::randn({n, n}), b = tg::randn({n, n});
+    tg::Tensor a = tg::randn({n, n}), b = tg::randn({n, n});
     Work tg_work = [a, b] { tg::matmul(a, b); };
     Work blas_work;
 #ifdef TG_BENCH_HAVE_CBLAS

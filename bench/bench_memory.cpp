@@ -24,9 +24,9 @@ std::unique_ptr<tg::nn::Sequential> relu_mlp(const std::vector<int64_t>& widths)
 double tg_activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch) {
   tg::manual_seed(0);
   auto net = relu_mlp(widths);
-  tg::Variable x = tg::randn({batch, widths[0]});
+  tg::Tensor x = tg::randn({batch, widths[0]});
   const std::size_t before = tg::memory::memory_allocated();
-  tg::Variable y = (*net)(x);
+  tg::Tensor y = (*net)(x);
   const std::size_t out = static_cast<std::size_t>(y.numel()) * sizeof(float);
   return static_cast<double>(tg::memory::memory_allocated() - before - out) / static_cast<double>(batch);
 }
@@ -67,10 +67,10 @@ int main(int argc, char** argv) {
     net->add<tg::nn::Linear>(width, width);
     net->add<tg::nn::ReLU>();
   }
-  const tg::Variable x = tg::randn({rows, width});
+  const tg::Tensor x = tg::randn({rows, width});
   auto step = [net, x](bool ckpt) {
     return [net, x, ckpt] {
-      tg::Variable out = ckpt ? tg::checkpoint_sequential(*net, 4, x) : (*net)(x);
+      tg::Tensor out = ckpt ? tg::checkpoint_sequential(*net, 4, x) : (*net)(x);
       out.mean().backward();   // gradients accumulate in place: no allocation for them
     };
   };

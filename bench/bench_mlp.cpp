@@ -13,7 +13,7 @@ struct TgMlp {
   tg::nn::Sequential net;
   std::unique_ptr<tg::optim::SGD> optimizer;
   tg::nn::CrossEntropyLoss criterion;
-  tg::Variable x, y;
+  tg::Tensor x, y;
   explicit TgMlp(int64_t batch) {
     net.add<tg::nn::Linear>(784, 128);
     net.add<tg::nn::ReLU>();
@@ -24,7 +24,7 @@ struct TgMlp {
   }
   void step() {
     optimizer->zero_grad();
-    tg::Variable loss = criterion(net(x), y);
+    tg::Tensor loss = criterion(net(x), y);
     loss.backward();
     optimizer->step();
   }

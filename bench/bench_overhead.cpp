@@ -9,8 +9,8 @@ namespace {
 
 constexpr int kChain = 100;
 
-tg::Variable chain(const tg::Variable& x, const tg::Variable& a, const tg::Variable& b) {
-  tg::Variable y = x;
+tg::Tensor chain(const tg::Tensor& x, const tg::Tensor& a, const tg::Tensor& b) {
+  tg::Tensor y = x;
   for (int i = 0; i < kChain / 2; ++i) y = (y + a) * b;
   return y;
 }
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   double ratio_1_fwdbwd = NAN;
   for (int64_t n : {int64_t(1), int64_t(16)}) {
     auto opts = tg::TensorOptions().requires_grad(true);
-    tg::Variable x = tg::randn({n}, opts), a = tg::full({n}, 1e-3, opts), b = tg::full({n}, 0.999, opts);
+    tg::Tensor x = tg::randn({n}, opts), a = tg::full({n}, 1e-3, opts), b = tg::full({n}, 0.999, opts);
     struct Mode {
       const char* name;
       Work tg_work;

@@ -15,7 +15,7 @@ namespace {
 struct Layers {
   tg::nn::Linear lin{1024, 1024};
   std::unique_ptr<tg::nn::Module> q = tg::quantization::quantize_dynamic(lin);
-  tg::Variable x;
+  tg::Tensor x;
   explicit Layers(int64_t batch) : x(tg::randn({batch, 1024})) {}
 };
 

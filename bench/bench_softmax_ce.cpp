@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   Table table({"logits", "tensorgrad µs", "libtorch µs", "tg/torch", "target"});
   double r_small = NAN;
   for (const Shape2& sh : shapes) {
-    tg::Variable logits = tg::randn({sh.n, sh.c}, tg::TensorOptions().requires_grad(true));
-    tg::Variable target = tg::randint(0, sh.c, {sh.n});
+    tg::Tensor logits = tg::randn({sh.n, sh.c}, tg::TensorOptions().requires_grad(true));
+    tg::Tensor target = tg::randint(0, sh.c, {sh.n});
     Work tg_work = [logits, target]() mutable {
       tg::cross_entropy(logits, target).backward();
       logits.zero_grad();

@@ -23,7 +23,7 @@ bench::Work tg_cnn_step(int64_t batch) {
     Cnn model;
     std::unique_ptr<tg::optim::SGD> optimizer;
     tg::nn::CrossEntropyLoss criterion;
-    tg::Variable x, y;
+    tg::Tensor x, y;
   };
   auto s = std::make_shared<State>();
   s->optimizer = std::make_unique<tg::optim::SGD>(s->model.parameters(), tg::optim::SGDOptions(0.05).momentum(0.9));
@@ -31,7 +31,7 @@ bench::Work tg_cnn_step(int64_t batch) {
   s->y = tg::randint(0, 10, {batch});
   return [s] {
     s->optimizer->zero_grad();
-    tg::Variable loss = s->criterion(s->model(s->x), s->y);
+    tg::Tensor loss = s->criterion(s->model(s->x), s->y);
     loss.backward();
     s->optimizer->step();
   };
@@ -41,7 +41,7 @@ bench::Work tg_char_step(const bench::torch_side::CharModel& m) {
   struct State {
     std::unique_ptr<CharTransformer> model;
     std::unique_ptr<tg::optim::AdamW> optimizer;
-    tg::Variable x, y;
+    tg::Tensor x, y;
   };
   auto s = std::make_shared<State>();
   s->model = std::make_unique<CharTransformer>(m.vocab, m.context, m.embed, m.heads, m.layers);
@@ -51,8 +51,8 @@ bench::Work tg_char_step(const bench::torch_side::CharModel& m) {
   s->y = tg::randint(0, m.vocab, {m.batch, m.context});
   return [s] {
     s->optimizer->zero_grad();
-    tg::Variable logits = (*s->model)(s->x);
-    tg::Variable loss = tg::cross_entropy(logits.reshape({-1, logits.size(2)}), s->y.reshape({-1}));
+    tg::Tensor logits = (*s->model)(s->x);
+    tg::Tensor loss = tg::cross_entropy(logits.reshape({-1, logits.size(2)}), s->y.reshape({-1}));
     loss.backward();
     tg::optim::clip_grad_norm(s->model->parameters(), 1.0);
     s->optimizer->step();

@@ -11,15 +11,15 @@ int main() {
   auto scalar = [](double v) {   // a 0-d float64 leaf that requires grad
     return tg::full({}, v, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
   };
-  tg::Variable a = scalar(2.0);
-  tg::Variable b = scalar(-3.0);
-  tg::Variable c = scalar(10.0);
+  tg::Tensor a = scalar(2.0);
+  tg::Tensor b = scalar(-3.0);
+  tg::Tensor c = scalar(10.0);
 
-  tg::Variable e = a * b;          // e = -6
-  tg::Variable d = e + c;          // d = 4
-  tg::Variable f = scalar(-2.0);
-  tg::Variable L = d * f;          // L = -8
-  tg::Variable out = tg::tanh(L * 0.1);
+  tg::Tensor e = a * b;          // e = -6
+  tg::Tensor d = e + c;          // d = 4
+  tg::Tensor f = scalar(-2.0);
+  tg::Tensor L = d * f;          // L = -8
+  tg::Tensor out = tg::tanh(L * 0.1);
 
   out.backward();                  // dout/dx for every leaf x
 

@@ -10,20 +10,20 @@
 
 int main() {
   auto opts = tg::TensorOptions().requires_grad(true);
-  tg::Variable x = tg::from_vector(std::vector<float>{0.5f, -1.0f}, {1, 2});   // one sample, 2 features
-  tg::Variable w1 = tg::from_vector(std::vector<float>{0.5f, -0.3f, 0.8f, -0.2f, 0.4f, 0.1f}, {2, 3}, opts);
-  tg::Variable b1 = tg::full({3}, 0.1, opts);
-  tg::Variable w2 = tg::from_vector(std::vector<float>{1.0f, -0.5f, 0.7f}, {3, 1}, opts);
-  tg::Variable h = tg::relu(x.matmul(w1) + b1);     // hidden layer
-  tg::Variable y = h.matmul(w2);                     // output
-  tg::Variable loss = (y * y).sum();                 // a made-up loss: y^2
+  tg::Tensor x = tg::from_vector(std::vector<float>{0.5f, -1.0f}, {1, 2});   // one sample, 2 features
+  tg::Tensor w1 = tg::from_vector(std::vector<float>{0.5f, -0.3f, 0.8f, -0.2f, 0.4f, 0.1f}, {2, 3}, opts);
+  tg::Tensor b1 = tg::full({3}, 0.1, opts);
+  tg::Tensor w2 = tg::from_vector(std::vector<float>{1.0f, -0.5f, 0.7f}, {3, 1}, opts);
+  tg::Tensor h = tg::relu(x.matmul(w1) + b1);     // hidden layer
+  tg::Tensor y = h.matmul(w2);                     // output
+  tg::Tensor loss = (y * y).sum();                 // a made-up loss: y^2
 
   std::cout << "forward: h = relu(x w1 + b1) = " << h << "\n         y = h w2 = " << y.item()
             << ", loss = y^2 = " << loss.item() << "\n\n";
   std::printf("backward, in the order the engine runs it:\n");
   int step = 0;
   {
-    tg::autograd::BackwardTraceGuard trace([&step](const tg::Node& node, const tg::Tensor& grad) {
+    tg::autograd::BackwardTraceGuard trace([&step](const tg::Node& node, const tg::RawTensor& grad) {
       std::cout << "  " << ++step << ". " << node.name << " (op #" << node.sequence_nr << ", output "
                 << tg::shape_str(node.out_shape) << ")  receives dloss/doutput = " << grad << "\n";
     });

@@ -8,14 +8,14 @@
 #include <iostream>
 
 // softplus, stable for large |x|: max(x, 0) + log(1 + exp(-|x|)).
-tg::Variable my_softplus(const tg::Variable& x) {
+tg::Tensor my_softplus(const tg::Tensor& x) {
   using namespace tg;
-  const Tensor& t = x.data();
-  Tensor y = prim::add(prim::unary(UnaryOp::Relu, t),
+  const RawTensor& t = x.data();
+  RawTensor y = prim::add(prim::unary(UnaryOp::Relu, t),
                        prim::unary(UnaryOp::Log, prim::add(prim::scalar_like(1.0, t),
                                                            prim::unary(UnaryOp::Exp, prim::unary(UnaryOp::Neg, prim::unary(UnaryOp::Abs, t))))));
   SavedTensor x_saved(x);   // the rule reads x; SavedTensor catches later in-place writes to it
-  return record("softplus", y, {x}, [x_saved](const Tensor& grad, Grads& g) {
+  return record("softplus", y, {x}, [x_saved](const RawTensor& grad, Grads& g) {
     g.set(0, prim::mul(grad, prim::unary(UnaryOp::Sigmoid, x_saved.get())));   // d softplus/dx = sigmoid(x)
   });
 }
@@ -23,7 +23,7 @@ tg::Variable my_softplus(const tg::Variable& x) {
 int main() {
   tg::manual_seed(0);
   auto x = tg::randn({4, 3}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  const bool ok = tg::autograd::gradcheck([](const std::vector<tg::Variable>& in) { return my_softplus(in[0]); }, {x});
+  const bool ok = tg::autograd::gradcheck([](const std::vector<tg::Tensor>& in) { return my_softplus(in[0]); }, {x});
   std::printf("gradcheck of my_softplus (float64, central differences): %s\n", ok ? "passed" : "FAILED");
 
   // Used in a model: gradients flow through it into the Linear layer.

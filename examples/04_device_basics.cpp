@@ -12,7 +12,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 int main() {
@@ -22,7 +22,7 @@ int main() {
                                  : "CUDA not available. Using CPU.")
             << "\n" << tg::cuda::info() << "\n\n";
 
-  // (2) Tensors: created directly on the device, or moved there; results come back with .cpu().
+  // (2) RawTensors: created directly on the device, or moved there; results come back with .cpu().
   auto a = tg::randn({3, 3}, tg::TensorOptions().device(device));
   auto b = tg::ones({3, 3}).to(device);
   auto c = a.matmul(b) + 1.0;

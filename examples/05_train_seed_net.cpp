@@ -5,7 +5,7 @@
 struct Net : tg::nn::Module {
   tg::nn::Linear fc1{784, 128}, fc2{128, 10};
   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 int main() {
   tg::Device device = tg::cuda::is_available() ? tg::Device::cuda() : tg::Device::cpu();

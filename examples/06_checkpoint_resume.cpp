@@ -16,7 +16,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::tanh(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::tanh(fc1(x))); }
 };
 
 /// `steps` SGD steps on a fixed batch; returns the losses.

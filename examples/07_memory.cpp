@@ -36,8 +36,8 @@ int main() {
     model.add<tg::nn::ReLU>();
   }
   model.to(device);
-  const tg::Variable x = tg::randn({1024, 256}).to(device);
-  const tg::Variable target = tg::randn({1024, 256}).to(device);
+  const tg::Tensor x = tg::randn({1024, 256}).to(device);
+  const tg::Tensor target = tg::randn({1024, 256}).to(device);
   const Peak stats{device};
 
   // One step; returns the peak above what was allocated before it (parameters, inputs, gradients).
@@ -47,7 +47,7 @@ int main() {
     tg::cuda::synchronize();
     const std::size_t base = stats.allocated();
     stats.reset();
-    tg::Variable loss = tg::mse_loss(forward(x), target);
+    tg::Tensor loss = tg::mse_loss(forward(x), target);
     loss.backward();
     tg::cuda::synchronize();
     const std::size_t peak = stats.peak() - base;
@@ -57,11 +57,11 @@ int main() {
   };
 
   std::printf("32 x (Linear(256, 256) -> ReLU), batch 1024, on %s\n", device.is_cuda() ? "cuda" : "cpu");
-  step("warm-up (allocates the gradients)", [&](const tg::Variable& in) { return model(in); });
-  const std::size_t plain = step("plain", [&](const tg::Variable& in) { return model(in); });
+  step("warm-up (allocates the gradients)", [&](const tg::Tensor& in) { return model(in); });
+  const std::size_t plain = step("plain", [&](const tg::Tensor& in) { return model(in); });
   const std::size_t ckpt = step("checkpoint_sequential(model, 4)",
-                                [&](const tg::Variable& in) { return tg::checkpoint_sequential(model, 4, in); });
-  step("SaveOnCpuGuard", [&](const tg::Variable& in) {
+                                [&](const tg::Tensor& in) { return tg::checkpoint_sequential(model, 4, in); });
+  step("SaveOnCpuGuard", [&](const tg::Tensor& in) {
     tg::autograd::SaveOnCpuGuard offload;   // applies to what is saved while it lives: the forward
     return model(in);
   });
@@ -74,12 +74,12 @@ int main() {
   std::size_t saved = 0;
   {
     tg::autograd::SavedTensorHooksGuard count(
-        [&](const tg::Tensor& t) {
+        [&](const tg::RawTensor& t) {
           if (storages.insert(t.storage().get()).second) saved += t.storage()->nbytes();
           return std::any(t);
         },
-        [](const std::any& p) { return std::any_cast<tg::Tensor>(p); });
-    tg::Variable out = model(x);
+        [](const std::any& p) { return std::any_cast<tg::RawTensor>(p); });
+    tg::Tensor out = model(x);
   }
   std::printf("activations saved for backward: %.2f MiB, %.0f bytes per sample\n", mib(saved),
               static_cast<double>(saved) / 1024);

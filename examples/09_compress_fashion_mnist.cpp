@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     const double acc_pruned = evaluate(*pruned, test_loader, device);
     int64_t zeros = 0, total = 0;
     for (const char* name : {"fc1", "fc2"}) {
-      const tg::Variable& w = dynamic_cast<tg::nn::Linear&>(child(*pruned, name)).weight;
+      const tg::Tensor& w = dynamic_cast<tg::nn::Linear&>(child(*pruned, name)).weight;
       zeros += static_cast<int64_t>((w == 0.0).sum().item());
       total += w.numel();
     }

@@ -127,7 +127,7 @@ struct Corpus {
 };
 
 /// B random windows of L + 1 characters: inputs (B, L) and the next characters (B, L), on device.
-std::pair<tg::Variable, tg::Variable> batch(const std::vector<int64_t>& data, int64_t B, int64_t L, std::mt19937_64& rng,
+std::pair<tg::Tensor, tg::Tensor> batch(const std::vector<int64_t>& data, int64_t B, int64_t L, std::mt19937_64& rng,
                                             tg::Device device) {
   std::uniform_int_distribution<std::size_t> start(0, data.size() - static_cast<std::size_t>(L) - 1);
   std::vector<int64_t> x, y;
@@ -143,8 +143,8 @@ std::pair<tg::Variable, tg::Variable> batch(const std::vector<int64_t>& data, in
 }
 
 /// The mean next-character cross-entropy over (B, L) predictions.
-tg::Variable loss_of(CharTransformer& model, const tg::Variable& x, const tg::Variable& y) {
-  tg::Variable logits = model(x);
+tg::Tensor loss_of(CharTransformer& model, const tg::Tensor& x, const tg::Tensor& y) {
+  tg::Tensor logits = model(x);
   return tg::cross_entropy(logits.reshape({-1, logits.size(2)}), y.reshape({-1}));
 }
 
@@ -174,8 +174,8 @@ std::string sample(CharTransformer& model, const Corpus& corpus, int n, int64_t 
     const std::size_t from = ids.size() > static_cast<std::size_t>(context) ? ids.size() - static_cast<std::size_t>(context) : 0;
     std::vector<int64_t> window(ids.begin() + static_cast<std::ptrdiff_t>(from), ids.end());
     const int64_t L = static_cast<int64_t>(window.size());
-    tg::Variable logits = model(tg::from_vector(window, {1, L}).to(device));
-    tg::Variable last = logits.select(1, L - 1).select(0, 0);   // (vocab)
+    tg::Tensor logits = model(tg::from_vector(window, {1, L}).to(device));
+    tg::Tensor last = logits.select(1, L - 1).select(0, 0);   // (vocab)
     std::vector<float> p = tg::softmax(last / 0.8, 0).to(tg::Device::cpu()).to_vector<float>();
     std::discrete_distribution<int64_t> pick(p.begin(), p.end());
     ids.push_back(pick(rng));
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   CharTransformer model(vocab, a.context, a.embed, a.heads, a.layers);
   model.to(device);
   int64_t n_params = 0;
-  for (const tg::Variable& p : model.parameters()) n_params += p.numel();
+  for (const tg::Tensor& p : model.parameters()) n_params += p.numel();
   std::printf("model: %d blocks of width %d, %d heads, context %d: %lld parameters on %s\n", a.layers, a.embed,
               a.heads, a.context, static_cast<long long>(n_params), device.str().c_str());
 
@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
   for (int step = 1; step <= a.steps; ++step) {
     auto [x, y] = batch(corpus.train, a.batch_size, a.context, data_rng, device);
     optimizer.zero_grad();
-    tg::Variable loss = loss_of(model, x, y);
+    tg::Tensor loss = loss_of(model, x, y);
     loss.backward();
     tg::optim::clip_grad_norm(model.parameters(), 1.0);
     optimizer.step();

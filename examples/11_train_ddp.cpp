@@ -31,7 +31,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(flatten(x)))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(flatten(x)))); }
 };
 
 struct Args {
@@ -126,12 +126,12 @@ int main(int argc, char** argv) {
         const std::vector<int64_t> idx(order.begin() + first, order.begin() + first + args.batch_size);
         tg::data::Batch batch = train.get_batch(idx);
         optimizer.zero_grad();
-        tg::Variable loss = criterion(model(batch.data.to(device)), batch.target.to(device));
+        tg::Tensor loss = criterion(model(batch.data.to(device)), batch.target.to(device));
         loss.backward();   // gradients averaged over the ranks when it returns
         optimizer.step();
         loss_sum += loss.item();
       }
-      tg::Variable mean_loss = tg::full({1}, loss_sum / std::max<int64_t>(batches, 1)).to(device);
+      tg::Tensor mean_loss = tg::full({1}, loss_sum / std::max<int64_t>(batches, 1)).to(device);
       tg::distributed::all_reduce(mean_loss, tg::distributed::ReduceOp::AVG);
       const double acc = accuracy(net, test, device);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     }
     // The replicas must still be identical: the max and min over the ranks of every parameter agree.
     for (auto& p : net.parameters()) {
-      tg::Variable hi(p.data().clone()), lo(p.data().clone());
+      tg::Tensor hi(p.data().clone()), lo(p.data().clone());
       tg::distributed::all_reduce(hi, tg::distributed::ReduceOp::MAX);
       tg::distributed::all_reduce(lo, tg::distributed::ReduceOp::MIN);
       if ((hi - lo).abs().max().item() != 0.0) {

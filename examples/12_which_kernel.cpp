@@ -23,7 +23,7 @@ struct Mlp : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 /// The loss of the MLP (weights from seed 0) on a fixed batch, and fc1.weight's gradient after backward.
@@ -32,9 +32,9 @@ std::vector<float> fc1_weight_grad(tg::Device device, const tg::autograd::Backwa
   tg::manual_seed(0);
   Mlp model;
   model.to(device);
-  const tg::Variable x = tg::randn({16, 64}).to(device);
-  const tg::Variable y = tg::randint(0, 10, {16}).to(device);
-  const tg::Variable loss = tg::cross_entropy(model(x), y);
+  const tg::Tensor x = tg::randn({16, 64}).to(device);
+  const tg::Tensor y = tg::randint(0, 10, {16}).to(device);
+  const tg::Tensor loss = tg::cross_entropy(model(x), y);
   if (tracer) {
     tg::autograd::BackwardTraceGuard guard(tracer);
     loss.backward();
@@ -56,7 +56,7 @@ int main() {
   // call is the previous op's work.
   std::vector<std::string> ops;
   std::vector<uint64_t> launches_before;
-  const auto tracer = [&](const tg::Node& node, const tg::Tensor&) {
+  const auto tracer = [&](const tg::Node& node, const tg::RawTensor&) {
     ops.push_back(std::string(node.name) + " -> " + node.out_device.str() + " " + tg::dtype_name(node.out_dtype) +
                   " " + tg::shape_str(node.out_shape));
     launches_before.push_back(on_gpu ? tg::cuda::detail::launch_count() : 0);

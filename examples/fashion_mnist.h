@@ -69,7 +69,7 @@ inline double evaluate(tg::nn::Module& model, tg::data::DataLoader& loader, tg::
   model.eval();
   int64_t correct = 0, seen = 0;
   for (auto& batch : loader) {
-    tg::Variable logits = model(batch.data.to(device, /*non_blocking=*/true));
+    tg::Tensor logits = model(batch.data.to(device, /*non_blocking=*/true));
     correct += static_cast<int64_t>((logits.argmax(1) == batch.target.to(device)).sum().item());
     seen += batch.target.numel();
   }
@@ -91,7 +91,7 @@ inline double train_epoch(tg::nn::Module& model, tg::data::DataLoader& loader, t
   int64_t step = 0, samples = 0;
   for (auto& batch : loader) {
     optimizer.zero_grad();
-    tg::Variable loss;
+    tg::Tensor loss;
     {
       // --amp: Linear layers in the lower precision, the loss in float32 (Note [Autocast op lists])
       tg::amp::AutocastGuard autocast(device, device.is_cuda() ? tg::kFloat16 : tg::kBFloat16, amp);

@@ -31,8 +31,8 @@ struct Cnn : tg::nn::Module {
     register_module("dropout", dropout);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override {
-    tg::Variable h = pool(tg::relu(bn1(conv1(x))));   // (N, 32, 14, 14)
+  tg::Tensor forward(const tg::Tensor& x) override {
+    tg::Tensor h = pool(tg::relu(bn1(conv1(x))));   // (N, 32, 14, 14)
     h = pool(tg::relu(bn2(conv2(h))));                // (N, 64, 7, 7)
     return fc2(dropout(tg::relu(fc1(flatten(h)))));
   }
@@ -46,11 +46,11 @@ class CausalSelfAttention : public tg::nn::Module {
     register_module("qkv", qkv);
     register_module("proj", proj);
   }
-  tg::Variable forward(const tg::Variable& x) override {   // x (B, L, D)
+  tg::Tensor forward(const tg::Tensor& x) override {   // x (B, L, D)
     const int64_t B = x.size(0), L = x.size(1), D = x.size(2), hd = D / heads_;
     // (B L, 3 D) -> (B, L, 3, heads, hd) -> (3, B, heads, L, hd)
-    tg::Variable all = qkv(x.reshape({B * L, D})).reshape({B, L, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
-    tg::Variable y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2),
+    tg::Tensor all = qkv(x.reshape({B * L, D})).reshape({B, L, 3, heads_, hd}).permute({2, 0, 3, 1, 4});
+    tg::Tensor y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2),
                                                       /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
     return proj(y.transpose(1, 2).reshape({B * L, D})).reshape({B, L, D});   // heads side by side again
   }
@@ -71,10 +71,10 @@ class Block : public tg::nn::Module {
     register_module("fc", fc);
     register_module("out", out);
   }
-  tg::Variable forward(const tg::Variable& x) override {
+  tg::Tensor forward(const tg::Tensor& x) override {
     const int64_t B = x.size(0), L = x.size(1), D = x.size(2);
-    tg::Variable h = x + attn(ln1(x));
-    tg::Variable m = out(tg::gelu(fc(ln2(h).reshape({B * L, D}))));
+    tg::Tensor h = x + attn(ln1(x));
+    tg::Tensor m = out(tg::gelu(fc(ln2(h).reshape({B * L, D}))));
     return h + m.reshape({B, L, D});
   }
   tg::nn::LayerNorm ln1, ln2;
@@ -94,9 +94,9 @@ class CharTransformer : public tg::nn::Module {
     register_module("ln_f", ln_f);
     register_module("head", head);
   }
-  tg::Variable forward(const tg::Variable& idx) override {
+  tg::Tensor forward(const tg::Tensor& idx) override {
     const int64_t B = idx.size(0), L = idx.size(1);
-    tg::Variable x = tok(idx) + pos(tg::arange(L, tg::TensorOptions(tg::kInt64).device(idx.device())));
+    tg::Tensor x = tok(idx) + pos(tg::arange(L, tg::TensorOptions(tg::kInt64).device(idx.device())));
     x = ln_f(blocks(x));
     return head(x.reshape({B * L, x.size(2)})).reshape({B, L, -1});
   }

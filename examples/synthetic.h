@@ -14,12 +14,12 @@
 inline tg::data::TensorDataset synthetic_set(int64_t n, uint64_t seed, uint64_t split_seed, bool blocks = false) {
   tg::NoGradGuard no_grad;
   tg::manual_seed(seed);
-  const tg::Variable patterns =
+  const tg::Tensor patterns =
       blocks ? tg::reshape(tg::expand(tg::reshape(tg::randn({10, 49}) > 1.0, {10, 7, 1, 7, 1}), {10, 7, 4, 7, 4}), {10, 784})
              : tg::randn({10, 784}) > 1.0;   // 0/1: about 16% of the pixels (or blocks) lit
   tg::manual_seed(split_seed);
-  const tg::Variable labels = tg::randint(0, 10, {n});
-  const tg::Variable images =
+  const tg::Tensor labels = tg::randint(0, 10, {n});
+  const tg::Tensor images =
       tg::clamp(tg::index_select(patterns, 0, labels) * 0.3 + tg::randn({n, 784}) * 0.5, 0.0, 1.0);
   return tg::data::TensorDataset(images.reshape({n, 1, 28, 28}), labels);
 }

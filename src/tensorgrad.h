@@ -24,7 +24,7 @@
 #include "tensorgrad/core/memory.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/autograd/saved_hooks.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/nn/activation.h"
 #include "tensorgrad/nn/attention.h"
 #include "tensorgrad/nn/checkpoint.h"
@@ -52,7 +52,7 @@
 #include "tensorgrad/quantization/quantize.h"
 
 /// \namespace tg
-/// Everything tensorgrad offers: Variable and its ops (ops/ops.h), factories (ops/creation.h),
+/// Everything tensorgrad offers: Tensor and its ops (ops/ops.h), factories (ops/creation.h),
 /// devices and dtypes, errors, checkpoints (tg::save, tg::load). Names follow PyTorch's (`torch::`).
 /// \namespace tg::amp
 /// Mixed-precision training, PyTorch's torch.amp: AutocastGuard (which ops run in float16/bfloat16)
@@ -89,5 +89,5 @@
 /// \namespace tg::philox
 /// Philox4x32-10, the counter-based random generator behind every random op.
 /// \namespace tg::prim
-/// Graph-free math on Tensors: validated, allocating, no autograd. The building blocks of ops and of
+/// Graph-free math on RawTensors: validated, allocating, no autograd. The building blocks of ops and of
 /// backward rules written with tg::record.

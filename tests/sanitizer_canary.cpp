@@ -37,7 +37,7 @@ int use_after_free() {
 
 // 3 floats = 12 bytes; the allocator hands out a 64-byte block, so only poisoning of the slack catches this.
 int tensor_overflow() {
-  tg::Tensor t = tg::prim::full({3}, 1.0, tg::kFloat32);
+  tg::RawTensor t = tg::prim::full({3}, 1.0, tg::kFloat32);
   g_sink = static_cast<int>(read_float_at(t.data<float>(), 3 + g_sink));
   return 0;
 }
@@ -46,7 +46,7 @@ int tensor_overflow() {
 int tensor_use_after_free() {
   const float* p = nullptr;
   {
-    tg::Tensor t = tg::prim::full({5}, 1.0, tg::kFloat32);
+    tg::RawTensor t = tg::prim::full({5}, 1.0, tg::kFloat32);
     p = t.data<float>();
   }
   g_sink = static_cast<int>(read_float_at(p, g_sink));

@@ -15,7 +15,7 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using tg::amp::GradScaler;
 using tg::amp::GradScalerOptions;
 
@@ -24,14 +24,14 @@ namespace {
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Variable leaf(const std::vector<float>& v, tg::Device device = tg::Device::cpu()) {
-  return Variable(tg::from_vector(v, {static_cast<int64_t>(v.size())}).data().to(device), true);
+Tensor leaf(const std::vector<float>& v, tg::Device device = tg::Device::cpu()) {
+  return Tensor(tg::from_vector(v, {static_cast<int64_t>(v.size())}).data().to(device), true);
 }
 
 /// Float32 parameters after a few SGD steps: PyTorch and tensorgrad may round the update's products
 /// differently by an ulp (FMA contraction), and the error of a few steps stays below 8 ulps of the
 /// values' magnitude.
-void check_params(const Variable& got, const std::vector<double>& want, double magnitude = 1.0) {
+void check_params(const Tensor& got, const std::vector<double>& want, double magnitude = 1.0) {
   const auto g = got.to_vector<double>();
   REQUIRE(g.size() == want.size());
   for (std::size_t i = 0; i < g.size(); ++i)
@@ -69,7 +69,7 @@ void run_schedule_a(tg::Device device) {
       {"ninf", false, 512, 0, {-0.3999999761581421, 0.7999999523162842, 1.7750002145767212}},
       {"ok", true, 512, 1, {-0.4999999701976776, 0.9999999403953552, 1.750000238418579}},
   };
-  Variable w = leaf({0.5f, -1.0f, 2.0f}, device);
+  Tensor w = leaf({0.5f, -1.0f, 2.0f}, device);
   tg::optim::SGD opt({w}, 0.1);
   GradScaler scaler(GradScalerOptions().init_scale(1024).growth_factor(2).backoff_factor(0.5).growth_interval(3));
   CHECK(scaler.get_scale() == 1024);
@@ -81,8 +81,8 @@ void run_schedule_a(tg::Device device) {
     if (what == "nan") c[2] = float(kNaN);
     if (what == "ninf") c[0] = float(-kInf);
     opt.zero_grad();
-    Variable cv = tg::from_vector(c, {3}).to(device);
-    Variable scaled = scaler.scale((w * cv).sum());
+    Tensor cv = tg::from_vector(c, {3}).to(device);
+    Tensor scaled = scaler.scale((w * cv).sum());
     CHECK(scaled.device() == device);
     scaled.backward();
     CHECK(scaler.step(opt) == ref[i].ran);
@@ -122,10 +122,10 @@ TEST_CASE("GradScaler: defaults are PyTorch's, and a disabled scaler is a pass-t
 
   // Python: d = torch.amp.GradScaler("cpu", enabled=False); d.state_dict() == {}, d.get_scale() == 1.0
   GradScaler off(GradScalerOptions().enabled(false).growth_factor(0.5));   // factors of a disabled scaler are not checked
-  Variable w = leaf({1.0f, -2.0f});
+  Tensor w = leaf({1.0f, -2.0f});
   tg::optim::SGD opt({w}, 0.5);
-  Variable loss = (w * w).sum();
-  Variable same = off.scale(loss);
+  Tensor loss = (w * w).sum();
+  Tensor same = off.scale(loss);
   CHECK(same.impl() == loss.impl());
   same.backward();
   off.unscale_(opt);
@@ -147,7 +147,7 @@ TEST_CASE("GradScaler: non-power-of-two factors round the scale to float32 as Py
                                    153.0458984375,     153.0458984375,    260.17803955078125, 260.17803955078125,
                                    442.30267333984375, 442.30267333984375};
   const char* pattern[] = {"ok", "ok", "ok", "inf", "inf", "ok", "ok", "ok", "ok", "ok"};
-  Variable w = leaf({0.5f, -1.0f});
+  Tensor w = leaf({0.5f, -1.0f});
   tg::optim::SGD opt({w}, 0.01);
   GradScaler scaler(GradScalerOptions().init_scale(1000.3).growth_factor(1.7).backoff_factor(0.3).growth_interval(2));
   CHECK(scaler.get_scale() == 1000.3);   // before scale(): init_scale itself, a double
@@ -170,7 +170,7 @@ TEST_CASE("GradScaler: growth stops at float32's range (schedule C)") {
   //   s = torch.amp.GradScaler("cpu", init_scale=3e38, growth_interval=1); twice:
   //   s.scale((w * 1e-3).sum()).backward(); s.step(opt); s.update()
   //   -> get_scale() == 3.0000000054977558e+38 both times, w == 0.49997997283935547
-  Variable w = leaf({0.5f});
+  Tensor w = leaf({0.5f});
   tg::optim::SGD opt({w}, 0.01);
   GradScaler scaler(GradScalerOptions().init_scale(3e38).growth_interval(1));
   for (int i = 0; i < 2; ++i) {
@@ -191,14 +191,14 @@ TEST_CASE("GradScaler: unscale_ multiplies by float32(1 / scale), also for float
   //   w.grad -> [2.0999999999999996, 3.9000000000000004]; s.unscale_(opt)
   //   w.grad -> [0.7000000208616256, 1.3000000387430193]   (not 0.7, 1.3: 1/3 rounded to float32)
   //   s.step(opt); s.update() -> w == [1.1499999895691873, -2.9000000193715096], scale 3.0, tracker 1
-  Variable w = tg::from_vector(std::vector<double>{1.5, -2.25}, {2}, tg::TensorOptions().requires_grad(true));
+  Tensor w = tg::from_vector(std::vector<double>{1.5, -2.25}, {2}, tg::TensorOptions().requires_grad(true));
   tg::optim::SGD opt({w}, 0.5);
   GradScaler scaler(GradScalerOptions().init_scale(3.0));
   scaler.scale((w * tg::from_vector(std::vector<double>{0.7, 1.3}, {2})).sum()).backward();
   auto g = w.grad().to_vector<double>();
   CHECK(g[0] == 2.0999999999999996);
   CHECK(g[1] == 3.9000000000000004);
-  const Variable grad_before = w.grad();
+  const Tensor grad_before = w.grad();
   scaler.unscale_(opt);
   CHECK(w.grad().impl() == grad_before.impl());   // in place
   g = w.grad().to_vector<double>();
@@ -221,11 +221,11 @@ TEST_CASE("GradScaler: a tiny model trained with SGD momentum and the scaler mat
   //   for step in range(7): xi = x.clone(); xi[1, 1] = inf at step 2
   //       out = xi @ W.t() + b; loss = ((out - y) * (out - y)).mean()
   //       s.scale(loss).backward(); s.step(opt); s.update(3.0) at step 4, else s.update()
-  Variable W = tg::from_vector(std::vector<float>{0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f}, {2, 3},
+  Tensor W = tg::from_vector(std::vector<float>{0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f}, {2, 3},
                                tg::TensorOptions().requires_grad(true));
-  Variable b = leaf({0.05f, -0.05f});
+  Tensor b = leaf({0.05f, -0.05f});
   const std::vector<float> xs{1.0f, 2.0f, -1.0f, 0.5f, -0.3f, 0.8f, -1.2f, 0.7f, 0.1f, 0.3f, 0.3f, 0.3f};
-  const Variable y = tg::from_vector(std::vector<float>{0.2f, -0.1f, 1.0f, 0.5f, -0.4f, 0.3f, 0.0f, 0.9f}, {4, 2});
+  const Tensor y = tg::from_vector(std::vector<float>{0.2f, -0.1f, 1.0f, 0.5f, -0.4f, 0.3f, 0.0f, 0.9f}, {4, 2});
   tg::optim::SGD opt({W, b}, tg::optim::SGDOptions(0.1).momentum(0.9));
   GradScaler scaler(GradScalerOptions().growth_interval(2));
   const std::vector<double> losses{0.8971375226974487, 0.7118118405342102, kInf, 0.45595189929008484,
@@ -237,8 +237,8 @@ TEST_CASE("GradScaler: a tiny model trained with SGD momentum and the scaler mat
     std::vector<float> xi = xs;
     if (step == 2) xi[4] = float(kInf);
     opt.zero_grad();
-    Variable out = tg::matmul(tg::from_vector(xi, {4, 3}), W.t()) + b;
-    Variable loss = ((out - y) * (out - y)).mean();
+    Tensor out = tg::matmul(tg::from_vector(xi, {4, 3}), W.t()) + b;
+    Tensor loss = ((out - y) * (out - y)).mean();
     scaler.scale(loss).backward();
     CHECK(scaler.step(opt) == (step != 2));
     if (step == 4) scaler.update(3.0);
@@ -261,7 +261,7 @@ TEST_CASE("GradScaler: several optimizers keep their own unscale state and share
   //   s.scale((w1 * a).sum() + (w2 * bb).sum()).backward(); s.unscale_(o1); s.step(o1); s.step(o2); s.update()
   //   -> step 0: both ran, scale 256; step 1: o1 ran, o2 skipped, scale 128; step 2: both ran, scale 128
   //      w1 == [0.25, 4.25], w2 == [-2.0, 0.125]
-  Variable w1 = leaf({1.0f, 2.0f}), w2 = leaf({-1.0f, 0.5f});
+  Tensor w1 = leaf({1.0f, 2.0f}), w2 = leaf({-1.0f, 0.5f});
   tg::optim::SGD o1({w1}, 0.5), o2({w2}, 0.25);
   GradScaler scaler(GradScalerOptions().init_scale(256).growth_interval(2));
   const bool ran2[] = {true, false, true};
@@ -272,7 +272,7 @@ TEST_CASE("GradScaler: several optimizers keep their own unscale state and share
     if (step == 1) bb[0] = float(kInf);
     o1.zero_grad();
     o2.zero_grad();
-    const Variable a = tg::from_vector(std::vector<float>{0.5f, -1.5f}, {2});
+    const Tensor a = tg::from_vector(std::vector<float>{0.5f, -1.5f}, {2});
     scaler.scale((w1 * a).sum() + (w2 * tg::from_vector(bb, {2})).sum()).backward();
     scaler.unscale_(o1);
     CHECK(scaler.step(o1));
@@ -289,7 +289,7 @@ TEST_CASE("GradScaler: update() after unscale_ alone reads its flags; scale() ta
   //   s = torch.amp.GradScaler("cpu", init_scale=64.0); c = torch.tensor([nan, 1.0])
   //   s.scale((w * c).sum()).backward(); s.unscale_(opt); s.update()
   //   -> get_scale() 32.0, tracker 0, w unchanged [1.0, 2.0]
-  Variable w = leaf({1.0f, 2.0f});
+  Tensor w = leaf({1.0f, 2.0f});
   tg::optim::SGD opt({w}, 0.1);
   GradScaler s(GradScalerOptions().init_scale(64));
   s.scale((w * tg::from_vector(std::vector<float>{float(kNaN), 1.0f}, {2})).sum()).backward();
@@ -300,22 +300,22 @@ TEST_CASE("GradScaler: update() after unscale_ alone reads its flags; scale() ta
   check_params(w, {1.0, 2.0});
   // Python: a = [1.0], b = [2.0]; s = GradScaler("cpu", init_scale=4.0); s.scale([a * 3.0, b * 5.0]) -> 12.0, 40.0
   GradScaler four(GradScalerOptions().init_scale(4));
-  const auto outs = four.scale(std::vector<Variable>{leaf({1.0f}) * 3.0, leaf({2.0f}) * 5.0});
+  const auto outs = four.scale(std::vector<Tensor>{leaf({1.0f}) * 3.0, leaf({2.0f}) * 5.0});
   REQUIRE(outs.size() == 2);
   CHECK(outs[0].item() == 12.0);
   CHECK(outs[1].item() == 40.0);
 }
 
 TEST_CASE("GradScaler: unscale_ skips parameters without a gradient and handles 0-d, empty and expanded ones") {
-  Variable a = leaf({1.0f, 2.0f});
-  Variable s0 = Variable(tg::full({}, 3.0).data(), true);
-  Variable none = leaf({5.0f});
-  Variable empty = Variable(tg::zeros({0}).data(), true);
-  Variable e = leaf({1.0f, 1.0f, 1.0f});
+  Tensor a = leaf({1.0f, 2.0f});
+  Tensor s0 = Tensor(tg::full({}, 3.0).data(), true);
+  Tensor none = leaf({5.0f});
+  Tensor empty = Tensor(tg::zeros({0}).data(), true);
+  Tensor e = leaf({1.0f, 1.0f, 1.0f});
   tg::optim::SGD opt({a, s0, none, empty, e}, 1.0);
   GradScaler scaler(GradScalerOptions().init_scale(4));
   scaler.scale((a * 2.0).sum() + s0 * 3.0 + empty.sum()).backward();
-  e.set_grad(Variable(tg::full({1}, 8.0).data().expand({3})));   // an expanded gradient set by hand
+  e.set_grad(Tensor(tg::full({1}, 8.0).data().expand({3})));   // an expanded gradient set by hand
   CHECK(!none.grad().defined());
   scaler.unscale_(opt);
   check_params(a.grad(), {2.0, 2.0});
@@ -331,7 +331,7 @@ TEST_CASE("GradScaler: unscale_ skips parameters without a gradient and handles 
 TEST_CASE("GradScaler: state_dict round-trips through tg::save / tg::load and load_state_dict checks everything") {
   const auto dir = std::filesystem::temp_directory_path();
   const std::string path = (dir / "tg_test_amp_scaler.safetensors").string();
-  Variable w = leaf({1.0f});
+  Tensor w = leaf({1.0f});
   tg::optim::SGD opt({w}, 0.1);
   GradScaler a(GradScalerOptions().init_scale(1000.3).growth_factor(1.7).backoff_factor(0.3).growth_interval(5));
   for (int i = 0; i < 3; ++i) {
@@ -420,7 +420,7 @@ TEST_CASE("GradScaler: errors carry PyTorch's messages (second unscale_, step af
   //   unscale_ after step: RuntimeError "unscale_() is being called after step()."
   //   step on an optimizer without gradients: AssertionError "No inf checks were recorded for this optimizer."
   //   update without any check: AssertionError "No inf checks were recorded prior to update."
-  Variable w = leaf({1.0f});
+  Tensor w = leaf({1.0f});
   tg::optim::SGD opt({w}, 0.1);
   GradScaler s;
   TG_CHECK_THROWS(s.unscale_(opt), tg::Error, "Attempted unscale_ but _scale is None");
@@ -458,10 +458,10 @@ TEST_CASE("GradScaler: a graph scaled before update() keeps the scale it saw") {
   // still backwards with the scale it was built with. (PyTorch 2.15.0 fills its scale tensor in place,
   // and the same program raises "one of the variables needed for gradient computation has been
   // modified by an inplace operation" there.)
-  Variable w = leaf({1.0f});
+  Tensor w = leaf({1.0f});
   GradScaler s(GradScalerOptions().init_scale(8));
-  Variable scaled = s.scale((w * 3.0).sum());
-  scaled.backward(Variable(), /*retain_graph=*/true);
+  Tensor scaled = s.scale((w * 3.0).sum());
+  scaled.backward(Tensor(), /*retain_graph=*/true);
   s.update(2.0);
   w.zero_grad();
   scaled.backward();
@@ -475,8 +475,8 @@ TEST_CASE("GradScaler: a 16-bit loss is scaled in float32; float16 gradients are
   // scaler.unscale_ raises ValueError("Attempting to unscale FP16 gradients.") for a float16 .grad.
   GradScaler scaler;
   for (tg::DType d : {tg::kFloat16, tg::kBFloat16}) {
-    Variable w = tg::full({2}, 1.0, tg::TensorOptions().dtype(d).requires_grad(true));
-    Variable scaled = scaler.scale(tg::sum(w * 2.0));
+    Tensor w = tg::full({2}, 1.0, tg::TensorOptions().dtype(d).requires_grad(true));
+    Tensor scaled = scaler.scale(tg::sum(w * 2.0));
     CHECK(scaled.dtype() == tg::kFloat32);
     CHECK(scaled.item() == 4.0 * 65536);   // would be inf in float16
     scaled.backward();

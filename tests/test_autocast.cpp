@@ -4,11 +4,11 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using namespace testing;
 
 namespace {
-Variable param(tg::Shape s, uint64_t seed) {
+Tensor param(tg::Shape s, uint64_t seed) {
   tg::manual_seed(seed);
   return tg::randn(s, tg::TensorOptions().requires_grad(true));
 }
@@ -16,12 +16,12 @@ Variable param(tg::Shape s, uint64_t seed) {
 
 TEST_CASE("autocast: matmul and linear run in the lower precision, losses and sums in float32") {
   using namespace tg;
-  Variable x = param({4, 8}, 1), w = param({3, 8}, 2), b = param({3}, 3);
-  const Variable target = from_vector(std::vector<int64_t>{0, 2, 1, 1});
+  Tensor x = param({4, 8}, 1), w = param({3, 8}, 2), b = param({3}, 3);
+  const Tensor target = from_vector(std::vector<int64_t>{0, 2, 1, 1});
   amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
   CHECK(amp::is_autocast_enabled(DeviceType::CPU));
   CHECK(amp::get_autocast_dtype(DeviceType::CPU) == kBFloat16);
-  Variable y = linear(x, w, b);
+  Tensor y = linear(x, w, b);
   CHECK(y.dtype() == kBFloat16);
   CHECK(matmul(x, t(w)).dtype() == kBFloat16);
   CHECK(relu(y).dtype() == kBFloat16);                 // other ops: their input's dtype
@@ -32,7 +32,7 @@ TEST_CASE("autocast: matmul and linear run in the lower precision, losses and su
   CHECK(mean(y).dtype() == kFloat32);
   CHECK(exp(y).dtype() == kFloat32);
   CHECK(mse_loss(y, y.detach()).dtype() == kFloat32);
-  Variable loss = cross_entropy(y, target);
+  Tensor loss = cross_entropy(y, target);
   CHECK(loss.dtype() == kFloat32);
   loss.backward();
   CHECK(w.grad().dtype() == kFloat32);   // gradients come back in the parameters' dtype
@@ -42,9 +42,9 @@ TEST_CASE("autocast: matmul and linear run in the lower precision, losses and su
 
 TEST_CASE("autocast: gradients under bfloat16 autocast match float32 within bfloat16 rounding") {
   using namespace tg;
-  Variable x = param({16, 32}, 4), w = param({10, 32}, 5), b = param({10}, 6);
-  const Variable target = from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5});
-  Variable x2(x.data().clone(), true), w2(w.data().clone(), true), b2(b.data().clone(), true);
+  Tensor x = param({16, 32}, 4), w = param({10, 32}, 5), b = param({10}, 6);
+  const Tensor target = from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5});
+  Tensor x2(x.data().clone(), true), w2(w.data().clone(), true), b2(b.data().clone(), true);
   {
     amp::AutocastGuard autocast(Device::cpu());   // the CPU's default: bfloat16
     cross_entropy(linear(x, w, b), target).backward();
@@ -62,7 +62,7 @@ TEST_CASE("autocast: gradients under bfloat16 autocast match float32 within bflo
 
 TEST_CASE("autocast: regions nest and restore; enabled = false switches off; other threads and devices unaffected") {
   using namespace tg;
-  Variable a = param({2, 2}, 7);
+  Tensor a = param({2, 2}, 7);
   CHECK(matmul(a, a).dtype() == kFloat32);
   {
     amp::AutocastGuard outer(Device::cpu(), kBFloat16);
@@ -99,12 +99,12 @@ TEST_CASE("autocast: a parameter is cast once per region, again after it changes
   // A float64 operand keeps matmul on the cast path on the CPU too (float32 and bfloat16 operands
   // alone are rounded instead: Note [Autocast products through float32]).
   using namespace tg;
-  Variable w = param({3, 3}, 8);
-  Variable x(param({2, 3}, 9).data().to(kFloat64), true);
+  Tensor w = param({3, 3}, 8);
+  Tensor x(param({2, 3}, 9).data().to(kFloat64), true);
   std::shared_ptr<Node> first, second;
   {
     amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
-    Variable y1 = matmul(x, w), y2 = matmul(x, w);
+    Tensor y1 = matmul(x, w), y2 = matmul(x, w);
     // matmul's second input is the cast of w: one cast node shared by both uses
     first = y1.grad_fn()->next[1].fn;
     REQUIRE(first != nullptr);
@@ -124,8 +124,8 @@ TEST_CASE("autocast: linear's rounded weight is made once per region, again afte
   // region's dtype, cached like a cast. A write that bypasses the version counter shows which
   // rounding a call used: the cached one until the version changes or the region ends.
   using namespace tg;
-  Variable w = param({3, 3}, 8);
-  const Variable x = tg::randn({2, 3});
+  Tensor w = param({3, 3}, 8);
+  const Tensor x = tg::randn({2, 3});
   auto poke = [&](float v) { w.data().data<float>()[0] = v; };   // no version bump
   {
     amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
@@ -142,8 +142,8 @@ TEST_CASE("autocast: linear's rounded weight is made once per region, again afte
   }
   amp::AutocastGuard again(Device::cpu(), kBFloat16);
   CHECK(linear(x, w).to_vector<double>() != std::vector<double>(6, 0.0));
-  Variable y = linear(x, w);   // the cache ended with the region: w[0][0] = 2 counts now
-  const Variable w_now = Variable(w.data().clone());
+  Tensor y = linear(x, w);   // the cache ended with the region: w[0][0] = 2 counts now
+  const Tensor w_now = Tensor(w.data().clone());
   amp::AutocastGuard off(Device::cpu(), kBFloat16, false);
   CHECK(y.to_vector<double>() ==
         linear(x.to(kBFloat16), w_now.to(kBFloat16)).to_vector<double>());
@@ -169,15 +169,15 @@ TEST_CASE("autocast: linear on the CPU gives the bits of the casts, the 16-bit p
       CAPTURE(c.name);
       tg::manual_seed(31);
       const Shape xs = c.three_d ? Shape{2, 5, 24} : Shape{10, 24};
-      Tensor xd = tg::randn(xs).data();
+      RawTensor xd = tg::randn(xs).data();
       if (c.x_lowp) xd = xd.to(lowp);
-      const Tensor wd = tg::randn({7, 24}).data(), bd = tg::randn({7}).data();
-      Variable x(xd.clone(), c.x_grad), w(wd.clone(), true), b(bd.clone(), true);
-      Variable x2(xd.clone(), c.x_grad), w2(wd.clone(), true), b2(bd.clone(), true);
+      const RawTensor wd = tg::randn({7, 24}).data(), bd = tg::randn({7}).data();
+      Tensor x(xd.clone(), c.x_grad), w(wd.clone(), true), b(bd.clone(), true);
+      Tensor x2(xd.clone(), c.x_grad), w2(wd.clone(), true), b2(bd.clone(), true);
       Shape ys = xs;
       ys.back() = 7;
-      const Variable upstream = tg::randn(ys).to(lowp);
-      Variable y;
+      const Tensor upstream = tg::randn(ys).to(lowp);
+      Tensor y;
       {
         amp::AutocastGuard autocast(Device::cpu(), lowp);
         y = c.bias ? linear(x, w, b) : linear(x, w);
@@ -187,8 +187,8 @@ TEST_CASE("autocast: linear on the CPU gives the bits of the casts, the 16-bit p
         CHECK(y.grad_fn()->next[1].leaf == w.impl());
       }
       y.backward(upstream);
-      const Variable x2c = c.x_lowp ? x2 : x2.to(lowp);
-      const Variable y2 = c.bias ? linear(x2c, w2.to(lowp), b2.to(lowp)) : linear(x2c, w2.to(lowp));
+      const Tensor x2c = c.x_lowp ? x2 : x2.to(lowp);
+      const Tensor y2 = c.bias ? linear(x2c, w2.to(lowp), b2.to(lowp)) : linear(x2c, w2.to(lowp));
       y2.backward(upstream);
       CHECK(y.dtype() == lowp);
       CHECK(y.shape() == y2.shape());
@@ -226,17 +226,17 @@ TEST_CASE("autocast: matmul on the CPU gives the bits of the casts, the 16-bit p
       const std::string case_name = c.name;
       CAPTURE(case_name);
       tg::manual_seed(41);
-      Tensor ad = tg::randn(c.a).data(), bd = tg::randn(c.b).data();
+      RawTensor ad = tg::randn(c.a).data(), bd = tg::randn(c.b).data();
       if (c.a_lowp) ad = ad.to(lowp);
       if (c.b_lowp) bd = bd.to(lowp);
-      Variable a(ad.clone(), true), b(bd.clone(), true), a2(ad.clone(), true), b2(bd.clone(), true);
+      Tensor a(ad.clone(), true), b(bd.clone(), true), a2(ad.clone(), true), b2(bd.clone(), true);
       // an intermediate float32 operand: saved by the rounded path as its lower-precision copy
-      auto operands = [&](const Variable& x, const Variable& y) {
+      auto operands = [&](const Tensor& x, const Tensor& y) {
         return c.a_intermediate ? (c.a_lowp ? std::pair{x, y * 2.0} : std::pair{x * 2.0, y}) : std::pair{x, y};
       };
       const Shape out_shape = matmul(a.detach().to(lowp), b.detach().to(lowp)).shape();
-      const Variable upstream = tg::randn(out_shape).to(lowp);
-      Variable y;
+      const Tensor upstream = tg::randn(out_shape).to(lowp);
+      Tensor y;
       {
         amp::AutocastGuard autocast(Device::cpu(), lowp);
         const auto [x, w] = operands(a, b);
@@ -248,7 +248,7 @@ TEST_CASE("autocast: matmul on the CPU gives the bits of the casts, the 16-bit p
       }
       y.backward(upstream);
       const auto [x2, w2] = operands(a2, b2);
-      const Variable y2 = matmul(x2.to(lowp), w2.to(lowp));
+      const Tensor y2 = matmul(x2.to(lowp), w2.to(lowp));
       y2.backward(upstream);
       CHECK(y.dtype() == lowp);
       CHECK(y.shape() == y2.shape());
@@ -270,9 +270,9 @@ TEST_CASE("autocast: a product on the CPU saves a float32 leaf itself: writing i
   const testing::Bf16ProductsThroughFloat32 through_float32;
   for (const bool use_linear : {false, true}) {
     CAPTURE(use_linear);
-    Variable w = param({6, 6}, 12);
-    Variable x = tg::randn({4, 6});
-    Variable y;
+    Tensor w = param({6, 6}, 12);
+    Tensor x = tg::randn({4, 6});
+    Tensor y;
     {
       amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
       y = use_linear ? linear(x, w) : matmul(x, w);

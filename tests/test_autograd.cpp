@@ -9,31 +9,31 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using testing::check_values;
 
 namespace {
-Variable param(std::vector<float> v) {
+Tensor param(std::vector<float> v) {
   return tg::from_vector(v, {static_cast<int64_t>(v.size())}, tg::TensorOptions().requires_grad(true));
 }
 }  // namespace
 
 TEST_CASE("backward twice through a freed graph throws - retain_graph allows it and accumulates") {
-  Variable x = param({1, 2});
-  Variable y = (x * x).sum();
+  Tensor x = param({1, 2});
+  Tensor y = (x * x).sum();
   y.backward();
   check_values(x.grad(), {2, 4});
   TG_CHECK_THROWS(y.backward(), tg::AutogradError, "Trying to backward through the graph a second time");
-  Variable z = (x * x * x).sum();
+  Tensor z = (x * x * x).sum();
   x.zero_grad();
-  z.backward(Variable(), /*retain_graph=*/true);
+  z.backward(Tensor(), /*retain_graph=*/true);
   z.backward();
   check_values(x.grad(), {6, 24});   // 2 * 3x^2
 }
 
 TEST_CASE("non-scalar backward needs an explicit gradient") {
-  Variable x = param({1, 2, 3});
-  Variable y = x * 2.0;
+  Tensor x = param({1, 2, 3});
+  Tensor y = x * 2.0;
   TG_CHECK_THROWS(y.backward(), tg::AutogradError, "grad can be implicitly created only for scalar outputs");
   y.backward(tg::from_vector(std::vector<float>{1, 0.5f, -1}, {3}));
   check_values(x.grad(), {2, 1, -2});
@@ -41,16 +41,16 @@ TEST_CASE("non-scalar backward needs an explicit gradient") {
 }
 
 TEST_CASE("backward on something that does not require grad") {
-  Variable c = tg::ones({1});
+  Tensor c = tg::ones({1});
   TG_CHECK_THROWS(c.backward(), tg::AutogradError, "element 0 of tensors does not require grad and does not have a grad_fn");
-  TG_CHECK_THROWS(Variable().backward(), tg::AutogradError, "undefined");
+  TG_CHECK_THROWS(Tensor().backward(), tg::AutogradError, "undefined");
 }
 
 TEST_CASE("no_grad: results do not require grad and record nothing - grad mode is thread-local") {
-  Variable x = param({1, 2});
+  Tensor x = param({1, 2});
   {
     tg::NoGradGuard guard;
-    Variable y = x * 3.0;
+    Tensor y = x * 3.0;
     CHECK_FALSE(y.requires_grad());
     CHECK(y.is_leaf());
     CHECK_FALSE(tg::GradMode::is_enabled());
@@ -63,21 +63,21 @@ TEST_CASE("no_grad: results do not require grad and record nothing - grad mode i
 }
 
 TEST_CASE("detach shares storage and cuts the graph") {
-  Variable x = param({1, 2});
-  Variable y = x * 2.0;
-  Variable d = y.detach();
+  Tensor x = param({1, 2});
+  Tensor y = x * 2.0;
+  Tensor d = y.detach();
   CHECK_FALSE(d.requires_grad());
   CHECK(d.is_leaf());
   CHECK(d.data().storage() == y.data().storage());
-  Variable z = (d * x).sum();
+  Tensor z = (d * x).sum();
   z.backward();
   check_values(x.grad(), {2, 4});   // d is a constant
 }
 
 TEST_CASE("leaf vs non-leaf gradients - retain_grad keeps a non-leaf's") {
-  Variable x = param({1, 2});
-  Variable y = x * 3.0;
-  Variable w = x * 4.0;
+  Tensor x = param({1, 2});
+  Tensor y = x * 3.0;
+  Tensor w = x * 4.0;
   w.retain_grad();
   CHECK(x.is_leaf());
   CHECK_FALSE(y.is_leaf());
@@ -85,7 +85,7 @@ TEST_CASE("leaf vs non-leaf gradients - retain_grad keeps a non-leaf's") {
   check_values(x.grad(), {98, 196});      // 2(7x) * 7
   CHECK_FALSE(y.grad().defined());        // not retained
   check_values(w.grad(), {14, 28});
-  Variable c = tg::ones({2});
+  Tensor c = tg::ones({2});
   CHECK_FALSE(c.grad().defined());
   TG_CHECK_THROWS(y.set_requires_grad(false), tg::AutogradError, "leaf variables");
   TG_CHECK_THROWS(tg::ones({2}, tg::TensorOptions().dtype(tg::kInt64)).set_requires_grad(true), tg::AutogradError,
@@ -93,19 +93,19 @@ TEST_CASE("leaf vs non-leaf gradients - retain_grad keeps a non-leaf's") {
 }
 
 TEST_CASE("x used twice gets twice the gradient (fan-out accumulation)") {
-  Variable x = param({3});
+  Tensor x = param({3});
   (x + x).sum().backward();
   check_values(x.grad(), {2});
   x.zero_grad();
-  Variable a = x * 2.0;
+  Tensor a = x * 2.0;
   (a * a + a).sum().backward();   // d/dx = (2a + 1) * 2 = 2(12+1)
   check_values(x.grad(), {26});
 }
 
 TEST_CASE("broadcast gradients are summed back to the input's shape") {
-  Variable a = tg::ones({3, 4}, tg::TensorOptions().requires_grad(true));
-  Variable b = tg::ones({4}, tg::TensorOptions().requires_grad(true));
-  Variable s = tg::ones({}, tg::TensorOptions().requires_grad(true));
+  Tensor a = tg::ones({3, 4}, tg::TensorOptions().requires_grad(true));
+  Tensor b = tg::ones({4}, tg::TensorOptions().requires_grad(true));
+  Tensor s = tg::ones({}, tg::TensorOptions().requires_grad(true));
   ((a + b) * s).sum().backward();
   CHECK(b.grad().shape() == tg::Shape{4});
   check_values(b.grad(), {3, 3, 3, 3});
@@ -114,11 +114,11 @@ TEST_CASE("broadcast gradients are summed back to the input's shape") {
 }
 
 TEST_CASE("grads accumulate across backward calls - zero_grad resets") {
-  Variable x = param({1});
+  Tensor x = param({1});
   (x * 2.0).sum().backward();
   (x * 3.0).sum().backward();
   check_values(x.grad(), {5});
-  Variable held = x.grad();
+  Tensor held = x.grad();
   (x * 1.0).sum().backward();
   check_values(held, {6});   // accumulation is in place, as in PyTorch
   x.zero_grad();
@@ -126,53 +126,53 @@ TEST_CASE("grads accumulate across backward calls - zero_grad resets") {
 }
 
 TEST_CASE("version counter: in-place on a saved tensor throws PyTorch's error") {
-  Variable x = param({1, -2, 3});
-  Variable y = tg::exp(x);   // exp saves its output
-  Variable z = y.sum();
+  Tensor x = param({1, -2, 3});
+  Tensor y = tg::exp(x);   // exp saves its output
+  Tensor z = y.sum();
   y.mul_(2.0);
   TG_CHECK_THROWS(z.backward(), tg::AutogradError,
                   "one of the variables needed for gradient computation has been modified by an inplace operation");
-  Variable y2 = tg::exp(x);
-  Variable z2 = y2.sum();
+  Tensor y2 = tg::exp(x);
+  Tensor z2 = y2.sum();
   y2.add_(1.0);
   TG_CHECK_THROWS(z2.backward(), tg::AutogradError, "which is output 0 of exp, is at version 1; expected version 0");
   // through a view
-  Variable a = tg::ones({4}, tg::TensorOptions().requires_grad(true));
-  Variable b = tg::ones({4});
-  Variable c = (a * b).sum();   // mul saved b
+  Tensor a = tg::ones({4}, tg::TensorOptions().requires_grad(true));
+  Tensor b = tg::ones({4});
+  Tensor c = (a * b).sum();   // mul saved b
   b.reshape({2, 2}).add_(1.0);
   TG_CHECK_THROWS(c.backward(), tg::AutogradError, "modified by an inplace operation");
   // through detach
-  Variable p = tg::ones({2}, tg::TensorOptions().requires_grad(true));
-  Variable q = tg::sigmoid(p);
-  Variable r = q.sum();
+  Tensor p = tg::ones({2}, tg::TensorOptions().requires_grad(true));
+  Tensor q = tg::sigmoid(p);
+  Tensor r = q.sum();
   q.detach().zero_();
   TG_CHECK_THROWS(r.backward(), tg::AutogradError, "modified by an inplace operation");
 }
 
 TEST_CASE("in-place on a leaf that requires grad throws - under no_grad it works") {
-  Variable w = param({1, 2});
-  TG_CHECK_THROWS(w.add_(1.0), tg::AutogradError, "a leaf Variable that requires grad is being used in an in-place operation");
+  Tensor w = param({1, 2});
+  TG_CHECK_THROWS(w.add_(1.0), tg::AutogradError, "a leaf Tensor that requires grad is being used in an in-place operation");
   {
     tg::NoGradGuard g;
     w.sub_(tg::from_vector(std::vector<float>{0.5f, 0.5f}, {2}));
   }
   check_values(w, {0.5, 1.5});
-  Variable v = w * 1.0;
-  TG_CHECK_THROWS(v.reshape({2, 1}).mul_(2.0), tg::AutogradError, "view of a Variable that requires grad");
+  Tensor v = w * 1.0;
+  TG_CHECK_THROWS(v.reshape({2, 1}).mul_(2.0), tg::AutogradError, "view of a Tensor that requires grad");
 }
 
 TEST_CASE("in-place ops on non-leaves are recorded: gradients stay correct") {
-  Variable x = param({1, 2});
-  Variable w = param({3, 4});
-  Variable y = x * 1.0;
+  Tensor x = param({1, 2});
+  Tensor w = param({3, 4});
+  Tensor y = x * 1.0;
   y.mul_(w);          // y = x w
   y.add_(x);          // y = x w + x
   y.sub_(2.0);
   y.sum().backward();
   check_values(x.grad(), {4, 5});   // w + 1
   check_values(w.grad(), {1, 2});   // x
-  Variable z = x * 1.0;
+  Tensor z = x * 1.0;
   z.copy_(w);         // z's value now comes from w only
   z.sum().backward();
   check_values(w.grad(), {2, 3});   // +1
@@ -180,51 +180,51 @@ TEST_CASE("in-place ops on non-leaves are recorded: gradients stay correct") {
 }
 
 TEST_CASE("a 150000-node chain backwards and frees without stack overflow") {
-  Variable x = param({1});
-  Variable y = x;
+  Tensor x = param({1});
+  Tensor y = x;
   for (int i = 0; i < 150000; ++i) y = y + 1e-6;
   y.sum().backward();
   check_values(x.grad(), {1});
-  Variable z = x;
+  Tensor z = x;
   for (int i = 0; i < 150000; ++i) z = z * 1.0;
-  z = Variable();     // freeing the never-backwarded chain is iterative too
-  y = Variable();
+  z = Tensor();     // freeing the never-backwarded chain is iterative too
+  y = Tensor();
   CHECK(x.grad().item() == 1);
 }
 
 TEST_CASE("an exception inside backward propagates - the next backward works") {
-  Variable x = param({2});
-  Variable bad = tg::record("explodes", x.data().clone(), {x},
-                            [](const tg::Tensor&, tg::Grads&) { throw std::runtime_error("boom in backward"); });
+  Tensor x = param({2});
+  Tensor bad = tg::record("explodes", x.data().clone(), {x},
+                            [](const tg::RawTensor&, tg::Grads&) { throw std::runtime_error("boom in backward"); });
   CHECK_THROWS_WITH_AS(bad.sum().backward(), "boom in backward", std::runtime_error);
   CHECK(tg::GradMode::is_enabled());   // the engine's NoGradGuard was unwound
-  Variable fine = (x * x).sum();
+  Tensor fine = (x * x).sum();
   fine.backward();
   check_values(x.grad(), {4});
 }
 
 TEST_CASE("a user-defined op through record(): softplus with its own backward") {
-  auto softplus = [](const Variable& v) {
-    tg::Tensor y = tg::prim::unary(tg::UnaryOp::Log, tg::prim::add(tg::prim::unary(tg::UnaryOp::Exp, v.data()),
+  auto softplus = [](const Tensor& v) {
+    tg::RawTensor y = tg::prim::unary(tg::UnaryOp::Log, tg::prim::add(tg::prim::unary(tg::UnaryOp::Exp, v.data()),
                                                                   tg::prim::scalar_like(1.0, v.data())));
     tg::SavedTensor xs(v);
-    return tg::record("softplus", y, {v}, [xs](const tg::Tensor& grad, tg::Grads& g) {
+    return tg::record("softplus", y, {v}, [xs](const tg::RawTensor& grad, tg::Grads& g) {
       g.set(0, tg::prim::mul(grad, tg::prim::unary(tg::UnaryOp::Sigmoid, xs.get())));   // d softplus = sigmoid
     });
   };
-  Variable x = testing::randn64({5}, 3);
-  CHECK(tg::autograd::gradcheck([&](const std::vector<Variable>& in) { return softplus(in[0]); }, {x}));
+  Tensor x = testing::randn64({5}, 3);
+  CHECK(tg::autograd::gradcheck([&](const std::vector<Tensor>& in) { return softplus(in[0]); }, {x}));
 }
 
 TEST_CASE("independent graphs backward concurrently from 8 threads - a shared leaf accumulates exactly") {
-  Variable shared = param({1, 2, 3});
+  Tensor shared = param({1, 2, 3});
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
-      Variable own = param({float(t)});
+      Tensor own = param({float(t)});
       for (int k = 0; k < 50; ++k) {
-        Variable loss = (shared * 2.0).sum() + (own * own).sum();
+        Tensor loss = (shared * 2.0).sum() + (own * own).sum();
         loss.backward();
       }
       if (std::fabs(own.grad().item() - 100.0 * t) > 1e-3) ++wrong;   // 50 * 2t
@@ -237,7 +237,7 @@ TEST_CASE("independent graphs backward concurrently from 8 threads - a shared le
 namespace {
 /// Runs loss.backward(retain_graph) from `threads` threads released together; returns how many
 /// raised the "backward a second time" AutogradError (any other exception fails the test).
-int concurrent_backward(const Variable& loss, int threads, bool retain_graph) {
+int concurrent_backward(const Tensor& loss, int threads, bool retain_graph) {
   std::atomic<int> second{0}, other{0}, waiting{threads};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -245,7 +245,7 @@ int concurrent_backward(const Variable& loss, int threads, bool retain_graph) {
       --waiting;
       while (waiting.load() > 0) std::this_thread::yield();   // start together
       try {
-        loss.backward(Variable(), retain_graph);
+        loss.backward(Tensor(), retain_graph);
       } catch (const tg::AutogradError& e) {
         (std::string(e.what()).find("backward through the graph a second time") != std::string::npos ? second : other)++;
       } catch (...) {
@@ -260,13 +260,13 @@ int concurrent_backward(const Variable& loss, int threads, bool retain_graph) {
 
 TEST_CASE("concurrent backward on one graph without retain_graph: one thread wins, the others raise") {
   for (int round = 0; round < 20; ++round) {
-    Variable w = testing::randn64({64, 32}, 11 + round);
-    Variable x = testing::randn64({16, 64}, 12, false);
-    Variable loss = tg::relu(tg::matmul(x, w)).mul(tg::tanh(tg::matmul(x, w))).sum();   // several rules, shared w
+    Tensor w = testing::randn64({64, 32}, 11 + round);
+    Tensor x = testing::randn64({16, 64}, 12, false);
+    Tensor loss = tg::relu(tg::matmul(x, w)).mul(tg::tanh(tg::matmul(x, w))).sum();   // several rules, shared w
     const int losers = concurrent_backward(loss, 8, /*retain_graph=*/false);
     CHECK(losers == 7);
     // the winner's gradient alone, as one backward would give
-    Variable w2 = Variable(w.data().clone(), true);
+    Tensor w2 = Tensor(w.data().clone(), true);
     tg::relu(tg::matmul(x, w2)).mul(tg::tanh(tg::matmul(x, w2))).sum().backward();
     testing::check_close(w.grad(), w2.grad(), 0, 0);   // bit for bit: the same rules on the same data
     TG_CHECK_THROWS(loss.backward(), tg::AutogradError, "second time");   // and the graph stays freed
@@ -274,11 +274,11 @@ TEST_CASE("concurrent backward on one graph without retain_graph: one thread win
 }
 
 TEST_CASE("concurrent backward on one graph with retain_graph: every thread runs, the gradients add up") {
-  Variable w = testing::randn64({32, 8}, 21);
-  Variable x = testing::randn64({5, 32}, 22, false);
-  Variable loss = tg::sigmoid(tg::matmul(x, w)).sum();
+  Tensor w = testing::randn64({32, 8}, 21);
+  Tensor x = testing::randn64({5, 32}, 22, false);
+  Tensor loss = tg::sigmoid(tg::matmul(x, w)).sum();
   CHECK(concurrent_backward(loss, 8, /*retain_graph=*/true) == 0);
-  Variable w1 = Variable(w.data().clone(), true);
+  Tensor w1 = Tensor(w.data().clone(), true);
   tg::sigmoid(tg::matmul(x, w1)).sum().backward();
   testing::check_close(w.grad(), w1.grad() * 8.0, 1e-12, 1e-12);   // 8 sums of the same float64 values
   // a freeing backward after the retaining ones frees the graph once
@@ -288,8 +288,8 @@ TEST_CASE("concurrent backward on one graph with retain_graph: every thread runs
 TEST_CASE("concurrent zero_grad and set_grad while other threads backward: every gradient is whole") {
   // Note [Gradient slots]: resetting or replacing a gradient during another thread's backward is
   // memory-safe (ASan and TSan run this), and each accumulation lands whole in one slot.
-  Variable w = tg::zeros({64, 16}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  const Variable x = tg::ones({64, 16}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor w = tg::zeros({64, 16}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  const Tensor x = tg::ones({64, 16}, tg::TensorOptions().dtype(tg::kFloat64));
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0};
   std::vector<std::thread> workers;
@@ -322,20 +322,20 @@ TEST_CASE("concurrent zero_grad and set_grad while other threads backward: every
 }
 
 TEST_CASE("anomaly mode names the op whose backward produced NaN") {
-  Variable x = tg::from_vector(std::vector<double>{0.0, 1.0}, {2}, tg::TensorOptions().requires_grad(true));
-  Variable y = tg::sqrt(x).sum();   // d sqrt at 0 = inf
+  Tensor x = tg::from_vector(std::vector<double>{0.0, 1.0}, {2}, tg::TensorOptions().requires_grad(true));
+  Tensor y = tg::sqrt(x).sum();   // d sqrt at 0 = inf
   {
     tg::autograd::DetectAnomalyGuard guard;
-    TG_CHECK_THROWS(y.backward(Variable(), true), tg::AutogradError, "Function 'sqrt' returned nan values");
+    TG_CHECK_THROWS(y.backward(Tensor(), true), tg::AutogradError, "Function 'sqrt' returned nan values");
   }
   y.backward();   // without the guard: no check, inf flows into the grad
   CHECK(std::isinf(x.grad().to_vector<double>()[0]));
 }
 
 TEST_CASE("to_dot lists ops shapes and leaves that require grad") {
-  Variable w = tg::ones({3, 2}, tg::TensorOptions().requires_grad(true));
-  Variable x = tg::ones({4, 3});
-  Variable loss = tg::relu(x.matmul(w)).sum();
+  Tensor w = tg::ones({3, 2}, tg::TensorOptions().requires_grad(true));
+  Tensor x = tg::ones({4, 3});
+  Tensor loss = tg::relu(x.matmul(w)).sum();
   const std::string dot = tg::autograd::to_dot(loss);
   CHECK(dot.find("digraph") == 0);
   CHECK(dot.find("matmul\\n[4, 2]") != std::string::npos);
@@ -347,19 +347,19 @@ TEST_CASE("to_dot lists ops shapes and leaves that require grad") {
 
 TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs; the rule is freed by backward") {
   // A BackwardFn (type-erased) and a temporary in the input list.
-  Variable x = param({1, 2, 3});
-  const tg::BackwardFn twice = [](const tg::Tensor& grad, tg::Grads& g) { g.set(0, tg::prim::mul(grad, 2.0)); };
-  Variable y = tg::record("twice", tg::prim::mul(x.data(), 2.0), {x * 1.0}, twice);
+  Tensor x = param({1, 2, 3});
+  const tg::BackwardFn twice = [](const tg::RawTensor& grad, tg::Grads& g) { g.set(0, tg::prim::mul(grad, 2.0)); };
+  Tensor y = tg::record("twice", tg::prim::mul(x.data(), 2.0), {x * 1.0}, twice);
   y.sum().backward();
   check_values(x.grad(), {2, 2, 2});
 
   // Six inputs from a std::vector (more than the inline room for edges and gradients), one without grad.
-  std::vector<Variable> xs;
+  std::vector<Tensor> xs;
   for (int i = 0; i < 6; ++i) xs.push_back(i == 3 ? tg::ones({2}) : param({1, 2}));
-  tg::Tensor sum = tg::prim::zeros_like(xs[0].data());
-  for (const Variable& v : xs) sum = tg::prim::add(sum, v.data());
+  tg::RawTensor sum = tg::prim::zeros_like(xs[0].data());
+  for (const Tensor& v : xs) sum = tg::prim::add(sum, v.data());
   std::vector<bool> asked(6, false);
-  Variable s = tg::record("sum6", sum, xs, [&asked](const tg::Tensor& grad, tg::Grads& g) {
+  Tensor s = tg::record("sum6", sum, xs, [&asked](const tg::RawTensor& grad, tg::Grads& g) {
     for (std::size_t i = 0; i < g.size(); ++i)
       if (g.need(i)) {
         asked[i] = true;
@@ -374,12 +374,12 @@ TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs; the ru
   }
 
   // What a rule captured is released as soon as it ran (retain_graph = false), while the Node lives on.
-  tg::Tensor captured = tg::prim::full({4}, 1.0);
+  tg::RawTensor captured = tg::prim::full({4}, 1.0);
   const std::weak_ptr<tg::Storage> alive = captured.storage();
-  Variable z = tg::record("keep", x.data().clone(), {x}, [captured](const tg::Tensor& grad, tg::Grads& g) {
+  Tensor z = tg::record("keep", x.data().clone(), {x}, [captured](const tg::RawTensor& grad, tg::Grads& g) {
     g.set(0, grad);
   });
-  captured = tg::Tensor();
+  captured = tg::RawTensor();
   CHECK(!alive.expired());
   CHECK(static_cast<bool>(z.grad_fn()->backward));
   z.sum().backward();
@@ -388,13 +388,13 @@ TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs; the ru
   TG_CHECK_THROWS(z.sum().backward(), tg::AutogradError, "backward through the graph a second time");
 }
 
-TEST_CASE("activations are freed by backward - nothing of the graph outlives its Variables") {
-  Variable w = tg::ones({64, 64}, tg::TensorOptions().requires_grad(true));
+TEST_CASE("activations are freed by backward - nothing of the graph outlives its Tensors") {
+  Tensor w = tg::ones({64, 64}, tg::TensorOptions().requires_grad(true));
   const auto before = tg::cpu_memory_stats().allocated;
   {
-    Variable h = w;
+    Tensor h = w;
     for (int i = 0; i < 10; ++i) h = tg::tanh(h.matmul(w));
-    Variable loss = h.sum();
+    Tensor loss = h.sum();
     loss.backward();
   }
   w.zero_grad();
@@ -402,11 +402,11 @@ TEST_CASE("activations are freed by backward - nothing of the graph outlives its
 }
 
 TEST_CASE("a custom rule's gradient in another dtype is cast to its input's dtype, as PyTorch does") {
-  Variable x = tg::from_vector(std::vector<float>{1, 2, 3}, {3}, tg::TensorOptions().requires_grad(true));
-  Variable y = tg::record("twice_in_double", tg::prim::mul(x.data(), 2.0), {x}, [](const tg::Tensor& grad, tg::Grads& g) {
+  Tensor x = tg::from_vector(std::vector<float>{1, 2, 3}, {3}, tg::TensorOptions().requires_grad(true));
+  Tensor y = tg::record("twice_in_double", tg::prim::mul(x.data(), 2.0), {x}, [](const tg::RawTensor& grad, tg::Grads& g) {
     g.set(0, tg::prim::mul(grad.to(tg::kFloat64), 2.0));   // a float64 gradient for a float32 input
   });
-  Variable z = y * y;   // a non-leaf path as well: the cast happens before fan-in
+  Tensor z = y * y;   // a non-leaf path as well: the cast happens before fan-in
   (z.sum() + y.sum()).backward();
   CHECK(x.grad().dtype() == tg::kFloat32);
   testing::check_values(x.grad(), {2 * (2 * 2 + 1), 2 * (2 * 4 + 1), 2 * (2 * 6 + 1)});   // d/dx (4x^2 + 2x)

@@ -18,31 +18,31 @@
 
 namespace {
 
+using tg::RawTensor;
 using tg::Tensor;
-using tg::Variable;
 
 const double u = testing::unit_roundoff(tg::kFloat32);
 const double ex = testing::exp_relative_error();   // fn::exp's relative error on any path
 
 /// float32 tensor with values spread over [lo, hi).
-Variable spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
+Tensor spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
   tg::manual_seed(seed);
   return tg::rand(shape) * (hi - lo) + lo;
 }
 
-Variable as64(const Variable& x) { return Variable(x.data().to(tg::kFloat64), false); }
-std::vector<double> values(const Tensor& t) { return Variable(t).to_vector<double>(); }
-Variable from(const std::vector<double>& v, const tg::Shape& shape) { return tg::from_vector(v, shape); }
+Tensor as64(const Tensor& x) { return Tensor(x.data().to(tg::kFloat64), false); }
+std::vector<double> values(const RawTensor& t) { return Tensor(t).to_vector<double>(); }
+Tensor from(const std::vector<double>& v, const tg::Shape& shape) { return tg::from_vector(v, shape); }
 
 using testing::CpuCapabilityGuard;
 
 /// f() on the baseline path, then on every other path this CPU supports, each result handed to
 /// check(baseline_result, path_result) with the path's name captured.
-void against_baseline(const std::function<std::vector<Variable>()>& f,
-                      const std::function<void(const std::vector<Variable>&, const std::vector<Variable>&)>& check) {
+void against_baseline(const std::function<std::vector<Tensor>()>& f,
+                      const std::function<void(const std::vector<Tensor>&, const std::vector<Tensor>&)>& check) {
   CpuCapabilityGuard guard;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
-  const std::vector<Variable> base = f();
+  const std::vector<Tensor> base = f();
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
     if (c == tg::CpuCapability::Baseline) continue;
     const std::string name = tg::cpu_capability_name(c);
@@ -52,7 +52,7 @@ void against_baseline(const std::function<std::vector<Variable>()>& f,
   }
 }
 
-void check_equal(const Variable& a, const Variable& b) { testing::check_close(a, b, 0, 0); }
+void check_equal(const Tensor& a, const Tensor& b) { testing::check_close(a, b, 0, 0); }
 
 }  // namespace
 
@@ -60,22 +60,22 @@ TEST_CASE("cpu capability: every path runs the single-rounding ops bit for bit l
   // One IEEE operation per element (add, divide, sqrt, compare, select...) is correctly rounded on
   // every path, and a lone multiply or add cannot be contracted into an FMA: equal bit for bit. Sizes
   // leave partial vectors; {67, 1} operands take the broadcast-value loops.
-  const Variable a = spread({67, 61}, -3, 3, 41), b = spread({67, 61}, 0.5, 3, 42), s = spread({67, 1}, 1, 2, 43);
-  const Variable w = spread({67, 61}, -1, 1, 44);
-  tg::Tensor ia = tg::Tensor::empty({4099}, tg::kInt64), ib = tg::Tensor::empty({4099}, tg::kInt64);
+  const Tensor a = spread({67, 61}, -3, 3, 41), b = spread({67, 61}, 0.5, 3, 42), s = spread({67, 1}, 1, 2, 43);
+  const Tensor w = spread({67, 61}, -1, 1, 44);
+  tg::RawTensor ia = tg::RawTensor::empty({4099}, tg::kInt64), ib = tg::RawTensor::empty({4099}, tg::kInt64);
   for (int64_t i = 0; i < 4099; ++i) {
     ia.data<int64_t>()[i] = (i * 7919) % 100003 - 50000;
     ib.data<int64_t>()[i] = (i * 104729) % 1009 + 1;
   }
   against_baseline(
       [&] {
-        Variable leaf(a.data().clone(), true);
+        Tensor leaf(a.data().clone(), true);
         (tg::relu(leaf) * w).sum().backward();   // relu backward: w where a > 0
-        return std::vector<Variable>{a + b, a - b, a * b, a / b, a * s, s - a, a > b, tg::relu(a), -a, tg::abs(a),
+        return std::vector<Tensor>{a + b, a - b, a * b, a / b, a * s, s - a, a > b, tg::relu(a), -a, tg::abs(a),
                                      tg::sqrt(b), tg::clamp(a, -1, 1), as64(a) * as64(b) + as64(s),
-                                     Variable(ia) + Variable(ib), Variable(ia) * Variable(ib), leaf.grad()};
+                                     Tensor(ia) + Tensor(ib), Tensor(ia) * Tensor(ib), leaf.grad()};
       },
-      [](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+      [](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
         for (std::size_t i = 0; i < base.size(); ++i) {
           CAPTURE(i);
           check_equal(got[i], base[i]);
@@ -86,10 +86,10 @@ TEST_CASE("cpu capability: every path runs the single-rounding ops bit for bit l
 TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay within their derived bounds") {
   // Above the parallel threshold, with tails: exp over its whole finite range, within kExpUlps of the
   // exact value on every path (Note [Vectorizable exp]); float64 exp is libm's, the same everywhere.
-  const Variable x = spread({(1 << 19) + 3}, -87, 88, 45);
-  const Variable z = spread({4099}, -20, 20, 46), dy = spread({4099}, -1, 1, 47);
-  const Variable y = tg::tanh(z);   // libm's tanhf: the same input to every path's backward
-  const Variable x64 = as64(x), exact_exp = tg::exp(x64), exact_sigmoid = tg::sigmoid(as64(z));
+  const Tensor x = spread({(1 << 19) + 3}, -87, 88, 45);
+  const Tensor z = spread({4099}, -20, 20, 46), dy = spread({4099}, -1, 1, 47);
+  const Tensor y = tg::tanh(z);   // libm's tanhf: the same input to every path's backward
+  const Tensor x64 = as64(x), exact_exp = tg::exp(x64), exact_sigmoid = tg::sigmoid(as64(z));
   // sigmoid = 1 / (1 + e^-z): e^-z within relative ex, the add and the division one rounding each:
   // relative ex + 2u from the exact value per path (O(u^2) terms: the 1e-12).
   const auto sig_bound = (tg::abs(exact_sigmoid) * (ex + 2 * u + 1e-12)).to_vector<double>();
@@ -105,7 +105,7 @@ TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay with
     }
   }
   CpuCapabilityGuard guard;
-  Tensor tanh_base;
+  RawTensor tanh_base;
   tg::set_cpu_capability(tg::CpuCapability::Baseline);
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
     const std::string name = tg::cpu_capability_name(c);
@@ -113,10 +113,10 @@ TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay with
     tg::set_cpu_capability(c);
     testing::check_ulps(tg::exp(x), exact_exp, testing::kExpUlps);
     testing::check_within(tg::sigmoid(z), exact_sigmoid, from(sig_bound, z.shape()));
-    Tensor dx = Tensor::empty(z.shape());
-    tg::cpu_backend().unary_backward(tg::UnaryOp::Tanh, {}, Tensor(), y.data(), dy.data(), dx);
+    RawTensor dx = RawTensor::empty(z.shape());
+    tg::cpu_backend().unary_backward(tg::UnaryOp::Tanh, {}, RawTensor(), y.data(), dy.data(), dx);
     if (c == tg::CpuCapability::Baseline) tanh_base = dx;
-    else testing::check_within(Variable(dx), Variable(tanh_base), from(tanh_bound, z.shape()));
+    else testing::check_within(Tensor(dx), Tensor(tanh_base), from(tanh_bound, z.shape()));
     check_equal(tg::exp(x64), exact_exp);
   }
 }
@@ -124,13 +124,13 @@ TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay with
 TEST_CASE("cpu capability: sums softmax and cross-entropy on every path match the baseline within derived bounds") {
   // Sums and row maxima: fixed lanes and order, exact float-to-double conversions and correctly
   // rounded double adds: equal bit for bit on every path (float64 and int64 too).
-  const Variable big = spread({(1 << 20) + 5}, -1, 1, 51), m = spread({300, 70}, -1, 1, 52);
+  const Tensor big = spread({(1 << 20) + 5}, -1, 1, 51), m = spread({300, 70}, -1, 1, 52);
   against_baseline(
       [&] {
-        return std::vector<Variable>{big.sum(), m.sum(0), m.sum(1), m.transpose(0, 1).sum(1), as64(m).sum(0),
+        return std::vector<Tensor>{big.sum(), m.sum(0), m.sum(1), m.transpose(0, 1).sum(1), as64(m).sum(0),
                                      as64(big).sum(), m.max(1)};
       },
-      [](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+      [](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
         for (std::size_t i = 0; i < base.size(); ++i) {
           CAPTURE(i);
           check_equal(got[i], base[i]);
@@ -138,26 +138,26 @@ TEST_CASE("cpu capability: sums softmax and cross-entropy on every path match th
       });
   for (const tg::Shape& shape : {tg::Shape{3000, 10}, tg::Shape{40, 1000}, tg::Shape{129, 17}}) {
     CAPTURE(shape[1]);
-    const Variable x = spread(shape, -30, 30, 53), g = spread(shape, -1, 1, 54);
+    const Tensor x = spread(shape, -30, 30, 53), g = spread(shape, -1, 1, 54);
     // Every path shifts by the same row maximum (equal bits); only e^(x - max) differs, within
     // relative ex of exact per path. softmax = e * float(1 / sum e), sum in double: relative ex (exp)
     // + ex (the sum inherits it) + u + u (the two roundings of 1/s) + u (the product) per path from
     // exact, twice that between paths. log_softmax = x - (float(log s) + max): log s off by ex
     // absolute, then roundings of log s, of lse and of the difference: 2 (ex + u|log s| + u|lse| + u|y|).
-    const Variable y64 = tg::log_softmax(as64(x), 1);
-    const Variable lse64 = as64(x) - y64, logs64 = lse64 - as64(x).max(1, true);
-    const Variable sm_bound = tg::exp(y64) * (2 * (2 * ex + 3 * u) + 1e-12);
-    const Variable lsm_bound = (tg::abs(logs64) + tg::abs(lse64) + tg::abs(y64)) * (2 * u) + (2 * ex + 1e-12);
+    const Tensor y64 = tg::log_softmax(as64(x), 1);
+    const Tensor lse64 = as64(x) - y64, logs64 = lse64 - as64(x).max(1, true);
+    const Tensor sm_bound = tg::exp(y64) * (2 * (2 * ex + 3 * u) + 1e-12);
+    const Tensor lsm_bound = (tg::abs(logs64) + tg::abs(lse64) + tg::abs(y64)) * (2 * u) + (2 * ex + 1e-12);
     against_baseline(
-        [&] { return std::vector<Variable>{tg::softmax(x, 1), tg::log_softmax(x, 1)}; },
-        [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+        [&] { return std::vector<Tensor>{tg::softmax(x, 1), tg::log_softmax(x, 1)}; },
+        [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
           testing::check_within(got[0], base[0], sm_bound);
           testing::check_within(got[1], base[1], lsm_bound);
         });
     // Backward kernels on the same y and dy. softmax: y (dy - sum(dy y)) with the dot product in double
     // from exact float products: no exp, equal bit for bit. log_softmax: dy - e^y sum(dy): e^y within
     // relative ex, then a product and a difference rounded: 2 ((ex + u) |e^y s| + u |dx|) between paths.
-    const Tensor ys = tg::softmax(x, 1).data(), yl = tg::log_softmax(x, 1).data();
+    const RawTensor ys = tg::softmax(x, 1).data(), yl = tg::log_softmax(x, 1).data();
     std::vector<double> lbw_bound;
     {
       const auto yv = values(yl), gv = values(g.data());
@@ -173,12 +173,12 @@ TEST_CASE("cpu capability: sums softmax and cross-entropy on every path match th
     }
     against_baseline(
         [&] {
-          Tensor ds = Tensor::empty(shape), dl = Tensor::empty(shape);
+          RawTensor ds = RawTensor::empty(shape), dl = RawTensor::empty(shape);
           tg::cpu_backend().softmax_backward(ys, g.data(), 1, false, ds);
           tg::cpu_backend().softmax_backward(yl, g.data(), 1, true, dl);
-          return std::vector<Variable>{Variable(ds), Variable(dl)};
+          return std::vector<Tensor>{Tensor(ds), Tensor(dl)};
         },
-        [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+        [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
           check_equal(got[0], base[0]);
           testing::check_within(got[1], base[1], from(lbw_bound, shape));
         });
@@ -189,11 +189,11 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
   for (const tg::Shape& shape : {tg::Shape{3000, 10}, tg::Shape{64, 1000}, tg::Shape{5, 3}}) {
     const int64_t N = shape[0], C = shape[1];
     CAPTURE(C);
-    const Variable x = spread(shape, -10, 10, 55);
-    Tensor t = Tensor::empty({N}, tg::kInt64);
+    const Tensor x = spread(shape, -10, 10, 55);
+    RawTensor t = RawTensor::empty({N}, tg::kInt64);
     for (int64_t n = 0; n < N; ++n) t.data<int64_t>()[n] = (n * 7) % C;
     t.data<int64_t>()[1] = -100;   // ignored
-    const Variable dloss = spread({N}, 0.5, 2, 56);
+    const Tensor dloss = spread({N}, 0.5, 2, 56);
     const auto xv = x.to_vector<double>(), gv = dloss.to_vector<double>();
     std::vector<double> lse_exact(N);   // float64 log-sum-exp of the float logits
     for (int64_t n = 0; n < N; ++n) {
@@ -210,7 +210,7 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
       // per path; the loss, lse - x[t] (with smoothing a mix whose weights sum to 1 with lse - mean x),
       // inherits that ex; both are rounded to float once: 2 (ex + u |value|) between paths.
       std::vector<double> lse_bound, loss_bound;
-      Tensor base_lse;
+      RawTensor base_lse;
       for (int64_t n = 0; n < N; ++n) {
         double mean = 0;
         for (int64_t c = 0; c < C; ++c) mean += xv[n * C + c] / double(C);
@@ -221,20 +221,20 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
       }
       against_baseline(
           [&] {
-            Tensor loss = Tensor::empty({N}), lse = Tensor::empty({N});
-            tg::cpu_backend().cross_entropy(x.data(), t, args, loss, lse, Tensor(), Tensor());
-            return std::vector<Variable>{Variable(loss), Variable(lse)};
+            RawTensor loss = RawTensor::empty({N}), lse = RawTensor::empty({N});
+            tg::cpu_backend().cross_entropy(x.data(), t, args, loss, lse, RawTensor(), RawTensor());
+            return std::vector<Tensor>{Tensor(loss), Tensor(lse)};
           },
-          [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+          [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
             testing::check_within(got[0], base[0], from(loss_bound, {N}));
             testing::check_within(got[1], base[1], from(lse_bound, {N}));
           });
       {
         CpuCapabilityGuard guard;
         tg::set_cpu_capability(tg::CpuCapability::Baseline);
-        Tensor loss = Tensor::empty({N});
-        base_lse = Tensor::empty({N});
-        tg::cpu_backend().cross_entropy(x.data(), t, args, loss, base_lse, Tensor(), Tensor());
+        RawTensor loss = RawTensor::empty({N});
+        base_lse = RawTensor::empty({N});
+        tg::cpu_backend().cross_entropy(x.data(), t, args, loss, base_lse, RawTensor(), RawTensor());
       }
       // Backward on the same lse: p = e^(x - lse) within relative ex per path, then (p - s/C) g and, at
       // the target, - (1 - s) g, each rounded: 2 (|g| (ex p + u |p - s/C|) + u |d| + u (|d| + |(1 - s) g|)).
@@ -250,11 +250,11 @@ TEST_CASE("cpu capability: cross-entropy on every path matches the baseline with
         }
       against_baseline(
           [&] {
-            Tensor dx = Tensor::empty(shape);
-            tg::cpu_backend().cross_entropy_backward(x.data(), t, args, base_lse, dloss.data(), Tensor(), dx);
-            return std::vector<Variable>{Variable(dx)};
+            RawTensor dx = RawTensor::empty(shape);
+            tg::cpu_backend().cross_entropy_backward(x.data(), t, args, base_lse, dloss.data(), RawTensor(), dx);
+            return std::vector<Tensor>{Tensor(dx)};
           },
-          [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+          [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
             testing::check_within(got[0], base[0], from(bw_bound, shape));
           });
     }
@@ -266,8 +266,8 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   // FMA, so each path's error is bounded by u times the magnitudes of the rounded quantities
   // (first order, the (1 + 8u) covers the rest), and two paths differ by at most twice that.
   const int64_t n = 4099;
-  const Variable w = spread({n}, -1, 1, 61), g = spread({n}, -1, 1, 62), v0 = spread({n}, -0.5, 0.5, 63);
-  const Variable m0 = spread({n}, -0.1, 0.1, 64), s0 = spread({n}, 0.01, 0.1, 65), vmax0 = spread({n}, 0.01, 0.11, 66);
+  const Tensor w = spread({n}, -1, 1, 61), g = spread({n}, -1, 1, 62), v0 = spread({n}, -0.5, 0.5, 63);
+  const Tensor m0 = spread({n}, -0.1, 0.1, 64), s0 = spread({n}, 0.01, 0.1, 65), vmax0 = spread({n}, 0.01, 0.11, 66);
   const auto W = w.to_vector<double>(), G = g.to_vector<double>(), V = v0.to_vector<double>();
   const auto M = m0.to_vector<double>(), S = s0.to_vector<double>(), VM = vmax0.to_vector<double>();
   // SGD, momentum 0.9, dampening 0.1, weight decay 0.01, Nesterov, not the first step:
@@ -285,12 +285,12 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   }
   against_baseline(
       [&] {
-        Tensor pw = w.data().clone(), pv = v0.data().clone();
+        RawTensor pw = w.data().clone(), pv = v0.data().clone();
         tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}},
                                    tg::SgdHyper{mom, damp, wd, /*nesterov=*/true});
-        return std::vector<Variable>{Variable(pw), Variable(pv)};
+        return std::vector<Tensor>{Tensor(pw), Tensor(pv)};
       },
-      [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+      [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
         testing::check_within(got[0], base[0], from(sgd_w_bound, {n}));
         testing::check_within(got[1], base[1], from(sgd_v_bound, {n}));
       });
@@ -320,12 +320,12 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   }
   against_baseline(
       [&] {
-        Tensor pw = w.data().clone(), pm = m0.data().clone(), ps = s0.data().clone(), pmax = vmax0.data().clone();
+        RawTensor pw = w.data().clone(), pm = m0.data().clone(), ps = s0.data().clone(), pmax = vmax0.data().clone();
         tg::cpu_backend().adam_step({tg::AdamParam{pw, g.data(), pm, ps, pmax, lr, step}},
                                     tg::AdamHyper{b1, b2, eps, awd, /*decoupled=*/false});
-        return std::vector<Variable>{Variable(pw), Variable(pm), Variable(ps)};
+        return std::vector<Tensor>{Tensor(pw), Tensor(pm), Tensor(ps)};
       },
-      [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+      [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
         testing::check_within(got[0], base[0], from(adam_w_bound, {n}));
         testing::check_within(got[1], base[1], from(adam_m_bound, {n}));
         testing::check_within(got[2], base[2], from(adam_v_bound, {n}));
@@ -342,10 +342,10 @@ TEST_CASE("cpu capability: layer_norm's fused rows on every path match the basel
   // dw: the sum over rows of |dy| ((|x| + 2|m|) s + 2|xhat|); db sums the same doubles: equal bits.
   // Two paths differ by at most twice that; (1 + 8u) covers the second-order terms.
   const int64_t M = 37, D = 203;   // D not a multiple of the sixteen lanes
-  const Variable x = spread({M, D}, -2, 3, 71), w = spread({D}, -1.5, 1.5, 72), b = spread({D}, -1, 1, 73);
-  const Variable gy = spread({M, D}, -1, 1, 74);
+  const Tensor x = spread({M, D}, -2, 3, 71), w = spread({D}, -1.5, 1.5, 72), b = spread({D}, -1, 1, 73);
+  const Tensor gy = spread({M, D}, -1, 1, 74);
   // the bounds from a float64 run of the same rows
-  const Variable x64 = as64(x), w64 = as64(w), gy64 = as64(gy);
+  const Tensor x64 = as64(x), w64 = as64(w), gy64 = as64(gy);
   const auto X = x64.to_vector<double>(), W = w64.to_vector<double>(), B = as64(b).to_vector<double>();
   const auto G = gy64.to_vector<double>();
   std::vector<double> y_bound(M * D), dx_bound(M * D), dw_bound(D, 0.0);
@@ -372,12 +372,12 @@ TEST_CASE("cpu capability: layer_norm's fused rows on every path match the basel
   }
   against_baseline(
       [&] {
-        const Variable xv(x.data(), true), wv(w.data(), true), bv(b.data(), true);
-        const Variable y = tg::layer_norm(xv, {D}, wv, bv);
+        const Tensor xv(x.data(), true), wv(w.data(), true), bv(b.data(), true);
+        const Tensor y = tg::layer_norm(xv, {D}, wv, bv);
         tg::sum(y * gy).backward();
-        return std::vector<Variable>{y, xv.grad(), wv.grad(), bv.grad()};
+        return std::vector<Tensor>{y, xv.grad(), wv.grad(), bv.grad()};
       },
-      [&](const std::vector<Variable>& base, const std::vector<Variable>& got) {
+      [&](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
         testing::check_within(got[0], base[0], from(y_bound, {M, D}));
         testing::check_within(got[1], base[1], from(dx_bound, {M, D}));
         testing::check_within(got[2], base[2], from(dw_bound, {D}));
@@ -397,18 +397,18 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
                        1.0009766f, 1.0004883f, 1.0014648f, 1.00390625f, 1.0078125f, 1.01171875f, 1e-40f, -1e-42f};
   for (int i = 0; v.size() < 203; ++i) v.push_back(std::ldexp(std::sin(1.7 * i) + 1.25, i % 40 - 24) * (i % 3 ? 1 : -1));
   const int64_t n = static_cast<int64_t>(v.size());
-  Tensor f = Tensor::empty({n}, tg::kFloat32);
+  RawTensor f = RawTensor::empty({n}, tg::kFloat32);
   std::copy(v.begin(), v.end(), f.data<float>());
   v.push_back(std::numeric_limits<float>::quiet_NaN());
-  Tensor fn = Tensor::empty({n + 1}, tg::kFloat32);
+  RawTensor fn = RawTensor::empty({n + 1}, tg::kFloat32);
   std::copy(v.begin(), v.end(), fn.data<float>());
   CpuCapabilityGuard guard;
   for (tg::CpuCapability c : tg::supported_cpu_capabilities()) {
     const std::string name = tg::cpu_capability_name(c);
     CAPTURE(name);
     tg::set_cpu_capability(c);
-    const Tensor h = f.to(tg::kFloat16), b = f.to(tg::kBFloat16);
-    const Tensor h32 = h.to(tg::kFloat32), b32 = b.to(tg::kFloat32);
+    const RawTensor h = f.to(tg::kFloat16), b = f.to(tg::kBFloat16);
+    const RawTensor h32 = h.to(tg::kFloat32), b32 = b.to(tg::kFloat32);
     for (int64_t i = 0; i < n; ++i) {
       CAPTURE(v[i]);
       CHECK(h.data<tg::Half>()[i].bits == tg::Half(v[i]).bits);
@@ -418,13 +418,13 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
       CHECK(std::memcmp(b32.data<float>() + i, &bf, sizeof bf) == 0);
     }
     // round_to_precision (autocast's products through float32) gives the round trip's bits in one pass
-    const Tensor hr = tg::prim::round_to_precision(f, tg::kFloat16), br = tg::prim::round_to_precision(f, tg::kBFloat16);
-    Tensor br_in_place = f.clone();
+    const RawTensor hr = tg::prim::round_to_precision(f, tg::kFloat16), br = tg::prim::round_to_precision(f, tg::kBFloat16);
+    RawTensor br_in_place = f.clone();
     tg::prim::round_to_precision_(br_in_place, tg::kBFloat16);
     CHECK(std::memcmp(hr.data<float>(), h32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
     CHECK(std::memcmp(br.data<float>(), b32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
     CHECK(std::memcmp(br_in_place.data<float>(), b32.data<float>(), sizeof(float) * static_cast<std::size_t>(n)) == 0);
-    const Tensor hn = fn.to(tg::kFloat16).to(tg::kFloat32), bn = fn.to(tg::kBFloat16).to(tg::kFloat32);
+    const RawTensor hn = fn.to(tg::kFloat16).to(tg::kFloat32), bn = fn.to(tg::kBFloat16).to(tg::kFloat32);
     CHECK(std::isnan(hn.data<float>()[n]));
     CHECK(std::isnan(bn.data<float>()[n]));
     // bfloat16 keeps a NaN's sign and top payload bits and sets the quiet bit on every path, also for
@@ -433,9 +433,9 @@ TEST_CASE("cpu capability: float <-> float16 / bfloat16 conversions on every pat
     const uint32_t nan_bits[] = {0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC00000u, 0x7F808000u,
                                  0x7FBFFFFFu, 0xFFC12345u, 0x7F800001u, 0x7F80FFFFu, 0xFF80FFFFu, 0x7FC0FFFFu,
                                  0x7FFF8000u, 0x7F817FFFu, 0xFFFF0001u, 0x7F800100u, 0x7FA00000u};
-    Tensor nans = Tensor::empty({17}, tg::kFloat32);
+    RawTensor nans = RawTensor::empty({17}, tg::kFloat32);
     std::memcpy(nans.data<float>(), nan_bits, sizeof nan_bits);
-    const Tensor bnans = nans.to(tg::kBFloat16), rnans = tg::prim::round_to_precision(nans, tg::kBFloat16);
+    const RawTensor bnans = nans.to(tg::kBFloat16), rnans = tg::prim::round_to_precision(nans, tg::kBFloat16);
     for (int i = 0; i < 17; ++i) {
       CAPTURE(nan_bits[i]);
       float f;

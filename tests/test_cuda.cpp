@@ -36,8 +36,8 @@
 #include "testing.h"
 
 using tg::Device;
+using tg::RawTensor;
 using tg::Tensor;
-using tg::Variable;
 
 namespace {
 
@@ -63,13 +63,13 @@ Tolerance tolerance(tg::DType dt, Tol kind) {
   return kind == Tol::Elementwise ? Tolerance{1e-5, 1e-5} : Tolerance{1e-4, 1e-4};
 }
 
-Tensor randn_t(const tg::Shape& shape, uint64_t seed, tg::DType dt) {
+RawTensor randn_t(const tg::Shape& shape, uint64_t seed, tg::DType dt) {
   tg::manual_seed(seed);
   return tg::randn(shape, tg::TensorOptions().dtype(dt)).data();
 }
 
 /// int64 values uniform in [low, high), seeded.
-Tensor randint_t(const tg::Shape& shape, uint64_t seed, int64_t low, int64_t high) {
+RawTensor randint_t(const tg::Shape& shape, uint64_t seed, int64_t low, int64_t high) {
   tg::manual_seed(seed);
   return tg::randint(low, high, shape).data();
 }
@@ -77,13 +77,13 @@ Tensor randint_t(const tg::Shape& shape, uint64_t seed, int64_t low, int64_t hig
 /// An input made the same way on both devices: a base tensor drawn on the CPU, copied to the device,
 /// then viewed (a transpose, a misaligning narrow) so the view is non-contiguous on both.
 struct Input {
-  Tensor base;
-  std::function<Tensor(const Tensor&)> view;
+  RawTensor base;
+  std::function<RawTensor(const RawTensor&)> view;
   bool grad = true;
-  Variable on(Device d) const {
-    Tensor t = base.to(d);
+  Tensor on(Device d) const {
+    RawTensor t = base.to(d);
     if (view) t = view(t);
-    return Variable(t, grad && tg::is_floating(t.dtype()));
+    return Tensor(t, grad && tg::is_floating(t.dtype()));
   }
 };
 
@@ -122,7 +122,7 @@ int64_t fit_bound(tg::DType dt, int64_t b) {
 }
 
 /// Integer values in [low, high] of dt, clipped to what dt holds without sign (uint8, bool: from 0).
-Tensor int_t(const tg::Shape& s, uint64_t seed, tg::DType dt, int64_t low, int64_t high) {
+RawTensor int_t(const tg::Shape& s, uint64_t seed, tg::DType dt, int64_t low, int64_t high) {
   if (dt == tg::kUInt8 || dt == tg::kBool) low = std::max<int64_t>(low, 0);
   return randint_t(s, seed, low, high + 1).to(dt);
 }
@@ -138,21 +138,21 @@ Input normal(const tg::Shape& s, uint64_t seed, tg::DType dt, int64_t bound = kS
 Input wide(const tg::Shape& s, uint64_t seed, tg::DType dt) { return normal(s, seed, dt, kWideBound); }
 Input positive(const tg::Shape& s, uint64_t seed, tg::DType dt) {
   if (!tg::is_floating(dt)) return {int_t(s, seed, dt, 1, fit_bound(dt, kSumBound)), nullptr, true};
-  Tensor x = randn_t(s, seed, dt);
+  RawTensor x = randn_t(s, seed, dt);
   return {tg::prim::add(tg::prim::unary(tg::UnaryOp::Abs, x), tg::prim::scalar_like(0.2, x)), nullptr, true};
 }
 Input nonzero(const tg::Shape& s, uint64_t seed, tg::DType dt) {
   if (dt == tg::kUInt8 || dt == tg::kBool) return positive(s, seed, dt);
   if (!tg::is_floating(dt)) {   // [-b, -1] and [1, b]
     const int64_t b = fit_bound(dt, kSumBound);
-    Tensor x = randint_t(s, seed, -b, b);
+    RawTensor x = randint_t(s, seed, -b, b);
     return {tg::prim::where(tg::prim::binary(tg::BinaryOp::Gt, x, tg::prim::scalar_like(-1.0, x), "gt"),
                             tg::prim::add(x, tg::prim::scalar_like(1.0, x)), x)
                 .to(dt),
             nullptr, true};
   }
-  Tensor x = randn_t(s, seed, dt);
-  Tensor a = tg::prim::add(tg::prim::unary(tg::UnaryOp::Abs, x), tg::prim::scalar_like(0.5, x));
+  RawTensor x = randn_t(s, seed, dt);
+  RawTensor a = tg::prim::add(tg::prim::unary(tg::UnaryOp::Abs, x), tg::prim::scalar_like(0.5, x));
   return {tg::prim::where(tg::prim::binary(tg::BinaryOp::Gt, x, tg::prim::scalar_like(0.0, x), "gt"), a,
                           tg::prim::unary(tg::UnaryOp::Neg, a)),
           nullptr, true};
@@ -161,13 +161,13 @@ Input nonzero(const tg::Shape& s, uint64_t seed, tg::DType dt) {
 /// integers in [-3, 3] ([0, 3] unsigned, [0, 1] bool).
 Input ties(const tg::Shape& s, uint64_t seed, tg::DType dt) {
   if (!tg::is_floating(dt)) return {int_t(s, seed, dt, -3, dt == tg::kBool ? 1 : 3), nullptr, true};
-  return {tg::clamp(Variable(randn_t(s, seed, dt)), -0.5, 0.5).data(), nullptr, true};
+  return {tg::clamp(Tensor(randn_t(s, seed, dt)), -0.5, 0.5).data(), nullptr, true};
 }
 /// (rows, cols) as the transpose of a (cols, rows) tensor.
 Input transposed(int64_t rows, int64_t cols, uint64_t seed, tg::DType dt, int64_t bound = kSumBound) {
-  return {normal({cols, rows}, seed, dt, bound).base, [](const Tensor& t) { return t.transpose(0, 1); }, true};
+  return {normal({cols, rows}, seed, dt, bound).base, [](const RawTensor& t) { return t.transpose(0, 1); }, true};
 }
-Input constant(const Tensor& t) { return {t, nullptr, false}; }
+Input constant(const RawTensor& t) { return {t, nullptr, false}; }
 Input int_values(const std::vector<int64_t>& v, const tg::Shape& s) {
   return constant(tg::from_vector(v, s).data());
 }
@@ -178,7 +178,7 @@ Input random_index(const tg::Shape& s, int64_t high, uint64_t seed) {
 
 /// Every element of a (any device) within atol + rtol |b| of b (the CPU reference); NaN positions and
 /// infinities must match exactly. Two int64 tensors are compared as int64, exactly.
-void check_same(const Variable& a, const Variable& b, double rtol = 1e-5, double atol = 1e-7) {
+void check_same(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-7) {
   REQUIRE(a.shape() == b.shape());
   int reported = 0;
   if (a.dtype() == tg::kInt64 && b.dtype() == tg::kInt64) {
@@ -205,7 +205,7 @@ void check_same(const Variable& a, const Variable& b, double rtol = 1e-5, double
   CHECK(reported == 0);
 }
 
-using Fn = std::function<Variable(const std::vector<Variable>&)>;
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 struct Case {
   std::string op;     ///< the op of ops/ops.h this case exercises, as declared there
   std::string what;   ///< the sample: shapes, views, arguments
@@ -229,11 +229,11 @@ std::string error_class(const tg::Error& e) {
 
 /// One device's run of a case: its output, or the tg::Error it raised.
 struct Run {
-  Variable y;
+  Tensor y;
   const std::type_info* error = nullptr;
   std::string error_text;   ///< "<class>: <message>"
 };
-Run run_case(const Case& c, const std::vector<Variable>& inputs, bool on_device) {
+Run run_case(const Case& c, const std::vector<Tensor>& inputs, bool on_device) {
   Run r;
   try {
     r.y = c.fn(inputs);
@@ -254,7 +254,7 @@ enum class Outcome { Values, SameError };
 Outcome check_parity(const Case& c, bool errors_allowed) {
   const std::string name = c.name();
   CAPTURE(name);
-  std::vector<Variable> on_cpu, on_gpu;
+  std::vector<Tensor> on_cpu, on_gpu;
   for (const Input& in : c.inputs) {
     on_cpu.push_back(in.on(kCpu));
     on_gpu.push_back(in.on(kGpu));
@@ -274,15 +274,15 @@ Outcome check_parity(const Case& c, bool errors_allowed) {
     FAIL_CHECK("CUDA raised " << gpu.error_text << " where the CPU computed a result");
     return Outcome::Values;
   }
-  const Variable &yc = cpu.y, &yg = gpu.y;
+  const Tensor &yc = cpu.y, &yg = gpu.y;
   CHECK(yg.device() == kGpu);
   REQUIRE(yg.dtype() == yc.dtype());
   const Tolerance tol = tolerance(yc.dtype(), c.tol);
   check_same(yg, yc, tol.rtol, tol.atol);
   if (!yc.requires_grad()) return Outcome::Values;
-  const Tensor w = randn_t(yc.shape(), 999, yc.dtype());
-  tg::sum(yc * Variable(w)).backward();
-  tg::sum(yg * Variable(w.to(kGpu))).backward();
+  const RawTensor w = randn_t(yc.shape(), 999, yc.dtype());
+  tg::sum(yc * Tensor(w)).backward();
+  tg::sum(yg * Tensor(w.to(kGpu))).backward();
   for (std::size_t i = 0; i < on_cpu.size(); ++i) {
     if (!on_cpu[i].requires_grad()) continue;
     CAPTURE(i);
@@ -297,13 +297,13 @@ Outcome check_parity(const Case& c, bool errors_allowed) {
 using Maker = std::function<Input(const tg::Shape&, uint64_t, tg::DType)>;
 
 /// variant (e.g. "exponent 2.5 ") prefixes each sample's description.
-std::vector<Case> unary_cases(const std::string& op, std::function<Variable(const Variable&)> fn, Maker make,
+std::vector<Case> unary_cases(const std::string& op, std::function<Tensor(const Tensor&)> fn, Maker make,
                               tg::DType dt, const std::string& variant = "") {
-  Fn f = [fn](const std::vector<Variable>& in) { return fn(in[0]); };
+  Fn f = [fn](const std::vector<Tensor>& in) { return fn(in[0]); };
   Input nc = make({33, 257}, 7, dt);
-  nc.view = [](const Tensor& t) { return t.transpose(0, 1); };
+  nc.view = [](const RawTensor& t) { return t.transpose(0, 1); };
   Input mis = make({4100}, 8, dt);
-  mis.view = [](const Tensor& t) { return t.narrow(0, 1, 4099); };
+  mis.view = [](const RawTensor& t) { return t.narrow(0, 1, 4099); };
   return {{op, variant + "(257, 33)", {make({257, 33}, 1, dt)}, f},
           {op, variant + "4099 elements: vector tail", {make({4099}, 2, dt)}, f},
           {op, variant + "misaligned", {mis}, f},
@@ -312,13 +312,13 @@ std::vector<Case> unary_cases(const std::string& op, std::function<Variable(cons
           {op, variant + "zero-size (0, 33)", {make({0, 33}, 4, dt)}, f}};
 }
 
-std::vector<Case> binary_cases(const std::string& op, std::function<Variable(const Variable&, const Variable&)> fn,
+std::vector<Case> binary_cases(const std::string& op, std::function<Tensor(const Tensor&, const Tensor&)> fn,
                                Maker a, Maker b, tg::DType dt) {
-  Fn f = [fn](const std::vector<Variable>& in) { return fn(in[0], in[1]); };
+  Fn f = [fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); };
   Input nc = a({33, 257}, 15, dt);
-  nc.view = [](const Tensor& t) { return t.transpose(0, 1); };
+  nc.view = [](const RawTensor& t) { return t.transpose(0, 1); };
   Input mis = a({4100}, 16, dt);
-  mis.view = [](const Tensor& t) { return t.narrow(0, 1, 4099); };
+  mis.view = [](const RawTensor& t) { return t.narrow(0, 1, 4099); };
   const Tol r = Tol::Reduction;   // broadcast gradients are sums
   return {{op, "same shape (257, 33)", {a({257, 33}, 11, dt), b({257, 33}, 12, dt)}, f},
           {op, "broadcast (257, 33) with (33)", {a({257, 33}, 13, dt), b({33}, 14, dt)}, f, r},
@@ -371,8 +371,8 @@ std::vector<Case> parity_table(tg::DType dt) {
   add(unary_cases("kthvalue", [](auto& a) { return tg::kthvalue(a, 2 - int64_t(a.dim() == 0), -1).values; }, N, dt));
   for (const char* cmp : {"eq", "ne", "gt", "lt", "ge", "le"}) {
     const std::string c = cmp;
-    Fn f = [c](const std::vector<Variable>& in) {
-      const Variable &a = in[0], &b = in[1];
+    Fn f = [c](const std::vector<Tensor>& in) {
+      const Tensor &a = in[0], &b = in[1];
       if (c == "eq") return tg::eq(a, b);
       if (c == "ne") return tg::ne(a, b);
       if (c == "gt") return tg::gt(a, b);
@@ -383,7 +383,7 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({c, "broadcast (257, 33) with (33), many equal pairs", {ties({257, 33}, 30, dt), ties({33}, 31, dt)}, f});
   }
   {
-    Fn f = [](const std::vector<Variable>& in) { return tg::where(in[0] > 0.0, in[1], in[2]); };
+    Fn f = [](const std::vector<Tensor>& in) { return tg::where(in[0] > 0.0, in[1], in[2]); };
     t.push_back({"where", "same shape", {W({257, 33}, 32, dt), W({257, 33}, 33, dt), W({257, 33}, 34, dt)}, f});
     t.push_back({"where", "broadcast cond (33), a (257, 33), b 0-d", {W({33}, 35, dt), W({257, 33}, 36, dt), W({}, 37, dt)}, f, R});
     t.push_back({"where", "zero-size", {W({0, 33}, 38, dt), W({0, 33}, 39, dt), W({33}, 40, dt)}, f, R});
@@ -418,7 +418,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   // Unit-stride rows read with 16-byte vectors: rows starting off a 16-byte boundary (narrowed views,
   // odd row lengths) take the scalar head and tail; vectors of every dtype's width (2 to 8 elements).
   const auto narrowed = [](Input in, int64_t dim, int64_t start, int64_t length) {
-    in.view = [dim, start, length](const Tensor& x) { return x.narrow(dim, start, length); };
+    in.view = [dim, start, length](const RawTensor& x) { return x.narrow(dim, start, length); };
     return in;
   };
   red("sum", "dim 1 of (9, 1031) narrowed to columns 1..1029: block rows, misaligned", narrowed(normal({9, 1031}, 62, dt), 1, 1, 1029),
@@ -448,7 +448,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   mm("M = 0", normal({0, 33}, 82, dt), normal({33, 7}, 83, dt));
   mm("vector-like (1, 33) @ (33, 1)", normal({1, 33}, 84, dt), normal({33, 1}, 85, dt));
   {
-    Fn f = [](const std::vector<Variable>& in) { return tg::linear(in[0], in[1], in[2]); };
+    Fn f = [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1], in[2]); };
     t.push_back({"linear", "x (257, 33), W (17, 33), b (17)", {normal({257, 33}, 86, dt), normal({17, 33}, 87, dt), normal({17}, 88, dt)}, f, R});
     t.push_back({"linear", "batched rows (3, 257, 33)", {normal({3, 257, 33}, 89, dt), normal({17, 33}, 90, dt), normal({17}, 91, dt)}, f, R});
     t.push_back({"linear", "non-contiguous x", {transposed(257, 33, 92, dt), normal({17, 33}, 93, dt), normal({17}, 94, dt)}, f, R});
@@ -457,7 +457,7 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({"linear", "batch 1: x (1, 33)", {normal({1, 33}, 95, dt), normal({17, 33}, 96, dt), normal({17}, 97, dt)}, f, R});
     t.push_back({"linear", "transposed x and W", {transposed(257, 33, 98, dt), transposed(17, 33, 99, dt), normal({17}, 193, dt)}, f, R});
     t.push_back({"linear", "without bias", {normal({257, 33}, 194, dt), normal({17, 33}, 195, dt)},
-                 [](const std::vector<Variable>& in) { return tg::linear(in[0], in[1]); }, R});
+                 [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1]); }, R});
   }
   // ---- shape ops: copies through the backend's strided copy, views read strided by the op after
   // them, gradients through sum_to and the views' backward
@@ -499,7 +499,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   for (bool log : {false, true}) {
     const std::string n = log ? "log_softmax" : "softmax";
     auto sm = [log](int64_t dim) {
-      return [log, dim](const std::vector<Variable>& in) { return log ? tg::log_softmax(in[0], dim) : tg::softmax(in[0], dim); };
+      return [log, dim](const std::vector<Tensor>& in) { return log ? tg::log_softmax(in[0], dim) : tg::softmax(in[0], dim); };
     };
     t.push_back({n, "(257, 33) last dim: warp rows", {normal({257, 33}, 130, dt)}, sm(-1), R});
     t.push_back({n, "(5, 2000) last dim: block rows", {normal({5, 2000}, 131, dt)}, sm(-1), R});
@@ -509,9 +509,9 @@ std::vector<Case> parity_table(tg::DType dt) {
     // Rows of odd length from a view narrowed by one row: the input rows start off a 16-byte boundary
     // and unlike the output's (scalar writes), or like it (vector writes, scalar head and tail).
     Input off_warp = normal({10, 37}, 135, dt), off_block = normal({4, 1029}, 136, dt), even = normal({9, 1032}, 137, dt);
-    off_warp.view = [](const Tensor& x) { return x.narrow(0, 1, 9); };
-    off_block.view = [](const Tensor& x) { return x.narrow(0, 1, 3); };
-    even.view = [](const Tensor& x) { return x.narrow(0, 1, 8); };
+    off_warp.view = [](const RawTensor& x) { return x.narrow(0, 1, 9); };
+    off_block.view = [](const RawTensor& x) { return x.narrow(0, 1, 3); };
+    even.view = [](const RawTensor& x) { return x.narrow(0, 1, 8); };
     t.push_back({n, "(9, 37) narrowed by a row: warp rows, misaligned", {off_warp}, sm(-1), R});
     t.push_back({n, "(3, 1029) narrowed by a row: block rows, misaligned", {off_block}, sm(-1), R});
     t.push_back({n, "(8, 1032) narrowed by a row: block rows, aligned vectors", {even}, sm(-1), R});
@@ -519,7 +519,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   {
     const Input tgt = random_index({257}, 33, 140);
     auto ce = [](tg::Reduction r, int64_t ignore, double smooth) {
-      return [r, ignore, smooth](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], in[1], r, ignore, smooth); };
+      return [r, ignore, smooth](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], in[1], r, ignore, smooth); };
     };
     const std::string n = "cross_entropy";
     t.push_back({n, "mean (257, 33)", {normal({257, 33}, 141, dt), tgt}, ce(tg::Reduction::Mean, -100, 0), R});
@@ -532,7 +532,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                  ce(tg::Reduction::Mean, -100, 0.05), R});
     t.push_back({n, "non-contiguous logits", {transposed(257, 33, 148, dt), tgt}, ce(tg::Reduction::Sum, -100, 0), R});
     Input off = normal({65, 37}, 151, dt);
-    off.view = [](const Tensor& x) { return x.narrow(0, 1, 64); };
+    off.view = [](const RawTensor& x) { return x.narrow(0, 1, 64); };
     t.push_back({n, "(64, 37) narrowed by a row: misaligned rows, label smoothing", {off, random_index({64}, 37, 152)},
                  ce(tg::Reduction::Mean, -100, 0.1), R});
     Input big = normal({257, 33}, 149, dt);
@@ -544,7 +544,7 @@ std::vector<Case> parity_table(tg::DType dt) {
     // integers within kMseBound: the sum of 8481 squared differences fits (mse_loss is sub, mul and
     // the reduction, so Sum and None compute in the integer dtype and Mean raises from mean)
     const int64_t b = kMseBound;
-    auto mse = [](tg::Reduction r) { return [r](const std::vector<Variable>& in) { return tg::mse_loss(in[0], in[1], r); }; };
+    auto mse = [](tg::Reduction r) { return [r](const std::vector<Tensor>& in) { return tg::mse_loss(in[0], in[1], r); }; };
     t.push_back({"mse_loss", "mean", {normal({257, 33}, 151, dt, b), normal({257, 33}, 152, dt, b)}, mse(tg::Reduction::Mean), R});
     t.push_back({"mse_loss", "sum, target without grad", {normal({257, 33}, 154, dt, b), constant(normal({257, 33}, 155, dt, b).base)},
                  mse(tg::Reduction::Sum), R});
@@ -564,8 +564,8 @@ std::vector<Case> parity_table(tg::DType dt) {
   add(unary_cases("leaky_relu", [](auto& a) { return tg::leaky_relu(a, 0.2); }, N, dt));
   add(unary_cases("log_sigmoid", [](auto& a) { return tg::log_sigmoid(a); }, N, dt));
   {
-    Fn mf = [](const std::vector<Variable>& in) { return tg::masked_fill(in[0], in[1] > 0.0, 0.75); };
-    Fn mv = [](const std::vector<Variable>& in) { return tg::masked_fill(in[0], in[1] > 0.0, in[2]); };
+    Fn mf = [](const std::vector<Tensor>& in) { return tg::masked_fill(in[0], in[1] > 0.0, 0.75); };
+    Fn mv = [](const std::vector<Tensor>& in) { return tg::masked_fill(in[0], in[1] > 0.0, in[2]); };
     t.push_back({"masked_fill", "mask (257, 33)", {W({257, 33}, 160, dt), W({257, 33}, 161, dt)}, mf});
     t.push_back({"masked_fill", "x (33) broadcast to the mask (257, 33), 0-d value", {W({33}, 162, dt), W({257, 33}, 163, dt), W({}, 164, dt)}, mv, R});
     t.push_back({"tril", "(257, 33) diagonal -3", {W({257, 33}, 165, dt)}, [](auto& in) { return tg::tril(in[0], -3) * 2.0; }});
@@ -604,12 +604,12 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::batch_norm(in[0], in[1], in[2], in[3], in[4], true); }, R});
   t.push_back({"batch_norm", "eval (33, 5)", {normal({33, 5}, 174, dt), normal({5}, 175, dt), positive({5}, 176, dt),
                                               normal({5}, 177, dt), normal({5}, 178, dt)},
-               [](auto& in) { return tg::batch_norm(in[0], tg::Variable(in[1].data()), tg::Variable(in[2].data()), in[3], in[4], false); }, R});
+               [](auto& in) { return tg::batch_norm(in[0], tg::Tensor(in[1].data()), tg::Tensor(in[2].data()), in[3], in[4], false); }, R});
   t.push_back({"layer_norm", "(257, 33) with weight and bias", {normal({257, 33}, 179, dt), normal({33}, 180, dt), normal({33}, 181, dt)},
                [](auto& in) { return tg::layer_norm(in[0], {33}, in[1], in[2]); }, R});
   t.push_back({"layer_norm", "(9, 3, 1100) over the last two dims, weight only (block rows, several row parts)",
                {normal({9, 3, 1100}, 185, dt), normal({3, 1100}, 186, dt)},
-               [](auto& in) { return tg::layer_norm(in[0], {3, 1100}, in[1], tg::Variable()); }, R});
+               [](auto& in) { return tg::layer_norm(in[0], {3, 1100}, in[1], tg::Tensor()); }, R});
   t.push_back({"layer_norm", "(300, 7) without weight or bias", {normal({300, 7}, 187, dt)},
                [](auto& in) { return tg::layer_norm(in[0], {7}); }, R});
   t.push_back({"group_norm", "(6, 12, 5, 7) 4 groups with weight and bias", {normal({6, 12, 5, 7}, 182, dt), normal({12}, 183, dt), normal({12}, 184, dt)},
@@ -621,7 +621,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"scaled_dot_product_attention", "bool mask (33, 65), float mask, dropout 0.2",
                {normal({4, 33, 16}, 188, dt), normal({4, 65, 16}, 189, dt), normal({4, 65, 8}, 190, dt), W({33, 65}, 191, dt), normal({4, 1, 65}, 192, dt)},
                [](auto& in) {
-                 const Variable a = tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3] > 0.0);
+                 const Tensor a = tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3] > 0.0);
                  tg::manual_seed(13);
                  return a + tg::scaled_dot_product_attention(in[0], in[1], in[2], in[4], 0.2, false, 0.5);
                }, R});
@@ -696,7 +696,7 @@ TEST_CASE("cuda: without a usable GPU info explains why and CUDA tensors raise D
   CHECK_NOTHROW(tg::cuda::empty_cache());
   CHECK_NOTHROW(tg::cuda::reset_peak_memory_stats());
   // pin_memory is a no-op without a GPU
-  const Tensor x = tg::randn({4}).data();
+  const RawTensor x = tg::randn({4}).data();
   CHECK(tg::cuda::detail::pin(x).storage() == x.storage());
   CHECK_FALSE(tg::cuda::detail::is_pinned(x));
 }
@@ -764,13 +764,13 @@ TEST_CASE("cuda: tensors move both ways and between dtypes") {
     const std::string dtype = tg::dtype_name(dt);
     CAPTURE(dtype);
     tg::manual_seed(3);
-    const Variable x = dt == tg::kInt64 ? tg::randint(-50, 50, {257, 33}) : tg::randn({257, 33}, tg::TensorOptions().dtype(dt));
-    const Variable g = x.to(kGpu);
+    const Tensor x = dt == tg::kInt64 ? tg::randint(-50, 50, {257, 33}) : tg::randn({257, 33}, tg::TensorOptions().dtype(dt));
+    const Tensor g = x.to(kGpu);
     CHECK(g.device() == kGpu);
     check_same(g, x, 0, 0);                                  // exact round trip
     check_same(g.to(kCpu), x, 0, 0);
-    check_same(Variable(x.data().transpose(0, 1)).to(kGpu), Variable(x.data().transpose(0, 1)), 0, 0);
-    check_same(Variable(g.data().transpose(0, 1)).cpu(), Variable(x.data().transpose(0, 1)), 0, 0);
+    check_same(Tensor(x.data().transpose(0, 1)).to(kGpu), Tensor(x.data().transpose(0, 1)), 0, 0);
+    check_same(Tensor(g.data().transpose(0, 1)).cpu(), Tensor(x.data().transpose(0, 1)), 0, 0);
     for (tg::DType to : {tg::kFloat32, tg::kFloat64, tg::kInt64})   // conversions on the device
       check_same(g.to(to), x.to(to), 0, 0);
     check_same(tg::zeros({0, 3}).to(kGpu), tg::zeros({0, 3}), 0, 0);
@@ -787,9 +787,9 @@ TEST_CASE("cuda: creation ops and fills match the CPU") {
   check_same(tg::full({257}, 2.5, opts), tg::full({257}, 2.5), 0, 0);
   check_same(tg::arange(257, opts), tg::arange(257), 0, 0);
   check_same(tg::eye(33, opts), tg::eye(33), 0, 0);   // a strided fill of the diagonal
-  Variable x = tg::zeros({33, 257}, opts);
+  Tensor x = tg::zeros({33, 257}, opts);
   tg::prim::fill_(x.data().transpose(0, 1).narrow(0, 3, 100), 4.0);   // strided fill
-  Variable y = tg::zeros({33, 257});
+  Tensor y = tg::zeros({33, 257});
   tg::prim::fill_(y.data().transpose(0, 1).narrow(0, 3, 100), 4.0);
   check_same(x, y, 0, 0);
 }
@@ -889,7 +889,7 @@ TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
     v[3 * 33 + 9] = inf;                                 // row 3: +inf
     for (int j = 0; j < 33; ++j) v[4 * 33 + j] = -inf;   // row 4: all -inf
     v[5 * 33 + 2] = -inf;                                // row 5: one -inf
-    const Variable x = tg::from_vector(v, {7, 33}).to(dt), xg = x.to(kGpu);
+    const Tensor x = tg::from_vector(v, {7, 33}).to(dt), xg = x.to(kGpu);
     check_same(tg::relu(xg), tg::relu(x));
     check_same(tg::exp(xg), tg::exp(x), 1e-5, 1e-6);
     check_same(tg::sum(xg, 1), tg::sum(x, 1), 1e-4, 1e-4);
@@ -901,20 +901,20 @@ TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
     check_same(tg::softmax(xg, 1), tg::softmax(x, 1), 1e-4, 1e-5);
     check_same(tg::log_softmax(xg, 1), tg::log_softmax(x, 1), 1e-4, 1e-4);
     check_same(tg::softmax(xg, 0), tg::softmax(x, 0), 1e-4, 1e-5);   // the column kernel
-    const Variable tgt = tg::from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}, {7});
+    const Tensor tgt = tg::from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}, {7});
     check_same(tg::cross_entropy(xg, tgt.to(kGpu), tg::Reduction::None),
                          tg::cross_entropy(x, tgt, tg::Reduction::None), 1e-4, 1e-4);
     // gradients: cross-entropy's rows, and pow where it is locally constant (Note [NaN and infinity])
-    Variable xc = x.detach(), xgc = xg.detach();
+    Tensor xc = x.detach(), xgc = xg.detach();
     xc.set_requires_grad(true);
     xgc.set_requires_grad(true);
     tg::cross_entropy(xc, tgt, tg::Reduction::Sum).backward();
     tg::cross_entropy(xgc, tgt.to(kGpu), tg::Reduction::Sum).backward();
     check_same(xgc.grad(), xc.grad(), 1e-4, 1e-5);
-    Variable a = tg::from_vector(std::vector<double>{0, 0, 2, 0, 3}, {5}).to(dt);
-    Variable b = tg::from_vector(std::vector<double>{2, 0, 0, -1, 2}, {5}).to(dt);
-    Variable ag = a.to(kGpu), bg = b.to(kGpu);
-    for (Variable* v : {&a, &b, &ag, &bg}) v->set_requires_grad(true);
+    Tensor a = tg::from_vector(std::vector<double>{0, 0, 2, 0, 3}, {5}).to(dt);
+    Tensor b = tg::from_vector(std::vector<double>{2, 0, 0, -1, 2}, {5}).to(dt);
+    Tensor ag = a.to(kGpu), bg = b.to(kGpu);
+    for (Tensor* v : {&a, &b, &ag, &bg}) v->set_requires_grad(true);
     tg::pow(a, b).sum().backward();
     tg::pow(ag, bg).sum().backward();
     check_same(ag.grad(), a.grad(), 1e-6, 1e-7);
@@ -924,7 +924,7 @@ TEST_CASE("cuda parity: NaN and infinity positions match the CPU") {
 
 namespace {
 /// Whether y's graph has a node named name (an explicit stack over the edges, no recursion).
-bool graph_has(const Variable& y, const std::string& name) {
+bool graph_has(const Tensor& y, const std::string& name) {
   std::vector<const tg::Node*> stack;
   std::set<const tg::Node*> seen;
   if (y.grad_fn()) stack.push_back(y.grad_fn().get());
@@ -964,35 +964,35 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
     for (const Sample& sm : samples) {
       const std::string what = std::string(sm.what) + " " + tg::dtype_name(dt);
       CAPTURE(what);
-      const Tensor q = randn_t(sm.q, 400, dt), k = randn_t(sm.k, 401, dt), v = randn_t(sm.v, 402, dt);
+      const RawTensor q = randn_t(sm.q, 400, dt), k = randn_t(sm.k, 401, dt), v = randn_t(sm.v, 402, dt);
       const int64_t L = sm.q[sm.q.size() - 2], S = sm.k[sm.k.size() - 2];
-      Tensor mask;
+      RawTensor mask;
       if (sm.mask == 1) mask = tg::prim::binary(tg::BinaryOp::Gt, randn_t({sm.q[0], 1, 1, S}, 403, tg::kFloat32),
                                                 tg::prim::full({}, -1.0, tg::kFloat32), "gt");
       if (sm.mask == 2) mask = randn_t({L, S}, 403, dt);
       if (sm.mask == 3) mask = tg::prim::binary(tg::BinaryOp::Gt, randn_t({2, 1, 2, L, S}, 403, tg::kFloat32),
                                                 tg::prim::full({}, -1.0, tg::kFloat32), "gt");
       const std::optional<double> scale = sm.scale > 0 ? std::optional<double>(sm.scale) : std::nullopt;
-      auto run = [&](Device d, tg::DType t, std::vector<Variable>& in) {
-        in = {Variable(q.to(t).to(d), true), Variable(k.to(t).to(d), true), Variable(v.to(t).to(d), true)};
-        const Variable m = !mask.defined() ? Variable()
-                           : mask.dtype() == tg::kBool ? Variable(mask.to(d)) : Variable(mask.to(t).to(d));
+      auto run = [&](Device d, tg::DType t, std::vector<Tensor>& in) {
+        in = {Tensor(q.to(t).to(d), true), Tensor(k.to(t).to(d), true), Tensor(v.to(t).to(d), true)};
+        const Tensor m = !mask.defined() ? Tensor()
+                           : mask.dtype() == tg::kBool ? Tensor(mask.to(d)) : Tensor(mask.to(t).to(d));
         return tg::scaled_dot_product_attention(in[0], in[1], in[2], m, 0, sm.causal, scale);
       };
-      std::vector<Variable> gin, cin;
-      const Variable yg = run(kGpu, dt, gin), yc = run(kCpu, ref_dt, cin);
+      std::vector<Tensor> gin, cin;
+      const Tensor yg = run(kGpu, dt, gin), yc = run(kCpu, ref_dt, cin);
       CHECK(graph_has(yg, "scaled_dot_product_attention"));         // the fused node
       CHECK_FALSE(graph_has(yc, "scaled_dot_product_attention"));   // the CPU composes
       CHECK(graph_has(yc, "softmax"));
-      const Tensor w = randn_t(yc.shape(), 404, dt);
-      tg::sum(yg * Variable(w.to(kGpu))).backward();
-      tg::sum(yc * Variable(w.to(ref_dt))).backward();
+      const RawTensor w = randn_t(yc.shape(), 404, dt);
+      tg::sum(yg * Tensor(w.to(kGpu))).backward();
+      tg::sum(yc * Tensor(w.to(ref_dt))).backward();
       // float64 1e-7 and float32 1e-4 as the parity table's reductions; float16/bfloat16: the CPU's
       // float32 result rounded once against the kernels' float32 accumulation rounded once, plus the
       // backward's D_i = dout . out read from the rounded out: 4u of each tensor's largest value
       const double u = testing::unit_roundoff(dt);
       const double rtol = dt == tg::kFloat64 ? 1e-7 : dt == tg::kFloat32 ? 1e-4 : 4 * u;
-      auto close = [&](const Variable& got, const Variable& want) {
+      auto close = [&](const Tensor& got, const Tensor& want) {
         double biggest = 0;
         for (double x : want.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
         check_same(got.cpu().to(tg::kFloat64), want.to(tg::kFloat64), rtol, rtol * std::max(1.0, biggest));
@@ -1006,17 +1006,17 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
   }
   // the composed path on CUDA: dropout (its mask is drawn over the materialised probabilities), and a
   // float mask that requires grad (the fused backward gives none)
-  const Variable q = Variable(randn_t({2, 9, 8}, 405, tg::kFloat32).to(kGpu), true);
+  const Tensor q = Tensor(randn_t({2, 9, 8}, 405, tg::kFloat32).to(kGpu), true);
   CHECK_FALSE(graph_has(tg::scaled_dot_product_attention(q, q, q, {}, 0.2), "scaled_dot_product_attention"));
-  const Variable m = Variable(randn_t({9, 9}, 406, tg::kFloat32).to(kGpu), true);
-  const Variable y = tg::scaled_dot_product_attention(q, q, q, m);
+  const Tensor m = Tensor(randn_t({9, 9}, 406, tg::kFloat32).to(kGpu), true);
+  const Tensor y = tg::scaled_dot_product_attention(q, q, q, m);
   CHECK_FALSE(graph_has(y, "scaled_dot_product_attention"));
   tg::sum(y).backward();
   CHECK(m.grad().defined());
   // a head dim above the kernels' tiles (128 here) composes too, and agrees with the CPU
-  const Tensor wide = randn_t({2, 5, 160}, 407, tg::kFloat32);
-  const Variable yw = tg::scaled_dot_product_attention(Variable(wide.to(kGpu)), Variable(wide.to(kGpu)), Variable(wide.to(kGpu)));
-  check_same(yw, tg::scaled_dot_product_attention(Variable(wide), Variable(wide), Variable(wide)), 1e-4, 1e-4);
+  const RawTensor wide = randn_t({2, 5, 160}, 407, tg::kFloat32);
+  const Tensor yw = tg::scaled_dot_product_attention(Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)));
+  check_same(yw, tg::scaled_dot_product_attention(Tensor(wide), Tensor(wide), Tensor(wide)), 1e-4, 1e-4);
 }
 
 TEST_CASE("cuda: under autocast scaled_dot_product_attention runs fused in the lower precision") {
@@ -1032,25 +1032,25 @@ TEST_CASE("cuda: under autocast scaled_dot_product_attention runs fused in the l
   for (tg::DType low : {tg::kFloat16, tg::kBFloat16}) {
     const std::string name = tg::dtype_name(low);
     CAPTURE(name);
-    const Tensor q = randn_t({2, 3, 20, 16}, 410, tg::kFloat32), k = randn_t({2, 3, 24, 16}, 411, tg::kFloat32);
-    const Tensor v = randn_t({2, 3, 24, 16}, 412, tg::kFloat32), mask = randn_t({20, 24}, 413, tg::kFloat32);
-    const Variable qg(q.to(kGpu), true), kg(k.to(kGpu), true), vg(v.to(kGpu), true), mg(mask.to(kGpu));
-    Variable y;
+    const RawTensor q = randn_t({2, 3, 20, 16}, 410, tg::kFloat32), k = randn_t({2, 3, 24, 16}, 411, tg::kFloat32);
+    const RawTensor v = randn_t({2, 3, 24, 16}, 412, tg::kFloat32), mask = randn_t({20, 24}, 413, tg::kFloat32);
+    const Tensor qg(q.to(kGpu), true), kg(k.to(kGpu), true), vg(v.to(kGpu), true), mg(mask.to(kGpu));
+    Tensor y;
     {
       tg::amp::AutocastGuard region(kGpu, low);
       y = tg::scaled_dot_product_attention(qg, kg, vg, mg);
     }
     CHECK(y.dtype() == low);
     CHECK(graph_has(y, "scaled_dot_product_attention"));
-    const Variable by_hand = tg::scaled_dot_product_attention(Variable(q.to(low).to(kGpu)), Variable(k.to(low).to(kGpu)),
-                                                              Variable(v.to(low).to(kGpu)), Variable(mask.to(low).to(kGpu)));
+    const Tensor by_hand = tg::scaled_dot_product_attention(Tensor(q.to(low).to(kGpu)), Tensor(k.to(low).to(kGpu)),
+                                                              Tensor(v.to(low).to(kGpu)), Tensor(mask.to(low).to(kGpu)));
     check_same(y, by_hand, 0, 0);
     tg::sum(y.to(tg::kFloat32)).backward();
-    for (const Variable* leaf : {&qg, &kg, &vg}) {
+    for (const Tensor* leaf : {&qg, &kg, &vg}) {
       REQUIRE(leaf->grad().defined());
       CHECK(leaf->grad().dtype() == tg::kFloat32);
     }
-    const Variable want = tg::scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), Variable(mask));
+    const Tensor want = tg::scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), Tensor(mask));
     double biggest = 0;
     for (double x : want.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
     const double u = testing::unit_roundoff(low);
@@ -1065,9 +1065,9 @@ TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
     const std::string dtype = tg::dtype_name(dt);
     CAPTURE(dtype);
     tg::manual_seed(2024);
-    const Variable a = tg::randn({257, 33}, on(kCpu, dt)), u = tg::rand({1001}, on(kCpu, dt));
+    const Tensor a = tg::randn({257, 33}, on(kCpu, dt)), u = tg::rand({1001}, on(kCpu, dt));
     tg::manual_seed(2024);
-    const Variable ag = tg::randn({257, 33}, on(kGpu, dt)), ug = tg::rand({1001}, on(kGpu, dt));
+    const Tensor ag = tg::randn({257, 33}, on(kGpu, dt)), ug = tg::rand({1001}, on(kGpu, dt));
     if (dt == tg::kFloat32) {   // float32: bit for bit
       check_same(ag, a, 0, 0);
       check_same(ug, u, 0, 0);
@@ -1077,9 +1077,9 @@ TEST_CASE("cuda: the same seed gives the same random numbers on both devices") {
     }
   }
   tg::manual_seed(7);
-  const Variable i = tg::randint(-5, 1000, {4099});
+  const Tensor i = tg::randint(-5, 1000, {4099});
   tg::manual_seed(7);
-  const Variable ig = tg::randint(-5, 1000, {4099}, tg::TensorOptions().device(kGpu));
+  const Tensor ig = tg::randint(-5, 1000, {4099}, tg::TensorOptions().device(kGpu));
   check_same(ig, i, 0, 0);
   // integers beyond 2^53, exactly (compared as int64, not through double)
   const int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
@@ -1120,11 +1120,11 @@ TEST_CASE("cuda: binary ops with a broadcast scalar, row or block match the CPU 
       CAPTURE(layout);
       for (bool swapped : {false, true}) {
         CAPTURE(swapped);
-        const Tensor a = dt == tg::kInt64 ? randint_t(l.a, 11, -50, 50) : randn_t(l.a, 11, dt);
-        const Tensor b = dt == tg::kInt64 ? randint_t(l.b, 12, 1, 50) : randn_t(l.b, 12, dt);
-        const Tensor& x = swapped ? b : a;
-        const Tensor& y = swapped ? a : b;
-        const Variable xc(x), yc(y), xg(x.to(kGpu)), yg(y.to(kGpu));
+        const RawTensor a = dt == tg::kInt64 ? randint_t(l.a, 11, -50, 50) : randn_t(l.a, 11, dt);
+        const RawTensor b = dt == tg::kInt64 ? randint_t(l.b, 12, 1, 50) : randn_t(l.b, 12, dt);
+        const RawTensor& x = swapped ? b : a;
+        const RawTensor& y = swapped ? a : b;
+        const Tensor xc(x), yc(y), xg(x.to(kGpu)), yg(y.to(kGpu));
         check_same(xg + yg, xc + yc, 0, 0);   // IEEE sums, products and differences: the same bits
         check_same(xg - yg, xc - yc, 0, 0);
         check_same(xg * yg, xc * yc, 0, 0);
@@ -1132,20 +1132,20 @@ TEST_CASE("cuda: binary ops with a broadcast scalar, row or block match the CPU 
       }
     }
     // a block that starts off a 16-byte boundary: the strided launcher
-    const Tensor a = dt == tg::kInt64 ? randint_t({7, 8}, 13, -50, 50) : randn_t({7, 8}, 13, dt);
-    const Tensor base = dt == tg::kInt64 ? randint_t({9}, 14, -50, 50) : randn_t({9}, 14, dt);
-    const Variable row_c(base.narrow(0, 1, 8)), row_g(base.to(kGpu).narrow(0, 1, 8));
-    check_same(Variable(a.to(kGpu)) + row_g, Variable(a) + row_c, 0, 0);
+    const RawTensor a = dt == tg::kInt64 ? randint_t({7, 8}, 13, -50, 50) : randn_t({7, 8}, 13, dt);
+    const RawTensor base = dt == tg::kInt64 ? randint_t({9}, 14, -50, 50) : randn_t({9}, 14, dt);
+    const Tensor row_c(base.narrow(0, 1, 8)), row_g(base.to(kGpu).narrow(0, 1, 8));
+    check_same(Tensor(a.to(kGpu)) + row_g, Tensor(a) + row_c, 0, 0);
   }
 }
 
 TEST_CASE("cuda: reductions and softmax and cross-entropy are bitwise deterministic") {
   TG_NEED_CUDA();
   tg::manual_seed(5);
-  const Variable x = tg::randn({3, 70001}, tg::TensorOptions().device(kGpu));
-  const Variable big = tg::randn({517, 1031}, tg::TensorOptions().device(kGpu));
-  const Variable tgt = tg::randint(0, 1031, {517}, tg::TensorOptions().device(kGpu));
-  auto bits = [](const Variable& v) { return v.to_vector<double>(); };
+  const Tensor x = tg::randn({3, 70001}, tg::TensorOptions().device(kGpu));
+  const Tensor big = tg::randn({517, 1031}, tg::TensorOptions().device(kGpu));
+  const Tensor tgt = tg::randint(0, 1031, {517}, tg::TensorOptions().device(kGpu));
+  auto bits = [](const Tensor& v) { return v.to_vector<double>(); };
   CHECK(bits(tg::sum(x, 1)) == bits(tg::sum(x, 1)));
   CHECK(bits(tg::sum(x, 0)) == bits(tg::sum(x, 0)));
   CHECK(bits(tg::sum(big)) == bits(tg::sum(big)));
@@ -1159,8 +1159,8 @@ TEST_CASE("cuda: optimizer updates match the CPU (SGD with momentum and Adam and
   TG_NEED_CUDA();
   for (int which = 0; which < 3; ++which) {
     CAPTURE(which);
-    const Tensor w0 = randn_t({257, 33}, 20, tg::kFloat32), g0 = randn_t({257, 33}, 21, tg::kFloat32);
-    Variable wc(w0.clone(), true), wg(w0.to(kGpu), true);
+    const RawTensor w0 = randn_t({257, 33}, 20, tg::kFloat32), g0 = randn_t({257, 33}, 21, tg::kFloat32);
+    Tensor wc(w0.clone(), true), wg(w0.to(kGpu), true);
     std::unique_ptr<tg::optim::Optimizer> oc, og;
     if (which == 0) {
       const auto o = tg::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-2);
@@ -1174,8 +1174,8 @@ TEST_CASE("cuda: optimizer updates match the CPU (SGD with momentum and Adam and
       og.reset(new tg::optim::AdamW({wg}, tg::optim::AdamOptions(1e-2).amsgrad(true).weight_decay(1e-2)));
     }
     for (int step = 0; step < 5; ++step) {
-      wc.set_grad(Variable(tg::prim::mul(g0, 1.0 + step)));
-      wg.set_grad(Variable(tg::prim::mul(g0.to(kGpu), 1.0 + step)));
+      wc.set_grad(Tensor(tg::prim::mul(g0, 1.0 + step)));
+      wg.set_grad(Tensor(tg::prim::mul(g0.to(kGpu), 1.0 + step)));
       oc->step();
       og->step();
     }
@@ -1190,7 +1190,7 @@ struct Net : tg::nn::Module {   // the tutorial MLP (README's first program)
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 std::vector<double> train_losses(Device device, bool momentum) {
@@ -1198,15 +1198,15 @@ std::vector<double> train_losses(Device device, bool momentum) {
   Net model;   // same initial weights on both devices: drawn on the CPU from the same seed
   model.to(device);
   tg::manual_seed(1);
-  const Variable inputs = tg::randn({100, 784}).to(device);
-  const Variable targets = tg::randint(0, 10, {100}).to(device);
+  const Tensor inputs = tg::randn({100, 784}).to(device);
+  const Tensor targets = tg::randint(0, 10, {100}).to(device);
   tg::nn::CrossEntropyLoss criterion;
   std::unique_ptr<tg::optim::Optimizer> opt;
   opt.reset(new tg::optim::SGD(model.parameters(), tg::optim::SGDOptions(0.01).momentum(momentum ? 0.9 : 0.0)));
   std::vector<double> losses;
   for (int step = 0; step < 20; ++step) {
     opt->zero_grad();
-    Variable loss = criterion(model(inputs), targets);
+    Tensor loss = criterion(model(inputs), targets);
     loss.backward();
     opt->step();
     losses.push_back(loss.item());
@@ -1230,34 +1230,34 @@ TEST_CASE("cuda: the tutorial MLP trains 20 steps to the same losses on both dev
 
 TEST_CASE("cuda: an out-of-range cross_entropy target raises IndexError at the next sync") {
   TG_NEED_CUDA();
-  const Variable logits = tg::randn({4, 5}, tg::TensorOptions().device(kGpu));
-  const Variable bad = tg::from_vector(std::vector<int64_t>{0, 7, 1, 2}, {4}).to(kGpu);
-  Variable loss;
+  const Tensor logits = tg::randn({4, 5}, tg::TensorOptions().device(kGpu));
+  const Tensor bad = tg::from_vector(std::vector<int64_t>{0, 7, 1, 2}, {4}).to(kGpu);
+  Tensor loss;
   CHECK_NOTHROW(loss = tg::cross_entropy(logits, bad));   // queued, not checked: no hidden sync
   TG_CHECK_THROWS(loss.item(), tg::IndexError, "cross_entropy: target 7 is out of bounds for 5 classes");
   // the CPU raises the very same message, at the call
   TG_CHECK_THROWS(tg::cross_entropy(logits.cpu(), bad.cpu()), tg::IndexError,
                   "cross_entropy: target 7 is out of bounds for 5 classes");
   // the flag was cleared: the device keeps working
-  const Variable good = tg::from_vector(std::vector<int64_t>{0, 4, 1, 2}, {4}).to(kGpu);
+  const Tensor good = tg::from_vector(std::vector<int64_t>{0, 4, 1, 2}, {4}).to(kGpu);
   CHECK(std::isfinite(tg::cross_entropy(logits, good).item()));
-  const Variable negative = tg::from_vector(std::vector<int64_t>{-3, 0, 0, 0}, {4}).to(kGpu);
-  Variable l2 = tg::cross_entropy(logits, negative, tg::Reduction::None);
+  const Tensor negative = tg::from_vector(std::vector<int64_t>{-3, 0, 0, 0}, {4}).to(kGpu);
+  Tensor l2 = tg::cross_entropy(logits, negative, tg::Reduction::None);
   TG_CHECK_THROWS(tg::cuda::synchronize(), tg::IndexError, "target -3 is out of bounds for 5 classes");
   CHECK_NOTHROW(tg::cuda::synchronize());
 }
 
 TEST_CASE("cuda: an out-of-range index raises the CPU's IndexError at the next sync") {
   TG_NEED_CUDA();
-  const Variable x = tg::randn({5, 3}, tg::TensorOptions().device(kGpu));
-  const Variable idx = tg::from_vector(std::vector<int64_t>{1, 9, 0}, {3});
+  const Tensor x = tg::randn({5, 3}, tg::TensorOptions().device(kGpu));
+  const Tensor idx = tg::from_vector(std::vector<int64_t>{1, 9, 0}, {3});
   const std::string msg = "index_select: index 9 is out of bounds for dimension 0 with size 5";
   TG_CHECK_THROWS(tg::index_select(x.cpu(), 0, idx), tg::IndexError, msg);
-  Variable y;
+  Tensor y;
   CHECK_NOTHROW(y = tg::index_select(x, 0, idx.to(kGpu)));   // no hidden sync: checked on the device
   TG_CHECK_THROWS(tg::sum(y).item(), tg::IndexError, msg);
-  const Variable gidx = tg::from_vector(std::vector<int64_t>{0, 1, 2, 3, 0, 0}, {2, 3});
-  Variable g = tg::gather(x, 1, gidx.to(kGpu));
+  const Tensor gidx = tg::from_vector(std::vector<int64_t>{0, 1, 2, 3, 0, 0}, {2, 3});
+  Tensor g = tg::gather(x, 1, gidx.to(kGpu));
   TG_CHECK_THROWS(tg::cuda::synchronize(), tg::IndexError, "gather: index 3 is out of bounds for dimension 1 with size 3");
   CHECK(std::isfinite(tg::sum(x).item()));
 }
@@ -1268,7 +1268,7 @@ TEST_CASE("cuda: allocator statistics grow and shrink and empty_cache returns th
   const std::size_t before = tg::cuda::memory_allocated();
   tg::cuda::reset_peak_memory_stats();
   {
-    const Variable x = tg::zeros({1024, 1024}, tg::TensorOptions().device(kGpu));   // 4 MiB
+    const Tensor x = tg::zeros({1024, 1024}, tg::TensorOptions().device(kGpu));   // 4 MiB
     CHECK(tg::cuda::memory_allocated() >= before + 4 * 1024 * 1024);
     CHECK(tg::cuda::memory_reserved() >= tg::cuda::memory_allocated());
     CHECK(tg::cuda::max_memory_allocated() >= tg::cuda::memory_allocated());
@@ -1286,7 +1286,7 @@ TEST_CASE("cuda: allocator statistics grow and shrink and empty_cache returns th
   // A request the device cannot hold: OutOfMemoryError with the device's numbers and the largest
   // live tensors (Note [Live tensor report]), not a crash.
   {
-    const Variable held = tg::relu(tg::randn({512, 1024}, tg::TensorOptions().device(kGpu)));   // 2 MiB
+    const Tensor held = tg::relu(tg::randn({512, 1024}, tg::TensorOptions().device(kGpu)));   // 2 MiB
     TG_CHECK_THROWS(tg::empty({int64_t(1) << 40}, tg::TensorOptions().device(kGpu)), tg::OutOfMemoryError,
                     "CUDA out of memory on cuda:0");
     TG_CHECK_THROWS(tg::empty({int64_t(1) << 40}, tg::TensorOptions().device(kGpu)), tg::OutOfMemoryError,
@@ -1298,7 +1298,7 @@ TEST_CASE("cuda: allocator statistics grow and shrink and empty_cache returns th
 TEST_CASE("cuda: pinned DataLoader batches move to the GPU with non_blocking") {
   TG_NEED_CUDA();
   tg::manual_seed(4);
-  const Variable data = tg::randn({103, 7}), targets = tg::randint(0, 10, {103});
+  const Tensor data = tg::randn({103, 7}), targets = tg::randint(0, 10, {103});
   tg::data::TensorDataset ds(data, targets);
   tg::data::DataLoader loader(ds, tg::data::LoaderOptions().batch_size(10).pin_memory(true));
   tg::data::DataLoader plain(ds, tg::data::LoaderOptions().batch_size(10));
@@ -1307,7 +1307,7 @@ TEST_CASE("cuda: pinned DataLoader batches move to the GPU with non_blocking") {
   for (auto& batch : loader) {
     CHECK(tg::cuda::detail::is_pinned(batch.data.data()));
     CHECK(tg::cuda::detail::is_pinned(batch.target.data()));
-    const Variable x = batch.data.to(kGpu, /*non_blocking=*/true), y = batch.target.to(kGpu, true);
+    const Tensor x = batch.data.to(kGpu, /*non_blocking=*/true), y = batch.target.to(kGpu, true);
     check_same(x, it->data, 0, 0);
     check_same(y, it->target, 0, 0);
     ++it;
@@ -1317,10 +1317,10 @@ TEST_CASE("cuda: pinned DataLoader batches move to the GPU with non_blocking") {
   CHECK_FALSE(tg::cuda::detail::is_pinned(data.data()));
   // A pinned buffer reused at once after a non-blocking copy must not corrupt the copy.
   for (int round = 0; round < 3; ++round) {
-    Tensor pinned = tg::cuda::detail::pin(tg::prim::full({1 << 20}, double(round), tg::kFloat32));
-    const Tensor on_gpu = pinned.to(kGpu, true);
-    pinned = Tensor();   // back to the pinned cache while the copy may still run
-    Tensor next = tg::cuda::detail::pin(tg::prim::full({1 << 20}, -1.0, tg::kFloat32));
+    RawTensor pinned = tg::cuda::detail::pin(tg::prim::full({1 << 20}, double(round), tg::kFloat32));
+    const RawTensor on_gpu = pinned.to(kGpu, true);
+    pinned = RawTensor();   // back to the pinned cache while the copy may still run
+    RawTensor next = tg::cuda::detail::pin(tg::prim::full({1 << 20}, -1.0, tg::kFloat32));
     CHECK(tg::prim::sum(on_gpu).item() == doctest::Approx(double(round) * (1 << 20)));
   }
 }
@@ -1331,8 +1331,8 @@ TEST_CASE("cuda: copies between two GPUs") {
     MESSAGE("one GPU: copies between devices not exercised");
     return;
   }
-  const Variable x = tg::randn({257, 33});
-  const Variable a = x.to(Device::cuda(0)), b = a.to(Device::cuda(1));
+  const Tensor x = tg::randn({257, 33});
+  const Tensor a = x.to(Device::cuda(0)), b = a.to(Device::cuda(1));
   CHECK(b.device() == Device::cuda(1));
   check_same(b, x, 0, 0);
   check_same(tg::sum(b * 2.0), tg::sum(x * 2.0), 1e-5, 1e-5);
@@ -1348,8 +1348,8 @@ TEST_CASE("cuda: \"cuda\" without an index is the calling thread's current devic
   tg::cuda::set_device(last);
   const Device current("cuda");
   CHECK(tg::zeros({3}, tg::TensorOptions().device(current)).device() == Device::cuda(last));
-  const Variable x = tg::randn({4, 5});
-  const Variable on = x.cuda();
+  const Tensor x = tg::randn({4, 5});
+  const Tensor on = x.cuda();
   CHECK(on.device() == Device::cuda(last));
   check_same(on, x, 0, 0);
   CHECK(on.to(current).data().raw_data() == on.data().raw_data());   // already there: no copy
@@ -1368,10 +1368,10 @@ TEST_CASE("cuda: \"cuda\" without an index is the calling thread's current devic
 
 TEST_CASE("cuda: threads synchronizing one device see a recorded kernel error exactly once") {
   TG_NEED_CUDA();
-  const Variable x = tg::randn({8, 3}, tg::TensorOptions().device(kGpu));
-  const Variable bad = tg::from_vector(std::vector<int64_t>{1, 9}, {2}).to(kGpu);
+  const Tensor x = tg::randn({8, 3}, tg::TensorOptions().device(kGpu));
+  const Tensor bad = tg::from_vector(std::vector<int64_t>{1, 9}, {2}).to(kGpu);
   for (int round = 0; round < 100; ++round) {
-    const Variable y = tg::index_select(x, 0, bad);   // records the error; nothing waits yet
+    const Tensor y = tg::index_select(x, 0, bad);   // records the error; nothing waits yet
     std::atomic<int> raised{0}, other{0}, waiting{8};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t)
@@ -1401,10 +1401,10 @@ uint64_t mlp_step_launches(int64_t batch, bool momentum) {
   tg::manual_seed(0);
   Net model;
   model.to(kGpu);
-  const Variable inputs = tg::randn({batch, 784}).to(kGpu), targets = tg::randint(0, 10, {batch}).to(kGpu);
+  const Tensor inputs = tg::randn({batch, 784}).to(kGpu), targets = tg::randint(0, 10, {batch}).to(kGpu);
   tg::nn::CrossEntropyLoss criterion;
   tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.01).momentum(momentum ? 0.9 : 0.0));
-  Variable loss;
+  Tensor loss;
   auto step = [&] {
     opt.zero_grad();
     loss = criterion(model(inputs), targets);
@@ -1484,20 +1484,20 @@ TEST_CASE("cuda: linear folds its bias and bias gradient into the GEMM, matching
           const Input x = x_t ? transposed(rows, 33, seed, dt) : normal({rows, 33}, seed, dt);
           const Input w = w_t ? transposed(17, 33, seed + 1, dt) : normal({17, 33}, seed + 1, dt);
           const Input b = normal({17}, seed + 2, dt);
-          const Tensor up = randn_t({rows, 17}, seed + 3, dt);   // the upstream gradient
+          const RawTensor up = randn_t({rows, 17}, seed + 3, dt);   // the upstream gradient
           struct Result {
-            Variable y, dx, dw, db;
+            Tensor y, dx, dw, db;
             uint64_t forward = 0, backward = 0;
           };
           auto run = [&](Device d) {
             Result r;
-            Variable xv = x.on(d), wv = w.on(d), bv = with_bias ? b.on(d) : Variable();
-            const Variable upv(up.to(d));
+            Tensor xv = x.on(d), wv = w.on(d), bv = with_bias ? b.on(d) : Tensor();
+            const Tensor upv(up.to(d));
             tg::cuda::synchronize();
             uint64_t before = tg::cuda::detail::launch_count();
             r.y = tg::linear(xv, wv, bv);
             r.forward = tg::cuda::detail::launch_count() - before;
-            const Variable loss = tg::sum(r.y * upv);
+            const Tensor loss = tg::sum(r.y * upv);
             tg::cuda::synchronize();
             before = tg::cuda::detail::launch_count();
             loss.backward();
@@ -1557,26 +1557,26 @@ TEST_CASE("cuda: float16 and bfloat16 products run in cuBLAS in their own dtype,
     const std::string dtype = tg::dtype_name(dt);
     CAPTURE(dtype);
     const Tolerance tol = tolerance(dt, Tol::Reduction);
-    const Tensor a = randn_t({5, 33}, 501, dt), b = randn_t({33, 17}, 502, dt), bt = randn_t({17, 33}, 503, dt);
-    const Tensor a3 = randn_t({3, 5, 33}, 504, dt), b3 = randn_t({3, 33, 17}, 505, dt);
+    const RawTensor a = randn_t({5, 33}, 501, dt), b = randn_t({33, 17}, 502, dt), bt = randn_t({17, 33}, 503, dt);
+    const RawTensor a3 = randn_t({3, 5, 33}, 504, dt), b3 = randn_t({3, 33, 17}, 505, dt);
     struct Case {
       const char* what;
-      Tensor x, y;
+      RawTensor x, y;
       bool transpose_y;
     };
     const Case cases[] = {{"plain", a, b, false}, {"transposed operand", a, bt, true},
                           {"batched", a3, b3, false}, {"batch times one matrix", a3, b, false}};
     for (const Case& c : cases) {
       CAPTURE(c.what);
-      const Tensor yc = c.transpose_y ? c.y.transpose(0, 1) : c.y;
-      const Tensor xg = c.x.to(kGpu), yg_stored = c.y.to(kGpu);
-      const Tensor yg = c.transpose_y ? yg_stored.transpose(0, 1) : yg_stored;
+      const RawTensor yc = c.transpose_y ? c.y.transpose(0, 1) : c.y;
+      const RawTensor xg = c.x.to(kGpu), yg_stored = c.y.to(kGpu);
+      const RawTensor yg = c.transpose_y ? yg_stored.transpose(0, 1) : yg_stored;
       tg::cuda::synchronize();
       const uint64_t before = tg::cuda::detail::launch_count();
-      const Tensor out = tg::prim::matmul(xg, yg);
+      const RawTensor out = tg::prim::matmul(xg, yg);
       CHECK(tg::cuda::detail::launch_count() - before == 1);
       CHECK(out.dtype() == dt);
-      check_same(Variable(out), Variable(tg::prim::matmul(c.x, yc)), tol.rtol, tol.atol);
+      check_same(Tensor(out), Tensor(tg::prim::matmul(c.x, yc)), tol.rtol, tol.atol);
     }
   }
 }
@@ -1588,15 +1588,15 @@ TEST_CASE("cuda: round_to_precision gives the CPU's bits") {
   std::vector<float> v{1.00390625f, 1.01171875f, 1.0004883f, 1.0014648f, 65520.0f, -65519.99f, 2.9802322e-8f,
                        6.1e-5f, 3.0e38f, -0.0f, 1e-40f, std::numeric_limits<float>::infinity()};
   for (int i = 0; v.size() < 77; ++i) v.push_back(std::ldexp(std::sin(1.3 * i) + 1.25f, i % 30 - 15));
-  Tensor x = Tensor::empty({static_cast<int64_t>(v.size())}, tg::kFloat32);
+  RawTensor x = RawTensor::empty({static_cast<int64_t>(v.size())}, tg::kFloat32);
   std::copy(v.begin(), v.end(), x.data<float>());
   for (tg::DType lowp : {tg::kBFloat16, tg::kFloat16}) {
     const std::string dtype = tg::dtype_name(lowp);
     CAPTURE(dtype);
-    const Tensor cpu = tg::prim::round_to_precision(x, lowp);
-    const Tensor gpu = tg::prim::round_to_precision(x.to(kGpu), lowp).to(tg::Device::cpu());
+    const RawTensor cpu = tg::prim::round_to_precision(x, lowp);
+    const RawTensor gpu = tg::prim::round_to_precision(x.to(kGpu), lowp).to(tg::Device::cpu());
     CHECK(std::memcmp(cpu.data<float>(), gpu.data<float>(), v.size() * sizeof(float)) == 0);
-    const Tensor round_trip = x.to(lowp).to(tg::kFloat32);
+    const RawTensor round_trip = x.to(lowp).to(tg::kFloat32);
     CHECK(std::memcmp(cpu.data<float>(), round_trip.data<float>(), v.size() * sizeof(float)) == 0);
   }
 }
@@ -1604,13 +1604,13 @@ TEST_CASE("cuda: round_to_precision gives the CPU's bits") {
 TEST_CASE("cuda: one fused SGD step over more parameters than one launch holds matches the CPU") {
   TG_NEED_CUDA();
   // 30 parameters (the fused kernel takes 24 per launch), sizes from 0 to 4099, two learning rates
-  std::vector<Variable> wc, wg;
+  std::vector<Tensor> wc, wg;
   for (int i = 0; i < 30; ++i) {
-    const Variable w = testing::randn64({(i * 137) % 4100}, 300 + i, false).to(tg::kFloat32);
-    wc.push_back(Variable(w.data().clone(), true));
-    wg.push_back(Variable(w.data().to(kGpu), true));
+    const Tensor w = testing::randn64({(i * 137) % 4100}, 300 + i, false).to(tg::kFloat32);
+    wc.push_back(Tensor(w.data().clone(), true));
+    wg.push_back(Tensor(w.data().to(kGpu), true));
   }
-  const auto groups = [](const std::vector<Variable>& w) {
+  const auto groups = [](const std::vector<Tensor>& w) {
     return std::vector<tg::optim::ParamGroup>{{{w.begin(), w.begin() + 13}, std::nullopt}, {{w.begin() + 13, w.end()}, 0.05}};
   };
   const auto o = tg::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-2);
@@ -1637,13 +1637,13 @@ TEST_CASE("cuda: one fused Adam step over more parameters than one launch holds 
   // bias corrections) differ within one launch
   for (bool amsgrad : {false, true}) {
     CAPTURE(amsgrad);
-    std::vector<Variable> wc, wg;
+    std::vector<Tensor> wc, wg;
     for (int i = 0; i < 30; ++i) {
-      const Variable w = testing::randn64({(i * 137) % 4100}, 400 + i, false).to(tg::kFloat32);
-      wc.push_back(Variable(w.data().clone(), true));
-      wg.push_back(Variable(w.data().to(kGpu), true));
+      const Tensor w = testing::randn64({(i * 137) % 4100}, 400 + i, false).to(tg::kFloat32);
+      wc.push_back(Tensor(w.data().clone(), true));
+      wg.push_back(Tensor(w.data().to(kGpu), true));
     }
-    const auto groups = [](const std::vector<Variable>& w) {
+    const auto groups = [](const std::vector<Tensor>& w) {
       return std::vector<tg::optim::ParamGroup>{{{w.begin(), w.begin() + 13}, std::nullopt},
                                                 {{w.begin() + 13, w.end()}, 0.05}};
     };

@@ -22,7 +22,7 @@
 #include "testing.h"
 
 namespace fs = std::filesystem;
-using tg::Variable;
+using tg::Tensor;
 using tg::data::Batch;
 using tg::data::DataLoader;
 using tg::data::LoaderOptions;
@@ -157,14 +157,14 @@ TEST_CASE("data: IDX images and labels round-trip exact values from plain and gz
     write_file(img, idx_bytes(0x803, {3, 2, 5}, pixels), gzip);
     write_file(lab, idx_bytes(0x801, {3}, labels), gzip);
 
-    Variable x = tg::data::read_idx_images(img);
+    Tensor x = tg::data::read_idx_images(img);
     CHECK(x.shape() == tg::Shape{3, 1, 2, 5});
     CHECK(x.dtype() == tg::kFloat32);
     const auto xv = x.to_vector<float>();
     REQUIRE(xv.size() == pixels.size());
     for (std::size_t i = 0; i < xv.size(); ++i) CHECK(xv[i] == float(pixels[i]) / 255.0f);
 
-    Variable y = tg::data::read_idx_labels(lab);
+    Tensor y = tg::data::read_idx_labels(lab);
     CHECK(y.shape() == tg::Shape{3});
     CHECK(y.dtype() == tg::kInt64);
     CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{0, 9, 5});

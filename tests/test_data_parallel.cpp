@@ -11,7 +11,7 @@
 #include "testing.h"
 
 using tg::Device;
-using tg::Variable;
+using tg::Tensor;
 namespace par = tg::nn::parallel;
 
 namespace {
@@ -22,26 +22,26 @@ struct Mlp : tg::nn::Cloneable<Mlp> {   // 13 -> 17 -> 5
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 std::vector<Device> cpus(int n) { return std::vector<Device>(static_cast<std::size_t>(n), Device::cpu()); }
 
 struct Result {
-  Variable out;
-  std::vector<Variable> grads;   // the module's parameters' gradients
-  Variable input_grad;
+  Tensor out;
+  std::vector<Tensor> grads;   // the module's parameters' gradients
+  Tensor input_grad;
 };
 
 /// Forward and backward of loss = sum(out * weights) through `run`, on a fresh copy of `reference`.
 template <class Run>
-Result step(const Mlp& reference, const Variable& x_value, const Variable& out_weights, Run&& run) {
+Result step(const Mlp& reference, const Tensor& x_value, const Tensor& out_weights, Run&& run) {
   std::unique_ptr<Mlp> model = reference.clone();
-  Variable x(x_value.data().clone(), /*requires_grad=*/true);
+  Tensor x(x_value.data().clone(), /*requires_grad=*/true);
   Result r;
   r.out = run(*model, x);
   (r.out * out_weights).sum().backward();
-  for (const Variable& p : model->parameters()) r.grads.push_back(p.grad());
+  for (const Tensor& p : model->parameters()) r.grads.push_back(p.grad());
   r.input_grad = x.grad();
   return r;
 }
@@ -63,20 +63,20 @@ TEST_CASE("DataParallel: chunk sizes follow torch.chunk, fewer pieces when the b
 
 TEST_CASE("DataParallel: scatter and gather are differentiable row splits") {
   tg::manual_seed(3);
-  Variable x = tg::randn({7, 3}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  const std::vector<Variable> pieces = par::scatter(x, cpus(3));
+  Tensor x = tg::randn({7, 3}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  const std::vector<Tensor> pieces = par::scatter(x, cpus(3));
   REQUIRE(pieces.size() == 3);
   CHECK(pieces[0].shape() == tg::Shape{3, 3});
   CHECK(pieces[2].shape() == tg::Shape{1, 3});
-  Variable back = par::gather({pieces[0] * 1.0, pieces[1] * 2.0, pieces[2] * 3.0}, Device::cpu());
-  testing::check_close(Variable(back.data().narrow(0, 3, 3)), Variable(x.data().narrow(0, 3, 3)) * 2.0, 0, 0);
+  Tensor back = par::gather({pieces[0] * 1.0, pieces[1] * 2.0, pieces[2] * 3.0}, Device::cpu());
+  testing::check_close(Tensor(back.data().narrow(0, 3, 3)), Tensor(x.data().narrow(0, 3, 3)) * 2.0, 0, 0);
   back.sum().backward();
   const std::vector<double> g = x.grad().to_vector<double>();   // 1 for rows 0-2, 2 for 3-5, 3 for row 6
   for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i] == (i < 9 ? 1.0 : i < 18 ? 2.0 : 3.0));
   // scalar outputs (one loss per replica) are gathered into a vector, as PyTorch does
   CHECK(par::gather({x.sum(), x.mean()}, Device::cpu()).shape() == tg::Shape{2});
   CHECK_THROWS_AS(par::scatter(x.sum(), cpus(2)), tg::ShapeError);
-  CHECK_THROWS_AS(par::scatter(Variable(), cpus(2)), tg::ShapeError);
+  CHECK_THROWS_AS(par::scatter(Tensor(), cpus(2)), tg::ShapeError);
   CHECK_THROWS_AS(par::scatter(x, {}), tg::Error);
   CHECK_THROWS_AS(par::gather({}, Device::cpu()), tg::Error);
 }
@@ -90,10 +90,10 @@ TEST_CASE("DataParallel: 2 and 3 CPU replica threads give one replica's outputs 
       CAPTURE(replicas);
       CAPTURE(batch);
       tg::manual_seed(100 + static_cast<uint64_t>(batch));
-      const Variable x = tg::randn({batch, 13}, tg::kFloat64);
-      const Variable w = tg::randn({batch, 5}, tg::kFloat64);
-      const Result one = step(reference, x, w, [](Mlp& m, const Variable& in) { return m(in); });
-      const Result dp = step(reference, x, w, [&](Mlp& m, const Variable& in) {
+      const Tensor x = tg::randn({batch, 13}, tg::kFloat64);
+      const Tensor w = tg::randn({batch, 5}, tg::kFloat64);
+      const Result one = step(reference, x, w, [](Mlp& m, const Tensor& in) { return m(in); });
+      const Result dp = step(reference, x, w, [&](Mlp& m, const Tensor& in) {
         tg::nn::DataParallel parallel(m, cpus(replicas));
         CHECK(parallel.devices().size() == static_cast<std::size_t>(replicas));
         return parallel(in);
@@ -111,10 +111,10 @@ TEST_CASE("DataParallel: 2 and 3 CPU replica threads give one replica's outputs 
   // atol for elements that cancel to near zero.
   Mlp ref32;
   tg::manual_seed(5);
-  const Variable x = tg::randn({13, 13});
-  const Variable w = tg::randn({13, 5});
-  const Result one = step(ref32, x, w, [](Mlp& m, const Variable& in) { return m(in); });
-  const Result dp = step(ref32, x, w, [](Mlp& m, const Variable& in) { return tg::nn::DataParallel(m, cpus(3))(in); });
+  const Tensor x = tg::randn({13, 13});
+  const Tensor w = tg::randn({13, 5});
+  const Result one = step(ref32, x, w, [](Mlp& m, const Tensor& in) { return m(in); });
+  const Result dp = step(ref32, x, w, [](Mlp& m, const Tensor& in) { return tg::nn::DataParallel(m, cpus(3))(in); });
   testing::check_close(dp.out, one.out, 1e-5, 1e-6);
   for (std::size_t i = 0; i < one.grads.size(); ++i) testing::check_close(dp.grads[i], one.grads[i], 1e-5, 1e-5);
 }
@@ -126,16 +126,16 @@ TEST_CASE("DataParallel: replica threads sum into the module once per backward; 
   REQUIRE(named.size() == 4);
   CHECK(named[0].first == "module.fc1.weight");   // PyTorch's names under DataParallel
   std::atomic<int> accumulated{0};
-  auto h = model.fc1.weight.register_post_accumulate_grad_hook([&](Variable&) { ++accumulated; });
+  auto h = model.fc1.weight.register_post_accumulate_grad_hook([&](Tensor&) { ++accumulated; });
   std::mutex m;
   std::vector<bool> grad_modes, autocast_modes;
-  auto fh = model.register_forward_hook([&](tg::nn::Module&, const Variable&, const Variable&) {
+  auto fh = model.register_forward_hook([&](tg::nn::Module&, const Tensor&, const Tensor&) {
     std::lock_guard<std::mutex> lock(m);   // runs on the replica threads
     grad_modes.push_back(tg::GradMode::is_enabled());
     autocast_modes.push_back(tg::amp::is_autocast_enabled(tg::DeviceType::CPU));
   });
   tg::manual_seed(2);
-  const Variable x = tg::randn({6, 13});
+  const Tensor x = tg::randn({6, 13});
   dp(x).sum().backward();
   CHECK(accumulated.load() == 1);   // the model's own leaf, reached by both replicas, accumulated once
   CHECK(grad_modes == std::vector<bool>{true, true});
@@ -166,7 +166,7 @@ struct Picky : tg::nn::Cloneable<Picky> {   // a forward that fails on small bat
     p->plain_exception = plain_exception;
     return p;
   }
-  Variable forward(const Variable& x) override {
+  Tensor forward(const Tensor& x) override {
     if (x.size(0) < 3) {
       if (plain_exception) throw std::runtime_error("picky: a plain exception");
       throw tg::DataError("picky: batch of " + std::to_string(x.size(0)) + " rows is too small");
@@ -179,7 +179,7 @@ struct Picky : tg::nn::Cloneable<Picky> {   // a forward that fails on small bat
 TEST_CASE("DataParallel: an exception in one replica thread reaches the caller with its type") {
   Picky model;
   tg::nn::DataParallel dp(model, cpus(3));
-  const Variable x = tg::randn({10, 4});   // pieces of 4, 4, 2 rows: the third replica throws
+  const Tensor x = tg::randn({10, 4});   // pieces of 4, 4, 2 rows: the third replica throws
   CHECK_THROWS_WITH_AS(dp(x), "picky: batch of 2 rows is too small", tg::DataError);
   model.plain_exception = true;
   CHECK_THROWS_WITH_AS(dp(x), "picky: a plain exception", std::runtime_error);
@@ -190,9 +190,9 @@ TEST_CASE("DataParallel: bad inputs and devices are tg::Errors; without CUDA the
   Mlp model;
   tg::nn::DataParallel dp(model, cpus(2));
   CHECK_THROWS_WITH_AS(dp(tg::randn({3}).sum()), doctest::Contains("batch dimension"), tg::ShapeError);
-  CHECK_THROWS_WITH_AS(dp(Variable()), doctest::Contains("undefined"), tg::ShapeError);
+  CHECK_THROWS_WITH_AS(dp(Tensor()), doctest::Contains("undefined"), tg::ShapeError);
   CHECK_THROWS_WITH_AS(tg::nn::DataParallel(model, std::vector<Device>{}), doctest::Contains("empty"), tg::DeviceError);
-  const Variable x = tg::randn({4, 13});
+  const Tensor x = tg::randn({4, 13});
   if (!tg::cuda::is_available()) {
     // PyTorch: no GPU, so device_ids are ignored and dp(x) is model(x)
     tg::nn::DataParallel ids(model, std::vector<int>{0, 1});

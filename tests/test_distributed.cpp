@@ -192,14 +192,14 @@ void require_all_ok(const std::vector<RankResult>& results) {
 struct Net : tg::nn::Module {
   tg::nn::Linear fc1{8, 16}, fc2{16, 4};
   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 constexpr int kSteps = 20;
 constexpr int kBatch = 6;   // per rank
 
 /// Step s's global batch of world * kBatch rows, the same in every process.
-std::pair<tg::Variable, tg::Variable> global_batch(int step, int world) {
+std::pair<tg::Tensor, tg::Tensor> global_batch(int step, int world) {
   tg::manual_seed(1000 + step);
   return {tg::randn({world * kBatch, 8}), tg::randn({world * kBatch, 4})};
 }
@@ -222,16 +222,16 @@ void train(tg::nn::Module& net, tg::nn::parallel::DistributedDataParallel* ddp, 
   for (int s = 0; s < kSteps; ++s) {
     auto [x, y] = global_batch(s, world);
     if (ddp) {
-      x = tg::Variable(x.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
-      y = tg::Variable(y.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
+      x = tg::Tensor(x.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
+      y = tg::Tensor(y.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
     }
     opt.zero_grad();
     if (!accumulate) {
       mse(model(x), y).backward();
     } else {
       const int64_t h = x.size(0) / 2;
-      tg::Variable x0(x.data().narrow(0, 0, h).contiguous()), x1(x.data().narrow(0, h, h).contiguous());
-      tg::Variable y0(y.data().narrow(0, 0, h).contiguous()), y1(y.data().narrow(0, h, h).contiguous());
+      tg::Tensor x0(x.data().narrow(0, 0, h).contiguous()), x1(x.data().narrow(0, h, h).contiguous());
+      tg::Tensor y0(y.data().narrow(0, 0, h).contiguous()), y1(y.data().narrow(0, h, h).contiguous());
       if (ddp) {
         auto guard = ddp->no_sync();
         (mse(model(x0), y0) * 0.5).backward();
@@ -273,33 +273,33 @@ TEST_CASE("distributed: (child process) collectives") {
     return tg::from_vector(v, {3, 11});
   };
   const double tri = world * (world + 1) / 2.0;
-  tg::Variable s = make();
+  tg::Tensor s = make();
   dist::all_reduce(s);
   auto sv = s.to_vector<float>();
   for (int i = 0; i < 33; ++i) CHECK(sv[i] == static_cast<float>(tri * (i + 1)));
-  tg::Variable a = make();
+  tg::Tensor a = make();
   dist::all_reduce(a, dist::ReduceOp::AVG);
   CHECK(a.to_vector<float>()[4] == doctest::Approx(tri / world * 5));
-  tg::Variable mx = make(), mn = make();
+  tg::Tensor mx = make(), mn = make();
   dist::all_reduce(mx, dist::ReduceOp::MAX);
   dist::all_reduce(mn, dist::ReduceOp::MIN);
   CHECK(mx.to_vector<float>()[2] == static_cast<float>(world * 3));
   CHECK(mn.to_vector<float>()[2] == 3.0f);
   // int64 sum, exact beyond float precision
-  tg::Variable n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64);
+  tg::Tensor n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64);
   dist::all_reduce(n);
   CHECK(n.to_vector<int64_t>()[3] == world * (int64_t(1) << 40) + static_cast<int64_t>(tri) - world);
   // a non-contiguous view: reduced through a staging copy, written back in place
-  tg::Variable base = tg::full({4, 6}, static_cast<double>(rank + 1));
-  tg::Variable view(base.data().transpose(0, 1), false);
+  tg::Tensor base = tg::full({4, 6}, static_cast<double>(rank + 1));
+  tg::Tensor view(base.data().transpose(0, 1), false);
   dist::all_reduce(view);
   CHECK(base.to_vector<float>()[7] == static_cast<float>(tri));
   // broadcast from the last rank
-  tg::Variable b = tg::full({7}, static_cast<double>(rank * 10));
+  tg::Tensor b = tg::full({7}, static_cast<double>(rank * 10));
   dist::broadcast(b, world - 1);
   CHECK(b.to_vector<float>()[6] == static_cast<float>((world - 1) * 10));
   // all_gather
-  std::vector<tg::Variable> parts;
+  std::vector<tg::Tensor> parts;
   dist::all_gather(parts, tg::full({2, 2}, static_cast<double>(rank)));
   REQUIRE(parts.size() == static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) CHECK(parts[r].to_vector<float>()[3] == static_cast<float>(r));
@@ -332,7 +332,7 @@ TEST_CASE("distributed: (child process) a rank dies") {
   child_init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
   const int victim = std::atoi(env("TG_DIST_VICTIM"));
-  tg::Variable t = tg::ones({1000});
+  tg::Tensor t = tg::ones({1000});
   dist::all_reduce(t);   // everyone is connected
   // the victim dies after one collective (or one DDP step); the others go on into the next ones
   if (rank == victim && !env("TG_DIST_DDP")) ::raise(SIGKILL);
@@ -386,7 +386,7 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   if (!in_child()) return;
   child_init();
   const int rank = dist::get_rank();
-  tg::Variable t = rank == 0 ? tg::ones({3, 4}) : tg::ones({4, 3});
+  tg::Tensor t = rank == 0 ? tg::ones({3, 4}) : tg::ones({4, 3});
   std::string what;
   try {
     dist::all_reduce(t);
@@ -396,7 +396,7 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   CHECK_MESSAGE(what.find("rank 0 called all_reduce of float32 [3, 4] with SUM; rank 1 called all_reduce of float32 [4, 3]") !=
                     std::string::npos, what);
   what.clear();
-  tg::Variable u = rank == 0 ? tg::ones({5}) : tg::ones({5}, tg::kFloat64);
+  tg::Tensor u = rank == 0 ? tg::ones({5}) : tg::ones({5}, tg::kFloat64);
   try {
     dist::broadcast(u, 0);
   } catch (const tg::DistributedError& e) {
@@ -404,7 +404,7 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   }
   CHECK_MESSAGE(what.find("rank 1 called broadcast of float64 [5] from root 0") != std::string::npos, what);
   // nothing moved: the group still works
-  tg::Variable ok = tg::ones({2});
+  tg::Tensor ok = tg::ones({2});
   dist::all_reduce(ok);
   CHECK(ok.to_vector<float>()[1] == 2.0f);
   dist::destroy_process_group();
@@ -593,7 +593,7 @@ TEST_CASE("distributed: DDP names the parameters that got no gradient, or reduce
   struct Branchy : tg::nn::Module {
     tg::nn::Linear used{3, 2}, unused{3, 2};
     Branchy() { register_module("used", used); register_module("unused", unused); }
-    tg::Variable forward(const tg::Variable& x) override { return used(x); }
+    tg::Tensor forward(const tg::Tensor& x) override { return used(x); }
   };
   {
     Branchy m;
@@ -656,43 +656,43 @@ TEST_CASE("cuda: nccl all_reduce, broadcast, all_gather and barrier on world siz
   CHECK(dist::get_world_size() == 1);
   const tg::Device gpu = tg::Device::cuda();
   tg::manual_seed(21);
-  const tg::Variable x = tg::randn({3, 257});
+  const tg::Tensor x = tg::randn({3, 257});
   const std::vector<float> xv = x.to_vector<float>();
   // one rank: every reduction returns the values (AVG divides by 1), in place on the device
   for (dist::ReduceOp op : {dist::ReduceOp::SUM, dist::ReduceOp::AVG, dist::ReduceOp::PRODUCT, dist::ReduceOp::MIN,
                             dist::ReduceOp::MAX}) {
-    tg::Variable t = x.to(gpu);
+    tg::Tensor t = x.to(gpu);
     dist::all_reduce(t, op);
     CHECK(t.device().is_cuda());
     CHECK(t.to_vector<float>() == xv);
   }
   // float64, int64 beyond float precision, bool, float16
-  tg::Variable d = tg::full({33}, 1.0 / 3.0, tg::kFloat64).to(gpu);
+  tg::Tensor d = tg::full({33}, 1.0 / 3.0, tg::kFloat64).to(gpu);
   dist::all_reduce(d);
   CHECK(d.to_vector<double>()[32] == 1.0 / 3.0);
-  tg::Variable n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + 3), tg::kInt64).to(gpu);
+  tg::Tensor n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + 3), tg::kInt64).to(gpu);
   dist::all_reduce(n, dist::ReduceOp::MAX);
   CHECK(n.to_vector<int64_t>()[4] == (int64_t(1) << 40) + 3);
-  const tg::Tensor mask = tg::gt(x, tg::zeros_like(x)).data();
-  tg::Variable b(mask.to(gpu), false);
+  const tg::RawTensor mask = tg::gt(x, tg::zeros_like(x)).data();
+  tg::Tensor b(mask.to(gpu), false);
   dist::all_reduce(b);   // a bool sum is "any"
-  CHECK(tg::Variable(b.data().to(tg::kFloat32), false).to_vector<float>() ==
-        tg::Variable(mask.to(tg::kFloat32), false).to_vector<float>());
-  tg::Variable h = x.to(tg::kFloat16).to(gpu);
+  CHECK(tg::Tensor(b.data().to(tg::kFloat32), false).to_vector<float>() ==
+        tg::Tensor(mask.to(tg::kFloat32), false).to_vector<float>());
+  tg::Tensor h = x.to(tg::kFloat16).to(gpu);
   dist::all_reduce(h, dist::ReduceOp::AVG);
   CHECK(h.to(tg::kFloat32).to_vector<float>() == x.to(tg::kFloat16).to(tg::kFloat32).to_vector<float>());
   // a non-contiguous view: reduced through a contiguous copy, written back in place
-  tg::Variable base = x.to(gpu);
-  tg::Variable view(base.data().transpose(0, 1), false);
+  tg::Tensor base = x.to(gpu);
+  tg::Tensor view(base.data().transpose(0, 1), false);
   dist::all_reduce(view);
   CHECK(base.to_vector<float>() == xv);
   // broadcast from rank 0; a root out of range
-  tg::Variable c = x.to(gpu);
+  tg::Tensor c = x.to(gpu);
   dist::broadcast(c, 0);
   CHECK(c.to_vector<float>() == xv);
   TG_CHECK_THROWS(dist::broadcast(c, 1), tg::DistributedError, "broadcast: root 1 is out of range for world size 1");
   // all_gather: one part, a fresh device tensor of t's shape
-  std::vector<tg::Variable> parts;
+  std::vector<tg::Tensor> parts;
   dist::all_gather(parts, x.to(gpu));
   REQUIRE(parts.size() == 1);
   CHECK(parts[0].device().is_cuda());
@@ -700,19 +700,19 @@ TEST_CASE("cuda: nccl all_reduce, broadcast, all_gather and barrier on world siz
   CHECK(parts[0].to_vector<float>() == xv);
   dist::barrier();
   // zero elements: nothing moves, nothing fails
-  tg::Variable empty = tg::zeros({0, 4}).to(gpu);
+  tg::Tensor empty = tg::zeros({0, 4}).to(gpu);
   dist::all_reduce(empty);
   // CPU tensors belong to the Gloo backend
-  tg::Variable cpu = x.detach();
+  tg::Tensor cpu = x.detach();
   TG_CHECK_THROWS(dist::all_reduce(cpu), tg::DistributedError, "all_reduce: backend 'nccl' needs CUDA tensors");
-  TG_CHECK_THROWS(dist::all_reduce(tg::Variable(tg::full({2}, 1.0, tg::kInt64).data().to(gpu), false), dist::ReduceOp::AVG),
+  TG_CHECK_THROWS(dist::all_reduce(tg::Tensor(tg::full({2}, 1.0, tg::kInt64).data().to(gpu), false), dist::ReduceOp::AVG),
                   tg::DistributedError, "ReduceOp::AVG needs a floating dtype, got int64");
   dist::destroy_process_group();
   CHECK(!dist::is_initialized());
   // a second group in the same process (its own keys in the store's folder)
   TempDir again;
   REQUIRE(init_nccl_alone(again));
-  tg::Variable e = x.to(gpu);
+  tg::Tensor e = x.to(gpu);
   dist::all_reduce(e);
   CHECK(e.to_vector<float>() == xv);
   dist::destroy_process_group();
@@ -763,7 +763,7 @@ TEST_CASE("cuda: nccl a collective that never completes fails within the timeout
   TempDir dir;
   dist::init_process_group("nccl", dist::InitOptions().rank(0).world_size(1).init_method("file://" + dir.path.string())
                                        .timeout(std::chrono::milliseconds(300)));
-  tg::Variable t = tg::ones({9}).to(tg::Device::cuda());
+  tg::Tensor t = tg::ones({9}).to(tg::Device::cuda());
   dist::all_reduce(t);
   ::setenv("TG_CUDA_EMULATE_NCCL_STALL", "1", 1);
   // the header all-gather never completes: NCCL is aborted at the timeout, the collective named

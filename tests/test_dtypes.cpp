@@ -19,7 +19,7 @@
 
 using tg::Half;
 using tg::BFloat16;
-using tg::Variable;
+using tg::Tensor;
 using namespace testing;
 
 namespace {
@@ -213,14 +213,14 @@ TEST_CASE("dtypes: binary ops promote as PyTorch's result_type, with 0-d operand
   CHECK(pow(t(kInt64), t(kFloat32)).dtype() == kFloat32);
   CHECK((t(kUInt8) * t(kFloat16)).to_vector<float>() == std::vector<float>{1, 1});
   // bool arithmetic: + is or, * is and; - is refused as in PyTorch
-  Variable a = from_vector(std::vector<float>{1, 0, 1, 0}) != 0.0, b = from_vector(std::vector<float>{1, 1, 0, 0}) != 0.0;
+  Tensor a = from_vector(std::vector<float>{1, 0, 1, 0}) != 0.0, b = from_vector(std::vector<float>{1, 1, 0, 0}) != 0.0;
   CHECK((a + b).to_vector<bool>() == std::vector<bool>{true, true, true, false});
   CHECK((a * b).to_vector<bool>() == std::vector<bool>{true, false, false, false});
   TG_CHECK_THROWS(a - b, DTypeError, "subtraction, the `-` operator, with two bool tensors is not supported");
   // in place: the result type must cast to self
-  Variable i = t(kInt64);
+  Tensor i = t(kInt64);
   TG_CHECK_THROWS(i.add_(t(kFloat32)), DTypeError, "result type float32 can't be cast to the desired output type int64");
-  Variable h = t(kFloat16);
+  Tensor h = t(kFloat16);
   h.add_(t(kFloat32) * 0.25);   // computed in float32, rounded into float16
   CHECK(h.dtype() == kFloat16);
   CHECK(h.to_vector<float>() == std::vector<float>{1.25f, 1.25f});
@@ -230,8 +230,8 @@ TEST_CASE("dtypes: binary ops promote as PyTorch's result_type, with 0-d operand
 
 TEST_CASE("dtypes: comparisons give bool; where takes bool; sums of bool and small integers are int64") {
   using namespace tg;
-  Variable x = from_vector(std::vector<float>{-1, 0, 2, std::nanf("")});
-  Variable m = x > 0.0;
+  Tensor x = from_vector(std::vector<float>{-1, 0, 2, std::nanf("")});
+  Tensor m = x > 0.0;
   CHECK(m.dtype() == kBool);
   CHECK(m.to_vector<bool>() == std::vector<bool>{false, false, true, false});
   CHECK((x == x).to_vector<bool>() == std::vector<bool>{true, true, true, false});   // NaN != NaN
@@ -244,7 +244,7 @@ TEST_CASE("dtypes: comparisons give bool; where takes bool; sums of bool and sma
   CHECK(os8.str() == "tensor([  3, 200], dtype=uint8)");
   CHECK(sum(m).dtype() == kInt64);
   CHECK(sum(m).item<int64_t>() == 1);
-  Variable big = full({300}, 200.0, kUInt8);
+  Tensor big = full({300}, 200.0, kUInt8);
   CHECK(sum(big).dtype() == kInt64);
   CHECK(sum(big).item<int64_t>() == 60000);   // no uint8 wrap-around
   check_values(where(m, x, zeros({4})), {0, 0, 2, 0});
@@ -262,7 +262,7 @@ TEST_CASE("dtypes: 16-bit sums, softmax and matrix products accumulate in float3
   CHECK(sum(ones({64, 4096}, kFloat16), 1).to_vector<float>() == std::vector<float>(64, 4096.0f));
   CHECK(matmul(ones({2, 4096}, kFloat16), ones({4096, 3}, kFloat16)).to_vector<float>() == std::vector<float>(6, 4096.0f));
   CHECK(mean(ones({5000}, kBFloat16)).item() == 1);
-  Variable p = softmax(zeros({1, 3000}, kFloat16), 1);
+  Tensor p = softmax(zeros({1, 3000}, kFloat16), 1);
   CHECK(p.dtype() == kFloat16);
   CHECK(sum(p.to(kFloat32)).item() == doctest::Approx(1).epsilon(3000 * 0x1p-11));
 }
@@ -271,22 +271,22 @@ namespace {
 /// An op under test in one dtype: forward of its inputs, then backward of sum(out * w).
 struct LowCase {
   const char* name;
-  std::function<Variable(const std::vector<Variable>&)> f;
-  std::vector<std::function<Variable(tg::DType)>> inputs;   // made in float32, then rounded to the dtype
+  std::function<Tensor(const std::vector<Tensor>&)> f;
+  std::vector<std::function<Tensor(tg::DType)>> inputs;   // made in float32, then rounded to the dtype
   double forward_roundings;    // roundings of the result relative to a float32 evaluation of the same inputs
   double backward_roundings;
 };
 
-Variable rand_in(tg::Shape s, uint64_t seed, double lo = 0, bool positive = false) {
+Tensor rand_in(tg::Shape s, uint64_t seed, double lo = 0, bool positive = false) {
   tg::manual_seed(seed);
-  Variable x = tg::randn(s);
+  Tensor x = tg::randn(s);
   tg::NoGradGuard g;
   return positive ? tg::abs(x) + lo : x;
 }
 
 /// |got - want| <= k u (|want| + mean |want|) elementwise, u the dtype's unit roundoff: k roundings of
 /// relative size u, with the mean absolute value as the scale where a sum cancels.
-void check_low(const Variable& got, const Variable& want, tg::DType d, double k, const std::string& what) {
+void check_low(const Tensor& got, const Tensor& want, tg::DType d, double k, const std::string& what) {
   CAPTURE(what);
   REQUIRE(got.shape() == want.shape());
   const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
@@ -305,7 +305,7 @@ void check_low(const Variable& got, const Variable& want, tg::DType d, double k,
 
 TEST_CASE("dtypes: every op in float16 and bfloat16 matches float32 within the dtype's rounding") {
   using namespace tg;
-  using In = std::function<Variable(DType)>;
+  using In = std::function<Tensor(DType)>;
   auto in = [](Shape s, uint64_t seed, double lo = 0, bool positive = false) -> In {
     return [=](DType d) { return rand_in(s, seed, lo, positive).to(d); };
   };
@@ -340,17 +340,17 @@ TEST_CASE("dtypes: every op in float16 and bfloat16 matches float32 within the d
     for (const LowCase& c : cases) {
       CAPTURE(c.name);
       CAPTURE(dtype_name(d));
-      std::vector<Variable> lo, ref;
+      std::vector<Tensor> lo, ref;
       for (const auto& make : c.inputs) {
-        Variable x = make(d);
+        Tensor x = make(d);
         const bool diff = is_floating(x.dtype());
-        lo.push_back(diff ? Variable(x.data(), true) : x);
-        ref.push_back(diff ? Variable(x.data().to(kFloat32), true) : x);   // the same values, exactly
+        lo.push_back(diff ? Tensor(x.data(), true) : x);
+        ref.push_back(diff ? Tensor(x.data().to(kFloat32), true) : x);   // the same values, exactly
       }
-      Variable y = c.f(lo), yr = c.f(ref);
+      Tensor y = c.f(lo), yr = c.f(ref);
       CHECK(y.dtype() == d);
       check_low(y.to(kFloat32), yr, d, c.forward_roundings + 0.01, std::string(c.name) + " forward");
-      Variable w = rand_in(yr.shape(), 99);
+      Tensor w = rand_in(yr.shape(), 99);
       sum(y * w.to(d)).backward();
       sum(yr * w.to(d).to(kFloat32)).backward();
       for (std::size_t i = 0; i < lo.size(); ++i) {
@@ -407,13 +407,13 @@ TEST_CASE("dtypes: bfloat16 products are the exact product within float32 sums a
     ~Restore() { set_num_threads(n); }
   } restore{threads_before};
   auto bf16_in = [](Shape s, uint64_t seed) { return rand_in(s, seed).to(kBFloat16); };
-  auto check_product = [](const Variable& got, const Variable& a, const Variable& b, const Variable& bias,
+  auto check_product = [](const Tensor& got, const Tensor& a, const Tensor& b, const Tensor& bias,
                           const std::string& what) {
     CAPTURE(what);
     REQUIRE(got.dtype() == kBFloat16);
     NoGradGuard no_grad;
-    const Variable a64 = a.to(kFloat64), b64 = b.to(kFloat64);
-    Variable exact = matmul(a64, b64), scale = matmul(abs(a64), abs(b64));
+    const Tensor a64 = a.to(kFloat64), b64 = b.to(kFloat64);
+    Tensor exact = matmul(a64, b64), scale = matmul(abs(a64), abs(b64));
     if (bias.defined()) {
       exact = exact + bias.to(kFloat64);
       scale = scale + abs(bias.to(kFloat64));
@@ -428,29 +428,29 @@ TEST_CASE("dtypes: bfloat16 products are the exact product within float32 sums a
         FAIL_CHECK("element " << i << ": " << g[i] << " vs exact " << e[i] << " (bound " << bound << ")");
     }
   };
-  const Variable none;
+  const Tensor none;
   set_num_threads(1);
   {
-    const Variable a = bf16_in({33, 70}, 1), b = bf16_in({70, 19}, 2);
+    const Tensor a = bf16_in({33, 70}, 1), b = bf16_in({70, 19}, 2);
     check_product(matmul(a, b), a, b, none, "plain");
-    const Variable at = bf16_in({70, 33}, 3).t(), bt = bf16_in({19, 70}, 4).t();
+    const Tensor at = bf16_in({70, 33}, 3).t(), bt = bf16_in({19, 70}, 4).t();
     check_product(matmul(at, b), at, b, none, "a transposed");
     check_product(matmul(a, bt), a, bt, none, "b transposed");
     check_product(matmul(at, bt), at, bt, none, "both transposed");
-    const Variable as = bf16_in({33, 90}, 5).narrow(1, 7, 70), bs = bf16_in({70, 40}, 6).narrow(1, 3, 19);
+    const Tensor as = bf16_in({33, 90}, 5).narrow(1, 7, 70), bs = bf16_in({70, 40}, 6).narrow(1, 3, 19);
     check_product(matmul(as, bs), as, bs, none, "rows wider than the matrices");
-    const Variable a3 = bf16_in({3, 9, 40}, 7), b3 = bf16_in({3, 40, 11}, 8), b2 = bf16_in({40, 11}, 9), a2 = bf16_in({9, 40}, 10);
+    const Tensor a3 = bf16_in({3, 9, 40}, 7), b3 = bf16_in({3, 40, 11}, 8), b2 = bf16_in({40, 11}, 9), a2 = bf16_in({9, 40}, 10);
     check_product(matmul(a3, b3), a3, b3, none, "batched");
     check_product(matmul(a3, b2), a3, b2, none, "b broadcast over the batch");
     check_product(matmul(a2, b3), a2, b3, none, "a broadcast over the batch");
-    const Variable x = bf16_in({17, 40}, 11), w = bf16_in({13, 40}, 12), bias = bf16_in({13}, 13);
+    const Tensor x = bf16_in({17, 40}, 11), w = bf16_in({13, 40}, 12), bias = bf16_in({13}, 13);
     check_product(linear(x, w, bias), x, w.t(), bias, "linear with bias");
     check_product(linear(x, w), x, w.t(), none, "linear without bias");
     CHECK(matmul(bf16_in({4, 0}, 14), bf16_in({0, 5}, 15)).to_vector<double>() == std::vector<double>(20, 0.0));
   }
   set_num_threads(2);
   {
-    const Variable a = bf16_in({256, 512}, 16), b = bf16_in({512, 160}, 17), bt = bf16_in({512, 300}, 18);
+    const Tensor a = bf16_in({256, 512}, 16), b = bf16_in({512, 160}, 17), bt = bf16_in({512, 300}, 18);
     check_product(matmul(a, b), a, b, none, "split over threads by rows");
     check_product(matmul(b.t(), bt), b.t(), bt, none, "split over threads by columns");
   }
@@ -458,10 +458,10 @@ TEST_CASE("dtypes: bfloat16 products are the exact product within float32 sums a
 
 TEST_CASE("dtypes: gradients of mixed-dtype ops come back in each input's dtype") {
   using namespace tg;
-  Variable a = full({3}, 2.0, TensorOptions().requires_grad(true));
-  Variable b = full({3}, 3.0, TensorOptions().dtype(kFloat64).requires_grad(true));
-  Variable h = full({3}, 0.5, TensorOptions().dtype(kBFloat16).requires_grad(true));
-  Variable y = sum(a * b * h);
+  Tensor a = full({3}, 2.0, TensorOptions().requires_grad(true));
+  Tensor b = full({3}, 3.0, TensorOptions().dtype(kFloat64).requires_grad(true));
+  Tensor h = full({3}, 0.5, TensorOptions().dtype(kBFloat16).requires_grad(true));
+  Tensor y = sum(a * b * h);
   CHECK(y.dtype() == kFloat64);
   y.backward();
   CHECK(a.grad().dtype() == kFloat32);
@@ -478,7 +478,7 @@ TEST_CASE("dtypes: 16-bit parameters train through float32 master weights (SGD, 
     CAPTURE(dtype_name(d));
     // lr * grad = 1e-3 is below half an ulp of 1.0 in both dtypes: stepping the 16-bit weight itself
     // would leave it at 1 forever; the float32 copy accumulates the steps.
-    Variable w = full({4}, 1.0, TensorOptions().dtype(d).requires_grad(true));
+    Tensor w = full({4}, 1.0, TensorOptions().dtype(d).requires_grad(true));
     optim::SGD sgd({w}, optim::SGDOptions(1.0).momentum(0.5));
     float master = 1.0f, v = 0.0f;
     for (int step = 0; step < 10; ++step) {
@@ -497,7 +497,7 @@ TEST_CASE("dtypes: 16-bit parameters train through float32 master weights (SGD, 
       CHECK(t.dtype() == kFloat32);   // momentum and master copy in float32
       if (name == "master_weight.0") {
         has_master = true;
-        CHECK(Variable(t).to_vector<float>() == std::vector<float>(4, master));
+        CHECK(Tensor(t).to_vector<float>() == std::vector<float>(4, master));
       }
     }
     CHECK(has_master);
@@ -518,7 +518,7 @@ TEST_CASE("dtypes: 16-bit parameters train through float32 master weights (SGD, 
     const float after = 2.0f - 0.5f * v;
     CHECK(w.to_vector<float>() == std::vector<float>(4, d == kFloat16 ? float(Half(after)) : float(BFloat16(after))));
 
-    Variable q = full({3}, 1.0, TensorOptions().dtype(d).requires_grad(true));
+    Tensor q = full({3}, 1.0, TensorOptions().dtype(d).requires_grad(true));
     optim::Adam adam({q}, optim::AdamOptions(1e-3));
     for (int step = 0; step < 5; ++step) {
       adam.zero_grad();
@@ -537,7 +537,7 @@ TEST_CASE("dtypes: 16-bit parameters train through float32 master weights (SGD, 
 TEST_CASE("dtypes: every dtype round-trips through safetensors") {
   using namespace tg;
   TempDir dir;
-  std::vector<std::pair<std::string, Tensor>> in;
+  std::vector<std::pair<std::string, RawTensor>> in;
   for (DType d : {kFloat16, kBFloat16, kInt32, kInt8, kUInt8, kBool, kFloat32, kFloat64, kInt64})
     in.emplace_back(dtype_name(d), (arange(5, kInt64) * 3.0 - 4.0).to(d).data());
   save_tensors(in, dir.path + "/all.safetensors");
@@ -551,7 +551,7 @@ TEST_CASE("dtypes: every dtype round-trips through safetensors") {
       if (n == name) {
         found = true;
         CHECK(u.dtype() == t.dtype());
-        CHECK(Variable(u).to_vector<double>() == Variable(t).to_vector<double>());
+        CHECK(Tensor(u).to_vector<double>() == Tensor(t).to_vector<double>());
       }
     CHECK(found);
   }

@@ -24,7 +24,7 @@
 #include "testing.h"
 
 namespace fs = std::filesystem;
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 
@@ -34,7 +34,7 @@ struct FaultNet : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 struct FaultDir : testing::TempDir {
@@ -46,7 +46,7 @@ std::string file_bytes(const std::string& path) { return testing::read_bytes(pat
 std::string module_bytes(const tg::nn::Module& m) {
   std::string out;
   for (const auto& p : m.named_parameters()) {
-    const tg::Tensor c = p.second.data().contiguous();
+    const tg::RawTensor c = p.second.data().contiguous();
     out += p.first + ":";
     out.append(static_cast<const char*>(c.raw_data()), std::size_t(c.numel()) * tg::dtype_size(c.dtype()));
   }
@@ -212,19 +212,19 @@ TEST_CASE("faults: a save removes the temporary files of killed saves and keeps 
 
 TEST_CASE("faults: fork while another thread allocates tensors leaves the child able to allocate") {
   // First use here: a fork while another thread runs a function-local static's initializer (the
-  // CPU backend's, on the first Tensor) hangs the child in the C++ runtime's guard, which no library
+  // CPU backend's, on the first RawTensor) hangs the child in the C++ runtime's guard, which no library
   // can prevent; this test is about the allocator's lock.
-  (void)tg::Tensor::empty({1}, tg::kFloat32);
+  (void)tg::RawTensor::empty({1}, tg::kFloat32);
   std::atomic<bool> stop{false};
   std::thread churn([&] {   // takes and releases the CPU allocator's lock as fast as it can
-    while (!stop.load()) tg::Tensor::empty({64}, tg::kFloat32);
+    while (!stop.load()) tg::RawTensor::empty({64}, tg::kFloat32);
   });
   int hung = 0, failed = 0;
   for (int round = 0; round < 40; ++round) {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {   // only this thread exists here; the allocator's lock must be free
-      const tg::Tensor t = tg::Tensor::empty({1000}, tg::kFloat32);
+      const tg::RawTensor t = tg::RawTensor::empty({1000}, tg::kFloat32);
       ::_exit(t.numel() == 1000 ? 0 : 1);
     }
     int status = 0;

@@ -9,28 +9,28 @@
 #include "ops_coverage.h"
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using testing::away_from_zero;
 using testing::randn64;
 using testing::transposed64;
-using Fn = std::function<Variable(const std::vector<Variable>&)>;
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 namespace {
 
 struct Sample {
   std::string what;
-  std::vector<Variable> inputs;
+  std::vector<Tensor> inputs;
   Fn fn;
 };
 using SampleMaker = std::function<std::vector<Sample>()>;
 
 /// Standard samples for a unary op: 2-D, odd 3-D, non-contiguous, 0-d, zero-size.
 /// make(shape, seed) builds an input valid for the op's domain.
-std::vector<Sample> unary_samples(const std::function<Variable(const Variable&)>& op,
-                                  const std::function<Variable(const tg::Shape&, uint64_t)>& make) {
-  Fn f = [op](const std::vector<Variable>& in) { return op(in[0]); };
-  Variable nc = make({5, 3}, 7);
-  Variable nc_leaf(nc.data().transpose(0, 1), true);
+std::vector<Sample> unary_samples(const std::function<Tensor(const Tensor&)>& op,
+                                  const std::function<Tensor(const tg::Shape&, uint64_t)>& make) {
+  Fn f = [op](const std::vector<Tensor>& in) { return op(in[0]); };
+  Tensor nc = make({5, 3}, 7);
+  Tensor nc_leaf(nc.data().transpose(0, 1), true);
   return {{"(3, 4)", {make({3, 4}, 1)}, f},
           {"(2, 3, 5)", {make({2, 3, 5}, 2)}, f},
           {"non-contiguous (3, 5) view", {nc_leaf}, f},
@@ -38,28 +38,28 @@ std::vector<Sample> unary_samples(const std::function<Variable(const Variable&)>
           {"zero-size (0, 3)", {make({0, 3}, 4)}, f}};
 }
 
-std::function<Variable(const tg::Shape&, uint64_t)> normal() {
+std::function<Tensor(const tg::Shape&, uint64_t)> normal() {
   return [](const tg::Shape& s, uint64_t seed) { return randn64(s, seed); };
 }
-std::function<Variable(const tg::Shape&, uint64_t)> positive(double lo = 0.2) {
+std::function<Tensor(const tg::Shape&, uint64_t)> positive(double lo = 0.2) {
   return [lo](const tg::Shape& s, uint64_t seed) { return away_from_zero(s, seed, lo, true); };
 }
-std::function<Variable(const tg::Shape&, uint64_t)> nonzero(double lo = 0.1) {
+std::function<Tensor(const tg::Shape&, uint64_t)> nonzero(double lo = 0.1) {
   return [lo](const tg::Shape& s, uint64_t seed) { return away_from_zero(s, seed, lo, false); };
 }
 
 /// Standard samples for a broadcasting binary op; b_make builds the right operand (e.g. nonzero for div).
-std::vector<Sample> binary_samples(const std::function<Variable(const Variable&, const Variable&)>& op,
-                                   const std::function<Variable(const tg::Shape&, uint64_t)>& a_make,
-                                   const std::function<Variable(const tg::Shape&, uint64_t)>& b_make) {
-  Fn f = [op](const std::vector<Variable>& in) { return op(in[0], in[1]); };
-  Variable nc_base = a_make({4, 3}, 15);
+std::vector<Sample> binary_samples(const std::function<Tensor(const Tensor&, const Tensor&)>& op,
+                                   const std::function<Tensor(const tg::Shape&, uint64_t)>& a_make,
+                                   const std::function<Tensor(const tg::Shape&, uint64_t)>& b_make) {
+  Fn f = [op](const std::vector<Tensor>& in) { return op(in[0], in[1]); };
+  Tensor nc_base = a_make({4, 3}, 15);
   return {{"same shape (3, 4)", {a_make({3, 4}, 11), b_make({3, 4}, 12)}, f},
           {"broadcast (3, 4) with (4)", {a_make({3, 4}, 13), b_make({4}, 14)}, f},
           {"broadcast (3, 1) with (1, 4)", {a_make({3, 1}, 16), b_make({1, 4}, 17)}, f},
           {"0-d with (2, 3)", {a_make({}, 18), b_make({2, 3}, 19)}, f},
-          {"non-contiguous (3, 4) view with (3, 4)", {Variable(nc_base.data().transpose(0, 1), true), b_make({3, 4}, 20)}, f},
-          {"one side without grad", {a_make({2, 3}, 21), Variable(b_make({2, 3}, 22).data())}, f},
+          {"non-contiguous (3, 4) view with (3, 4)", {Tensor(nc_base.data().transpose(0, 1), true), b_make({3, 4}, 20)}, f},
+          {"one side without grad", {a_make({2, 3}, 21), Tensor(b_make({2, 3}, 22).data())}, f},
           {"zero-size (0, 3) with (3)", {a_make({0, 3}, 23), b_make({3}, 24)}, f}};
 }
 
@@ -89,10 +89,10 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     // bounds at +-0.55 while inputs avoid [0.5, 0.6] in magnitude: no element sits on a kink
     return unary_samples([](auto& a) { return tg::clamp(a, -0.55, 0.55); },
                          [](const tg::Shape& s, uint64_t seed) {
-                           Variable x = randn64(s, seed, false);
+                           Tensor x = randn64(s, seed, false);
                            tg::NoGradGuard g;
-                           Variable far = tg::where(tg::abs(x) > 0.55, x * 1.2, x * 0.8);
-                           return Variable(far.data().clone(), true);
+                           Tensor far = tg::where(tg::abs(x) > 0.55, x * 1.2, x * 0.8);
+                           return Tensor(far.data().clone(), true);
                          });
   };
   // round and sign are step functions: gradient 0, checked away from their jumps (randn inputs)
@@ -106,19 +106,19 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   };
   t["topk"] = [] {
     auto s = unary_samples([](auto& a) { return tg::tanh(tg::topk(a, 1).values); }, normal());
-    Fn k2 = [](const std::vector<Variable>& in) { return tg::tanh(tg::topk(in[0], 2, 0, false).values); };
+    Fn k2 = [](const std::vector<Tensor>& in) { return tg::tanh(tg::topk(in[0], 2, 0, false).values); };
     s.push_back({"k 2 smallest along dim 0 of (5, 3)", {randn64({5, 3}, 61)}, k2});
     return s;
   };
   t["kthvalue"] = [] {
     auto s = unary_samples([](auto& a) { return tg::tanh(tg::kthvalue(a, 1).values); }, normal());
-    Fn k3 = [](const std::vector<Variable>& in) { return tg::tanh(tg::kthvalue(in[0], 3, 1, true).values); };
+    Fn k3 = [](const std::vector<Tensor>& in) { return tg::tanh(tg::kthvalue(in[0], 3, 1, true).values); };
     s.push_back({"k 3 along dim 1 keepdim of (4, 5)", {randn64({4, 5}, 62)}, k3});
     return s;
   };
   t["where"] = [] {
-    auto cond = [](const tg::Shape& s, uint64_t seed) { return Variable((randn64(s, seed, false) > 0.0).data()); };
-    Fn f = [](const std::vector<Variable>& in) { return tg::where(in[0], in[1], in[2]); };
+    auto cond = [](const tg::Shape& s, uint64_t seed) { return Tensor((randn64(s, seed, false) > 0.0).data()); };
+    Fn f = [](const std::vector<Tensor>& in) { return tg::where(in[0], in[1], in[2]); };
     return std::vector<Sample>{{"same shape (3, 4)", {cond({3, 4}, 1), randn64({3, 4}, 2), randn64({3, 4}, 3)}, f},
                                {"broadcast cond (4), a (3, 4), b 0-d", {cond({4}, 4), randn64({3, 4}, 5), randn64({}, 6)}, f},
                                {"zero-size", {cond({0, 2}, 7), randn64({0, 2}, 8), randn64({2}, 9)}, f}};
@@ -127,15 +127,15 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   t["sum"] = [] {
     auto s = unary_samples([](auto& a) { return tg::sum(a); }, normal());
     for (auto& x : unary_samples([](auto& a) { return a.dim() ? tg::sum(a, -1) : tg::sum(a, 0); }, normal())) s.push_back(x);
-    Fn keep = [](const std::vector<Variable>& in) { return tg::sum(in[0], 0, true); };
+    Fn keep = [](const std::vector<Tensor>& in) { return tg::sum(in[0], 0, true); };
     s.push_back({"dim 0 keepdim (3, 4)", {randn64({3, 4}, 30)}, keep});
     s.push_back({"dim 0 keepdim non-contiguous", {transposed64(3, 4, 31)}, keep});
     return s;
   };
   t["mean"] = [] {
     auto s = unary_samples([](auto& a) { return a.numel() ? tg::mean(a) : tg::sum(a); }, normal());
-    Fn d1 = [](const std::vector<Variable>& in) { return tg::mean(in[0], 1); };
-    Fn d0k = [](const std::vector<Variable>& in) { return tg::mean(in[0], 0, true); };
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::mean(in[0], 1); };
+    Fn d0k = [](const std::vector<Tensor>& in) { return tg::mean(in[0], 0, true); };
     s.push_back({"dim 1 (3, 5)", {randn64({3, 5}, 32)}, d1});
     s.push_back({"dim 1 non-contiguous", {transposed64(3, 5, 33)}, d1});
     s.push_back({"dim 0 keepdim (2, 3, 4)", {randn64({2, 3, 4}, 34)}, d0k});
@@ -145,11 +145,11 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   for (const char* which : {"max", "min"}) {
     const bool is_max = std::string(which) == "max";
     t[which] = [is_max] {
-      auto all = [is_max](const Variable& a) { return is_max ? tg::max(a) : tg::min(a); };
-      auto dim = [is_max](const Variable& a, int64_t d, bool k) { return is_max ? tg::max(a, d, k) : tg::min(a, d, k); };
-      Fn f_all = [all](const std::vector<Variable>& in) { return all(in[0]); };
-      Fn f_d1 = [dim](const std::vector<Variable>& in) { return dim(in[0], 1, false); };
-      Fn f_d0k = [dim](const std::vector<Variable>& in) { return dim(in[0], 0, true); };
+      auto all = [is_max](const Tensor& a) { return is_max ? tg::max(a) : tg::min(a); };
+      auto dim = [is_max](const Tensor& a, int64_t d, bool k) { return is_max ? tg::max(a, d, k) : tg::min(a, d, k); };
+      Fn f_all = [all](const std::vector<Tensor>& in) { return all(in[0]); };
+      Fn f_d1 = [dim](const std::vector<Tensor>& in) { return dim(in[0], 1, false); };
+      Fn f_d0k = [dim](const std::vector<Tensor>& in) { return dim(in[0], 0, true); };
       return std::vector<Sample>{{"all (3, 4)", {randn64({3, 4}, 40)}, f_all},
                                  {"all 0-d", {randn64({}, 41)}, f_all},
                                  {"dim 1 (3, 5)", {randn64({3, 5}, 42)}, f_d1},
@@ -160,7 +160,7 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   }
   // ---- linear algebra
   t["matmul"] = [] {
-    Fn f = [](const std::vector<Variable>& in) { return tg::matmul(in[0], in[1]); };
+    Fn f = [](const std::vector<Tensor>& in) { return tg::matmul(in[0], in[1]); };
     return std::vector<Sample>{{"(3, 4) @ (4, 5)", {randn64({3, 4}, 50), randn64({4, 5}, 51)}, f},
                                {"transposed views", {transposed64(3, 4, 52), transposed64(4, 2, 53)}, f},
                                {"batched (2, 3, 4) @ (2, 4, 5)", {randn64({2, 3, 4}, 54), randn64({2, 4, 5}, 55)}, f},
@@ -170,8 +170,8 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"M = 0", {randn64({0, 4}, 62), randn64({4, 2}, 63)}, f}};
   };
   t["linear"] = [] {
-    Fn f = [](const std::vector<Variable>& in) { return tg::linear(in[0], in[1], in[2]); };
-    Fn nb = [](const std::vector<Variable>& in) { return tg::linear(in[0], in[1]); };
+    Fn f = [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1], in[2]); };
+    Fn nb = [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1]); };
     return std::vector<Sample>{{"x (3, 4), W (5, 4), b (5)", {randn64({3, 4}, 64), randn64({5, 4}, 65), randn64({5}, 66)}, f},
                                {"x (2, 3, 4) batched rows", {randn64({2, 3, 4}, 67), randn64({5, 4}, 68), randn64({5}, 69)}, f},
                                {"x non-contiguous", {transposed64(3, 4, 70), randn64({2, 4}, 71), randn64({2}, 72)}, f},
@@ -180,13 +180,13 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"zero rows", {randn64({0, 4}, 78), randn64({3, 4}, 79), randn64({3}, 80)}, f}};
   };
   // ---- views and shape. Each follows the view with a non-linear op so that the gradient's layout matters.
-  auto viewed = [](std::function<Variable(const Variable&)> op) {
-    return [op](const std::vector<Variable>& in) {
-      Variable y = op(in[0]);
+  auto viewed = [](std::function<Tensor(const Tensor&)> op) {
+    return [op](const std::vector<Tensor>& in) {
+      Tensor y = op(in[0]);
       return y * y;
     };
   };
-  auto view_samples = [viewed](std::function<Variable(const Variable&)> op, tg::Shape shape, bool allow_nc) {
+  auto view_samples = [viewed](std::function<Tensor(const Tensor&)> op, tg::Shape shape, bool allow_nc) {
     std::vector<Sample> s{{"contiguous " + tg::shape_str(shape), {randn64(shape, 90)}, viewed(op)}};
     if (allow_nc && shape.size() == 2) s.push_back({"non-contiguous", {transposed64(shape[0], shape[1], 91)}, viewed(op)});
     return s;
@@ -236,56 +236,56 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return s;
   };
   t["cat"] = [] {
-    Fn f0 = [](const std::vector<Variable>& in) { return tg::cat(in, 0) * tg::cat(in, 0); };
-    Fn f1 = [](const std::vector<Variable>& in) { return tg::tanh(tg::cat(in, 1)); };
+    Fn f0 = [](const std::vector<Tensor>& in) { return tg::cat(in, 0) * tg::cat(in, 0); };
+    Fn f1 = [](const std::vector<Tensor>& in) { return tg::tanh(tg::cat(in, 1)); };
     return std::vector<Sample>{{"dim 0: (2, 3), (4, 3), (1, 3)", {randn64({2, 3}, 100), randn64({4, 3}, 101), randn64({1, 3}, 102)}, f0},
                                {"dim 1 with a non-contiguous input", {randn64({3, 2}, 103), transposed64(3, 4, 104)}, f1},
                                {"with a zero-size part", {randn64({0, 3}, 105), randn64({2, 3}, 106)}, f0},
                                {"one input without grad", {randn64({2, 3}, 107), randn64({2, 3}, 108, false)}, f0}};
   };
   t["stack"] = [] {
-    Fn f0 = [](const std::vector<Variable>& in) { return tg::tanh(tg::stack(in, 0)); };
-    Fn f2 = [](const std::vector<Variable>& in) { return tg::tanh(tg::stack(in, -1)); };
+    Fn f0 = [](const std::vector<Tensor>& in) { return tg::tanh(tg::stack(in, 0)); };
+    Fn f2 = [](const std::vector<Tensor>& in) { return tg::tanh(tg::stack(in, -1)); };
     return std::vector<Sample>{{"dim 0: 3 x (2, 3)", {randn64({2, 3}, 110), randn64({2, 3}, 111), randn64({2, 3}, 112)}, f0},
                                {"last dim", {randn64({2, 3}, 113), transposed64(2, 3, 114)}, f2},
                                {"0-d inputs", {randn64({}, 115), randn64({}, 116)}, f0}};
   };
   // ---- indexing
   t["index_select"] = [] {
-    Variable idx = tg::from_vector(std::vector<int64_t>{2, 0, 2, 1}, {4});
-    Fn d0 = [idx](const std::vector<Variable>& in) { return tg::tanh(tg::index_select(in[0], 0, idx)); };
-    Fn d1 = [idx](const std::vector<Variable>& in) { return tg::tanh(tg::index_select(in[0], 1, idx)); };
-    Variable empty_idx = tg::from_vector(std::vector<int64_t>{}, {0});
-    Fn e = [empty_idx](const std::vector<Variable>& in) { return tg::index_select(in[0], 0, empty_idx); };
+    Tensor idx = tg::from_vector(std::vector<int64_t>{2, 0, 2, 1}, {4});
+    Fn d0 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::index_select(in[0], 0, idx)); };
+    Fn d1 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::index_select(in[0], 1, idx)); };
+    Tensor empty_idx = tg::from_vector(std::vector<int64_t>{}, {0});
+    Fn e = [empty_idx](const std::vector<Tensor>& in) { return tg::index_select(in[0], 0, empty_idx); };
     return std::vector<Sample>{{"dim 0 with repeats", {randn64({3, 4}, 120)}, d0},
                                {"dim 1 non-contiguous", {transposed64(2, 3, 121)}, d1},
                                {"empty index", {randn64({3, 2}, 122)}, e}};
   };
   t["embedding"] = [] {
-    Variable ids = tg::from_vector(std::vector<int64_t>{2, 0, 2, 4, 1, 2}, {2, 3});
-    Fn plain = [ids](const std::vector<Variable>& in) { return tg::tanh(tg::embedding(ids, in[0])); };
+    Tensor ids = tg::from_vector(std::vector<int64_t>{2, 0, 2, 4, 1, 2}, {2, 3});
+    Fn plain = [ids](const std::vector<Tensor>& in) { return tg::tanh(tg::embedding(ids, in[0])); };
     // padding_idx -2 (row 3, which ids never read): the other rows' gradients are unchanged. The padding
     // row's own gradient is 0 by definition, not the derivative, so it is checked in test_layers.cpp.
-    Fn pad = [ids](const std::vector<Variable>& in) { return tg::tanh(tg::embedding(ids, in[0], -2)); };
-    Variable empty = tg::from_vector(std::vector<int64_t>{}, {0, 4});
-    Fn e = [empty](const std::vector<Variable>& in) { return tg::embedding(empty, in[0]); };
+    Fn pad = [ids](const std::vector<Tensor>& in) { return tg::tanh(tg::embedding(ids, in[0], -2)); };
+    Tensor empty = tg::from_vector(std::vector<int64_t>{}, {0, 4});
+    Fn e = [empty](const std::vector<Tensor>& in) { return tg::embedding(empty, in[0]); };
     return std::vector<Sample>{{"(2, 3) indices with repeats", {randn64({5, 3}, 123)}, plain},
                                {"padding_idx -2", {randn64({5, 3}, 124)}, pad},
                                {"non-contiguous weight", {transposed64(5, 3, 125)}, plain},
                                {"empty (0, 4) indices", {randn64({5, 2}, 126)}, e}};
   };
   t["gather"] = [] {
-    Variable idx = tg::from_vector(std::vector<int64_t>{0, 2, 2, 1, 0, 0}, {3, 2});
-    Fn d1 = [idx](const std::vector<Variable>& in) { return tg::tanh(tg::gather(in[0], 1, idx)); };
-    Variable idx0 = tg::from_vector(std::vector<int64_t>{1, 0, 1}, {1, 3});
-    Fn d0 = [idx0](const std::vector<Variable>& in) { return tg::tanh(tg::gather(in[0], 0, idx0)); };
+    Tensor idx = tg::from_vector(std::vector<int64_t>{0, 2, 2, 1, 0, 0}, {3, 2});
+    Fn d1 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::gather(in[0], 1, idx)); };
+    Tensor idx0 = tg::from_vector(std::vector<int64_t>{1, 0, 1}, {1, 3});
+    Fn d0 = [idx0](const std::vector<Tensor>& in) { return tg::tanh(tg::gather(in[0], 0, idx0)); };
     return std::vector<Sample>{{"dim 1 with repeats", {randn64({3, 4}, 123)}, d1},
                                {"dim 0 non-contiguous", {transposed64(2, 3, 124)}, d0}};
   };
   // ---- nn functions
   t["softmax"] = [] {
-    Fn last = [](const std::vector<Variable>& in) { return tg::softmax(in[0], -1); };
-    Fn first = [](const std::vector<Variable>& in) { return tg::softmax(in[0], 0); };
+    Fn last = [](const std::vector<Tensor>& in) { return tg::softmax(in[0], -1); };
+    Fn first = [](const std::vector<Tensor>& in) { return tg::softmax(in[0], 0); };
     return std::vector<Sample>{{"(3, 5) last dim", {randn64({3, 5}, 130)}, last},
                                {"(4, 3, 2) dim 0", {randn64({4, 3, 2}, 131)}, first},
                                {"non-contiguous", {transposed64(3, 4, 132)}, last},
@@ -293,28 +293,28 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"zero rows", {randn64({0, 4}, 134)}, last}};
   };
   t["log_softmax"] = [] {
-    Fn last = [](const std::vector<Variable>& in) { return tg::log_softmax(in[0], -1); };
-    Fn mid = [](const std::vector<Variable>& in) { return tg::log_softmax(in[0], 1); };
+    Fn last = [](const std::vector<Tensor>& in) { return tg::log_softmax(in[0], -1); };
+    Fn mid = [](const std::vector<Tensor>& in) { return tg::log_softmax(in[0], 1); };
     return std::vector<Sample>{{"(3, 5) last dim", {randn64({3, 5}, 135)}, last},
                                {"(2, 3, 4) dim 1", {randn64({2, 3, 4}, 136)}, mid},
                                {"non-contiguous", {transposed64(3, 4, 137)}, last},
                                {"zero rows", {randn64({0, 4}, 138)}, last}};
   };
   t["cross_entropy"] = [] {
-    Variable tgt = tg::from_vector(std::vector<int64_t>{0, 3, 1, 4, 4}, {5});
-    Fn mean = [tgt](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt); };
-    Fn sum = [tgt](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt, tg::Reduction::Sum); };
-    Fn none = [tgt](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt, tg::Reduction::None); };
-    Variable tgt3 = tg::from_vector(std::vector<int64_t>{1, 0, 2}, {3});
-    Fn nc = [tgt3](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt3); };
-    Variable big = randn64({5, 5}, 141, false);
-    Variable big_leaf(tg::prim::mul(big.data(), 1e4), true);   // logits of +-1e4: stable forward and backward
-    Variable tgt_ign = tg::from_vector(std::vector<int64_t>{0, -100, 1, 4, -100}, {5});
-    Fn ignored = [tgt_ign](const std::vector<Variable>& in) { return tg::cross_entropy(in[0], tgt_ign); };
-    Fn smooth = [tgt](const std::vector<Variable>& in) {
+    Tensor tgt = tg::from_vector(std::vector<int64_t>{0, 3, 1, 4, 4}, {5});
+    Fn mean = [tgt](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], tgt); };
+    Fn sum = [tgt](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], tgt, tg::Reduction::Sum); };
+    Fn none = [tgt](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], tgt, tg::Reduction::None); };
+    Tensor tgt3 = tg::from_vector(std::vector<int64_t>{1, 0, 2}, {3});
+    Fn nc = [tgt3](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], tgt3); };
+    Tensor big = randn64({5, 5}, 141, false);
+    Tensor big_leaf(tg::prim::mul(big.data(), 1e4), true);   // logits of +-1e4: stable forward and backward
+    Tensor tgt_ign = tg::from_vector(std::vector<int64_t>{0, -100, 1, 4, -100}, {5});
+    Fn ignored = [tgt_ign](const std::vector<Tensor>& in) { return tg::cross_entropy(in[0], tgt_ign); };
+    Fn smooth = [tgt](const std::vector<Tensor>& in) {
       return tg::cross_entropy(in[0], tgt, tg::Reduction::Sum, -100, 0.2);
     };
-    Fn both = [tgt_ign](const std::vector<Variable>& in) {
+    Fn both = [tgt_ign](const std::vector<Tensor>& in) {
       return tg::cross_entropy(in[0], tgt_ign, tg::Reduction::None, -100, 0.1);
     };
     return std::vector<Sample>{{"mean (5, 5)", {randn64({5, 5}, 140)}, mean},
@@ -327,17 +327,17 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"logits of magnitude 1e4", {big_leaf}, sum}};
   };
   t["mse_loss"] = [] {
-    Fn mean = [](const std::vector<Variable>& in) { return tg::mse_loss(in[0], in[1]); };
-    Fn sum = [](const std::vector<Variable>& in) { return tg::mse_loss(in[0], in[1], tg::Reduction::Sum); };
-    Fn none = [](const std::vector<Variable>& in) { return tg::mse_loss(in[0], in[1], tg::Reduction::None); };
+    Fn mean = [](const std::vector<Tensor>& in) { return tg::mse_loss(in[0], in[1]); };
+    Fn sum = [](const std::vector<Tensor>& in) { return tg::mse_loss(in[0], in[1], tg::Reduction::Sum); };
+    Fn none = [](const std::vector<Tensor>& in) { return tg::mse_loss(in[0], in[1], tg::Reduction::None); };
     return std::vector<Sample>{{"mean (3, 4)", {randn64({3, 4}, 150), randn64({3, 4}, 151)}, mean},
                                {"sum, target without grad", {randn64({3, 4}, 152), randn64({3, 4}, 153, false)}, sum},
                                {"none, 0-d", {randn64({}, 154), randn64({}, 155)}, none}};
   };
   t["dropout"] = [] {
     // The mask comes from the global generator: reseed inside so every evaluation draws the same mask.
-    Fn f = [](const std::vector<Variable>& in) { tg::manual_seed(9); return tg::dropout(in[0], 0.4, true); };
-    Fn eval = [](const std::vector<Variable>& in) { return tg::dropout(in[0], 0.4, false); };
+    Fn f = [](const std::vector<Tensor>& in) { tg::manual_seed(9); return tg::dropout(in[0], 0.4, true); };
+    Fn eval = [](const std::vector<Tensor>& in) { return tg::dropout(in[0], 0.4, false); };
     return std::vector<Sample>{{"p = 0.4 training", {randn64({4, 5}, 160)}, f},
                                {"eval is the identity", {randn64({3}, 161)}, eval},
                                {"zero-size", {randn64({0, 2}, 162)}, f}};
@@ -366,11 +366,11 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return s;
   };
   t["masked_fill"] = [] {
-    Variable m = Variable((randn64({3, 4}, 170, false) > 0.0).data());
-    Variable row = Variable((randn64({4}, 171, false) > 0.0).data());
-    Fn f = [m](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], m, 0.5)); };
-    Fn bcast = [m](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], m, -2.0)); };
-    Fn value = [row](const std::vector<Variable>& in) { return tg::tanh(tg::masked_fill(in[0], row, in[1])); };
+    Tensor m = Tensor((randn64({3, 4}, 170, false) > 0.0).data());
+    Tensor row = Tensor((randn64({4}, 171, false) > 0.0).data());
+    Fn f = [m](const std::vector<Tensor>& in) { return tg::tanh(tg::masked_fill(in[0], m, 0.5)); };
+    Fn bcast = [m](const std::vector<Tensor>& in) { return tg::tanh(tg::masked_fill(in[0], m, -2.0)); };
+    Fn value = [row](const std::vector<Tensor>& in) { return tg::tanh(tg::masked_fill(in[0], row, in[1])); };
     return std::vector<Sample>{{"(3, 4) mask (3, 4)", {randn64({3, 4}, 172)}, f},
                                {"x (4) broadcast to the mask (3, 4)", {randn64({4}, 173)}, bcast},
                                {"non-contiguous x", {transposed64(3, 4, 174)}, f},
@@ -380,8 +380,8 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     const bool lower = std::string(which) == "tril";
     t[which] = [lower] {
       auto tri = [lower](int64_t d) {
-        return Fn([lower, d](const std::vector<Variable>& in) {
-          Variable y = lower ? tg::tril(in[0], d) : tg::triu(in[0], d);
+        return Fn([lower, d](const std::vector<Tensor>& in) {
+          Tensor y = lower ? tg::tril(in[0], d) : tg::triu(in[0], d);
           return y * y;
         });
       };
@@ -413,12 +413,12 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   };
   // ---- convolution and pooling (ops/conv.cpp)
   t["conv2d"] = [] {
-    Fn full = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); };
-    Fn pad1 = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], Variable(), {1}, {1}); };
-    Fn plain = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2]); };
-    Fn dil = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2, 0}, {2, 1}, 2); };
-    Fn wide_pad = [](const std::vector<Variable>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2}); };
-    Variable nc = randn64({6, 5, 3}, 182, false);
+    Fn full = [](const std::vector<Tensor>& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); };
+    Fn pad1 = [](const std::vector<Tensor>& in) { return tg::conv2d(in[0], in[1], Tensor(), {1}, {1}); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::conv2d(in[0], in[1], in[2]); };
+    Fn dil = [](const std::vector<Tensor>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2, 0}, {2, 1}, 2); };
+    Fn wide_pad = [](const std::vector<Tensor>& in) { return tg::conv2d(in[0], in[1], in[2], {1}, {2}); };
+    Tensor nc = randn64({6, 5, 3}, 182, false);
     return std::vector<Sample>{
         // stride 1: the input gradient as a convolution (Note [conv2d input gradient as a convolution])
         {"stride 1, groups 2, padding (2, 0), dilation (2, 1), bias",
@@ -428,41 +428,41 @@ std::map<std::string, SampleMaker> gradcheck_table() {
         {"groups 2, stride (2, 1), padding (1, 2), dilation (1, 2), bias",
          {randn64({2, 4, 5, 6}, 180), randn64({6, 2, 3, 2}, 181), randn64({6}, 183)}, full},
         {"unbatched (3, 5, 5), 3x3 padding 1, no bias", {randn64({3, 5, 5}, 184), randn64({2, 3, 3, 3}, 185)}, pad1},
-        {"1x1 kernel on a non-contiguous input", {Variable(nc.data().permute({2, 1, 0}).unsqueeze(0), true),
+        {"1x1 kernel on a non-contiguous input", {Tensor(nc.data().permute({2, 1, 0}).unsqueeze(0), true),
                                                   randn64({4, 3, 1, 1}, 186), randn64({4}, 187)}, plain},
         {"weight without grad", {randn64({1, 2, 4, 4}, 188), randn64({3, 2, 2, 2}, 189, false), randn64({3}, 190)}, plain},
         {"zero-size batch", {randn64({0, 2, 4, 4}, 191), randn64({3, 2, 2, 2}, 192), randn64({3}, 193)}, plain}};
   };
   t["conv1d"] = [] {
-    Fn s2 = [](const std::vector<Variable>& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); };
-    Fn grouped = [](const std::vector<Variable>& in) { return tg::conv1d(in[0], in[1], Variable(), 1, 0, 2, 3); };
+    Fn s2 = [](const std::vector<Tensor>& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); };
+    Fn grouped = [](const std::vector<Tensor>& in) { return tg::conv1d(in[0], in[1], Tensor(), 1, 0, 2, 3); };
     return std::vector<Sample>{{"stride 2, padding 1, bias", {randn64({2, 3, 9}, 194), randn64({4, 3, 3}, 195), randn64({4}, 196)}, s2},
                                {"groups 3, dilation 2, unbatched", {randn64({3, 7}, 197), randn64({6, 1, 2}, 198)}, grouped}};
   };
   t["max_pool2d"] = [] {
-    Fn k3 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); };
-    Fn k2 = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {2}); };
-    Fn overlap = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {1, 1}); };
-    Fn dil = [](const std::vector<Variable>& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); };
+    Fn k3 = [](const std::vector<Tensor>& in) { return tg::max_pool2d(in[0], {3}, {2}, {1}); };
+    Fn k2 = [](const std::vector<Tensor>& in) { return tg::max_pool2d(in[0], {2}); };
+    Fn overlap = [](const std::vector<Tensor>& in) { return tg::max_pool2d(in[0], {3, 2}, {1, 1}); };
+    Fn dil = [](const std::vector<Tensor>& in) { return tg::max_pool2d(in[0], {3, 2}, {2}, {1}, {1, 2}, true); };
     return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({2, 3, 7, 8}, 200)}, k3},
                                {"kernel 2, odd width", {randn64({1, 2, 6, 5}, 201)}, k2},
                                {"overlapping (3, 2) windows, unbatched", {randn64({2, 5, 4}, 202)}, overlap},
                                {"dilation (1, 2), ceil_mode", {randn64({1, 2, 8, 10}, 205)}, dil}};
   };
   t["avg_pool2d"] = [] {
-    Fn k32 = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}); };
-    Fn excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); };
-    Fn ceil = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); };
-    Fn ceil_excl = [](const std::vector<Variable>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); };
+    Fn k32 = [](const std::vector<Tensor>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2}, {1}); };
+    Fn excl = [](const std::vector<Tensor>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); };
+    Fn ceil = [](const std::vector<Tensor>& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, true, true); };
+    Fn ceil_excl = [](const std::vector<Tensor>& in) { return tg::avg_pool2d(in[0], {3, 2}, {2, 3}, {1, 0}, false, true); };
     return std::vector<Sample>{{"kernel (3, 2), stride 2, padding 1", {randn64({2, 3, 7, 8}, 203)}, k32},
                                {"count_include_pad false, unbatched", {randn64({2, 5, 6}, 204)}, excl},
                                {"ceil_mode, padding 1", {randn64({1, 2, 8, 10}, 206)}, ceil},
                                {"ceil_mode, count_include_pad false", {randn64({1, 2, 8, 10}, 207)}, ceil_excl}};
   };
   t["adaptive_avg_pool2d"] = [] {
-    Fn o34 = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); };
-    Fn global = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {1}); };
-    Fn up = [](const std::vector<Variable>& in) { return tg::adaptive_avg_pool2d(in[0], {5, 4}); };
+    Fn o34 = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); };
+    Fn global = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool2d(in[0], {1}); };
+    Fn up = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool2d(in[0], {5, 4}); };
     return std::vector<Sample>{{"(7, 9) to (3, 4)", {randn64({2, 3, 7, 9}, 205)}, o34},
                                {"global", {randn64({1, 2, 5, 5}, 206)}, global},
                                {"output larger than input: overlapping windows", {randn64({2, 3, 3}, 207)}, up}};
@@ -470,45 +470,45 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   // ---- normalization (ops/norm.cpp)
   t["batch_norm"] = [] {
     // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.
-    Fn train4 = [](const std::vector<Variable>& in) {
+    Fn train4 = [](const std::vector<Tensor>& in) {
       return tg::batch_norm(in[0], tg::zeros({3}, tg::TensorOptions().dtype(tg::kFloat64)), tg::ones({3}, tg::TensorOptions().dtype(tg::kFloat64)), in[1], in[2], true);
     };
-    Fn train2 = [](const std::vector<Variable>& in) { return tg::batch_norm(in[0], {}, {}, {}, {}, true); };
-    const Variable rm = randn64({3}, 212, false), rv = tg::exp(randn64({3}, 213, false));
-    Fn eval = [rm, rv](const std::vector<Variable>& in) { return tg::batch_norm(in[0], rm, rv, in[1], in[2], false); };
+    Fn train2 = [](const std::vector<Tensor>& in) { return tg::batch_norm(in[0], {}, {}, {}, {}, true); };
+    const Tensor rm = randn64({3}, 212, false), rv = tg::exp(randn64({3}, 213, false));
+    Fn eval = [rm, rv](const std::vector<Tensor>& in) { return tg::batch_norm(in[0], rm, rv, in[1], in[2], false); };
     return std::vector<Sample>{{"training (4, 3, 2, 3) with weight and bias", {randn64({4, 3, 2, 3}, 210), randn64({3}, 211), randn64({3}, 214)}, train4},
                                {"training (5, 4) without affine or running stats", {randn64({5, 4}, 215)}, train2},
                                {"eval (2, 3, 5) with running stats", {randn64({2, 3, 5}, 216), randn64({3}, 217), randn64({3}, 218)}, eval}};
   };
   t["layer_norm"] = [] {
-    Fn last = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {5}, in[1], in[2]); };
-    Fn two = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {3, 4}, in[1], Variable(), 1e-3); };
-    Fn plain = [](const std::vector<Variable>& in) { return tg::layer_norm(in[0], {6}); };
+    Fn last = [](const std::vector<Tensor>& in) { return tg::layer_norm(in[0], {5}, in[1], in[2]); };
+    Fn two = [](const std::vector<Tensor>& in) { return tg::layer_norm(in[0], {3, 4}, in[1], Tensor(), 1e-3); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::layer_norm(in[0], {6}); };
     return std::vector<Sample>{{"(4, 5) with weight and bias", {randn64({4, 5}, 220), randn64({5}, 221), randn64({5}, 222)}, last},
                                {"(2, 3, 4) over the last two dims, weight only", {randn64({2, 3, 4}, 223), randn64({3, 4}, 224)}, two},
-                               {"non-contiguous (6, 3) view, no affine", {Variable(randn64({6, 3}, 225, false).data().transpose(0, 1), true)}, plain}};
+                               {"non-contiguous (6, 3) view, no affine", {Tensor(randn64({6, 3}, 225, false).data().transpose(0, 1), true)}, plain}};
   };
   t["group_norm"] = [] {
-    Fn affine = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 2, in[1], in[2]); };
-    Fn plain = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 3, Variable(), Variable(), 1e-3); };
-    Fn per_channel = [](const std::vector<Variable>& in) { return tg::group_norm(in[0], 4, in[1]); };
+    Fn affine = [](const std::vector<Tensor>& in) { return tg::group_norm(in[0], 2, in[1], in[2]); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::group_norm(in[0], 3, Tensor(), Tensor(), 1e-3); };
+    Fn per_channel = [](const std::vector<Tensor>& in) { return tg::group_norm(in[0], 4, in[1]); };
     return std::vector<Sample>{{"(3, 4, 2, 3) 2 groups with weight and bias", {randn64({3, 4, 2, 3}, 226), randn64({4}, 227), randn64({4}, 228)}, affine},
                                {"(2, 6) 3 groups, no affine", {randn64({2, 6}, 229)}, plain},
                                {"non-contiguous (2, 4, 5) view, one channel per group, weight only",
-                                {Variable(randn64({5, 4, 2}, 230, false).data().permute({2, 1, 0}), true), randn64({4}, 231)}, per_channel}};
+                                {Tensor(randn64({5, 4, 2}, 230, false).data().permute({2, 1, 0}), true), randn64({4}, 231)}, per_channel}};
   };
   // ---- attention (ops/attention.cpp)
   t["scaled_dot_product_attention"] = [] {
-    Fn plain = [](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2]); };
-    Fn causal = [](const std::vector<Variable>& in) {
-      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Variable(), 0, true, 0.7);
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2]); };
+    Fn causal = [](const std::vector<Tensor>& in) {
+      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), 0, true, 0.7);
     };
-    const Variable keep = tg::from_vector(std::vector<int64_t>{1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0}, {3, 4}) > 0.0;
-    Fn bool_mask = [keep](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], keep); };
-    Fn float_mask = [](const std::vector<Variable>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3]); };
-    Fn drop = [](const std::vector<Variable>& in) {
+    const Tensor keep = tg::from_vector(std::vector<int64_t>{1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0}, {3, 4}) > 0.0;
+    Fn bool_mask = [keep](const std::vector<Tensor>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], keep); };
+    Fn float_mask = [](const std::vector<Tensor>& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3]); };
+    Fn drop = [](const std::vector<Tensor>& in) {
       tg::manual_seed(11);
-      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Variable(), 0.3);
+      return tg::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), 0.3);
     };
     return std::vector<Sample>{
         {"(2, 3, 4) x (2, 5, 4) x (2, 5, 3)", {randn64({2, 3, 4}, 232), randn64({2, 5, 4}, 233), randn64({2, 5, 3}, 234)}, plain},
@@ -554,14 +554,14 @@ TEST_CASE("gradcheck: every differentiable op float64 central differences") {
 
 TEST_CASE("gradcheck reports a wrong gradient with the worst element") {
   // A custom op whose backward is deliberately off by a factor 2 on purpose: gradcheck must catch it.
-  Variable x = randn64({4}, 170);
-  Fn wrong = [](const std::vector<Variable>& in) {
+  Tensor x = randn64({4}, 170);
+  Fn wrong = [](const std::vector<Tensor>& in) {
     return tg::record("bad_square", tg::prim::mul(in[0].data(), in[0].data()), {in[0]},
-                      [x = in[0].data()](const tg::Tensor& grad, tg::Grads& g) {
+                      [x = in[0].data()](const tg::RawTensor& grad, tg::Grads& g) {
                         g.set(0, tg::prim::mul(grad, x));   // should be 2 x grad
                       });
   };
   TG_CHECK_THROWS(tg::autograd::gradcheck(wrong, {x}), tg::AutogradError, "Jacobian mismatch for input 0");
-  Variable f32(tg::randn({3}).data(), true);
+  Tensor f32(tg::randn({3}).data(), true);
   TG_CHECK_THROWS(tg::autograd::gradcheck(wrong, {f32}), tg::DTypeError, "float64");
 }

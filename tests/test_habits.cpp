@@ -11,7 +11,7 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using tg::indexing::Ellipsis;
 using tg::indexing::None;
 using tg::Slice;
@@ -26,7 +26,7 @@ std::string printed(const T& v) {
 }
 
 /// A bool mask from 0/1 values (from_vector has no std::vector<bool>).
-Variable mask(const std::vector<int64_t>& bits, const tg::Shape& shape) { return tg::from_vector(bits, shape) != 0.0; }
+Tensor mask(const std::vector<int64_t>& bits, const tg::Shape& shape) { return tg::from_vector(bits, shape) != 0.0; }
 
 void check_near(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol) {
   REQUIRE(got.size() == want.size());
@@ -43,7 +43,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 struct Leaf : tg::nn::Module {};
 template <int N>
@@ -54,15 +54,15 @@ struct Gate : tg::nn::Cloneable<Gate> {
   tg::nn::Linear fc{3, 3};
   Gate() { register_module("fc", fc); }
   using Module::forward;
-  Variable forward(const Variable& x, const Variable& g) { return fc(x) * tg::sigmoid(g); }
-  Variable forward(const Variable& x, double scale) { return fc(x) * scale; }
+  Tensor forward(const Tensor& x, const Tensor& g) { return fc(x) * tg::sigmoid(g); }
+  Tensor forward(const Tensor& x, double scale) { return fc(x) * scale; }
 };
 
 /// Children held through shared ownership, libtorch style.
 struct Shared : tg::nn::Cloneable<Shared> {
   std::shared_ptr<tg::nn::Linear> fc;
   Shared() { fc = register_module("fc", std::make_shared<tg::nn::Linear>(3, 2)); }
-  Variable forward(const Variable& x) override { return (*fc)(x); }
+  Tensor forward(const Tensor& x) override { return (*fc)(x); }
 };
 
 }  // namespace
@@ -71,7 +71,7 @@ struct Shared : tg::nn::Cloneable<Shared> {
 // printing, sizes, factories
 
 TEST_CASE("habits: Shape prints as [2, 3] and sizes() is shape()") {
-  Variable x = tg::zeros({2, 3});
+  Tensor x = tg::zeros({2, 3});
   CHECK(printed(x.sizes()) == "[2, 3]");
   CHECK(printed(x.shape()) == "[2, 3]");
   CHECK(printed(tg::Shape{}) == "[]");
@@ -91,7 +91,7 @@ TEST_CASE("habits: factories take a dtype, a device or TensorOptions, libtorch s
   CHECK(tg::randint(0, 5, {3}, tg::kInt32).dtype() == tg::kInt32);
   CHECK(tg::from_vector(std::vector<float>{1, 2}, {2}, tg::kFloat64).dtype() == tg::kFloat64);
   CHECK(tg::zeros({1}, tg::Device::cpu()).device() == tg::Device::cpu());
-  Variable w = tg::randn({2, 2}, tg::dtype(tg::kFloat64).requires_grad());
+  Tensor w = tg::randn({2, 2}, tg::dtype(tg::kFloat64).requires_grad());
   CHECK(w.dtype() == tg::kFloat64);
   CHECK(w.requires_grad());
   CHECK(tg::zeros({1}, tg::device(tg::Device::cpu()).dtype(tg::kBool)).dtype() == tg::kBool);
@@ -117,7 +117,7 @@ TEST_CASE("habits: custom modules print their class name, as PyTorch") {
   CHECK(printed(tg::nn::Sequential()) == "Sequential()");
   CHECK(printed(tg::nn::ReLU()) == "ReLU()");
   // the name reaches error messages too
-  TG_CHECK_THROWS(Leaf()(tg::zeros({1})), tg::Error, "Leaf: forward(const Variable&) is not implemented");
+  TG_CHECK_THROWS(Leaf()(tg::zeros({1})), tg::Error, "Leaf: forward(const Tensor&) is not implemented");
 }
 
 TEST_CASE("habits: an optimizer over a model without parameters raises PyTorch's error") {
@@ -168,17 +168,17 @@ TEST_CASE("habits: Module::cuda() moves to the GPU, or names the module and the 
 TEST_CASE("habits: forward with several inputs through Cloneable, hooks refused for them") {
   tg::manual_seed(2);
   Gate gate;
-  Variable x = tg::randn({2, 3}, tg::requires_grad()), g = tg::randn({2, 3});
-  Variable y = gate(x, g);
+  Tensor x = tg::randn({2, 3}, tg::requires_grad()), g = tg::randn({2, 3});
+  Tensor y = gate(x, g);
   testing::check_close(y, gate.fc(x) * tg::sigmoid(g));
   y.sum().backward();
   CHECK(x.grad().defined());
   CHECK(gate.fc.weight.grad().defined());
-  testing::check_close(gate(x, 2.0), gate.fc(x) * 2.0);   // not only Variables
+  testing::check_close(gate(x, 2.0), gate.fc(x) * 2.0);   // not only Tensors
   // one input still goes through Module::operator(), with hooks
-  TG_CHECK_THROWS(gate(x), tg::Error, "Gate: forward(const Variable&) is not implemented");
+  TG_CHECK_THROWS(gate(x), tg::Error, "Gate: forward(const Tensor&) is not implemented");
   int calls = 0;
-  auto h = gate.register_forward_hook([&calls](tg::nn::Module&, const Variable&, const Variable&) { ++calls; });
+  auto h = gate.register_forward_hook([&calls](tg::nn::Module&, const Tensor&, const Tensor&) { ++calls; });
   TG_CHECK_THROWS(gate(x, g), tg::Error, "forward hooks take one input, but this call passes 2");
   CHECK(calls == 0);
   h.remove();
@@ -206,13 +206,13 @@ TEST_CASE("habits: register_module of a std::shared_ptr shares ownership") {
 }
 
 TEST_CASE("habits: EnableGradGuard records inside NoGradGuard and restores the mode") {
-  Variable w = tg::randn({3}, tg::requires_grad());
+  Tensor w = tg::randn({3}, tg::requires_grad());
   tg::NoGradGuard no_grad;
   CHECK_FALSE((w * 2.0).requires_grad());
   {
     tg::EnableGradGuard enable;
     CHECK(tg::GradMode::is_enabled());
-    Variable y = (w * 2.0).sum();
+    Tensor y = (w * 2.0).sum();
     CHECK(y.requires_grad());
     y.backward();
     CHECK(w.grad().to_vector<float>() == std::vector<float>(3, 2.0f));
@@ -230,7 +230,7 @@ TEST_CASE("habits: EnableGradGuard records inside NoGradGuard and restores the m
 
 TEST_CASE("habits: index follows Python's slicing rules, values and shapes recorded from PyTorch") {
   // /usr/bin/python3: x = torch.arange(24.).reshape(2, 3, 4); print(list(x[...].shape), x[...].flatten().tolist())
-  Variable x = tg::arange(24, tg::kFloat64).reshape({2, 3, 4});
+  Tensor x = tg::arange(24, tg::kFloat64).reshape({2, 3, 4});
   struct Case {
     const char* what;
     std::vector<tg::TensorIndex> idx;
@@ -249,7 +249,7 @@ TEST_CASE("habits: index follows Python's slicing rules, values and shapes recor
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
-    Variable y = x.index(c.idx);
+    Tensor y = x.index(c.idx);
     CHECK(y.shape() == c.shape);
     CHECK(y.to_vector<double>() == c.values);
     CHECK(y.data().storage() == x.data().storage());   // a view, no copy
@@ -262,7 +262,7 @@ TEST_CASE("habits: index follows Python's slicing rules, values and shapes recor
 }
 
 TEST_CASE("habits: gradients of narrow, select and index land in the sliced positions") {
-  Variable x = tg::zeros({3, 4}, tg::dtype(tg::kFloat64).requires_grad());
+  Tensor x = tg::zeros({3, 4}, tg::dtype(tg::kFloat64).requires_grad());
   (x.narrow(1, 1, 2) * 2.0).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0});
   x.zero_grad();
@@ -270,15 +270,15 @@ TEST_CASE("habits: gradients of narrow, select and index land in the sliced posi
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3});
   x.zero_grad();
   // x[::2, 1:] used twice: the engine adds both gradients
-  Variable v = x.index({Slice(None, None, 2), Slice(1)});
+  Tensor v = x.index({Slice(None, None, 2), Slice(1)});
   (v + v * 4.0).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 5, 5, 5, 0, 0, 0, 0, 0, 5, 5, 5});
-  // in-place writes through a view of a Variable that requires grad are refused, as for the other views
+  // in-place writes through a view of a Tensor that requires grad are refused, as for the other views
   TG_CHECK_THROWS(x.index({0}).mul_(2.0), tg::AutogradError, "view");
 }
 
 TEST_CASE("habits: bad narrow / select / index arguments raise IndexError naming the op, dim and size") {
-  Variable x = tg::zeros({2, 3});
+  Tensor x = tg::zeros({2, 3});
   TG_CHECK_THROWS(x.narrow(1, 2, 2), tg::IndexError, "narrow: start (2) + length (2) exceeds the size (3) of dimension 1");
   TG_CHECK_THROWS(x.narrow(1, -4, 1), tg::IndexError, "for dimension 1 with size 3");
   TG_CHECK_THROWS(x.narrow(1, 0, -1), tg::IndexError, "narrow: length (-1) must be non-negative");
@@ -301,40 +301,40 @@ TEST_CASE("habits: gelu, silu, softplus, leaky_relu, log_sigmoid match PyTorch's
   const std::vector<double> xs = {-30.0, -3.5, -1.2, -0.3, 0.0, 0.4, 1.7, 2.9, 25.0};
   struct Ref {
     const char* what;
-    std::function<Variable(const Variable&)> f;
+    std::function<Tensor(const Tensor&)> f;
     std::vector<double> y, dx;
   };
   const std::vector<Ref> refs = {
-      {"gelu", [](const Variable& v) { return tg::gelu(v); },
+      {"gelu", [](const Tensor& v) { return tg::gelu(v); },
        {-0.0, -0.0008142017766243903, -0.13808360426604993, -0.1146265733433142, 0.0, 0.2621686966441297,
         1.6242387133104768, 2.8945891414288862, 25.0},
        {-4.420938404635643e-195, -0.0028217603536246205, -0.11795359575814726, 0.26767223317289013, 0.5,
         0.8027297977316535, 1.1153179687821648, 1.015396530716966, 1.0}},
-      {"gelu tanh", [](const Variable& v) { return v.gelu("tanh"); },
+      {"gelu tanh", [](const Tensor& v) { return v.gelu("tanh"); },
        {-0.0, -0.0006161976553737403, -0.13829723086213513, -0.11462907645724074, 0.0, 0.2621611694273562,
         1.624105895551156, 2.895033333764528, 25.0},
        {0.0, -0.0024226437601167334, -0.11772613473311264, 0.26770454836119817, 0.5, 0.8026588344205614,
         1.115914631452605, 1.0151255217340986, 1.0}},
-      {"silu", [](const Variable& v) { return tg::silu(v); },
+      {"silu", [](const Tensor& v) { return tg::silu(v); },
        {-2.8072868906517896e-12, -0.10259280762974712, -0.2777702598011788, -0.1276672449565023, 0.0,
         0.23947506404498084, 1.437409049357991, 2.7487546670725886, 24.9999999996528},
        {-2.713710660963134e-12, -0.07027335282771814, 0.01800188772481552, 0.3522199896811173, 0.5,
         0.6947919584090637, 1.067564504759019, 1.0912037868378475, 1.000000000333312}},
-      {"softplus", [](const Variable& v) { return tg::softplus(v); },
+      {"softplus", [](const Tensor& v) { return tg::softplus(v); },
        {9.357622968839737e-14, 0.029750418272620566, 0.26328246733803123, 0.5543552444685271, 0.6931471805599453,
         0.9130152523999526, 1.8677860293862658, 2.953562776217963, 25.0},
        {9.3576229688393e-14, 0.029312230751356316, 0.23147521650098238, 0.425557483188341, 0.5, 0.598687660112452,
         0.8455347349164652, 0.9478464369215822, 1.0}},
-      {"softplus beta 2 threshold 3", [](const Variable& v) { return v.softplus(2, 3); },
+      {"softplus beta 2 threshold 3", [](const Tensor& v) { return v.softplus(2, 3); },
        {4.37825538134826e-27, 0.00045573322688712237, 0.04341807607697484, 0.21874397524294284, 0.34657359027997264,
         0.5855503329738889, 1.7, 2.9, 25.0},
        {8.75651076269652e-27, 0.0009110511944006454, 0.08317269649392238, 0.35434369377420455, 0.5,
         0.6899744811276125, 1.0, 1.0, 1.0}},
-      {"leaky_relu", [](const Variable& v) { return tg::leaky_relu(v); },
+      {"leaky_relu", [](const Tensor& v) { return tg::leaky_relu(v); },
        {-0.3, -0.035, -0.012, -0.003, 0.0, 0.4, 1.7, 2.9, 25.0}, {0.01, 0.01, 0.01, 0.01, 0.01, 1, 1, 1, 1}},
-      {"leaky_relu 0.2", [](const Variable& v) { return v.leaky_relu(0.2); },
+      {"leaky_relu 0.2", [](const Tensor& v) { return v.leaky_relu(0.2); },
        {-6.0, -0.7000000000000001, -0.24, -0.06, 0.0, 0.4, 1.7, 2.9, 25.0}, {0.2, 0.2, 0.2, 0.2, 0.2, 1, 1, 1, 1}},
-      {"log_sigmoid", [](const Variable& v) { return tg::log_sigmoid(v); },
+      {"log_sigmoid", [](const Tensor& v) { return tg::log_sigmoid(v); },
        {-30.000000000000092, -3.5297504182726205, -1.4632824673380311, -0.8543552444685272, -0.6931471805599453,
         -0.5130152523999526, -0.16778602938626594, -0.053562776217963175, -1.3887943864867583e-11},
        {0.9999999999999064, 0.9706877692486436, 0.7685247834990176, 0.5744425168116589, 0.5, 0.401312339887548,
@@ -342,8 +342,8 @@ TEST_CASE("habits: gelu, silu, softplus, leaky_relu, log_sigmoid match PyTorch's
   };
   for (const Ref& r : refs) {
     CAPTURE(r.what);
-    Variable x = tg::from_vector(xs, {9}, tg::requires_grad());
-    Variable y = r.f(x);
+    Tensor x = tg::from_vector(xs, {9}, tg::requires_grad());
+    Tensor y = r.f(x);
     y.backward(tg::ones_like(y));
     check_near(y.to_vector<double>(), r.y, 1e-13, 1e-300);
     check_near(x.grad().to_vector<double>(), r.dx, 1e-12, 1e-300);
@@ -368,7 +368,7 @@ TEST_CASE("habits: activation modules with PyTorch's options and printing") {
   CHECK(printed(tg::nn::LeakyReLU()) == "LeakyReLU(negative_slope=0.01)");
   TG_CHECK_THROWS(tg::nn::GELU("fast"), tg::Error, "GELU: approximate must be");
   TG_CHECK_THROWS(tg::nn::Softplus(0.0), tg::Error, "Softplus: beta must be a non-zero number");
-  Variable x = tg::randn({4, 5});
+  Tensor x = tg::randn({4, 5});
   testing::check_close(tg::nn::GELU("tanh")(x), tg::gelu(x, "tanh"));
   testing::check_close(tg::nn::SiLU()(x), tg::silu(x));
   testing::check_close(tg::nn::Softplus(2, 3)(x), tg::softplus(x, 2, 3));
@@ -384,13 +384,13 @@ TEST_CASE("habits: activation modules with PyTorch's options and printing") {
 
 TEST_CASE("habits: masked_fill, tril and triu match PyTorch") {
   // /usr/bin/python3: torch.arange(12.).reshape(3, 4).masked_fill(torch.tensor([True, False, True, False]), -1.5)
-  Variable a = tg::arange(12, tg::kFloat64).reshape({3, 4});
-  Variable m = mask({1, 0, 1, 0}, {4});
+  Tensor a = tg::arange(12, tg::kFloat64).reshape({3, 4});
+  Tensor m = mask({1, 0, 1, 0}, {4});
   CHECK(a.masked_fill(m, -1.5).to_vector<double>() ==
         std::vector<double>{-1.5, 1, -1.5, 3, -1.5, 5, -1.5, 7, -1.5, 9, -1.5, 11});
   // torch.arange(4.).masked_fill(torch.tensor([[True], [False], [True]]), 7): the broadcast shape (3, 4)
-  Variable col = mask({1, 0, 1}, {3, 1});
-  Variable b = tg::arange(4, tg::kFloat64).masked_fill(col, 7);
+  Tensor col = mask({1, 0, 1}, {3, 1});
+  Tensor b = tg::arange(4, tg::kFloat64).masked_fill(col, 7);
   CHECK(b.shape() == tg::Shape{3, 4});
   CHECK(b.to_vector<double>() == std::vector<double>{7, 7, 7, 7, 0, 1, 2, 3, 7, 7, 7, 7});
   CHECK(tg::arange(3, tg::kInt64).masked_fill(mask({0, 1, 0}, {3}), 9.0)
@@ -399,14 +399,14 @@ TEST_CASE("habits: masked_fill, tril and triu match PyTorch") {
   TG_CHECK_THROWS(a.masked_fill(tg::zeros({5}, tg::kBool), 0.0), tg::ShapeError, "masked_fill");
   TG_CHECK_THROWS(a.masked_fill(m, tg::zeros({2})), tg::ShapeError, "only supports a 0-dimensional value tensor");
   // gradients: x gets dL/dy off the mask, a 0-d value the sum over the mask
-  Variable x = tg::randn({3, 4}, tg::dtype(tg::kFloat64).requires_grad());
-  Variable v = tg::full({}, 2.0, tg::dtype(tg::kFloat64).requires_grad());
+  Tensor x = tg::randn({3, 4}, tg::dtype(tg::kFloat64).requires_grad());
+  Tensor v = tg::full({}, 2.0, tg::dtype(tg::kFloat64).requires_grad());
   (x.masked_fill(m, v) * 3.0).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3});
   CHECK(v.grad().item() == 18.0);
 
   // t = torch.arange(1., 13.).reshape(3, 4); t.tril(d).flatten().tolist(), t.triu(d).flatten().tolist()
-  Variable t = tg::arange(12, tg::kFloat64).reshape({3, 4}) + 1.0;
+  Tensor t = tg::arange(12, tg::kFloat64).reshape({3, 4}) + 1.0;
   CHECK(t.tril().to_vector<double>() == std::vector<double>{1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0});
   CHECK(t.triu().to_vector<double>() == std::vector<double>{1, 2, 3, 4, 0, 6, 7, 8, 0, 0, 11, 12});
   CHECK(t.tril(1).to_vector<double>() == std::vector<double>{1, 2, 0, 0, 5, 6, 7, 0, 9, 10, 11, 12});
@@ -417,11 +417,11 @@ TEST_CASE("habits: masked_fill, tril and triu match PyTorch") {
   CHECK(t.triu(-5).to_vector<double>() == t.to_vector<double>());
   CHECK(t.triu(5).to_vector<double>() == std::vector<double>(12, 0.0));
   // torch.arange(1., 13.).reshape(2, 2, 3).tril(0): over the last two dims of each batch entry
-  Variable bt = (tg::arange(12, tg::kFloat64) + 1.0).reshape({2, 2, 3});
+  Tensor bt = (tg::arange(12, tg::kFloat64) + 1.0).reshape({2, 2, 3});
   CHECK(bt.tril().to_vector<double>() == std::vector<double>{1, 0, 0, 4, 5, 0, 7, 0, 0, 10, 11, 0});
   CHECK(tg::tril(tg::ones({2, 2}, tg::kInt64)).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1, 1});
   TG_CHECK_THROWS(tg::triu(tg::zeros({3})), tg::ShapeError, "triu: input tensor must have at least 2 dimensions");
-  Variable w = tg::randn({3, 3}, tg::dtype(tg::kFloat64).requires_grad());
+  Tensor w = tg::randn({3, 3}, tg::dtype(tg::kFloat64).requires_grad());
   w.triu(1).sum().backward();
   CHECK(w.grad().to_vector<double>() == std::vector<double>{0, 1, 1, 0, 0, 1, 0, 0, 0});
 }
@@ -432,8 +432,8 @@ TEST_CASE("habits: masked_fill, tril and triu match PyTorch") {
 TEST_CASE("habits: to_dot names parameters as torchviz does and annotates gradient norms") {
   tg::manual_seed(4);
   Net net;
-  Variable x = tg::randn({5, 3});
-  Variable loss = net(x).sum();
+  Tensor x = tg::randn({5, 3});
+  Tensor loss = net(x).sum();
   const std::string plain = tg::autograd::to_dot(loss, tg::autograd::DotOptions().params(net.named_parameters()));
   CHECK(plain.find("fc1.weight\\n[4, 3]") != std::string::npos);
   CHECK(plain.find("fc2.bias\\n[2]") != std::string::npos);

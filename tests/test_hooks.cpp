@@ -14,15 +14,15 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using testing::check_values;
 
 namespace {
-Variable leaf(std::vector<float> v) {
+Tensor leaf(std::vector<float> v) {
   return tg::from_vector(v, {static_cast<int64_t>(v.size())}, tg::TensorOptions().requires_grad(true));
 }
 
-std::string values(const Variable& v) {   // "[162, 484, 1014]"
+std::string values(const Tensor& v) {   // "[162, 484, 1014]"
   std::string s = "[";
   for (double x : v.to_vector<double>()) {
     char buf[32];
@@ -45,22 +45,22 @@ using Log = std::vector<std::string>;
 // and the second backward the same with post a:[324, 968, 2028], post b:[72, 352, 936].
 TEST_CASE("hooks: backward calls tensor and post-accumulate hooks in PyTorch's order, on every retained backward") {
   Log log;
-  Variable a = leaf({1, 2, 3}), b = leaf({4, 5, 6});
-  a.register_hook([&](const Variable& g) { log.push_back("a:" + values(g)); });
-  a.register_hook([&](const Variable&) { log.push_back("a2"); });
-  b.register_hook([&](const Variable& g) { log.push_back("b:" + values(g)); });
-  a.register_post_accumulate_grad_hook([&](Variable& p) { log.push_back("post a:" + values(p.grad())); });
-  b.register_post_accumulate_grad_hook([&](Variable& p) { log.push_back("post b:" + values(p.grad())); });
-  Variable c = a * b;
-  Variable d = c * 2.0;
-  Variable e = d + a;
-  c.register_hook([&](const Variable& g) { log.push_back("c:" + values(g)); });
-  d.register_hook([&](const Variable& g) { log.push_back("d:" + values(g)); });
-  e.register_hook([&](const Variable& g) { log.push_back("e:" + values(g)); });
+  Tensor a = leaf({1, 2, 3}), b = leaf({4, 5, 6});
+  a.register_hook([&](const Tensor& g) { log.push_back("a:" + values(g)); });
+  a.register_hook([&](const Tensor&) { log.push_back("a2"); });
+  b.register_hook([&](const Tensor& g) { log.push_back("b:" + values(g)); });
+  a.register_post_accumulate_grad_hook([&](Tensor& p) { log.push_back("post a:" + values(p.grad())); });
+  b.register_post_accumulate_grad_hook([&](Tensor& p) { log.push_back("post b:" + values(p.grad())); });
+  Tensor c = a * b;
+  Tensor d = c * 2.0;
+  Tensor e = d + a;
+  c.register_hook([&](const Tensor& g) { log.push_back("c:" + values(g)); });
+  d.register_hook([&](const Tensor& g) { log.push_back("d:" + values(g)); });
+  e.register_hook([&](const Tensor& g) { log.push_back("e:" + values(g)); });
   e.retain_grad();
-  Variable loss = (e * e).sum();
+  Tensor loss = (e * e).sum();
 
-  loss.backward(Variable(), /*retain_graph=*/true);
+  loss.backward(Tensor(), /*retain_graph=*/true);
   const Log first{"e:[18, 44, 78]",     "d:[18, 44, 78]", "c:[36, 88, 156]",  "a:[162, 484, 1014]",
                   "a2",                 "post a:[162, 484, 1014]", "b:[36, 176, 468]", "post b:[36, 176, 468]"};
   CHECK(log == first);
@@ -79,17 +79,17 @@ TEST_CASE("hooks: backward calls tensor and post-accumulate hooks in PyTorch's o
 // b.grad [1140, 5400, 14220], e.grad (retained, after e's hooks) [57, 135, 237], and the post hook sees
 // a.grad as [2308.5, 6817.5, 14338.5].
 TEST_CASE("hooks: register_hook results replace gradients, chained in registration order") {
-  Variable a = leaf({1, 2, 3}), b = leaf({4, 5, 6});
-  Variable c = a * b;
-  Variable d = c * 2.0;
-  Variable e = d + a;
-  c.register_hook([](const Variable& g) { return g * 10.0; });
-  e.register_hook([](const Variable& g) { return g + 1.0; });
-  e.register_hook([](const Variable& g) { return g * 3.0; });   // sees (g + 1)
+  Tensor a = leaf({1, 2, 3}), b = leaf({4, 5, 6});
+  Tensor c = a * b;
+  Tensor d = c * 2.0;
+  Tensor e = d + a;
+  c.register_hook([](const Tensor& g) { return g * 10.0; });
+  e.register_hook([](const Tensor& g) { return g + 1.0; });
+  e.register_hook([](const Tensor& g) { return g * 3.0; });   // sees (g + 1)
   e.retain_grad();
-  a.register_hook([](const Variable& g) { return g * 0.5; });
+  a.register_hook([](const Tensor& g) { return g * 0.5; });
   std::vector<std::vector<double>> seen;
-  a.register_post_accumulate_grad_hook([&](Variable& p) { seen.push_back(p.grad().to_vector<double>()); });
+  a.register_post_accumulate_grad_hook([&](Tensor& p) { seen.push_back(p.grad().to_vector<double>()); });
   (e * e).sum().backward();
   check_values(a.grad(), {2308.5, 6817.5, 14338.5});
   check_values(b.grad(), {1140, 5400, 14220});
@@ -98,11 +98,11 @@ TEST_CASE("hooks: register_hook results replace gradients, chained in registrati
   CHECK(seen[0] == std::vector<double>{2308.5, 6817.5, 14338.5});
 }
 
-TEST_CASE("hooks: a hook returning void or an undefined Variable keeps the gradient") {
-  Variable x = leaf({1, -2});
+TEST_CASE("hooks: a hook returning void or an undefined Tensor keeps the gradient") {
+  Tensor x = leaf({1, -2});
   int calls = 0;
-  x.register_hook([&](const Variable&) { ++calls; });
-  x.register_hook([&](const Variable&) { ++calls; return Variable(); });
+  x.register_hook([&](const Tensor&) { ++calls; });
+  x.register_hook([&](const Tensor&) { ++calls; return Tensor(); });
   (x * 3.0).sum().backward();
   CHECK(calls == 2);
   check_values(x.grad(), {3, 3});
@@ -111,11 +111,11 @@ TEST_CASE("hooks: a hook returning void or an undefined Variable keeps the gradi
 // PyTorch: y = [1, 2]; hook (record, g * 2); (y * y + y * 3 + y).sum().backward() records [[6, 8]] once,
 // y.grad [12, 16].
 TEST_CASE("hooks: a leaf used several times gets its hooks once, on the summed gradient") {
-  Variable x = leaf({1, 2});
+  Tensor x = leaf({1, 2});
   std::vector<std::string> log;
-  x.register_hook([&](const Variable& g) { log.push_back(values(g)); return g * 2.0; });
+  x.register_hook([&](const Tensor& g) { log.push_back(values(g)); return g * 2.0; });
   int post = 0;
-  x.register_post_accumulate_grad_hook([&](Variable&) { ++post; });
+  x.register_post_accumulate_grad_hook([&](Tensor&) { ++post; });
   (x * x + x * 3.0 + x).sum().backward();   // d/dx = 2x + 4 = [6, 8]
   CHECK(log == Log{"[6, 8]"});
   CHECK(post == 1);
@@ -125,19 +125,19 @@ TEST_CASE("hooks: a leaf used several times gets its hooks once, on the summed g
 // PyTorch: x = [1, 2]; hook (record, g + 1); AccumulateGrad post hook; x.backward([1, 2]) logs
 // hook [1, 2], post [2, 3].
 TEST_CASE("hooks: backward on a leaf runs its hooks") {
-  Variable x = leaf({1, 2});
+  Tensor x = leaf({1, 2});
   Log log;
-  x.register_hook([&](const Variable& g) { log.push_back("hook " + values(g)); return g + 1.0; });
-  x.register_post_accumulate_grad_hook([&](Variable& p) { log.push_back("post " + values(p.grad())); });
+  x.register_hook([&](const Tensor& g) { log.push_back("hook " + values(g)); return g + 1.0; });
+  x.register_post_accumulate_grad_hook([&](Tensor& p) { log.push_back("post " + values(p.grad())); });
   x.backward(tg::from_vector(std::vector<float>{1, 2}, {2}));
   CHECK(log == Log{"hook [1, 2]", "post [2, 3]"});
 }
 
 TEST_CASE("hooks: the post-accumulate hook sees what accumulated into an existing .grad, and may change it") {
-  Variable w = leaf({1, 2});
+  Tensor w = leaf({1, 2});
   w.set_grad(tg::from_vector(std::vector<float>{10, 20}, {2}));
   std::vector<double> seen;
-  w.register_post_accumulate_grad_hook([&](Variable& p) {
+  w.register_post_accumulate_grad_hook([&](Tensor& p) {
     seen = p.grad().to_vector<double>();
     tg::NoGradGuard g;
     p.grad().mul_(0.5);   // what an optimizer-in-backward does: it may use and rewrite .grad
@@ -148,12 +148,12 @@ TEST_CASE("hooks: the post-accumulate hook sees what accumulated into an existin
 }
 
 TEST_CASE("hooks: remove() takes one hook out; twice is harmless; the same hook on several tensors") {
-  Variable a = leaf({1}), b = leaf({2});
+  Tensor a = leaf({1}), b = leaf({2});
   int count_a = 0, count_b = 0;
-  auto counter = [](int& n) { return [&n](const Variable&) { ++n; }; };
+  auto counter = [](int& n) { return [&n](const Tensor&) { ++n; }; };
   auto ha = a.register_hook(counter(count_a));
   auto hb = b.register_hook(counter(count_b));
-  auto hb2 = b.register_hook([](const Variable& g) { return g * 100.0; });
+  auto hb2 = b.register_hook([](const Tensor& g) { return g * 100.0; });
   (a * b).sum().backward();
   CHECK(count_a == 1);
   CHECK(count_b == 1);
@@ -169,10 +169,10 @@ TEST_CASE("hooks: remove() takes one hook out; twice is harmless; the same hook 
   check_values(b.grad(), {1});
 
   // one handle for hooks on several tensors (what DDP keeps for its per-parameter hooks)
-  Variable p = leaf({1}), q = leaf({2});
+  Tensor p = leaf({1}), q = leaf({2});
   int post = 0;
   std::vector<tg::RemovableHandle> each;
-  for (Variable* v : {&p, &q}) each.push_back(v->register_post_accumulate_grad_hook([&](Variable&) { ++post; }));
+  for (Tensor* v : {&p, &q}) each.push_back(v->register_post_accumulate_grad_hook([&](Tensor&) { ++post; }));
   tg::RemovableHandle all(each);
   CHECK(all.size() == 2);
   (p * q).sum().backward();
@@ -186,25 +186,25 @@ TEST_CASE("hooks: remove() takes one hook out; twice is harmless; the same hook 
 TEST_CASE("hooks: a handle outliving its tensor or module is harmless, and a non-leaf's hook stays with its graph") {
   tg::RemovableHandle h, hm;
   {
-    Variable x = leaf({1});
-    h = x.register_hook([](const Variable&) {});
+    Tensor x = leaf({1});
+    h = x.register_hook([](const Tensor&) {});
     tg::nn::ReLU relu;
-    hm = relu.register_forward_hook([](tg::nn::Module&, const Variable&, const Variable&) {});
+    hm = relu.register_forward_hook([](tg::nn::Module&, const Tensor&, const Tensor&) {});
   }
   h.remove();
   hm.remove();
   CHECK(h.size() == 0);
 
   int calls = 0;
-  Variable x = leaf({1, 2});
-  Variable loss;
+  Tensor x = leaf({1, 2});
+  Tensor loss;
   tg::RemovableHandle hy;
   {
-    Variable y = x * 2.0;   // the handle y goes away; its hook lives on y's grad_fn
-    hy = y.register_hook([&](const Variable& g) { ++calls; return g * 5.0; });
+    Tensor y = x * 2.0;   // the handle y goes away; its hook lives on y's grad_fn
+    hy = y.register_hook([&](const Tensor& g) { ++calls; return g * 5.0; });
     loss = y.sum();
   }
-  loss.backward(Variable(), true);
+  loss.backward(Tensor(), true);
   CHECK(calls == 1);
   check_values(x.grad(), {10, 10});
   hy.remove();
@@ -214,8 +214,8 @@ TEST_CASE("hooks: a handle outliving its tensor or module is harmless, and a non
 
   tg::RemovableHandle on_freed;
   {
-    Variable z = x * 3.0;
-    on_freed = z.register_hook([](const Variable&) {});
+    Tensor z = x * 3.0;
+    on_freed = z.register_hook([](const Tensor&) {});
     z.sum().backward();   // frees the graph; z and its grad_fn die at the end of the block
   }
   on_freed.remove();
@@ -223,18 +223,18 @@ TEST_CASE("hooks: a handle outliving its tensor or module is harmless, and a non
 }
 
 TEST_CASE("hooks: a hook may register and remove hooks while backward runs") {
-  Variable x = leaf({1});
-  Variable y = x * 2.0;
+  Tensor x = leaf({1});
+  Tensor y = x * 2.0;
   int late = 0;
   tg::RemovableHandle self;
   Log log;
-  self = y.register_hook([&](const Variable&) {
+  self = y.register_hook([&](const Tensor&) {
     log.push_back("once");
     self.remove();   // removing itself: it has already been called for this backward
-    x.register_post_accumulate_grad_hook([&](Variable&) { ++late; });   // x has no hooks yet: from the next backward on
+    x.register_post_accumulate_grad_hook([&](Tensor&) { ++late; });   // x has no hooks yet: from the next backward on
   });
-  Variable loss = y.sum();
-  loss.backward(Variable(), true);
+  Tensor loss = y.sum();
+  loss.backward(Tensor(), true);
   CHECK(log == Log{"once"});
   CHECK(late == 0);
   loss.backward();
@@ -243,28 +243,28 @@ TEST_CASE("hooks: a hook may register and remove hooks while backward runs") {
 }
 
 TEST_CASE("hooks: errors") {
-  Variable plain = tg::ones({2});
-  TG_CHECK_THROWS(plain.register_hook([](const Variable&) {}), tg::AutogradError,
+  Tensor plain = tg::ones({2});
+  TG_CHECK_THROWS(plain.register_hook([](const Tensor&) {}), tg::AutogradError,
                   "cannot register a hook on a tensor that doesn't require gradient");
-  TG_CHECK_THROWS(plain.register_post_accumulate_grad_hook([](Variable&) {}), tg::AutogradError,
+  TG_CHECK_THROWS(plain.register_post_accumulate_grad_hook([](Tensor&) {}), tg::AutogradError,
                   "cannot register a hook on a tensor that doesn't require gradient");
-  Variable x = leaf({1, 2});
-  Variable y = x * 2.0;
-  TG_CHECK_THROWS(y.register_post_accumulate_grad_hook([](Variable&) {}), tg::AutogradError,
+  Tensor x = leaf({1, 2});
+  Tensor y = x * 2.0;
+  TG_CHECK_THROWS(y.register_post_accumulate_grad_hook([](Tensor&) {}), tg::AutogradError,
                   "post accumulate grad hooks cannot be registered on non-leaf tensors");
-  TG_CHECK_THROWS(Variable().register_hook([](const Variable&) {}), tg::Error, "undefined");
+  TG_CHECK_THROWS(Tensor().register_hook([](const Tensor&) {}), tg::Error, "undefined");
 
-  auto h = y.register_hook([](const Variable& g) { return g.sum(); });
-  TG_CHECK_THROWS(y.sum().backward(Variable(), true), tg::ShapeError,
+  auto h = y.register_hook([](const Tensor& g) { return g.sum(); });
+  TG_CHECK_THROWS(y.sum().backward(Tensor(), true), tg::ShapeError,
                   "hook 'register_hook #0' has changed the size of value (was [2], got [])");
   h.remove();
-  h = y.register_hook([](const Variable& g) { return g.to(tg::kFloat64); });
-  TG_CHECK_THROWS(y.sum().backward(Variable(), true), tg::DTypeError, "has changed the type of value");
+  h = y.register_hook([](const Tensor& g) { return g.to(tg::kFloat64); });
+  TG_CHECK_THROWS(y.sum().backward(Tensor(), true), tg::DTypeError, "has changed the type of value");
   h.remove();
   // a hook that throws: the error reaches the caller, and a retained graph can be run again
-  h = y.register_hook([](const Variable&) -> Variable { throw tg::Error("hook failed"); });
-  Variable loss = y.sum();
-  TG_CHECK_THROWS(loss.backward(Variable(), true), tg::Error, "hook failed");
+  h = y.register_hook([](const Tensor&) -> Tensor { throw tg::Error("hook failed"); });
+  Tensor loss = y.sum();
+  TG_CHECK_THROWS(loss.backward(Tensor(), true), tg::Error, "hook failed");
   CHECK_FALSE(x.grad().defined());
   h.remove();
   loss.backward();
@@ -272,16 +272,16 @@ TEST_CASE("hooks: errors") {
 }
 
 TEST_CASE("hooks: threads backward through graphs sharing a hooked leaf while others add and remove hooks") {
-  Variable w = leaf({1, 2, 3});
+  Tensor w = leaf({1, 2, 3});
   std::atomic<int> posts{0}, grads{0};
-  w.register_post_accumulate_grad_hook([&](Variable&) { posts.fetch_add(1); });
-  w.register_hook([&](const Variable& g) { grads.fetch_add(1); return g; });
+  w.register_post_accumulate_grad_hook([&](Tensor&) { posts.fetch_add(1); });
+  w.register_hook([&](const Tensor& g) { grads.fetch_add(1); return g; });
   constexpr int kThreads = 3, kSteps = 200;
   std::atomic<bool> stop{false};
   std::thread churn([&] {
     while (!stop.load()) {
-      auto h = w.register_hook([](const Variable&) {});
-      auto p = w.register_post_accumulate_grad_hook([](Variable&) {});
+      auto h = w.register_hook([](const Tensor&) {});
+      auto p = w.register_post_accumulate_grad_hook([](Tensor&) {});
       h.remove();
       p.remove();
     }
@@ -309,16 +309,16 @@ TEST_CASE("module hooks: pre-hooks and forward hooks run in PyTorch's order, for
   tg::nn::Sequential seq;
   auto& lin = seq.add<tg::nn::Linear>(2, 2);
   auto& relu = seq.add<tg::nn::ReLU>();
-  seq.register_forward_pre_hook([&](tg::nn::Module&, const Variable&) { log.push_back("seq pre"); });
-  seq.register_forward_hook([&](tg::nn::Module&, const Variable&, const Variable&) { log.push_back("seq fwd"); });
-  lin.register_forward_pre_hook([&](tg::nn::Module&, const Variable&) { log.push_back("lin pre 1"); });
-  auto h = lin.register_forward_pre_hook([&](tg::nn::Module&, const Variable&) { log.push_back("lin pre 2"); });
-  lin.register_forward_hook([&](tg::nn::Module& m, const Variable&, const Variable&) {
+  seq.register_forward_pre_hook([&](tg::nn::Module&, const Tensor&) { log.push_back("seq pre"); });
+  seq.register_forward_hook([&](tg::nn::Module&, const Tensor&, const Tensor&) { log.push_back("seq fwd"); });
+  lin.register_forward_pre_hook([&](tg::nn::Module&, const Tensor&) { log.push_back("lin pre 1"); });
+  auto h = lin.register_forward_pre_hook([&](tg::nn::Module&, const Tensor&) { log.push_back("lin pre 2"); });
+  lin.register_forward_hook([&](tg::nn::Module& m, const Tensor&, const Tensor&) {
     CHECK(&m == &lin);
     log.push_back("lin fwd");
   });
-  relu.register_forward_pre_hook([&](tg::nn::Module&, const Variable&) { log.push_back("relu pre"); });
-  relu.register_forward_hook([&](tg::nn::Module&, const Variable&, const Variable&) { log.push_back("relu fwd"); });
+  relu.register_forward_pre_hook([&](tg::nn::Module&, const Tensor&) { log.push_back("relu pre"); });
+  relu.register_forward_hook([&](tg::nn::Module&, const Tensor&, const Tensor&) { log.push_back("relu fwd"); });
   seq(tg::ones({1, 2}));
   CHECK(log == Log{"seq pre", "lin pre 1", "lin pre 2", "lin fwd", "relu pre", "relu fwd", "seq fwd"});
   log.clear();
@@ -342,13 +342,13 @@ TEST_CASE("module hooks: replaced inputs and outputs, recorded in the graph") {
     lin.bias.copy_(tg::from_vector(std::vector<float>{0.5f, -0.5f}, {2}));
   }
   std::vector<std::vector<double>> seen;
-  lin.register_forward_pre_hook([](tg::nn::Module&, const Variable& in) { return in * 2.0; });
-  lin.register_forward_pre_hook([](tg::nn::Module&, const Variable& in) { return in + 1.0; });
-  lin.register_forward_hook([&](tg::nn::Module&, const Variable& in, const Variable&) { seen.push_back(in.to_vector<double>()); });
-  lin.register_forward_hook([](tg::nn::Module&, const Variable&, const Variable& out) { return out * 10.0; });
-  lin.register_forward_hook([](tg::nn::Module&, const Variable&, const Variable& out) { return out - 1.0; });
-  Variable x = tg::from_vector(std::vector<float>{1, -2}, {1, 2}, tg::TensorOptions().requires_grad(true));
-  Variable y = lin(x);
+  lin.register_forward_pre_hook([](tg::nn::Module&, const Tensor& in) { return in * 2.0; });
+  lin.register_forward_pre_hook([](tg::nn::Module&, const Tensor& in) { return in + 1.0; });
+  lin.register_forward_hook([&](tg::nn::Module&, const Tensor& in, const Tensor&) { seen.push_back(in.to_vector<double>()); });
+  lin.register_forward_hook([](tg::nn::Module&, const Tensor&, const Tensor& out) { return out * 10.0; });
+  lin.register_forward_hook([](tg::nn::Module&, const Tensor&, const Tensor& out) { return out - 1.0; });
+  Tensor x = tg::from_vector(std::vector<float>{1, -2}, {1, 2}, tg::TensorOptions().requires_grad(true));
+  Tensor y = lin(x);
   check_values(y, {-26, -36});
   REQUIRE(seen.size() == 1);
   CHECK(seen[0] == std::vector<double>{3, -3});
@@ -365,8 +365,8 @@ namespace {
 struct Net : tg::nn::Cloneable<Net> {
   tg::nn::Linear fc1{3, 4}, fc2{4, 2};
   tg::nn::Dropout drop{0.25};
-  Variable scale = tg::full({1}, 2.0);
-  Variable steps = tg::zeros({1}, tg::TensorOptions().dtype(tg::kInt64));
+  Tensor scale = tg::full({1}, 2.0);
+  Tensor steps = tg::zeros({1}, tg::TensorOptions().dtype(tg::kInt64));
   Net() {
     register_module("fc1", fc1);
     register_module("drop", drop);
@@ -374,7 +374,7 @@ struct Net : tg::nn::Cloneable<Net> {
     register_parameter("scale", scale, /*requires_grad=*/false);
     register_buffer("steps", steps);
   }
-  Variable forward(const Variable& x) override { return fc2(drop(tg::relu(fc1(x)))) * scale; }
+  Tensor forward(const Tensor& x) override { return fc2(drop(tg::relu(fc1(x)))) * scale; }
 };
 
 struct Sized : tg::nn::Module {   // a constructor with arguments: overrides new_instance()
@@ -382,7 +382,7 @@ struct Sized : tg::nn::Module {   // a constructor with arguments: overrides new
   int64_t n;
   explicit Sized(int64_t n_) : fc(n_, n_), n(n_) { register_module("fc", fc); }
   std::unique_ptr<tg::nn::Module> new_instance() const override { return std::make_unique<Sized>(n); }
-  Variable forward(const Variable& x) override { return fc(x); }
+  Tensor forward(const Tensor& x) override { return fc(x); }
 };
 
 struct NoArgsMissing : tg::nn::Cloneable<NoArgsMissing> {   // Cloneable without a default constructor
@@ -416,10 +416,10 @@ TEST_CASE("clone: a deep, independent copy with the same values, dtypes, devices
     tg::NoGradGuard g;
     net.steps.fill_(5);
   }
-  Variable x = tg::randn({5, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor x = tg::randn({5, 3}, tg::TensorOptions().dtype(tg::kFloat64));
   net(x).sum().backward();   // the original has gradients; the copy must not
   int hook_calls = 0;
-  auto h = net.fc1.register_forward_hook([&](tg::nn::Module&, const Variable&, const Variable&) { ++hook_calls; });
+  auto h = net.fc1.register_forward_hook([&](tg::nn::Module&, const Tensor&, const Tensor&) { ++hook_calls; });
 
   tg::manual_seed(11);
   const int64_t expected_draw = tg::randint(0, 1 << 30, {1}).item<int64_t>();
@@ -484,7 +484,7 @@ TEST_CASE("clone: Sequential, modules with constructor arguments, ties, a target
   seq.add<tg::nn::Tanh>();
   seq.add<tg::nn::Linear>(3, 2, /*bias=*/false);
   std::unique_ptr<tg::nn::Module> copy = seq.clone(tg::Device::cpu());
-  Variable x = tg::randn({2, 4});
+  Tensor x = tg::randn({2, 4});
   CHECK((*copy)(x).to_vector<float>() == seq(x).to_vector<float>());
   CHECK(copy->named_parameters().size() == 3);   // no bias in the last Linear
   std::ostringstream a, b;
@@ -539,9 +539,9 @@ TEST_CASE("cuda: clone(device) copies a module to the GPU, and tensor hooks see 
   CHECK(lin.weight.device() == tg::Device::cpu());
   CHECK(g.weight.to_vector<float>() == lin.weight.to_vector<float>());
   std::vector<double> post;
-  g.weight.register_hook([](const Variable& grad) { return grad * 2.0; });
-  g.weight.register_post_accumulate_grad_hook([&](Variable& p) { post = p.grad().to_vector<double>(); });
-  Variable x = tg::randn({5, 33});
+  g.weight.register_hook([](const Tensor& grad) { return grad * 2.0; });
+  g.weight.register_post_accumulate_grad_hook([&](Tensor& p) { post = p.grad().to_vector<double>(); });
+  Tensor x = tg::randn({5, 33});
   g(x.to(gpu)).sum().backward();
   lin(x).sum().backward();
   testing::check_close(g.weight.grad().cpu(), lin.weight.grad() * 2.0, 1e-5, 1e-6);

@@ -33,12 +33,12 @@ double ulp_distance(float got, double want) {
 }
 
 /// float32 tensor with values spread over [lo, hi).
-tg::Variable spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
+tg::Tensor spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
   tg::manual_seed(seed);
   return tg::rand(shape) * (hi - lo) + lo;
 }
 
-tg::Variable as64(const tg::Variable& x) { return tg::Variable(x.data().to(tg::kFloat64), false); }
+tg::Tensor as64(const tg::Tensor& x) { return tg::Tensor(x.data().to(tg::kFloat64), false); }
 
 }  // namespace
 
@@ -74,27 +74,27 @@ TEST_CASE("float exp edge values: NaN inf overflow underflow") {
 }
 
 TEST_CASE("exp of float tensors matches the double reference in every loop shape") {
-  const tg::Variable x = spread({64, 33}, -20, 20, 7);
-  const tg::Variable ref = tg::exp(as64(x));
+  const tg::Tensor x = spread({64, 33}, -20, 20, 7);
+  const tg::Tensor ref = tg::exp(as64(x));
   // Within kExpUlps on every code path (Note [Vectorizable exp]); sigmoid adds an add and a division:
   // relative exp_relative_error() + u + u (Note [Derived tolerances], tests/testing.h).
   const double u = testing::unit_roundoff(tg::kFloat32);
   testing::check_ulps(tg::exp(x), ref, testing::kExpUlps);                                    // contiguous
   testing::check_ulps(tg::exp(x.transpose(0, 1)), ref.transpose(0, 1), testing::kExpUlps);    // strided
   // a tensor too large for one thread's chunk, with NaN and inf in it
-  tg::Variable big = spread({1 << 19}, -80, 80, 8);
+  tg::Tensor big = spread({1 << 19}, -80, 80, 8);
   big.data().data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
   big.data().data<float>()[6] = std::numeric_limits<float>::infinity();
   testing::check_ulps(tg::exp(big), tg::exp(as64(big)), testing::kExpUlps);
   // backward of exp (y dy) and sigmoid (uses exp too)
-  tg::Variable leaf(x.data().clone(), true);
+  tg::Tensor leaf(x.data().clone(), true);
   tg::exp(leaf).sum().backward();
   testing::check_ulps(leaf.grad(), ref, testing::kExpUlps);
   testing::check_close(tg::sigmoid(x), tg::sigmoid(as64(x)), testing::exp_relative_error() + 2 * u + 1e-12, 1e-30);
 }
 
 TEST_CASE("binary ops on contiguous rows and broadcast scalars match the double reference") {
-  const tg::Variable a = spread({37, 65}, -3, 3, 9), b = spread({37, 65}, 0.5, 3, 10), s = spread({37, 1}, 1, 2, 11);
+  const tg::Tensor a = spread({37, 65}, -3, 3, 9), b = spread({37, 65}, 0.5, 3, 10), s = spread({37, 1}, 1, 2, 11);
   // one correctly rounded operation: within u |exact| (the float64 results are exact or nearly)
   const double u = testing::unit_roundoff(tg::kFloat32) * (1 + 1e-8);
   testing::check_close(a + b, as64(a) + as64(b), u, 0);
@@ -107,15 +107,15 @@ TEST_CASE("softmax and log_softmax over row blocks match the double reference") 
   // 10 and 1000 classes (one block and many rows per block), 17 (a partial lane), 3000 rows (several
   // blocks), and dim 0 (the strided path).
   for (const tg::Shape& shape : {tg::Shape{3, 10}, tg::Shape{3000, 10}, tg::Shape{40, 1000}, tg::Shape{129, 17}}) {
-    const tg::Variable x = spread(shape, -30, 30, 12);
+    const tg::Tensor x = spread(shape, -30, 30, 12);
     testing::check_close(tg::softmax(x, -1), tg::softmax(as64(x), -1), 1e-5, 1e-9);
     testing::check_close(tg::log_softmax(x, -1), tg::log_softmax(as64(x), -1), 1e-5, 1e-5);
     testing::check_close(tg::softmax(x, 0), tg::softmax(as64(x), 0), 1e-5, 1e-9);
     // backward through both, against float64
     for (bool log : {false, true}) {
-      tg::Variable xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
-      const tg::Variable w = spread(shape, -1, 1, 13);
-      auto f = [&](const tg::Variable& v) { return log ? tg::log_softmax(v, -1) : tg::softmax(v, -1); };
+      tg::Tensor xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
+      const tg::Tensor w = spread(shape, -1, 1, 13);
+      auto f = [&](const tg::Tensor& v) { return log ? tg::log_softmax(v, -1) : tg::softmax(v, -1); };
       (f(xf) * w).sum().backward();
       (f(xd) * as64(w)).sum().backward();
       testing::check_close(xf.grad(), xd.grad(), 1e-4, 1e-6);
@@ -124,7 +124,7 @@ TEST_CASE("softmax and log_softmax over row blocks match the double reference") 
 }
 
 TEST_CASE("softmax rows with NaN give NaN rows and leave the other rows alone") {
-  tg::Variable x = spread({4, 10}, -3, 3, 14);
+  tg::Tensor x = spread({4, 10}, -3, 3, 14);
   x.data().data<float>()[12] = std::numeric_limits<float>::quiet_NaN();   // row 1
   const auto y = tg::softmax(x, 1).to_vector<double>();
   for (int i = 0; i < 40; ++i) CHECK_MESSAGE(std::isnan(y[i]) == (i / 10 == 1), "element " << i);
@@ -137,9 +137,9 @@ TEST_CASE("kernel family rules (kernels/reduce.h, kernels/softmax_loss.h) give P
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
     CAPTURE(tg::dtype_name(dt));
     // rows: [inf, 1] -> NaN NaN;  [-inf, -inf] -> NaN NaN;  [-inf, 0] -> 0 1;  [0, log 3] -> 1/4 3/4
-    const tg::Variable x = tg::from_vector(std::vector<double>{inf, 1, -inf, -inf, -inf, 0, 0, std::log(3.0)}, {4, 2}).to(dt);
+    const tg::Tensor x = tg::from_vector(std::vector<double>{inf, 1, -inf, -inf, -inf, 0, 0, std::log(3.0)}, {4, 2}).to(dt);
     const std::vector<double> want{nan, nan, nan, nan, 0, 1, 0.25, 0.75};
-    const tg::Variable xt = x.t().contiguous();   // the same rows as columns: the strided loop (dim 0)
+    const tg::Tensor xt = x.t().contiguous();   // the same rows as columns: the strided loop (dim 0)
     const auto rows = tg::softmax(x, 1).to_vector<double>(), cols = tg::softmax(xt, 0).t().contiguous().to_vector<double>();
     const auto lrows = tg::log_softmax(x, 1).to_vector<double>(), lcols = tg::log_softmax(xt, 0).t().contiguous().to_vector<double>();
     for (std::size_t i = 0; i < want.size(); ++i) {
@@ -157,7 +157,7 @@ TEST_CASE("kernel family rules (kernels/reduce.h, kernels/softmax_loss.h) give P
     // max / argmax: the first NaN wins, ties keep the first position (torch.argmax([1, nan, 3, nan]) = 1,
     // torch.argmax([3, 1, 3, 0]) = 0, torch.argmax([-2, -1, -1, -5]) = 1), along a contiguous and a
     // strided dim.
-    const tg::Variable r = tg::from_vector(std::vector<double>{1, nan, 3, nan, 3, 1, 3, 0, 2, 1, 1, 5}, {3, 4}).to(dt);
+    const tg::Tensor r = tg::from_vector(std::vector<double>{1, nan, 3, nan, 3, 1, 3, 0, 2, 1, 1, 5}, {3, 4}).to(dt);
     CHECK(tg::argmax(r, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 3});
     CHECK(tg::argmax(r.t().contiguous(), 0).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 3});
     CHECK(tg::argmax(r * -1.0, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 3, 1});   // argmin's ties
@@ -165,9 +165,9 @@ TEST_CASE("kernel family rules (kernels/reduce.h, kernels/softmax_loss.h) give P
     CHECK(tg::min(r, 1).to_vector<double>()[2] == 1);
     // cross_entropy([[1, 2, 3]], [0], label_smoothing=0.1) = 2.3076059644; its gradient softmax - (0.9
     // onehot + 0.1 / 3); a mean over rows that are all ignored is NaN, as in PyTorch.
-    tg::Variable logits(tg::from_vector(std::vector<double>{1, 2, 3}, {1, 3}).to(dt).data(), true);
-    const tg::Variable target = tg::from_vector(std::vector<int64_t>{0}, {1});
-    const tg::Variable loss = tg::cross_entropy(logits, target, tg::Reduction::Mean, -100, 0.1);
+    tg::Tensor logits(tg::from_vector(std::vector<double>{1, 2, 3}, {1, 3}).to(dt).data(), true);
+    const tg::Tensor target = tg::from_vector(std::vector<int64_t>{0}, {1});
+    const tg::Tensor loss = tg::cross_entropy(logits, target, tg::Reduction::Mean, -100, 0.1);
     CHECK(loss.item() == doctest::Approx(2.3076059644).epsilon(1e-6));
     loss.backward();
     const auto g = logits.grad().to_vector<double>();
@@ -180,14 +180,14 @@ TEST_CASE("kernel family rules (kernels/reduce.h, kernels/softmax_loss.h) give P
 TEST_CASE("cross_entropy over row blocks matches the double reference with smoothing and ignore_index") {
   for (const tg::Shape& shape : {tg::Shape{3000, 10}, tg::Shape{64, 1000}, tg::Shape{5, 3}}) {
     const int64_t N = shape[0], C = shape[1];
-    const tg::Variable x = spread(shape, -10, 10, 15);
-    tg::Tensor t = tg::Tensor::empty({N}, tg::kInt64);
+    const tg::Tensor x = spread(shape, -10, 10, 15);
+    tg::RawTensor t = tg::RawTensor::empty({N}, tg::kInt64);
     for (int64_t n = 0; n < N; ++n) t.data<int64_t>()[n] = (n * 7) % C;
     t.data<int64_t>()[1] = -100;   // ignored
     for (double smoothing : {0.0, 0.1}) {
-      tg::Variable xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
-      const tg::Variable lf = tg::cross_entropy(xf, tg::Variable(t), tg::Reduction::Mean, -100, smoothing);
-      const tg::Variable ld = tg::cross_entropy(xd, tg::Variable(t), tg::Reduction::Mean, -100, smoothing);
+      tg::Tensor xf(x.data().clone(), true), xd(x.data().to(tg::kFloat64), true);
+      const tg::Tensor lf = tg::cross_entropy(xf, tg::Tensor(t), tg::Reduction::Mean, -100, smoothing);
+      const tg::Tensor ld = tg::cross_entropy(xd, tg::Tensor(t), tg::Reduction::Mean, -100, smoothing);
       CHECK(lf.item() == doctest::Approx(ld.item()).epsilon(1e-5));
       lf.backward();
       ld.backward();
@@ -286,9 +286,9 @@ TEST_CASE("thread pool: a loop inside a loop runs inline on its thread, in the s
 
 TEST_CASE("thread pool: large ops from several threads at once give the single-thread results") {
   tg::set_num_threads(2);
-  const tg::Variable x = spread({1 << 19}, -5, 5, 21);   // above the parallel threshold
-  const tg::Variable a = spread({256, 512}, -1, 1, 22), b = spread({512, 256}, -1, 1, 23);
-  const tg::Variable want_exp = tg::exp(x), want_mm = tg::matmul(a, b), want_sm = tg::softmax(a, 1);
+  const tg::Tensor x = spread({1 << 19}, -5, 5, 21);   // above the parallel threshold
+  const tg::Tensor a = spread({256, 512}, -1, 1, 22), b = spread({512, 256}, -1, 1, 23);
+  const tg::Tensor want_exp = tg::exp(x), want_mm = tg::matmul(a, b), want_sm = tg::softmax(a, 1);
   // exp and softmax compute each element (each row) the same way in any chunk: equal bit for bit. The
   // product is split over the pool on this thread but runs whole on a thread that finds the pool busy,
   // and OpenBLAS's blocking depends on the block's shape: Note [Derived tolerances].
@@ -313,14 +313,14 @@ TEST_CASE("thread pool: large ops from several threads at once give the single-t
 
 TEST_CASE("thread pool: matrix products split over threads match one thread") {
   // Above the split threshold (2^24 multiply-adds), both the row split (M >= N) and the column split.
-  const tg::Variable a = spread({512, 256}, -1, 1, 24), b = spread({256, 300}, -1, 1, 25);
-  const tg::Variable c = spread({64, 2048}, -1, 1, 26), d = spread({2048, 300}, -1, 1, 27);
+  const tg::Tensor a = spread({512, 256}, -1, 1, 24), b = spread({256, 300}, -1, 1, 25);
+  const tg::Tensor c = spread({64, 2048}, -1, 1, 26), d = spread({2048, 300}, -1, 1, 27);
   // The blocks round differently from the whole product (OpenBLAS blocks by shape): each result is
   // within gemm_error_bound of the exact product, so the two within twice it (Note [Derived tolerances]).
   tg::set_num_threads(1);
-  const tg::Variable ab1 = tg::matmul(a, b), cd1 = tg::matmul(c, d);
+  const tg::Tensor ab1 = tg::matmul(a, b), cd1 = tg::matmul(c, d);
   tg::set_num_threads(2);
-  const tg::Variable ab_bound = testing::gemm_error_bound(a, b), cd_bound = testing::gemm_error_bound(c, d);
+  const tg::Tensor ab_bound = testing::gemm_error_bound(a, b), cd_bound = testing::gemm_error_bound(c, d);
   testing::check_within(tg::matmul(a, b), ab1, ab_bound * 2.0);
   testing::check_within(tg::matmul(c, d), cd1, cd_bound * 2.0);
   // against float64: the float64 product's own bound on top
@@ -331,16 +331,16 @@ TEST_CASE("thread pool: matrix products split over threads match one thread") {
 }
 
 TEST_CASE("sums: column sums (outer dim) and long rows in lanes match the double reference") {
-  const tg::Variable x = spread({300, 70}, -1, 1, 31);
+  const tg::Tensor x = spread({300, 70}, -1, 1, 31);
   testing::check_close(x.sum(0), as64(x).sum(0), 1e-6, 1e-6);                 // row after row
   testing::check_close(x.sum(1), as64(x).sum(1), 1e-6, 1e-6);                 // lanes per row
   testing::check_close(x.transpose(0, 1).sum(1), as64(x).sum(0), 1e-6, 1e-6); // the same through a view
-  const tg::Variable big = spread({1 << 20}, -1, 1, 32);                       // chunked, combined in order
+  const tg::Tensor big = spread({1 << 20}, -1, 1, 32);                       // chunked, combined in order
   CHECK(big.sum().item() == doctest::Approx(as64(big).sum().item()).epsilon(1e-6));
   // integers stay exact
-  tg::Tensor t = tg::Tensor::empty({50, 33}, tg::kInt64);
+  tg::RawTensor t = tg::RawTensor::empty({50, 33}, tg::kInt64);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = (i * 7919) % 1000003 + (int64_t(1) << 40);
-  const auto cols = tg::Variable(t).sum(0).to_vector<int64_t>();
+  const auto cols = tg::Tensor(t).sum(0).to_vector<int64_t>();
   for (int64_t j = 0; j < 33; ++j) {
     int64_t want = 0;
     for (int64_t i = 0; i < 50; ++i) want += t.data<int64_t>()[i * 33 + j];
@@ -350,7 +350,7 @@ TEST_CASE("sums: column sums (outer dim) and long rows in lanes match the double
 
 TEST_CASE("thread pool: a child forked after the pool started runs its loops inline and finishes") {
   tg::set_num_threads(2);
-  const tg::Variable x = spread({1 << 19}, -5, 5, 33);   // above the parallel threshold
+  const tg::Tensor x = spread({1 << 19}, -5, 5, 33);   // above the parallel threshold
   const auto want = tg::exp(x).to_vector<float>();      // the pool has run in the parent
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -432,8 +432,8 @@ TEST_CASE("thread pool: a model trained on a thread gets the same result whether
     tg::manual_seed(seed);
     tg::nn::Linear fc1(784, 128), fc2(128, 10);   // batch 256: 25.7 M multiply-adds, split over threads
     tg::optim::SGD opt({fc1.weight, fc1.bias, fc2.weight, fc2.bias}, tg::optim::SGDOptions(0.05).momentum(0.9));
-    const tg::Variable x = tg::randn({256, 784});
-    const tg::Variable y = tg::randint(0, 10, {256});
+    const tg::Tensor x = tg::randn({256, 784});
+    const tg::Tensor y = tg::randint(0, 10, {256});
     for (int step = 0; step < 6; ++step) {
       opt.zero_grad();
       tg::cross_entropy(fc2(tg::relu(fc1(x))), y).backward();
@@ -453,8 +453,8 @@ TEST_CASE("thread pool: a model trained on a thread gets the same result whether
         tg::manual_seed(5);
         tg::nn::Linear fc1(784, 128), fc2(128, 10);
         tg::optim::SGD opt({fc1.weight, fc1.bias, fc2.weight, fc2.bias}, tg::optim::SGDOptions(0.05).momentum(0.9));
-        const tg::Variable x = tg::randn({256, 784});
-        const tg::Variable y = tg::randint(0, 10, {256});
+        const tg::Tensor x = tg::randn({256, 784});
+        const tg::Tensor y = tg::randint(0, 10, {256});
         lock.unlock();
         for (int step = 0; step < 6; ++step) {
           opt.zero_grad();

@@ -10,17 +10,17 @@
 #include "tensorgrad/backend/cpu/conv.h"
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 
 /// sin(0.7 i + seed) over the flattened tensor, float64: the inputs of tests/data/layers_reference.py.
-Variable fill(const tg::Shape& shape, double seed, bool requires_grad = true) {
+Tensor fill(const tg::Shape& shape, double seed, bool requires_grad = true) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(0.7 * static_cast<double>(i) + seed);
-  Variable x = tg::from_vector(v, shape);
+  Tensor x = tg::from_vector(v, shape);
   x.set_requires_grad(requires_grad);
   return x;
 }
@@ -68,9 +68,9 @@ const std::vector<Reference> kReferences = {
 tg::TensorOptions f64() { return tg::TensorOptions().dtype(tg::kFloat64); }
 
 /// The (2, 3) indices of the script's embedding cases.
-Variable ids23() { return tg::from_vector(std::vector<int64_t>{0, 2, 1, 4, 2, 3}, {2, 3}); }
+Tensor ids23() { return tg::from_vector(std::vector<int64_t>{0, 2, 1, 4, 2, 3}, {2, 3}); }
 
-using Op = std::function<Variable(const std::vector<Variable>&)>;
+using Op = std::function<Tensor(const std::vector<Tensor>&)>;
 struct RefCase {
   std::string name;
   std::vector<tg::Shape> shapes;
@@ -91,8 +91,8 @@ std::vector<RefCase> reference_cases() {
       {"avg_pool2d count_include_pad false", {{2, 3, 7, 8}}, [](auto& in) { return tg::avg_pool2d(in[0], {3}, {2}, {1}, false); }},
       {"adaptive_avg_pool2d (3, 4)", {{2, 3, 7, 9}}, [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {3, 4}); }},
       {"batch_norm training", {{4, 3, 2, 5}, {3}, {3}}, [](auto& in) {
-         const Variable rm = tg::zeros({3}, f64()), rv = tg::ones({3}, f64());
-         const Variable y = tg::batch_norm(in[0], rm, rv, in[1], in[2], true, 0.1, 1e-5);
+         const Tensor rm = tg::zeros({3}, f64()), rv = tg::ones({3}, f64());
+         const Tensor y = tg::batch_norm(in[0], rm, rv, in[1], in[2], true, 0.1, 1e-5);
          // The running statistics PyTorch left after the same step (printed by the script too).
          const std::vector<double> m = rm.to_vector<double>(), v = rv.to_vector<double>();
          const double want_m[] = {0.002365513941022255, 0.0025891288111606868, 0.0015383861540162165};
@@ -141,10 +141,10 @@ std::vector<RefCase> reference_cases() {
 void check_reference(const RefCase& c, const Reference& r) {
   CAPTURE(c.name);
   REQUIRE(c.name == r.name);
-  std::vector<Variable> in;
+  std::vector<Tensor> in;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) in.push_back(fill(c.shapes[i], 1.0 + static_cast<double>(i)));
-  const Variable out = c.fn(in);
-  const Variable loss = tg::sum(out * fill(out.shape(), 9.0, false));
+  const Tensor out = c.fn(in);
+  const Tensor loss = tg::sum(out * fill(out.shape(), 9.0, false));
   CHECK(loss.item() == doctest::Approx(r.loss).epsilon(1e-12));
   const std::vector<double> got = out.to_vector<double>();
   REQUIRE(got.size() >= r.first.size());
@@ -169,10 +169,10 @@ TEST_CASE("layers: conv, pooling, normalization, embedding and attention match P
 
 TEST_CASE("layers: conv2d in float32 matches float64 and runs on several threads") {
   // (8, 16, 20, 20) is above the parallel threshold: images are spread over the pool.
-  const Variable x = fill({8, 16, 20, 20}, 0.3), w = fill({24, 16, 3, 3}, 0.5), b = fill({24}, 0.9);
-  const Variable y64 = tg::conv2d(x, w, b, {1}, {1});
-  const Variable x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true), b32(b.data().to(tg::kFloat32), true);
-  const Variable y32 = tg::conv2d(x32, w32, b32, {1}, {1});
+  const Tensor x = fill({8, 16, 20, 20}, 0.3), w = fill({24, 16, 3, 3}, 0.5), b = fill({24}, 0.9);
+  const Tensor y64 = tg::conv2d(x, w, b, {1}, {1});
+  const Tensor x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true), b32(b.data().to(tg::kFloat32), true);
+  const Tensor y32 = tg::conv2d(x32, w32, b32, {1}, {1});
   CHECK(y32.dtype() == tg::kFloat32);
   testing::check_close(y32.to(tg::kFloat64), y64, 1e-4, 1e-4);
   tg::sum(y64 * y64).backward();
@@ -183,24 +183,24 @@ TEST_CASE("layers: conv2d in float32 matches float64 and runs on several threads
 }
 
 TEST_CASE("layers: conv and pooling errors name the op and the shapes") {
-  const Variable x = tg::randn({2, 4, 5, 5});
+  const Tensor x = tg::randn({2, 4, 5, 5});
   TG_CHECK_THROWS(tg::conv2d(tg::randn({4, 5}), tg::randn({3, 4, 3, 3})), tg::ShapeError,
                   "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [4, 5]");
   TG_CHECK_THROWS(tg::conv2d(x, tg::randn({3, 4, 3})), tg::ShapeError, "conv2d: expected weight of 4 dims");
-  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({3, 2, 3, 3}), Variable(), {1}, {0}, {1}, 2), tg::ShapeError,
+  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({3, 2, 3, 3}), Tensor(), {1}, {0}, {1}, 2), tg::ShapeError,
                   "conv2d: Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [3, 2, 3, 3]");
   TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 3, 3, 3})), tg::ShapeError,
                   "conv2d: Given groups=1, weight of size [4, 3, 3, 3], expected input[2, 4, 5, 5] to have 3 channels, but got 4 channels instead");
-  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 8, 3}), Variable(), {1}, {1}), tg::ShapeError,
+  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 8, 3}), Tensor(), {1}, {1}), tg::ShapeError,
                   "conv2d: Calculated padded input size per channel: (7 x 7). Kernel size: (8 x 3)");
-  CHECK(tg::conv2d(x, tg::randn({4, 4, 7, 7}), Variable(), {1}, {1}).shape() == tg::Shape{2, 4, 1, 1});   // exactly fits
+  CHECK(tg::conv2d(x, tg::randn({4, 4, 7, 7}), Tensor(), {1}, {1}).shape() == tg::Shape{2, 4, 1, 1});   // exactly fits
   TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 7, 7})), tg::ShapeError, "Kernel size can't be greater than actual input size");
   TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), tg::randn({3})), tg::ShapeError,
                   "expected bias to be 1-dimensional with 4 elements, but got bias of size [3]");
-  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Variable(), {0}), tg::ShapeError, "non-positive stride");
-  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Variable(), {1, 1, 1}), tg::ShapeError,
+  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Tensor(), {0}), tg::ShapeError, "non-positive stride");
+  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Tensor(), {1, 1, 1}), tg::ShapeError,
                   "conv2d: stride must have 1 or 2 elements, got 3");
-  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Variable(), {1}, {-1}), tg::ShapeError, "negative padding");
+  TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}), Tensor(), {1}, {-1}), tg::ShapeError, "negative padding");
   TG_CHECK_THROWS(tg::conv2d(x, tg::randn({4, 4, 3, 3}, tg::TensorOptions().dtype(tg::kFloat64))), tg::DTypeError, "conv2d");
   TG_CHECK_THROWS(tg::conv2d(tg::randint(0, 3, {1, 1, 4, 4}), tg::randint(0, 3, {1, 1, 2, 2})), tg::DTypeError, "conv2d");
   TG_CHECK_THROWS(tg::conv1d(tg::randn({2, 3, 4}), tg::randn({2, 3, 5})), tg::ShapeError,
@@ -246,11 +246,11 @@ struct SmallCnn : tg::nn::Module {
     register_module("fc", fc);
     register_module("bn3", bn3);
   }
-  Variable forward(const Variable& x) override {
-    Variable h = pool(tg::relu(bn1(conv1(x))));                 // (N, 4, 4, 4)
+  Tensor forward(const Tensor& x) override {
+    Tensor h = pool(tg::relu(bn1(conv1(x))));                 // (N, 4, 4, 4)
     h = avg(tg::relu(conv2(h)));                                 // (N, 6, 2, 2)
-    const Variable s = conv3(tg::flatten(h, 2));                 // (N, 3, 3)
-    const Variable z = tg::cat({tg::flatten(s, 1), tg::flatten(gap(h), 1)}, 1);   // (N, 15)
+    const Tensor s = conv3(tg::flatten(h, 2));                 // (N, 3, 3)
+    const Tensor z = tg::cat({tg::flatten(s, 1), tg::flatten(gap(h), 1)}, 1);   // (N, 15)
     return bn3(fc(ln(z)));
   }
 };
@@ -277,7 +277,7 @@ TEST_CASE("layers: a PyTorch checkpoint of a small CNN loads and gives PyTorch's
   tg::load(model, TG_SOURCE_DIR "/tests/data/small_cnn.safetensors");
   CHECK(model.bn1.num_batches_tracked.item() == 3);
   model.eval();
-  const Variable x(fill({2, 2, 8, 8}, 0.5, false).data().to(tg::kFloat32));
+  const Tensor x(fill({2, 2, 8, 8}, 0.5, false).data().to(tg::kFloat32));
   const std::vector<float> got = model(x).to_vector<float>();
   // The output that script printed for the same input.
   const std::vector<double> want = {-0.0273345225, -1.28765082, -0.517788529, 1.24481857,  -0.341008753,
@@ -300,7 +300,7 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
   {
     // The libtorch-style options reach the op: output sizes by PyTorch's ceil_mode rule, values equal to
     // the functional form's.
-    const Variable px = tg::randn({2, 3, 8, 10});
+    const Tensor px = tg::randn({2, 3, 8, 10});
     tg::nn::MaxPool2d mp(tg::nn::MaxPool2dOptions({3, 2}).stride({2}).padding({1}).dilation({1, 2}).ceil_mode(true));
     CHECK(mp.name() == "MaxPool2d(kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2), ceil_mode=True)");
     CHECK(mp(px).shape() == tg::Shape{2, 3, 5, 6});   // floor mode would give (4, 5)
@@ -316,15 +316,15 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
 
   tg::nn::BatchNorm2d bn(3);
   CHECK(bn.name() == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
-  const Variable x = tg::randn({4, 3, 5, 5}) * 2.0 + 1.0;
-  const Variable y = bn(x);   // training: batch statistics, running ones move by momentum 0.1
+  const Tensor x = tg::randn({4, 3, 5, 5}) * 2.0 + 1.0;
+  const Tensor y = bn(x);   // training: batch statistics, running ones move by momentum 0.1
   CHECK(bn.num_batches_tracked.item() == 1);
   const std::vector<float> rm = bn.running_mean.to_vector<float>();
   const std::vector<float> batch_mean = tg::mean(tg::mean(tg::mean(x, 3), 2), 0).to_vector<float>();
   for (int c = 0; c < 3; ++c) CHECK(rm[c] == doctest::Approx(0.1 * batch_mean[c]).epsilon(1e-5));
   CHECK(std::abs(tg::mean(y).item()) < 1e-5);
   bn.eval();   // eval: running statistics, nothing updated
-  const Variable z = bn(x);
+  const Tensor z = bn(x);
   CHECK(bn.num_batches_tracked.item() == 1);
   CHECK(bn.running_mean.to_vector<float>() == rm);
   CHECK(std::abs(tg::mean(z).item()) > 0.1);   // normalized with the running (not the batch) statistics
@@ -335,7 +335,7 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
 
   tg::nn::LayerNorm ln({4});
   CHECK(ln.name() == "LayerNorm((4,), eps=1e-05, elementwise_affine=True)");
-  const Variable l = ln(tg::randn({3, 4}) * 5.0);
+  const Tensor l = ln(tg::randn({3, 4}) * 5.0);
   CHECK(std::abs(tg::mean(l).item()) < 1e-5);
   TG_CHECK_THROWS(ln(tg::randn({3, 5})), tg::ShapeError, "layer_norm: Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[3, 5]");
 
@@ -346,8 +346,8 @@ TEST_CASE("layers: modules have PyTorch's init, options, train/eval behaviour an
 }
 
 TEST_CASE("layers: embedding, group_norm and attention errors name the op and the shapes") {
-  const Variable w = tg::randn({5, 3});
-  const Variable ids = tg::from_vector(std::vector<int64_t>{0, 4, 2}, {3});
+  const Tensor w = tg::randn({5, 3});
+  const Tensor ids = tg::from_vector(std::vector<int64_t>{0, 4, 2}, {3});
   TG_CHECK_THROWS(tg::embedding(tg::from_vector(std::vector<int64_t>{0, 5}, {2}), w), tg::IndexError,
                   "embedding: index out of range in self");
   TG_CHECK_THROWS(tg::embedding(tg::from_vector(std::vector<int64_t>{-1}, {1}), w), tg::IndexError, "index out of range");
@@ -358,7 +358,7 @@ TEST_CASE("layers: embedding, group_norm and attention errors name the op and th
   TG_CHECK_THROWS(tg::embedding(ids, w, -6), tg::IndexError, "Padding_idx must be within num_embeddings");
   CHECK(tg::embedding(ids, w, -5).shape() == tg::Shape{3, 3});
 
-  const Variable x = tg::randn({2, 6, 4});
+  const Tensor x = tg::randn({2, 6, 4});
   TG_CHECK_THROWS(tg::group_norm(x, 4), tg::ShapeError,
                   "group_norm: Expected number of channels in input to be divisible by num_groups, but got input of "
                   "shape [2, 6, 4] and num_groups=4");
@@ -368,11 +368,11 @@ TEST_CASE("layers: embedding, group_norm and attention errors name the op and th
   TG_CHECK_THROWS(tg::group_norm(x, 3, tg::randn({4})), tg::ShapeError,
                   "group_norm: Expected weight to be a vector of size equal to the number of channels in input, but "
                   "got weight of shape [4] and input of shape [2, 6, 4]");
-  TG_CHECK_THROWS(tg::group_norm(x, 3, Variable(), tg::randn({5})), tg::ShapeError, "got bias of shape [5]");
+  TG_CHECK_THROWS(tg::group_norm(x, 3, Tensor(), tg::randn({5})), tg::ShapeError, "got bias of shape [5]");
   TG_CHECK_THROWS(tg::group_norm(tg::randint(0, 3, {2, 6}), 3), tg::DTypeError, "group_norm");
   TG_CHECK_THROWS(tg::nn::GroupNorm(4, 6), tg::ShapeError, "GroupNorm: num_channels must be divisible by num_groups (6 and 4)");
 
-  const Variable q = tg::randn({2, 3, 4}), k = tg::randn({2, 5, 4}), v = tg::randn({2, 5, 6});
+  const Tensor q = tg::randn({2, 3, 4}), k = tg::randn({2, 5, 4}), v = tg::randn({2, 5, 6});
   CHECK(tg::scaled_dot_product_attention(q, k, v).shape() == tg::Shape{2, 3, 6});
   TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, tg::randn({2, 5, 3}), v), tg::ShapeError,
                   "scaled_dot_product_attention: expected key (..., S, E) and value (..., S, Ev) for query (..., L, E), "
@@ -405,11 +405,11 @@ TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's
   CHECK(std::abs(m) < 0.04);
   CHECK(sd == doctest::Approx(1.0).epsilon(0.05));
   CHECK(tg::sum(tg::abs(emb.weight.select(0, 3))).item() == 0.0);   // the padding row is zero
-  const Variable ids = tg::from_vector(std::vector<int64_t>{3, 7, 3, 7, 7, 0}, {2, 3});
-  const Variable y = emb(ids);
+  const Tensor ids = tg::from_vector(std::vector<int64_t>{3, 7, 3, 7, 7, 0}, {2, 3});
+  const Tensor y = emb(ids);
   CHECK(y.shape() == tg::Shape{2, 3, 16});
   tg::sum(y * y + y).backward();
-  const Variable g = emb.weight.grad();
+  const Tensor g = emb.weight.grad();
   CHECK(tg::sum(tg::abs(g.select(0, 3))).item() == 0.0);   // padding_idx: no gradient
   // row 7 is read three times: its gradient is 3 (2 w + 1)
   testing::check_close(g.select(0, 7), (emb.weight.select(0, 7) * 2.0 + 1.0) * 3.0, 1e-6, 1e-6);
@@ -417,7 +417,7 @@ TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's
   TG_CHECK_THROWS(tg::nn::Embedding(4, 2, 4), tg::IndexError, "Embedding: Padding_idx must be within num_embeddings");
   CHECK(tg::nn::Embedding(4, 2, -1).padding_idx() == 3);
 
-  const Variable table = tg::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2});
+  const Tensor table = tg::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2});
   std::unique_ptr<tg::nn::Embedding> pre = tg::nn::Embedding::from_pretrained(table);
   CHECK_FALSE(pre->weight.requires_grad());
   CHECK(pre->weight.dtype() == tg::kFloat64);
@@ -433,9 +433,9 @@ TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's
   CHECK(gn.name() == "GroupNorm(2, 6, eps=1e-05, affine=True)");
   CHECK(gn.weight.to_vector<float>() == std::vector<float>(6, 1.0f));
   CHECK(gn.bias.to_vector<float>() == std::vector<float>(6, 0.0f));
-  const Variable z = gn(tg::randn({3, 6, 4}) * 3.0 + 2.0);
+  const Tensor z = gn(tg::randn({3, 6, 4}) * 3.0 + 2.0);
   // each (sample, group) of 3 channels x 4 positions has mean 0 and biased variance 1 (up to eps)
-  const Variable groups = tg::reshape(z, {3, 2, 12});
+  const Tensor groups = tg::reshape(z, {3, 2, 12});
   testing::check_close(tg::mean(groups, 2), tg::zeros({3, 2}), 1e-5, 1e-5);
   testing::check_close(tg::mean(groups * groups, 2), tg::ones({3, 2}), 1e-3, 1e-4);
   CHECK(tg::nn::GroupNorm(3, 6, 1e-3, false).named_parameters().empty());
@@ -443,9 +443,9 @@ TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's
 
 TEST_CASE("layers: scaled_dot_product_attention is softmax(q k^T scale + mask) v and differentiates") {
   // float64 reference spelled out with matmul and softmax, for each mask kind
-  const Variable q = testing::randn64({2, 4, 3}, 300), k = testing::randn64({2, 5, 3}, 301), v = testing::randn64({2, 5, 2}, 302);
-  auto reference = [&](const Variable& add) {
-    const Variable s = tg::matmul(q, tg::transpose(k, 1, 2)) * (1.0 / std::sqrt(3.0)) + add;
+  const Tensor q = testing::randn64({2, 4, 3}, 300), k = testing::randn64({2, 5, 3}, 301), v = testing::randn64({2, 5, 2}, 302);
+  auto reference = [&](const Tensor& add) {
+    const Tensor s = tg::matmul(q, tg::transpose(k, 1, 2)) * (1.0 / std::sqrt(3.0)) + add;
     return tg::matmul(tg::softmax(s, -1), v);
   };
   testing::check_close(tg::scaled_dot_product_attention(q, k, v), reference(tg::zeros({4, 5}, tg::kFloat64)), 1e-12, 1e-12);
@@ -453,26 +453,26 @@ TEST_CASE("layers: scaled_dot_product_attention is softmax(q k^T scale + mask) v
   std::vector<double> causal(20);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 5; ++j) causal[i * 5 + j] = j <= i ? 0.0 : -INFINITY;
-  const Variable causal_add = tg::from_vector(causal, {4, 5});
+  const Tensor causal_add = tg::from_vector(causal, {4, 5});
   testing::check_close(tg::scaled_dot_product_attention(q, k, v, {}, 0, true), reference(causal_add), 1e-12, 1e-12);
   // a bool mask is the same causal pattern; true keeps
   testing::check_close(tg::scaled_dot_product_attention(q, k, v, causal_add == 0.0), reference(causal_add), 1e-12, 1e-12);
   // a row with every key masked is NaN, as PyTorch's math path
-  const Variable none = tg::zeros({4, 5}, tg::kFloat64) > 1.0;
+  const Tensor none = tg::zeros({4, 5}, tg::kFloat64) > 1.0;
   CHECK(std::isnan(tg::scaled_dot_product_attention(q, k, v, none).to_vector<double>()[0]));
   // dropout only where asked, from the manual_seed stream: the same seed gives the same result
   tg::manual_seed(4);
-  const Variable d1 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
+  const Tensor d1 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
   tg::manual_seed(4);
-  const Variable d2 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
+  const Tensor d2 = tg::scaled_dot_product_attention(q, k, v, {}, 0.5);
   CHECK(d1.to_vector<double>() == d2.to_vector<double>());
   CHECK(d1.to_vector<double>() != tg::scaled_dot_product_attention(q, k, v).to_vector<double>());
   // float32 on a transformer-like size above the parallel thresholds agrees with float64
-  const Variable q64 = testing::randn64({4, 8, 64, 32}, 303), k64 = testing::randn64({4, 8, 64, 32}, 304),
+  const Tensor q64 = testing::randn64({4, 8, 64, 32}, 303), k64 = testing::randn64({4, 8, 64, 32}, 304),
                  v64 = testing::randn64({4, 8, 64, 32}, 305);
-  const Variable y64 = tg::scaled_dot_product_attention(q64, k64, v64, {}, 0, true);
-  const Variable q32(q64.data().to(tg::kFloat32), true), k32(k64.data().to(tg::kFloat32), true), v32(v64.data().to(tg::kFloat32), true);
-  const Variable y32 = tg::scaled_dot_product_attention(q32, k32, v32, {}, 0, true);
+  const Tensor y64 = tg::scaled_dot_product_attention(q64, k64, v64, {}, 0, true);
+  const Tensor q32(q64.data().to(tg::kFloat32), true), k32(k64.data().to(tg::kFloat32), true), v32(v64.data().to(tg::kFloat32), true);
+  const Tensor y32 = tg::scaled_dot_product_attention(q32, k32, v32, {}, 0, true);
   testing::check_close(y32.to(tg::kFloat64), y64, 1e-4, 1e-4);
   tg::sum(y64 * y64).backward();
   tg::sum(y32 * y32).backward();
@@ -504,9 +504,9 @@ TEST_CASE("layers: the fused attention's host reference (prim::attention) matche
       const int64_t B = sm.N * sm.H;
       const tg::TensorOptions o = tg::TensorOptions().dtype(dt);
       tg::manual_seed(310);
-      Variable q(tg::randn({sm.N, sm.H, sm.L, sm.E}, o).data(), true), k(tg::randn({sm.N, sm.H, sm.S, sm.E}, o).data(), true),
+      Tensor q(tg::randn({sm.N, sm.H, sm.L, sm.E}, o).data(), true), k(tg::randn({sm.N, sm.H, sm.S, sm.E}, o).data(), true),
           v(tg::randn({sm.N, sm.H, sm.S, sm.Ev}, o).data(), true);
-      Variable mask;
+      Tensor mask;
       tg::AttentionArgs a;
       a.B = B;
       a.L = sm.L;
@@ -534,10 +534,10 @@ TEST_CASE("layers: the fused attention's host reference (prim::attention) matche
       // the composed reference computes in float32 for float16 inputs (the same values), as the
       // fused arithmetic does, so the two differ by the final roundings only
       const tg::DType ref_dt = dt == tg::kFloat16 ? tg::kFloat32 : dt;
-      Variable qr(q.data().to(ref_dt), true), kr(k.data().to(ref_dt), true), vr(v.data().to(ref_dt), true);
-      const Variable mr = mask.defined() && mask.dtype() != tg::kBool ? mask.to(ref_dt) : mask;
-      const Variable y = tg::scaled_dot_product_attention(qr, kr, vr, mr, 0, sm.causal);
-      const Variable w = tg::randn(y.shape(), o).detach();
+      Tensor qr(q.data().to(ref_dt), true), kr(k.data().to(ref_dt), true), vr(v.data().to(ref_dt), true);
+      const Tensor mr = mask.defined() && mask.dtype() != tg::kBool ? mask.to(ref_dt) : mask;
+      const Tensor y = tg::scaled_dot_product_attention(qr, kr, vr, mr, 0, sm.causal);
+      const Tensor w = tg::randn(y.shape(), o).detach();
       tg::sum(y * w.to(ref_dt)).backward();
       const tg::prim::Attention f = tg::prim::attention(q.data().reshape({B, sm.L, sm.E}), k.data().reshape({B, sm.S, sm.E}),
                                                         v.data().reshape({B, sm.S, sm.Ev}), a);
@@ -550,11 +550,11 @@ TEST_CASE("layers: the fused attention's host reference (prim::attention) matche
       // the rounded out (a relative u on each probability's term): 4u of the largest gradient
       const double u = testing::unit_roundoff(dt);
       const double rtol = dt == tg::kFloat64 ? 1e-12 : dt == tg::kFloat32 ? 1e-5 : 4 * u;
-      auto close = [&](const tg::Tensor& got, const Variable& want) {
-        const Variable ref = want.to(tg::kFloat64).reshape(got.shape());
+      auto close = [&](const tg::RawTensor& got, const Tensor& want) {
+        const Tensor ref = want.to(tg::kFloat64).reshape(got.shape());
         double biggest = 0;
         for (double x : ref.to_vector<double>()) biggest = std::max(biggest, std::fabs(x));
-        testing::check_close(Variable(got.to(tg::kFloat64)), ref, rtol, rtol * std::max(1.0, biggest));
+        testing::check_close(Tensor(got.to(tg::kFloat64)), ref, rtol, rtol * std::max(1.0, biggest));
       };
       close(f.out, y);
       close(g.dq, qr.grad());
@@ -583,13 +583,13 @@ TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and mas
     tg::nn::init::uniform_(mha.in_proj_bias, -0.5, 0.5);
     tg::nn::init::uniform_(mha.out_proj.bias, -0.5, 0.5);
   }
-  const Variable x = tg::randn({5, 3, 16});   // (L, N, E)
+  const Tensor x = tg::randn({5, 3, 16});   // (L, N, E)
   auto [out, w] = mha(x, x, x);
   CHECK(out.shape() == tg::Shape{5, 3, 16});
   CHECK(w.shape() == tg::Shape{3, 5, 5});
   testing::check_close(tg::sum(w, -1), tg::ones({3, 5}), 1e-5, 1e-5);   // rows of softmax weights
   // need_weights = false goes through scaled_dot_product_attention: the same output
-  auto [out2, none] = mha(x, x, x, Variable(), false);
+  auto [out2, none] = mha(x, x, x, Tensor(), false);
   CHECK_FALSE(none.defined());
   testing::check_close(out2, out, 1e-5, 1e-5);
   // batch_first: the same module on (N, L, E) gives the transposed output
@@ -603,20 +603,20 @@ TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and mas
   testing::check_close(out_bf, tg::transpose(out, 0, 1), 1e-5, 1e-5);
   testing::check_close(w_bf, w, 1e-6, 1e-6);
   // unbatched (L, E) is batch entry n of the batched call
-  auto [out_u, w_u] = mha(tg::select(x, 1, 2), tg::select(x, 1, 2), tg::select(x, 1, 2), Variable(), true, Variable(), false);
+  auto [out_u, w_u] = mha(tg::select(x, 1, 2), tg::select(x, 1, 2), tg::select(x, 1, 2), Tensor(), true, Tensor(), false);
   CHECK(w_u.shape() == tg::Shape{4, 5, 5});
   testing::check_close(out_u, tg::select(out, 1, 2), 1e-5, 1e-5);
   // a key masked by key_padding_mask gets zero weight; a bool attn_mask true forbids a position
-  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 5}) > 0;
+  const Tensor kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 5}) > 0;
   auto [o3, w3] = mha(x, x, x, kpm);
   CHECK(w3.select(0, 0).select(1, 4).to_vector<float>() == std::vector<float>(5, 0.0f));
   CHECK(w3.select(0, 1).select(1, 1).to_vector<float>() == std::vector<float>(5, 0.0f));
   CHECK(tg::sum(w3.select(0, 2).select(1, 1)).item() > 0.0);
-  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {5, 5}) > 0;
-  auto [o4, w4] = mha(x, x, x, Variable(), true, am);
+  const Tensor am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {5, 5}) > 0;
+  auto [o4, w4] = mha(x, x, x, Tensor(), true, am);
   CHECK(w4.select(1, 0).select(1, 1).to_vector<float>() == std::vector<float>(3, 0.0f));
   // float masks are added: -inf equals the bool mask
-  auto [o5, w5] = mha(x, x, x, Variable(), true, tg::masked_fill(tg::zeros({5, 5}), am, -INFINITY));
+  auto [o5, w5] = mha(x, x, x, Tensor(), true, tg::masked_fill(tg::zeros({5, 5}), am, -INFINITY));
   testing::check_close(o5, o4, 1e-6, 1e-6);
   // gradients reach every parameter
   tg::sum(o4 * o4).backward();
@@ -639,11 +639,11 @@ TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and mas
   TG_CHECK_THROWS(mha(tg::randn({5, 3, 8}), x, x), tg::ShapeError, "was expecting embedding dimension of 16, but got 8");
   TG_CHECK_THROWS(mha(x, x, tg::randn({4, 3, 16})), tg::ShapeError, "key shape [5, 3, 16] does not match value shape [4, 3, 16]");
   TG_CHECK_THROWS(mha(x, x, x, tg::zeros({3, 4}) > 0.0), tg::ShapeError, "expecting key_padding_mask shape of [3, 5], but got [3, 4]");
-  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({5, 4}) > 0.0), tg::ShapeError,
+  TG_CHECK_THROWS(mha(x, x, x, Tensor(), true, tg::zeros({5, 4}) > 0.0), tg::ShapeError,
                   "The shape of the 2D attn_mask is [5, 4], but should be [5, 5].");
-  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({3, 5, 5}) > 0.0), tg::ShapeError,
+  TG_CHECK_THROWS(mha(x, x, x, Tensor(), true, tg::zeros({3, 5, 5}) > 0.0), tg::ShapeError,
                   "The shape of the 3D attn_mask is [3, 5, 5], but should be [12, 5, 5].");
-  TG_CHECK_THROWS(mha(x, x, x, Variable(), true, tg::zeros({5, 5}, tg::kInt64)), tg::DTypeError,
+  TG_CHECK_THROWS(mha(x, x, x, Tensor(), true, tg::zeros({5, 5}, tg::kInt64)), tg::DTypeError,
                   "only bool and floating types of attn_mask are supported");
   TG_CHECK_THROWS(mha(tg::randn({5, 3, 16}), tg::randn({5, 16}), tg::randn({5, 16})), tg::ShapeError,
                   "expected `key` and `value` to be 3-D but found 2-D and 2-D tensors respectively");
@@ -655,8 +655,8 @@ TEST_CASE("layers: a PyTorch MultiheadAttention state_dict loads and gives PyTor
   // out_proj.bias, the biases drawn non-zero.
   tg::load(mha, TG_SOURCE_DIR "/tests/data/mha.safetensors");
   mha.eval();
-  auto f32 = [](const tg::Shape& shape, double seed) { return Variable(fill(shape, seed, false).data().to(tg::kFloat32)); };
-  auto check = [](const Variable& got, const tg::Shape& shape, const std::vector<double>& want) {
+  auto f32 = [](const tg::Shape& shape, double seed) { return Tensor(fill(shape, seed, false).data().to(tg::kFloat32)); };
+  auto check = [](const Tensor& got, const tg::Shape& shape, const std::vector<double>& want) {
     REQUIRE(got.shape() == shape);
     const std::vector<float> g = got.to_vector<float>();
     REQUIRE(g.size() == want.size());
@@ -667,19 +667,19 @@ TEST_CASE("layers: a PyTorch MultiheadAttention state_dict loads and gives PyTor
   };
   // The outputs that script printed for the same inputs.
   // self-attention (L = S = 4, N = 2) with a bool key_padding_mask and a bool attn_mask, averaged weights
-  const Variable x = f32({4, 2, 8}, 0.5);
-  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 1, 0, 1, 0, 0}, {2, 4}) > 0;
-  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0}, {4, 4}) > 0;
+  const Tensor x = f32({4, 2, 8}, 0.5);
+  const Tensor kpm = tg::from_vector(std::vector<int64_t>{0, 0, 0, 1, 0, 1, 0, 0}, {2, 4}) > 0;
+  const Tensor am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0}, {4, 4}) > 0;
   auto [out1, w1] = mha(x, x, x, kpm, true, am);
   check(out1, {4, 2, 8}, {-0.192434251, -0.165267676, -0.272979438, -0.0617192984, 0.279672712, -0.179264978, -0.00182078779, -0.132370755, -0.046142906, -0.150039807, -0.104959771, -0.0857114196, 0.355913848, -0.219515994, -0.139388725, 0.00108832121, -0.189390615, -0.169555679, -0.338632762, -0.0872410834, 0.439048797, -0.135771573, 0.0395410061, -0.133176401, -0.211677954, -0.246259853, -0.139428914, -0.345091701, 0.105195805, -0.393535554, 0.0159341842, -0.0984743387, -0.31191355, -0.0646532178, -0.537347794, 0.156854853, 0.254347354, 0.0388319865, 0.100202441, -0.347725928, -0.000472538173, -0.0352753326, 0.0264315009, 0.0292150676, -0.0153749436, -0.224664941, -0.28887701, -0.0607790947, -0.116008207, -0.22245425, -0.262802839, -0.274764836, 0.62297982, -0.215508997, 0.0312447548, -0.0269186795, -0.0676718056, -0.273548365, -0.000753432512, -0.399852335, 0.323909402, -0.43449977, -0.0836201012, 0.0758517087});
   check(w1, {2, 4, 4}, {0.458831817, 0, 0.541168153, 0, 0.338966012, 0.379702866, 0.281331092, 0, 0, 0.500565112, 0.499434888, 0, 0.462185502, 0.537814498, 0, 0, 0.452533156, 0, 0.285861135, 0.26160571, 0.413242906, 0, 0.284966767, 0.301790357, 0, 0, 0.52444011, 0.475559831, 0.479504466, 0, 0, 0.520495534});
   // cross-attention (L = 3, S = 5) with a float attn_mask, weights per head
-  const Variable kv = f32({5, 2, 8}, 2.5);
-  auto [out2, w2] = mha(f32({3, 2, 8}, 1.5), kv, kv, Variable(), true, f32({3, 5}, 3.5), false);
+  const Tensor kv = f32({5, 2, 8}, 2.5);
+  auto [out2, w2] = mha(f32({3, 2, 8}, 1.5), kv, kv, Tensor(), true, f32({3, 5}, 3.5), false);
   check(out2, {3, 2, 8}, {-0.107752487, -0.0673856065, -0.180965051, 0.117969751, 0.149047971, -0.118820421, -0.148507208, -0.126000956, -0.0875745267, -0.141702682, -0.117037982, 0.0305970907, 0.229739487, -0.201794386, -0.145740613, -0.0293269157, -0.105188102, -0.21845454, -0.149986759, -0.132236421, 0.404241741, -0.255164623, -0.0628756136, 0.0125888288, -0.137917012, -0.218005732, -0.19907704, -0.184620887, 0.405562103, -0.251666993, -0.0159274489, -0.0332478881, -0.179635912, -0.0727910027, -0.272866815, 0.033641398, 0.130031124, -0.117007256, -0.0577729791, -0.212365091, -0.139960498, -0.0951968431, -0.141529202, -0.131219894, 0.0256682634, -0.2436966, -0.101294145, -0.168163091});
   check(w2, {2, 2, 3, 5}, {0.168519974, 0.0795698762, 0.121192873, 0.268819511, 0.361897767, 0.103051782, 0.185437933, 0.39712888, 0.258753747, 0.0556275956, 0.103010751, 0.0887880921, 0.115695275, 0.224237666, 0.468268186, 0.251863062, 0.124467775, 0.0984578431, 0.159924448, 0.365286887, 0.219202861, 0.321787268, 0.252448916, 0.134114802, 0.0724461302, 0.0602643378, 0.0905771255, 0.220625639, 0.31613043, 0.312402457, 0.121365108, 0.136794269, 0.263388634, 0.269175768, 0.209276259, 0.136378169, 0.299201369, 0.361977696, 0.153413951, 0.0490288883, 0.115557954, 0.0542665757, 0.0563963801, 0.183019176, 0.590759933, 0.252337068, 0.118006118, 0.0936651751, 0.160995111, 0.374996543, 0.180206448, 0.345346421, 0.294450909, 0.123946093, 0.0560501926, 0.0654979423, 0.139194101, 0.275904268, 0.257155538, 0.262248069});
   // unbatched, without weights (PyTorch's scaled_dot_product_attention path)
-  auto [out3, w3] = mha(f32({3, 8}, 4.5), f32({5, 8}, 5.5), f32({5, 8}, 6.5), Variable(), false);
+  auto [out3, w3] = mha(f32({3, 8}, 4.5), f32({5, 8}, 5.5), f32({5, 8}, 6.5), Tensor(), false);
   CHECK_FALSE(w3.defined());
   check(out3, {3, 8}, {-0.370621741, -0.246296242, -0.456490159, -0.110824972, 0.270474434, -0.186866507, 0.192028463, -0.233490169, -0.418360204, -0.261841655, -0.48094061, -0.113696128, 0.202421486, -0.202968523, 0.226268798, -0.264440238, -0.384373218, -0.221296698, -0.480917186, -0.0591650605, 0.226794466, -0.155012101, 0.190488994, -0.269008279});
 }
@@ -699,13 +699,13 @@ TEST_CASE("layers: MultiheadAttention's kdim/vdim, add_bias_kv and add_zero_attn
   CHECK(mha.bias_k.shape() == tg::Shape{1, 1, 16});
   CHECK(mha.bias_v.shape() == tg::Shape{1, 1, 16});
   // xavier_uniform_ per weight: U(+-sqrt(6 / (fan_in + fan_out)))
-  for (const auto& [w, fan_in] : {std::pair<Variable, double>{mha.q_proj_weight, 16}, {mha.k_proj_weight, 5}, {mha.v_proj_weight, 3}}) {
+  for (const auto& [w, fan_in] : {std::pair<Tensor, double>{mha.q_proj_weight, 16}, {mha.k_proj_weight, 5}, {mha.v_proj_weight, 3}}) {
     const double bound = std::sqrt(6.0 / (16 + fan_in));
     CHECK(tg::max(tg::abs(w)).item() <= bound);
     CHECK(tg::max(tg::abs(w)).item() > 0.8 * bound);
   }
   // xavier_normal_ on (1, 1, 16): std sqrt(2 / (16 + 16)) = 0.25; 16 draws each, so only a loose check
-  for (const Variable& b : {mha.bias_k, mha.bias_v}) {
+  for (const Tensor& b : {mha.bias_k, mha.bias_v}) {
     const double rms = std::sqrt(tg::mean(b * b).item());
     CHECK(rms > 0.1);
     CHECK(rms < 0.5);
@@ -718,7 +718,7 @@ TEST_CASE("layers: MultiheadAttention's kdim/vdim, add_bias_kv and add_zero_attn
   CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"});
   CHECK_FALSE(packed.q_proj_weight.defined());
   // the shapes the options give: key (S, N, kdim), value (S, N, vdim), weights over S + 2 keys
-  const Variable q = tg::randn({3, 2, 16}), k = tg::randn({4, 2, 5}), v = tg::randn({4, 2, 3});
+  const Tensor q = tg::randn({3, 2, 16}), k = tg::randn({4, 2, 5}), v = tg::randn({4, 2, 3});
   auto [out, w] = mha(q, k, v);
   CHECK(out.shape() == tg::Shape{3, 2, 16});
   CHECK(w.shape() == tg::Shape{2, 3, 6});
@@ -730,7 +730,7 @@ TEST_CASE("layers: MultiheadAttention's kdim/vdim, add_bias_kv and add_zero_attn
   testing::check_close(std::get<0>((*copy)(q, k, v)), out, 1e-6, 1e-6);
   TG_CHECK_THROWS(mha(q, tg::randn({4, 2, 16}), v), tg::ShapeError, "kdim 5 and vdim 3");
   TG_CHECK_THROWS(mha(q, k, tg::randn({5, 2, 3})), tg::ShapeError, "key's sequence and batch dims [4, 2] do not match value's [5, 2]");
-  TG_CHECK_THROWS(mha(q, k, v, Variable(), false, Variable(), true, true), tg::Error, "Need attn_mask if specifying the is_causal hint");
+  TG_CHECK_THROWS(mha(q, k, v, Tensor(), false, Tensor(), true, true), tg::Error, "Need attn_mask if specifying the is_causal hint");
   TG_CHECK_THROWS(tg::nn::MultiheadAttention(16, 4, tg::nn::MultiheadAttentionOptions().kdim(-1)), tg::ShapeError,
                   "kdim and vdim must be positive");
 }
@@ -742,8 +742,8 @@ TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add
   tg::nn::MultiheadAttention mha(8, 2, tg::nn::MultiheadAttentionOptions().kdim(5).vdim(3).add_bias_kv(true).add_zero_attn(true));
   tg::load(mha, TG_SOURCE_DIR "/tests/data/mha_options.safetensors");
   mha.eval();
-  auto f32 = [](const tg::Shape& shape, double seed) { return Variable(fill(shape, seed, false).data().to(tg::kFloat32)); };
-  auto check = [](const Variable& got, const tg::Shape& shape, const std::vector<double>& want) {
+  auto f32 = [](const tg::Shape& shape, double seed) { return Tensor(fill(shape, seed, false).data().to(tg::kFloat32)); };
+  auto check = [](const Tensor& got, const tg::Shape& shape, const std::vector<double>& want) {
     REQUIRE(got.shape() == shape);
     const std::vector<float> g = got.to_vector<float>();
     REQUIRE(g.size() == want.size());
@@ -755,9 +755,9 @@ TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add
   // 1. cross-attention L = 3, S = 4, N = 2, bool key_padding_mask and attn_mask; weights over S + 2
   //    keys (bias_k, then the zero key), averaged over the heads; gradient probes
   //    sum(grad * fill(param, 5)) of sum(out * fill(out, 9)) for every parameter
-  const Variable q = f32({3, 2, 8}, 0.5), k = f32({4, 2, 5}, 1.5), v = f32({4, 2, 3}, 2.5);
-  const Variable kpm = tg::from_vector(std::vector<int64_t>{0, 0, 1, 0, 0, 0, 0, 0}, {2, 4}) > 0;
-  const Variable am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}, {3, 4}) > 0;
+  const Tensor q = f32({3, 2, 8}, 0.5), k = f32({4, 2, 5}, 1.5), v = f32({4, 2, 3}, 2.5);
+  const Tensor kpm = tg::from_vector(std::vector<int64_t>{0, 0, 1, 0, 0, 0, 0, 0}, {2, 4}) > 0;
+  const Tensor am = tg::from_vector(std::vector<int64_t>{0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}, {3, 4}) > 0;
   auto [out1, w1] = mha(q, k, v, kpm, true, am);
   check(out1, {3, 2, 8}, {-0.476234198, 0.306609631, -0.291741133, -0.331728041, -0.147158861, 0.316718102, 0.21595715, 0.465174049, -0.465482771, 0.177871794, -0.130355418, -0.53495121, -0.392781943, 0.173994392, 0.174677432, 0.533989012, -0.63308537, 0.229406804, -0.349259734, -0.301974118, -0.364041328, 0.234809816, 0.243486851, 0.505034626, -0.573123157, 0.216379851, -0.242200419, -0.380557328, -0.431021571, 0.157140493, 0.180394769, 0.548803568, -0.692190886, 0.183580667, -0.332919955, -0.348102421, -0.51104641, 0.122478768, 0.237891749, 0.559819937, -0.543412626, 0.17620571, -0.228796095, -0.475519478, -0.381512463, 0.188257664, 0.252189189, 0.492389917});
   check(w1, {2, 3, 6}, {0.297623634, 0, 0, 0.208852097, 0.309464097, 0.184060186, 0.336281121, 0.311910778, 0, 0, 0.206996486, 0.144811615, 0, 0.400594354, 0, 0.172519356, 0.188843355, 0.238042921, 0.115597993, 0, 0.195316747, 0.277618051, 0.265651584, 0.145815551, 0.0929255635, 0.134345114, 0.251051277, 0, 0.261043847, 0.260634124, 0, 0.155104935, 0.195951596, 0.263032317, 0.15321967, 0.232691407});
@@ -772,7 +772,7 @@ TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add
     CHECK(std::abs(got - probes[i].second) <= 1e-4 * std::max(1.0, std::abs(probes[i].second)));
   }
   // 2. without weights (scaled_dot_product_attention), a float attn_mask padded for the extra keys
-  auto [out2, none] = mha(q, k, v, Variable(), false, f32({3, 4}, 3.5));
+  auto [out2, none] = mha(q, k, v, Tensor(), false, f32({3, 4}, 3.5));
   CHECK_FALSE(none.defined());
   check(out2, {3, 2, 8}, {-0.503480613, 0.259021044, -0.266398221, -0.356812447, -0.243168563, 0.288677275, 0.207026541, 0.48470962, -0.428681165, 0.222287804, -0.153208822, -0.452467382, -0.283937544, 0.269958198, 0.16303286, 0.497548699, -0.52865535, 0.225223273, -0.222747415, -0.451422393, -0.368035555, 0.168372154, 0.207420439, 0.519189596, -0.487595677, 0.174206257, -0.128792733, -0.582719505, -0.439824224, 0.095546186, 0.194640219, 0.544788122, -0.539104581, 0.266592532, -0.276237488, -0.37476328, -0.300842702, 0.200871974, 0.218858674, 0.50133425, -0.428800195, 0.21978128, -0.150125831, -0.519196808, -0.297174126, 0.214920253, 0.208394557, 0.471121579});
   // 3. is_causal with a causal attn_mask and no weights: the hint's causal triangle over (L, S + 2)
@@ -780,16 +780,16 @@ TEST_CASE("layers: a PyTorch MultiheadAttention with kdim/vdim, add_bias_kv, add
   std::vector<int64_t> tri(16);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) tri[i * 4 + j] = j > i ? 1 : 0;
-  const Variable causal = tg::from_vector(tri, {4, 4}) > 0;
-  const Variable q4 = f32({4, 2, 8}, 4.5), k4 = f32({4, 2, 5}, 5.5), v4 = f32({4, 2, 3}, 6.5);
-  auto [out3, none3] = mha(q4, k4, v4, Variable(), false, causal, true, true);
+  const Tensor causal = tg::from_vector(tri, {4, 4}) > 0;
+  const Tensor q4 = f32({4, 2, 8}, 4.5), k4 = f32({4, 2, 5}, 5.5), v4 = f32({4, 2, 3}, 6.5);
+  auto [out3, none3] = mha(q4, k4, v4, Tensor(), false, causal, true, true);
   check(out3, {4, 2, 8}, {-0.948188722, 0.0200549364, -0.339185357, -0.406203687, -0.984415948, -0.160583794, 0.215515181, 0.750290751, -0.601129353, 0.321640104, -0.401618481, -0.335731, -0.197941184, 0.180683494, 0.294776887, 0.496823907, -0.545150042, 0.0948203206, -0.141797796, -0.627812505, -0.51485455, 0.0944180787, 0.248734087, 0.534941733, -0.770157754, 0.174945623, -0.368599951, -0.354512721, -0.585757673, 0.0239904225, 0.247066736, 0.620291889, -0.590323567, 0.162962437, -0.215165347, -0.563792408, -0.487931967, 0.0380817652, 0.245966703, 0.570361257, -0.626119435, 0.130861625, -0.272479147, -0.549525142, -0.451722234, 0.100965127, 0.31522432, 0.524816632, -0.721920133, 0.106529668, -0.305292547, -0.474478155, -0.58790195, 0.0523573458, 0.28524965, 0.580421925, -0.642868221, 0.197455764, -0.347354829, -0.433032632, -0.361817092, 0.149704754, 0.315751612, 0.509800792});
   // 4. is_causal with weights: the mask as given, padded (the extra keys attended)
-  auto [out4, w4] = mha(q4, k4, v4, Variable(), true, causal, true, true);
+  auto [out4, w4] = mha(q4, k4, v4, Tensor(), true, causal, true, true);
   check(out4, {4, 2, 8}, {-0.56020993, 0.221808493, -0.255950868, -0.323806226, -0.396236837, 0.23698613, 0.180473089, 0.507571399, -0.534393668, 0.283535361, -0.324405074, -0.323005646, -0.219935387, 0.281482279, 0.253000945, 0.449419767, -0.497757941, 0.186740249, -0.189839542, -0.452191472, -0.364830136, 0.233775824, 0.212793887, 0.479447275, -0.624469817, 0.217866614, -0.292102009, -0.326843768, -0.439323485, 0.157637969, 0.194080874, 0.559307456, -0.536492705, 0.20079042, -0.218360752, -0.45553124, -0.383975387, 0.169708595, 0.208075792, 0.532020092, -0.556168735, 0.175735027, -0.246489406, -0.434067667, -0.363685876, 0.219182551, 0.233975723, 0.517702639, -0.63070941, 0.158731163, -0.275400847, -0.408972263, -0.466795623, 0.161638752, 0.229300588, 0.554331362, -0.563795388, 0.231451556, -0.305465519, -0.368621409, -0.293275595, 0.252963722, 0.247900426, 0.48942256});
   check(w4, {2, 4, 6}, {0.191436067, 0, 0, 0, 0.386357993, 0.422205985, 0.225306854, 0.255412281, 0, 0, 0.2078522, 0.311428666, 0.232573301, 0.207525432, 0.187194705, 0, 0.192680672, 0.180025876, 0.144854367, 0.151093826, 0.173211664, 0.209007382, 0.207481414, 0.114351302, 0.424554974, 0, 0, 0, 0.242502034, 0.332943022, 0.271961987, 0.27875191, 0, 0, 0.200984091, 0.248301983, 0.189926565, 0.195681453, 0.212745428, 0, 0.248507172, 0.153139368, 0.249030173, 0.139627472, 0.1023058, 0.114610568, 0.248114377, 0.146311626});
   // 5. unbatched, weights per head
-  auto [out5, w5] = mha(f32({3, 8}, 7.5), f32({4, 5}, 8.5), f32({4, 3}, 9.5), Variable(), true, Variable(), false);
+  auto [out5, w5] = mha(f32({3, 8}, 7.5), f32({4, 5}, 8.5), f32({4, 3}, 9.5), Tensor(), true, Tensor(), false);
   check(out5, {3, 8}, {-0.486295611, 0.221457988, -0.20623289, -0.485318661, -0.301288366, 0.19687894, 0.218933389, 0.508817554, -0.501579225, 0.209298939, -0.234814435, -0.487890452, -0.280304879, 0.221728414, 0.25404343, 0.488368392, -0.503276467, 0.21304746, -0.256592155, -0.489881933, -0.248827636, 0.241796866, 0.282730609, 0.462534517});
   check(w5, {2, 3, 6}, {0.174978301, 0.138514891, 0.139333993, 0.174080029, 0.260355651, 0.11273706, 0.265186697, 0.0749853328, 0.172894165, 0.127895489, 0.26376617, 0.0952721611, 0.36783427, 0.0403120033, 0.21510455, 0.0852817744, 0.204137623, 0.08732979, 0.140277743, 0.222540453, 0.189198554, 0.161629796, 0.129958779, 0.15639472, 0.117815726, 0.244386658, 0.136235654, 0.196217194, 0.159392625, 0.145952106, 0.11816071, 0.221116811, 0.100548565, 0.235084534, 0.18653056, 0.138558894});
 }
@@ -798,32 +798,32 @@ TEST_CASE("layers: the fused CPU layer_norm rows match the formula on 1 and 3 th
   // See Note [Fused normalization rows]: (301, 257) is above the parallel threshold, and 301
   // rows over 3 threads give chunks of unequal length, each with its own partial dw and db.
   const int before = tg::get_num_threads();
-  const Variable x = testing::randn64({301, 257}, 310, false) * 3.0 + 1.0;
-  const Variable w = testing::randn64({257}, 311, false), b = testing::randn64({257}, 312, false);
-  const Variable gy = testing::randn64({301, 257}, 313, false);
+  const Tensor x = testing::randn64({301, 257}, 310, false) * 3.0 + 1.0;
+  const Tensor w = testing::randn64({257}, 311, false), b = testing::randn64({257}, 312, false);
+  const Tensor gy = testing::randn64({301, 257}, 313, false);
   // the formula, spelled out with differentiable ops (none of them layer_norm)
-  std::vector<Variable> want;
+  std::vector<Tensor> want;
   {
-    const Variable xr(x.data(), true), wr(w.data(), true), br(b.data(), true);
-    const Variable mu = tg::mean(xr, 1, true), d = xr - mu;
-    const Variable y = d / tg::sqrt(tg::mean(d * d, 1, true) + 1e-5) * wr + br;
+    const Tensor xr(x.data(), true), wr(w.data(), true), br(b.data(), true);
+    const Tensor mu = tg::mean(xr, 1, true), d = xr - mu;
+    const Tensor y = d / tg::sqrt(tg::mean(d * d, 1, true) + 1e-5) * wr + br;
     tg::sum(y * gy).backward();
     want = {y, xr.grad(), wr.grad(), br.grad()};
   }
   for (int threads : {1, 3}) {
     CAPTURE(threads);
     tg::set_num_threads(threads);
-    const Variable xf(x.data(), true), wf(w.data(), true), bf(b.data(), true);
-    const Variable y = tg::layer_norm(xf, {257}, wf, bf);
+    const Tensor xf(x.data(), true), wf(w.data(), true), bf(b.data(), true);
+    const Tensor y = tg::layer_norm(xf, {257}, wf, bf);
     tg::sum(y * gy).backward();
     testing::check_close(y, want[0], 1e-10, 1e-10);
     testing::check_close(xf.grad(), want[1], 1e-9, 1e-9);
     testing::check_close(wf.grad(), want[2], 1e-9, 1e-9);
     testing::check_close(bf.grad(), want[3], 1e-9, 1e-9);
     // float32 through the same rows: within float32 rounding of the float64 result
-    const Variable x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true);
-    const Variable y32 = tg::layer_norm(x32, {257}, w32);
-    tg::sum(y32 * Variable(gy.data().to(tg::kFloat32))).backward();
+    const Tensor x32(x.data().to(tg::kFloat32), true), w32(w.data().to(tg::kFloat32), true);
+    const Tensor y32 = tg::layer_norm(x32, {257}, w32);
+    tg::sum(y32 * Tensor(gy.data().to(tg::kFloat32))).backward();
     testing::check_close(y32.to(tg::kFloat64), tg::layer_norm(x, {257}, w), 1e-4, 1e-4);
     CHECK(x32.grad().dtype() == tg::kFloat32);
     testing::check_close(w32.grad().to(tg::kFloat64), want[2], 1e-3, 1e-2);
@@ -839,9 +839,9 @@ TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matche
   // ih = oh - ph + kh dh, iw = ow - pw + kw dw spells out the gradient without any convolution.
   const int before = tg::get_num_threads();
   const int64_t N = 32, C = 8, H = 16, Wd = 15, O = 8, G = 2, KH = 3, KW = 3, ph = 2, pw = 1, dh = 2, dw = 1;
-  const Variable x = testing::randn64({N, C, H, Wd}, 320, false), w = testing::randn64({O, C / G, KH, KW}, 321, false);
+  const Tensor x = testing::randn64({N, C, H, Wd}, 320, false), w = testing::randn64({O, C / G, KH, KW}, 321, false);
   const int64_t OH = H + 2 * ph - dh * (KH - 1), OW = Wd + 2 * pw - dw * (KW - 1);
-  const Variable gy = testing::randn64({N, O, OH, OW}, 322, false);
+  const Tensor gy = testing::randn64({N, O, OH, OW}, 322, false);
   const std::vector<double> wv = w.to_vector<double>(), gv = gy.to_vector<double>();
   std::vector<double> want(static_cast<std::size_t>(N * C * H * Wd), 0.0);
   for (int64_t n = 0; n < N; ++n)
@@ -857,15 +857,15 @@ TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matche
                     wv[static_cast<std::size_t>(((o * (C / G) + ci) * KH + kh) * KW + kw)] *
                     gv[static_cast<std::size_t>(((n * O + o) * OH + oh) * OW + ow)];
               }
-  const Variable want_dx = tg::from_vector(want, {N, C, H, Wd});
+  const Tensor want_dx = tg::from_vector(want, {N, C, H, Wd});
   for (int threads : {1, 3}) {
     CAPTURE(threads);
     tg::set_num_threads(threads);
-    const Variable xf(x.data(), true);
-    tg::sum(tg::conv2d(xf, w, Variable(), {1}, {ph, pw}, {dh, dw}, G) * gy).backward();
+    const Tensor xf(x.data(), true);
+    tg::sum(tg::conv2d(xf, w, Tensor(), {1}, {ph, pw}, {dh, dw}, G) * gy).backward();
     testing::check_close(xf.grad(), want_dx, 1e-12, 1e-12);
     // the forward through the same im2col, against its direct sum
-    const Variable y = tg::conv2d(x, w, Variable(), {1}, {ph, pw}, {dh, dw}, G);
+    const Tensor y = tg::conv2d(x, w, Tensor(), {1}, {ph, pw}, {dh, dw}, G);
     REQUIRE(y.shape() == tg::Shape{N, O, OH, OW});
     const std::vector<double> xv = x.to_vector<double>();
     std::vector<double> want_y(static_cast<std::size_t>(N * O * OH * OW), 0.0);
@@ -883,9 +883,9 @@ TEST_CASE("layers: conv2d's stride-1 input gradient (a convolution of dy) matche
                       xv[static_cast<std::size_t>(((n * C + c) * H + ih) * Wd + iw)];
                 }
     testing::check_close(y, tg::from_vector(want_y, {N, O, OH, OW}), 1e-12, 1e-12);
-    const Variable x32(x.data().to(tg::kFloat32), true);
-    tg::sum(tg::conv2d(x32, Variable(w.data().to(tg::kFloat32)), Variable(), {1}, {ph, pw}, {dh, dw}, G) *
-            Variable(gy.data().to(tg::kFloat32)))
+    const Tensor x32(x.data().to(tg::kFloat32), true);
+    tg::sum(tg::conv2d(x32, Tensor(w.data().to(tg::kFloat32)), Tensor(), {1}, {ph, pw}, {dh, dw}, G) *
+            Tensor(gy.data().to(tg::kFloat32)))
         .backward();
     testing::check_close(x32.grad().to(tg::kFloat64), want_dx, 1e-4, 1e-4);
   }
@@ -910,9 +910,9 @@ TEST_CASE("layers: float32 conv2d (oneDNN where built with it) matches the float
   for (const Geometry& g : geometries) {
     INFO("geometry ", g.N, " ", g.C, " ", g.H, " ", g.W, " ", g.O, " ", g.KH, "x", g.KW, " stride ", g.sh, ",", g.sw,
          " pad ", g.ph, ",", g.pw, " dilation ", g.dh, ",", g.dw, " groups ", g.G);
-    const Variable x = testing::randn64({g.N, g.C, g.H, g.W}, seed++, false);
-    const Variable w = testing::randn64({g.O, g.C / g.G, g.KH, g.KW}, seed++, false);
-    const Variable b = testing::randn64({g.O}, seed++, false);
+    const Tensor x = testing::randn64({g.N, g.C, g.H, g.W}, seed++, false);
+    const Tensor w = testing::randn64({g.O, g.C / g.G, g.KH, g.KW}, seed++, false);
+    const Tensor b = testing::randn64({g.O}, seed++, false);
     for (int threads : {1, 3}) {
       CAPTURE(threads);
       tg::set_num_threads(threads);
@@ -921,17 +921,17 @@ TEST_CASE("layers: float32 conv2d (oneDNN where built with it) matches the float
         const bool gx = want <= 1 || want == 2, gw = want <= 1 || want == 3, gb = want == 0 || want == 4;
         const bool with_bias = want != 1;
         auto run = [&](tg::DType dt) {
-          const Variable xv(x.data().to(dt), gx), wv(w.data().to(dt), gw), bv(b.data().to(dt), gb);
-          const Variable y = tg::conv2d(xv, wv, with_bias ? bv : Variable(), {g.sh, g.sw}, {g.ph, g.pw}, {g.dh, g.dw}, g.G);
-          const Variable gy = testing::randn64(y.shape(), 7, false);
-          tg::sum(y * Variable(gy.data().to(dt))).backward();
-          return std::vector<Variable>{y, gx ? xv.grad() : Variable(), gw ? wv.grad() : Variable(),
-                                       gb && with_bias ? bv.grad() : Variable()};
+          const Tensor xv(x.data().to(dt), gx), wv(w.data().to(dt), gw), bv(b.data().to(dt), gb);
+          const Tensor y = tg::conv2d(xv, wv, with_bias ? bv : Tensor(), {g.sh, g.sw}, {g.ph, g.pw}, {g.dh, g.dw}, g.G);
+          const Tensor gy = testing::randn64(y.shape(), 7, false);
+          tg::sum(y * Tensor(gy.data().to(dt))).backward();
+          return std::vector<Tensor>{y, gx ? xv.grad() : Tensor(), gw ? wv.grad() : Tensor(),
+                                       gb && with_bias ? bv.grad() : Tensor()};
         };
         const int64_t onednn_before = tg::detail::cpu_conv2d_onednn_calls();
-        const std::vector<Variable> r64 = run(tg::kFloat64);
+        const std::vector<Tensor> r64 = run(tg::kFloat64);
         CHECK(tg::detail::cpu_conv2d_onednn_calls() == onednn_before);   // float64: im2col
-        const std::vector<Variable> r32 = run(tg::kFloat32);
+        const std::vector<Tensor> r32 = run(tg::kFloat32);
         // the forward and the backward, each on oneDNN when the build has it
         CHECK(tg::detail::cpu_conv2d_onednn_calls() - onednn_before == (tg::quantization::has_onednn() ? 2 : 0));
         for (std::size_t i = 0; i < r64.size(); ++i) {

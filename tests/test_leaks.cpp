@@ -1,9 +1,9 @@
-// tests/test_leaks.cpp: lifetime. Training an MLP leaves the live counts of storages, Variables,
+// tests/test_leaks.cpp: lifetime. Training an MLP leaves the live counts of storages, Tensors,
 // graph nodes and allocator bytes exactly flat after warm-up, with no node alive between steps;
 // a negative control proves the detector sees a leak.
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 struct Mlp : tg::nn::Module {
@@ -12,7 +12,7 @@ struct Mlp : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 }  // namespace
 
@@ -21,14 +21,14 @@ TEST_CASE("leaks: 300 training steps keep every live count flat after warm-up") 
   Mlp model;
   tg::optim::Adam opt(model.parameters(), 1e-3);
   tg::nn::CrossEntropyLoss criterion;
-  const Variable x = tg::randn({16, 20});
-  const Variable y = tg::randint(0, 5, {16});
+  const Tensor x = tg::randn({16, 20});
+  const Tensor y = tg::randint(0, 5, {16});
   tg::debug::LiveCounts after_warmup;
   int changed = 0, nodes_alive = 0;
   for (int step = 0; step < 300; ++step) {
     {
       opt.zero_grad();
-      Variable loss = criterion(model(x), y);
+      Tensor loss = criterion(model(x), y);
       loss.backward();
       opt.step();
     }
@@ -47,27 +47,27 @@ TEST_CASE("leaks: 300 training steps keep every live count flat after warm-up") 
 
 TEST_CASE("leaks: the detector sees a graph kept alive across steps (negative control)") {
   Mlp model;
-  const Variable x = tg::randn({4, 20});
-  Variable total = tg::zeros({});
+  const Tensor x = tg::randn({4, 20});
+  Tensor total = tg::zeros({});
   tg::debug::LiveCounts first;
   for (int step = 0; step < 20; ++step) {
-    Variable loss = model(x).sum();
+    Tensor loss = model(x).sum();
     total = total + loss;   // the classic mistake: every step's graph stays reachable from total
     if (step == 9) first = tg::debug::live_counts();
   }
   const auto last = tg::debug::live_counts();
   CHECK(last.nodes > first.nodes);
   CHECK(last.storages > first.storages);
-  total = Variable();
+  total = Tensor();
   CHECK(tg::debug::live_counts().nodes == 0);
 }
 
-TEST_CASE("leaks: a retained graph is freed when its last Variable goes") {
+TEST_CASE("leaks: a retained graph is freed when its last Tensor goes") {
   const auto before = tg::debug::live_counts();
   {
-    Variable w = tg::randn({8, 8}, tg::TensorOptions().requires_grad(true));
-    Variable loss = tg::tanh(w.matmul(w)).sum();
-    loss.backward(Variable(), /*retain_graph=*/true);
+    Tensor w = tg::randn({8, 8}, tg::TensorOptions().requires_grad(true));
+    Tensor loss = tg::tanh(w.matmul(w)).sum();
+    loss.backward(Tensor(), /*retain_graph=*/true);
     CHECK(tg::debug::live_counts().nodes == 3);
   }
   const auto after = tg::debug::live_counts();

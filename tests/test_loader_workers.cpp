@@ -11,7 +11,7 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using tg::data::DataLoader;
 using tg::data::DistributedSampler;
 using tg::data::LoaderOptions;
@@ -93,7 +93,7 @@ namespace {
 /// 37 samples of shape (3) with value i * 3 + j, targets i; get_batch sleeps a little, more for
 /// early samples, so that several workers finish out of order.
 struct SlowDataset : tg::data::Dataset {
-  Variable data = tg::arange(37 * 3).to(tg::kFloat32).reshape({37, 3});
+  Tensor data = tg::arange(37 * 3).to(tg::kFloat32).reshape({37, 3});
   int64_t fail_at = -1;   // get() of this index throws DataError
   mutable std::atomic<int> calls{0};
   int64_t size() const override { return 37; }
@@ -101,7 +101,7 @@ struct SlowDataset : tg::data::Dataset {
     ++calls;
     if (i == fail_at) throw tg::DataError("slow dataset: sample " + std::to_string(i) + " is broken");
     if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
-    return {Variable(data.data().select(0, i).clone()), tg::full(tg::Shape{}, static_cast<double>(i), tg::kInt64)};
+    return {Tensor(data.data().select(0, i).clone()), tg::full(tg::Shape{}, static_cast<double>(i), tg::kInt64)};
   }
 };
 

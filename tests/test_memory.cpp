@@ -28,32 +28,32 @@ std::unique_ptr<tg::nn::Sequential> mlp(int blocks, int64_t width, tg::DType dty
 }
 
 /// Children [begin, end) of seq applied to x in order.
-tg::Variable run_range(tg::nn::Sequential& seq, std::size_t begin, std::size_t end, const tg::Variable& x) {
+tg::Tensor run_range(tg::nn::Sequential& seq, std::size_t begin, std::size_t end, const tg::Tensor& x) {
   const auto children = seq.children();
-  tg::Variable h = x;
+  tg::Tensor h = x;
   for (std::size_t i = begin; i < end; ++i) h = (*children[i].second)(h);
   return h;
 }
 
 /// Every parameter's gradient and the input's, as exact doubles (float32 and float64 convert exactly).
-std::vector<std::vector<double>> grads_of(tg::nn::Module& m, const tg::Variable& x) {
+std::vector<std::vector<double>> grads_of(tg::nn::Module& m, const tg::Tensor& x) {
   std::vector<std::vector<double>> out;
   for (auto& p : m.parameters()) out.push_back(p.grad().defined() ? p.grad().to_vector<double>() : std::vector<double>{});
   if (x.requires_grad()) out.push_back(x.grad().to_vector<double>());
   return out;
 }
 
-void zero_all(tg::nn::Module& m, tg::Variable& x) {
+void zero_all(tg::nn::Module& m, tg::Tensor& x) {
   m.zero_grad();
   x.zero_grad();
 }
 
 /// forward(x) then mse against target, backward; the random stream seeded first (dropout masks).
-void step(const std::function<tg::Variable(const tg::Variable&)>& forward, const tg::Variable& x,
-          const tg::Variable& target, bool twice = false) {
+void step(const std::function<tg::Tensor(const tg::Tensor&)>& forward, const tg::Tensor& x,
+          const tg::Tensor& target, bool twice = false) {
   tg::manual_seed(1234);
-  tg::Variable loss = tg::mse_loss(forward(x), target);
-  loss.backward(tg::Variable(), /*retain_graph=*/twice);
+  tg::Tensor loss = tg::mse_loss(forward(x), target);
+  loss.backward(tg::Tensor(), /*retain_graph=*/twice);
   if (twice) loss.backward();
 }
 
@@ -63,19 +63,19 @@ void check_bit_identical(tg::DType dtype, double p, tg::Device device, bool x_re
   auto model = mlp(6, 33, dtype, p, 7);
   model->to(device);
   tg::manual_seed(99);
-  tg::Variable x = tg::randn({17, 33}, tg::TensorOptions().dtype(dtype).device(device));
+  tg::Tensor x = tg::randn({17, 33}, tg::TensorOptions().dtype(dtype).device(device));
   if (x_requires_grad) x.set_requires_grad(true);
-  tg::Variable target = tg::randn({17, 33}, tg::TensorOptions().dtype(dtype).device(device));
+  tg::Tensor target = tg::randn({17, 33}, tg::TensorOptions().dtype(dtype).device(device));
   tg::nn::Sequential& seq = *model;
 
-  step([&](const tg::Variable& in) { return seq(in); }, x, target);
+  step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   const auto plain = grads_of(seq, x);
   const tg::RngState after_plain = tg::get_rng_state();
   REQUIRE(plain.size() == seq.parameters().size() + (x_requires_grad ? 1 : 0));
 
   zero_all(seq, x);
-  step([&](const tg::Variable& in) {
-    return tg::checkpoint([&](const std::vector<tg::Variable>& v) { return seq(v[0]); }, {in});
+  step([&](const tg::Tensor& in) {
+    return tg::checkpoint([&](const std::vector<tg::Tensor>& v) { return seq(v[0]); }, {in});
   }, x, target);
   CHECK(grads_of(seq, x) == plain);
   const tg::RngState after = tg::get_rng_state();   // the recomputation left the stream where it was
@@ -85,7 +85,7 @@ void check_bit_identical(tg::DType dtype, double p, tg::Device device, bool x_re
   for (int segments : {1, 2, 3, 4}) {
     CAPTURE(segments);
     zero_all(seq, x);
-    step([&](const tg::Variable& in) { return tg::checkpoint_sequential(seq, segments, in); }, x, target);
+    step([&](const tg::Tensor& in) { return tg::checkpoint_sequential(seq, segments, in); }, x, target);
     CHECK(grads_of(seq, x) == plain);
   }
 }
@@ -110,15 +110,15 @@ TEST_CASE("checkpoint: under bfloat16 autocast the recomputation runs in the for
   // state for the recomputation, so the gradients equal the plain autocast run's bit for bit.
   auto model = mlp(4, 16, tg::kFloat32, 0.0, 3);
   tg::manual_seed(5);
-  tg::Variable x = tg::randn({8, 16});
-  tg::Variable target = tg::randn({8, 16});
+  tg::Tensor x = tg::randn({8, 16});
+  tg::Tensor target = tg::randn({8, 16});
   tg::nn::Sequential& seq = *model;
   auto run = [&](bool checkpointed) {
     seq.zero_grad();
-    tg::Variable loss;
+    tg::Tensor loss;
     {
       tg::amp::AutocastGuard autocast(tg::Device::cpu(), tg::kBFloat16);
-      tg::Variable y = checkpointed ? tg::checkpoint_sequential(seq, 2, x) : seq(x);
+      tg::Tensor y = checkpointed ? tg::checkpoint_sequential(seq, 2, x) : seq(x);
       CHECK(y.dtype() == tg::kBFloat16);
       loss = tg::mse_loss(y, target);
     }
@@ -137,10 +137,10 @@ TEST_CASE("cuda memory: checkpoint gradients are bit-identical to the plain run 
 
 TEST_CASE("checkpoint: dropout inside draws the same mask on recomputation, and the masks differ across calls") {
   tg::manual_seed(5);
-  tg::Variable x = tg::randn({64, 40}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  auto f = [](const std::vector<tg::Variable>& v) { return tg::dropout(v[0] * 2.0, 0.5, true); };
+  tg::Tensor x = tg::randn({64, 40}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  auto f = [](const std::vector<tg::Tensor>& v) { return tg::dropout(v[0] * 2.0, 0.5, true); };
   tg::manual_seed(11);
-  tg::Variable y = tg::checkpoint(f, {x});
+  tg::Tensor y = tg::checkpoint(f, {x});
   y.sum().backward();
   // d(sum(dropout(2x)))/dx = 2 * mask, so the gradient is nonzero exactly where y kept a value.
   const auto g = x.grad().to_vector<double>(), yv = y.to_vector<double>(), xv = x.to_vector<double>();
@@ -158,19 +158,19 @@ TEST_CASE("checkpoint: nested checkpoints give the plain gradients") {
   auto model = mlp(6, 20, tg::kFloat64, 0.2, 3);
   tg::nn::Sequential& seq = *model;
   tg::manual_seed(4);
-  tg::Variable x = tg::randn({9, 20}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  tg::Variable target = tg::randn({9, 20}, tg::TensorOptions().dtype(tg::kFloat64));
+  tg::Tensor x = tg::randn({9, 20}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  tg::Tensor target = tg::randn({9, 20}, tg::TensorOptions().dtype(tg::kFloat64));
   const std::size_t n = seq.size();   // 18 children
-  step([&](const tg::Variable& in) { return seq(in); }, x, target);
+  step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   const auto plain = grads_of(seq, x);
   zero_all(seq, x);
-  step([&](const tg::Variable& in) {
-    return tg::checkpoint([&](const std::vector<tg::Variable>& outer) {
-      tg::Variable h = tg::checkpoint([&](const std::vector<tg::Variable>& v) { return run_range(seq, 0, 6, v[0]); },
+  step([&](const tg::Tensor& in) {
+    return tg::checkpoint([&](const std::vector<tg::Tensor>& outer) {
+      tg::Tensor h = tg::checkpoint([&](const std::vector<tg::Tensor>& v) { return run_range(seq, 0, 6, v[0]); },
                                       {outer[0]});
       h = run_range(seq, 6, 9, h);
-      h = tg::checkpoint([&](const std::vector<tg::Variable>& v) {
-        tg::Variable k = tg::checkpoint([&](const std::vector<tg::Variable>& w) { return run_range(seq, 9, 12, w[0]); },
+      h = tg::checkpoint([&](const std::vector<tg::Tensor>& v) {
+        tg::Tensor k = tg::checkpoint([&](const std::vector<tg::Tensor>& w) { return run_range(seq, 9, 12, w[0]); },
                                         {v[0]});
         return run_range(seq, 12, 15, k);
       }, {h});
@@ -184,28 +184,28 @@ TEST_CASE("checkpoint: retain_graph recomputes on each backward and accumulates 
   auto model = mlp(4, 16, tg::kFloat64, 0.25, 8);
   tg::nn::Sequential& seq = *model;
   tg::manual_seed(9);
-  tg::Variable x = tg::randn({5, 16}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  tg::Variable target = tg::randn({5, 16}, tg::TensorOptions().dtype(tg::kFloat64));
-  step([&](const tg::Variable& in) { return seq(in); }, x, target, /*twice=*/true);
+  tg::Tensor x = tg::randn({5, 16}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  tg::Tensor target = tg::randn({5, 16}, tg::TensorOptions().dtype(tg::kFloat64));
+  step([&](const tg::Tensor& in) { return seq(in); }, x, target, /*twice=*/true);
   const auto plain = grads_of(seq, x);
   zero_all(seq, x);
-  step([&](const tg::Variable& in) { return tg::checkpoint_sequential(seq, 2, in); }, x, target, /*twice=*/true);
+  step([&](const tg::Tensor& in) { return tg::checkpoint_sequential(seq, 2, in); }, x, target, /*twice=*/true);
   CHECK(grads_of(seq, x) == plain);
   // Without retain_graph the second backward raises PyTorch's error, as for any graph.
-  tg::Variable loss = tg::checkpoint_sequential(seq, 2, x).sum();
+  tg::Tensor loss = tg::checkpoint_sequential(seq, 2, x).sum();
   loss.backward();
   TG_CHECK_THROWS(loss.backward(), tg::AutogradError, "Trying to backward through the graph a second time");
 }
 
-TEST_CASE("checkpoint: gradients reach Variables the function reads from outside its inputs") {
-  tg::Variable a = testing::randn64({6, 5}, 21);
-  tg::Variable z = testing::randn64({6, 5}, 22);
+TEST_CASE("checkpoint: gradients reach Tensors the function reads from outside its inputs") {
+  tg::Tensor a = testing::randn64({6, 5}, 21);
+  tg::Tensor z = testing::randn64({6, 5}, 22);
   auto run = [&](bool ckpt) {
     a.zero_grad();
     z.zero_grad();
-    tg::Variable h = a * 1.5 + 0.25;   // a non-leaf recorded before the checkpoint
-    auto f = [&h](const std::vector<tg::Variable>& v) { return tg::tanh(v[0] * h + h); };
-    tg::Variable y = ckpt ? tg::checkpoint(f, {z}) : f({z});
+    tg::Tensor h = a * 1.5 + 0.25;   // a non-leaf recorded before the checkpoint
+    auto f = [&h](const std::vector<tg::Tensor>& v) { return tg::tanh(v[0] * h + h); };
+    tg::Tensor y = ckpt ? tg::checkpoint(f, {z}) : f({z});
     (y * y).sum().backward();
     return std::vector<std::vector<double>>{a.grad().to_vector<double>(), z.grad().to_vector<double>()};
   };
@@ -214,40 +214,40 @@ TEST_CASE("checkpoint: gradients reach Variables the function reads from outside
 }
 
 TEST_CASE("checkpoint: inputs that need no grad, undefined results, no_grad and bad arguments") {
-  tg::Variable x = testing::randn64({3, 4}, 1, /*requires_grad=*/false);
+  tg::Tensor x = testing::randn64({3, 4}, 1, /*requires_grad=*/false);
   // Nothing requires grad: the result is returned as it is.
-  tg::Variable y = tg::checkpoint([](const std::vector<tg::Variable>& v) { return v[0] * 2.0; }, {x});
+  tg::Tensor y = tg::checkpoint([](const std::vector<tg::Tensor>& v) { return v[0] * 2.0; }, {x});
   CHECK_FALSE(y.requires_grad());
   // Under no_grad, fn(inputs).
-  tg::Variable w = testing::randn64({3, 4}, 2);
+  tg::Tensor w = testing::randn64({3, 4}, 2);
   {
     tg::NoGradGuard no_grad;
-    CHECK_FALSE(tg::checkpoint([&](const std::vector<tg::Variable>& v) { return v[0] * w; }, {x}).requires_grad());
+    CHECK_FALSE(tg::checkpoint([&](const std::vector<tg::Tensor>& v) { return v[0] * w; }, {x}).requires_grad());
   }
   // The identity returns its input.
-  tg::Variable same = tg::checkpoint([](const std::vector<tg::Variable>& v) { return v[0]; }, {w});
+  tg::Tensor same = tg::checkpoint([](const std::vector<tg::Tensor>& v) { return v[0]; }, {w});
   CHECK(same.impl() == w.impl());
   TG_CHECK_THROWS(tg::checkpoint(tg::CheckpointFunction(), {x}), tg::Error, "checkpoint: the function is empty");
-  TG_CHECK_THROWS(tg::checkpoint([](const std::vector<tg::Variable>&) { return tg::Variable(); }, {w}), tg::Error,
-                  "returned an undefined Variable");
+  TG_CHECK_THROWS(tg::checkpoint([](const std::vector<tg::Tensor>&) { return tg::Tensor(); }, {w}), tg::Error,
+                  "returned an undefined Tensor");
   auto model = mlp(2, 4, tg::kFloat32, 0, 1);
   TG_CHECK_THROWS(tg::checkpoint_sequential(*model, 0, x), tg::Error, "segments must be between 1 and the number of modules (4), got 0");
   TG_CHECK_THROWS(tg::checkpoint_sequential(*model, 5, x), tg::Error, "got 5");
 }
 
 TEST_CASE("checkpoint: an input or a parameter modified in place before backward raises a clear AutogradError") {
-  tg::Variable a = testing::randn64({4, 3}, 31);
-  tg::Variable w = testing::randn64({4, 3}, 32);
-  auto f = [&w](const std::vector<tg::Variable>& v) { return tg::sigmoid(v[0] * w); };
+  tg::Tensor a = testing::randn64({4, 3}, 31);
+  tg::Tensor w = testing::randn64({4, 3}, 32);
+  auto f = [&w](const std::vector<tg::Tensor>& v) { return tg::sigmoid(v[0] * w); };
   {
-    tg::Variable h = a * 2.0;   // a non-leaf input
-    tg::Variable y = tg::checkpoint(f, {h});
+    tg::Tensor h = a * 2.0;   // a non-leaf input
+    tg::Tensor y = tg::checkpoint(f, {h});
     h.add_(1.0);                // recorded in place: h's values are no longer what the forward read
     TG_CHECK_THROWS(y.sum().backward(), tg::AutogradError,
                     "checkpoint: input 0 of the checkpointed function was modified by an inplace operation");
   }
   {
-    tg::Variable y = tg::checkpoint(f, {a});
+    tg::Tensor y = tg::checkpoint(f, {a});
     {
       tg::NoGradGuard no_grad;
       w.mul_(0.5);              // an optimizer step before backward
@@ -257,14 +257,14 @@ TEST_CASE("checkpoint: an input or a parameter modified in place before backward
 }
 
 TEST_CASE("checkpoint: recomputation that reads another tensor or gives another shape is refused") {
-  tg::Variable a = testing::randn64({4}, 41);
-  tg::Variable b = testing::randn64({4}, 42);
+  tg::Tensor a = testing::randn64({4}, 41);
+  tg::Tensor b = testing::randn64({4}, 42);
   int calls = 0;
-  tg::Variable y = tg::checkpoint([&](const std::vector<tg::Variable>& v) { return ++calls == 1 ? v[0] * a : v[0] * b; },
+  tg::Tensor y = tg::checkpoint([&](const std::vector<tg::Tensor>& v) { return ++calls == 1 ? v[0] * a : v[0] * b; },
                                   {testing::randn64({4}, 43)});
   TG_CHECK_THROWS(y.sum().backward(), tg::AutogradError, "the recomputation read a tensor that requires grad");
   calls = 0;
-  tg::Variable z = tg::checkpoint([&](const std::vector<tg::Variable>& v) {
+  tg::Tensor z = tg::checkpoint([&](const std::vector<tg::Tensor>& v) {
     return ++calls == 1 ? v[0] * a : (v[0] * a).sum();
   }, {testing::randn64({4}, 44)});
   TG_CHECK_THROWS(z.sum().backward(), tg::AutogradError, "checkpoint: the recomputed output");
@@ -277,17 +277,17 @@ TEST_CASE("checkpoint: peak memory of a 32-layer MLP with checkpoint_sequential(
   auto model = mlp(32, 128, tg::kFloat32, 0, 12);
   tg::nn::Sequential& seq = *model;
   tg::manual_seed(13);
-  tg::Variable x = tg::randn({2048, 128});
+  tg::Tensor x = tg::randn({2048, 128});
   auto peak_of = [&](bool ckpt) {
-    tg::Variable y = ckpt ? tg::checkpoint_sequential(seq, 4, x) : seq(x);
+    tg::Tensor y = ckpt ? tg::checkpoint_sequential(seq, 4, x) : seq(x);
     y.mean().backward();   // the gradients now exist; the next run accumulates into them
-    y = tg::Variable();
+    y = tg::Tensor();
     const std::size_t base = tg::memory::memory_allocated();
     tg::memory::reset_peak_memory_stats();
     CHECK(tg::memory::max_memory_allocated() == base);
-    tg::Variable out = ckpt ? tg::checkpoint_sequential(seq, 4, x) : seq(x);
+    tg::Tensor out = ckpt ? tg::checkpoint_sequential(seq, 4, x) : seq(x);
     out.mean().backward();
-    out = tg::Variable();
+    out = tg::Tensor();
     CHECK(tg::memory::memory_allocated() == base);   // everything the step made is freed again
     return tg::memory::max_memory_allocated() - base;
   };
@@ -307,13 +307,13 @@ namespace {
 struct SavedCounter {
   std::vector<std::pair<const void*, std::size_t>> saved;   // one per saved tensor
   tg::autograd::SavedTensorHooksGuard guard{
-      [this](const tg::Tensor& t) {
+      [this](const tg::RawTensor& t) {
         saved.emplace_back(t.storage().get(), t.storage()->nbytes());
         return std::any(t);
       },
-      [](const std::any& p) { return std::any_cast<tg::Tensor>(p); }};
+      [](const std::any& p) { return std::any_cast<tg::RawTensor>(p); }};
   /// Bytes of the distinct storages saved, leaving out those of `skip` (parameters, inputs).
-  std::size_t distinct_bytes(const std::vector<tg::Variable>& skip = {}) const {
+  std::size_t distinct_bytes(const std::vector<tg::Tensor>& skip = {}) const {
     std::set<const void*> skipped, seen;
     for (const auto& v : skip) skipped.insert(v.data().storage().get());
     std::size_t bytes = 0;
@@ -335,10 +335,10 @@ std::unique_ptr<tg::nn::Sequential> relu_mlp(const std::vector<int64_t>& widths)
 
 /// Activation bytes per sample a model's graph saves: distinct storages, parameters and input left out.
 double activation_bytes_per_sample(tg::nn::Sequential& model, int64_t batch, int64_t in) {
-  tg::Variable x = tg::randn({batch, in});
+  tg::Tensor x = tg::randn({batch, in});
   SavedCounter counter;
-  tg::Variable y = model(x);
-  std::vector<tg::Variable> skip = model.parameters();
+  tg::Tensor y = model(x);
+  std::vector<tg::Tensor> skip = model.parameters();
   skip.push_back(x);
   return static_cast<double>(counter.distinct_bytes(skip)) / static_cast<double>(batch);
 }
@@ -361,20 +361,20 @@ TEST_CASE("saved bytes: a Linear->ReLU MLP keeps each activation once, as PyTorc
 }
 
 TEST_CASE("saved bytes: ReLU saves its output, shared with the next Linear's saved input") {
-  tg::Variable x = tg::randn({8, 5});
+  tg::Tensor x = tg::randn({8, 5});
   tg::nn::Linear l1(5, 7), l2(7, 3);
   SavedCounter counter;
-  tg::Variable h = l1(x);
+  tg::Tensor h = l1(x);
   const std::size_t after_l1 = counter.saved.size();
-  tg::Variable r = tg::relu(h);
+  tg::Tensor r = tg::relu(h);
   REQUIRE(counter.saved.size() == after_l1 + 1);
   CHECK(counter.saved.back().first == r.data().storage().get());   // relu's output, not its input
-  tg::Variable out = l2(r);
+  tg::Tensor out = l2(r);
   bool shares = false;   // l2 saved its input: the very storage relu saved
   for (std::size_t i = after_l1 + 1; i < counter.saved.size(); ++i) shares = shares || counter.saved[i].first == r.data().storage().get();
   CHECK(shares);
   // Everything saved from relu on, less l2's weight: the one activation r.
-  std::vector<tg::Variable> skip = l1.parameters();
+  std::vector<tg::Tensor> skip = l1.parameters();
   skip.push_back(x);
   skip.push_back(l2.weight);
   CHECK(counter.distinct_bytes(skip) == static_cast<std::size_t>(r.numel()) * sizeof(float));
@@ -385,12 +385,12 @@ TEST_CASE("saved bytes: what each op keeps for backward") {
   const int64_t N = 16, C = 10;
   const std::size_t f = sizeof(float);
   tg::manual_seed(3);
-  tg::Variable x = tg::randn({N, C}, tg::TensorOptions().requires_grad(true));
-  tg::Variable w = tg::randn({N, C}, tg::TensorOptions().requires_grad(true));
-  tg::Variable t = tg::randint(0, C, {N});
-  auto bytes_of = [&](const std::function<tg::Variable()>& op) {
+  tg::Tensor x = tg::randn({N, C}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor w = tg::randn({N, C}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor t = tg::randint(0, C, {N});
+  auto bytes_of = [&](const std::function<tg::Tensor()>& op) {
     SavedCounter counter;
-    tg::Variable y = op();
+    tg::Tensor y = op();
     return counter.distinct_bytes();
   };
   const std::size_t nc = static_cast<std::size_t>(N * C) * f;
@@ -402,7 +402,7 @@ TEST_CASE("saved bytes: what each op keeps for backward") {
   CHECK(bytes_of([&] { return tg::neg(x); }) == 0);           // nothing
   CHECK(bytes_of([&] { return x + w; }) == 0);
   CHECK(bytes_of([&] { return x * w; }) == 2 * nc);           // both operands
-  tg::Variable k = tg::randn({N, C});   // a constant: mul keeps it for x's gradient, and not x
+  tg::Tensor k = tg::randn({N, C});   // a constant: mul keeps it for x's gradient, and not x
   CHECK(bytes_of([&] { return x * k; }) == nc);
   CHECK(bytes_of([&] { return x.sum(); }) == 0);
   CHECK(bytes_of([&] { return x.mean(1); }) == 0);
@@ -411,7 +411,7 @@ TEST_CASE("saved bytes: what each op keeps for backward") {
   // cross_entropy: logits, int64 targets, the per-row log-sum-exp and the 0-d count of the mean
   CHECK(bytes_of([&] { return tg::cross_entropy(x, t); }) == nc + static_cast<std::size_t>(N) * (8 + f) + f);
   CHECK(bytes_of([&] { return tg::matmul(x, w.t()); }) == 2 * nc);
-  tg::Variable xc = tg::randn({N, C});   // no grad: linear keeps only its input (for dW)
+  tg::Tensor xc = tg::randn({N, C});   // no grad: linear keeps only its input (for dW)
   tg::nn::Linear lin(C, 4);
   CHECK(bytes_of([&] { return lin(xc); }) == nc);
   {
@@ -422,8 +422,8 @@ TEST_CASE("saved bytes: what each op keeps for backward") {
 
 TEST_CASE("dropout: backward draws the forward's mask again") {
   tg::manual_seed(17);
-  tg::Variable x = tg::randn({300}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
-  tg::Variable y = tg::dropout(x, 0.4, true);
+  tg::Tensor x = tg::randn({300}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+  tg::Tensor y = tg::dropout(x, 0.4, true);
   tg::randn({1000});   // the stream moves on before backward
   y.backward(tg::ones({300}, tg::TensorOptions().dtype(tg::kFloat64)));
   const auto g = x.grad().to_vector<double>(), yv = y.to_vector<double>();
@@ -437,22 +437,22 @@ TEST_CASE("saved-tensor hooks: pack and unpack run once per saved tensor and the
   auto model = mlp(3, 12, tg::kFloat32, 0.2, 5);
   tg::nn::Sequential& seq = *model;
   tg::manual_seed(6);
-  tg::Variable x = tg::randn({7, 12}, tg::TensorOptions().requires_grad(true));
-  tg::Variable target = tg::randn({7, 12});
-  step([&](const tg::Variable& in) { return seq(in); }, x, target);
+  tg::Tensor x = tg::randn({7, 12}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor target = tg::randn({7, 12});
+  step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   const auto plain = grads_of(seq, x);
   zero_all(seq, x);
   int packs = 0, unpacks = 0;
   {
     // Packing to float64 and back is exact for float32 values; the graph holds only the copies.
     tg::autograd::SavedTensorHooksGuard hooks(
-        [&](const tg::Tensor& t) { ++packs; return std::any(std::make_pair(t.to(tg::kFloat64), t.dtype())); },
+        [&](const tg::RawTensor& t) { ++packs; return std::any(std::make_pair(t.to(tg::kFloat64), t.dtype())); },
         [&](const std::any& p) {
           ++unpacks;
-          const auto& [t, dtype] = std::any_cast<const std::pair<tg::Tensor, tg::DType>&>(p);
+          const auto& [t, dtype] = std::any_cast<const std::pair<tg::RawTensor, tg::DType>&>(p);
           return t.to(dtype);
         });
-    step([&](const tg::Variable& in) { return seq(in); }, x, target);
+    step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   }
   CHECK(grads_of(seq, x) == plain);
   CHECK(packs > 0);
@@ -461,14 +461,14 @@ TEST_CASE("saved-tensor hooks: pack and unpack run once per saved tensor and the
 
 TEST_CASE("saved-tensor hooks: guards nest, checkpoint turns them off inside, errors") {
   int outer = 0, inner = 0;
-  auto identity = [](const std::any& p) { return std::any_cast<tg::Tensor>(p); };
-  tg::Variable a = testing::randn64({5}, 1);
+  auto identity = [](const std::any& p) { return std::any_cast<tg::RawTensor>(p); };
+  tg::Tensor a = testing::randn64({5}, 1);
   {
-    tg::autograd::SavedTensorHooksGuard g1([&](const tg::Tensor& t) { ++outer; return std::any(t); }, identity);
-    tg::Variable y = tg::exp(a);
+    tg::autograd::SavedTensorHooksGuard g1([&](const tg::RawTensor& t) { ++outer; return std::any(t); }, identity);
+    tg::Tensor y = tg::exp(a);
     CHECK(outer == 1);
     {
-      tg::autograd::SavedTensorHooksGuard g2([&](const tg::Tensor& t) { ++inner; return std::any(t); }, identity);
+      tg::autograd::SavedTensorHooksGuard g2([&](const tg::RawTensor& t) { ++inner; return std::any(t); }, identity);
       y = tg::exp(y);
     }
     CHECK(inner == 1);
@@ -476,25 +476,25 @@ TEST_CASE("saved-tensor hooks: guards nest, checkpoint turns them off inside, er
     y = tg::exp(y);
     CHECK(outer == 2);
     // checkpoint packs only its input, not what the function saves.
-    y = tg::checkpoint([](const std::vector<tg::Variable>& v) { return tg::exp(tg::exp(v[0])); }, {y});
+    y = tg::checkpoint([](const std::vector<tg::Tensor>& v) { return tg::exp(tg::exp(v[0])); }, {y});
     CHECK(outer == 3);
     y.sum().backward();
   }
   CHECK(a.grad().defined());
-  tg::Variable after = tg::exp(a);   // no guard: nothing packed
+  tg::Tensor after = tg::exp(a);   // no guard: nothing packed
   CHECK(outer == 3);
   TG_CHECK_THROWS(tg::autograd::SavedTensorHooksGuard(nullptr, identity), tg::Error, "must both be set");
   {
-    tg::autograd::SavedTensorHooksGuard bad([](const tg::Tensor& t) { return std::any(t); },
-                                            [](const std::any& p) { return std::any_cast<tg::Tensor>(p).reshape({-1, 1}); });
-    tg::Variable y = tg::exp(a);
+    tg::autograd::SavedTensorHooksGuard bad([](const tg::RawTensor& t) { return std::any(t); },
+                                            [](const std::any& p) { return std::any_cast<tg::RawTensor>(p).reshape({-1, 1}); });
+    tg::Tensor y = tg::exp(a);
     TG_CHECK_THROWS(y.sum().backward(), tg::AutogradError, "unpack must give back the tensor pack was given");
   }
   {
     // An in-place write to a packed tensor is still caught while its storage lives.
-    tg::autograd::SavedTensorHooksGuard copy([](const tg::Tensor& t) { return std::any(t.clone()); }, identity);
-    tg::Variable h = a * 1.0;
-    tg::Variable y = tg::exp(h);   // saves y
+    tg::autograd::SavedTensorHooksGuard copy([](const tg::RawTensor& t) { return std::any(t.clone()); }, identity);
+    tg::Tensor h = a * 1.0;
+    tg::Tensor y = tg::exp(h);   // saves y
     y.mul_(2.0);
     TG_CHECK_THROWS(y.sum().backward(), tg::AutogradError, "modified by an inplace operation");
   }
@@ -503,14 +503,14 @@ TEST_CASE("saved-tensor hooks: guards nest, checkpoint turns them off inside, er
 TEST_CASE("SaveOnCpuGuard: CPU tensors stay, gradients identical") {
   auto model = mlp(3, 9, tg::kFloat64, 0.3, 2);
   tg::nn::Sequential& seq = *model;
-  tg::Variable x = testing::randn64({4, 9}, 3);
-  tg::Variable target = testing::randn64({4, 9}, 4, false);
-  step([&](const tg::Variable& in) { return seq(in); }, x, target);
+  tg::Tensor x = testing::randn64({4, 9}, 3);
+  tg::Tensor target = testing::randn64({4, 9}, 4, false);
+  step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   const auto plain = grads_of(seq, x);
   zero_all(seq, x);
   {
     tg::autograd::SaveOnCpuGuard on_cpu;
-    step([&](const tg::Variable& in) { return seq(in); }, x, target);
+    step([&](const tg::Tensor& in) { return seq(in); }, x, target);
   }
   CHECK(grads_of(seq, x) == plain);
 }
@@ -521,8 +521,8 @@ TEST_CASE("cuda memory: SaveOnCpuGuard moves saved activations off the GPU with 
   tg::nn::Sequential& seq = *model;
   seq.to(tg::Device::cuda());
   tg::manual_seed(3);
-  tg::Variable x = tg::randn({256, 64}).cuda();
-  tg::Variable target = tg::randn({256, 64}).cuda();
+  tg::Tensor x = tg::randn({256, 64}).cuda();
+  tg::Tensor target = tg::randn({256, 64}).cuda();
   auto run = [&](bool offload) {
     zero_all(seq, x);
     std::unique_ptr<tg::autograd::SaveOnCpuGuard> guard;
@@ -530,7 +530,7 @@ TEST_CASE("cuda memory: SaveOnCpuGuard moves saved activations off the GPU with 
     tg::manual_seed(1234);
     tg::cuda::synchronize();
     const std::size_t before = tg::cuda::memory_allocated();
-    tg::Variable loss = tg::mse_loss(seq(x), target);
+    tg::Tensor loss = tg::mse_loss(seq(x), target);
     tg::cuda::synchronize();
     const std::size_t held = tg::cuda::memory_allocated() - before;   // what the graph keeps on the GPU
     guard.reset();
@@ -556,7 +556,7 @@ TEST_CASE("memory: the CPU statistics follow allocations, peaks reset, the cache
   CHECK(tg::memory::max_memory_reserved() == base);
   const tg::memory::MemoryStats s0 = tg::memory::memory_stats();
   {
-    tg::Variable a = tg::empty({1 << 20});   // 4 MiB, a size the allocator rounds to itself
+    tg::Tensor a = tg::empty({1 << 20});   // 4 MiB, a size the allocator rounds to itself
     CHECK(tg::memory::memory_allocated() == base + (std::size_t(4) << 20));
     CHECK(tg::memory::max_memory_allocated() == base + (std::size_t(4) << 20));
     const tg::memory::MemoryStats s1 = tg::memory::memory_stats();
@@ -575,7 +575,7 @@ TEST_CASE("memory: the CPU statistics follow allocations, peaks reset, the cache
 }
 
 TEST_CASE("memory: memory_summary is a table like PyTorch's") {
-  tg::Variable keep = tg::empty({3 << 18});   // 3 MiB live
+  tg::Tensor keep = tg::empty({3 << 18});   // 3 MiB live
   const std::string s = tg::memory::memory_summary();
   CHECK(s.find("tensorgrad CPU memory summary") != std::string::npos);
   CHECK(s.find("| Metric                |  Cur Usage | Peak Usage |  Tot Alloc |  Tot Freed |") != std::string::npos);
@@ -604,7 +604,7 @@ TEST_CASE("memory: CUDA introspection without a usable GPU raises DeviceError") 
 
 TEST_CASE("cuda memory: mem_get_info, memory_stats and memory_summary of a device in use") {
   TG_NEED_CUDA();
-  tg::Variable a = tg::randn({1 << 20}).cuda();
+  tg::Tensor a = tg::randn({1 << 20}).cuda();
   tg::cuda::synchronize();
   const auto [free, total] = tg::cuda::mem_get_info();
   CHECK(total > 0);
@@ -621,12 +621,12 @@ TEST_CASE("cuda memory: mem_get_info, memory_stats and memory_summary of a devic
 }
 
 TEST_CASE("memory: a CPU out-of-memory frees the cache, retries once, and reports what is held") {
-  { tg::Variable cached = tg::empty({1 << 20}); }   // 4 MiB into the cache
+  { tg::Tensor cached = tg::empty({1 << 20}); }   // 4 MiB into the cache
   REQUIRE(tg::memory::memory_reserved() > tg::memory::memory_allocated());
   const tg::memory::MemoryStats before = tg::memory::memory_stats();
   std::string message;
   try {
-    tg::Variable huge = tg::empty({int64_t(1) << 38});   // 1 TiB
+    tg::Tensor huge = tg::empty({int64_t(1) << 38});   // 1 TiB
   } catch (const tg::OutOfMemoryError& e) {
     message = e.what();
   }
@@ -643,17 +643,17 @@ TEST_CASE("memory: a CPU out-of-memory frees the cache, retries once, and report
 }
 
 TEST_CASE("memory: an out-of-memory report lists the largest live tensors with their shape and creating op") {
-  tg::Variable w = tg::randn({512, 256});   // 512 KiB, made outside any op
+  tg::Tensor w = tg::randn({512, 256});   // 512 KiB, made outside any op
   w.set_requires_grad(true);
-  tg::Variable x = tg::randn({128, 512});
-  tg::Variable h = tg::matmul(x, w);                    // [128, 256], 128 KiB
-  tg::Variable big = tg::relu(tg::randn({1024, 1024}));  // 4 MiB
-  tg::Variable view = big.reshape({1024 * 1024});        // shares relu's storage: not a second entry
+  tg::Tensor x = tg::randn({128, 512});
+  tg::Tensor h = tg::matmul(x, w);                    // [128, 256], 128 KiB
+  tg::Tensor big = tg::relu(tg::randn({1024, 1024}));  // 4 MiB
+  tg::Tensor view = big.reshape({1024 * 1024});        // shares relu's storage: not a second entry
   tg::sum(h).backward();                                // w.grad: [512, 256] from matmul's backward
-  tg::Variable small = tg::exp(tg::randn({16}));        // below the reported size: not listed
+  tg::Tensor small = tg::exp(tg::randn({16}));        // below the reported size: not listed
   std::string message;
   try {
-    tg::Variable huge = tg::empty({int64_t(1) << 38});
+    tg::Tensor huge = tg::empty({int64_t(1) << 38});
   } catch (const tg::OutOfMemoryError& e) {
     message = e.what();
   }

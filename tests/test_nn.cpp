@@ -4,7 +4,7 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using testing::check_values;
 
 namespace {
@@ -14,7 +14,7 @@ struct Net : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 }  // namespace
 
@@ -61,7 +61,7 @@ TEST_CASE("Sequential builds in place and runs in order - train/eval reach child
   CHECK(seq.size() == 4);
   CHECK(seq.named_parameters()[2].first == "3.weight");
   seq.eval();
-  Variable x = tg::randn({4, 10});
+  Tensor x = tg::randn({4, 10});
   testing::check_close(seq(x), seq(x), 0, 0);   // dropout off: deterministic
   for (auto& c : seq.children()) CHECK_FALSE(c.second->is_training());
   seq.train();
@@ -71,8 +71,8 @@ TEST_CASE("Sequential builds in place and runs in order - train/eval reach child
 TEST_CASE("SGD: plain momentum nesterov and weight decay follow torch.optim.SGD") {
   // One parameter w = [1, -2] with the constant gradient of loss = sum(g * w), g = [0.5, 1].
   auto run = [](tg::optim::SGDOptions opts, int steps) {
-    Variable w = tg::from_vector(std::vector<double>{1, -2}, {2}, tg::TensorOptions().requires_grad(true));
-    Variable g = tg::from_vector(std::vector<double>{0.5, 1}, {2});
+    Tensor w = tg::from_vector(std::vector<double>{1, -2}, {2}, tg::TensorOptions().requires_grad(true));
+    Tensor g = tg::from_vector(std::vector<double>{0.5, 1}, {2});
     tg::optim::SGD opt({w}, opts);
     for (int i = 0; i < steps; ++i) {
       opt.zero_grad();
@@ -93,7 +93,7 @@ TEST_CASE("SGD: plain momentum nesterov and weight decay follow torch.optim.SGD"
   near(run(tg::optim::SGDOptions(0.1).weight_decay(0.1), 1), {1 - 0.06, -2 - 0.08});
   // dampening 0.5: v1 = g, v2 = 0.9 g + 0.5 g = 1.4 g -> 2.4 g in total
   near(run(tg::optim::SGDOptions(0.1).momentum(0.9).dampening(0.5), 2), {1 - 0.24 * 0.5, -2 - 0.24});
-  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Variable>{}, tg::optim::SGDOptions(0.1).nesterov()), tg::Error, "Nesterov");
+  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Tensor>{}, tg::optim::SGDOptions(0.1).nesterov()), tg::Error, "Nesterov");
 }
 
 TEST_CASE("zero_grad: set_to_none and zero-filling") {
@@ -113,7 +113,7 @@ TEST_CASE("Module::to(dtype) moves parameters in place: an optimizer built befor
   tg::optim::SGD opt(net.parameters(), 0.1);
   net.to(tg::kFloat64);
   CHECK(net.fc1.weight.dtype() == tg::kFloat64);
-  Variable x = tg::ones({2, 4}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor x = tg::ones({2, 4}, tg::TensorOptions().dtype(tg::kFloat64));
   const double before = net.fc2.bias.sum().item();
   opt.zero_grad();
   net(x).sum().backward();
@@ -135,14 +135,14 @@ TEST_CASE("the tutorial training loop lowers the loss on a learnable problem") {
   model.add<tg::nn::Linear>(20, 32);
   model.add<tg::nn::ReLU>();
   model.add<tg::nn::Linear>(32, 4);
-  Variable inputs = tg::randn({64, 20});
-  Variable targets = inputs.index_select(1, tg::arange(4, tg::TensorOptions().dtype(tg::kInt64))).argmax(1);
+  Tensor inputs = tg::randn({64, 20});
+  Tensor targets = inputs.index_select(1, tg::arange(4, tg::TensorOptions().dtype(tg::kInt64))).argmax(1);
   tg::nn::CrossEntropyLoss criterion;
   tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
   double first = 0, last = 0;
   for (int epoch = 0; epoch < 60; ++epoch) {
     optimizer.zero_grad();
-    Variable loss = criterion(model(inputs), targets);
+    Tensor loss = criterion(model(inputs), targets);
     loss.backward();
     optimizer.step();
     if (epoch == 0) first = loss.item();
@@ -155,7 +155,7 @@ TEST_CASE("the tutorial training loop lowers the loss on a learnable problem") {
 
 TEST_CASE("nn::init: bounds and statistics follow torch.nn.init") {
   tg::manual_seed(2);
-  Variable w = tg::empty({200, 300});
+  Tensor w = tg::empty({200, 300});
   tg::nn::init::xavier_uniform_(w);
   const double xb = std::sqrt(6.0 / 500);
   CHECK(w.abs().max().item() <= xb);
@@ -171,7 +171,7 @@ TEST_CASE("nn::init: bounds and statistics follow torch.nn.init") {
   CHECK(w.mean().item() == doctest::Approx(3).epsilon(0.01));
   tg::nn::init::constant_(w, 0.25);
   CHECK(w.min().item() == 0.25);
-  Variable b = tg::empty({5});
+  Tensor b = tg::empty({5});
   TG_CHECK_THROWS(tg::nn::init::xavier_uniform_(b), tg::ShapeError, "fewer than 2 dimensions");
   const auto fans = tg::nn::init::fan_in_and_out(tg::empty({4, 3, 5, 5}));
   CHECK(fans.first == 75);
@@ -199,7 +199,7 @@ TEST_CASE("Module tree: a shared layer and a tied weight count once, as PyTorch'
       register_module("enc", enc);
       register_module("dec", dec);
       register_module("again", enc);   // the same Linear under a second name
-      dec.weight = enc.weight;         // tied: one VariableImpl
+      dec.weight = enc.weight;         // tied: one TensorImpl
     }
   } m;
   const auto named = m.named_parameters();
@@ -207,19 +207,19 @@ TEST_CASE("Module tree: a shared layer and a tied weight count once, as PyTorch'
   for (const auto& p : named) names.push_back(p.first);
   CHECK(names == std::vector<std::string>{"enc.weight", "enc.bias", "dec.bias"});
   // SGD steps the tied weight once per step: w - lr * g, not w - 2 lr * g
-  const tg::Tensor w0 = m.enc.weight.data().clone();
+  const tg::RawTensor w0 = m.enc.weight.data().clone();
   tg::optim::SGD sgd(m.parameters(), tg::optim::SGDOptions(0.5));
   auto x = testing::randn64({3, 6}, 5, false).to(tg::kFloat32);
   m.dec(m.enc(x)).sum().backward();
-  const tg::Tensor g = m.enc.weight.grad().data().clone();
+  const tg::RawTensor g = m.enc.weight.grad().data().clone();
   sgd.step();
-  testing::check_close(m.enc.weight, Variable(tg::prim::sub(w0, tg::prim::mul(g, tg::prim::scalar_like(0.5, g)))), 1e-6, 1e-7);
+  testing::check_close(m.enc.weight, Tensor(tg::prim::sub(w0, tg::prim::mul(g, tg::prim::scalar_like(0.5, g)))), 1e-6, 1e-7);
 }
 
 TEST_CASE("Module tree: names are non-empty, dot-free and unique across children, parameters and buffers") {
   struct M : tg::nn::Module {
     tg::nn::Linear fc{2, 2};
-    Variable buf = tg::zeros({2}), other = tg::zeros({2});
+    Tensor buf = tg::zeros({2}), other = tg::zeros({2});
   } m;
   m.register_module("fc", m.fc);
   m.register_buffer("running", m.buf);

@@ -5,17 +5,17 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 using testing::check_values;
 
 namespace {
-Variable vec(std::vector<float> v, tg::Shape s) { return tg::from_vector(v, s); }
+Tensor vec(std::vector<float> v, tg::Shape s) { return tg::from_vector(v, s); }
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 TEST_CASE("elementwise values and broadcasting") {
-  Variable a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
-  Variable b = vec({10, 20, 30}, {3});
+  Tensor a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = vec({10, 20, 30}, {3});
   check_values(a + b, {11, 22, 33, 14, 25, 36});
   check_values(a - b, {-9, -18, -27, -6, -15, -24});
   check_values(a * vec({2, 3}, {2, 1}), {2, 4, 6, 12, 15, 18});
@@ -32,7 +32,7 @@ TEST_CASE("elementwise values and broadcasting") {
   check_values(tg::sigmoid(vec({0}, {1})), {0.5});
   check_values(tg::tanh(vec({0.5}, {1})), {std::tanh(0.5)}, 1e-7);
   check_values(tg::clamp(vec({-2, 0.5, 3}, {3}), -1, 1), {-1, 0.5, 1});
-  Variable c = vec({1, 0, 1}, {3}) != 0.0;
+  Tensor c = vec({1, 0, 1}, {3}) != 0.0;
   check_values(tg::where(c, b, vec({-1}, {1})), {10, -1, 30});
   TG_CHECK_THROWS(tg::where(vec({1, 0, 1}, {3}), b, b), tg::DTypeError, "expected condition to be a bool tensor, got float32");
   // 0-d with anything
@@ -41,8 +41,8 @@ TEST_CASE("elementwise values and broadcasting") {
 }
 
 TEST_CASE("comparisons and argmax are not differentiable and give 0/1 and int64") {
-  Variable a = tg::from_vector(std::vector<float>{1, 5, 3}, {3}, tg::TensorOptions().requires_grad(true));
-  Variable b = vec({2, 5, 1}, {3});
+  Tensor a = tg::from_vector(std::vector<float>{1, 5, 3}, {3}, tg::TensorOptions().requires_grad(true));
+  Tensor b = vec({2, 5, 1}, {3});
   check_values(a == b, {0, 1, 0});
   check_values(a != b, {1, 0, 1});
   check_values(a > b, {0, 0, 1});
@@ -51,19 +51,19 @@ TEST_CASE("comparisons and argmax are not differentiable and give 0/1 and int64"
   check_values(a <= b, {1, 1, 0});
   check_values(a > 2.0, {0, 1, 1});
   CHECK_FALSE((a > b).requires_grad());
-  Variable m = vec({1, 9, 3, 7, 2, 8}, {2, 3});
+  Tensor m = vec({1, 9, 3, 7, 2, 8}, {2, 3});
   CHECK(m.argmax().item() == 1);
   CHECK(m.argmax().dtype() == tg::kInt64);
   check_values(m.argmax(1), {1, 2});
   check_values(m.argmax(0), {1, 0, 1});
   CHECK(m.argmax(1, true).shape() == tg::Shape{2, 1});
   // accuracy as users write it: int64 == int64, summed
-  Variable labels = tg::from_vector(std::vector<int64_t>{1, 0}, {2});
+  Tensor labels = tg::from_vector(std::vector<int64_t>{1, 0}, {2});
   CHECK((m.argmax(1) == labels).sum().item() == 1);
 }
 
 TEST_CASE("reductions: values dims keepdim empty inputs") {
-  Variable a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor a = vec({1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(a.sum().item() == 21);
   check_values(a.sum(0), {5, 7, 9});
   check_values(a.sum(1), {6, 15});
@@ -77,10 +77,10 @@ TEST_CASE("reductions: values dims keepdim empty inputs") {
   CHECK(a.min().item() == 1);
   check_values(a.t().sum(1), {5, 7, 9});   // non-contiguous input
   // big sums use a double accumulator: no float drift
-  Variable ones = tg::ones({3000001});
+  Tensor ones = tg::ones({3000001});
   CHECK(ones.sum().item() == 3000001);
   // empty inputs: sum is 0, mean is NaN, max of empty throws
-  Variable e = tg::zeros({0, 3});
+  Tensor e = tg::zeros({0, 3});
   CHECK(e.sum().item() == 0);
   check_values(e.sum(0), {0, 0, 0});
   CHECK(std::isnan(e.mean().item()));
@@ -92,8 +92,8 @@ TEST_CASE("reductions: values dims keepdim empty inputs") {
 }
 
 TEST_CASE("NaN in gives NaN out: relu clamp max min softmax") {
-  Variable x = tg::from_vector(std::vector<double>{1, kNaN, -2}, {3});
-  Variable r = tg::relu(x);
+  Tensor x = tg::from_vector(std::vector<double>{1, kNaN, -2}, {3});
+  Tensor r = tg::relu(x);
   CHECK(std::isnan(r.to_vector<double>()[1]));
   CHECK(std::isnan(tg::clamp(x, -1, 1).to_vector<double>()[1]));
   CHECK(std::isnan(x.max().item()));
@@ -107,7 +107,7 @@ TEST_CASE("NaN in gives NaN out: relu clamp max min softmax") {
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
 /// Every value NaN.
-bool all_nan(const Variable& v) {
+bool all_nan(const Tensor& v) {
   for (double x : v.to_vector<double>())
     if (!std::isnan(x)) return false;
   return true;
@@ -117,13 +117,13 @@ bool all_nan(const Variable& v) {
 TEST_CASE("NaN and infinity: a softmax row holding +inf or only -inf is NaN, a -inf among finite values is 0") {
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
     CAPTURE(tg::dtype_name(dt));
-    const Variable up = tg::from_vector(std::vector<double>{kInf, 1, 2}, {3}).to(dt);
+    const Tensor up = tg::from_vector(std::vector<double>{kInf, 1, 2}, {3}).to(dt);
     CHECK(all_nan(tg::softmax(up, 0)));
     CHECK(all_nan(tg::log_softmax(up, 0)));
-    const Variable down = tg::from_vector(std::vector<double>{-kInf, -kInf}, {2}).to(dt);
+    const Tensor down = tg::from_vector(std::vector<double>{-kInf, -kInf}, {2}).to(dt);
     CHECK(all_nan(tg::softmax(down, 0)));
     CHECK(all_nan(tg::log_softmax(down, 0)));
-    const Variable mixed = tg::from_vector(std::vector<double>{-kInf, 0, kInf, -kInf, 3, 3}, {3, 2}).to(dt);
+    const Tensor mixed = tg::from_vector(std::vector<double>{-kInf, 0, kInf, -kInf, 3, 3}, {3, 2}).to(dt);
     // rows (the contiguous kernel): [-inf, 0] -> [0, 1]; [inf, -inf] -> NaN; [3, 3] -> [.5, .5]
     const auto rows = tg::softmax(mixed, 1).to_vector<double>();
     CHECK(rows[0] == 0);
@@ -151,9 +151,9 @@ TEST_CASE("NaN and infinity: a softmax row holding +inf or only -inf is NaN, a -
 TEST_CASE("NaN and infinity: cross-entropy of a row with +inf is NaN, a -inf target logit gives +inf") {
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
     CAPTURE(tg::dtype_name(dt));
-    Variable logits = tg::from_vector(std::vector<double>{kInf, 1, 2, -kInf, 0, 1, 0.5, 0.25, 0}, {3, 3}).to(dt);
+    Tensor logits = tg::from_vector(std::vector<double>{kInf, 1, 2, -kInf, 0, 1, 0.5, 0.25, 0}, {3, 3}).to(dt);
     logits.set_requires_grad(true);
-    const Variable target = tg::from_vector(std::vector<int64_t>{1, 0, 2}, {3});
+    const Tensor target = tg::from_vector(std::vector<int64_t>{1, 0, 2}, {3});
     const auto loss = tg::cross_entropy(logits, target, tg::Reduction::None).to_vector<double>();
     CHECK(std::isnan(loss[0]));
     CHECK(loss[1] == kInf);
@@ -167,7 +167,7 @@ TEST_CASE("NaN and infinity: cross-entropy of a row with +inf is NaN, a -inf tar
     CHECK(std::isfinite(g[4]));
     for (int c = 6; c < 9; ++c) CHECK(std::isfinite(g[c]));
     // an ignored row does not reach the mean, even when it is NaN
-    const Variable ignored = tg::from_vector(std::vector<int64_t>{-100, 2, 2}, {3});
+    const Tensor ignored = tg::from_vector(std::vector<int64_t>{-100, 2, 2}, {3});
     const double mean = tg::cross_entropy(logits.detach(), ignored).item();
     CHECK(std::isfinite(mean));
   }
@@ -177,20 +177,20 @@ TEST_CASE("NaN and infinity: pow's gradients are 0 where the function is locally
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
     CAPTURE(tg::dtype_name(dt));
     // (a, b) = (0, 2), (0, 0), (2, 0), (3, 2)
-    Variable a = tg::from_vector(std::vector<double>{0, 0, 2, 3}, {4}).to(dt);
-    Variable b = tg::from_vector(std::vector<double>{2, 0, 0, 2}, {4}).to(dt);
+    Tensor a = tg::from_vector(std::vector<double>{0, 0, 2, 3}, {4}).to(dt);
+    Tensor b = tg::from_vector(std::vector<double>{2, 0, 0, 2}, {4}).to(dt);
     a.set_requires_grad(true);
     b.set_requires_grad(true);
     tg::pow(a, b).sum().backward();
     check_values(a.grad(), {0, 0, 0, 6}, 1e-6);                            // b a^(b-1), 0 where b == 0
     check_values(b.grad(), {0, 0, std::log(2.0), 9 * std::log(3.0)}, 1e-6);   // a^b ln a, 0 where a == 0
-    Variable x = tg::from_vector(std::vector<double>{0, 1}, {2}).to(dt);
+    Tensor x = tg::from_vector(std::vector<double>{0, 1}, {2}).to(dt);
     x.set_requires_grad(true);
     tg::pow(x, 0.0).sum().backward();
     check_values(x.grad(), {0, 0});
     // broadcast: one base against several exponents
-    Variable base = tg::zeros({1}, tg::TensorOptions().dtype(dt).requires_grad(true));
-    Variable exps = tg::from_vector(std::vector<double>{0, 0.5, 3}, {3}).to(dt);
+    Tensor base = tg::zeros({1}, tg::TensorOptions().dtype(dt).requires_grad(true));
+    Tensor exps = tg::from_vector(std::vector<double>{0, 0.5, 3}, {3}).to(dt);
     exps.set_requires_grad(true);
     tg::pow(base, exps).sum().backward();
     check_values(exps.grad(), {0, 0, 0});
@@ -200,30 +200,30 @@ TEST_CASE("NaN and infinity: pow's gradients are 0 where the function is locally
 TEST_CASE("matmul: 2-D batched mixed transposed operands against a naive loop") {
   tg::manual_seed(3);
   for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{257, 33, 17}, {1, 5, 1}, {4, 1, 3}}) {
-    Variable a = tg::randn({M, K}, tg::TensorOptions().dtype(tg::kFloat64));
-    Variable b = tg::randn({K, N}, tg::TensorOptions().dtype(tg::kFloat64));
+    Tensor a = tg::randn({M, K}, tg::TensorOptions().dtype(tg::kFloat64));
+    Tensor b = tg::randn({K, N}, tg::TensorOptions().dtype(tg::kFloat64));
     const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
     std::vector<double> ref(static_cast<std::size_t>(M * N), 0.0);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
         for (int64_t k = 0; k < K; ++k) ref[i * N + j] += av[i * K + k] * bv[k * N + j];
     // the loop and the BLAS each within gemm_error_bound of the exact product: Note [Derived tolerances]
-    const Variable want = tg::from_vector(ref, {M, N}), bound = testing::gemm_error_bound(a, b) * 2.0;
+    const Tensor want = tg::from_vector(ref, {M, N}), bound = testing::gemm_error_bound(a, b) * 2.0;
     testing::check_within(a.matmul(b), want, bound);
     testing::check_within(tg::matmul(a.t().contiguous().t(), b.t().contiguous().t()), want, bound);   // transposed storage
   }
-  Variable A = tg::randn({3, 4, 5}), B = tg::randn({3, 5, 2});
-  Variable C = A.matmul(B);
+  Tensor A = tg::randn({3, 4, 5}), B = tg::randn({3, 5, 2});
+  Tensor C = A.matmul(B);
   CHECK(C.shape() == tg::Shape{3, 4, 2});
   for (int64_t i = 0; i < 3; ++i) {   // float32, one batch entry at a time: within twice the bound
-    Variable Ai(A.data().select(0, i)), Bi(B.data().select(0, i)), Ci(C.data().select(0, i));
+    Tensor Ai(A.data().select(0, i)), Bi(B.data().select(0, i)), Ci(C.data().select(0, i));
     testing::check_within(Ci, Ai.matmul(Bi), testing::gemm_error_bound(Ai, Bi) * 2.0);
   }
-  Variable W = tg::randn({5, 2});
-  Variable D = A.matmul(W);   // (3, 4, 5) @ (5, 2): the 2-D operand is shared by every batch entry
+  Tensor W = tg::randn({5, 2});
+  Tensor D = A.matmul(W);   // (3, 4, 5) @ (5, 2): the 2-D operand is shared by every batch entry
   for (int64_t i = 0; i < 3; ++i) {
-    Variable Ai(A.data().select(0, i));
-    testing::check_within(Variable(D.data().select(0, i)), Ai.matmul(W), testing::gemm_error_bound(Ai, W) * 2.0);
+    Tensor Ai(A.data().select(0, i));
+    testing::check_within(Tensor(D.data().select(0, i)), Ai.matmul(W), testing::gemm_error_bound(Ai, W) * 2.0);
   }
   CHECK(tg::matmul(tg::zeros({2, 0}), tg::zeros({0, 3})).sum().item() == 0);
   CHECK(tg::matmul(tg::ones({2, 0}), tg::ones({0, 3})).shape() == tg::Shape{2, 3});
@@ -231,22 +231,22 @@ TEST_CASE("matmul: 2-D batched mixed transposed operands against a naive loop") 
 
 TEST_CASE("linear equals matmul with the transposed weight plus bias") {
   tg::manual_seed(4);
-  Variable x = tg::randn({7, 5}), w = tg::randn({3, 5}), b = tg::randn({3});
+  Tensor x = tg::randn({7, 5}), w = tg::randn({3, 5}), b = tg::randn({3});
   // Both sides sum K + 1 = 6 terms (the bias in or after the product) in some order: each within
   // gamma_6 (|x| |w|^T + |b|) of the exact value (Note [Derived tolerances]).
-  const Variable x64(x.data().to(tg::kFloat64)), w64(w.data().to(tg::kFloat64)), b64(b.data().to(tg::kFloat64));
-  const Variable bound = (tg::matmul(tg::abs(x64), tg::abs(w64).t()) + tg::abs(b64)) * (2 * testing::gamma_n(6, tg::kFloat32));
+  const Tensor x64(x.data().to(tg::kFloat64)), w64(w.data().to(tg::kFloat64)), b64(b.data().to(tg::kFloat64));
+  const Tensor bound = (tg::matmul(tg::abs(x64), tg::abs(w64).t()) + tg::abs(b64)) * (2 * testing::gamma_n(6, tg::kFloat32));
   testing::check_within(tg::linear(x, w, b), x.matmul(w.t()) + b, bound);
   testing::check_within(tg::linear(x, w), x.matmul(w.t()), testing::gemm_error_bound(x, w.t()) * 2.0);
 }
 
 TEST_CASE("softmax log_softmax and cross_entropy values - stability for logits of +-1e4") {
-  Variable x = tg::from_vector(std::vector<double>{1, 2, 3, 1, 1, 1}, {2, 3});
+  Tensor x = tg::from_vector(std::vector<double>{1, 2, 3, 1, 1, 1}, {2, 3});
   const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), s = e1 + e2 + e3;
   check_values(tg::softmax(x, 1), {e1 / s, e2 / s, e3 / s, 1. / 3, 1. / 3, 1. / 3}, 1e-12);
   check_values(tg::log_softmax(x, 1), {1 - std::log(s), 2 - std::log(s), 3 - std::log(s), -std::log(3.0), -std::log(3.0), -std::log(3.0)}, 1e-12);
   check_values(tg::softmax(x, 0).sum(0), {1, 1, 1}, 1e-12);
-  Variable t = tg::from_vector(std::vector<int64_t>{2, 0}, {2});
+  Tensor t = tg::from_vector(std::vector<int64_t>{2, 0}, {2});
   const double l0 = std::log(s) - 3, l1 = std::log(3.0);
   CHECK(tg::cross_entropy(x, t).item() == doctest::Approx((l0 + l1) / 2).epsilon(1e-12));
   CHECK(tg::cross_entropy(x, t, tg::Reduction::Sum).item() == doctest::Approx(l0 + l1).epsilon(1e-12));
@@ -255,9 +255,9 @@ TEST_CASE("softmax log_softmax and cross_entropy values - stability for logits o
   CHECK(tg::cross_entropy(x, t).item() ==
         doctest::Approx(-(tg::gather(tg::log_softmax(x, 1), 1, t.unsqueeze(1))).mean().item()).epsilon(1e-12));
   // +-1e4 logits: finite loss and gradient
-  Variable big = tg::from_vector(std::vector<float>{1e4f, -1e4f, 0, -1e4f, 1e4f, 1e4f}, {2, 3},
+  Tensor big = tg::from_vector(std::vector<float>{1e4f, -1e4f, 0, -1e4f, 1e4f, 1e4f}, {2, 3},
                                  tg::TensorOptions().requires_grad(true));
-  Variable loss = tg::cross_entropy(big, tg::from_vector(std::vector<int64_t>{1, 2}, {2}));
+  Tensor loss = tg::cross_entropy(big, tg::from_vector(std::vector<int64_t>{1, 2}, {2}));
   CHECK(loss.item() == doctest::Approx((2e4 + std::log(2.0)) / 2).epsilon(1e-6));
   loss.backward();
   for (float g : big.grad().to_vector<float>()) CHECK(std::isfinite(g));
@@ -265,12 +265,12 @@ TEST_CASE("softmax log_softmax and cross_entropy values - stability for logits o
 }
 
 TEST_CASE("mse_loss dropout statistics and eval identity") {
-  Variable a = vec({1, 2, 3}, {3}), b = vec({1, 4, 0}, {3});
+  Tensor a = vec({1, 2, 3}, {3}), b = vec({1, 4, 0}, {3});
   CHECK(tg::mse_loss(a, b).item() == doctest::Approx(13.0 / 3));
   CHECK(tg::mse_loss(a, b, tg::Reduction::Sum).item() == doctest::Approx(13.0));
   tg::manual_seed(11);
-  Variable x = tg::ones({100000});
-  Variable y = tg::dropout(x, 0.25, true);
+  Tensor x = tg::ones({100000});
+  Tensor y = tg::dropout(x, 0.25, true);
   const auto v = y.to_vector<float>();
   int64_t zeros = 0;
   for (float f : v) {
@@ -284,22 +284,22 @@ TEST_CASE("mse_loss dropout statistics and eval identity") {
 }
 
 TEST_CASE("cat stack index_select gather values") {
-  Variable a = vec({1, 2, 3, 4}, {2, 2}), b = vec({5, 6}, {1, 2});
+  Tensor a = vec({1, 2, 3, 4}, {2, 2}), b = vec({5, 6}, {1, 2});
   check_values(tg::cat({a, b}, 0), {1, 2, 3, 4, 5, 6});
   check_values(tg::cat({a, a}, 1), {1, 2, 1, 2, 3, 4, 3, 4});
   check_values(tg::stack({a, a}, 0), {1, 2, 3, 4, 1, 2, 3, 4});
   CHECK(tg::stack({a, a}, 2).shape() == tg::Shape{2, 2, 2});
   check_values(tg::stack({a, a}, 2), {1, 1, 2, 2, 3, 3, 4, 4});
-  Variable idx = tg::from_vector(std::vector<int64_t>{1, 1, 0}, {3});
+  Tensor idx = tg::from_vector(std::vector<int64_t>{1, 1, 0}, {3});
   check_values(a.index_select(0, idx), {3, 4, 3, 4, 1, 2});
   check_values(a.index_select(1, idx), {2, 2, 1, 4, 4, 3});
-  Variable g = tg::from_vector(std::vector<int64_t>{1, 0, 0, 0}, {2, 2});
+  Tensor g = tg::from_vector(std::vector<int64_t>{1, 0, 0, 0}, {2, 2});
   check_values(a.gather(1, g), {2, 1, 3, 3});
   check_values(a.gather(0, g), {3, 2, 1, 2});
 }
 
-TEST_CASE("views as Variables: reshape transpose permute expand flatten") {
-  Variable x = tg::arange(24).reshape({2, 3, 4});
+TEST_CASE("views as Tensors: reshape transpose permute expand flatten") {
+  Tensor x = tg::arange(24).reshape({2, 3, 4});
   CHECK(x.permute({2, 0, 1}).shape() == tg::Shape{4, 2, 3});
   CHECK(x.transpose(0, 2).contiguous().view({-1}).to_vector<float>()[1] == 12);
   CHECK(tg::flatten(x, 1).shape() == tg::Shape{2, 12});
@@ -313,7 +313,7 @@ TEST_CASE("views as Variables: reshape transpose permute expand flatten") {
 }
 
 TEST_CASE("in-place ops change values and bump the version counter") {
-  Variable x = vec({1, 2, 3}, {3});
+  Tensor x = vec({1, 2, 3}, {3});
   const uint64_t v0 = x.data().version();
   x.add_(vec({1, 1, 1}, {3}));
   x.mul_(2.0);
@@ -326,7 +326,7 @@ TEST_CASE("in-place ops change values and bump the version counter") {
   check_values(x, {0, 0, 0});
   x.copy_(vec({9}, {1}));   // broadcast source
   check_values(x, {9, 9, 9});
-  Variable view = x.reshape({3, 1});
+  Tensor view = x.reshape({3, 1});
   view.add_(1.0);           // writes through the view
   check_values(x, {10, 10, 10});
   TG_CHECK_THROWS(x.add_(vec({1, 2}, {2})), tg::ShapeError, "must match");
@@ -335,25 +335,25 @@ TEST_CASE("in-place ops change values and bump the version counter") {
 
 TEST_CASE("cross_entropy ignore_index and label_smoothing match their definitions") {
   tg::manual_seed(12);
-  Variable x = tg::randn({6, 4}, tg::TensorOptions().dtype(tg::kFloat64));
-  Variable t = tg::from_vector(std::vector<int64_t>{0, 3, -100, 2, 1, -100}, {6});
+  Tensor x = tg::randn({6, 4}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor t = tg::from_vector(std::vector<int64_t>{0, 3, -100, 2, 1, -100}, {6});
   // ignore_index: the mean runs over the 4 rows that are not ignored
-  Variable keep = tg::from_vector(std::vector<int64_t>{0, 1, 3, 4}, {4});
+  Tensor keep = tg::from_vector(std::vector<int64_t>{0, 1, 3, 4}, {4});
   const double subset = tg::cross_entropy(x.index_select(0, keep), t.index_select(0, keep)).item();
   CHECK(tg::cross_entropy(x, t).item() == doctest::Approx(subset).epsilon(1e-12));
   testing::check_values(tg::cross_entropy(x, t, tg::Reduction::None).index_select(0, tg::from_vector(std::vector<int64_t>{2, 5}, {2})), {0, 0});
   // label smoothing s: (1 - s) nll + s mean_c(-log_softmax)
-  Variable tk = t.index_select(0, keep), xk = x.index_select(0, keep);
+  Tensor tk = t.index_select(0, keep), xk = x.index_select(0, keep);
   const double s = 0.3;
-  Variable logp = tg::log_softmax(xk, 1);
+  Tensor logp = tg::log_softmax(xk, 1);
   const double nll = -tg::gather(logp, 1, tk.unsqueeze(1)).mean().item();
   const double uniform = -logp.mean(1).mean().item();
   CHECK(tg::cross_entropy(xk, tk, tg::Reduction::Mean, -100, s).item() == doctest::Approx((1 - s) * nll + s * uniform).epsilon(1e-12));
   tg::nn::CrossEntropyLoss smoothed(tg::nn::CrossEntropyLossOptions().label_smoothing(s).ignore_index(-100));
   CHECK(smoothed(x, t).item() == doctest::Approx((1 - s) * nll + s * uniform).epsilon(1e-12));
   // every row ignored: the mean is NaN as in PyTorch; the gradient is zero
-  Variable xa = tg::randn({2, 3}, tg::TensorOptions().requires_grad(true));
-  Variable all_ignored = tg::from_vector(std::vector<int64_t>{-100, -100}, {2});
+  Tensor xa = tg::randn({2, 3}, tg::TensorOptions().requires_grad(true));
+  Tensor all_ignored = tg::from_vector(std::vector<int64_t>{-100, -100}, {2});
   CHECK(std::isnan(tg::cross_entropy(xa, all_ignored).item()));
   tg::cross_entropy(xa, all_ignored, tg::Reduction::Sum).backward();
   CHECK(xa.grad().abs().sum().item() == 0);
@@ -362,11 +362,11 @@ TEST_CASE("cross_entropy ignore_index and label_smoothing match their definition
 }
 
 TEST_CASE("set_flush_denormal flushes subnormal floats to zero in CPU kernels and can be undone") {
-  Variable tiny = tg::full({4}, 1e-40);   // a float32 subnormal
+  Tensor tiny = tg::full({4}, 1e-40);   // a float32 subnormal
   CHECK((tiny * 1.0).to_vector<float>()[0] > 0);
   REQUIRE(tg::set_flush_denormal(true));
   CHECK((tiny * 1.0).to_vector<float>()[0] == 0);
-  Variable big = tg::full({1 << 20}, 1e-40);   // large enough for the parallel path
+  Tensor big = tg::full({1 << 20}, 1e-40);   // large enough for the parallel path
   CHECK((big * 1.0).sum().item() == 0);
   tg::set_flush_denormal(false);
   CHECK((tiny * 1.0).to_vector<float>()[0] > 0);

@@ -6,7 +6,7 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 
@@ -32,11 +32,11 @@ struct RefAdam {
 /// Three steps on the quadratic sum(a (w - c)^2), float64, comparing every element to RefAdam.
 void check_adam(tg::optim::AdamOptions o, bool decoupled) {
   const std::vector<double> w0{1.0, -2.0, 0.5}, a{1.0, 3.0, 0.2}, c{0.3, 0.1, -1.0};
-  Variable w = tg::from_vector(w0, {3}, tg::TensorOptions().requires_grad(true));
-  Variable av = tg::from_vector(a, {3}), cv = tg::from_vector(c, {3});
+  Tensor w = tg::from_vector(w0, {3}, tg::TensorOptions().requires_grad(true));
+  Tensor av = tg::from_vector(a, {3}), cv = tg::from_vector(c, {3});
   std::unique_ptr<tg::optim::Optimizer> opt;
-  if (decoupled) opt = std::make_unique<tg::optim::AdamW>(std::vector<Variable>{w}, o);
-  else opt = std::make_unique<tg::optim::Adam>(std::vector<Variable>{w}, o);
+  if (decoupled) opt = std::make_unique<tg::optim::AdamW>(std::vector<Tensor>{w}, o);
+  else opt = std::make_unique<tg::optim::Adam>(std::vector<Tensor>{w}, o);
   std::vector<RefAdam> ref(3, RefAdam{o.lr_, o.beta1_, o.beta2_, o.eps_, o.weight_decay_, o.amsgrad_, decoupled});
   std::vector<double> expect = w0;
   for (int step = 0; step < 3; ++step) {
@@ -56,11 +56,11 @@ TEST_CASE("Adam and AdamW follow torch.optim over three steps on a quadratic") {
   check_adam(tg::optim::AdamOptions(0.05).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1), false);
   check_adam(tg::optim::AdamOptions(0.1).amsgrad(), false);
   check_adam(tg::optim::AdamOptions(0.1).weight_decay(0.01), true);
-  TG_CHECK_THROWS(tg::optim::Adam(std::vector<Variable>{}, tg::optim::AdamOptions(0.1).betas(1.0, 0.9)), tg::Error, "invalid betas");
+  TG_CHECK_THROWS(tg::optim::Adam(std::vector<Tensor>{}, tg::optim::AdamOptions(0.1).betas(1.0, 0.9)), tg::Error, "invalid betas");
 }
 
 TEST_CASE("Adam: the first step moves every element by about lr") {
-  Variable w = tg::from_vector(std::vector<float>{1, -1}, {2}, tg::TensorOptions().requires_grad(true));
+  Tensor w = tg::from_vector(std::vector<float>{1, -1}, {2}, tg::TensorOptions().requires_grad(true));
   tg::optim::Adam adam({w}, 0.01);
   (w * w).sum().backward();
   adam.step();
@@ -68,7 +68,7 @@ TEST_CASE("Adam: the first step moves every element by about lr") {
 }
 
 TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR closed forms") {
-  Variable w = tg::ones({1}, tg::TensorOptions().requires_grad(true));
+  Tensor w = tg::ones({1}, tg::TensorOptions().requires_grad(true));
   tg::optim::SGD sgd({w}, 1.0);
   tg::optim::StepLR step(sgd, 2, 0.5);
   std::vector<double> lrs;
@@ -99,9 +99,9 @@ TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR closed forms") {
 }
 
 TEST_CASE("clip_grad_norm scales gradients to the max norm and returns the norm before") {
-  Variable a = tg::from_vector(std::vector<float>{3, 0}, {2}, tg::TensorOptions().requires_grad(true));
-  Variable b = tg::from_vector(std::vector<float>{0}, {1}, tg::TensorOptions().requires_grad(true));
-  Variable unused = tg::ones({2}, tg::TensorOptions().requires_grad(true));
+  Tensor a = tg::from_vector(std::vector<float>{3, 0}, {2}, tg::TensorOptions().requires_grad(true));
+  Tensor b = tg::from_vector(std::vector<float>{0}, {1}, tg::TensorOptions().requires_grad(true));
+  Tensor unused = tg::ones({2}, tg::TensorOptions().requires_grad(true));
   ((a * a).sum() * 0.5 + b * 4.0).sum().backward();   // grads: a -> [3, 0], b -> [4]
   const double norm = tg::optim::clip_grad_norm({a, b, unused}, 1.0);
   CHECK(norm == doctest::Approx(5.0));
@@ -113,8 +113,8 @@ TEST_CASE("clip_grad_norm scales gradients to the max norm and returns the norm 
 
 TEST_CASE("Adam state round trip through a checkpoint gives bitwise identical steps") {
   auto make = [] { return tg::from_vector(std::vector<double>{1, -2, 0.5}, {3}, tg::TensorOptions().requires_grad(true)); };
-  auto loss = [](const Variable& w) { return (w * w * w).sum(); };
-  Variable wa = make();
+  auto loss = [](const Tensor& w) { return (w * w * w).sum(); };
+  Tensor wa = make();
   tg::optim::Adam a({wa}, tg::optim::AdamOptions(0.1).amsgrad());
   for (int i = 0; i < 2; ++i) {
     a.zero_grad();
@@ -123,11 +123,11 @@ TEST_CASE("Adam state round trip through a checkpoint gives bitwise identical st
   }
   const std::string path = (std::filesystem::temp_directory_path() / "tg_adam_state.safetensors").string();
   tg::save(a, path);
-  Variable wb = tg::from_vector(wa.to_vector<double>(), {3}, tg::TensorOptions().requires_grad(true));
+  Tensor wb = tg::from_vector(wa.to_vector<double>(), {3}, tg::TensorOptions().requires_grad(true));
   tg::optim::Adam b({wb}, tg::optim::AdamOptions(0.1).amsgrad());
   tg::load(b, path);
   for (auto* pair : {&a, &b}) {
-    Variable w = pair == &a ? wa : wb;
+    Tensor w = pair == &a ? wa : wb;
     pair->zero_grad();
     loss(w).backward();
     pair->step();
@@ -139,9 +139,9 @@ TEST_CASE("Adam state round trip through a checkpoint gives bitwise identical st
 }
 
 TEST_CASE("parameter groups: each group steps with its own learning rate and schedulers scale each") {
-  Variable a = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
-  Variable b = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
-  Variable c = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  Tensor a = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  Tensor b = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
+  Tensor c = tg::from_vector(std::vector<double>{1}, {1}, tg::TensorOptions().requires_grad(true));
   tg::optim::SGD sgd({tg::optim::ParamGroup{{a}, 0.1}, tg::optim::ParamGroup{{b}, std::nullopt}}, 0.5);
   CHECK(sgd.num_param_groups() == 2);
   CHECK(sgd.lr(0) == 0.1);
@@ -172,10 +172,10 @@ TEST_CASE("parameter groups: each group steps with its own learning rate and sch
 
 TEST_CASE("optimizer state whose parameter changed shape is refused before any update (SGD, Adam)") {
   for (int which = 0; which < 2; ++which) {
-    Variable a = testing::randn64({4}, 1), b = testing::randn64({3, 3}, 2);
+    Tensor a = testing::randn64({4}, 1), b = testing::randn64({3, 3}, 2);
     std::unique_ptr<tg::optim::Optimizer> opt;
-    if (which == 0) opt = std::make_unique<tg::optim::SGD>(std::vector<Variable>{a, b}, tg::optim::SGDOptions(0.1).momentum(0.9));
-    else opt = std::make_unique<tg::optim::Adam>(std::vector<Variable>{a, b}, tg::optim::AdamOptions(0.1).amsgrad());
+    if (which == 0) opt = std::make_unique<tg::optim::SGD>(std::vector<Tensor>{a, b}, tg::optim::SGDOptions(0.1).momentum(0.9));
+    else opt = std::make_unique<tg::optim::Adam>(std::vector<Tensor>{a, b}, tg::optim::AdamOptions(0.1).amsgrad());
     auto one_step = [&] {
       opt->zero_grad();
       ((a * a).sum() + (b * b).sum()).backward();
@@ -192,8 +192,8 @@ TEST_CASE("optimizer state whose parameter changed shape is refused before any u
 }
 
 TEST_CASE("optimizers validate their arguments as PyTorch does") {
-  Variable w = testing::randn64({2}, 4);
-  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Variable>{}, tg::optim::SGDOptions(0.1)), tg::Error,
+  Tensor w = testing::randn64({2}, 4);
+  TG_CHECK_THROWS(tg::optim::SGD(std::vector<Tensor>{}, tg::optim::SGDOptions(0.1)), tg::Error,
                   "optimizer got an empty parameter list");
   tg::nn::Module empty_model;   // no registered parameters: an optimizer over it would do nothing
   TG_CHECK_THROWS(tg::optim::Adam(empty_model.parameters()), tg::Error, "empty parameter list");

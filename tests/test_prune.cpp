@@ -5,13 +5,13 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 namespace prune = tg::nn::utils::prune;
 
 namespace {
 
 /// w[a][b] = sin(off + 7a + 3b) in float32: distinct magnitudes, the same weights as the PyTorch script.
-Variable sin_weights(int64_t o, int64_t i, double off) {
+Tensor sin_weights(int64_t o, int64_t i, double off) {
   std::vector<double> v;
   for (int64_t a = 0; a < o; ++a)
     for (int64_t b = 0; b < i; ++b) v.push_back(std::sin(off + 7.0 * double(a) + 3.0 * double(b)));
@@ -60,7 +60,7 @@ TEST_CASE("prune: masks, composition and state_dict keys as PyTorch's") {
   Net net;
   tg::nn::Linear& fc1 = *net.fc1;
   tg::nn::Linear& fc2 = *net.fc2;
-  const Variable leaf = fc1.weight;   // the parameter handle an optimizer would hold
+  const Tensor leaf = fc1.weight;   // the parameter handle an optimizer would hold
   prune::l1_unstructured(fc1, "weight", 0.3);
   CHECK(mask_of(fc1, "weight_mask") == std::vector<int64_t>{1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0});
   prune::l1_unstructured(fc1, "weight", 0.5);
@@ -108,13 +108,13 @@ TEST_CASE("prune: the pruned weight is recomputed before each forward and trains
   tg::nn::Linear& fc1 = *net.fc1;
   tg::optim::SGD opt(net.model.parameters(), tg::optim::SGDOptions(0.1));
   prune::l1_unstructured(fc1, "weight", 8);   // an absolute count
-  const Variable orig = fc1.named_parameters()[1].second;
-  const Variable mask = fc1.named_buffers()[0].second;
+  const Tensor orig = fc1.named_parameters()[1].second;
+  const Tensor mask = fc1.named_buffers()[0].second;
   CHECK(tg::sum(mask).item() == 12);
-  Variable x = tg::randn({6, 5});
+  Tensor x = tg::randn({6, 5});
   for (int step = 0; step < 2; ++step) {
     opt.zero_grad();
-    Variable y = net.model(x);
+    Tensor y = net.model(x);
     tg::sum(y * y).backward();
     // the gradient reaches weight_orig through the mask: zero at pruned entries
     const auto g = orig.grad().to_vector<float>();

@@ -9,19 +9,19 @@
 #include "tensorgrad/quantization/observer.h"
 #include "tensorgrad/quantization/qat.h"
 
-using tg::Variable;
+using tg::Tensor;
 namespace q = tg::quantization;
 
 namespace {
 
 /// x[k] = s sin(off + 1.7 k) + 0.3 in float32, the inputs of the PyTorch script.
-Variable wave(int64_t n, double off, double s) {
+Tensor wave(int64_t n, double off, double s) {
   std::vector<double> v;
   for (int64_t k = 0; k < n; ++k) v.push_back(s * std::sin(off + 1.7 * double(k)) + 0.3);
   return tg::from_vector<double>(v).to(tg::kFloat32);
 }
 
-std::vector<Variable> batches() { return {wave(10, 0.0, 2.0), wave(10, 1.0, 3.0), wave(10, 2.0, 0.5)}; }
+std::vector<Tensor> batches() { return {wave(10, 0.0, 2.0), wave(10, 1.0, 3.0), wave(10, 2.0, 0.5)}; }
 
 }  // namespace
 
@@ -50,8 +50,8 @@ TEST_CASE("observers: min, max, scale and zero point as PyTorch's") {
                   -1.147234320640564, 1.787741780281067, 0.011509709991514683, -28});
   for (Row& r : rows) {
     CAPTURE(r.what);
-    for (const Variable& x : batches()) {
-      Variable y = (*r.obs)(x);
+    for (const Tensor& x : batches()) {
+      Tensor y = (*r.obs)(x);
       CHECK(y.data().raw_data() == x.data().raw_data());   // observers pass x through
     }
     CHECK(r.obs->min_val() == r.min_val);
@@ -75,7 +75,7 @@ TEST_CASE("HistogramObserver: histogram, range search, scale and zero point as P
   struct Row {
     std::string what;
     std::unique_ptr<q::HistogramObserver> obs;
-    std::vector<Variable> xs;
+    std::vector<Tensor> xs;
     double min_val, max_val, hist_sum, hist_moment, scale;
     int64_t zero_point;
   };
@@ -94,8 +94,8 @@ TEST_CASE("HistogramObserver: histogram, range search, scale and zero point as P
                   0.05064205825328827, 0.5498800277709961, 128.0, 132742.0, 0.004327844362705946, 0});
   for (Row& r : rows) {
     CAPTURE(r.what);
-    for (const Variable& x : r.xs) {
-      Variable y = (*r.obs)(x);
+    for (const Tensor& x : r.xs) {
+      Tensor y = (*r.obs)(x);
       CHECK(y.data().raw_data() == x.data().raw_data());   // observers pass x through
     }
     CHECK(r.obs->min_val() == r.min_val);
@@ -160,8 +160,8 @@ TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogra
   // the GPU as a whole (its buffers with it), against the same observer on the CPU
   q::HistogramObserver on_cpu(2048, tg::kInt8, true), cuda_input(2048, tg::kInt8, true), moved(2048, tg::kInt8, true);
   moved.to(tg::Device::cuda(0));
-  for (const Variable& x : {wave(120, 0.3, 1.5), wave(250, 1.1, 4.0), wave(80, 2.5, 9.0)}) {
-    const Variable xc = x.to(tg::Device::cuda(0));
+  for (const Tensor& x : {wave(120, 0.3, 1.5), wave(250, 1.1, 4.0), wave(80, 2.5, 9.0)}) {
+    const Tensor xc = x.to(tg::Device::cuda(0));
     CHECK(cuda_input(xc).data().raw_data() == xc.data().raw_data());
     moved(xc);
     on_cpu(x);
@@ -179,15 +179,15 @@ TEST_CASE("cuda HistogramObserver: CUDA batches give the CPU observer's histogra
 //   x = torch.tensor([-1.0, -0.2, 0.0, 0.4, 1.3, 2.9, 5.0], requires_grad=True)
 //   y = torch.fake_quantize_per_tensor_affine(x, 0.1, 10, 0, 40); y.backward(torch.arange(1., 8.))
 TEST_CASE("fake_quantize_per_tensor_affine: values and the straight-through gradient") {
-  Variable x(tg::from_vector<double>({-1.0, -0.2, 0.0, 0.4, 1.3, 2.9, 5.0}).to(tg::kFloat32).data(), true);
-  Variable y = tg::fake_quantize_per_tensor_affine(x, 0.1, 10, 0, 40);
+  Tensor x(tg::from_vector<double>({-1.0, -0.2, 0.0, 0.4, 1.3, 2.9, 5.0}).to(tg::kFloat32).data(), true);
+  Tensor y = tg::fake_quantize_per_tensor_affine(x, 0.1, 10, 0, 40);
   CHECK(y.to_vector<double>() == std::vector<double>{-1.0, -0.20000000298023224, 0.0, 0.4000000059604645,
                                                      1.3000000715255737, 2.9000000953674316, 3.0});
   tg::sum(y * tg::from_vector<double>({1, 2, 3, 4, 5, 6, 7}).to(tg::kFloat32)).backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6, 0});   // 5.0 was clamped
   // float64 inputs keep their dtype and get the same mask
-  Variable x64 = testing::randn64({4, 5}, 3);
-  Variable y64 = tg::fake_quantize_per_tensor_affine(x64, 0.05, 0, -20, 20);
+  Tensor x64 = testing::randn64({4, 5}, 3);
+  Tensor y64 = tg::fake_quantize_per_tensor_affine(x64, 0.05, 0, -20, 20);
   CHECK(y64.dtype() == tg::kFloat64);
   tg::sum(y64).backward();
   const auto xv = x64.to_vector<double>(), gv = x64.grad().to_vector<double>();
@@ -218,8 +218,8 @@ TEST_CASE("FakeQuantize: observes, fake-quantizes, and has PyTorch's state_dict 
   const auto xs = batches();
   for (int i = 0; i < 2; ++i) {
     CAPTURE(i);
-    Variable x(xs[static_cast<std::size_t>(i)].data().clone(), true);
-    Variable y = fq(x);
+    Tensor x(xs[static_cast<std::size_t>(i)].data().clone(), true);
+    Tensor y = fq(x);
     CHECK(y.to_vector<double>() == want[static_cast<std::size_t>(i)]);
     CHECK(fq.scale() == scales[i]);
     CHECK(fq.zero_point() == 103);
@@ -231,7 +231,7 @@ TEST_CASE("FakeQuantize: observes, fake-quantizes, and has PyTorch's state_dict 
   fq(wave(10, 3.0, 10.0));
   CHECK(fq.scale() == scales[1]);
   fq.enable_fake_quant(false);
-  Variable x = wave(5, 0.0, 100.0);
+  Tensor x = wave(5, 0.0, 100.0);
   CHECK(fq(x).data().raw_data() == x.data().raw_data());
 }
 
@@ -245,12 +245,12 @@ TEST_CASE("FakeQuantize: quantization-aware training of a small model converges"
   model.add<q::FakeQuantize>();
   model.add<tg::nn::Linear>(16, 1);
   tg::optim::SGD opt(model.parameters(), tg::optim::SGDOptions(0.05));
-  const Variable x = tg::randn({64, 8});
-  const Variable target = tg::sum(x, 1, true) * 0.5;
+  const Tensor x = tg::randn({64, 8});
+  const Tensor target = tg::sum(x, 1, true) * 0.5;
   double first = 0, last = 0;
   for (int step = 0; step < 60; ++step) {
     opt.zero_grad();
-    Variable loss = tg::mse_loss(model(x), target);
+    Tensor loss = tg::mse_loss(model(x), target);
     loss.backward();
     opt.step();
     if (step == 0) first = loss.item();
@@ -264,8 +264,8 @@ TEST_CASE("FakeQuantize: quantization-aware training of a small model converges"
 
 TEST_CASE("fake_quantize_per_channel_affine: values and the straight-through gradient, as PyTorch's") {
   // axis 0, int8, zero points 0, -3, 10: entries 6 and 8 clamp
-  Variable x(wave(15, 0.5, 2.0).reshape({3, 5}).data().clone(), true);
-  Variable y = tg::fake_quantize_per_channel_affine(x, tg::from_vector<double>({0.05, 0.011, 0.3}).to(tg::kFloat32),
+  Tensor x(wave(15, 0.5, 2.0).reshape({3, 5}).data().clone(), true);
+  Tensor y = tg::fake_quantize_per_channel_affine(x, tg::from_vector<double>({0.05, 0.011, 0.3}).to(tg::kFloat32),
                                                     tg::from_vector<double>({0, -3, 10}).to(tg::kInt32), 0, -128, 127);
   CHECK(y.to_vector<double>() ==
         std::vector<double>{1.25, 1.899999976158142, -1.100000023841858, -0.949999988079071, 2.0, 1.121999979019165,
@@ -275,8 +275,8 @@ TEST_CASE("fake_quantize_per_channel_affine: values and the straight-through gra
   tg::sum(y * (tg::arange(15) + 1.0).to(tg::kFloat32).reshape({3, 5})).backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6, 0, 8, 0, 10, 11, 12, 13, 14, 15});
   // axis 1, uint8 with zero points up to 255
-  Variable x2(wave(12, 1.0, 3.0).reshape({3, 4}).data().clone(), true);
-  Variable y2 = tg::fake_quantize_per_channel_affine(
+  Tensor x2(wave(12, 1.0, 3.0).reshape({3, 4}).data().clone(), true);
+  Tensor y2 = tg::fake_quantize_per_channel_affine(
       x2, tg::from_vector<double>({0.02, 0.1, 0.005, 0.5}).to(tg::kFloat32),
       tg::from_vector<double>({0, 128, 255, 100}).to(tg::kInt32), 1, 0, 255);
   CHECK(y2.to_vector<double>() == std::vector<double>{2.819999933242798, 1.600000023841858, -1.274999976158142, 0.0,
@@ -285,8 +285,8 @@ TEST_CASE("fake_quantize_per_channel_affine: values and the straight-through gra
   tg::sum(y2 * (tg::arange(12) + 1.0).to(tg::kFloat32).reshape({3, 4})).backward();
   CHECK(x2.grad().to_vector<double>() == std::vector<double>{1, 2, 0, 4, 5, 6, 0, 8, 9, 10, 0, 12});
   // bad arguments name the op
-  const Variable s3 = tg::from_vector<double>({0.1, 0.1, 0.1}).to(tg::kFloat32);
-  const Variable z3 = tg::from_vector<double>({0, 0, 0}).to(tg::kInt32);
+  const Tensor s3 = tg::from_vector<double>({0.1, 0.1, 0.1}).to(tg::kFloat32);
+  const Tensor z3 = tg::from_vector<double>({0, 0, 0}).to(tg::kInt32);
   TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, z3, 2, -128, 127), tg::IndexError,
                   "fake_quantize_per_channel_affine: `axis` must be between 0 and number of dimensions");
   TG_CHECK_THROWS(tg::fake_quantize_per_channel_affine(x, s3, z3, 1, -128, 127), tg::ShapeError,
@@ -326,7 +326,7 @@ TEST_CASE("MovingAveragePerChannelMinMaxObserver: min, max, scales and zero poin
                   {1.705812692642212, 0.9839083552360535, -0.35354167222976685, 1.0321824550628662},
                   {0.013431595638394356, 0.00908677838742733, 0.00872656051069498, 0.009050940163433552},
                   {0, 19, 127, 13}});
-  const std::vector<Variable> bs = {wave(12, 0.0, 2.0).reshape({3, 4}), wave(12, 1.0, 3.0).reshape({3, 4}),
+  const std::vector<Tensor> bs = {wave(12, 0.0, 2.0).reshape({3, 4}), wave(12, 1.0, 3.0).reshape({3, 4}),
                                     wave(12, 2.0, 0.5).reshape({3, 4})};
   for (auto& r : rows) {
     CAPTURE(r.what);
@@ -339,12 +339,12 @@ TEST_CASE("MovingAveragePerChannelMinMaxObserver: min, max, scales and zero poin
     CHECK(mins == r.min_val);
     CHECK(maxs == r.max_val);
     const auto p = r.obs->calculate_qparams();
-    CHECK(Variable(p.first).to_vector<double>() == r.scale);
-    CHECK(Variable(p.second).to(tg::kFloat64).to_vector<double>() == r.zero_point);
+    CHECK(Tensor(p.first).to_vector<double>() == r.scale);
+    CHECK(Tensor(p.second).to(tg::kFloat64).to_vector<double>() == r.zero_point);
   }
   // before any data: scale 1, zero point 0; a wrong channel count names the observer
   q::MovingAveragePerChannelMinMaxObserver fresh(2);
-  CHECK(Variable(fresh.calculate_qparams().first).to_vector<double>() == std::vector<double>{1, 1});
+  CHECK(Tensor(fresh.calculate_qparams().first).to_vector<double>() == std::vector<double>{1, 1});
   TG_CHECK_THROWS(fresh(tg::zeros({3, 4})), tg::ShapeError,
                   "MovingAveragePerChannelMinMaxObserver: expected 2 channels along axis 0, got input [3, 4]");
   TG_CHECK_THROWS(q::MovingAveragePerChannelMinMaxObserver(2, 0, 0.01, tg::kInt64), tg::DTypeError, "expected dtype");
@@ -399,13 +399,13 @@ TEST_CASE("prepare_qat and convert: QatLinear and QuantizedLinear against PyTorc
                                          "fc.input_fake_quant.activation_post_process.eps",
                                          "fc.input_fake_quant.activation_post_process.min_val",
                                          "fc.input_fake_quant.activation_post_process.max_val"});
-  const Variable X = wave(18, 2.0, 1.5).reshape({3, 6});
-  const Variable y = (*qat)(X);
+  const Tensor X = wave(18, 2.0, 1.5).reshape({3, 6});
+  const Tensor y = (*qat)(X);
   // float32 sums of 6 products and a bias, |y| < 5: a few ulps of 5
   testing::check_values(y, kQatOut, 4e-6);
   CHECK(ql->input_fake_quant.scale() == 0.02328876219689846);
   CHECK(ql->input_fake_quant.zero_point() == 52);
-  CHECK(Variable(ql->weight_fake_quant.scale()).to_vector<double>() == kWeightScales);
+  CHECK(Tensor(ql->weight_fake_quant.scale()).to_vector<double>() == kWeightScales);
   // the gradient reaches the float weight through the straight-through estimator
   tg::sum(y).backward();
   REQUIRE(ql->weight.grad().defined());
@@ -424,7 +424,7 @@ TEST_CASE("prepare_qat and convert: QatLinear and QuantizedLinear against PyTorc
   CHECK(qlin->input_zero_point() == 52);
   CHECK(qlin->name() == "QuantizedLinear(in_features=6, out_features=4, scale=0.0232888, zero_point=52, "
                         "qscheme=per_channel_affine)");
-  Variable yq;
+  Tensor yq;
   {
     tg::NoGradGuard g;
     yq = (*int8)(X);
@@ -461,7 +461,7 @@ TEST_CASE("prepare_qat: nested Sequentials are rebuilt, a Linear called by anoth
   struct Net : tg::nn::Module {
     tg::nn::Linear fc{3, 2};
     Net() { register_module("fc", fc); }
-    Variable forward(const Variable& x) override { return fc(x); }
+    Tensor forward(const Tensor& x) override { return fc(x); }
   } net;
   TG_CHECK_THROWS(q::prepare_qat(net), tg::Error, "prepare_qat: the Linear 'fc' is inside");
   TG_CHECK_THROWS(outer.push_back("body", std::make_unique<tg::nn::ReLU>()), tg::Error, "already registered");
@@ -475,7 +475,7 @@ TEST_CASE("prepare and convert: static post-training quantization of a Linear ag
   std::unique_ptr<tg::nn::Module> observed = q::prepare(*model);
   auto* ol = dynamic_cast<q::ObservedLinear*>(observed->children().at(0).second);
   REQUIRE(ol != nullptr);
-  const Variable X = wave(18, 2.0, 1.5).reshape({3, 6});
+  const Tensor X = wave(18, 2.0, 1.5).reshape({3, 6});
   {
     tg::NoGradGuard g;
     // calibration: the observed model computes the float Linear
@@ -508,10 +508,10 @@ TEST_CASE("prepare with get_default_qconfig: a HistogramObserver on each Linear'
   CHECK(ol->input_observer->quant_min() == 0);
   CHECK(ol->input_observer->quant_max() == 127);   // reduce_range
   q::HistogramObserver alone(2048, tg::kUInt8, /*symmetric=*/false, /*reduce_range=*/true);
-  const Variable a = wave(18, 2.0, 1.5).reshape({3, 6}), b = wave(18, 4.0, 1.0).reshape({3, 6});
+  const Tensor a = wave(18, 2.0, 1.5).reshape({3, 6}), b = wave(18, 4.0, 1.0).reshape({3, 6});
   {
     tg::NoGradGuard g;
-    for (const Variable& x : {a, b}) {
+    for (const Tensor& x : {a, b}) {
       (*observed)(x);
       alone(x);
     }

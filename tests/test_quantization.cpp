@@ -10,17 +10,17 @@
 #include "tensorgrad/quantization/dynamic.h"
 #include "tensorgrad/quantization/quantize.h"
 
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 
-std::vector<int64_t> ints(const Variable& v) { return v.to(tg::kInt64).to_vector<int64_t>(); }
-std::vector<double> floats(const Variable& v) { return v.to_vector<double>(); }
+std::vector<int64_t> ints(const Tensor& v) { return v.to(tg::kInt64).to_vector<int64_t>(); }
+std::vector<double> floats(const Tensor& v) { return v.to_vector<double>(); }
 
-Variable x12() {
+Tensor x12() {
   return tg::from_vector<double>({-13.0, -1.25, -0.75, -0.25, 0.0, 0.25, 0.35, 0.75, 1.25, 2.6, 6.3, 70.0}).to(tg::kFloat32);
 }
-Variable w34() {
+Tensor w34() {
   return tg::from_vector<double>({0.31, -0.72, 1.05, -2.2, 0.013, 0.5, -0.026, 0.0, 3.3, -1.1, 0.55, 0.95}, {3, 4})
       .to(tg::kFloat32);
 }
@@ -62,7 +62,7 @@ TEST_CASE("quantize_per_tensor: PyTorch's rounding (halves to even) and clamping
     CHECK(q.q_scale() == r.scale);
     CHECK(q.q_zero_point() == r.zp);
     CHECK(ints(q.int_repr()) == r.q);
-    Variable back = q.dequantize();
+    Tensor back = q.dequantize();
     CHECK(back.dtype() == tg::kFloat32);
     CHECK(floats(back) == r.deq);   // bit for bit
     CHECK(floats(tg::dequantize(q)) == r.deq);
@@ -79,8 +79,8 @@ TEST_CASE("quantize_per_tensor: PyTorch's rounding (halves to even) and clamping
 //   torch.quantize_per_channel(w, torch.tensor([0.01, 0.02, 0.005, 0.05], dtype=torch.float64),
 //                              torch.tensor([10, 0, 100, 3]), 1, torch.quint8)
 TEST_CASE("quantize_per_channel: per-row and per-column parameters, against PyTorch") {
-  Variable s0 = tg::from_vector<double>({0.02, 0.004, 0.03});
-  Variable z0 = tg::from_vector<int64_t>({0, -2, 5});
+  Tensor s0 = tg::from_vector<double>({0.02, 0.004, 0.03});
+  Tensor z0 = tg::from_vector<int64_t>({0, -2, 5});
   tg::QuantizedTensor q0 = tg::quantize_per_channel(w34(), s0, z0, 0, tg::kInt8);
   CHECK(q0.qscheme() == tg::QScheme::PerChannelAffine);
   CHECK(q0.q_per_channel_axis() == 0);
@@ -91,8 +91,8 @@ TEST_CASE("quantize_per_channel: per-row and per-column parameters, against PyTo
         std::vector<double>{0.3199999928474426, -0.7200000286102295, 1.0399999618530273, -2.200000047683716,
                             0.012000000104308128, 0.5, -0.024000000208616257, 0.0, 3.299999952316284,
                             -1.1100000143051147, 0.5400000214576721, 0.9599999785423279});
-  Variable s1 = tg::from_vector<double>({0.01, 0.02, 0.005, 0.05});
-  Variable z1 = tg::from_vector<int64_t>({10, 0, 100, 3});
+  Tensor s1 = tg::from_vector<double>({0.01, 0.02, 0.005, 0.05});
+  Tensor z1 = tg::from_vector<int64_t>({10, 0, 100, 3});
   tg::QuantizedTensor q1 = tg::quantize_per_channel(w34(), s1, z1, -1, tg::kUInt8);
   CHECK(q1.q_per_channel_axis() == 1);
   CHECK(ints(q1.int_repr()) == std::vector<int64_t>{41, 0, 255, 0, 11, 25, 95, 3, 255, 0, 210, 22});
@@ -114,8 +114,8 @@ TEST_CASE("quantize: bad parameters raise, naming the op") {
   TG_CHECK_THROWS(tg::quantize_per_tensor(x12(), 0.1, -1, tg::kUInt8), tg::Error, "outside [0, 255]");
   TG_CHECK_THROWS(tg::quantize_per_tensor(tg::from_vector<int64_t>({1, 2}), 0.1, 0, tg::kInt8), tg::DTypeError,
                   "quantize_per_tensor");
-  Variable s = tg::from_vector<double>({0.1, 0.1});
-  Variable z = tg::from_vector<int64_t>({0, 0});
+  Tensor s = tg::from_vector<double>({0.1, 0.1});
+  Tensor z = tg::from_vector<int64_t>({0, 0});
   TG_CHECK_THROWS(tg::quantize_per_channel(w34(), s, z, 0, tg::kInt8), tg::ShapeError,
                   "quantize_per_channel: expected scales of shape (3)");
   TG_CHECK_THROWS(tg::quantize_per_channel(w34(), tg::from_vector<double>({0.1, 0.0, 0.1}),
@@ -165,7 +165,7 @@ TEST_CASE("quantize: safetensors round trip keeps integers and parameters") {
 
 namespace {
 
-Variable sin_cos(int64_t rows, int64_t cols, double off, double scale, bool cosine) {
+Tensor sin_cos(int64_t rows, int64_t cols, double off, double scale, bool cosine) {
   std::vector<double> v;
   for (int64_t a = 0; a < rows; ++a)
     for (int64_t b = 0; b < cols; ++b)
@@ -202,7 +202,7 @@ TEST_CASE("quantize_dynamic: int8 weights, scales and outputs as PyTorch's dynam
                                     -0.9790999293327332,  0.34071657061576843,  0.18492110073566437,
                                     0.6436142325401306,   -0.27205386757850647, -0.36498087644577026,
                                     -0.23617036640644073, 0.7125544548034668,   0.25907599925994873};
-  Variable y = (*q)(sin_cos(3, 6, 1.0, 2.0, true));
+  Tensor y = (*q)(sin_cos(3, 6, 1.0, 2.0, true));
   CHECK(y.dtype() == tg::kFloat32);
   CHECK(y.shape() == tg::Shape{3, 4});
   testing::check_values(y, want, 1e-6);
@@ -214,12 +214,12 @@ TEST_CASE("quantize_dynamic: int8 weights, scales and outputs as PyTorch's dynam
 TEST_CASE("quantize_dynamic: the int8 product is exact and the MLP stays close to float32") {
   // int8_matmul against the integer product computed in float64 (exact below 2^53)
   tg::manual_seed(21);
-  const Variable xq = tg::randint(0, 128, {33, 257}).to(tg::kUInt8);
-  const Variable wq = tg::randint(-128, 128, {17, 257}).to(tg::kInt8);
-  const tg::Tensor acc = tg::quantization::int8_matmul(xq.data(), wq.data());
+  const Tensor xq = tg::randint(0, 128, {33, 257}).to(tg::kUInt8);
+  const Tensor wq = tg::randint(-128, 128, {17, 257}).to(tg::kInt8);
+  const tg::RawTensor acc = tg::quantization::int8_matmul(xq.data(), wq.data());
   CHECK(acc.dtype() == tg::kInt32);
-  const Variable ref = tg::matmul(xq.to(tg::kFloat64), tg::t(wq.to(tg::kFloat64)));
-  CHECK(Variable(acc).to(tg::kInt64).to_vector<int64_t>() == ref.to(tg::kInt64).to_vector<int64_t>());
+  const Tensor ref = tg::matmul(xq.to(tg::kFloat64), tg::t(wq.to(tg::kFloat64)));
+  CHECK(Tensor(acc).to(tg::kInt64).to_vector<int64_t>() == ref.to(tg::kInt64).to_vector<int64_t>());
   MESSAGE("int8_matmul on oneDNN: " << tg::quantization::has_onednn());
 
   // a 784-128-10 MLP: the quantized one agrees with float32 on the predicted class for nearly all inputs
@@ -228,8 +228,8 @@ TEST_CASE("quantize_dynamic: the int8 product is exact and the MLP stays close t
   mlp.add<tg::nn::ReLU>();
   mlp.add<tg::nn::Linear>(128, 10);
   auto qmlp = tg::quantization::quantize_dynamic(mlp);
-  const Variable x = tg::rand({256, 784});
-  Variable yf, yq;
+  const Tensor x = tg::rand({256, 784});
+  Tensor yf, yq;
   {
     tg::NoGradGuard g;
     yf = mlp(x);
@@ -284,11 +284,11 @@ TEST_CASE("quantize_dynamic: int8 products cut over the thread pool are exact, o
     tg::set_num_threads(threads);
     const int64_t running = process_threads();
     for (const auto& nio : {std::vector<int64_t>{7, 1000, 300}, std::vector<int64_t>{2, 2049, 333}}) {
-      const Variable xq = tg::randint(0, 128, {nio[0], nio[1]}).to(tg::kUInt8);
-      const Variable wq = tg::randint(-128, 128, {nio[2], nio[1]}).to(tg::kInt8);
-      const tg::Tensor acc = tg::quantization::int8_matmul(xq.data(), wq.data());
-      const Variable ref = tg::matmul(xq.to(tg::kFloat64), tg::t(wq.to(tg::kFloat64)));
-      CHECK_MESSAGE(Variable(acc).to(tg::kInt64).to_vector<int64_t>() == ref.to(tg::kInt64).to_vector<int64_t>(),
+      const Tensor xq = tg::randint(0, 128, {nio[0], nio[1]}).to(tg::kUInt8);
+      const Tensor wq = tg::randint(-128, 128, {nio[2], nio[1]}).to(tg::kInt8);
+      const tg::RawTensor acc = tg::quantization::int8_matmul(xq.data(), wq.data());
+      const Tensor ref = tg::matmul(xq.to(tg::kFloat64), tg::t(wq.to(tg::kFloat64)));
+      CHECK_MESSAGE(Tensor(acc).to(tg::kInt64).to_vector<int64_t>() == ref.to(tg::kInt64).to_vector<int64_t>(),
                     threads << " threads, x " << nio[0] << "x" << nio[1] << ", w " << nio[2] << "x" << nio[1]);
     }
     // one thread: no pool threads, and no OpenMP team of oneDNN's either
@@ -302,7 +302,7 @@ TEST_CASE("quantize_dynamic: modules it cannot rebuild, and bad inputs, raise") 
   struct Net : tg::nn::Module {
     tg::nn::Linear fc{3, 2};
     Net() { register_module("fc", fc); }
-    Variable forward(const Variable& x) override { return fc(x); }
+    Tensor forward(const Tensor& x) override { return fc(x); }
   } net;
   TG_CHECK_THROWS(tg::quantization::quantize_dynamic(net), tg::Error, "the Linear 'fc' is inside");
   tg::nn::Linear lin(3, 2);

@@ -16,7 +16,7 @@
 #include "testing.h"
 
 using tg::Shape;
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 constexpr int64_t kHuge = int64_t(1) << 62;
@@ -24,18 +24,18 @@ constexpr int64_t kHuge = int64_t(1) << 62;
 
 // UBSan, in the existing suite: p + base[o] offset a null pointer when x had no elements.
 TEST_CASE("regression: a sum over an empty dim gives zeros without touching the empty storage") {
-  const Variable x = tg::zeros({3, 0}, tg::TensorOptions().requires_grad(true));
-  const Variable s = tg::sum(x, 1);
+  const Tensor x = tg::zeros({3, 0}, tg::TensorOptions().requires_grad(true));
+  const Tensor s = tg::sum(x, 1);
   CHECK(s.shape() == Shape{3});
   testing::check_values(s, {0, 0, 0});
   tg::sum(s).backward();
   CHECK(x.grad().shape() == Shape{3, 0});
 }
 
-// fuzz_shapes: the Tensor constructor multiplied the sizes unchecked (signed overflow), and expand
+// fuzz_shapes: the RawTensor constructor multiplied the sizes unchecked (signed overflow), and expand
 // let a negative size through for a singleton dim.
 TEST_CASE("regression: expand rejects views whose element count overflows int64 and negative sizes") {
-  const Variable x = tg::randn({1, 3});
+  const Tensor x = tg::randn({1, 3});
   TG_CHECK_THROWS(tg::expand(x, {kHuge, kHuge, 3}), tg::ShapeError, "more elements than fit in int64");
   TG_CHECK_THROWS(tg::expand(x, {-2, 3}), tg::ShapeError, "negative dimension");
   const int64_t big = int64_t(1) << 61;   // 3 * 2^61 elements still fit: a valid view
@@ -46,7 +46,7 @@ TEST_CASE("regression: expand rejects views whose element count overflows int64 
 // fuzz_shapes: contiguous strides of {0, 2^62, 2^62} overflowed int64; so did numel when the 0 came last.
 TEST_CASE("regression: zero-size tensors with huge other sizes are created and copied without overflow") {
   for (const Shape& s : {Shape{0, kHuge, kHuge}, Shape{kHuge, kHuge, 0}, Shape{kHuge, kHuge, 0, 0}}) {
-    const Variable z = tg::zeros(s);
+    const Tensor z = tg::zeros(s);
     CHECK(z.numel() == 0);
     CHECK(z.shape() == s);
     CHECK((z + 1.0).shape() == s);   // the strided loops used to merge dims into an overflowing size
@@ -57,7 +57,7 @@ TEST_CASE("regression: zero-size tensors with huge other sizes are created and c
 
 // fuzz_shapes: reshape/view multiplied the given sizes unchecked before inferring the -1.
 TEST_CASE("regression: reshape with -1 and sizes whose product overflows is a ShapeError") {
-  const Variable x = tg::randn({2, 3});
+  const Tensor x = tg::randn({2, 3});
   TG_CHECK_THROWS(tg::reshape(x, {kHuge, kHuge, -1}), tg::ShapeError, "is invalid for input of size 6");
   TG_CHECK_THROWS(tg::view(x, {4, kHuge, kHuge, -1}), tg::ShapeError, "is invalid for input of size 6");
   CHECK(tg::reshape(tg::zeros({0, 4}), {0, kHuge, kHuge}).numel() == 0);
@@ -65,13 +65,13 @@ TEST_CASE("regression: reshape with -1 and sizes whose product overflows is a Sh
 
 // fuzz_shapes: cat added the sizes along dim unchecked.
 TEST_CASE("regression: cat of views whose sizes along dim add past int64 is a ShapeError") {
-  const Variable big = tg::expand(tg::randn({1, 1}), {kHuge, 1});
+  const Tensor big = tg::expand(tg::randn({1, 1}), {kHuge, 1});
   TG_CHECK_THROWS(tg::cat({big, big}, 0), tg::ShapeError, "add up to more than int64");
 }
 
 // fuzz_shapes: flatten multiplied the merged sizes unchecked.
 TEST_CASE("regression: flatten of a zero-size tensor whose merged sizes overflow is a ShapeError") {
-  const Variable z = tg::zeros({2, kHuge, 0});
+  const Tensor z = tg::zeros({2, kHuge, 0});
   TG_CHECK_THROWS(tg::flatten(z, 0, 1), tg::ShapeError, "more elements than fit in int64");
   CHECK(tg::flatten(z, 1, 2).shape() == Shape{2, 0});
 }
@@ -80,14 +80,14 @@ TEST_CASE("regression: flatten of a zero-size tensor whose merged sizes overflow
 // strides, which matmul's backward builds when K = 0; and a batched product with K = 0 handed the
 // BLAS pointers computed from null storages.
 TEST_CASE("regression: matmul with an empty inner dimension gives zeros forward and backward") {
-  const Variable a = tg::zeros({0, 3}, tg::TensorOptions().requires_grad(true));
-  const Variable b = Variable(tg::randn({5, 3}).data().transpose(0, 1), true);   // (3, 5), transposed
-  const Variable y = tg::matmul(a, b);
+  const Tensor a = tg::zeros({0, 3}, tg::TensorOptions().requires_grad(true));
+  const Tensor b = Tensor(tg::randn({5, 3}).data().transpose(0, 1), true);   // (3, 5), transposed
+  const Tensor y = tg::matmul(a, b);
   CHECK(y.shape() == Shape{0, 5});
   tg::sum(y).backward();
   CHECK(b.grad().shape() == Shape{3, 5});
   testing::check_values(b.grad(), std::vector<double>(15, 0.0));
-  const Variable p = tg::matmul(tg::randn({2, 3, 0}), tg::randn({2, 0, 4}));
+  const Tensor p = tg::matmul(tg::randn({2, 3, 0}), tg::randn({2, 0, 4}));
   CHECK(p.shape() == Shape{2, 3, 4});
   testing::check_values(p, std::vector<double>(24, 0.0));
 }
@@ -103,20 +103,20 @@ TEST_CASE("regression: matmul broadcasts a batch of 1 against a batch of 0 to 0"
 // fuzz_shapes: on a 0-d input index_select kept the shape [] (one element) whatever the index held:
 // two indices wrote past the output (ASan), none left it uninitialized.
 TEST_CASE("regression: index_select on a 0-d tensor needs exactly one index") {
-  const Variable x = tg::full({}, 7.0);
+  const Tensor x = tg::full({}, 7.0);
   const auto index = [](std::vector<int64_t> v) { return tg::from_vector(v); };
   TG_CHECK_THROWS(tg::index_select(x, 0, index({0, 0})), tg::IndexError, "only 1 value, got 2");
   TG_CHECK_THROWS(tg::index_select(x, 0, tg::zeros({0}, tg::TensorOptions().dtype(tg::kInt64))), tg::IndexError,
                   "got 0");
-  const Variable y = tg::index_select(x, 0, index({0}));
+  const Tensor y = tg::index_select(x, 0, index({0}));
   CHECK(y.shape() == Shape{});
   CHECK(y.item() == 7.0);
 }
 
 // fuzz_shapes: data() of a view with an offset into a zero-byte storage computed null + offset.
 TEST_CASE("regression: a narrowed view of a zero-size tensor has no data pointer and copies cleanly") {
-  const tg::Tensor t = tg::zeros({7, 0}).data();
-  const tg::Tensor v = t.narrow(0, 1, 3);
+  const tg::RawTensor t = tg::zeros({7, 0}).data();
+  const tg::RawTensor v = t.narrow(0, 1, 3);
   CHECK(v.data<float>() == nullptr);
   CHECK(v.raw_data() == nullptr);
   CHECK(v.clone().shape() == Shape{3, 0});

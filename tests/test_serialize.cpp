@@ -21,7 +21,7 @@
 #include "testing.h"
 
 namespace fs = std::filesystem;
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 
@@ -31,13 +31,13 @@ struct SmallNet : tg::nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 /// A module with an int64 buffer next to its parameters.
 struct WithBuffer : tg::nn::Module {
   tg::nn::Linear fc{33, 17};
-  Variable steps;
+  Tensor steps;
   explicit WithBuffer(int64_t n) {
     register_module("fc", fc);
     steps = tg::from_vector(std::vector<int64_t>{n, -n, 1LL << 40}, {3});
@@ -84,8 +84,8 @@ std::string float_bytes(const std::vector<float>& v) {
 }
 
 /// The raw bytes of a tensor, row-major.
-std::string bytes_of(const tg::Tensor& t) {
-  const tg::Tensor c = t.to(tg::Device::cpu()).contiguous();
+std::string bytes_of(const tg::RawTensor& t) {
+  const tg::RawTensor c = t.to(tg::Device::cpu()).contiguous();
   const std::size_t n = std::size_t(c.numel()) * tg::dtype_size(c.dtype());
   return n ? std::string(static_cast<const char*>(c.raw_data()), n) : std::string();
 }
@@ -129,7 +129,7 @@ std::string shape_json(const tg::Shape& shape) {
 
 /// A float32 checkpoint in the tensorgrad-1 layout, written by hand: "format": "tensorgrad-1" and one
 /// "crc32c.<name>" per tensor (unless `skip_crc` names it), tensors in order.
-std::string tensorgrad1_file(const std::vector<std::pair<std::string, tg::Tensor>>& tensors,
+std::string tensorgrad1_file(const std::vector<std::pair<std::string, tg::RawTensor>>& tensors,
                              const std::string& skip_crc = "") {
   std::string meta = "{\"__metadata__\":{\"format\":\"tensorgrad-1\"", entries, data;
   for (const auto& [name, t] : tensors) {
@@ -303,8 +303,8 @@ TEST_CASE("checkpoint: crc32c with the SSE4.2 instruction equals the portable on
 TEST_CASE("checkpoint: save_tensors round trip is bitwise for every dtype - odd sizes 0-d and zero-size") {
   TempDir dir;
   tg::manual_seed(7);
-  const Variable base = tg::randn({33, 7});
-  std::vector<std::pair<std::string, tg::Tensor>> tensors = {
+  const Tensor base = tg::randn({33, 7});
+  std::vector<std::pair<std::string, tg::RawTensor>> tensors = {
       {"f32.odd", tg::randn({257}).data()},
       {"f64.matrix", tg::randn({33, 7}, tg::TensorOptions().dtype(tg::kFloat64)).data()},
       {"i64", tg::randint(-1000, 1000, {5, 3}).data()},
@@ -343,7 +343,7 @@ TEST_CASE("checkpoint: save_tensors round trip is bitwise for every dtype - odd 
   TG_CHECK_THROWS(tg::save_tensors({}, path, {{"format", "np"}}), tg::SerializationError, "reserved for tensorgrad");
   TG_CHECK_THROWS(tg::save_tensors({}, path, {{"tensorgrad.checksums", "none"}}), tg::SerializationError,
                   "reserved for tensorgrad");
-  TG_CHECK_THROWS(tg::save_tensors({{"u", tg::Tensor()}}, path), tg::SerializationError, "undefined");
+  TG_CHECK_THROWS(tg::save_tensors({{"u", tg::RawTensor()}}, path), tg::SerializationError, "undefined");
 }
 
 TEST_CASE("checkpoint: module round trip is bitwise and reproduces outputs in float32 and float64") {
@@ -370,7 +370,7 @@ TEST_CASE("checkpoint: module round trip is bitwise and reproduces outputs in fl
     CHECK(b.fc1.weight.requires_grad());
 
     tg::manual_seed(3);
-    const Variable x = tg::randn({9, 33}, tg::TensorOptions().dtype(dtype));
+    const Tensor x = tg::randn({9, 33}, tg::TensorOptions().dtype(dtype));
     CHECK(bytes_of(a(x).data()) == bytes_of(b(x).data()));
   }
 }
@@ -433,7 +433,7 @@ TEST_CASE("checkpoint: reads a fixture from the reference safetensors writer int
   tg::load(lin, path);
   CHECK(lin.weight.to_vector<float>() == std::vector<float>{0.5f, -1.25f, 2.0f, 3.75f, -0.125f, 8.0f});
   CHECK(lin.bias.to_vector<float>() == std::vector<float>{1.5f, -2.25f});
-  const Variable y = lin(tg::from_vector(std::vector<float>{1, 2, 3}, {1, 3}));
+  const Tensor y = lin(tg::from_vector(std::vector<float>{1, 2, 3}, {1, 3}));
   testing::check_values(y, {0.5 - 2.5 + 6 + 1.5, 3.75 - 0.25 + 24 - 2.25});
 }
 
@@ -705,7 +705,7 @@ TEST_CASE("checkpoint: SGD momentum state round trip gives bitwise identical ste
   const std::string model_path = dir.file("model.safetensors"), opt_path = dir.file("opt.safetensors");
   const auto options = tg::optim::SGDOptions(0.05).momentum(0.9).nesterov().weight_decay(1e-3);
   tg::manual_seed(6);
-  const Variable x = tg::randn({7, 4});
+  const Tensor x = tg::randn({7, 4});
   auto step = [&x](SmallNet& net, tg::optim::SGD& opt) {
     opt.zero_grad();
     net(x).pow(2.0).mean().backward();
@@ -808,7 +808,7 @@ TEST_CASE("checkpoint: files in the tensorgrad-1 layout still load, and are stil
 
   // SGD state of that layout names its buffers velocity.<i>; it loads as momentum_buffer.<i>.
   tg::manual_seed(11);
-  const tg::Tensor v0 = tg::randn({2, 3}).data(), v1 = tg::randn({2}).data();
+  const tg::RawTensor v0 = tg::randn({2, 3}).data(), v1 = tg::randn({2}).data();
   write_bytes(path, tensorgrad1_file({{"velocity.0", v0}, {"velocity.1", v1}}));
   tg::optim::SGD opt(b.parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
   tg::load(opt, path);
@@ -856,7 +856,7 @@ TEST_CASE("checkpoint: tensors rewritten under kept metadata are a checksum mism
     first = false;
   }
   tg::manual_seed(13);
-  const tg::Tensor w = tg::randn({8, 4}).data(), bias = tg::randn({8}).data();
+  const tg::RawTensor w = tg::randn({8, 4}).data(), bias = tg::randn({8}).data();
   header += "},\"fc1.weight\":{\"dtype\":\"F32\",\"shape\":[8,4],\"data_offsets\":[0,128]},"
             "\"fc1.bias\":{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[128,160]}}";
   write_bytes(path, make_file(header, bytes_of(w) + bytes_of(bias)));
@@ -880,7 +880,7 @@ TEST_CASE("checkpoint: strict(false) loads the keys both have and returns the mi
 
   struct Other : tg::nn::Module {
     tg::nn::Linear fc1, head{8, 3};
-    Variable extra;
+    Tensor extra;
     explicit Other(int64_t hidden) : fc1(4, hidden) {
       register_module("fc1", fc1);
       register_module("head", head);
@@ -937,7 +937,7 @@ TEST_CASE("checkpoint: a load writes through the parameters' storages: earlier v
   tg::manual_seed(16);
   SmallNet a(33, 17, 5), b(33, 17, 5);
   tg::save(a, path);
-  const tg::Tensor row = b.fc1.weight.data().select(0, 3);   // a view taken before the load
+  const tg::RawTensor row = b.fc1.weight.data().select(0, 3);   // a view taken before the load
   const uint64_t version = b.fc1.weight.data().version();
   tg::load(b, path);
   CHECK(bytes_of(row) == bytes_of(a.fc1.weight.data().select(0, 3)));
@@ -946,13 +946,13 @@ TEST_CASE("checkpoint: a load writes through the parameters' storages: earlier v
   // Parameters that are not their whole storage, or not in its order, are copied into: a row of a
   // larger block (its neighbours untouched) and a transposed block.
   struct Packed : tg::nn::Module {
-    tg::Tensor block, square;
-    Variable row, transposed;
+    tg::RawTensor block, square;
+    Tensor row, transposed;
     Packed() {
       block = tg::randn({3, 4}).data();
       square = tg::randn({5, 5}).data();
-      row = Variable(block.narrow(0, 1, 1), true);
-      transposed = Variable(square.transpose(0, 1), true);
+      row = Tensor(block.narrow(0, 1, 1), true);
+      transposed = Tensor(square.transpose(0, 1), true);
       register_parameter("row", row);
       register_parameter("transposed", transposed);
     }
@@ -970,7 +970,7 @@ TEST_CASE("checkpoint: a load writes through the parameters' storages: earlier v
 TEST_CASE("checkpoint: names and metadata that safetensors readers cannot carry are refused at save time") {
   testing::TempDir dir;
   const std::string path = dir.path + "/bad.safetensors";
-  const tg::Tensor t = tg::zeros({2}).data();
+  const tg::RawTensor t = tg::zeros({2}).data();
   const std::string nul("a\0b", 3);
   TG_CHECK_THROWS(tg::save_tensors({{nul, t}}, path), tg::SerializationError, "contains a NUL character");
   TG_CHECK_THROWS(tg::save_tensors({{"w\xff", t}}, path), tg::SerializationError, "is not valid UTF-8");

@@ -7,12 +7,12 @@
 
 #include "testing.h"
 
-using tg::Variable;
+using tg::Tensor;
 
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<int64_t> ints(const Variable& v) { return v.to_vector<int64_t>(); }
+std::vector<int64_t> ints(const Tensor& v) { return v.to_vector<int64_t>(); }
 }  // namespace
 
 // Expected values recorded with PyTorch 1.13 (/usr/bin/python3):
@@ -21,7 +21,7 @@ std::vector<int64_t> ints(const Variable& v) { return v.to_vector<int64_t>(); }
 TEST_CASE("round: halves to even, as torch.round; sign as torch.sign") {
   for (tg::DType dt : {tg::kFloat64, tg::kFloat32}) {
     CAPTURE(tg::dtype_name(dt));
-    Variable x = tg::from_vector<double>({kNaN, -0.0, 0.0, 2.5, -2.5, 0.5, 1.5, -3.7, 3.5, -0.5, 1e30}).to(dt);
+    Tensor x = tg::from_vector<double>({kNaN, -0.0, 0.0, 2.5, -2.5, 0.5, 1.5, -3.7, 3.5, -0.5, 1e30}).to(dt);
     const auto r = tg::round(x).to_vector<double>();
     const std::vector<double> want_r = {kNaN, -0.0, 0.0, 2, -2, 0, 2, -4, 4, -0.0, 1e30};
     const auto s = tg::sign(x).to_vector<double>();
@@ -36,7 +36,7 @@ TEST_CASE("round: halves to even, as torch.round; sign as torch.sign") {
     for (std::size_t i = 0; i < s.size(); ++i) CHECK(s[i] == want_s[i]);
   }
   // the gradient of both is 0 (PyTorch's zeros_like)
-  Variable x = testing::randn64({3, 4}, 5);
+  Tensor x = testing::randn64({3, 4}, 5);
   tg::sum(tg::round(x) * 3.0 + tg::sign(x)).backward();
   for (double g : x.grad().to_vector<double>()) CHECK(g == 0);
   CHECK_THROWS_AS(tg::round(tg::from_vector<int64_t>({1, 2})), tg::DTypeError);
@@ -49,7 +49,7 @@ TEST_CASE("round: halves to even, as torch.round; sign as torch.sign") {
 TEST_CASE("sort: stable, NaN largest, as torch.sort(stable=True)") {
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64, tg::kFloat16, tg::kBFloat16}) {
     CAPTURE(tg::dtype_name(dt));
-    Variable x = tg::from_vector<double>({3, 1, 2, 1, kNaN, -1}).to(dt);
+    Tensor x = tg::from_vector<double>({3, 1, 2, 1, kNaN, -1}).to(dt);
     tg::SortResult up = tg::sort(x);
     CHECK(ints(up.indices) == std::vector<int64_t>{5, 1, 3, 2, 0, 4});
     const auto v = up.values.to_vector<double>();
@@ -64,13 +64,13 @@ TEST_CASE("sort: stable, NaN largest, as torch.sort(stable=True)") {
     CHECK(ints(top.indices) == std::vector<int64_t>{4, 0, 2});
   }
   // integers and bool sort too; ties keep their order
-  Variable xi = tg::from_vector<int64_t>({4, -2, 4, 0, -2, 7});
+  Tensor xi = tg::from_vector<int64_t>({4, -2, 4, 0, -2, 7});
   CHECK(ints(tg::sort(xi).values) == std::vector<int64_t>{-2, -2, 0, 4, 4, 7});
   CHECK(ints(tg::sort(xi).indices) == std::vector<int64_t>{1, 4, 3, 0, 2, 5});
   CHECK(ints(tg::sort(xi, -1, true).indices) == std::vector<int64_t>{5, 0, 2, 3, 1, 4});
-  Variable xb = tg::from_vector<int64_t>({1, 0, 1, 0}).to(tg::kBool);
+  Tensor xb = tg::from_vector<int64_t>({1, 0, 1, 0}).to(tg::kBool);
   CHECK(ints(tg::sort(xb).indices) == std::vector<int64_t>{1, 3, 0, 2});
-  Variable x8 = tg::from_vector<int64_t>({100, -100, 5}).to(tg::kInt8);
+  Tensor x8 = tg::from_vector<int64_t>({100, -100, 5}).to(tg::kInt8);
   CHECK(ints(tg::sort(x8).indices) == std::vector<int64_t>{1, 2, 0});
 }
 
@@ -82,7 +82,7 @@ TEST_CASE("sort: stable, NaN largest, as torch.sort(stable=True)") {
 //   torch.kthvalue(x, 2, dim=1)     -> values [0.3, -0.6, 0.2], indices [0, 2, 2]
 //   torch.kthvalue(x, 3, dim=0, keepdim=True).values -> [[1.1, 1.8, 2.2, 0.7]]
 TEST_CASE("sort, topk, kthvalue: along any dim, against PyTorch") {
-  Variable x = tg::from_vector<double>({0.3, -1.2, 2.2, 0.7, 1.1, 0.4, -0.6, -2.0, -0.9, 1.8, 0.2, 0.5}, {3, 4});
+  Tensor x = tg::from_vector<double>({0.3, -1.2, 2.2, 0.7, 1.1, 0.4, -0.6, -2.0, -0.9, 1.8, 0.2, 0.5}, {3, 4});
   CHECK(ints(tg::sort(x, 0).indices) == std::vector<int64_t>{2, 0, 1, 1, 0, 1, 2, 2, 1, 2, 0, 0});
   CHECK(ints(tg::topk(x, 2, 1).indices) == std::vector<int64_t>{2, 3, 0, 1, 1, 3});
   CHECK(tg::topk(x, 2, 1).values.shape() == tg::Shape{3, 2});
@@ -95,10 +95,10 @@ TEST_CASE("sort, topk, kthvalue: along any dim, against PyTorch") {
   CHECK(k3.values.shape() == tg::Shape{1, 4});
   testing::check_values(k3.values, {1.1, 1.8, 2.2, 0.7});
   // a non-contiguous input sorts its logical rows
-  Variable xt(x.data().transpose(0, 1));   // (4, 3): its rows are x's columns
+  Tensor xt(x.data().transpose(0, 1));   // (4, 3): its rows are x's columns
   CHECK(ints(tg::sort(xt, 1).indices) == std::vector<int64_t>{2, 0, 1, 0, 1, 2, 1, 2, 0, 1, 2, 0});
   // 0-d and empty inputs
-  Variable s = tg::from_vector<double>({2.5}, {});
+  Tensor s = tg::from_vector<double>({2.5}, {});
   CHECK(tg::sort(s).values.shape() == tg::Shape{});
   CHECK(tg::sort(s).indices.item<int64_t>() == 0);
   CHECK(tg::topk(s, 1).values.item() == 2.5);
@@ -107,9 +107,9 @@ TEST_CASE("sort, topk, kthvalue: along any dim, against PyTorch") {
 }
 
 TEST_CASE("sort, topk, kthvalue: the gradient goes to the selected positions") {
-  Variable x = testing::randn64({4, 7}, 11);
+  Tensor x = testing::randn64({4, 7}, 11);
   tg::SortResult top = tg::topk(x, 3, 1);
-  Variable w = tg::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {4, 3});
+  Tensor w = tg::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {4, 3});
   tg::sum(top.values * w).backward();
   const auto g = x.grad().to_vector<double>();
   const auto idx = ints(top.indices);
@@ -119,7 +119,7 @@ TEST_CASE("sort, topk, kthvalue: the gradient goes to the selected positions") {
   for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i] == want[i]);
   CHECK_FALSE(top.indices.requires_grad());
   // kthvalue without keepdim
-  Variable y = testing::randn64({5, 3}, 12);
+  Tensor y = testing::randn64({5, 3}, 12);
   tg::SortResult k = tg::kthvalue(y, 2, 0);
   tg::sum(k.values).backward();
   const auto gy = y.grad().to_vector<double>();
@@ -129,7 +129,7 @@ TEST_CASE("sort, topk, kthvalue: the gradient goes to the selected positions") {
 }
 
 TEST_CASE("sort, topk, kthvalue: bad arguments raise, naming the op") {
-  Variable x = tg::randn({3, 4});
+  Tensor x = tg::randn({3, 4});
   TG_CHECK_THROWS(tg::sort(x, 2), tg::IndexError, "sort");
   TG_CHECK_THROWS(tg::topk(x, 5), tg::IndexError, "topk: k (5) out of range");
   TG_CHECK_THROWS(tg::topk(x, -1), tg::IndexError, "topk");

@@ -1,4 +1,4 @@
-// tests/test_tensor.cpp: Device/DType, shapes and overflow checks, Tensor views and copies,
+// tests/test_tensor.cpp: Device/DType, shapes and overflow checks, RawTensor views and copies,
 // printing, the caching CPU allocator and the Philox generator.
 #include <algorithm>
 #include <limits>
@@ -8,8 +8,8 @@
 #include "tensorgrad/core/allocator.h"
 #include "testing.h"
 
+using tg::RawTensor;
 using tg::Tensor;
-using tg::Variable;
 
 TEST_CASE("Device: parse print compare") {
   CHECK(tg::Device::cpu().str() == "cpu");
@@ -127,7 +127,7 @@ TEST_CASE("Shape: a vector of sizes with 6 dims inline, any rank on the heap") {
   CHECK(Shape(v.rbegin(), v.rend()) == Shape{2, 5});
 
   // A 7-d tensor (heap shape) works like any other.
-  Tensor t = Tensor::empty({1, 2, 1, 2, 1, 2, 3});
+  RawTensor t = RawTensor::empty({1, 2, 1, 2, 1, 2, 3});
   CHECK(t.strides() == Shape{24, 12, 12, 6, 6, 3, 1});
   CHECK(t.permute({6, 5, 4, 3, 2, 1, 0}).shape() == Shape{3, 2, 1, 2, 1, 2, 1});
 }
@@ -151,33 +151,33 @@ TEST_CASE("SmallVector holds non-trivial elements: constructed and destroyed onc
 }
 
 TEST_CASE("Tensor views share storage and compute strides") {
-  Variable x = tg::arange(12).reshape({3, 4});
-  const Tensor& t = x.data();
+  Tensor x = tg::arange(12).reshape({3, 4});
+  const RawTensor& t = x.data();
   CHECK(t.strides() == tg::Shape{4, 1});
-  Tensor tr = t.transpose(0, 1);
+  RawTensor tr = t.transpose(0, 1);
   CHECK(tr.shape() == tg::Shape{4, 3});
   CHECK(tr.strides() == tg::Shape{1, 4});
   CHECK_FALSE(tr.is_contiguous());
   CHECK(tr.storage() == t.storage());
-  Tensor c = tr.contiguous();
+  RawTensor c = tr.contiguous();
   CHECK(c.is_contiguous());
   CHECK(c.storage() != t.storage());
-  testing::check_values(Variable(c), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  testing::check_values(Tensor(c), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
   // view of a non-contiguous tensor where possible, error where not
-  Tensor sub = t.narrow(1, 1, 2);   // (3, 2) with strides (4, 1)
+  RawTensor sub = t.narrow(1, 1, 2);   // (3, 2) with strides (4, 1)
   CHECK(sub.view({3, 2, 1}).strides() == tg::Shape{4, 1, 1});
   TG_CHECK_THROWS(tr.view({12}), tg::ShapeError, "view size is not compatible");
-  testing::check_values(Variable(tr.reshape({12})), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
-  Tensor e = t.select(0, 1).unsqueeze(0).expand({2, 4});
+  testing::check_values(Tensor(tr.reshape({12})), {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  RawTensor e = t.select(0, 1).unsqueeze(0).expand({2, 4});
   CHECK(e.strides() == tg::Shape{0, 1});
-  testing::check_values(Variable(e), {4, 5, 6, 7, 4, 5, 6, 7});
+  testing::check_values(Tensor(e), {4, 5, 6, 7, 4, 5, 6, 7});
   CHECK(t.permute({1, 0}).shape() == tg::Shape{4, 3});
   CHECK(t.unsqueeze(2).squeeze().shape() == tg::Shape{3, 4});
   CHECK(t.clone().storage() != t.storage());
 }
 
 TEST_CASE("dtype conversions and item") {
-  Variable x = tg::from_vector(std::vector<float>{1.5f, -2.25f}, {2});
+  Tensor x = tg::from_vector(std::vector<float>{1.5f, -2.25f}, {2});
   CHECK(x.to(tg::kFloat64).dtype() == tg::kFloat64);
   testing::check_values(x.to(tg::kFloat64), {1.5, -2.25});
   testing::check_values(x.to(tg::kInt64), {1, -2});
@@ -272,12 +272,12 @@ TEST_CASE("CPU allocator: freed blocks are reused statistics add up") {
   const auto before = tg::cpu_memory_stats();
   const void* first;
   {
-    Tensor t = Tensor::empty({1 << 20});   // 4 MiB
+    RawTensor t = RawTensor::empty({1 << 20});   // 4 MiB
     first = t.raw_data();
     CHECK(tg::cpu_memory_stats().allocated >= before.allocated + (std::size_t(4) << 20));
   }
   CHECK(tg::cpu_memory_stats().cached >= (std::size_t(4) << 20));
-  Tensor again = Tensor::empty({1 << 20});
+  RawTensor again = RawTensor::empty({1 << 20});
   CHECK(again.raw_data() == first);   // the same block, no new page faults
   CHECK(reinterpret_cast<uintptr_t>(again.raw_data()) % 64 == 0);
   tg::cpu_empty_cache();
@@ -293,16 +293,16 @@ TEST_CASE("Philox: manual_seed makes randn repeatable - values have the right st
   CHECK(a == b);
   CHECK(a != a2);
   tg::manual_seed(5);
-  Variable n = tg::randn({200000}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor n = tg::randn({200000}, tg::TensorOptions().dtype(tg::kFloat64));
   const double mean = n.mean().item();
   const double var = ((n - mean) * (n - mean)).mean().item();
   CHECK(std::fabs(mean) < 0.01);
   CHECK(std::fabs(var - 1.0) < 0.02);
-  Variable u = tg::rand({100000});
+  Tensor u = tg::rand({100000});
   CHECK(u.min().item() >= 0.0);
   CHECK(u.max().item() < 1.0);
   CHECK(std::fabs(u.mean().item() - 0.5) < 0.01);
-  Variable r = tg::randint(3, 7, {10000});
+  Tensor r = tg::randint(3, 7, {10000});
   CHECK(r.dtype() == tg::kInt64);
   CHECK(r.min().item() == 3);
   CHECK(r.max().item() == 6);
@@ -315,7 +315,7 @@ TEST_CASE("Philox: manual_seed makes randn repeatable - values have the right st
 }
 
 TEST_CASE("factories and the _like variants") {
-  Variable z = tg::zeros({2, 3}, tg::TensorOptions().dtype(tg::kFloat64));
+  Tensor z = tg::zeros({2, 3}, tg::TensorOptions().dtype(tg::kFloat64));
   CHECK(z.dtype() == tg::kFloat64);
   CHECK(tg::ones_like(z).sum().item() == 6);
   CHECK(tg::full_like(z, 2.5).to_vector<double>() == std::vector<double>(6, 2.5));

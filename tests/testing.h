@@ -33,27 +33,27 @@ inline std::string run_self(const std::string& prefix, const std::string& env, c
 }
 
 /// float64 standard-normal leaf (requires grad), seeded so every run sees the same values.
-inline tg::Variable randn64(const tg::Shape& shape, uint64_t seed, bool requires_grad = true) {
+inline tg::Tensor randn64(const tg::Shape& shape, uint64_t seed, bool requires_grad = true) {
   tg::manual_seed(seed);
   return tg::randn(shape, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(requires_grad));
 }
 
 /// float64 leaf with |values| in [lo, lo + |randn|): away from kinks (abs, relu) or positive (log).
-inline tg::Variable away_from_zero(const tg::Shape& shape, uint64_t seed, double lo, bool positive) {
-  tg::Variable x = randn64(shape, seed, false);
-  tg::Variable y;
+inline tg::Tensor away_from_zero(const tg::Shape& shape, uint64_t seed, double lo, bool positive) {
+  tg::Tensor x = randn64(shape, seed, false);
+  tg::Tensor y;
   {
     tg::NoGradGuard g;
     y = tg::abs(x) + lo;
     if (!positive) y = tg::where(x > 0.0, y, -y);
   }
-  return tg::Variable(y.data().clone(), true);
+  return tg::Tensor(y.data().clone(), true);
 }
 
 /// Leaf whose data is a non-contiguous (transposed) view of a fresh tensor of shape {cols, rows}.
-inline tg::Variable transposed64(int64_t rows, int64_t cols, uint64_t seed) {
-  tg::Variable base = randn64({cols, rows}, seed, false);
-  return tg::Variable(base.data().transpose(0, 1), true);
+inline tg::Tensor transposed64(int64_t rows, int64_t cols, uint64_t seed) {
+  tg::Tensor base = randn64({cols, rows}, seed, false);
+  return tg::Tensor(base.data().transpose(0, 1), true);
 }
 
 /// Restores the CPU code path (Note [CPU capabilities]) the guard was made on when it dies, also when
@@ -77,7 +77,7 @@ struct Bf16ProductsThroughFloat32 : CpuCapabilityGuard {
 };
 
 /// Every element of a equal to b or within atol + rtol * |b| of it; NaN positions must match.
-inline void check_close(const tg::Variable& a, const tg::Variable& b, double rtol = 1e-5, double atol = 1e-7) {
+inline void check_close(const tg::Tensor& a, const tg::Tensor& b, double rtol = 1e-5, double atol = 1e-7) {
   REQUIRE(a.shape() == b.shape());
   const auto x = a.to_vector<double>(), y = b.to_vector<double>();
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -121,15 +121,15 @@ inline double gamma_n(int64_t K, tg::DType d) {
 /// Per element of matmul(a, b) computed in a's dtype (2-D, or batched like tg::matmul): the bound
 /// gamma_K sum_k |a_ik| |b_kj| on its distance from the exact product of the stored inputs, for any
 /// blocking, thread split, summation order or FMA use (K = a's last dim). A float64 tensor.
-inline tg::Variable gemm_error_bound(const tg::Variable& a, const tg::Variable& b) {
+inline tg::Tensor gemm_error_bound(const tg::Tensor& a, const tg::Tensor& b) {
   tg::NoGradGuard no_grad;
   const int64_t K = a.shape().back();
-  const tg::Variable abs_a(tg::abs(a).data().to(tg::kFloat64)), abs_b(tg::abs(b).data().to(tg::kFloat64));
+  const tg::Tensor abs_a(tg::abs(a).data().to(tg::kFloat64)), abs_b(tg::abs(b).data().to(tg::kFloat64));
   return tg::matmul(abs_a, abs_b) * gamma_n(K, a.dtype());
 }
 
 /// |got - want| <= bound for every element (bound: a tensor of got's shape); NaN positions must match.
-inline void check_within(const tg::Variable& got, const tg::Variable& want, const tg::Variable& bound) {
+inline void check_within(const tg::Tensor& got, const tg::Tensor& want, const tg::Tensor& bound) {
   REQUIRE(got.shape() == want.shape());
   REQUIRE(bound.shape() == want.shape());
   const auto x = got.to_vector<double>(), y = want.to_vector<double>(), b = bound.to_vector<double>();
@@ -149,7 +149,7 @@ inline void check_within(const tg::Variable& got, const tg::Variable& want, cons
 }
 
 /// Every element of got within `ulps` units in the last place (of got's dtype, at want) of want.
-inline void check_ulps(const tg::Variable& got, const tg::Variable& want, double ulps) {
+inline void check_ulps(const tg::Tensor& got, const tg::Tensor& want, double ulps) {
   const bool f32 = got.dtype() == tg::kFloat32;
   const auto y = want.to_vector<double>();
   std::vector<double> b(y.size());
@@ -162,7 +162,7 @@ inline void check_ulps(const tg::Variable& got, const tg::Variable& want, double
   check_within(got, want, tg::from_vector(b, want.shape()));
 }
 
-inline void check_values(const tg::Variable& a, const std::vector<double>& expected, double tol = 1e-6) {
+inline void check_values(const tg::Tensor& a, const std::vector<double>& expected, double tol = 1e-6) {
   const auto x = a.to_vector<double>();
   REQUIRE(x.size() == expected.size());
   for (std::size_t i = 0; i < x.size(); ++i)

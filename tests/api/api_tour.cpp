@@ -1,5 +1,5 @@
 // tests/api/api_tour.cpp: one program that walks through the public API in the order of docs/api.md's
-// sections (devices and dtypes, Variables, modules, optimizers, data, autograd tools, hooks), compiled
+// sections (devices and dtypes, Tensors, modules, optimizers, data, autograd tools, hooks), compiled
 // and run by CTest. Lines that need a GPU run only when one is usable, and the data part only when the
 // packaged (gzip) Fashion-MNIST is there and readable (a build without zlib reads plain IDX files only).
 // docs/api.md's own code blocks are compiled and run by the api_docs test (tests/api/doc_snippets.cmake).
@@ -13,7 +13,7 @@ struct Net : tg::nn::Module {
   tg::nn::Linear fc1{784, 128};
   tg::nn::Linear fc2{128, 10};
   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-  tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+  tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 };
 
 int main() {
@@ -34,18 +34,18 @@ int main() {
   std::printf("%s %s %s available=%d count=%d mem=%zu/%zu/%zu dtypes=%zu\n", cpu.str().c_str(), gpu.str().c_str(),
               d.str().c_str(), int(ok), n, a, m, r, sizeof(types) / sizeof(types[0]));
 
-  // ---- Variables
+  // ---- Tensors
   tg::manual_seed(42);
-  tg::Variable x = tg::randn({2, 3});
-  tg::Variable w = tg::randn({3, 4}, tg::TensorOptions().requires_grad(true));
+  tg::Tensor x = tg::randn({2, 3});
+  tg::Tensor w = tg::randn({3, 4}, tg::TensorOptions().requires_grad(true));
   if (ok) {
-    tg::Variable y = tg::ones({5, 5}, tg::TensorOptions().device(gpu).dtype(tg::kFloat64));
+    tg::Tensor y = tg::ones({5, 5}, tg::TensorOptions().device(gpu).dtype(tg::kFloat64));
     auto xg = x.to(gpu);
     auto xh = x.to(gpu, /*non_blocking=*/true);
     std::cout << y.sum().item() << xg.device() << xh.device() << x.cuda().device() << "\n";
   }
-  tg::Variable l = tg::randint(0, 10, {100});
-  tg::Variable v = tg::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  tg::Tensor l = tg::randint(0, 10, {100});
+  tg::Tensor v = tg::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   auto zs = tg::zeros({2}); auto fl = tg::full({2}, 3.0); auto ar = tg::arange(4); auto ra = tg::rand({2});
   auto ey = tg::eye(3); auto zl = tg::zeros_like(x);
   std::cout << l.dtype() << v << zs.numel() + fl.numel() + ar.numel() + ra.numel() + ey.numel() + zl.numel() << "\n";
@@ -67,7 +67,7 @@ int main() {
   auto dz = z.detach();
   { tg::NoGradGuard no_grad; w.sub_(w.grad() * 0.1); }
   w.zero_grad();
-  z.sum().backward(/*grad=*/tg::Variable(), /*retain_graph=*/true);
+  z.sum().backward(/*grad=*/tg::Tensor(), /*retain_graph=*/true);
   std::cout << "z.grad after retain_grad: " << z.grad().shape().size() << " dims, detached: " << dz.requires_grad() << "\n";
 
   // ---- Modules
@@ -113,20 +113,20 @@ int main() {
 
   // ---- Autograd tools
   auto opts = tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true);
-  tg::Variable ga = tg::randn({3}, opts), gb = tg::randn({3}, opts);
-  bool good = tg::autograd::gradcheck([](const std::vector<tg::Variable>& in) { return (in[0] * in[1]).sum(); },
+  tg::Tensor ga = tg::randn({3}, opts), gb = tg::randn({3}, opts);
+  bool good = tg::autograd::gradcheck([](const std::vector<tg::Tensor>& in) { return (in[0] * in[1]).sum(); },
                                       {ga, gb});
   auto loss = (ga * gb).sum();
   std::string dot = tg::autograd::to_dot(loss);
   { tg::autograd::DetectAnomalyGuard guard; loss.backward(); }
   // ---- Hooks
   {
-    tg::Variable w = tg::randn({3}, tg::TensorOptions().requires_grad(true));
+    tg::Tensor w = tg::randn({3}, tg::TensorOptions().requires_grad(true));
     int calls = 0;
-    auto h1 = model.register_forward_pre_hook([&](tg::nn::Module& m, const tg::Variable& in) { calls += &m == &model && in.defined(); });
-    auto h2 = model.register_forward_hook([&](tg::nn::Module& m, const tg::Variable& in, const tg::Variable& out) { calls += &m == &model && in.defined() && out.defined(); });
-    auto h3 = w.register_hook([](const tg::Variable& grad) { return grad * 2; });
-    auto h4 = w.register_post_accumulate_grad_hook([&](tg::Variable& param) { calls += param.grad().defined(); });
+    auto h1 = model.register_forward_pre_hook([&](tg::nn::Module& m, const tg::Tensor& in) { calls += &m == &model && in.defined(); });
+    auto h2 = model.register_forward_hook([&](tg::nn::Module& m, const tg::Tensor& in, const tg::Tensor& out) { calls += &m == &model && in.defined() && out.defined(); });
+    auto h3 = w.register_hook([](const tg::Tensor& grad) { return grad * 2; });
+    auto h4 = w.register_post_accumulate_grad_hook([&](tg::Tensor& param) { calls += param.grad().defined(); });
     h1.remove();
     model(tg::randn({1, 784}).to(device));
     (w * 3.0).sum().backward();

@@ -22,7 +22,7 @@ struct Net : tg::nn::Module {
 std::string module_bytes(const tg::nn::Module& m) {
   std::string out;
   for (const auto& p : m.named_parameters()) {
-    const tg::Tensor c = p.second.data().contiguous();
+    const tg::RawTensor c = p.second.data().contiguous();
     out += p.first + ":" + tg::shape_str(c.shape()) + ":";
     out.append(static_cast<const char*>(c.raw_data()), std::size_t(c.numel()) * tg::dtype_size(c.dtype()));
   }

@@ -12,7 +12,7 @@
 namespace {
 
 void check_images(const std::string& path) {
-  const tg::Variable x = tg::data::read_idx_images(path);
+  const tg::Tensor x = tg::data::read_idx_images(path);
   const tg::Shape& s = x.shape();
   if (s.size() != 4 || s[1] != 1 || x.dtype() != tg::kFloat32) fuzz::bug("read_idx_images: bad shape or dtype " + tg::shape_str(s));
   const float* p = x.data().data<float>();
@@ -21,7 +21,7 @@ void check_images(const std::string& path) {
 }
 
 void check_labels(const std::string& path) {
-  const tg::Variable y = tg::data::read_idx_labels(path, 10);
+  const tg::Tensor y = tg::data::read_idx_labels(path, 10);
   if (y.dim() != 1 || y.dtype() != tg::kInt64) fuzz::bug("read_idx_labels: bad shape or dtype " + tg::shape_str(y.shape()));
   const int64_t* p = y.data().data<int64_t>();
   for (int64_t i = 0; i < y.numel(); ++i)

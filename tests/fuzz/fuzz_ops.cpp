@@ -30,7 +30,7 @@
 // unspecified: the reference marks those storage locations unknown and stops comparing them. The same
 // elements seen through differently strided size-1 dims may go either way (tg compares strides, as
 // PyTorch does, and the stride of a size-1 dim is a convention). An in-place op on a leaf that requires
-// grad, or on a view of a Variable that requires grad, must throw tg::AutogradError unless it runs
+// grad, or on a view of a Tensor that requires grad, must throw tg::AutogradError unless it runs
 // under NoGradGuard. backward() must succeed or throw tg::AutogradError (a tensor saved for backward
 // was overwritten, the graph was already freed); the gradients of the pool's leaves must have the
 // leaves' shapes, and must be finite when every tensor so far was float64 and every value was 0 or of
@@ -63,7 +63,7 @@ namespace {
 
 using tg::DType;
 using tg::Shape;
-using tg::Variable;
+using tg::Tensor;
 
 constexpr size_t kMaxSteps = 12;
 constexpr size_t kPool = 6;             // live tensors; a new one evicts the oldest
@@ -359,7 +359,7 @@ struct RTensor {
   std::shared_ptr<RStorage> st;
   Shape shape, strides;
   int64_t offset = 0;
-  bool requires_grad = false, is_leaf = true, is_view = false;   // as tg's Variable should have them
+  bool requires_grad = false, is_leaf = true, is_view = false;   // as tg's Tensor should have them
 
   DType dtype() const { return st->dtype; }
   int64_t numel() const { return num_elements(shape); }
@@ -398,7 +398,7 @@ Ref fresh(const Shape& shape, DType t, std::vector<Val> vals, bool requires_grad
   return r;
 }
 
-/// A view op's result (mark_view: a view of a Variable that requires grad is marked as such).
+/// A view op's result (mark_view: a view of a Tensor that requires grad is marked as such).
 Ref view_of(const RTensor& base, Shape shape, Shape strides, int64_t offset) {
   auto r = std::make_shared<RTensor>();
   r->st = base.st;
@@ -411,7 +411,7 @@ Ref view_of(const RTensor& base, Shape shape, Shape strides, int64_t offset) {
   return r;
 }
 
-/// The same memory as a plain leaf without grad (detach, and Variable(Tensor::narrow / select)).
+/// The same memory as a plain leaf without grad (detach, and Tensor(RawTensor::narrow / select)).
 Ref alias_leaf(const RTensor& base, Shape shape, Shape strides, int64_t offset) {
   Ref r = view_of(base, std::move(shape), std::move(strides), offset);
   r->requires_grad = r->is_view = false;
@@ -525,7 +525,7 @@ bool dense(const std::vector<int64_t>& sorted) {
 
 /// Writing `out` while reading `in`.
 Overlap pair_overlap(const RTensor& out, const RTensor& in) {
-  if (&out == &in || out.st != in.st) return Overlap::kNone;   // the same Variable is the same view
+  if (&out == &in || out.st != in.st) return Overlap::kNone;   // the same Tensor is the same view
   const std::vector<int64_t> oo = out.offsets(), io = in.offsets();
   std::vector<int64_t> a = oo, b = io, common;
   std::sort(a.begin(), a.end());
@@ -544,7 +544,7 @@ Overlap pair_overlap(const RTensor& out, const RTensor& in) {
 // The program: tg tensors and their references, step by step.
 
 struct Entry {
-  Variable v;
+  Tensor v;
   Ref r;
   std::string name;
 };
@@ -604,7 +604,7 @@ class Program {
   std::string new_name() const { return "t" + std::to_string(next_); }
 
   static std::string desc(const Entry& e) {
-    const tg::Tensor& t = e.v.data();
+    const tg::RawTensor& t = e.v.data();
     return e.name + ":" + dtype_str(t.dtype()) + tg::shape_str(t.shape()) + "/" + tg::shape_str(t.strides()) +
            (e.r->requires_grad ? "/grad" : "");
   }
@@ -618,7 +618,7 @@ class Program {
 
   static bool too_big(const Shape& s) { return num_elements(s) > kMaxElems || s.size() > kMaxRank; }
 
-  void push(const Variable& v, const Ref& r) {
+  void push(const Tensor& v, const Ref& r) {
     if (pool_.size() == kPool) pool_.erase(pool_.begin());
     pool_.push_back(Entry{v, r, new_name()});
     ++next_;
@@ -652,12 +652,12 @@ class Program {
   }
 
   /// Runs an op that makes a new tensor: checks the outcome; on success adds the result with ref.
-  void produce(const std::string& what, const Ref& ref, const std::function<Variable()>& call) {
+  void produce(const std::string& what, const Ref& ref, const std::function<Tensor()>& call) {
     if (ref && too_big(ref->shape)) {
       note(what + ": skipped, result of shape " + tg::shape_str(ref->shape) + " too large");
       return;
     }
-    Variable y;
+    Tensor y;
     if (run(new_name() + " = " + what, ref ? Expect::kOk : Expect::kError, [&] { y = call(); })) push(y, ref);
   }
 
@@ -666,7 +666,7 @@ class Program {
     for (size_t i = 0; i < pool_.size(); ++i) {
       const Entry& e = pool_[i];
       const RTensor& r = *e.r;
-      const tg::Tensor& t = e.v.data();
+      const tg::RawTensor& t = e.v.data();
       if (t.shape() != r.shape || t.dtype() != r.dtype())
         fail(desc(e) + " should be " + dtype_str(r.dtype()) + tg::shape_str(r.shape));
       if (e.v.requires_grad() != r.requires_grad || e.v.is_leaf() != r.is_leaf)
@@ -679,7 +679,7 @@ class Program {
           fail(desc(e) + " and " + desc(pool_[j]) + (tg_shared ? " share" : " do not share") +
                " a storage; the reference says the opposite");
       }
-      const tg::Tensor host = t.to(tg::Device::cpu()).contiguous();
+      const tg::RawTensor host = t.to(tg::Device::cpu()).contiguous();
       const std::vector<int64_t> off = r.offsets();
       for (size_t k = 0; k < off.size(); ++k) {
         const double got = host.dtype() == tg::kFloat32 ? double(host.data<float>()[k]) : host.data<double>()[k];
@@ -959,7 +959,7 @@ class Program {
   ///   end | 10 narrow dim start length | 11 select dim index | 12 detach | 13 contiguous |
   ///   14 to dtype (& 1: float64)
   /// A target is a rank byte (% 5) and one size byte per dim (kTargetSizes). narrow/select arguments
-  /// are int8 % 6; narrow and select are Tensor views, wrapped as a new Variable without grad.
+  /// are int8 % 6; narrow and select are RawTensor views, wrapped as a new Tensor without grad.
   void step_view(Reader& in) {
     const int op = in.u8() % 15;
     Entry x;
@@ -968,7 +968,7 @@ class Program {
     const int64_t rank = r.rank();
     Ref ref;   // stays null when the reference says the call is invalid
     std::string what;
-    std::function<Variable()> call;
+    std::function<Tensor()> call;
     switch (op) {
       case 0: {
         const int64_t d0 = in.dim(), d1 = in.dim();
@@ -1130,10 +1130,10 @@ class Program {
             ref = alias_leaf(r, s, st, r.offset + i * r.strides[size_t(w)]);
           }
         }
-        what = op == 10 ? "Variable(narrow(" + desc(x) + ", " + std::to_string(dim) + ", " + std::to_string(a) + ", " +
+        what = op == 10 ? "Tensor(narrow(" + desc(x) + ", " + std::to_string(dim) + ", " + std::to_string(a) + ", " +
                               std::to_string(len) + "))"
-                        : "Variable(select(" + desc(x) + ", " + std::to_string(dim) + ", " + std::to_string(a) + "))";
-        call = [=] { return Variable(op == 10 ? x.v.data().narrow(dim, a, len) : x.v.data().select(dim, a)); };
+                        : "Tensor(select(" + desc(x) + ", " + std::to_string(dim) + ", " + std::to_string(a) + "))";
+        call = [=] { return Tensor(op == 10 ? x.v.data().narrow(dim, a, len) : x.v.data().select(dim, a)); };
         break;
       }
       case 12: {
@@ -1144,7 +1144,7 @@ class Program {
       }
       case 13: {
         if (is_contiguous(r)) {
-          ref = x.r;   // x itself: the same Variable
+          ref = x.r;   // x itself: the same Tensor
         } else {
           ref = fresh(r.shape, r.dtype(), r.values(), r.requires_grad);
         }
@@ -1207,7 +1207,7 @@ class Program {
     const bool done = run(what, expect, [&] {
       std::optional<tg::NoGradGuard> guard;
       if (no_grad) guard.emplace();
-      Variable v = self.v;
+      Tensor v = self.v;
       switch (op) {
         case kAdd_: v.add_(other.v); break;
         case kSub_: v.sub_(other.v); break;
@@ -1259,7 +1259,7 @@ class Program {
     if (!run("sum(" + desc(x) + ").backward()", expect, [&] { tg::sum(x.v).backward(); })) return;
     for (const Entry& e : pool_) {
       if (!e.r->requires_grad || !e.r->is_leaf) continue;
-      const Variable g = e.v.grad();
+      const Tensor g = e.v.grad();
       if (!g.defined()) continue;
       if (g.shape() != e.r->shape || g.dtype() != e.r->dtype())
         fail("the gradient of " + desc(e) + " is " + dtype_str(g.dtype()) + tg::shape_str(g.shape()));

@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_shapes.cpp: libFuzzer target for shape handling in ops/ (and core/tensor.cpp views).
+// tests/fuzz/fuzz_shapes.cpp: libFuzzer target for shape handling in ops/ (and core/raw_tensor.cpp views).
 // The input bytes pick an op and its operands: ranks 0-4, sizes including 0, 1, 2^31 and 2^62 (huge
 // ones only as zero-stride expanded views, never allocated), contiguous, transposed or expanded
 // layouts, dims and target shapes including -1, negative and out-of-range values. An independent
@@ -24,7 +24,7 @@
 namespace {
 
 using tg::Shape;
-using tg::Variable;
+using tg::Tensor;
 
 constexpr int64_t kMaxElems = 4096;                 // the most elements an allocated operand or result holds
 constexpr int64_t kBig = int64_t(1) << 31;
@@ -189,18 +189,18 @@ Ref ref_zeros(const Shape& s, tg::DType dtype) {
 // Operands
 
 struct Operand {
-  Variable v;      // what the op receives (a view of leaf, or leaf itself)
-  Variable leaf;   // requires grad when the operand does
+  Tensor v;      // what the op receives (a view of leaf, or leaf itself)
+  Tensor leaf;   // requires grad when the operand does
   Shape shape;
 };
 
-std::string describe(const Variable& v) {
+std::string describe(const Tensor& v) {
   std::ostringstream os;
   os << tg::dtype_name(v.dtype()) << tg::shape_str(v.shape()) << " strides " << tg::shape_str(v.data().strides());
   return os.str();
 }
 
-Variable make_values(const Shape& shape, tg::DType dtype, bool grad) {
+Tensor make_values(const Shape& shape, tg::DType dtype, bool grad) {
   if (dtype == tg::kInt64) return tg::randint(0, 5, shape);
   return tg::randn(shape, tg::TensorOptions().dtype(dtype).requires_grad(grad));
 }
@@ -230,11 +230,11 @@ bool read_operand(Reader& in, Operand* out) {
     } else if (layout == 3 && rank >= 1 && n > 0) {   // rows 1, 3, 5, ... of a taller tensor: an offset and a stride jump
       Shape t = s;
       t[0] = s[0] * 2 + 1;
-      const tg::Tensor wide = make_values(t, dtype, false).data();
+      const tg::RawTensor wide = make_values(t, dtype, false).data();
       Shape st = wide.strides();
       const int64_t offset = st[0];
       st[0] *= 2;
-      out->leaf = Variable(wide.as_strided(s, st, offset), false);   // not differentiable: no grad to check
+      out->leaf = Tensor(wide.as_strided(s, st, offset), false);   // not differentiable: no grad to check
       out->v = out->leaf;
     } else {
       out->leaf = make_values(s, dtype, grad);
@@ -266,7 +266,7 @@ Shape read_target(Reader& in) {
 }
 
 /// An int64 index tensor: header byte (rank (h % 3), length (h >> 2) % 4), values dim()-style in [-6, 6].
-Variable read_index(Reader& in, int64_t rank_hint, const Shape* like) {
+Tensor read_index(Reader& in, int64_t rank_hint, const Shape* like) {
   const uint8_t h = in.u8();
   Shape s;
   if (like) {   // gather: index of the input's rank (or one off), sizes near the input's
@@ -285,7 +285,7 @@ Variable read_index(Reader& in, int64_t rank_hint, const Shape* like) {
   return tg::from_vector(values, s);
 }
 
-bool all_in(const Variable& index, int64_t size) {
+bool all_in(const Tensor& index, int64_t size) {
   for (int64_t v : index.to_vector<int64_t>())
     if (v < 0 || v >= size) return false;
   return true;
@@ -306,7 +306,7 @@ struct Case {
     return s + ")" + detail;
   }
 
-  void run(const Ref& ref, const std::function<Variable()>& call, bool view_may_fail = false) const {
+  void run(const Ref& ref, const std::function<Tensor()>& call, bool view_may_fail = false) const {
     static const bool verbose = std::getenv("TG_FUZZ_VERBOSE") != nullptr;
     if (verbose) std::fprintf(stderr, "%s: reference %s\n", what().c_str(), ref.error ? "error" : tg::shape_str(ref.shape).c_str());
     // Huge results, or huge inputs that a non-view op would really walk, are skipped unless an error is expected.
@@ -318,7 +318,7 @@ struct Case {
         return;
       }
     }
-    Variable out;
+    Tensor out;
     try {
       out = call();
     } catch (const tg::Error& e) {
@@ -334,7 +334,7 @@ struct Case {
   }
 
   /// Reads every element (ASan catches strides or offsets that leave the storage) and backpropagates.
-  void check_result(const Variable& out) const {
+  void check_result(const Tensor& out) const {
     if (out.numel() > kMaxElems) return;
     (void)out.to_vector<double>();
     if (!out.requires_grad() || !floating(out.dtype())) return;
@@ -350,7 +350,7 @@ struct Case {
     }
     for (const Operand& o : operands) {
       if (!o.leaf.requires_grad()) continue;
-      const Variable g = o.leaf.grad();
+      const Tensor g = o.leaf.grad();
       if (g.defined() && g.shape() != o.leaf.shape())
         fuzz::bug(what() + ": gradient of shape " + tg::shape_str(g.shape()) + " for a leaf of shape " +
                   tg::shape_str(o.leaf.shape()));
@@ -369,7 +369,7 @@ void decode(Reader& in) {
     c.operands.push_back(o);
     return true;
   };
-  auto x = [&](size_t i) -> const Variable& { return c.operands[i].v; };
+  auto x = [&](size_t i) -> const Tensor& { return c.operands[i].v; };
   switch (c.op) {
     case kAdd:
     case kMul: {
@@ -523,7 +523,7 @@ void decode(Reader& in) {
         for (const Operand& o : c.operands) dtype = tg::promote_types(dtype, o.v.dtype());
         if (!ref.error && ref_zeros(ref.shape, dtype).error) ref = Ref::fail();   // too many elements or bytes
       }
-      std::vector<Variable> xs;
+      std::vector<Tensor> xs;
       for (const Operand& o : c.operands) xs.push_back(o.v);
       c.run(ref, [&] { return tg::cat(xs, dim); });
       return;
@@ -531,7 +531,7 @@ void decode(Reader& in) {
     case kIndexSelect: {
       if (!operand()) return;
       const int64_t dim = in.dim();
-      const Variable index = read_index(in, 0, nullptr);
+      const Tensor index = read_index(in, 0, nullptr);
       c.detail = " dim " + std::to_string(dim) + " index " + describe(index);
       const int64_t rank = x(0).dim();
       int64_t w = 0;
@@ -548,7 +548,7 @@ void decode(Reader& in) {
     case kGather: {
       if (!operand()) return;
       const int64_t dim = in.dim();
-      const Variable index = read_index(in, x(0).dim(), &x(0).shape());
+      const Tensor index = read_index(in, x(0).dim(), &x(0).shape());
       c.detail = " dim " + std::to_string(dim) + " index " + describe(index);
       const int64_t rank = x(0).dim();
       int64_t w = 0;
@@ -580,7 +580,7 @@ void decode(Reader& in) {
       const int64_t len = std::max<int64_t>(0, N + int64_t((h >> 2) % 3) - 1);   // N - 1, N or N + 1
       std::vector<int64_t> values(static_cast<size_t>(len));
       for (auto& v : values) v = int64_t(int8_t(in.u8())) % 7;
-      const Variable target = tg::from_vector(values, {len});
+      const Tensor target = tg::from_vector(values, {len});
       c.detail = " target " + describe(target);
       Ref ref = Ref::fail();
       if (floating(x(0).dtype()) && ls.size() == 2 && len == ls[0] && (ls[1] > 0 || ls[0] == 0) && all_in(target, ls[1]))

@@ -94,11 +94,11 @@ void mlp_step_row(Table& t, int64_t batch) {
   model.to(gpu);
   tg::optim::SGD optimizer(model.parameters(), tg::optim::SGDOptions(0.01).momentum(0.9));
   tg::nn::CrossEntropyLoss criterion;
-  const tg::Variable x = tg::randn({batch, 784}).to(gpu);
-  const tg::Variable y = tg::randint(0, 10, {batch}).to(gpu);
+  const tg::Tensor x = tg::randn({batch, 784}).to(gpu);
+  const tg::Tensor y = tg::randint(0, 10, {batch}).to(gpu);
   auto step = [&] {
     optimizer.zero_grad();
-    tg::Variable loss = criterion(model(x), y);
+    tg::Tensor loss = criterion(model(x), y);
     loss.backward();
     optimizer.step();
   };
@@ -127,11 +127,11 @@ void bench(Table& t, int log2n) {
   const std::string vec = std::to_string(n) + " f32", mat = dims({m, m});
   std::printf("\n%-38s %-20s %12s %14s %11s\n", "kernel family", "shape", "median", "rate", "vs copy");
   tg::manual_seed(0);
-  tg::Variable a = tg::randn({n}, on), b = tg::randn({n}, on), c;
+  tg::Tensor a = tg::randn({n}, on), b = tg::randn({n}, on), c;
 
   // The reference: what a device-to-device copy (clone: cudaMemcpyAsync) achieves here, now.
   {
-    const double ms = median_ms([&] { c = tg::Variable(a.data().clone()); }, t.reps);
+    const double ms = median_ms([&] { c = tg::Tensor(a.data().clone()); }, t.reps);
     t.copy_gbs = 2 * f4 / (ms * 1e-3) / 1e9;
     std::printf("%-38s %-20s %9.3f ms %9.1f GB/s %6.2fx copy (the reference of this column)\n",
                 "copy D2D (clone, cudaMemcpyAsync)", vec.c_str(), ms, t.copy_gbs, 1.0);
@@ -139,18 +139,18 @@ void bench(Table& t, int log2n) {
   // elementwise
   t.bytes("binary add, float4 vectors", vec, 3 * f4, [&] { c = a + b; });
   t.bytes("binary mul by 0-d scalar", vec, 2 * f4, [&] { c = a * 0.5; });
-  tg::Variable mat_a = tg::randn({m, m}, on), row = tg::randn({m}, on);
+  tg::Tensor mat_a = tg::randn({m, m}, on), row = tg::randn({m}, on);
   t.bytes("binary add, row broadcast (2-D)", mat + " + " + std::to_string(m), 2 * f4, [&] { c = mat_a + row; });
   t.bytes("unary exp, float4 vectors", vec, 2 * f4, [&] { c = tg::exp(a); });
   t.bytes("unary relu", vec, 2 * f4, [&] { c = tg::relu(a); });
   t.bytes("unary_backward tanh", vec, 3 * f4, [&] {
-    c = tg::Variable(tg::prim::unary_backward(tg::UnaryOp::Tanh, tg::Tensor(), a.data(), b.data()));
+    c = tg::Tensor(tg::prim::unary_backward(tg::UnaryOp::Tanh, tg::RawTensor(), a.data(), b.data()));
   });
   t.bytes("strided copy (transpose)", mat, 2 * f4, [&] { c = tg::contiguous(tg::t(mat_a)); });
   // casts and fills
   t.bytes("cast f32 -> f64", vec, 3 * f4, [&] { c = a.to(tg::kFloat64); });
   {
-    const tg::Variable d = a.to(tg::kFloat64);
+    const tg::Tensor d = a.to(tg::kFloat64);
     t.bytes("cast f64 -> f32", vec, 3 * f4, [&] { c = d.to(tg::kFloat32); });
   }
   t.bytes("fill_ in place", vec, f4, [&] { b.fill_(0.25); });
@@ -163,13 +163,13 @@ void bench(Table& t, int log2n) {
   t.bytes("sum dim 1 (block per row)", mat, f4, [&] { c = tg::sum(mat_a, 1); });
   t.bytes("sum dim 0 (columns, sum_to)", mat, f4, [&] { c = tg::sum(mat_a, 0); });
   {
-    const tg::Variable tall = tg::randn({n / 128, 128}, on);   // a bias gradient over a tall batch
+    const tg::Tensor tall = tg::randn({n / 128, 128}, on);   // a bias gradient over a tall batch
     t.bytes("sum dim 0 tall (columns over blocks)", dims({n / 128, 128}), f4, [&] { c = tg::sum(tall, 0); });
   }
   {
-    const tg::Variable off = tg::narrow(mat_a, 1, 1, m - 1);   // every row 4 bytes past a 16-byte boundary
+    const tg::Tensor off = tg::narrow(mat_a, 1, 1, m - 1);   // every row 4 bytes past a 16-byte boundary
     t.bytes("sum dim 1, rows off 16 B (head/tail)", dims({m, m - 1}), f4, [&] { c = tg::sum(off, 1); });
-    const tg::Variable half = mat_a.to(tg::kFloat16);
+    const tg::Tensor half = mat_a.to(tg::kFloat16);
     t.bytes("sum dim 1 f16 (8-wide vectors)", mat + " f16", f4 / 2, [&] { c = tg::sum(half, 1); });
   }
   t.bytes("max dim 1", mat, f4, [&] { c = tg::max(mat_a, 1); });
@@ -178,13 +178,13 @@ void bench(Table& t, int log2n) {
   t.bytes("softmax last dim (2 reads, 1 write)", mat, 2 * f4, [&] { c = tg::softmax(mat_a, 1); });
   {
     const int64_t cols = std::max<int64_t>(m / 8, 1), rows = n / cols;
-    const tg::Variable sm = tg::randn({rows, cols}, on);
+    const tg::Tensor sm = tg::randn({rows, cols}, on);
     t.bytes("log_softmax, warp per row", dims({rows, cols}), 2 * f4, [&] { c = tg::log_softmax(sm, 1); });
   }
   {
     const int64_t classes = 2 * m, rows = n / classes;
-    tg::Variable logits(tg::randn({rows, classes}, on).data(), true);
-    const tg::Variable target = tg::randint(0, classes, {rows}, on);
+    tg::Tensor logits(tg::randn({rows, classes}, on).data(), true);
+    const tg::Tensor target = tg::randint(0, classes, {rows}, on);
     t.bytes("cross_entropy forward (1 read)", dims({rows, classes}), f4, [&] { c = tg::cross_entropy(logits, target); });
     t.bytes("cross_entropy fwd+bwd (+1 r, 1 w)", dims({rows, classes}), 3 * f4, [&] {
       logits.zero_grad();
@@ -193,7 +193,7 @@ void bench(Table& t, int log2n) {
   }
   // optimizer steps
   {
-    tg::Variable w(tg::randn({n}, on).data(), true);
+    tg::Tensor w(tg::randn({n}, on).data(), true);
     w.set_grad(tg::randn({n}, on));
     tg::optim::Adam adam({w}, tg::optim::AdamOptions(1e-3));
     t.bytes("adam_step fused (r 4, w 3 arrays)", vec, 7 * f4, [&] { adam.step(); });
@@ -201,32 +201,32 @@ void bench(Table& t, int log2n) {
     t.bytes("sgd_step fused momentum (r 3, w 2)", vec, 5 * f4, [&] { sgd.step(); });
   }
   {
-    const tg::Variable idx = tg::randint(0, m, {m}, on);
+    const tg::Tensor idx = tg::randint(0, m, {m}, on);
     t.bytes("index_select rows", mat, 2 * f4, [&] { c = tg::index_select(mat_a, 0, idx); });
   }
   // transfers (not device-bound: shown against the copy for scale only)
   {
-    const tg::Tensor host = tg::randn({n}).data();
-    const tg::Tensor pinned = tg::cuda::detail::pin(host);
-    t.bytes("H2D pageable", vec, f4, [&] { c = tg::Variable(host.to(gpu)); });
-    t.bytes("H2D pinned, non_blocking", vec, f4, [&] { c = tg::Variable(pinned.to(gpu, true)); });
+    const tg::RawTensor host = tg::randn({n}).data();
+    const tg::RawTensor pinned = tg::cuda::detail::pin(host);
+    t.bytes("H2D pageable", vec, f4, [&] { c = tg::Tensor(host.to(gpu)); });
+    t.bytes("H2D pinned, non_blocking", vec, f4, [&] { c = tg::Tensor(pinned.to(gpu, true)); });
     t.bytes("D2H (sync point)", vec, f4, [&] { (void)a.data().to(tg::Device::cpu()); });
   }
   // matrix products (cuBLAS); tools/gpu_torch_bench.py times torch.matmul on the same shapes
   std::printf("\n");
   for (int64_t s : {m / 2, m}) {
-    tg::Variable x = tg::randn({s, s}, on), y = tg::randn({s, s}, on);
+    tg::Tensor x = tg::randn({s, s}, on), y = tg::randn({s, s}, on);
     t.flops("matmul_f32", "matmul f32 (cuBLAS sgemm)", dims({s, s, s}), 2.0 * s * s * s, [&] { c = tg::matmul(x, y); });
   }
   {
     const int64_t s = m / 2;
     const auto on64 = tg::TensorOptions().device(gpu).dtype(tg::kFloat64);
-    tg::Variable x = tg::randn({s, s}, on64), y = tg::randn({s, s}, on64);
+    tg::Tensor x = tg::randn({s, s}, on64), y = tg::randn({s, s}, on64);
     t.flops("matmul_f64", "matmul f64 (cuBLAS dgemm)", dims({s, s, s}), 2.0 * s * s * s, [&] { c = tg::matmul(x, y); });
   }
   {
     const int64_t batch = 64, s = std::max<int64_t>(m / 16, 1);
-    tg::Variable x = tg::randn({batch, s, s}, on), y = tg::randn({batch, s, s}, on);
+    tg::Tensor x = tg::randn({batch, s, s}, on), y = tg::randn({batch, s, s}, on);
     t.flops("bmm_f32", "batched matmul f32 (strided)", dims({batch, s, s, s}), 2.0 * batch * s * s * s,
             [&] { c = tg::matmul(x, y); });
   }
@@ -237,7 +237,7 @@ void bench(Table& t, int log2n) {
   std::printf("\n");
   for (const bool backward : {false, true}) {
     const int64_t B = 4, H = 8, L = std::max<int64_t>(m / 4, 32), E = 64;
-    tg::Variable q(tg::randn({B, H, L, E}, on).data(), backward), k(tg::randn({B, H, L, E}, on).data(), backward),
+    tg::Tensor q(tg::randn({B, H, L, E}, on).data(), backward), k(tg::randn({B, H, L, E}, on).data(), backward),
         v(tg::randn({B, H, L, E}, on).data(), backward);
     const double fwd = 4.0 * B * H * L * L * E / 2;
     t.flops(backward ? "sdpa_causal_fwd_bwd_f32" : "sdpa_causal_fwd_f32",
@@ -251,9 +251,9 @@ void bench(Table& t, int log2n) {
   std::printf("\n");
   for (int64_t batch : {64, 1024}) mlp_step_row(t, batch);
   {   // per-op overhead: a chain of tiny ops, no synchronization inside
-    tg::Variable x = tg::randn({8}, on);
+    tg::Tensor x = tg::randn({8}, on);
     const double ms = median_ms([&] {
-      tg::Variable y = x;
+      tg::Tensor y = x;
       for (int i = 0; i < 1000; ++i) y = y * 1.0001;
     }, 5);
     std::printf("%-38s %-20s %9.3f us per op (host + launch, graph-free)\n", "tiny elementwise op", "8 f32", ms);
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   if (info.find("emulator") != std::string::npos)
     std::printf("NOTE: this build runs on the CUDA emulator (host fibers): every time below is meaningless for a GPU\n");
   try {
-    tg::Variable x = tg::randn({257, 33}, tg::TensorOptions().device(tg::Device::cuda()));
+    tg::Tensor x = tg::randn({257, 33}, tg::TensorOptions().device(tg::Device::cuda()));
     std::printf("smoke: sum of a (257, 33) randn on cuda:0 = %.6f\n", tg::sum(x).item());
     if (run_bench) {
       Table t;

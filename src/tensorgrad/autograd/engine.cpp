@@ -1,6 +1,6 @@
 // autograd/engine.cpp: the reverse-mode backward pass, gradient accumulation, iterative graph
 // teardown, and the thread-local grad/anomaly modes. Op rules live in ops/; the graph types in
-// autograd/variable.h (see Note [Graph ownership]).
+// autograd/tensor.h (see Note [Graph ownership]).
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -12,7 +12,7 @@
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/core/memory.h"
 #include "tensorgrad/prim/prim.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 
@@ -28,9 +28,9 @@ void autograd::AnomalyMode::set_enabled(bool enabled) { t_anomaly_enabled = enab
 
 // Note [Gradient slots]
 // ~~~~~~~~~~~~~~~~~~~~~
-// A leaf's gradient slot (VariableImpl::grad) is read and replaced under one mutex,
+// A leaf's gradient slot (TensorImpl::grad) is read and replaced under one mutex,
 // detail::grad_mutex(): by backward's accumulation (leaves shared by graphs that run backward on
-// several threads), by Variable::grad(), set_grad() and zero_grad(). So zero_grad() or set_grad() on
+// several threads), by Tensor::grad(), set_grad() and zero_grad(). So zero_grad() or set_grad() on
 // one thread while another thread's backward reaches the same leaf never frees a gradient that is
 // being written: the gradient lands either in the slot that was dropped or in the new one. What is
 // not protected, here as in PyTorch, is two threads writing one gradient *tensor*:
@@ -47,13 +47,13 @@ namespace {
 /// Adds g into impl.grad. The first gradient is stolen when nobody else holds it (and it is a plain
 /// contiguous tensor), else copied, so that later in-place accumulation never writes into a tensor
 /// that another leaf or the caller also holds.
-void accumulate(VariableImpl& impl, Tensor g) {
+void accumulate(TensorImpl& impl, RawTensor g) {
   std::lock_guard<std::mutex> lock(detail::grad_mutex());
   if (!impl.grad || !impl.grad->data.defined()) {
     if (g.storage().use_count() > 1 || !g.is_contiguous() || g.offset() != 0 ||
         g.storage()->nbytes() != static_cast<std::size_t>(g.numel()) * dtype_size(g.dtype()))
       g = g.clone();
-    impl.grad = std::make_shared<VariableImpl>();
+    impl.grad = std::make_shared<TensorImpl>();
     impl.grad->data = std::move(g);
   } else if (prim::has_internal_overlap(impl.grad->data) || impl.grad->data.storage() == g.storage()) {
     // a grad the user set to an expanded view, or one aliasing the incoming gradient: adding in place
@@ -64,9 +64,9 @@ void accumulate(VariableImpl& impl, Tensor g) {
   }
 }
 
-bool has_non_finite(const Tensor& t) {
+bool has_non_finite(const RawTensor& t) {
   if (!is_floating(t.dtype())) return false;
-  const Tensor host = t.to(Device::cpu()).contiguous();
+  const RawTensor host = t.to(Device::cpu()).contiguous();
   return dispatch_dtype(host.dtype(), [&](auto z) {
     using T = decltype(z);
     const T* p = host.data<T>();
@@ -175,7 +175,7 @@ class RuleRun {
   bool done_ = false;
 };
 
-void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink);
+void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_graph, detail::GradientSink* sink);
 
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
@@ -188,7 +188,7 @@ struct LaterFirst {   // newest node first (highest sequence number), as PyTorch
 // Note [Hook lists]
 // ~~~~~~~~~~~~~~~~~
 // Tensor hooks live in a table made on first registration (detail::LazyHooks, autograd/hooks.h): a
-// leaf's on its VariableImpl, a non-leaf's on its grad_fn Node, so that a tensor or Node without hooks
+// leaf's on its TensorImpl, a non-leaf's on its grad_fn Node, so that a tensor or Node without hooks
 // costs one null pointer and backward checks it with one atomic load. The table is created under
 // detail::hook_mutex() and then published; it is never replaced or freed before its owner. Each list
 // in it has its own mutex, held only to add, remove or copy out (snapshot) its entries, never while a
@@ -218,11 +218,11 @@ namespace {
 /// Runs the gradient hooks of table on g (its tensor's complete gradient, replaced in place) in
 /// registration order, each on the previous one's result; checks every replacement, as PyTorch's
 /// check_single_result.
-void run_grad_hooks(const detail::TensorHooks* table, Tensor& g) {
+void run_grad_hooks(const detail::TensorHooks* table, RawTensor& g) {
   if (table == nullptr || table->grad.empty()) return;
   const auto hooks = table->grad.snapshot();
   for (std::size_t k = 0; k < hooks.size(); ++k) {
-    Variable r = (*hooks[k])(Variable(g));
+    Tensor r = (*hooks[k])(Tensor(g));
     if (!r.defined()) continue;   // the hook only looked
     TG_CHECK(r.shape() == g.shape(), ShapeError, "hook 'register_hook #", k, "' has changed the size of value (was ",
              shape_str(g.shape()), ", got ", shape_str(r.shape()), ")");
@@ -236,28 +236,28 @@ void run_grad_hooks(const detail::TensorHooks* table, Tensor& g) {
 
 /// A leaf's complete gradient g: its gradient hooks, accumulation into .grad, then its post-accumulate
 /// hooks. See Note [Hook order].
-void finish_leaf(const std::shared_ptr<VariableImpl>& leaf, Tensor g) {
+void finish_leaf(const std::shared_ptr<TensorImpl>& leaf, RawTensor g) {
   const detail::TensorHooks* table = leaf->hooks.get();
   run_grad_hooks(table, g);
   accumulate(*leaf, std::move(g));
   if (table == nullptr || table->post_accumulate.empty()) return;
-  Variable param(leaf);
+  Tensor param(leaf);
   for (const auto& hook : table->post_accumulate.snapshot()) (*hook)(param);
 }
 
 /// True when backward must take the hook path for this leaf (Note [Hook order]).
-bool leaf_has_hooks(const VariableImpl& leaf) {
+bool leaf_has_hooks(const TensorImpl& leaf) {
   const detail::TensorHooks* table = leaf.hooks.get();
   return table != nullptr && (!table->grad.empty() || !table->post_accumulate.empty());
 }
 
 }  // namespace
 
-void autograd::run_backward(const Variable& root, const Variable& grad, bool retain_graph) {
-  TG_CHECK(root.defined(), AutogradError, "backward: called on an undefined Variable");
+void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  TG_CHECK(root.defined(), AutogradError, "backward: called on an undefined Tensor");
   TG_CHECK(root.requires_grad(), AutogradError,
            "element 0 of tensors does not require grad and does not have a grad_fn");
-  Tensor seed;
+  RawTensor seed;
   if (grad.defined()) {
     TG_CHECK(grad.shape() == root.shape(), ShapeError, "backward: grad of shape ", shape_str(grad.shape()),
              " does not match the output's shape ", shape_str(root.shape()));
@@ -278,7 +278,7 @@ void autograd::run_backward(const Variable& root, const Variable& grad, bool ret
   sweep(root_fn, std::move(seed), retain_graph, nullptr);
 }
 
-void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink) {
+void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink& sink) {
   TG_CHECK(root != nullptr, AutogradError, "run_backward_into: no root Node");
   NoGradGuard no_grad;
   sweep(root, std::move(seed), /*retain_graph=*/false, &sink);
@@ -286,7 +286,7 @@ void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, Gradient
 
 bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
 
-Tensor* detail::GradientSink::find(const void* key) {
+RawTensor* detail::GradientSink::find(const void* key) {
   for (auto& kv : grads)
     if (kv.first == key) return &kv.second;
   return nullptr;
@@ -295,7 +295,7 @@ Tensor* detail::GradientSink::find(const void* key) {
 namespace {
 
 /// Steps 1 and 2 of backward from root_fn with dL/d(root) = seed. With a sink, see Note [Partial backward].
-void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph, detail::GradientSink* sink) {
+void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_graph, detail::GradientSink* sink) {
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
@@ -330,10 +330,10 @@ void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph,
 
   // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued. pending[i] is
   //    the gradient summed so far for Node (or hooked leaf) i; it is moved out (freed) when it runs.
-  std::vector<Tensor> pending(index.size());
+  std::vector<RawTensor> pending(index.size());
   pending[0] = std::move(seed);
   std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
-  std::vector<std::pair<int, const std::shared_ptr<VariableImpl>*>> ready_leaves;   // completed by this node
+  std::vector<std::pair<int, const std::shared_ptr<TensorImpl>*>> ready_leaves;   // completed by this node
   const LaterFirst later_first;
   const bool anomaly = autograd::AnomalyMode::is_enabled();
   const autograd::BackwardObserver* observer = autograd::BackwardTraceGuard::current();
@@ -341,7 +341,7 @@ void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph,
     std::pop_heap(ready.begin(), ready.end(), later_first);
     std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
-    Tensor g = std::move(pending[index.at(node.get())]);
+    RawTensor g = std::move(pending[index.at(node.get())]);
     Grads out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       RuleRun run(*node, retain_graph);   // throws when the rule was (or is being) freed
@@ -357,7 +357,7 @@ void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph,
     }
     for (std::size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];
-      Tensor gi = std::move(out.values()[i]);
+      RawTensor gi = std::move(out.values()[i]);
       if (gi.defined() && e.needs_grad()) {
         if (anomaly && has_non_finite(gi))
           throw AutogradError(detail::cat("Function '", node->name, "' returned nan values in its ", i,
@@ -371,14 +371,14 @@ void sweep(const std::shared_ptr<Node>& root_fn, Tensor seed, bool retain_graph,
       if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
         const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
         if (!gi.defined()) continue;
-        if (Tensor* p = sink->find(key)) *p = prim::add(*p, gi);
+        if (RawTensor* p = sink->find(key)) *p = prim::add(*p, gi);
         else sink->grads.emplace_back(key, std::move(gi));
         continue;
       }
       const int j = e.fn ? index.at(e.fn.get()) : (e.leaf && hooked_leaves != 0 ? index.find_index(e.leaf.get()) : -1);
       if (j >= 0) {
         if (gi.defined()) {
-          Tensor& p = pending[j];
+          RawTensor& p = pending[j];
           if (!p.defined()) p = std::move(gi);
           else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
         }

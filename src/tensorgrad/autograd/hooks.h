@@ -1,6 +1,6 @@
 /// \file
 /// autograd/hooks.h: RemovableHandle (what every register_*hook returns) and the hook lists behind it.
-/// Tensor hooks are registered through Variable (autograd/variable.h) and called by the backward pass
+/// Tensor hooks are registered through Tensor (autograd/tensor.h) and called by the backward pass
 /// (autograd/engine.cpp); module hooks through nn::Module (nn/module.h). See Note [Hook lists].
 #pragma once
 #include <atomic>
@@ -13,7 +13,7 @@
 
 namespace tg {
 
-class Variable;
+class Tensor;
 
 namespace detail {
 /// A list of hooks that a RemovableHandle can take one entry out of, by id.
@@ -116,14 +116,14 @@ class HookList final : public HookRegistry {
 
 /// A hook table made on first registration and published through an atomic pointer, so that the
 /// backward pass and Module::operator() check "no hooks here" with one load and no lock, and a
-/// Variable or Node without hooks costs no allocation. The table lives as long as its owner; handles
+/// Tensor or Node without hooks costs no allocation. The table lives as long as its owner; handles
 /// hold weak references to its lists (owner() is the shared_ptr they alias).
 template <class Table>
 class LazyHooks {
  public:
   LazyHooks() = default;
   /// A copy starts without hooks: hooks belong to the object they were registered on (copying a
-  /// VariableImpl to keep an old version's history, ops/inplace.cpp, does not copy them).
+  /// TensorImpl to keep an old version's history, ops/inplace.cpp, does not copy them).
   LazyHooks(const LazyHooks&) {}
   LazyHooks& operator=(const LazyHooks&) = delete;
   /// The table, or null when nothing was ever registered.
@@ -143,13 +143,13 @@ class LazyHooks {
   std::shared_ptr<Table> owner_;   // written once, under hook_mutex(), before ptr_ is published
 };
 
-/// A tensor gradient hook (Variable::register_hook): returns the replacement gradient, or an undefined
-/// Variable to keep the one it was given.
-using GradHook = std::function<Variable(const Variable& grad)>;
-/// A post-accumulate-grad hook (Variable::register_post_accumulate_grad_hook): sees the leaf itself.
-using PostAccumulateGradHook = std::function<void(Variable& param)>;
+/// A tensor gradient hook (Tensor::register_hook): returns the replacement gradient, or an undefined
+/// Tensor to keep the one it was given.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+/// A post-accumulate-grad hook (Tensor::register_post_accumulate_grad_hook): sees the leaf itself.
+using PostAccumulateGradHook = std::function<void(Tensor& param)>;
 
-/// The hooks of one tensor: on a leaf's VariableImpl both lists, on a Node (a non-leaf's grad_fn) the
+/// The hooks of one tensor: on a leaf's TensorImpl both lists, on a Node (a non-leaf's grad_fn) the
 /// gradient hooks only.
 struct TensorHooks {
   HookList<GradHook> grad;                                  ///< register_hook, in registration order

@@ -1,5 +1,5 @@
 // autograd/saved_hooks.cpp: the thread-local saved-tensor hooks and SaveOnCpuGuard. SavedTensor
-// (autograd/variable.cpp) packs and unpacks through them.
+// (autograd/tensor.cpp) packs and unpacks through them.
 #include "tensorgrad/autograd/saved_hooks.h"
 
 #include <utility>
@@ -34,22 +34,22 @@ SavedTensorHooksGuard::~SavedTensorHooksGuard() {
 
 namespace {
 struct Offloaded {   // a saved CUDA tensor's host copy and the device it goes back to
-  Tensor host;
+  RawTensor host;
   Device device;
 };
 }  // namespace
 
 SaveOnCpuGuard::SaveOnCpuGuard(bool pin_memory)
     : guard_(
-          [pin_memory](const Tensor& t) -> std::any {
+          [pin_memory](const RawTensor& t) -> std::any {
             if (!t.device().is_cuda()) return t;
-            Tensor host = t.to(Device::cpu());   // synchronizes with the device's stream
+            RawTensor host = t.to(Device::cpu());   // synchronizes with the device's stream
             if (pin_memory) host = cuda::detail::pin(host);
             return Offloaded{std::move(host), t.device()};
           },
-          [](const std::any& packed) -> Tensor {
+          [](const std::any& packed) -> RawTensor {
             if (const auto* o = std::any_cast<Offloaded>(&packed)) return o->host.to(o->device, /*non_blocking=*/true);
-            return std::any_cast<const Tensor&>(packed);
+            return std::any_cast<const RawTensor&>(packed);
           }) {}
 
 }  // namespace autograd

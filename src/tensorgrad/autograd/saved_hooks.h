@@ -1,25 +1,25 @@
 /// \file
 /// autograd/saved_hooks.h: saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks and
 /// save_on_cpu): while a guard is alive on a thread, every tensor an op saves for backward
-/// (SavedTensor, autograd/variable.h) is handed to a pack function, and backward gets it back through
-/// the matching unpack function. SavedTensor calls them (autograd/variable.cpp); tg::checkpoint
+/// (SavedTensor, autograd/tensor.h) is handed to a pack function, and backward gets it back through
+/// the matching unpack function. SavedTensor calls them (autograd/tensor.cpp); tg::checkpoint
 /// switches them off for the graphs it records only to drop (nn/checkpoint.cpp).
 #pragma once
 #include <any>
 #include <functional>
 #include <memory>
 
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 namespace autograd {
 
 /// Called when an op saves `saved` for its backward; what it returns is kept instead of the tensor
 /// (which is then no longer held by the graph).
-using PackHook = std::function<std::any(const Tensor& saved)>;
+using PackHook = std::function<std::any(const RawTensor& saved)>;
 /// Called when backward reads a saved tensor: returns it, with its shape and dtype, from what the
 /// pack hook returned.
-using UnpackHook = std::function<Tensor(const std::any& packed)>;
+using UnpackHook = std::function<RawTensor(const std::any& packed)>;
 
 /// While alive, tensors saved for backward on this thread go through pack, and backward reads them
 /// through unpack (torch.autograd.graph.saved_tensors_hooks). Guards nest: the innermost applies.
@@ -28,8 +28,8 @@ using UnpackHook = std::function<Tensor(const std::any& packed)>;
 /// \code
 /// std::size_t bytes = 0;
 /// tg::autograd::SavedTensorHooksGuard count(
-///     [&](const tg::Tensor& t) { bytes += t.storage()->nbytes(); return std::any(t); },
-///     [](const std::any& p) { return std::any_cast<tg::Tensor>(p); });
+///     [&](const tg::RawTensor& t) { bytes += t.storage()->nbytes(); return std::any(t); },
+///     [](const std::any& p) { return std::any_cast<tg::RawTensor>(p); });
 /// \endcode
 /// An in-place write to a saved tensor is still detected (Note [Version counter]) while its storage
 /// is alive elsewhere; unpack returning another shape or dtype raises AutogradError.

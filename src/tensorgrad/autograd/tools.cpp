@@ -18,21 +18,21 @@ namespace autograd {
 namespace {
 
 /// Fixed weights 1 + 0.5 sin(1 + i): distinct per element, no random stream consumed.
-Tensor projection_weights(const Tensor& like) {
-  Tensor w = Tensor::empty(like.shape(), kFloat64, Device::cpu());
+RawTensor projection_weights(const RawTensor& like) {
+  RawTensor w = RawTensor::empty(like.shape(), kFloat64, Device::cpu());
   for (int64_t i = 0; i < w.numel(); ++i) w.data<double>()[i] = 1.0 + 0.5 * std::sin(1.0 + static_cast<double>(i));
   return w;
 }
 
-double scalar_value(const Variable& y, const Tensor& w) {
-  const Tensor yc = y.data().to(kFloat64).contiguous();
+double scalar_value(const Tensor& y, const RawTensor& w) {
+  const RawTensor yc = y.data().to(kFloat64).contiguous();
   double s = 0;
   for (int64_t i = 0; i < yc.numel(); ++i) s += yc.data<double>()[i] * w.data<double>()[i];
   return s;
 }
 
 /// Address of logical element `flat` (row-major order) of a strided CPU float64 tensor.
-double* element(const Tensor& t, int64_t flat) {
+double* element(const RawTensor& t, int64_t flat) {
   int64_t off = 0;
   for (int64_t d = t.dim() - 1; d >= 0; --d) {
     off += (flat % t.shape()[d]) * t.strides()[d];
@@ -53,10 +53,10 @@ BackwardTraceGuard::BackwardTraceGuard(BackwardObserver observer) : observer_(st
 BackwardTraceGuard::~BackwardTraceGuard() { t_observer = prev_; }
 const BackwardObserver* BackwardTraceGuard::current() { return t_observer; }
 
-bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, const std::vector<Variable>& inputs,
+bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& opt) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Variable& in = inputs[i];
+    const Tensor& in = inputs[i];
     if (!in.requires_grad()) continue;
     TG_CHECK(in.dtype() == kFloat64, DTypeError, "gradcheck: input ", i, " is ", dtype_name(in.dtype()),
              "; gradcheck needs float64 inputs (finite differences in float32 are too coarse)");
@@ -67,19 +67,19 @@ bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, 
                " has overlapping (expanded) elements; pass a contiguous copy");
   }
   // Analytic: backward of sum(y * w).
-  for (const Variable& in : inputs)
-    if (in.requires_grad()) const_cast<Variable&>(in).zero_grad();
-  const Variable y = fn(inputs);
-  TG_CHECK(y.defined() && is_floating(y.dtype()), Error, "gradcheck: the function must return a floating Variable");
-  const Tensor w = projection_weights(y.data());
-  if (y.requires_grad()) y.backward(Variable(w.to(y.dtype()).to(y.device())));
+  for (const Tensor& in : inputs)
+    if (in.requires_grad()) const_cast<Tensor&>(in).zero_grad();
+  const Tensor y = fn(inputs);
+  TG_CHECK(y.defined() && is_floating(y.dtype()), Error, "gradcheck: the function must return a floating Tensor");
+  const RawTensor w = projection_weights(y.data());
+  if (y.requires_grad()) y.backward(Tensor(w.to(y.dtype()).to(y.device())));
 
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Variable& in = inputs[i];
+    const Tensor& in = inputs[i];
     if (!in.requires_grad()) continue;
-    const Variable ag = in.grad();
-    const Tensor analytic = ag.defined() ? ag.data().to(kFloat64).contiguous() : prim::zeros_like(in.data());
-    const Tensor& x = in.data();
+    const Tensor ag = in.grad();
+    const RawTensor analytic = ag.defined() ? ag.data().to(kFloat64).contiguous() : prim::zeros_like(in.data());
+    const RawTensor& x = in.data();
     double worst_excess = -1;
     int64_t worst_at = -1;
     double worst_a = 0, worst_n = 0;
@@ -116,8 +116,8 @@ bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, 
 
 namespace {
 /// ||t||_2 in float64 (syncs with t's device).
-double l2_norm(const Tensor& t) {
-  const Tensor d = t.to(kFloat64);
+double l2_norm(const RawTensor& t) {
+  const RawTensor d = t.to(kFloat64);
   return std::sqrt(prim::sum(prim::mul(d, d)).item());
 }
 std::string norm_str(double n) {
@@ -128,20 +128,20 @@ std::string norm_str(double n) {
 }  // namespace
 
 GradNormRecorder::GradNormRecorder()
-    : guard_([this](const Node& node, const Tensor& grad) { norms_[&node] = l2_norm(grad); }) {}
+    : guard_([this](const Node& node, const RawTensor& grad) { norms_[&node] = l2_norm(grad); }) {}
 
-std::string to_dot(const Variable& v, const DotOptions& options) {
-  std::unordered_map<const VariableImpl*, std::string> names;   // torchviz's params
+std::string to_dot(const Tensor& v, const DotOptions& options) {
+  std::unordered_map<const TensorImpl*, std::string> names;   // torchviz's params
   for (const auto& p : options.params_)
     if (p.second.defined()) names.emplace(p.second.impl().get(), p.first);
   // "fc1.weight\n[4, 3]" or "leaf [4, 3]", with "\n|grad| = 0.5" once it has one
-  auto leaf_label = [&](const VariableImpl& leaf) {
+  auto leaf_label = [&](const TensorImpl& leaf) {
     std::ostringstream os;
     auto it = names.find(&leaf);
     if (it != names.end()) os << it->second << "\\n" << shape_str(leaf.data.shape());
     else os << "leaf " << shape_str(leaf.data.shape()) << (leaf.requires_grad ? "\\nrequires_grad" : "");
     if (options.grad_norms_) {
-      std::shared_ptr<VariableImpl> grad;
+      std::shared_ptr<TensorImpl> grad;
       {
         std::lock_guard<std::mutex> lock(tg::detail::grad_mutex());   // Note [Gradient slots] in autograd/engine.cpp
         grad = leaf.grad;

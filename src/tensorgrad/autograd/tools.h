@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace autograd {
@@ -25,12 +25,12 @@ struct GradcheckOptions {
 /// A non-scalar output y is checked through sum(y * w) with fixed, distinct weights w. Inputs must
 /// be float64 CPU tensors without overlapping (expanded) elements. Returns true, or throws
 /// AutogradError naming the input, the worst element, both values and the tolerance.
-bool gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn, const std::vector<Variable>& inputs,
+bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options = {});
 
 /// Called by backward for each op just before its rule runs, in the engine's order, with the
 /// gradient of the op's output.
-using BackwardObserver = std::function<void(const Node& node, const Tensor& grad)>;
+using BackwardObserver = std::function<void(const Node& node, const RawTensor& grad)>;
 
 /// While alive, backward on this thread reports every op it runs to `observer`. For teaching and
 /// debugging (examples/02_graph_walkthrough.cpp); without a guard the engine pays one branch per op.
@@ -74,13 +74,13 @@ class GradNormRecorder {
 struct DotOptions {
   /// Labels the leaves found among params with their names, as torchviz's
   /// make_dot(y, params=dict(model.named_parameters())): "fc1.weight".
-  DotOptions& params(std::vector<std::pair<std::string, Variable>> p) { params_ = std::move(p); return *this; }
+  DotOptions& params(std::vector<std::pair<std::string, Tensor>> p) { params_ = std::move(p); return *this; }
   /// Labels each leaf with the L2 norm of its .grad (once a backward reached it).
   DotOptions& grad_norms(bool on = true) { grad_norms_ = on; return *this; }
   /// grad_norms(true), and each op with the norm recorder saw flowing into it (recorder must outlive to_dot).
   DotOptions& grad_norms(const GradNormRecorder& recorder) { grad_norms_ = true; recorder_ = &recorder; return *this; }
   /// See params().
-  std::vector<std::pair<std::string, Variable>> params_;
+  std::vector<std::pair<std::string, Tensor>> params_;
   /// See grad_norms().
   bool grad_norms_ = false;
   /// See grad_norms(const GradNormRecorder&).
@@ -90,7 +90,7 @@ struct DotOptions {
 /// Graphviz text of the graph that produced v: one box per op (name and output shape), one
 /// ellipse per leaf that requires grad (named when options.params lists it), edges from inputs to
 /// the ops that consume them; gradient norms when options ask for them.
-std::string to_dot(const Variable& v, const DotOptions& options = {});
+std::string to_dot(const Tensor& v, const DotOptions& options = {});
 
 }  // namespace autograd
 }  // namespace tg

@@ -1,6 +1,6 @@
 // backend/backend.cpp: the backend selector (the one place outside backend/ that knows CUDA exists), the
 // row and reduction layouts the kernels walk, the errors the backends report, and the methods of
-// core/tensor.h that need a device (allocation, copies, Tensor::to). A build without CUDA links
+// core/raw_tensor.h that need a device (allocation, copies, RawTensor::to). A build without CUDA links
 // backend/no_cuda/cuda.cpp for the tg::cuda functions of core/accelerator.h.
 #include "tensorgrad/backend/backend.h"
 
@@ -17,14 +17,14 @@ Backend& backend_for(Device device) {
   return cuda::detail::backend(with_index(device).index());
 }
 
-RowView rows_of(const Tensor& x, int64_t dim) {
+RowView rows_of(const RawTensor& x, int64_t dim) {
   RowView r{1, x.dim() == 0 ? 1 : x.shape()[dim], 1};
   for (int64_t d = 0; d < dim; ++d) r.outer *= x.shape()[d];
   for (int64_t d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
   return r;
 }
 
-ReductionLayout reduction_layout(const Tensor& x, const Tensor& out) {
+ReductionLayout reduction_layout(const RawTensor& x, const RawTensor& out) {
   ReductionLayout l;
   std::vector<int64_t> perm, reduced;
   for (int64_t d = 0; d < x.dim(); ++d) (out.shape()[d] == x.shape()[d] ? perm : reduced).push_back(d);
@@ -55,32 +55,32 @@ IndexError cross_entropy_target_error(int64_t target, int64_t classes) {
   return IndexError(detail::cat("cross_entropy: target ", target, " is out of bounds for ", classes, " classes"));
 }
 
-// ---- Tensor's methods that need a device: declared in core/tensor.h, defined here where the devices are.
+// ---- RawTensor's methods that need a device: declared in core/raw_tensor.h, defined here where the devices are.
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+RawTensor RawTensor::empty(const Shape& shape, DType dtype, Device device) {
   const int64_t n = checked_numel(shape, "empty");
   TG_CHECK(n <= std::numeric_limits<int64_t>::max() / int64_t(dtype_size(dtype)), OutOfMemoryError, "empty: cannot allocate ", n, " elements of ",
            dtype_name(dtype), " (shape ", shape_str(shape), ")");
   Backend& be = backend_for(device);   // throws DeviceError for an unusable device
   auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(dtype), device, &be.allocator());
   storage->describe(shape, dtype);
-  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  return RawTensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Tensor Tensor::clone() const {
-  Tensor out = empty(shape_, dtype_, device());
+RawTensor RawTensor::clone() const {
+  RawTensor out = empty(shape_, dtype_, device());
   backend_for(device()).copy(*this, out);
   return out;
 }
 
-Tensor Tensor::to(DType dtype) const {
+RawTensor RawTensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = empty(shape_, dtype, device());
+  RawTensor out = empty(shape_, dtype, device());
   backend_for(device()).copy(*this, out);
   return out;
 }
 
-Tensor Tensor::to(Device target, bool non_blocking) const {
+RawTensor RawTensor::to(Device target, bool non_blocking) const {
   const Device device = with_index(target);
   if (device == this->device()) return *this;
   backend_for(device);   // throws DeviceError when the target device is unusable

@@ -45,7 +45,7 @@
 #include <cstdint>
 
 #include "tensorgrad/core/error.h"
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 #include "tensorgrad/kernels/conv.h"
 #include "tensorgrad/kernels/elementwise.h"
 #include "tensorgrad/kernels/norm.h"
@@ -134,20 +134,20 @@ struct GemmEpilogue {
 
 /// One parameter of Backend::sgd_step.
 struct SgdParam {
-  Tensor param;      ///< updated in place
-  Tensor grad;       ///< its gradient
-  Tensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
+  RawTensor param;      ///< updated in place
+  RawTensor grad;       ///< its gradient
+  RawTensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
   double lr;         ///< its group's learning rate
   bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
 };
 
 /// One parameter of Backend::adam_step.
 struct AdamParam {
-  Tensor param;            ///< updated in place
-  Tensor grad;             ///< its gradient
-  Tensor exp_avg;          ///< first moment, updated in place
-  Tensor exp_avg_sq;       ///< second moment, updated in place
-  Tensor max_exp_avg_sq;   ///< running max of exp_avg_sq (amsgrad), undefined otherwise
+  RawTensor param;            ///< updated in place
+  RawTensor grad;             ///< its gradient
+  RawTensor exp_avg;          ///< first moment, updated in place
+  RawTensor exp_avg_sq;       ///< second moment, updated in place
+  RawTensor max_exp_avg_sq;   ///< running max of exp_avg_sq (amsgrad), undefined otherwise
   double lr;               ///< its group's learning rate
   int64_t step;            ///< its step count after this step (1-based): the bias corrections
 };
@@ -169,7 +169,7 @@ struct AttentionArgs {
   /// the strides below: element (b, i, j) is at mask_ptr + (b / mask_inner) mask_stride_outer + (b %
   /// mask_inner) mask_stride_inner + i mask_stride_l + j mask_stride_s, where mask_ptr is
   /// mask.data() (its offset included). Strides may be 0 (broadcast).
-  Tensor mask;
+  RawTensor mask;
   /// The batch entries that share one mask_stride_outer step (at least 1).
   int64_t mask_inner = 1;
   int64_t mask_stride_outer = 0;   ///< Elements between consecutive outer steps of the mask batch (see mask).
@@ -188,21 +188,21 @@ class Backend {
   virtual Allocator& allocator() = 0;
 
   /// dst (any strides) <- src (same shape, any strides, any dtype: converted). Sets dst.
-  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  virtual void copy(const RawTensor& src, const RawTensor& dst) = 0;
   /// Sets every element of dst (any strides) to value.
-  virtual void fill(const Tensor& dst, double value) = 0;
+  virtual void fill(const RawTensor& dst, double value) = 0;
   /// out (contiguous, x's shape) = op(x). Sets out.
-  virtual void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) = 0;
+  virtual void unary(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& out) = 0;
   /// dx (contiguous) = op'(x, y) * dy; x, y, dy share dx's shape (contiguous). Sets dx.
-  virtual void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
-                              const Tensor& dx) = 0;
+  virtual void unary_backward(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& y, const RawTensor& dy,
+                              const RawTensor& dx) = 0;
   /// out (any strides, shape S) = a op b, with a and b already expanded to S (stride 0 where broadcast).
-  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) = 0;
   /// out = cond != 0 ? a : b, all three expanded to out's shape. Sets out.
-  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b, const RawTensor& out) = 0;
   /// out (contiguous) has x's rank with size 1 on every reduced dim and x's size elsewhere; reduces
   /// x over the dims where the sizes differ. ArgMax/ArgMin need exactly one reduced dim and an int64 out.
-  virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
+  virtual void reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) = 0;
   /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
   /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for
@@ -221,31 +221,31 @@ class Backend {
     return false;
   }
   /// x, out contiguous, same shape; (log-)softmax along dim. Sets out.
-  virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
+  virtual void softmax(const RawTensor& x, int64_t dim, bool log, const RawTensor& out) = 0;
   /// y = (log-)softmax output, dy its gradient, all contiguous. Sets dx.
-  virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
+  virtual void softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log, const RawTensor& dx) = 0;
   /// logits (N, C) with N > 0, target (N) int64 (each in [0, C) or == args.ignore_index), all
   /// contiguous. Sets lse (N) = log(sum(exp(logits))) per row and loss (N) = (1 - s) (lse - logit[t])
   /// + s (lse - mean(logits)) with s = label_smoothing; 0 for ignored rows. With args.total also sets
   /// total (0-d) = the sum of loss, and with args.mean count (0-d, logits' dtype) = the rows not
   /// ignored and total = sum / count; total and count are undefined otherwise.
-  virtual void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                             const Tensor& loss, const Tensor& lse, const Tensor& total, const Tensor& count) = 0;
+  virtual void cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                             const RawTensor& loss, const RawTensor& lse, const RawTensor& total, const RawTensor& count) = 0;
   /// dlogits (N, C) = (softmax(logits) - (1 - s) onehot(target) - s / C) * dloss[n] (/ count[0] with
   /// args.mean); 0 for ignored rows. dloss (N) may have stride 0. Sets.
-  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                      const Tensor& lse, const Tensor& dloss, const Tensor& count,
-                                      const Tensor& dlogits) = 0;
+  virtual void cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                                      const RawTensor& lse, const RawTensor& dloss, const RawTensor& count,
+                                      const RawTensor& dlogits) = 0;
   /// out = x.index_select(dim, index); x, out contiguous, index (K) int64 in range. Sets out.
-  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  virtual void index_select(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) = 0;
   /// dst.index_select(dim, index) += src; dst, src contiguous. Accumulates (repeated indices add up).
-  virtual void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  virtual void index_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) = 0;
   /// out[..i..] = x[..index[..i..]..] along dim; index has x's rank; x, index, out contiguous. Sets out.
-  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  virtual void gather(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) = 0;
   /// dst[..index[..i..]..] += src[..i..] along dim; the reverse of gather. Accumulates.
-  virtual void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) = 0;
+  virtual void scatter_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) = 0;
   /// out (contiguous) element i = philox::sample<T>(dist, seed, offset + i). Sets out.
-  virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) = 0;
+  virtual void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) = 0;
   /// Fused SGD update of several parameters of one dtype on this device (each param, grad and
   /// velocity contiguous, of one shape; velocity undefined when momentum == 0), PyTorch's
   /// torch.optim.SGD formulas; the CUDA backend updates them all in one launch.
@@ -256,54 +256,54 @@ class Backend {
   virtual void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) = 0;
   /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined, all contiguous -> out
   /// (N, O, OH, OW) contiguous; the convolution of PyTorch's conv2d (a cross-correlation). Sets out.
-  virtual void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
-                      const Tensor& out) = 0;
+  virtual void conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& args,
+                      const RawTensor& out) = 0;
   /// The gradients of conv2d from dy (N, O, OH, OW): dx (x's shape), dweight (weight's shape) and
   /// dbias (O), each contiguous or undefined when not wanted. x is read (and defined) only for
   /// dweight, weight only for dx. Sets each defined one.
-  virtual void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
-                               const Tensor& dx, const Tensor& dweight, const Tensor& dbias) = 0;
+  virtual void conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& args,
+                               const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias) = 0;
   /// x (P, H, W) -> out (P, OH, OW), the maximum of each window (NaN wins, as in PyTorch), and
   /// indices (P, OH, OW) int64, the position h W + w of that maximum in its plane. Sets both.
-  virtual void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) = 0;
+  virtual void max_pool2d(const RawTensor& x, const Pool2dArgs& args, const RawTensor& out, const RawTensor& indices) = 0;
   /// dx (P, H, W) = dy scattered to indices (repeated positions add up). Sets dx.
-  virtual void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args,
-                                   const Tensor& dx) = 0;
+  virtual void max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Pool2dArgs& args,
+                                   const RawTensor& dx) = 0;
   /// x (P, H, W) -> out (P, OH, OW), the mean of each window (see Pool2dArgs). Sets out.
-  virtual void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) = 0;
+  virtual void avg_pool2d(const RawTensor& x, const Pool2dArgs& args, const RawTensor& out) = 0;
   /// dx (P, H, W) = each dy spread evenly over its window. Sets dx.
-  virtual void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) = 0;
+  virtual void avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& args, const RawTensor& dx) = 0;
   /// Fused attention forward (see AttentionArgs): q, k, v, out contiguous of one floating dtype; sets
   /// out (B, L, Ev) and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
   /// float16 and bfloat16 inputs, float64 for float64), -inf for a row whose keys are all masked (its
   /// out is NaN, as the composed softmax gives). CPU: the reference loops (backend/cpu/attention.cpp),
   /// which the ops reach only through prim::attention (they compose on the CPU); CUDA: kernels
   /// (backend/cuda/attention.cu).
-  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args,
-                         const Tensor& out, const Tensor& lse) = 0;
+  virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args,
+                         const RawTensor& out, const RawTensor& lse) = 0;
   /// Fused attention backward from dout (B, L, Ev), with out and lse of the forward, all contiguous:
   /// the probabilities are recomputed from q, k and lse; sets dq (B, L, E), dk (B, S, E) and dv (B, S,
   /// Ev).
-  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args, const Tensor& dq,
-                                  const Tensor& dk, const Tensor& dv) = 0;
+  virtual void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
+                                  const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args, const RawTensor& dq,
+                                  const RawTensor& dk, const RawTensor& dv) = 0;
   /// Normalizes the M rows of x (M, D) (layer_norm; group_norm's groups are rows too): mean (M) and
   /// rstd (M) = 1 / sqrt(biased variance + eps) of each row, y (M, D) = xhat w + b with xhat = (x -
   /// mean) rstd (kernels/norm.h), w and b (D) applied when defined. x, w, b, y, mean, rstd contiguous of
   /// one dtype (float32 or float64); M, D > 0. Sets y, mean and rstd.
-  virtual void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y,
-                          const Tensor& mean, const Tensor& rstd) = 0;
+  virtual void layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps, const RawTensor& y,
+                          const RawTensor& mean, const RawTensor& rstd) = 0;
   /// The gradients of layer_norm from dy (M, D), with the forward's x, mean, rstd and w (undefined
   /// when there was none): dx (M, D) = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, dw (D) =
   /// the sum over rows of dy xhat, db (D) = the sum over rows of dy. Sets each one that is defined.
-  virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) = 0;
+  virtual void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
+                                   const RawTensor& w, const RawTensor& dx, const RawTensor& dw, const RawTensor& db) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:
   /// each row's positions 0..N-1 in the order a stable sort of its values puts them (ascending, or
   /// descending). See Note [Sort order] in prim/sort.cpp.
-  virtual void argsort(const Tensor& x, bool descending, const Tensor& indices) = 0;
+  virtual void argsort(const RawTensor& x, bool descending, const RawTensor& indices) = 0;
 };
 
 /// A contiguous tensor seen as (outer, D, inner) around dim: element (o, d, i) is at
@@ -314,14 +314,14 @@ struct RowView {
   int64_t inner = 1;   ///< The product of the sizes after dim.
 };
 /// x's (outer, D, inner) around dim (already wrapped).
-RowView rows_of(const Tensor& x, int64_t dim);
+RowView rows_of(const RawTensor& x, int64_t dim);
 
 /// How a backend walks a reduction (Backend::reduce): x viewed with the kept dims first and the
 /// reduced dims last, so that output o (contiguous, kept dims in order) reduces R elements that
 /// are `rstride` apart. When the reduced dims are not one stride apart, x is copied once so they are.
 struct ReductionLayout {
   /// The input with its kept dims first: a permuted view, or a contiguous copy of it.
-  Tensor x;            // permuted view (or contiguous copy) of the input
+  RawTensor x;            // permuted view (or contiguous copy) of the input
   /// How many leading dims of x are kept.
   int64_t nkept = 0;   // leading dims of x that are kept
   /// Elements reduced into each output.
@@ -334,7 +334,7 @@ struct ReductionLayout {
   Shape kept_strides() const { return Shape(x.strides().begin(), x.strides().begin() + nkept); }
 };
 /// The layout of reducing x into out (x's rank, size 1 on the reduced dims).
-ReductionLayout reduction_layout(const Tensor& x, const Tensor& out);
+ReductionLayout reduction_layout(const RawTensor& x, const RawTensor& out);
 
 /// The errors for a bad class target (outside [0, C), not ignore_index) and a bad index (index_select,
 /// index_add_, gather, scatter_add_): raised by prim's host checks for CPU tensors and, for CUDA

@@ -13,7 +13,7 @@
 namespace tg {
 class Backend;
 class Device;
-class Tensor;
+class RawTensor;
 namespace cuda {
 
 /// True when the runtime reports at least one device and a probe kernel ran on cuda:0. Never throws:
@@ -57,14 +57,14 @@ std::string info();
 namespace detail {
 /// The backend for cuda:index; throws DeviceError with the reason when it cannot be used.
 Backend& backend(int index);
-/// Tensor::to between devices, at least one of them CUDA (backend/backend.cpp). Host-to-device copies
+/// RawTensor::to between devices, at least one of them CUDA (backend/backend.cpp). Host-to-device copies
 /// from pinned memory are asynchronous when non_blocking; device-to-host copies synchronize.
-Tensor to_device(const Tensor& t, Device device, bool non_blocking);
+RawTensor to_device(const RawTensor& t, Device device, bool non_blocking);
 /// A contiguous copy of a CPU tensor in pinned (page-locked) host memory, so that to(cuda, true)
 /// can be asynchronous; t itself when no GPU is usable. The DataLoader's pin_memory uses it.
-Tensor pin(const Tensor& t);
+RawTensor pin(const RawTensor& t);
 /// Whether t's storage is pinned host memory from pin().
-bool is_pinned(const Tensor& t) noexcept;
+bool is_pinned(const RawTensor& t) noexcept;
 /// The units of work tensorgrad has queued on CUDA streams since the process started, all devices
 /// and threads together: kernel launches, cuBLAS calls and stream memsets/copies. The launch-count
 /// test of a training step and tools/gpu_probe read its difference across a step.

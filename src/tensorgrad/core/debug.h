@@ -1,5 +1,5 @@
 /// \file
-/// core/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, VariableImpl
+/// core/debug.h: live-object counters for leak tests (tg::debug::live_counts). Storage, TensorImpl
 /// and Node each hold a Counted member; the counts are process-wide relaxed atomics.
 #pragma once
 #include <atomic>
@@ -12,7 +12,7 @@ namespace debug {
 /// A snapshot of the live-object counters: compare two snapshots to find leaks.
 struct LiveCounts {
   int64_t storages = 0;          ///< live tensor buffers, any device
-  int64_t variables = 0;         ///< live VariableImpls (every Variable handle family, grads included)
+  int64_t variables = 0;         ///< live TensorImpls (every Tensor handle family, grads included)
   int64_t nodes = 0;             ///< live graph nodes
   std::size_t cpu_bytes = 0;     ///< bytes in live CPU allocator blocks (rounded sizes)
   /// All four counts equal.

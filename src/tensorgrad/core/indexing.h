@@ -1,5 +1,5 @@
 /// \file
-/// core/indexing.h: the index types of Variable::index (PyTorch's torch::indexing): Slice, None,
+/// core/indexing.h: the index types of Tensor::index (PyTorch's torch::indexing): Slice, None,
 /// Ellipsis and integers, gathered as TensorIndex. Plain data; the op that reads them is tg::index in
 /// ops/shape.cpp, which turns them into one strided view.
 #pragma once

@@ -12,7 +12,7 @@
 #include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/core/allocator.h"
 #include "tensorgrad/core/error.h"
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 namespace memory {
@@ -105,7 +105,7 @@ std::string detail::all_devices_line() noexcept {
 // Note [Live tensor report]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // An OutOfMemoryError names the largest live tensors, each with its shape, dtype, device and the op
-// that created it, so a user sees what holds the memory. Tensor::empty describes each new storage
+// that created it, so a user sees what holds the memory. RawTensor::empty describes each new storage
 // (Storage::describe) and those of at least Storage::kReportedBytes join one doubly linked list
 // under a mutex; smaller storages skip both, so small ops (where a lock would show in the per-op
 // overhead) pay one comparison. The creating op comes from two places: tg::record names its

@@ -1,6 +1,6 @@
 /// \file
 /// core/shape.h: Shape (sizes) and strides arithmetic, all int64 and overflow-checked, and SmallVector,
-/// the inline-storage vector behind Shape (and behind the graph's edge and gradient lists, autograd/variable.h).
+/// the inline-storage vector behind Shape (and behind the graph's edge and gradient lists, autograd/tensor.h).
 /// Broadcasting rules (NumPy) live here too; the loops that use them are in the backends.
 #pragma once
 #include <algorithm>

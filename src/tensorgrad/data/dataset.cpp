@@ -18,16 +18,16 @@ void check_index(int64_t index, int64_t size, const char* who) {
 }
 
 /// Stacks one field (data or target) of the examples along a new first dim: B x (...) -> (B, ...).
-Tensor stack_field(const std::vector<Example>& examples, const std::vector<int64_t>& indices, Variable Example::*field,
+RawTensor stack_field(const std::vector<Example>& examples, const std::vector<int64_t>& indices, Tensor Example::*field,
                    const char* name) {
   TG_CHECK((examples[0].*field).defined(), DataError, "Dataset::get_batch: sample ", indices[0], " has an undefined ",
            name);
-  const Tensor& first = (examples[0].*field).data();
+  const RawTensor& first = (examples[0].*field).data();
   Shape shape = first.shape();
   shape.insert(shape.begin(), static_cast<int64_t>(examples.size()));
-  Tensor out = Tensor::empty(shape, first.dtype(), first.device());   // set row by row below
+  RawTensor out = RawTensor::empty(shape, first.dtype(), first.device());   // set row by row below
   for (std::size_t k = 0; k < examples.size(); ++k) {
-    const Variable& v = examples[k].*field;
+    const Tensor& v = examples[k].*field;
     TG_CHECK(v.defined() && v.shape() == first.shape() && v.dtype() == first.dtype() && v.device() == first.device(),
              DataError, "Dataset::get_batch: sample ", indices[k], " (position ", k, " in the batch) has ", name, " ",
              v.defined() ? tensor_meta_str(v.data()) : std::string("undefined"), " on ",
@@ -50,11 +50,11 @@ Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
     check_index(index, n, "Dataset::get_batch");
     examples.push_back(get(index));
   }
-  return {Variable(stack_field(examples, indices, &Example::data, "data")),
-          Variable(stack_field(examples, indices, &Example::target, "target"))};
+  return {Tensor(stack_field(examples, indices, &Example::data, "data")),
+          Tensor(stack_field(examples, indices, &Example::target, "target"))};
 }
 
-TensorDataset::TensorDataset(Variable data, Variable targets) : data_(std::move(data)), targets_(std::move(targets)) {
+TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data)), targets_(std::move(targets)) {
   TG_CHECK(data_.defined() && targets_.defined(), Error, "TensorDataset: data and targets must be defined");
   TG_CHECK(data_.dim() >= 1 && targets_.dim() >= 1, ShapeError,
            "TensorDataset: data and targets need a first (sample) dimension, got data ", tensor_meta_str(data_.data()),
@@ -67,7 +67,7 @@ TensorDataset::TensorDataset(Variable data, Variable targets) : data_(std::move(
 
 Example TensorDataset::get(int64_t index) const {
   check_index(index, size_, "TensorDataset::get");
-  return {Variable(data_.data().select(0, index)), Variable(targets_.data().select(0, index))};
+  return {Tensor(data_.data().select(0, index)), Tensor(targets_.data().select(0, index))};
 }
 
 Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
@@ -75,10 +75,10 @@ Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   for (int64_t index : indices) check_index(index, size_, "TensorDataset::get_batch");
   const Shape shape{static_cast<int64_t>(indices.size())};
   // One gather per tensor: index (B) -> data (B, ...), targets (B, ...), fresh contiguous copies.
-  Tensor index = prim::from_host(indices.data(), shape, kInt64, data_.device());
-  Tensor data = prim::index_select(data_.data(), 0, index);
+  RawTensor index = prim::from_host(indices.data(), shape, kInt64, data_.device());
+  RawTensor data = prim::index_select(data_.data(), 0, index);
   if (targets_.device() != data_.device()) index = prim::from_host(indices.data(), shape, kInt64, targets_.device());
-  return {Variable(std::move(data)), Variable(prim::index_select(targets_.data(), 0, index))};
+  return {Tensor(std::move(data)), Tensor(prim::index_select(targets_.data(), 0, index))};
 }
 
 }  // namespace data

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace data {
@@ -14,17 +14,17 @@ namespace data {
 /// One sample: data (...) and target (...), e.g. an image (1, 28, 28) and a 0-d int64 label.
 struct Example {
   /// The input.
-  Variable data;
+  Tensor data;
   /// The label.
-  Variable target;
+  Tensor target;
 };
 
 /// A stack of samples along a new first dimension: data (B, ...) and target (B, ...).
 struct Batch {
   /// The inputs, (B, ...).
-  Variable data;
+  Tensor data;
   /// The labels, (B, ...).
-  Variable target;
+  Tensor target;
 };
 
 /// Note [Dataset thread safety]
@@ -50,18 +50,18 @@ class TensorDataset : public Dataset {
  public:
   /// data (N, ...), targets (N, ...): both defined (Error), with at least one dim and the same N
   /// (ShapeError).
-  TensorDataset(Variable data, Variable targets);   // data (N, ...), targets (N, ...)
+  TensorDataset(Tensor data, Tensor targets);   // data (N, ...), targets (N, ...)
   /// N.
   int64_t size() const override { return size_; }
   Example get(int64_t index) const override;         ///< -> data (...), target (...)
   Batch get_batch(const std::vector<int64_t>& indices) const override;   ///< -> (B, ...), (B, ...)
   /// All samples' inputs, (N, ...).
-  const Variable& data() const { return data_; }
+  const Tensor& data() const { return data_; }
   /// All samples' labels, (N, ...).
-  const Variable& targets() const { return targets_; }
+  const Tensor& targets() const { return targets_; }
 
  private:
-  Variable data_, targets_;
+  Tensor data_, targets_;
   int64_t size_ = 0;
 };
 

@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "tensorgrad/core/error.h"
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 namespace data {
@@ -231,21 +231,21 @@ IdxArray read_idx(const std::string& path, int rank) {
 #endif
 }
 
-Variable read_idx_images(const std::string& path) {
+Tensor read_idx_images(const std::string& path) {
   const IdxArray a = read_idx(path, 3);
   // (N, rows, cols) bytes -> (N, 1, rows, cols) float32 = byte / 255 (a table: exactly float(v) / 255).
   float table[256];
   for (int v = 0; v < 256; ++v) table[v] = static_cast<float>(v) / 255.0f;
-  Tensor out = Tensor::empty({a.dims[0], 1, a.dims[1], a.dims[2]}, kFloat32);   // set below
+  RawTensor out = RawTensor::empty({a.dims[0], 1, a.dims[1], a.dims[2]}, kFloat32);   // set below
   float* p = out.data<float>();
   for (std::size_t i = 0; i < a.bytes.size(); ++i) p[i] = table[a.bytes[i]];
-  return Variable(out);
+  return Tensor(out);
 }
 
-Variable read_idx_labels(const std::string& path, int64_t num_classes) {
+Tensor read_idx_labels(const std::string& path, int64_t num_classes) {
   TG_CHECK(num_classes >= 1, Error, "read_idx_labels: num_classes must be positive, got ", num_classes);
   const IdxArray a = read_idx(path, 1);
-  Tensor out = Tensor::empty({a.dims[0]}, kInt64);   // (N), set below
+  RawTensor out = RawTensor::empty({a.dims[0]}, kInt64);   // (N), set below
   int64_t* p = out.data<int64_t>();
   for (std::size_t i = 0; i < a.bytes.size(); ++i) {
     TG_CHECK(a.bytes[i] < num_classes, DataError, "read_idx_labels: '", path, "': label ", int(a.bytes[i]),
@@ -253,7 +253,7 @@ Variable read_idx_labels(const std::string& path, int64_t num_classes) {
              num_classes, ")");
     p[i] = a.bytes[i];
   }
-  return Variable(out);
+  return Tensor(out);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -278,8 +278,8 @@ TensorDataset load_mnist(const std::string& root, Split split, const char* name,
   const std::string prefix = split == Split::Train ? "train" : "t10k";
   const std::string images_path = locate(prefix + "-images-idx3-ubyte");
   const std::string labels_path = locate(prefix + "-labels-idx1-ubyte");
-  Variable images = read_idx_images(images_path);        // (N, 1, 28, 28)
-  Variable labels = read_idx_labels(labels_path, 10);    // (N)
+  Tensor images = read_idx_images(images_path);        // (N, 1, 28, 28)
+  Tensor labels = read_idx_labels(labels_path, 10);    // (N)
   TG_CHECK(images.size(0) == labels.size(0), DataError, name, ": '", images_path, "' holds ", images.size(0),
            " images but '", labels_path, "' holds ", labels.size(0), " labels; they must pair up one to one");
   return TensorDataset(images, labels);

@@ -27,9 +27,9 @@ struct IdxArray {
 /// than the file holds cannot force a large allocation.
 IdxArray read_idx(const std::string& path, int rank);
 /// IDX images (magic 0x00000803) -> (N, 1, rows, cols) float32, pixel / 255 in [0, 1].
-Variable read_idx_images(const std::string& path);
+Tensor read_idx_images(const std::string& path);
 /// IDX labels (magic 0x00000801) -> (N) int64; a label >= num_classes throws DataError naming the record.
-Variable read_idx_labels(const std::string& path, int64_t num_classes = 10);
+Tensor read_idx_labels(const std::string& path, int64_t num_classes = 10);
 
 /// Which part of a dataset to load.
 enum class Split { Train, Test };

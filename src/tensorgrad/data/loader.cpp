@@ -85,8 +85,8 @@ struct DataLoader::Epoch {
              batch.target.defined() ? tensor_meta_str(batch.target.data()) : std::string("undefined"), " for ", n,
              " indices; both need a first dimension of ", n);
     if (pin) {   // pin_memory with a usable GPU: page-locked copies, so that to(cuda, true) is asynchronous
-      batch.data = Variable(cuda::detail::pin(batch.data.data()));
-      if (batch.target.defined()) batch.target = Variable(cuda::detail::pin(batch.target.data()));
+      batch.data = Tensor(cuda::detail::pin(batch.data.data()));
+      if (batch.target.defined()) batch.target = Tensor(cuda::detail::pin(batch.target.data()));
     }
     return batch;
   }

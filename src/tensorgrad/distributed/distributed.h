@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tensorgrad/core/tensor.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/core/raw_tensor.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace distributed {
@@ -71,12 +71,12 @@ class ProcessGroup {
   /// "gloo" or "nccl".
   virtual std::string backend() const = 0;
   /// Combines t over every rank with op, in place: afterwards every rank holds the same result.
-  virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::SUM) = 0;
+  virtual void all_reduce(RawTensor& t, ReduceOp op = ReduceOp::SUM) = 0;
   /// Copies root's t into every other rank's t, in place.
-  virtual void broadcast(Tensor& t, int root = 0) = 0;
+  virtual void broadcast(RawTensor& t, int root = 0) = 0;
   /// out[r] = rank r's t, for every r; out is resized to size() and its entries are fresh tensors
   /// unless they already have t's shape, dtype and device.
-  virtual void all_gather(std::vector<Tensor>& out, const Tensor& t) = 0;
+  virtual void all_gather(std::vector<RawTensor>& out, const RawTensor& t) = 0;
   /// Returns once every rank has called it.
   virtual void barrier() = 0;
 };
@@ -110,11 +110,11 @@ int get_world_size();
 std::string get_backend();
 
 /// all_reduce on the default group, in place; no autograd is recorded (PyTorch's dist.all_reduce).
-void all_reduce(const Variable& t, ReduceOp op = ReduceOp::SUM);
+void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::SUM);
 /// broadcast on the default group: every rank's t becomes src's t, in place.
-void broadcast(const Variable& t, int src = 0);
+void broadcast(const Tensor& t, int src = 0);
 /// all_gather on the default group: out[r] becomes rank r's t (out is resized to the world size).
-void all_gather(std::vector<Variable>& out, const Variable& t);
+void all_gather(std::vector<Tensor>& out, const Tensor& t);
 /// barrier on the default group.
 void barrier();
 

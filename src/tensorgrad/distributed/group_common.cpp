@@ -263,7 +263,7 @@ const char* op_name(int64_t op) {
   }
 }
 
-std::array<int64_t, kHeaderWords> make_header(int64_t op, int64_t seq, const Tensor* t, int64_t arg) {
+std::array<int64_t, kHeaderWords> make_header(int64_t op, int64_t seq, const RawTensor* t, int64_t arg) {
   std::array<int64_t, kHeaderWords> h{};
   h[0] = op;
   h[1] = seq;
@@ -298,7 +298,7 @@ void compare_headers(int64_t op, int64_t seq, const std::vector<int64_t>& all, i
   throw DistributedError(msg);
 }
 
-void check_reduce_op(const Tensor& t, ReduceOp op) {
+void check_reduce_op(const RawTensor& t, ReduceOp op) {
   TG_CHECK(!t.defined() || op != ReduceOp::AVG || is_floating(t.dtype()), DistributedError,
            "all_reduce: ReduceOp::AVG needs a floating dtype, got ", dtype_name(t.dtype()));
 }

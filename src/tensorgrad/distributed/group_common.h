@@ -79,14 +79,14 @@ const char* op_name(int64_t op);
 
 /// One rank's header of a collective: the op, its sequence number, t's dtype and shape (t may be null
 /// for a barrier), and arg (the root or the reduce op). Raises when t is undefined.
-std::array<int64_t, kHeaderWords> make_header(int64_t op, int64_t seq, const Tensor* t, int64_t arg);
+std::array<int64_t, kHeaderWords> make_header(int64_t op, int64_t seq, const RawTensor* t, int64_t arg);
 
 /// Compares every rank's header (all: world_size rows of kHeaderWords, rank order) with rank 0's and
 /// raises the same DistributedError on every rank, naming each rank's arguments, when any differs.
 void compare_headers(int64_t op, int64_t seq, const std::vector<int64_t>& all, int world_size);
 
 /// ReduceOp::AVG needs a floating dtype (every backend); raises otherwise.
-void check_reduce_op(const Tensor& t, ReduceOp op);
+void check_reduce_op(const RawTensor& t, ReduceOp op);
 
 }  // namespace detail
 }  // namespace distributed

@@ -1,5 +1,5 @@
 // distributed/process_group.cpp: the default process group (init_process_group, destroy, the free
-// collectives on Variables) and the parsing of env://, tcp:// and file:// rendezvous. The backends are
+// collectives on Tensors) and the parsing of env://, tcp:// and file:// rendezvous. The backends are
 // distributed/process_group_gloo.cpp (refused here in a build without Gloo, TENSORGRAD_WITH_GLOO=0)
 // and distributed/process_group_nccl.cpp (refused here without CUDA, a GPU or libnccl.so.2).
 #include <cstdlib>
@@ -179,30 +179,30 @@ int get_world_size() { return default_group().size(); }
 std::string get_backend() { return default_group().backend(); }
 
 namespace {
-/// The Variable's tensor as the collective writes it: the value itself, whose version is bumped.
-Tensor target(const Variable& t, const char* op) {
+/// The Tensor's tensor as the collective writes it: the value itself, whose version is bumped.
+RawTensor target(const Tensor& t, const char* op) {
   TG_CHECK(t.defined(), DistributedError, op, ": the tensor is undefined");
   if (t.data().storage()) t.data().storage()->bump_version();
   return t.data();
 }
 }  // namespace
 
-void all_reduce(const Variable& t, ReduceOp op) {
-  Tensor x = target(t, "all_reduce");
+void all_reduce(const Tensor& t, ReduceOp op) {
+  RawTensor x = target(t, "all_reduce");
   default_group().all_reduce(x, op);
 }
 
-void broadcast(const Variable& t, int src) {
-  Tensor x = target(t, "broadcast");
+void broadcast(const Tensor& t, int src) {
+  RawTensor x = target(t, "broadcast");
   default_group().broadcast(x, src);
 }
 
-void all_gather(std::vector<Variable>& out, const Variable& t) {
+void all_gather(std::vector<Tensor>& out, const Tensor& t) {
   TG_CHECK(t.defined(), DistributedError, "all_gather: the tensor is undefined");
-  std::vector<Tensor> parts;
+  std::vector<RawTensor> parts;
   default_group().all_gather(parts, t.data());
   out.clear();
-  for (Tensor& p : parts) out.emplace_back(std::move(p), false);
+  for (RawTensor& p : parts) out.emplace_back(std::move(p), false);
 }
 
 void barrier() { default_group().barrier(); }

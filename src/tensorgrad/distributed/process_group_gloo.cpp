@@ -151,11 +151,11 @@ class GlooGroup final : public ProcessGroup {
   int size() const override { return r_.world_size; }
   std::string backend() const override { return "gloo"; }
 
-  void all_reduce(Tensor& t, ReduceOp op) override {
+  void all_reduce(RawTensor& t, ReduceOp op) override {
     check_reduce_op(t, op);
     check_headers(kAllReduce, &t, static_cast<int64_t>(op));
     if (r_.world_size == 1 || t.numel() == 0) return;
-    Tensor buf = staging(t);
+    RawTensor buf = staging(t);
     run("all_reduce", [&] {
       dispatch_dtype(buf.dtype(), [&](auto z) {
         using T = decltype(z);
@@ -168,19 +168,19 @@ class GlooGroup final : public ProcessGroup {
       });
     });
     if (op == ReduceOp::AVG) {
-      Tensor avg = prim::mul(buf, 1.0 / r_.world_size);
+      RawTensor avg = prim::mul(buf, 1.0 / r_.world_size);
       if (buf.storage() == t.storage()) prim::copy_(buf, avg);
       else buf = avg;
     }
     finish(t, buf);
   }
 
-  void broadcast(Tensor& t, int root) override {
+  void broadcast(RawTensor& t, int root) override {
     TG_CHECK(root >= 0 && root < r_.world_size, DistributedError, "broadcast: root ", root,
              " is out of range for world size ", r_.world_size);
     check_headers(kBroadcast, &t, root);
     if (r_.world_size == 1 || t.numel() == 0) return;
-    Tensor buf = staging(t);
+    RawTensor buf = staging(t);
     run("broadcast", [&] {
       gloo::BroadcastOptions opts(context_);
       opts.setOutput(static_cast<uint8_t*>(buf.raw_data()), buf.numel() * dtype_size(buf.dtype()));
@@ -192,11 +192,11 @@ class GlooGroup final : public ProcessGroup {
     finish(t, buf);
   }
 
-  void all_gather(std::vector<Tensor>& out, const Tensor& t) override {
+  void all_gather(std::vector<RawTensor>& out, const RawTensor& t) override {
     check_headers(kAllGather, &t, 0);
     const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
-    Tensor in = t.to(Device::cpu()).contiguous();
-    Tensor all = Tensor::empty(Shape{static_cast<int64_t>(r_.world_size) * std::max<int64_t>(t.numel(), 1)}, t.dtype());
+    RawTensor in = t.to(Device::cpu()).contiguous();
+    RawTensor all = RawTensor::empty(Shape{static_cast<int64_t>(r_.world_size) * std::max<int64_t>(t.numel(), 1)}, t.dtype());
     if (r_.world_size > 1 && bytes > 0) {
       run("all_gather", [&] {
         gloo::AllgatherOptions opts(context_);
@@ -211,7 +211,7 @@ class GlooGroup final : public ProcessGroup {
     }
     out.resize(r_.world_size);
     for (int r = 0; r < r_.world_size; ++r) {
-      Tensor part = all.narrow(0, r * t.numel(), t.numel()).view(t.shape());
+      RawTensor part = all.narrow(0, r * t.numel(), t.numel()).view(t.shape());
       out[r] = t.device().is_cpu() ? part.clone() : part.to(t.device());
     }
   }
@@ -223,12 +223,12 @@ class GlooGroup final : public ProcessGroup {
 
  private:
   /// A contiguous CPU tensor holding t's values: t itself when it already is one.
-  static Tensor staging(const Tensor& t) {
+  static RawTensor staging(const RawTensor& t) {
     if (t.device().is_cpu() && t.is_contiguous() && t.offset() == 0) return t;
     return t.to(Device::cpu()).contiguous();
   }
   /// Writes the collective's result buf back into t when they differ.
-  static void finish(Tensor& t, const Tensor& buf) {
+  static void finish(RawTensor& t, const RawTensor& buf) {
     if (buf.storage() == t.storage()) return;
     prim::copy_(t, buf.to(t.device()));
   }
@@ -265,7 +265,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   /// See Note [Collective headers] (distributed/group_common.cpp).
-  void check_headers(int64_t op, const Tensor* t, int64_t arg) {
+  void check_headers(int64_t op, const RawTensor* t, int64_t arg) {
     check_usable(op_name(op));
     ++seq_;
     std::array<int64_t, kHeaderWords> h = make_header(op, seq_, t, arg);

@@ -76,33 +76,33 @@ class NcclGroup final : public ProcessGroup {
   int size() const override { return r_.world_size; }
   std::string backend() const override { return "nccl"; }
 
-  void all_reduce(Tensor& t, ReduceOp op) override {
+  void all_reduce(RawTensor& t, ReduceOp op) override {
     check_tensor("all_reduce", t);
     check_reduce_op(t, op);
     exchange_headers(kAllReduce, &t, static_cast<int64_t>(op));
     if (t.numel() == 0) return;
-    Tensor buf = staging(t);
+    RawTensor buf = staging(t);
     run("all_reduce", [&] { return comm_->all_reduce(buf, nccl_op(op)); });
     finish(t, buf);
   }
 
-  void broadcast(Tensor& t, int root) override {
+  void broadcast(RawTensor& t, int root) override {
     TG_CHECK(root >= 0 && root < r_.world_size, DistributedError, "broadcast: root ", root,
              " is out of range for world size ", r_.world_size);
     check_tensor("broadcast", t);
     exchange_headers(kBroadcast, &t, root);
     if (t.numel() == 0) return;
-    Tensor buf = staging(t);
+    RawTensor buf = staging(t);
     run("broadcast", [&] { return comm_->broadcast(buf, root); });
     finish(t, buf);
   }
 
-  void all_gather(std::vector<Tensor>& out, const Tensor& t) override {
+  void all_gather(std::vector<RawTensor>& out, const RawTensor& t) override {
     check_tensor("all_gather", t);
     exchange_headers(kAllGather, &t, 0);
     const int64_t n = t.numel();
-    Tensor in = staging(t);
-    Tensor all = Tensor::empty(Shape{static_cast<int64_t>(r_.world_size) * std::max<int64_t>(n, 1)}, t.dtype(), t.device());
+    RawTensor in = staging(t);
+    RawTensor all = RawTensor::empty(Shape{static_cast<int64_t>(r_.world_size) * std::max<int64_t>(n, 1)}, t.dtype(), t.device());
     if (n > 0) run("all_gather", [&] { return comm_->all_gather(in, all); });
     out.resize(r_.world_size);
     for (int r = 0; r < r_.world_size; ++r) out[r] = all.narrow(0, r * n, n).view(t.shape()).clone();
@@ -115,7 +115,7 @@ class NcclGroup final : public ProcessGroup {
 
  private:
   /// NCCL moves CUDA tensors of this rank's device only.
-  void check_tensor(const char* op, const Tensor& t) const {
+  void check_tensor(const char* op, const RawTensor& t) const {
     TG_CHECK(t.defined(), DistributedError, op, ": the tensor is undefined");
     TG_CHECK(t.device().is_cuda(), DistributedError, op, ": backend 'nccl' needs CUDA tensors (Tensors must be CUDA and "
              "dense), got a tensor on ", t.device().str(), "; use backend 'gloo' for CPU tensors");
@@ -125,9 +125,9 @@ class NcclGroup final : public ProcessGroup {
   }
 
   /// A contiguous tensor on this device holding t's values: t itself when it already is one.
-  static Tensor staging(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+  static RawTensor staging(const RawTensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
   /// Writes the collective's result buf back into t when they differ.
-  static void finish(Tensor& t, const Tensor& buf) {
+  static void finish(RawTensor& t, const RawTensor& buf) {
     if (buf.storage() == t.storage()) return;
     prim::copy_(t, buf);
   }
@@ -157,17 +157,17 @@ class NcclGroup final : public ProcessGroup {
 
   /// See Note [Collective headers] (distributed/group_common.cpp): gathered on the device, read back
   /// once the gather completed.
-  void exchange_headers(int64_t op, const Tensor* t, int64_t arg) {
+  void exchange_headers(int64_t op, const RawTensor* t, int64_t arg) {
     check_usable(op_name(op));
     ++seq_;
     const std::array<int64_t, kHeaderWords> h = make_header(op, seq_, t, arg);
-    Tensor mine = Tensor::empty(Shape{kHeaderWords}, kInt64);
+    RawTensor mine = RawTensor::empty(Shape{kHeaderWords}, kInt64);
     std::memcpy(mine.raw_data(), h.data(), sizeof h);
     const Device dev = Device::cuda(device_);
-    Tensor mine_dev = mine.to(dev);
-    Tensor all_dev = Tensor::empty(Shape{static_cast<int64_t>(kHeaderWords) * r_.world_size}, kInt64, dev);
+    RawTensor mine_dev = mine.to(dev);
+    RawTensor all_dev = RawTensor::empty(Shape{static_cast<int64_t>(kHeaderWords) * r_.world_size}, kInt64, dev);
     run(op_name(op), [&] { return comm_->all_gather(mine_dev, all_dev); });
-    const Tensor all = all_dev.to(Device::cpu());
+    const RawTensor all = all_dev.to(Device::cpu());
     std::vector<int64_t> words(static_cast<std::size_t>(kHeaderWords) * r_.world_size);
     std::memcpy(words.data(), all.raw_data(), words.size() * sizeof(int64_t));
     compare_headers(op, seq_, words, r_.world_size);

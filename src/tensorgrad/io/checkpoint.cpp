@@ -17,7 +17,7 @@
 namespace tg {
 
 namespace {
-std::vector<std::pair<std::string, Variable>> module_entries(const nn::Module& module) {
+std::vector<std::pair<std::string, Tensor>> module_entries(const nn::Module& module) {
   auto out = module.named_parameters();
   for (auto& b : module.named_buffers()) out.push_back(std::move(b));
   return out;
@@ -31,14 +31,14 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }  // namespace
 
 void save(const nn::Module& module, const std::string& path) {
-  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::vector<std::pair<std::string, RawTensor>> tensors;
   for (const auto& e : module_entries(module)) tensors.emplace_back(e.first, e.second.data());
   save_tensors(tensors, path);
 }
 
 IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOptions& options) {
   const auto loaded = load_tensors(path, nullptr, options);
-  std::map<std::string, const Tensor*> by_name;   // names are unique: the parser rejects duplicates
+  std::map<std::string, const RawTensor*> by_name;   // names are unique: the parser rejects duplicates
   for (const auto& l : loaded) by_name.emplace(l.first, &l.second);
   const auto entries = module_entries(module);
 
@@ -46,17 +46,17 @@ IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOpt
   IncompatibleKeys keys;
   std::vector<std::string> mismatches;
   std::set<std::string> expected;
-  std::vector<const Tensor*> sources(entries.size(), nullptr);
+  std::vector<const RawTensor*> sources(entries.size(), nullptr);
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string& name = entries[i].first;
-    const Tensor& dst = entries[i].second.data();
+    const RawTensor& dst = entries[i].second.data();
     expected.insert(name);
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
       keys.missing_keys.push_back(name);
       continue;
     }
-    const Tensor& src = *it->second;
+    const RawTensor& src = *it->second;
     if (src.shape() != dst.shape())
       mismatches.push_back(detail::cat("size mismatch for ", name, ": copying a param with shape ", shape_str(src.shape()),
                                        " from checkpoint, the shape in current model is ", shape_str(dst.shape()), "."));
@@ -83,15 +83,15 @@ IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOpt
   // Everything matches: move the values to each parameter's device first, then put them in. A CPU
   // parameter that is its whole storage takes the freshly read bytes by exchange (the file's tensors
   // are private to this call), so a load copies each byte once; any other is copied into.
-  std::vector<Tensor> ready(entries.size());
+  std::vector<RawTensor> ready(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (sources[i]) ready[i] = sources[i]->to(entries[i].second.device());
   NoGradGuard no_grad;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (!sources[i]) continue;
-    const Tensor& dst = entries[i].second.data();
-    const Tensor& src = ready[i];
-    const auto whole = [](const Tensor& t) {
+    const RawTensor& dst = entries[i].second.data();
+    const RawTensor& src = ready[i];
+    const auto whole = [](const RawTensor& t) {
       return t.device() == Device::cpu() && t.is_contiguous() && t.offset() == 0 &&
              t.storage()->nbytes() == std::size_t(t.numel()) * dtype_size(t.dtype());
     };
@@ -101,7 +101,7 @@ IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOpt
 }
 
 void save(const optim::Optimizer& optimizer, const std::string& path) {
-  std::vector<std::pair<std::string, Tensor>> state;
+  std::vector<std::pair<std::string, RawTensor>> state;
   try {
     state = optimizer.state();
   } catch (const SerializationError&) {

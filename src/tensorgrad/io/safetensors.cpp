@@ -219,7 +219,7 @@ void remove_stale_temp_files(const std::string& dir, const std::string& name) {
 }
 }  // namespace
 
-void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& path,
+void save_tensors(const std::vector<std::pair<std::string, RawTensor>>& tensors, const std::string& path,
                   const std::map<std::string, std::string>& metadata) {
   const std::string where = detail::cat("save: '", path, "'");
   std::set<std::string> names;
@@ -243,10 +243,10 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
 
   // Host copies, contiguous and little-endian, then their checksums.
   const bool little = host_is_little_endian();
-  std::vector<Tensor> host;
+  std::vector<RawTensor> host;
   host.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
-    Tensor h = t.to(Device::cpu()).contiguous();
+    RawTensor h = t.to(Device::cpu()).contiguous();
     if (!little) {
       if (h.storage() == t.storage()) h = h.clone();   // never swap the caller's bytes in place
       swap_elements(h.raw_data(), std::size_t(h.numel()), dtype_size(h.dtype()));
@@ -311,7 +311,7 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
   errno = 0;
   if (std::fwrite(len, 1, 8, file.f) != 8) fail("writing", errno);
   if (std::fwrite(header.data(), 1, header.size(), file.f) != header.size()) fail("writing", errno);
-  for (const Tensor& h : host) {
+  for (const RawTensor& h : host) {
     const std::size_t nbytes = std::size_t(h.numel()) * dtype_size(h.dtype());
     if (nbytes && std::fwrite(h.raw_data(), 1, nbytes, file.f) != nbytes) fail("writing", errno);
   }
@@ -339,7 +339,7 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
 
 // load_tensors
 
-std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path,
+std::vector<std::pair<std::string, RawTensor>> load_tensors(const std::string& path,
                                                          std::map<std::string, std::string>* metadata_out,
                                                          const LoadOptions& options) {
   const std::string where = detail::cat("load: '", path, "'");
@@ -448,10 +448,10 @@ std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path
   // Read the data in file order straight into the tensors, a chunk at a time, each chunk checksummed
   // while it is still in the cache.
   const bool little = host_is_little_endian();
-  std::vector<Tensor> values(infos.size());
+  std::vector<RawTensor> values(infos.size());
   for (std::size_t i : order) {
     const TensorInfo& t = infos[i];
-    Tensor v = Tensor::empty(t.shape, t.dtype, Device::cpu());
+    RawTensor v = RawTensor::empty(t.shape, t.dtype, Device::cpu());
     const std::size_t nbytes = std::size_t(t.nbytes);
     const auto crc = crcs.find(t.name);
     uint32_t actual = 0;
@@ -483,7 +483,7 @@ std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path
     throw SerializationError(msg);
   }
 
-  std::vector<std::pair<std::string, Tensor>> out;
+  std::vector<std::pair<std::string, RawTensor>> out;
   out.reserve(infos.size());
   for (std::size_t i = 0; i < infos.size(); ++i) out.emplace_back(infos[i].name, values[i]);
   if (metadata_out) *metadata_out = std::move(metadata);

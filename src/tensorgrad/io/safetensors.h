@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 #include "tensorgrad/io/crc32c.h"
 
 namespace tg {
@@ -29,12 +29,12 @@ struct LoadOptions {
 };
 
 /// Writes tensors to a safetensors file at path, atomically (a temporary file in the same folder,
-/// fsync, then rename). Tensors on another device are copied to the CPU. `metadata` goes into the
+/// fsync, then rename). RawTensors on another device are copied to the CPU. `metadata` goes into the
 /// header's "__metadata__" next to the keys tensorgrad adds, which it may not override: "format": "pt"
 /// (what the Hugging Face loaders require), "tensorgrad.checksums": "crc32c" and one
 /// "crc32c.<name>" checksum per tensor. Names must be unique and not "__metadata__". Every failure
 /// throws tg::SerializationError naming the path; no temporary file is left behind.
-void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& path,
+void save_tensors(const std::vector<std::pair<std::string, RawTensor>>& tensors, const std::string& path,
                   const std::map<std::string, std::string>& metadata = {});
 
 /// Reads a safetensors file (written by tensorgrad or by another tool) into CPU tensors, in the order
@@ -43,7 +43,7 @@ void save_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, co
 /// checksums when the metadata has them; a file tensorgrad wrote must have one per tensor. When
 /// `metadata` is given it receives the "__metadata__" entries. Throws tg::SerializationError naming
 /// the path and the reason. Only options.verify_checksums applies here.
-std::vector<std::pair<std::string, Tensor>> load_tensors(const std::string& path,
+std::vector<std::pair<std::string, RawTensor>> load_tensors(const std::string& path,
                                                          std::map<std::string, std::string>* metadata = nullptr,
                                                          const LoadOptions& options = {});
 

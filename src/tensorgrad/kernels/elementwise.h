@@ -1,7 +1,7 @@
 /// \file
 /// kernels/elementwise.h: the scalar math of every elementwise op, forward and local derivative side by side.
 /// Compiled by g++ (backend/cpu/) and by nvcc (the CUDA kernels), so: no dependencies.
-/// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Variable function in
+/// Adding a unary op: one struct here + one entry in TG_UNARY_OPS + its Tensor function in
 /// ops/elementwise.cpp. Binary ops only need forward: their gradients are composed in ops/.
 #pragma once
 #include <cmath>

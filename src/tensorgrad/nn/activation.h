@@ -28,7 +28,7 @@ class GELU : public Module {
   /// With options.
   explicit GELU(const GELUOptions& options) : GELU(options.approximate_) {}
   /// gelu(x, approximate), any shape.
-  Variable forward(const Variable& x) override { return gelu(x, approximate_); }
+  Tensor forward(const Tensor& x) override { return gelu(x, approximate_); }
   /// "GELU(approximate='none')".
   std::string name() const override { return "GELU(approximate='" + approximate_ + "')"; }
   /// A GELU with the same option (for clone()).
@@ -41,7 +41,7 @@ class GELU : public Module {
 class SiLU : public Module {
  public:
   /// silu(x), any shape.
-  Variable forward(const Variable& x) override { return silu(x); }
+  Tensor forward(const Tensor& x) override { return silu(x); }
   /// "SiLU()".
   std::string name() const override { return "SiLU()"; }
   /// A SiLU (for clone()).
@@ -68,7 +68,7 @@ class Softplus : public Module {
   /// With options.
   explicit Softplus(const SoftplusOptions& options) : Softplus(options.beta_, options.threshold_) {}
   /// softplus(x, beta, threshold), any shape.
-  Variable forward(const Variable& x) override { return softplus(x, beta_, threshold_); }
+  Tensor forward(const Tensor& x) override { return softplus(x, beta_, threshold_); }
   /// "Softplus(beta=1, threshold=20)".
   std::string name() const override;
   /// A Softplus with the same options (for clone()).
@@ -93,7 +93,7 @@ class LeakyReLU : public Module {
   /// With options.
   explicit LeakyReLU(const LeakyReLUOptions& options) : LeakyReLU(options.negative_slope_) {}
   /// leaky_relu(x, negative_slope), any shape.
-  Variable forward(const Variable& x) override { return leaky_relu(x, negative_slope_); }
+  Tensor forward(const Tensor& x) override { return leaky_relu(x, negative_slope_); }
   /// "LeakyReLU(negative_slope=0.01)".
   std::string name() const override;
   /// A LeakyReLU with the same slope (for clone()).

@@ -26,12 +26,12 @@ int64_t checked_embed_dim(int64_t embed_dim, int64_t num_heads, double dropout) 
 }
 
 /// A mask as an additive float mask of dtype: bool true -> -inf, false -> 0; a float mask as it is.
-Variable additive(const Variable& mask, DType dtype, const char* what) {
+Tensor additive(const Tensor& mask, DType dtype, const char* what) {
   TG_CHECK(mask.dtype() == kBool || mask.dtype() == dtype, DTypeError, "MultiheadAttention: only bool and floating types of ",
            what, " are supported (the floating one of the query's dtype ", dtype_name(dtype), "), got ",
            dtype_name(mask.dtype()));
   if (mask.dtype() != kBool) return mask;
-  const Variable zeros = Variable(prim::full(mask.shape(), 0.0, dtype, mask.device()));
+  const Tensor zeros = Tensor(prim::full(mask.shape(), 0.0, dtype, mask.device()));
   return masked_fill(zeros, mask, -std::numeric_limits<double>::infinity());
 }
 
@@ -51,24 +51,24 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, con
   // three share embed_dim, separate otherwise), zero biases, xavier_normal_ on bias_k and bias_v;
   // out_proj's weight keeps Linear's kaiming_uniform_(a = sqrt(5)). Registered in PyTorch's order.
   if (kdim_ == embed_dim && vdim_ == embed_dim) {
-    in_proj_weight = Variable(prim::empty({3 * embed_dim, embed_dim}));
+    in_proj_weight = Tensor(prim::empty({3 * embed_dim, embed_dim}));
     init::xavier_uniform_(in_proj_weight);
     register_parameter("in_proj_weight", in_proj_weight);
   } else {
-    q_proj_weight = Variable(prim::empty({embed_dim, embed_dim}));
-    k_proj_weight = Variable(prim::empty({embed_dim, kdim_}));
-    v_proj_weight = Variable(prim::empty({embed_dim, vdim_}));
+    q_proj_weight = Tensor(prim::empty({embed_dim, embed_dim}));
+    k_proj_weight = Tensor(prim::empty({embed_dim, kdim_}));
+    v_proj_weight = Tensor(prim::empty({embed_dim, vdim_}));
     register_parameter("q_proj_weight", q_proj_weight);
     register_parameter("k_proj_weight", k_proj_weight);
     register_parameter("v_proj_weight", v_proj_weight);
   }
   if (options.bias_) {
-    in_proj_bias = Variable(prim::full({3 * embed_dim}, 0.0));
+    in_proj_bias = Tensor(prim::full({3 * embed_dim}, 0.0));
     register_parameter("in_proj_bias", in_proj_bias);
   }
   if (options.add_bias_kv_) {
-    bias_k = Variable(prim::empty({1, 1, embed_dim}));
-    bias_v = Variable(prim::empty({1, 1, embed_dim}));
+    bias_k = Tensor(prim::empty({1, 1, embed_dim}));
+    bias_v = Tensor(prim::empty({1, 1, embed_dim}));
     register_parameter("bias_k", bias_k);
     register_parameter("bias_v", bias_v);
   }
@@ -86,9 +86,9 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, con
   }
 }
 
-std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query, const Variable& key,
-                                                           const Variable& value, const Variable& key_padding_mask,
-                                                           bool need_weights, const Variable& attn_mask,
+std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                                           const Tensor& value, const Tensor& key_padding_mask,
+                                                           bool need_weights, const Tensor& attn_mask,
                                                            bool average_attn_weights, bool is_causal) {
   TG_CHECK(query.defined() && key.defined() && value.defined(), Error, "MultiheadAttention: undefined query, key or value");
   const int64_t E = embed_dim_, H = num_heads_, hd = E / H;
@@ -117,11 +117,11 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
   // scaled_dot_product_attention's is_causal; otherwise the mask is applied as given.
   const bool causal = is_causal && !key_padding_mask.defined() && !need_weights;
   // Everything below is batch-first: (N, L, E). An unbatched input is a batch of one.
-  auto batch_first = [&](const Variable& x) {
+  auto batch_first = [&](const Tensor& x) {
     if (!batched) return unsqueeze(x, 0);
     return options_.batch_first_ ? x : transpose(x, 0, 1);
   };
-  const Variable q_in = batch_first(query), k_in = batch_first(key), v_in = batch_first(value);
+  const Tensor q_in = batch_first(query), k_in = batch_first(key), v_in = batch_first(value);
   const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
   TG_CHECK(k_in.size(0) == N && k_in.size(2) == kdim_ && v_in.size(2) == vdim_, ShapeError, "MultiheadAttention: key of size ",
            shape_str(key.shape()), " and value of size ", shape_str(value.shape()), " do not match query of size ",
@@ -129,16 +129,16 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
   // Keys appended after the inputs' S: bias_k/bias_v (add_bias_kv), then a zero key (add_zero_attn);
   // the masks get a 0 (attend) column for each.
   const int64_t extra = (bias_k.defined() ? 1 : 0) + (options_.add_zero_attn_ ? 1 : 0);
-  auto pad_keys = [&](const Variable& m) {   // m (..., S) additive -> (..., S + extra), zeros appended
+  auto pad_keys = [&](const Tensor& m) {   // m (..., S) additive -> (..., S + extra), zeros appended
     if (extra == 0) return m;
     Shape zs = m.shape();
     zs.back() = extra;
-    return cat({m, Variable(prim::full(zs, 0.0, m.dtype(), m.device()))}, -1);
+    return cat({m, Tensor(prim::full(zs, 0.0, m.dtype(), m.device()))}, -1);
   };
   // The additive mask, broadcastable to (N, H, L, S + extra), or undefined.
-  Variable mask;
+  Tensor mask;
   if (attn_mask.defined() && !causal) {
-    Variable m = additive(attn_mask, query.dtype(), "attn_mask");
+    Tensor m = additive(attn_mask, query.dtype(), "attn_mask");
     if (m.dim() == 2) {
       TG_CHECK(m.shape() == Shape({L, S}), ShapeError, "MultiheadAttention: The shape of the 2D attn_mask is ",
                shape_str(m.shape()), ", but should be ", shape_str(Shape{L, S}), ".");
@@ -153,50 +153,50 @@ std::tuple<Variable, Variable> MultiheadAttention::forward(const Variable& query
     const Shape want = batched ? Shape{N, S} : Shape{S};
     TG_CHECK(key_padding_mask.shape() == want, ShapeError, "MultiheadAttention: expecting key_padding_mask shape of ",
              shape_str(want), ", but got ", shape_str(key_padding_mask.shape()));
-    const Variable kpm =
+    const Tensor kpm =
         reshape(pad_keys(reshape(additive(key_padding_mask, query.dtype(), "key_padding_mask"), {N, S})), {N, 1, 1, S + extra});
     mask = mask.defined() ? mask + kpm : kpm;
   }
   // Projections (N, len, E): rows which E.. of in_proj_weight, or the separate weights
-  auto project = [&](const Variable& x, int64_t which) {
-    const Variable w = separate ? (which == 0 ? q_proj_weight : which == 1 ? k_proj_weight : v_proj_weight)
+  auto project = [&](const Tensor& x, int64_t which) {
+    const Tensor w = separate ? (which == 0 ? q_proj_weight : which == 1 ? k_proj_weight : v_proj_weight)
                                 : narrow(in_proj_weight, 0, which * E, E);
-    const Variable b = in_proj_bias.defined() ? narrow(in_proj_bias, 0, which * E, E) : Variable();
+    const Tensor b = in_proj_bias.defined() ? narrow(in_proj_bias, 0, which * E, E) : Tensor();
     return linear(x, w, b);
   };
-  Variable qp = project(q_in, 0), kp = project(k_in, 1), vp = project(v_in, 2);
+  Tensor qp = project(q_in, 0), kp = project(k_in, 1), vp = project(v_in, 2);
   if (bias_k.defined()) {   // one more key and value: bias_k, bias_v for every batch entry
     kp = cat({kp, expand(bias_k, {N, 1, E})}, 1);
     vp = cat({vp, expand(bias_v, {N, 1, E})}, 1);
   }
   const int64_t Sk = kp.size(1);
   // split into heads: q (N, H, L, hd), k and v (N, H, Sk, hd)
-  auto heads_of = [&](const Variable& x, int64_t len) { return transpose(reshape(x, {N, len, H, hd}), 1, 2); };
-  const Variable q = heads_of(qp, L);
-  Variable k = heads_of(kp, Sk), v = heads_of(vp, Sk);
+  auto heads_of = [&](const Tensor& x, int64_t len) { return transpose(reshape(x, {N, len, H, hd}), 1, 2); };
+  const Tensor q = heads_of(qp, L);
+  Tensor k = heads_of(kp, Sk), v = heads_of(vp, Sk);
   if (options_.add_zero_attn_) {   // a zero key and value in every head
-    const Variable zeros = Variable(prim::full({N, H, 1, hd}, 0.0, k.dtype(), k.device()));
+    const Tensor zeros = Tensor(prim::full({N, H, 1, hd}, 0.0, k.dtype(), k.device()));
     k = cat({k, zeros}, 2);
     v = cat({v, zeros}, 2);
   }
   const int64_t S2 = k.size(2);   // S + extra
   const double p = is_training() ? options_.dropout_ : 0.0;
-  Variable heads, weights;   // heads (N, H, L, hd); weights (N, H, L, S2) when asked for
+  Tensor heads, weights;   // heads (N, H, L, hd); weights (N, H, L, S2) when asked for
   if (!need_weights) {
     heads = scaled_dot_product_attention(q, k, v, mask, p, causal);
   } else {
     // the same math as scaled_dot_product_attention, keeping the softmax for the caller
-    const Variable q3 = reshape(q, {N * H, L, hd}) * (1.0 / std::sqrt(static_cast<double>(hd)));
-    Variable scores = reshape(matmul(q3, transpose(reshape(k, {N * H, S2, hd}), 1, 2)), {N, H, L, S2});
+    const Tensor q3 = reshape(q, {N * H, L, hd}) * (1.0 / std::sqrt(static_cast<double>(hd)));
+    Tensor scores = reshape(matmul(q3, transpose(reshape(k, {N * H, S2, hd}), 1, 2)), {N, H, L, S2});
     if (mask.defined()) scores = scores + mask;
     weights = softmax(scores, -1);
-    const Variable dropped = p > 0 ? dropout(weights, p, true) : weights;
+    const Tensor dropped = p > 0 ? dropout(weights, p, true) : weights;
     heads = reshape(matmul(reshape(dropped, {N * H, L, S2}), reshape(v, {N * H, S2, hd})), {N, H, L, hd});
     if (average_attn_weights) weights = mean(weights, 1);   // (N, L, S2)
     if (!batched) weights = squeeze(weights, 0);
   }
   // (N, H, L, hd) -> (N, L, E), out_proj, then the caller's layout
-  Variable out = out_proj(reshape(transpose(heads, 1, 2), {N, L, E}));
+  Tensor out = out_proj(reshape(transpose(heads, 1, 2), {N, L, E}));
   if (!batched) out = squeeze(out, 0);
   else if (!options_.batch_first_) out = transpose(out, 0, 1);
   return {out, weights};

@@ -71,9 +71,9 @@ class MultiheadAttention : public Cloneable<MultiheadAttention> {
   /// S')), else attn_mask is applied as given. The dropout applies only in training. A query row with
   /// every key masked gives NaN, as in PyTorch. ShapeError / DTypeError in PyTorch's words for inputs
   /// of the wrong shape or dtype.
-  std::tuple<Variable, Variable> forward(const Variable& query, const Variable& key, const Variable& value,
-                                         const Variable& key_padding_mask = Variable(), bool need_weights = true,
-                                         const Variable& attn_mask = Variable(), bool average_attn_weights = true,
+  std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                         const Tensor& key_padding_mask = Tensor(), bool need_weights = true,
+                                         const Tensor& attn_mask = Tensor(), bool average_attn_weights = true,
                                          bool is_causal = false);
   /// "MultiheadAttention" (its child out_proj prints below it, as in PyTorch).
   std::string name() const override { return "MultiheadAttention"; }
@@ -83,13 +83,13 @@ class MultiheadAttention : public Cloneable<MultiheadAttention> {
   }
   /// (3 embed_dim, embed_dim): the query, key and value projections stacked; undefined when kdim or
   /// vdim differ from embed_dim
-  Variable in_proj_weight;
-  Variable q_proj_weight;    ///< (embed_dim, embed_dim) when kdim or vdim differ from embed_dim, else undefined
-  Variable k_proj_weight;    ///< (embed_dim, kdim) when kdim or vdim differ from embed_dim, else undefined
-  Variable v_proj_weight;    ///< (embed_dim, vdim) when kdim or vdim differ from embed_dim, else undefined
-  Variable in_proj_bias;     ///< (3 embed_dim); undefined without bias
-  Variable bias_k;           ///< (1, 1, embed_dim) with add_bias_kv, else undefined
-  Variable bias_v;           ///< (1, 1, embed_dim) with add_bias_kv, else undefined
+  Tensor in_proj_weight;
+  Tensor q_proj_weight;    ///< (embed_dim, embed_dim) when kdim or vdim differ from embed_dim, else undefined
+  Tensor k_proj_weight;    ///< (embed_dim, kdim) when kdim or vdim differ from embed_dim, else undefined
+  Tensor v_proj_weight;    ///< (embed_dim, vdim) when kdim or vdim differ from embed_dim, else undefined
+  Tensor in_proj_bias;     ///< (3 embed_dim); undefined without bias
+  Tensor bias_k;           ///< (1, 1, embed_dim) with add_bias_kv, else undefined
+  Tensor bias_v;           ///< (1, 1, embed_dim) with add_bias_kv, else undefined
   Linear out_proj;           ///< embed_dim -> embed_dim, registered as "out_proj"
  private:
   int64_t embed_dim_, num_heads_, kdim_, vdim_;

@@ -18,18 +18,18 @@ namespace tg {
 namespace {
 
 /// Fresh leaves with the inputs' values (same storage) and requires_grad: fn's graph ends at them.
-std::vector<Variable> fresh_leaves(const std::vector<Tensor>& values, const std::vector<bool>& requires_grad) {
-  std::vector<Variable> out(values.size());
+std::vector<Tensor> fresh_leaves(const std::vector<RawTensor>& values, const std::vector<bool>& requires_grad) {
+  std::vector<Tensor> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i)
-    if (values[i].defined()) out[i] = Variable(values[i], requires_grad[i]);
+    if (values[i].defined()) out[i] = Tensor(values[i], requires_grad[i]);
   return out;
 }
 
 /// fn(inputs) with the random stream at `at`; the stream is left where it was before the call.
-Variable run_at(const CheckpointFunction& fn, const std::vector<Variable>& inputs, RngState at) {
+Tensor run_at(const CheckpointFunction& fn, const std::vector<Tensor>& inputs, RngState at) {
   const RngState now = get_rng_state();
   set_rng_state(at);
-  Variable y;
+  Tensor y;
   try {
     y = fn(inputs);
   } catch (...) {
@@ -44,11 +44,11 @@ Variable run_at(const CheckpointFunction& fn, const std::vector<Variable>& input
 /// first run recorded (iteratively): the leaves that require grad (parameters, or the fresh leaves of
 /// the inputs) and the Nodes recorded before it began.
 struct Reached {
-  std::vector<std::shared_ptr<VariableImpl>> leaves;
+  std::vector<std::shared_ptr<TensorImpl>> leaves;
   std::vector<std::shared_ptr<Node>> older;
 };
 
-Reached reached_from(const Variable& y, uint64_t first_sequence_nr) {
+Reached reached_from(const Tensor& y, uint64_t first_sequence_nr) {
   Reached r;
   std::unordered_set<const void*> seen;
   std::vector<Node*> stack{y.grad_fn().get()};
@@ -77,15 +77,15 @@ struct CheckpointRule {
   RngState rng;                               // the random stream before the first run
   bool autocast_on[2] = {false, false};       // the forward's autocast state (CPU, CUDA), restored
   DType autocast_dtype[2] = {kBFloat16, kFloat16};   // for the recomputation
-  std::vector<const void*> leaf_keys;         // VariableImpl* of the parameters, edges n ..
+  std::vector<const void*> leaf_keys;         // TensorImpl* of the parameters, edges n ..
   std::vector<uint64_t> leaf_versions;        // their versions at the forward
   std::vector<const void*> older_keys;        // Node* of the older Nodes, after the leaves
   Shape out_shape;
   DType out_dtype;
 
-  void operator()(const Tensor& grad, Grads& g) const {
+  void operator()(const RawTensor& grad, Grads& g) const {
     const std::size_t n = inputs.size();
-    std::vector<Tensor> values(n);
+    std::vector<RawTensor> values(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (!inputs[i].defined()) continue;
       try {
@@ -97,16 +97,16 @@ struct CheckpointRule {
       }
     }
     for (std::size_t j = 0; j < leaf_keys.size(); ++j) {
-      const auto* impl = static_cast<const VariableImpl*>(leaf_keys[j]);
+      const auto* impl = static_cast<const TensorImpl*>(leaf_keys[j]);
       TG_CHECK(impl->data.version() == leaf_versions[j], AutogradError,
                "checkpoint: a leaf the checkpointed function reads (a parameter, ", tensor_meta_str(impl->data),
                ") was modified by an inplace operation after the forward (it is at version ", impl->data.version(),
                "; expected version ", leaf_versions[j], " instead), so the recomputation would not match: call "
                "optimizer.step() after backward, or clone() the tensor");
     }
-    std::vector<Variable> fresh = fresh_leaves(values, requires_grad);
+    std::vector<Tensor> fresh = fresh_leaves(values, requires_grad);
     detail::GradientSink sink;
-    Variable y;
+    Tensor y;
     {
       EnableGradGuard grad_on;   // the recomputation records its graph although backward runs with grad off
       // the recomputation runs in the precisions the forward ran in (Note [Autocast op lists])
@@ -122,7 +122,7 @@ struct CheckpointRule {
              "); the checkpointed function must compute the same thing when run again");
     if (y.grad_fn() && !sink.outside(*y.grad_fn())) {
       std::shared_ptr<Node> root = y.grad_fn();
-      y = Variable();   // the recomputed output's value is not needed: free it before the backward
+      y = Tensor();   // the recomputed output's value is not needed: free it before the backward
       detail::run_backward_into(std::move(root), grad, sink);
     } else if (y.requires_grad()) {
       sink.grads.emplace_back(y.grad_fn() ? static_cast<const void*>(y.grad_fn().get()) : y.impl().get(), grad);
@@ -130,7 +130,7 @@ struct CheckpointRule {
     // Deliver each collected gradient to its edge; one that fits no edge means fn read something else.
     std::size_t delivered = 0;
     auto deliver = [&](std::size_t edge, const void* key) {
-      if (Tensor* t = sink.find(key)) {
+      if (RawTensor* t = sink.find(key)) {
         ++delivered;
         if (g.need(edge)) g.set(edge, std::move(*t));
       }
@@ -147,11 +147,11 @@ struct CheckpointRule {
 
 }  // namespace
 
-Variable checkpoint(CheckpointFunction fn, const std::vector<Variable>& inputs) {
+Tensor checkpoint(CheckpointFunction fn, const std::vector<Tensor>& inputs) {
   TG_CHECK(static_cast<bool>(fn), Error, "checkpoint: the function is empty");
   if (!GradMode::is_enabled()) return fn(inputs);
   const std::size_t n = inputs.size();
-  std::vector<Tensor> values(n);
+  std::vector<RawTensor> values(n);
   std::vector<bool> requires_grad(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (!inputs[i].defined()) continue;
@@ -159,14 +159,14 @@ Variable checkpoint(CheckpointFunction fn, const std::vector<Variable>& inputs) 
     requires_grad[i] = inputs[i].requires_grad();
   }
   const RngState rng = get_rng_state();
-  const std::vector<Variable> fresh = fresh_leaves(values, requires_grad);
+  const std::vector<Tensor> fresh = fresh_leaves(values, requires_grad);
   const uint64_t first = detail::next_sequence_nr();
-  Variable y;
+  Tensor y;
   {
     detail::DisableSavedTensorHooksGuard no_hooks;   // this graph is dropped before returning
     y = fn(fresh);
   }
-  TG_CHECK(y.defined(), Error, "checkpoint: the checkpointed function returned an undefined Variable");
+  TG_CHECK(y.defined(), Error, "checkpoint: the checkpointed function returned an undefined Tensor");
   if (!y.requires_grad()) return y;
   if (!y.grad_fn() || y.grad_fn()->sequence_nr < first) {   // fn recorded nothing: y is an input or older
     for (std::size_t i = 0; i < n; ++i)
@@ -188,21 +188,21 @@ Variable checkpoint(CheckpointFunction fn, const std::vector<Variable>& inputs) 
   rule.out_dtype = y.dtype();
   rule.inputs.reserve(n);
   for (std::size_t i = 0; i < n; ++i) rule.inputs.push_back(inputs[i].defined() ? SavedTensor(inputs[i]) : SavedTensor());
-  std::vector<Variable> edges(inputs.begin(), inputs.end());
+  std::vector<Tensor> edges(inputs.begin(), inputs.end());
   for (const auto& leaf : reached.leaves) {
     bool is_input = false;
-    for (const Variable& f : fresh) is_input = is_input || (f.defined() && f.impl() == leaf);
+    for (const Tensor& f : fresh) is_input = is_input || (f.defined() && f.impl() == leaf);
     if (is_input) continue;
     rule.leaf_keys.push_back(leaf.get());
     rule.leaf_versions.push_back(leaf->data.version());
-    edges.push_back(Variable(leaf));
+    edges.push_back(Tensor(leaf));
   }
   for (const auto& node : reached.older) rule.older_keys.push_back(node.get());
 
-  Tensor out = y.data();
-  y = Variable();   // drops the graph the first run recorded, and with it its activations
+  RawTensor out = y.data();
+  y = Tensor();   // drops the graph the first run recorded, and with it its activations
   const SmallVector<InputRef, 4> refs(edges.begin(), edges.end());
-  Variable result = detail::attach_node("checkpoint", std::move(out), refs.data(), refs.size(),
+  Tensor result = detail::attach_node("checkpoint", std::move(out), refs.data(), refs.size(),
                                         std::make_shared<detail::NodeWith<CheckpointRule>>(std::move(rule)));
   Node& node = *result.grad_fn();
   for (const auto& older : reached.older) {   // edges to Nodes recorded before fn ran
@@ -216,22 +216,22 @@ Variable checkpoint(CheckpointFunction fn, const std::vector<Variable>& inputs) 
   return result;
 }
 
-Variable checkpoint_sequential(nn::Sequential& seq, int segments, const Variable& x) {
+Tensor checkpoint_sequential(nn::Sequential& seq, int segments, const Tensor& x) {
   const std::vector<std::pair<std::string, nn::Module*>> children = seq.children();
   const int64_t count = static_cast<int64_t>(children.size());
   TG_CHECK(segments >= 1 && segments <= count, Error, "checkpoint_sequential: segments must be between 1 and the ",
            "number of modules (", count, "), got ", segments);
   const int64_t size = count / segments;
-  auto run = [children](int64_t begin, int64_t end, const Variable& in) {
-    Variable h = in;
+  auto run = [children](int64_t begin, int64_t end, const Tensor& in) {
+    Tensor h = in;
     for (int64_t i = begin; i < end; ++i) h = (*children[static_cast<std::size_t>(i)].second)(h);
     return h;
   };
-  Variable h = x;
+  Tensor h = x;
   int64_t begin = 0;
   for (int s = 0; s + 1 < segments; ++s, begin += size) {
     const int64_t end = begin + size;
-    h = checkpoint([run, begin, end](const std::vector<Variable>& in) { return run(begin, end, in[0]); }, {h});
+    h = checkpoint([run, begin, end](const std::vector<Tensor>& in) { return run(begin, end, in[0]); }, {h});
   }
   return run(begin, count, h);   // the last segment's activations are needed at once: not checkpointed
 }

@@ -7,18 +7,18 @@
 #include <functional>
 #include <vector>
 
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/nn/layers.h"
 
 namespace tg {
 
-/// What tg::checkpoint runs: the inputs in, one Variable out.
-using CheckpointFunction = std::function<Variable(const std::vector<Variable>& inputs)>;
+/// What tg::checkpoint runs: the inputs in, one Tensor out.
+using CheckpointFunction = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 
 /// fn(inputs), with PyTorch's non-reentrant checkpoint semantics (torch.utils.checkpoint with
 /// use_reentrant=False): the activations fn computes are not kept for backward, only `inputs`; when
 /// backward reaches the result, fn runs again with grad enabled and the gradient flows through that
-/// recomputed graph to the inputs, to the parameters fn uses and to any other Variable it reads.
+/// recomputed graph to the inputs, to the parameters fn uses and to any other Tensor it reads.
 /// Gradients are bit-identical to those of plain fn(inputs).
 ///
 /// - fn must compute the same thing twice. Random ops (dropout) draw the same numbers: the random
@@ -33,12 +33,12 @@ using CheckpointFunction = std::function<Variable(const std::vector<Variable>& i
 ///   the forward, or when the recomputation differs (another output shape, dtype, or another set of
 ///   tensors it reads).
 /// Not thread-safe with respect to other threads drawing random numbers during the recomputation.
-Variable checkpoint(CheckpointFunction fn, const std::vector<Variable>& inputs);
+Tensor checkpoint(CheckpointFunction fn, const std::vector<Tensor>& inputs);
 
 /// The children of seq in `segments` consecutive groups, each but the last run under tg::checkpoint
 /// (torch.utils.checkpoint.checkpoint_sequential): a model of n layers then keeps about
 /// n / segments + segments activations for backward instead of n. The groups hold size() / segments
 /// children each; the last one takes the rest. Error unless 1 <= segments <= seq.size().
-Variable checkpoint_sequential(nn::Sequential& seq, int segments, const Variable& x);
+Tensor checkpoint_sequential(nn::Sequential& seq, int segments, const Tensor& x);
 
 }  // namespace tg

@@ -31,7 +31,7 @@ std::string tuple(const std::vector<int64_t>& v) {
 /// weight (out, in / groups, *kernel) and bias (out) as PyTorch's _ConvNd.reset_parameters draws them:
 /// kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)), for both.
 void make_conv_parameters(Module& m, const char* who, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
-                          const Conv2dOptions& o, Variable& weight, Variable& bias) {
+                          const Conv2dOptions& o, Tensor& weight, Tensor& bias) {
   TG_CHECK(in > 0 && out > 0, ShapeError, who, ": in_channels and out_channels must be positive, got ", in, " and ", out);
   TG_CHECK(o.groups_ > 0, ShapeError, who, ": groups must be a positive integer, got ", o.groups_);
   TG_CHECK(in % o.groups_ == 0, ShapeError, who, ": in_channels must be divisible by groups (", in, " and ", o.groups_, ")");
@@ -42,12 +42,12 @@ void make_conv_parameters(Module& m, const char* who, int64_t in, int64_t out, c
     TG_CHECK(k > 0, ShapeError, who, ": kernel_size must be positive, got ", tuple(kernel));
     shape.push_back(k);
   }
-  weight = Variable(prim::empty(shape));
+  weight = Tensor(prim::empty(shape));
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   m.register_parameter("weight", weight);
   if (o.bias_) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(init::fan_in_and_out(weight).first));
-    bias = Variable(prim::empty({out}));
+    bias = Tensor(prim::empty({out}));
     init::uniform_(bias, -bound, bound);
     m.register_parameter("bias", bias);
   }
@@ -87,7 +87,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int6
   make_conv_parameters(*this, "Conv2d", in_, out_, kernel_, options_, weight, bias);
 }
 
-Variable Conv2d::forward(const Variable& x) {
+Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_, options_.groups_);
 }
 
@@ -107,7 +107,7 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, c
   make_conv_parameters(*this, "Conv1d", in_, out_, {kernel_}, options_, weight, bias);
 }
 
-Variable Conv1d::forward(const Variable& x) {
+Tensor Conv1d::forward(const Tensor& x) {
   return conv1d(x, weight, bias, options_.stride_[0], options_.padding_[0], options_.dilation_[0], options_.groups_);
 }
 

@@ -58,13 +58,13 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
          const Conv2dOptions& options = {});
   /// x (N, in, H, W) or (in, H, W) -> (N, out, OH, OW).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))", as PyTorch prints it.
   std::string name() const override;
   /// A Conv2d of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override;
-  Variable weight;   ///< (out_channels, in_channels / groups, kH, kW), registered as "weight"
-  Variable bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+  Tensor weight;   ///< (out_channels, in_channels / groups, kH, kW), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
  private:
   int64_t in_, out_;
   std::vector<int64_t> kernel_;
@@ -78,13 +78,13 @@ class Conv1d : public Module {
   /// groups, or options with {h, w} pairs.
   Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options = {});
   /// x (N, in, L) or (in, L) -> (N, out, OL).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "Conv1d(3, 8, kernel_size=(3,), stride=(1,))".
   std::string name() const override;
   /// A Conv1d of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override;
-  Variable weight;   ///< (out_channels, in_channels / groups, kernel_size), registered as "weight"
-  Variable bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+  Tensor weight;   ///< (out_channels, in_channels / groups, kernel_size), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
  private:
   int64_t in_, out_, kernel_;
   Conv1dOptions options_;
@@ -157,7 +157,7 @@ class MaxPool2d : public Module {
   /// Every option, libtorch style: MaxPool2d(MaxPool2dOptions(3).stride({2}).dilation({2}).ceil_mode(true)).
   explicit MaxPool2d(const MaxPool2dOptions& options);
   /// x (N, C, H, W) or (C, H, W) -> the window maxima.
-  Variable forward(const Variable& x) override {
+  Tensor forward(const Tensor& x) override {
     return max_pool2d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.dilation_, o_.ceil_mode_);
   }
   /// "MaxPool2d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it, then dilation and ceil_mode
@@ -181,7 +181,7 @@ class AvgPool2d : public Module {
   /// Every option, libtorch style: AvgPool2d(AvgPool2dOptions(3).stride({2}).ceil_mode(true)).
   explicit AvgPool2d(const AvgPool2dOptions& options);
   /// x (N, C, H, W) or (C, H, W) -> the window means.
-  Variable forward(const Variable& x) override {
+  Tensor forward(const Tensor& x) override {
     return avg_pool2d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.count_include_pad_, o_.ceil_mode_);
   }
   /// "AvgPool2d(kernel_size=2, stride=2, padding=0)", then ceil_mode and count_include_pad when not
@@ -201,7 +201,7 @@ class AdaptiveAvgPool2d : public Module {
   /// A square output of output_size x output_size.
   explicit AdaptiveAvgPool2d(int64_t output_size) : AdaptiveAvgPool2d(std::vector<int64_t>{output_size}) {}
   /// x (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
-  Variable forward(const Variable& x) override { return adaptive_avg_pool2d(x, output_size_); }
+  Tensor forward(const Tensor& x) override { return adaptive_avg_pool2d(x, output_size_); }
   /// "AdaptiveAvgPool2d(output_size=(1, 1))".
   std::string name() const override;
   /// An AdaptiveAvgPool2d of the same size (for clone()).

@@ -47,24 +47,24 @@ std::vector<int64_t> chunk_sizes(int64_t n, int64_t chunks) {
   return sizes;
 }
 
-std::vector<Variable> scatter(const Variable& x, const std::vector<Device>& devices) {
+std::vector<Tensor> scatter(const Tensor& x, const std::vector<Device>& devices) {
   TG_CHECK(!devices.empty(), Error, "scatter: expects at least one device");
   TG_CHECK(x.defined(), ShapeError, "scatter: expects a defined tensor to split along dim 0, got an undefined one");
   TG_CHECK(x.dim() >= 1, ShapeError, "scatter: cannot split a 0-d tensor along dim 0 (the batch dimension); "
                                      "the input needs a batch dimension, got shape ", shape_str(x.shape()));
   const std::vector<int64_t> sizes = chunk_sizes(x.size(0), static_cast<int64_t>(devices.size()));
-  std::vector<Variable> pieces;
+  std::vector<Tensor> pieces;
   pieces.reserve(sizes.size());
   int64_t start = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const Device to = with_index(devices[i]);
     const int64_t rows = sizes[i];
-    Tensor piece = prim::to_device(x.data().narrow(0, start, rows), to);   // rows [start, start + rows) of x
-    Variable v = record("scatter", piece, {x},
-                        [start, rows, shape = x.shape(), dtype = x.dtype(), from = x.device()](const Tensor& grad,
+    RawTensor piece = prim::to_device(x.data().narrow(0, start, rows), to);   // rows [start, start + rows) of x
+    Tensor v = record("scatter", piece, {x},
+                        [start, rows, shape = x.shape(), dtype = x.dtype(), from = x.device()](const RawTensor& grad,
                                                                                                 Grads& g) {
                           // d piece / d x: the piece's gradient in its rows, zeros elsewhere (sets)
-                          Tensor full = prim::full(shape, 0.0, dtype, from);
+                          RawTensor full = prim::full(shape, 0.0, dtype, from);
                           prim::copy_(full.narrow(0, start, rows), grad);   // across devices when they differ
                           g.set(0, full);
                         });
@@ -74,7 +74,7 @@ std::vector<Variable> scatter(const Variable& x, const std::vector<Device>& devi
   return pieces;
 }
 
-Variable gather(const std::vector<Variable>& outputs, Device device) {
+Tensor gather(const std::vector<Tensor>& outputs, Device device) {
   TG_CHECK(!outputs.empty(), Error, "gather: expects at least one output to concatenate");
   device = with_index(device);
   bool all_scalars = true;
@@ -82,10 +82,10 @@ Variable gather(const std::vector<Variable>& outputs, Device device) {
     TG_CHECK(outputs[i].defined(), Error, "gather: output ", i, " of the replicas is undefined");
     all_scalars = all_scalars && outputs[i].dim() == 0;
   }
-  std::vector<Variable> moved;
+  std::vector<Tensor> moved;
   moved.reserve(outputs.size());
-  for (const Variable& o : outputs) {   // Variable::to is differentiable: each gradient slice goes back
-    Variable m = o.to(device);
+  for (const Tensor& o : outputs) {   // Tensor::to is differentiable: each gradient slice goes back
+    Tensor m = o.to(device);
     moved.push_back(all_scalars ? m.unsqueeze(0) : m);   // PyTorch gathers scalar outputs into a vector
   }
   return cat(moved, 0);
@@ -95,7 +95,7 @@ Variable gather(const std::vector<Variable>& outputs, Device device) {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Gradients reach the original module through the graph, as in PyTorch's Broadcast: each replica is
 // module.clone(device), and each of its parameters that requires grad is then linked to the
-// original's by a "broadcast" node (the replica's VariableImpl gets that node as its grad_fn, so it is
+// original's by a "broadcast" node (the replica's TensorImpl gets that node as its grad_fn, so it is
 // a non-leaf copy of the original, exactly what Broadcast's outputs are in PyTorch). Its rule sends
 // the replica's gradient back to the original's device; the backward engine adds the gradients that
 // reach one leaf from several replicas (fan-out), so after loss.backward() the module's .grad holds
@@ -105,23 +105,23 @@ Variable gather(const std::vector<Variable>& outputs, Device device) {
 // backward, needs a step the user must call (or a hook that knows when the last replica is done)
 // and bypasses the model's own hooks. The replica modules themselves are dropped when forward
 // returns: the graph keeps the broadcast nodes (through the edges of the ops that used the
-// parameters), never the replica's VariableImpls, and the nodes save nothing. Linking mutates only
-// the clone's own VariableImpls, which nothing else holds yet; tied parameters are linked once
+// parameters), never the replica's TensorImpls, and the nodes save nothing. Linking mutates only
+// the clone's own TensorImpls, which nothing else holds yet; tied parameters are linked once
 // (parameters() lists each once, in the same order for the original and its clone, which
 // Module::clone checks to have the same layout).
 std::vector<std::unique_ptr<Module>> replicate(const Module& module, const std::vector<Device>& devices) {
-  const std::vector<Variable> originals = module.parameters();
+  const std::vector<Tensor> originals = module.parameters();
   std::vector<std::unique_ptr<Module>> replicas;
   replicas.reserve(devices.size());
   for (const Device& d : devices) {
     std::unique_ptr<Module> replica = module.clone(with_index(d));
-    const std::vector<Variable> copies = replica->parameters();
+    const std::vector<Tensor> copies = replica->parameters();
     TG_CHECK(copies.size() == originals.size(), Error, "replicate: the clone of ", module.name(), " has ",
              copies.size(), " parameters, the module ", originals.size());
     for (std::size_t i = 0; i < originals.size(); ++i) {
-      const Variable& original = originals[i];
+      const Tensor& original = originals[i];
       if (!original.requires_grad()) continue;
-      Variable link = record("broadcast", copies[i].data(), {original}, [from = original.device()](const Tensor& grad, Grads& g) {
+      Tensor link = record("broadcast", copies[i].data(), {original}, [from = original.device()](const RawTensor& grad, Grads& g) {
         g.set(0, prim::to_device(grad, from));   // d copy / d original = identity, back on the original's device
       });
       if (link.grad_fn()) copies[i].impl()->grad_fn = link.grad_fn();   // grad mode off: the copy stays a leaf
@@ -131,13 +131,13 @@ std::vector<std::unique_ptr<Module>> replicate(const Module& module, const std::
   return replicas;
 }
 
-std::vector<Variable> parallel_apply(const std::vector<Module*>& replicas, const std::vector<Variable>& inputs,
+std::vector<Tensor> parallel_apply(const std::vector<Module*>& replicas, const std::vector<Tensor>& inputs,
                                      const std::vector<Device>& devices) {
   TG_CHECK(replicas.size() == inputs.size() && replicas.size() == devices.size(), Error,
            "parallel_apply: expects as many inputs and devices as replicas, got ", replicas.size(), " replicas, ",
            inputs.size(), " inputs and ", devices.size(), " devices");
   const std::size_t n = replicas.size();
-  std::vector<Variable> outputs(n);
+  std::vector<Tensor> outputs(n);
   std::vector<std::exception_ptr> errors(n);
   // The caller's thread-local state, as PyTorch's parallel_apply carries it into its threads.
   const bool grad_enabled = GradMode::is_enabled();
@@ -241,10 +241,10 @@ void DataParallel::init(std::vector<Device> devices, std::optional<Device> outpu
   if (devices_.size() == 1) module_->to(devices_.front());   // as PyTorch with a single device
 }
 
-Variable DataParallel::forward(const Variable& x) {
+Tensor DataParallel::forward(const Tensor& x) {
   if (devices_.empty()) return (*module_)(x);
   const Device& source = devices_.front();
-  for (const Variable& p : module_->parameters())
+  for (const Tensor& p : module_->parameters())
     TG_CHECK(p.device() == source, DeviceError, "DataParallel: module must have its parameters and buffers on device ",
              source.str(), " (device_ids[0]) but found one of them on device: ", p.device().str());
   for (const auto& b : module_->named_buffers())
@@ -254,7 +254,7 @@ Variable DataParallel::forward(const Variable& x) {
   TG_CHECK(x.defined() && x.dim() >= 1, ShapeError, "DataParallel: the input must be a tensor with a batch dimension "
            "(dim 0) to split among the replicas, got ", x.defined() ? "a 0-d tensor" : "an undefined tensor");
   if (devices_.size() == 1) return (*module_)(x.to(source));
-  const std::vector<Variable> inputs = parallel::scatter(x, devices_);
+  const std::vector<Tensor> inputs = parallel::scatter(x, devices_);
   const std::vector<Device> used(devices_.begin(), devices_.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
   const std::vector<std::unique_ptr<Module>> replicas = parallel::replicate(*module_, used);
   std::vector<Module*> raw;

@@ -25,12 +25,12 @@ std::vector<int64_t> chunk_sizes(int64_t n, int64_t chunks);
 /// Splits x (N, ...) along dim 0 into chunk_sizes(N, devices.size()) pieces, piece i moved to
 /// devices[i] (PyTorch's Scatter): each piece is differentiable, its gradient lands in its rows of
 /// x's gradient. ShapeError for an undefined or 0-d x; Error for an empty device list.
-std::vector<Variable> scatter(const Variable& x, const std::vector<Device>& devices);
+std::vector<Tensor> scatter(const Tensor& x, const std::vector<Device>& devices);
 
 /// Concatenates outputs along dim 0 on `device` (PyTorch's Gather), differentiably: each output gets
 /// its rows of the gradient back on its own device. 0-d outputs (losses) are gathered into a vector,
 /// as PyTorch does. Error for an empty list; the concatenation's ShapeError for mismatched shapes.
-Variable gather(const std::vector<Variable>& outputs, Device device);
+Tensor gather(const std::vector<Tensor>& outputs, Device device);
 
 /// One copy of module per device (PyTorch's replicate): clone(devices[i]) whose parameters are
 /// differentiable copies of module's own (see Note [DataParallel replicas] in nn/data_parallel.cpp),
@@ -43,7 +43,7 @@ std::vector<std::unique_ptr<Module>> replicate(const Module& module, const std::
 /// devices[i] as the thread's current CUDA device when it is one. Every thread is joined before
 /// returning; the first replica's exception (by index) is rethrown unchanged, with its type. Error
 /// when the three lists differ in length.
-std::vector<Variable> parallel_apply(const std::vector<Module*>& replicas, const std::vector<Variable>& inputs,
+std::vector<Tensor> parallel_apply(const std::vector<Module*>& replicas, const std::vector<Tensor>& inputs,
                                      const std::vector<Device>& devices);
 
 }  // namespace parallel
@@ -84,7 +84,7 @@ class DataParallel : public Module {
 
   /// module(x) run data-parallel as described above; x (N, ...) -> the concatenated outputs (N, ...).
   /// ShapeError for an undefined or 0-d x.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "DataParallel".
   std::string name() const override { return "DataParallel"; }
 

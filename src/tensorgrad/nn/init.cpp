@@ -14,8 +14,8 @@ namespace init {
 namespace {
 thread_local int t_skip_init = 0;
 
-Variable& fill_random(Variable& v, const philox::Distribution& dist) {
-  TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
+Tensor& fill_random(Tensor& v, const philox::Distribution& dist) {
+  TG_CHECK(v.defined(), Error, "init: the Tensor is undefined");
   prim::check_floating("init", v.data());
   if (SkipInitGuard::is_enabled()) return v;
   NoGradGuard no_grad;
@@ -24,7 +24,7 @@ Variable& fill_random(Variable& v, const philox::Distribution& dist) {
 }
 }  // namespace
 
-std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v) {
+std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& v) {
   TG_CHECK(v.dim() >= 2, ShapeError, "init: fan in and fan out can not be computed for a tensor with fewer than 2 ",
            "dimensions (shape ", shape_str(v.shape()), ")");
   int64_t receptive = 1;
@@ -32,12 +32,12 @@ std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v) {
   return {v.shape()[1] * receptive, v.shape()[0] * receptive};
 }
 
-Variable& uniform_(Variable& v, double a, double b) {
+Tensor& uniform_(Tensor& v, double a, double b) {
   TG_CHECK(std::isfinite(a) && std::isfinite(b) && a <= b, Error,
            "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
   return fill_random(v, philox::Distribution::uniform(a, b));
 }
-Variable& normal_(Variable& v, double mean, double std) {
+Tensor& normal_(Tensor& v, double mean, double std) {
   TG_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0, Error,
            "normal_ expects a finite mean and std >= 0.0, but found mean ", mean, " and std ", std);
   return fill_random(v, philox::Distribution::normal(mean, std));
@@ -47,34 +47,34 @@ SkipInitGuard::SkipInitGuard() { ++t_skip_init; }
 SkipInitGuard::~SkipInitGuard() { --t_skip_init; }
 bool SkipInitGuard::is_enabled() { return t_skip_init > 0; }
 
-Variable& constant_(Variable& v, double value) {
-  TG_CHECK(v.defined(), Error, "init: the Variable is undefined");
+Tensor& constant_(Tensor& v, double value) {
+  TG_CHECK(v.defined(), Error, "init: the Tensor is undefined");
   if (SkipInitGuard::is_enabled()) return v;
   NoGradGuard no_grad;
   prim::fill_(v.data(), value);
   return v;
 }
-Variable& zeros_(Variable& v) { return constant_(v, 0); }
-Variable& ones_(Variable& v) { return constant_(v, 1); }
+Tensor& zeros_(Tensor& v) { return constant_(v, 0); }
+Tensor& ones_(Tensor& v) { return constant_(v, 1); }
 
-Variable& kaiming_uniform_(Variable& v, double a) {
+Tensor& kaiming_uniform_(Tensor& v, double a) {
   const double gain = std::sqrt(2.0 / (1 + a * a));
   const double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in_and_out(v).first));
   return uniform_(v, -bound, bound);
 }
 
-Variable& kaiming_normal_(Variable& v, double a) {
+Tensor& kaiming_normal_(Tensor& v, double a) {
   const double gain = std::sqrt(2.0 / (1 + a * a));
   return normal_(v, 0, gain / std::sqrt(static_cast<double>(fan_in_and_out(v).first)));
 }
 
-Variable& xavier_uniform_(Variable& v, double gain) {
+Tensor& xavier_uniform_(Tensor& v, double gain) {
   const auto [in, out] = fan_in_and_out(v);
   const double bound = gain * std::sqrt(6.0 / static_cast<double>(in + out));
   return uniform_(v, -bound, bound);
 }
 
-Variable& xavier_normal_(Variable& v, double gain) {
+Tensor& xavier_normal_(Tensor& v, double gain) {
   const auto [in, out] = fan_in_and_out(v);
   return normal_(v, 0, gain * std::sqrt(2.0 / static_cast<double>(in + out)));
 }

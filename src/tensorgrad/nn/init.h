@@ -1,8 +1,8 @@
 /// \file
 /// nn/init.h: in-place parameter initialisers with PyTorch's names and formulas (torch.nn.init).
-/// Each fills an existing Variable without recording a graph; random ones draw from the Philox stream.
+/// Each fills an existing Tensor without recording a graph; random ones draw from the Philox stream.
 #pragma once
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace nn {
@@ -25,27 +25,27 @@ class SkipInitGuard {
 
 /// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (2-D: (out, in)).
 /// Returns {fan_in, fan_out}; ShapeError for fewer than 2 dims.
-std::pair<int64_t, int64_t> fan_in_and_out(const Variable& v);
+std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& v);
 
 // Each returns v. The random ones need a floating v (DTypeError); all throw Error for an undefined v.
 /// Uniform in [a, b) (torch.nn.init.uniform_).
-Variable& uniform_(Variable& v, double a = 0, double b = 1);
+Tensor& uniform_(Tensor& v, double a = 0, double b = 1);
 /// Normal with the given mean and standard deviation (torch.nn.init.normal_).
-Variable& normal_(Variable& v, double mean = 0, double std = 1);
+Tensor& normal_(Tensor& v, double mean = 0, double std = 1);
 /// Every element value (torch.nn.init.constant_).
-Variable& constant_(Variable& v, double value);
+Tensor& constant_(Tensor& v, double value);
 /// Every element 0.
-Variable& zeros_(Variable& v);
+Tensor& zeros_(Tensor& v);
 /// Every element 1.
-Variable& ones_(Variable& v);
+Tensor& ones_(Tensor& v);
 /// U(-bound, bound), bound = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)) (leaky_relu gain).
-Variable& kaiming_uniform_(Variable& v, double a = 0);
+Tensor& kaiming_uniform_(Tensor& v, double a = 0);
 /// N(0, std), std = gain / sqrt(fan_in), as kaiming_normal_ with nonlinearity leaky_relu(a).
-Variable& kaiming_normal_(Variable& v, double a = 0);
+Tensor& kaiming_normal_(Tensor& v, double a = 0);
 /// U(-bound, bound), bound = gain * sqrt(6 / (fan_in + fan_out)).
-Variable& xavier_uniform_(Variable& v, double gain = 1);
+Tensor& xavier_uniform_(Tensor& v, double gain = 1);
 /// N(0, std), std = gain * sqrt(2 / (fan_in + fan_out)).
-Variable& xavier_normal_(Variable& v, double gain = 1);
+Tensor& xavier_normal_(Tensor& v, double gain = 1);
 
 }  // namespace init
 }  // namespace nn

@@ -15,12 +15,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
   TG_CHECK(in_features > 0 && out_features > 0, ShapeError, "Linear: in_features and out_features must be positive, got ",
            in_features, " and ", out_features);
   // PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)) gives U(+-1/sqrt(in)) for the weight.
-  weight = Variable(prim::empty({out_features, in_features}));
+  weight = Tensor(prim::empty({out_features, in_features}));
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   register_parameter("weight", weight);
   if (with_bias) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-    bias = Variable(prim::empty({out_features}));
+    bias = Tensor(prim::empty({out_features}));
     init::uniform_(bias, -bound, bound);
     register_parameter("bias", bias);
   }
@@ -48,13 +48,13 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optiona
     if (*padding_idx_ < 0) *padding_idx_ += num_embeddings;
   }
   // PyTorch's reset_parameters: normal_(0, 1), then the padding row zeroed.
-  weight = Variable(prim::empty({num_embeddings, embedding_dim}));
+  weight = Tensor(prim::empty({num_embeddings, embedding_dim}));
   init::normal_(weight, 0, 1);
   if (padding_idx_ && !init::SkipInitGuard::is_enabled()) prim::fill_(weight.data().select(0, *padding_idx_), 0.0);
   register_parameter("weight", weight);
 }
 
-std::unique_ptr<Embedding> Embedding::from_pretrained(const Variable& embeddings, bool freeze,
+std::unique_ptr<Embedding> Embedding::from_pretrained(const Tensor& embeddings, bool freeze,
                                                       std::optional<int64_t> padding_idx) {
   TG_CHECK(embeddings.defined() && embeddings.dim() == 2, ShapeError,
            "Embedding.from_pretrained: Embeddings parameter is expected to be 2-dimensional, got ",
@@ -106,8 +106,8 @@ Sequential::~Sequential() {
   }
 }
 
-Variable Sequential::forward(const Variable& x) {
-  Variable y = x;
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
   for (auto& m : owned_) y = (*m)(y);
   return y;
 }

@@ -22,13 +22,13 @@ class Linear : public Module {
   /// are positive.
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   /// linear(x, weight, bias): x (..., in_features) -> (..., out_features).
-  Variable forward(const Variable& x) override { return linear(x, weight, bias); }
+  Tensor forward(const Tensor& x) override { return linear(x, weight, bias); }
   /// "Linear(in_features=784, out_features=128, bias=true)".
   std::string name() const override;
   /// A Linear of the same sizes (for clone()).
   std::unique_ptr<Module> new_instance() const override;
-  Variable weight;   ///< (out_features, in_features), registered as "weight"
-  Variable bias;     ///< (out_features), registered as "bias"; undefined when bias = false
+  Tensor weight;   ///< (out_features, in_features), registered as "weight"
+  Tensor bias;     ///< (out_features), registered as "bias"; undefined when bias = false
  private:
   int64_t in_features_, out_features_;
 };
@@ -44,17 +44,17 @@ class Embedding : public Module {
   /// An Embedding whose weight is a copy of embeddings (V, D) (torch.nn.Embedding.from_pretrained):
   /// freeze (the default) makes it a parameter that does not require grad. The padding_idx row is kept
   /// as given (PyTorch does not zero it either) and gets no gradient. ShapeError unless embeddings is 2-D.
-  static std::unique_ptr<Embedding> from_pretrained(const Variable& embeddings, bool freeze = true,
+  static std::unique_ptr<Embedding> from_pretrained(const Tensor& embeddings, bool freeze = true,
                                                     std::optional<int64_t> padding_idx = std::nullopt);
   /// embedding(input, weight, padding_idx): input (*) int64 -> (*, embedding_dim).
-  Variable forward(const Variable& input) override { return embedding(input, weight, padding_idx_); }
+  Tensor forward(const Tensor& input) override { return embedding(input, weight, padding_idx_); }
   /// "Embedding(10, 3, padding_idx=0)".
   std::string name() const override;
   /// An Embedding of the same sizes and padding_idx (for clone()).
   std::unique_ptr<Module> new_instance() const override;
   /// The padding index in [0, num_embeddings), if any.
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
-  Variable weight;   ///< (num_embeddings, embedding_dim), registered as "weight"
+  Tensor weight;   ///< (num_embeddings, embedding_dim), registered as "weight"
  private:
   int64_t num_embeddings_, embedding_dim_;
   std::optional<int64_t> padding_idx_;
@@ -64,7 +64,7 @@ class Embedding : public Module {
 class ReLU : public Module {
  public:
   /// relu(x), any shape.
-  Variable forward(const Variable& x) override { return relu(x); }
+  Tensor forward(const Tensor& x) override { return relu(x); }
   /// "ReLU()".
   std::string name() const override { return "ReLU()"; }
   /// A ReLU (for clone()).
@@ -74,7 +74,7 @@ class ReLU : public Module {
 class Sigmoid : public Module {
  public:
   /// sigmoid(x), any shape.
-  Variable forward(const Variable& x) override { return sigmoid(x); }
+  Tensor forward(const Tensor& x) override { return sigmoid(x); }
   /// "Sigmoid()".
   std::string name() const override { return "Sigmoid()"; }
   /// A Sigmoid (for clone()).
@@ -84,7 +84,7 @@ class Sigmoid : public Module {
 class Tanh : public Module {
  public:
   /// tanh(x), any shape.
-  Variable forward(const Variable& x) override { return tanh(x); }
+  Tensor forward(const Tensor& x) override { return tanh(x); }
   /// "Tanh()".
   std::string name() const override { return "Tanh()"; }
   /// A Tanh (for clone()).
@@ -97,7 +97,7 @@ class Dropout : public Module {
   /// Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5);
   /// dropout(x, p, is_training()): scaled by 1/(1-p) while training, x itself in eval().
-  Variable forward(const Variable& x) override { return dropout(x, p_, is_training()); }
+  Tensor forward(const Tensor& x) override { return dropout(x, p_, is_training()); }
   /// "Dropout(p=0.5)".
   std::string name() const override;
   /// A Dropout with the same p (for clone()).
@@ -112,7 +112,7 @@ class Flatten : public Module {
   /// Flattens dims start_dim..end_dim (torch::nn::Flatten's defaults).
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}
   /// flatten(x, start_dim, end_dim): (N, 1, 28, 28) -> (N, 784) with the defaults.
-  Variable forward(const Variable& x) override { return flatten(x, start_, end_); }
+  Tensor forward(const Tensor& x) override { return flatten(x, start_, end_); }
   /// "Flatten()".
   std::string name() const override { return "Flatten()"; }
   /// A Flatten of the same dims (for clone()).
@@ -146,7 +146,7 @@ class Sequential : public Module {
   /// says "fc1.weight" instead of "0.weight". Error for a null module or a name already taken.
   Module& push_back(const std::string& name, std::unique_ptr<Module> module);
   /// Each child in order, called as child(x) so that its hooks run; x itself when empty.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "Sequential".
   std::string name() const override { return "Sequential"; }
   /// The number of children.
@@ -186,7 +186,7 @@ class CrossEntropyLoss {
   explicit CrossEntropyLoss(const CrossEntropyLossOptions& options) : options_(options) {}
   /// cross_entropy(logits, target, ...): logits (N, C), target (N) int64 -> 0-d, or (N) with
   /// Reduction::None.
-  Variable operator()(const Variable& logits, const Variable& target) const {
+  Tensor operator()(const Tensor& logits, const Tensor& target) const {
     return cross_entropy(logits, target, options_.reduction_, options_.ignore_index_, options_.label_smoothing_);
   }
  private:
@@ -199,7 +199,7 @@ class MSELoss {
   /// With the given reduction (default: the mean).
   explicit MSELoss(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}
   /// mse_loss(input, target, reduction); input and target of one shape.
-  Variable operator()(const Variable& input, const Variable& target) const {
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
     return mse_loss(input, target, reduction_);
   }
  private:

@@ -50,8 +50,8 @@ bool Module::has_forward_hooks() const {
   return hooks != nullptr && (!hooks->pre.empty() || !hooks->post.empty());
 }
 
-Variable Module::forward(const Variable&) {
-  throw Error(name() + ": forward(const Variable&) is not implemented; override it in your Module");
+Tensor Module::forward(const Tensor&) {
+  throw Error(name() + ": forward(const Tensor&) is not implemented; override it in your Module");
 }
 
 // Note [Module tree]
@@ -83,29 +83,29 @@ void Module::add_child(const std::string& name, Module* child) {
   children_.emplace_back(name, child);
 }
 
-Variable& Module::register_parameter(const std::string& name, Variable& v, bool requires_grad) {
+Tensor& Module::register_parameter(const std::string& name, Tensor& v, bool requires_grad) {
   check_new_name("register_parameter", name);
   if (v.defined()) v.set_requires_grad(requires_grad);
   params_.emplace_back(name, &v);
   return v;
 }
 
-Variable& Module::register_buffer(const std::string& name, Variable& v) {
+Tensor& Module::register_buffer(const std::string& name, Tensor& v) {
   check_new_name("register_buffer", name);
   buffers_.emplace_back(name, &v);
   return v;
 }
 
-Variable& Module::hold(Variable v) {
+Tensor& Module::hold(Tensor v) {
   held_.push_back(std::move(v));
   return held_.back();
 }
 
-Variable* Module::unregister(const std::string& name) {
+Tensor* Module::unregister(const std::string& name) {
   for (auto* list : {&params_, &buffers_})
     for (auto it = list->begin(); it != list->end(); ++it)
       if (it->first == name) {
-        Variable* slot = it->second;
+        Tensor* slot = it->second;
         list->erase(it);
         return slot;
       }
@@ -128,9 +128,9 @@ void Module::walk(F&& f) const {   // See Note [Module tree]: each module once, 
   }
 }
 
-std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
-  std::vector<std::pair<std::string, Variable>> out;
-  std::unordered_set<const VariableImpl*> seen;   // tied parameters once (Note [Module tree])
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::unordered_set<const TensorImpl*> seen;   // tied parameters once (Note [Module tree])
   walk([&out, &seen](const std::string& prefix, const Module& m) {
     for (const auto& p : m.params_)
       if (p.second->defined() && seen.insert(p.second->impl().get()).second) out.emplace_back(prefix + p.first, *p.second);
@@ -138,9 +138,9 @@ std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
   return out;
 }
 
-std::vector<std::pair<std::string, Variable>> Module::named_buffers() const {
-  std::vector<std::pair<std::string, Variable>> out;
-  std::unordered_set<const VariableImpl*> seen;
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::unordered_set<const TensorImpl*> seen;
   walk([&out, &seen](const std::string& prefix, const Module& m) {
     for (const auto& b : m.buffers_)
       if (b.second->defined() && seen.insert(b.second->impl().get()).second) out.emplace_back(prefix + b.first, *b.second);
@@ -148,17 +148,17 @@ std::vector<std::pair<std::string, Variable>> Module::named_buffers() const {
   return out;
 }
 
-std::vector<Variable> Module::parameters() const {
-  std::vector<Variable> out;
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
   for (auto& p : named_parameters()) out.push_back(p.second);
   return out;
 }
 
 namespace {
-void move_value(Variable& v, const std::function<Tensor(const Tensor&)>& f) {
+void move_value(Tensor& v, const std::function<RawTensor(const RawTensor&)>& f) {
   NoGradGuard no_grad;
   v.set_data(f(v.data()));
-  Variable g = v.grad();
+  Tensor g = v.grad();
   if (g.defined()) g.set_data(f(g.data()));
 }
 }  // namespace
@@ -171,13 +171,13 @@ Module& Module::to(Device device) {
   }
   // Every value moves first, then all are swapped in: a failure (say an unusable device) leaves
   // the module as it was.
-  std::vector<Variable> values;
+  std::vector<Tensor> values;
   for (auto& p : named_parameters()) values.push_back(p.second);
   for (auto& b : named_buffers()) values.push_back(b.second);
-  std::vector<Tensor> moved, moved_grads;
+  std::vector<RawTensor> moved, moved_grads;
   for (auto& v : values) {
     moved.push_back(v.data().to(device));
-    moved_grads.push_back(v.grad().defined() ? v.grad().data().to(device) : Tensor());
+    moved_grads.push_back(v.grad().defined() ? v.grad().data().to(device) : RawTensor());
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
     values[i].set_data(moved[i]);
@@ -188,7 +188,7 @@ Module& Module::to(Device device) {
 
 Module& Module::to(DType dtype) {
   TG_CHECK(is_floating(dtype), DTypeError, "Module::to: parameters must be floating point, got ", dtype_name(dtype));
-  for (auto& p : named_parameters()) move_value(p.second, [dtype](const Tensor& t) { return t.to(dtype); });
+  for (auto& p : named_parameters()) move_value(p.second, [dtype](const RawTensor& t) { return t.to(dtype); });
   return *this;
 }
 
@@ -233,16 +233,16 @@ RemovableHandle Module::add_forward_hook(ForwardHook hook) {
 
 // PyTorch's Module._call_impl without backward hooks: the hooks as of this call (a snapshot, so a
 // hook may add or remove hooks), each in registration order. See Note [Hook lists].
-Variable Module::call_with_hooks(const Variable& x) {
+Tensor Module::call_with_hooks(const Tensor& x) {
   const tg::detail::ModuleHooks& table = *hooks_.get();
-  Variable input = x;
+  Tensor input = x;
   for (const auto& hook : table.pre.snapshot()) {
-    Variable replaced = (*hook)(*this, input);
+    Tensor replaced = (*hook)(*this, input);
     if (replaced.defined()) input = std::move(replaced);
   }
-  Variable output = forward(input);
+  Tensor output = forward(input);
   for (const auto& hook : table.post.snapshot()) {
-    Variable replaced = (*hook)(*this, input, output);
+    Tensor replaced = (*hook)(*this, input, output);
     if (replaced.defined()) output = std::move(replaced);
   }
   return output;
@@ -266,7 +266,7 @@ Variable Module::call_with_hooks(const Variable& x) {
 // random stream (a DataParallel replica per step would otherwise change every later draw); a
 // constructor that draws with tg::randn itself still advances it, so layers use nn::init. Values
 // shared by several registrations (tied weights, a module registered twice) stay shared in the copy,
-// through a map from the original's VariableImpl to its copy. Gradients and tensor hooks are not
+// through a map from the original's TensorImpl to its copy. Gradients and tensor hooks are not
 // copied; each module's training mode and forward hooks are (as PyTorch's deepcopy and replicate).
 std::unique_ptr<Module> Module::new_instance() const {
   throw Error(name() + ": clone() needs new_instance(): derive the module from tg::nn::Cloneable<YourModule> (it "
@@ -289,7 +289,7 @@ std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const
 
 void Module::copy_state(const Module& root, Module& copy_root, const std::optional<Device>& device) {
   NoGradGuard no_grad;
-  std::unordered_map<const VariableImpl*, Variable> copied;   // ties stay ties
+  std::unordered_map<const TensorImpl*, Tensor> copied;   // ties stay ties
   std::unordered_map<const Module*, const Module*> source_of;  // each copied module once, from one source
   struct Pair {
     const Module* from;
@@ -302,9 +302,9 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     return a.size() == b.size() &&
            std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
   };
-  auto copy_value = [&](const Variable& from, Variable& to, const std::string& name) {
+  auto copy_value = [&](const Tensor& from, Tensor& to, const std::string& name) {
     if (!from.defined()) {
-      to = Variable();
+      to = Tensor();
       return;
     }
     TG_CHECK(!to.defined() || to.shape() == from.shape(), ShapeError, "clone: new_instance() of ", root.name(),
@@ -314,7 +314,7 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
       to = it->second;
       return;
     }
-    Variable v(device && *device != from.device() ? from.data().to(*device) : from.data().clone());
+    Tensor v(device && *device != from.device() ? from.data().to(*device) : from.data().clone());
     if (from.requires_grad()) v.set_requires_grad(true);
     to = v;
     copied.emplace(from.impl().get(), std::move(v));

@@ -2,7 +2,7 @@
 /// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
 /// traversal with dotted names, device/dtype moves in place, train/eval, forward hooks, clone(),
 /// printing. Layers are in nn/layers.h; the ops they call in ops/ops.h; tensor hooks in
-/// autograd/variable.h.
+/// autograd/tensor.h.
 #pragma once
 #include <deque>
 #include <functional>
@@ -17,7 +17,7 @@
 
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/autograd/hooks.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace nn {
@@ -25,11 +25,11 @@ namespace nn {
 class Module;
 
 /// A forward pre-hook (Module::register_forward_pre_hook) in its stored form: returns the input that
-/// forward gets instead, or an undefined Variable to keep it.
-using ForwardPreHook = std::function<Variable(Module& module, const Variable& input)>;
+/// forward gets instead, or an undefined Tensor to keep it.
+using ForwardPreHook = std::function<Tensor(Module& module, const Tensor& input)>;
 /// A forward hook (Module::register_forward_hook) in its stored form: returns the output that module(x)
-/// returns instead, or an undefined Variable to keep it.
-using ForwardHook = std::function<Variable(Module& module, const Variable& input, const Variable& output)>;
+/// returns instead, or an undefined Tensor to keep it.
+using ForwardHook = std::function<Tensor(Module& module, const Tensor& input, const Tensor& output)>;
 
 }  // namespace nn
 
@@ -49,7 +49,7 @@ namespace nn {
 /// struct Net : tg::nn::Module {
 ///   tg::nn::Linear fc1{784, 128}, fc2{128, 10};
 ///   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-///   tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+///   tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 /// };
 /// \endcode
 /// Modules are neither copied nor moved: the registered addresses must stay valid; clone() makes an
@@ -68,12 +68,12 @@ class Module {
   Module& operator=(Module&&) = delete;
 
   /// The computation; the base throws tg::Error naming the module: override it.
-  virtual Variable forward(const Variable& x);   // throws unless overridden
+  virtual Tensor forward(const Tensor& x);   // throws unless overridden
   /// forward(x) with the forward hooks around it, as PyTorch's module(x): the pre-hooks in registration
   /// order (each may replace the input), forward, then the forward hooks in registration order (each
   /// sees the input forward got and may replace the output). Call children as child(x), not
   /// child.forward(x), so that their hooks run too.
-  Variable operator()(const Variable& x) {
+  Tensor operator()(const Tensor& x) {
     if (hooks_.get() == nullptr) return forward(x);   // never had a hook: no lock, no copy
     return call_with_hooks(x);
   }
@@ -120,29 +120,29 @@ class Module {
   /// Registers a parameter (set to require grad) under name; returns the stored handle.
   /// v is kept by reference (usually a member) and may still be undefined (an optional bias);
   /// undefined parameters are skipped by the traversals. Error for a bad or repeated name.
-  Variable& register_parameter(const std::string& name, Variable& v, bool requires_grad = true);
+  Tensor& register_parameter(const std::string& name, Tensor& v, bool requires_grad = true);
   /// Registers a non-parameter state tensor (kept by reference, moved by to(Device), saved in
   /// checkpoints, never given to optimizers); returns v. Error for a bad or repeated name.
-  Variable& register_buffer(const std::string& name, Variable& v);
+  Tensor& register_buffer(const std::string& name, Tensor& v);
   /// Keeps v in the module itself and returns its slot, whose address stays valid while the module
   /// lives: for state that is no member, as register_parameter(name, hold(v)) (nn::utils::prune's
   /// weight_orig and weight_mask).
-  Variable& hold(Variable v);
+  Tensor& hold(Tensor v);
   /// Takes this module's own parameter or buffer `name` out of the traversals and checkpoints
   /// (PyTorch's del module._parameters[name]) and returns its slot, which keeps its value; nullptr
   /// when this module has none of that name.
-  Variable* unregister(const std::string& name);
+  Tensor* unregister(const std::string& name);
   /// Per-module storage for library extensions, by key (nn::utils::prune keeps its per-tensor state
   /// under "prune.<name>"): empty until set, destroyed with the module, not copied by clone().
   std::shared_ptr<void>& extension(const std::string& key);
 
   /// Every defined parameter of this module and its descendants, in registration order (depth first),
   /// each once: a module registered twice and a tied weight appear under their first name only.
-  std::vector<Variable> parameters() const;
+  std::vector<Tensor> parameters() const;
   /// The same, with dotted names: "fc1.weight", "fc1.bias", ...
-  std::vector<std::pair<std::string, Variable>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   /// Every defined buffer of this module and its descendants, with dotted names.
-  std::vector<std::pair<std::string, Variable>> named_buffers() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   /// The direct children with their names, in registration order.
   std::vector<std::pair<std::string, Module*>> children() const { return children_; }
 
@@ -178,49 +178,49 @@ class Module {
   void zero_grad();
 
   // ---- hooks (PyTorch's register_forward_pre_hook / register_forward_hook)
-  /// Registers hook(module, input), called by module(x) before forward. It returns void, or a Variable
+  /// Registers hook(module, input), called by module(x) before forward. It returns void, or a Tensor
   /// that replaces the input when defined (PyTorch: returning None keeps it). Pre-hooks run in
   /// registration order, each seeing the previous one's input, on every call, under the grad mode of
   /// the caller. Returns the handle whose remove() takes the hook out.
   /// \code
-  /// auto h = model.register_forward_pre_hook([](tg::nn::Module& m, const tg::Variable& in) { ... });
+  /// auto h = model.register_forward_pre_hook([](tg::nn::Module& m, const tg::Tensor& in) { ... });
   /// \endcode
   template <class F>
   RemovableHandle register_forward_pre_hook(F&& hook) {
     using Hook = std::decay_t<F>;
-    static_assert(std::is_invocable<Hook&, Module&, const Variable&>::value,
-                  "register_forward_pre_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input)");
-    using R = std::invoke_result_t<Hook&, Module&, const Variable&>;
+    static_assert(std::is_invocable<Hook&, Module&, const Tensor&>::value,
+                  "register_forward_pre_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Tensor& input)");
+    using R = std::invoke_result_t<Hook&, Module&, const Tensor&>;
     if constexpr (std::is_void<R>::value) {
-      return add_forward_pre_hook([h = Hook(std::forward<F>(hook))](Module& m, const Variable& in) mutable {
+      return add_forward_pre_hook([h = Hook(std::forward<F>(hook))](Module& m, const Tensor& in) mutable {
         h(m, in);
-        return Variable();
+        return Tensor();
       });
     } else {
-      static_assert(std::is_convertible<R, Variable>::value,
-                    "register_forward_pre_hook: the hook must return void or a Variable (the replacement input)");
+      static_assert(std::is_convertible<R, Tensor>::value,
+                    "register_forward_pre_hook: the hook must return void or a Tensor (the replacement input)");
       return add_forward_pre_hook(ForwardPreHook(std::forward<F>(hook)));
     }
   }
   /// Registers hook(module, input, output), called by module(x) after forward with the input forward got
-  /// (after the pre-hooks) and its output. It returns void, or a Variable that replaces the output when
+  /// (after the pre-hooks) and its output. It returns void, or a Tensor that replaces the output when
   /// defined. Forward hooks run in registration order, each seeing the previous one's output.
   template <class F>
   RemovableHandle register_forward_hook(F&& hook) {
     using Hook = std::decay_t<F>;
-    static_assert(std::is_invocable<Hook&, Module&, const Variable&, const Variable&>::value,
-                  "register_forward_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Variable& input, "
-                  "const tg::Variable& output)");
-    using R = std::invoke_result_t<Hook&, Module&, const Variable&, const Variable&>;
+    static_assert(std::is_invocable<Hook&, Module&, const Tensor&, const Tensor&>::value,
+                  "register_forward_hook: the hook must be callable as hook(tg::nn::Module&, const tg::Tensor& input, "
+                  "const tg::Tensor& output)");
+    using R = std::invoke_result_t<Hook&, Module&, const Tensor&, const Tensor&>;
     if constexpr (std::is_void<R>::value) {
       return add_forward_hook(
-          [h = Hook(std::forward<F>(hook))](Module& m, const Variable& in, const Variable& out) mutable {
+          [h = Hook(std::forward<F>(hook))](Module& m, const Tensor& in, const Tensor& out) mutable {
             h(m, in, out);
-            return Variable();
+            return Tensor();
           });
     } else {
-      static_assert(std::is_convertible<R, Variable>::value,
-                    "register_forward_hook: the hook must return void or a Variable (the replacement output)");
+      static_assert(std::is_convertible<R, Tensor>::value,
+                    "register_forward_hook: the hook must return void or a Tensor (the replacement output)");
       return add_forward_hook(ForwardHook(std::forward<F>(hook)));
     }
   }
@@ -249,7 +249,7 @@ class Module {
  private:
   RemovableHandle add_forward_pre_hook(ForwardPreHook hook);
   RemovableHandle add_forward_hook(ForwardHook hook);
-  Variable call_with_hooks(const Variable& x);
+  Tensor call_with_hooks(const Tensor& x);
   static void copy_state(const Module& from, Module& to, const std::optional<Device>& device);
   void add_child(const std::string& name, Module* child);
   void check_new_name(const char* who, const std::string& name) const;   // Note [Module tree], module.cpp
@@ -257,22 +257,22 @@ class Module {
   void walk(F&& f) const;   // f(prefix, module) over this module and every descendant, iteratively
 
   std::vector<std::pair<std::string, Module*>> children_;
-  std::vector<std::pair<std::string, Variable*>> params_;
-  std::vector<std::pair<std::string, Variable*>> buffers_;
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<std::pair<std::string, Tensor*>> buffers_;
   bool training_ = true;
-  std::deque<Variable> held_;                                  // hold(): stable addresses
+  std::deque<Tensor> held_;                                  // hold(): stable addresses
   std::map<std::string, std::shared_ptr<void>> extensions_;   // extension()
   tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in autograd/engine.cpp
   std::string name_;                                        // Module(name); empty: the class name
   std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr
 };
 
-/// True for exactly one argument that is a Variable (the one-input call with hooks).
+/// True for exactly one argument that is a Tensor (the one-input call with hooks).
 template <class... Args>
 struct is_one_variable : std::false_type {};
 /// See is_one_variable.
 template <class A>
-struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
+struct is_one_variable<A> : std::is_same<std::decay_t<A>, Tensor> {};
 
 /// The base for a user module that clone() rebuilds with its default constructor: derive from
 /// Cloneable<Net> instead of Module, and clone() returns a std::unique_ptr<Net>.
@@ -280,7 +280,7 @@ struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
 /// struct Net : tg::nn::Cloneable<Net> {
 ///   tg::nn::Linear fc1{784, 128}, fc2{128, 10};
 ///   Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-///   tg::Variable forward(const tg::Variable& x) override { return fc2(tg::relu(fc1(x))); }
+///   tg::Tensor forward(const tg::Tensor& x) override { return fc2(tg::relu(fc1(x))); }
 /// };
 /// std::unique_ptr<Net> replica = net.clone();
 /// \endcode
@@ -289,7 +289,7 @@ struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
 ///
 /// Cloneable is also how a user module takes several inputs: it knows the derived type, so
 /// `net(x, mask)` calls `Net::forward(x, mask)`, whatever forward's parameters and result are
-/// (libtorch's ModuleHolder::operator() does the same). Calls with one Variable keep going through
+/// (libtorch's ModuleHolder::operator() does the same). Calls with one Tensor keep going through
 /// Module::operator(), with the hooks; hooks see one input, so a call with several inputs on a module
 /// that has forward hooks throws tg::Error. Modules inside Sequential keep the one-input forward.
 /// \code
@@ -297,7 +297,7 @@ struct is_one_variable<A> : std::is_same<std::decay_t<A>, Variable> {};
 ///   tg::nn::Linear fc{4, 4};
 ///   Gate() { register_module("fc", fc); }
 ///   using Module::forward;   // keeps the one-input overload visible (and clang's -Woverloaded-virtual quiet)
-///   tg::Variable forward(const tg::Variable& x, const tg::Variable& g) { return fc(x) * tg::sigmoid(g); }
+///   tg::Tensor forward(const tg::Tensor& x, const tg::Tensor& g) { return fc(x) * tg::sigmoid(g); }
 /// };
 /// Gate gate;  auto y = gate(x, g);
 /// \endcode
@@ -306,7 +306,7 @@ class Cloneable : public Module {
  public:
   using Module::Module;
   using Module::operator();
-  /// Derived::forward(args...) for any other argument list than one Variable (several inputs, none,
+  /// Derived::forward(args...) for any other argument list than one Tensor (several inputs, none,
   /// other types); tg::Error when forward hooks are registered (they take one input).
   template <class... Args, class = std::enable_if_t<!is_one_variable<Args...>::value>>
   decltype(auto) operator()(Args&&... args) {

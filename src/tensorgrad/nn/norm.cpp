@@ -16,22 +16,22 @@ BatchNorm::BatchNorm(int64_t num_features, double eps, double momentum, bool aff
   TG_CHECK(momentum >= 0 && momentum <= 1, Error, "BatchNorm: momentum must be in [0, 1], got ", momentum);
   TG_CHECK(eps > 0, Error, "BatchNorm: eps must be positive, got ", eps);
   if (affine) {
-    weight = Variable(prim::full({num_features}, 1.0));
-    bias = Variable(prim::full({num_features}, 0.0));
+    weight = Tensor(prim::full({num_features}, 1.0));
+    bias = Tensor(prim::full({num_features}, 0.0));
     register_parameter("weight", weight);
     register_parameter("bias", bias);
   }
   if (track_running_stats) {
-    running_mean = Variable(prim::full({num_features}, 0.0));
-    running_var = Variable(prim::full({num_features}, 1.0));
-    num_batches_tracked = Variable(prim::full({}, 0.0, kInt64));
+    running_mean = Tensor(prim::full({num_features}, 0.0));
+    running_var = Tensor(prim::full({num_features}, 1.0));
+    num_batches_tracked = Tensor(prim::full({}, 0.0, kInt64));
     register_buffer("running_mean", running_mean);
     register_buffer("running_var", running_var);
     register_buffer("num_batches_tracked", num_batches_tracked);
   }
 }
 
-Variable BatchNorm::forward(const Variable& x) {
+Tensor BatchNorm::forward(const Tensor& x) {
   check_input(x);
   const bool use_batch_stats = is_training() || !track_;
   if (is_training() && track_) {
@@ -40,8 +40,8 @@ Variable BatchNorm::forward(const Variable& x) {
                   "BatchNorm");
   }
   const bool update = is_training() && track_;
-  return batch_norm(x, update || !use_batch_stats ? running_mean : Variable(),
-                    update || !use_batch_stats ? running_var : Variable(), weight, bias, use_batch_stats, momentum_,
+  return batch_norm(x, update || !use_batch_stats ? running_mean : Tensor(),
+                    update || !use_batch_stats ? running_var : Tensor(), weight, bias, use_batch_stats, momentum_,
                     eps_);
 }
 
@@ -52,12 +52,12 @@ std::string BatchNorm::describe(const char* kind) const {
   return os.str();
 }
 
-void BatchNorm1d::check_input(const Variable& x) const {
+void BatchNorm1d::check_input(const Tensor& x) const {
   TG_CHECK(x.dim() == 2 || x.dim() == 3, ShapeError, "BatchNorm1d: expected 2D or 3D input (got ", x.dim(),
            "D input of size ", shape_str(x.shape()), ")");
 }
 
-void BatchNorm2d::check_input(const Variable& x) const {
+void BatchNorm2d::check_input(const Tensor& x) const {
   TG_CHECK(x.dim() == 4, ShapeError, "BatchNorm2d: expected 4D input (got ", x.dim(), "D input of size ",
            shape_str(x.shape()), ")");
 }
@@ -70,8 +70,8 @@ LayerNorm::LayerNorm(const std::vector<int64_t>& normalized_shape, double eps, b
              shape_str(Shape(normalized_shape.begin(), normalized_shape.end())));
   if (elementwise_affine) {
     const Shape shape(normalized_shape.begin(), normalized_shape.end());
-    weight = Variable(prim::full(shape, 1.0));
-    bias = Variable(prim::full(shape, 0.0));
+    weight = Tensor(prim::full(shape, 1.0));
+    bias = Tensor(prim::full(shape, 0.0));
     register_parameter("weight", weight);
     register_parameter("bias", bias);
   }
@@ -93,8 +93,8 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
   TG_CHECK(num_channels % num_groups == 0, ShapeError, "GroupNorm: num_channels must be divisible by num_groups (",
            num_channels, " and ", num_groups, ")");
   if (affine) {
-    weight = Variable(prim::full({num_channels}, 1.0));
-    bias = Variable(prim::full({num_channels}, 0.0));
+    weight = Tensor(prim::full({num_channels}, 1.0));
+    bias = Tensor(prim::full({num_channels}, 0.0));
     register_parameter("weight", weight);
     register_parameter("bias", bias);
   }

@@ -23,15 +23,15 @@ class BatchNorm : public Module {
   /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0.
   BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
   /// batch_norm(x, ...) after the rank check of the concrete class.
-  Variable forward(const Variable& x) override;
-  Variable weight;                ///< (num_features), registered as "weight"; undefined unless affine
-  Variable bias;                  ///< (num_features), registered as "bias"; undefined unless affine
-  Variable running_mean;          ///< (num_features) buffer "running_mean"
-  Variable running_var;           ///< (num_features) buffer "running_var"
-  Variable num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;                ///< (num_features), registered as "weight"; undefined unless affine
+  Tensor bias;                  ///< (num_features), registered as "bias"; undefined unless affine
+  Tensor running_mean;          ///< (num_features) buffer "running_mean"
+  Tensor running_var;           ///< (num_features) buffer "running_var"
+  Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"
  protected:
   /// ShapeError unless x has a rank this layer accepts.
-  virtual void check_input(const Variable& x) const = 0;
+  virtual void check_input(const Tensor& x) const = 0;
   /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string describe(const char* kind) const;
   int64_t num_features_;      ///< C
@@ -56,7 +56,7 @@ class BatchNorm1d : public BatchNorm {
   }
  protected:
   /// ShapeError unless x is 2-D or 3-D.
-  void check_input(const Variable& x) const override;
+  void check_input(const Tensor& x) const override;
 };
 
 /// Batch normalization of (N, C, H, W) input (torch::nn::BatchNorm2d).
@@ -74,7 +74,7 @@ class BatchNorm2d : public BatchNorm {
   }
  protected:
   /// ShapeError unless x is 4-D.
-  void check_input(const Variable& x) const override;
+  void check_input(const Tensor& x) const override;
 };
 
 /// layer_norm(x, normalized_shape, weight, bias, eps) as a module (torch::nn::LayerNorm): weight
@@ -84,15 +84,15 @@ class LayerNorm : public Module {
   /// ShapeError for an empty or non-positive normalized_shape.
   explicit LayerNorm(const std::vector<int64_t>& normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   /// x (*, normalized_shape) -> the same shape.
-  Variable forward(const Variable& x) override { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
+  Tensor forward(const Tensor& x) override { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
   /// "LayerNorm((256,), eps=1e-05, elementwise_affine=True)".
   std::string name() const override;
   /// A LayerNorm of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override {
     return std::make_unique<LayerNorm>(normalized_shape_, eps_, affine_);
   }
-  Variable weight;   ///< normalized_shape, registered as "weight"; undefined unless elementwise_affine
-  Variable bias;     ///< normalized_shape, registered as "bias"; undefined unless elementwise_affine
+  Tensor weight;   ///< normalized_shape, registered as "weight"; undefined unless elementwise_affine
+  Tensor bias;     ///< normalized_shape, registered as "bias"; undefined unless elementwise_affine
  private:
   std::vector<int64_t> normalized_shape_;
   double eps_;
@@ -107,15 +107,15 @@ class GroupNorm : public Module {
   /// "num_channels must be divisible by num_groups").
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   /// x (N, num_channels, *) -> the same shape.
-  Variable forward(const Variable& x) override { return group_norm(x, num_groups_, weight, bias, eps_); }
+  Tensor forward(const Tensor& x) override { return group_norm(x, num_groups_, weight, bias, eps_); }
   /// "GroupNorm(2, 6, eps=1e-05, affine=True)".
   std::string name() const override;
   /// A GroupNorm of the same configuration (for clone()).
   std::unique_ptr<Module> new_instance() const override {
     return std::make_unique<GroupNorm>(num_groups_, num_channels_, eps_, affine_);
   }
-  Variable weight;   ///< (num_channels), registered as "weight"; undefined unless affine
-  Variable bias;     ///< (num_channels), registered as "bias"; undefined unless affine
+  Tensor weight;   ///< (num_channels), registered as "weight"; undefined unless affine
+  Tensor bias;     ///< (num_channels), registered as "bias"; undefined unless affine
  private:
   int64_t num_groups_, num_channels_;
   double eps_;

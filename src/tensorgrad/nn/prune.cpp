@@ -33,9 +33,9 @@ namespace prune {
 namespace {
 
 struct PruneState {
-  Variable* member = nullptr;   // the module's own slot of <name> (a plain attribute while pruned)
-  Variable* orig = nullptr;     // held: <name>_orig
-  Variable* mask = nullptr;     // held: <name>_mask
+  Tensor* member = nullptr;   // the module's own slot of <name> (a plain attribute while pruned)
+  Tensor* orig = nullptr;     // held: <name>_orig
+  Tensor* mask = nullptr;     // held: <name>_mask
   RemovableHandle hook;
 };
 
@@ -49,7 +49,7 @@ std::string module_text(const Module& module) { return module.name(); }
 
 /// The tensor the importance is computed from (orig once pruned) and the current mask (ones before
 /// the first prune).
-void current(Module& module, const std::string& name, const char* op, Tensor* orig, Tensor* mask) {
+void current(Module& module, const std::string& name, const char* op, RawTensor* orig, RawTensor* mask) {
   if (auto st = state_of(module, name)) {
     *orig = st->orig->data();
     *mask = st->mask->data();
@@ -67,47 +67,47 @@ void current(Module& module, const std::string& name, const char* op, Tensor* or
 }
 
 /// Installs `mask` (the parameter's shape, the final composed mask) as module.<name>'s mask.
-void apply(Module& module, const std::string& name, const Tensor& mask) {
+void apply(Module& module, const std::string& name, const RawTensor& mask) {
   std::shared_ptr<void>& ext = module.extension(key(name));
   std::shared_ptr<PruneState> st = std::static_pointer_cast<PruneState>(ext);
   if (!st) {
-    Variable* slot = module.unregister(name);   // current() checked it is a parameter of this module
+    Tensor* slot = module.unregister(name);   // current() checked it is a parameter of this module
     st = std::make_shared<PruneState>();
     st->member = slot;
-    const Variable orig = *slot;
+    const Tensor orig = *slot;
     st->orig = &module.hold(orig);
     module.register_parameter(name + "_orig", *st->orig, orig.requires_grad());
-    st->mask = &module.hold(Variable(mask));
+    st->mask = &module.hold(Tensor(mask));
     module.register_buffer(name + "_mask", *st->mask);
     PruneState* raw = st.get();   // the hook dies with the module or at remove(), never after the state
-    st->hook = module.register_forward_pre_hook([raw](Module&, const Variable&) {
+    st->hook = module.register_forward_pre_hook([raw](Module&, const Tensor&) {
       *raw->member = mul(*raw->orig, *raw->mask);                      // <name> = orig * mask
     });
     ext = st;
   } else {
-    *st->mask = Variable(mask);
+    *st->mask = Tensor(mask);
   }
   *st->member = mul(*st->orig, *st->mask);
 }
 
 /// The mask after pruning k of the entries where mask is 1: those with the smallest score (largest
 /// when `largest`). Scores of pruned entries are moved out of reach first.
-Tensor prune_entries(const Tensor& scores, const Tensor& mask, int64_t k, bool largest) {
-  Tensor flat_mask = mask.contiguous().reshape({mask.numel()}).clone();
+RawTensor prune_entries(const RawTensor& scores, const RawTensor& mask, int64_t k, bool largest) {
+  RawTensor flat_mask = mask.contiguous().reshape({mask.numel()}).clone();
   if (k == 0) return flat_mask.reshape(mask.shape());
-  const Tensor flat_scores = scores.contiguous().reshape({scores.numel()}).to(kFloat64);
+  const RawTensor flat_scores = scores.contiguous().reshape({scores.numel()}).to(kFloat64);
   const double out_of_reach = largest ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  const Tensor keep = prim::binary(BinaryOp::Eq, flat_mask, prim::scalar_like(1.0, flat_mask), "prune");
-  const Tensor ranked = prim::where(keep, flat_scores, prim::scalar_like(out_of_reach, flat_scores));
+  const RawTensor keep = prim::binary(BinaryOp::Eq, flat_mask, prim::scalar_like(1.0, flat_mask), "prune");
+  const RawTensor ranked = prim::where(keep, flat_scores, prim::scalar_like(out_of_reach, flat_scores));
   const prim::Sorted chosen = prim::topk(ranked, k, 0, largest);
-  const Tensor minus = prim::full({k}, -1.0, flat_mask.dtype(), flat_mask.device());
+  const RawTensor minus = prim::full({k}, -1.0, flat_mask.dtype(), flat_mask.device());
   prim::index_add_(flat_mask, 0, chosen.indices, minus);              // 1 - 1 = 0 at the chosen entries
   return flat_mask.reshape(mask.shape());
 }
 
-int64_t count_unpruned(const Tensor& mask) {
-  const Tensor ones = prim::binary(BinaryOp::Eq, mask, prim::scalar_like(1.0, mask), "prune");
-  return Variable(prim::sum(ones).to(Device::cpu())).item<int64_t>();
+int64_t count_unpruned(const RawTensor& mask) {
+  const RawTensor ones = prim::binary(BinaryOp::Eq, mask, prim::scalar_like(1.0, mask), "prune");
+  return Tensor(prim::sum(ones).to(Device::cpu())).item<int64_t>();
 }
 
 }  // namespace
@@ -126,22 +126,22 @@ int64_t Amount::of(int64_t n) const {
 
 // The masks below are computed with prim:: ops, which record nothing; apply() records orig * mask.
 void l1_unstructured(Module& module, const std::string& name, Amount amount) {
-  Tensor orig, mask;
+  RawTensor orig, mask;
   current(module, name, "l1_unstructured", &orig, &mask);
   const int64_t k = amount.of(count_unpruned(mask));
   apply(module, name, prune_entries(prim::unary(UnaryOp::Abs, orig), mask, k, /*largest=*/false));   // |w|
 }
 
 void random_unstructured(Module& module, const std::string& name, Amount amount) {
-  Tensor orig, mask;
+  RawTensor orig, mask;
   current(module, name, "random_unstructured", &orig, &mask);
   const int64_t k = amount.of(count_unpruned(mask));
-  const Tensor draws = rand(orig.shape(), TensorOptions().dtype(kFloat64).device(orig.device())).data();
+  const RawTensor draws = rand(orig.shape(), TensorOptions().dtype(kFloat64).device(orig.device())).data();
   apply(module, name, prune_entries(draws, mask, k, /*largest=*/true));   // PyTorch: topk of rand_like
 }
 
 void ln_structured(Module& module, const std::string& name, Amount amount, double n, int64_t dim) {
-  Tensor orig, mask;
+  RawTensor orig, mask;
   current(module, name, "ln_structured", &orig, &mask);
   TG_CHECK(orig.dim() > 1, ShapeError, "ln_structured: structured pruning needs a tensor of at least 2 dims, got ",
            orig.dim());
@@ -149,28 +149,28 @@ void ln_structured(Module& module, const std::string& name, Amount amount, doubl
   dim = wrap_dim(dim, orig.dim(), "ln_structured");
   const int64_t C = orig.shape()[static_cast<std::size_t>(dim)];
   // rows (C, rest): channel c's entries, for the norm and for "still unpruned" (any mask entry != 0)
-  auto rows = [dim, C](const Tensor& t) { return t.transpose(0, dim).contiguous().reshape({C, -1}); };
-  const Tensor w = prim::unary(UnaryOp::Abs, rows(orig).to(kFloat64));
-  Tensor norm;
+  auto rows = [dim, C](const RawTensor& t) { return t.transpose(0, dim).contiguous().reshape({C, -1}); };
+  const RawTensor w = prim::unary(UnaryOp::Abs, rows(orig).to(kFloat64));
+  RawTensor norm;
   if (std::isinf(n)) {
     norm = prim::reduce(ReduceOp::Max, w, {1}, false, "ln_structured");                  // max |w|
   } else {
-    const Tensor p = prim::unary(UnaryOp::PowScalar, w, {n, 0});
+    const RawTensor p = prim::unary(UnaryOp::PowScalar, w, {n, 0});
     norm = prim::unary(UnaryOp::PowScalar, prim::reduce(ReduceOp::Sum, p, {1}, false, "ln_structured"),
                        {1.0 / n, 0});                                                      // (sum |w|^n)^(1/n)
   }
-  const Tensor alive = prim::reduce(ReduceOp::Sum, prim::unary(UnaryOp::Abs, rows(mask)), {1}, false, "ln_structured");
-  const Tensor channel_mask = prim::to_device(
+  const RawTensor alive = prim::reduce(ReduceOp::Sum, prim::unary(UnaryOp::Abs, rows(mask)), {1}, false, "ln_structured");
+  const RawTensor channel_mask = prim::to_device(
       prim::binary(BinaryOp::Ne, alive, prim::scalar_like(0.0, alive), "ln_structured").to(mask.dtype()), mask.device());
   const int64_t k = amount.of(count_unpruned(channel_mask));
-  const Tensor pruned = prune_entries(norm, channel_mask, k, /*largest=*/false);   // (C): 0 for pruned channels
+  const RawTensor pruned = prune_entries(norm, channel_mask, k, /*largest=*/false);   // (C): 0 for pruned channels
   Shape s(static_cast<std::size_t>(orig.dim()), 1);
   s[static_cast<std::size_t>(dim)] = C;
   apply(module, name, prim::mul(mask, pruned.reshape(s)));   // earlier zeros stay (PyTorch: mask *= default_mask)
 }
 
-void custom_from_mask(Module& module, const std::string& name, const Variable& mask) {
-  Tensor orig, old;
+void custom_from_mask(Module& module, const std::string& name, const Tensor& mask) {
+  RawTensor orig, old;
   current(module, name, "custom_from_mask", &orig, &old);
   TG_CHECK(mask.defined() && mask.shape() == orig.shape(), ShapeError, "custom_from_mask: the mask must have the "
            "parameter's shape ", shape_str(orig.shape()), ", got ", mask.defined() ? shape_str(mask.shape()) : "undefined");
@@ -181,30 +181,30 @@ void custom_from_mask(Module& module, const std::string& name, const Variable& m
 void global_unstructured(const std::vector<std::pair<Module*, std::string>>& parameters, Amount amount,
                          Method method) {
   TG_CHECK(!parameters.empty(), Error, "global_unstructured: parameters must not be empty");
-  std::vector<Tensor> scores, masks;
+  std::vector<RawTensor> scores, masks;
   for (const auto& p : parameters) {
     TG_CHECK(p.first != nullptr, Error, "global_unstructured: a null module for '", p.second, "'");
-    Tensor orig, mask;
+    RawTensor orig, mask;
     current(*p.first, p.second, "global_unstructured", &orig, &mask);
     // PyTorch's importance: getattr(module, name), the already pruned tensor
-    const Tensor value = state_of(*p.first, p.second) ? state_of(*p.first, p.second)->member->data() : orig;
+    const RawTensor value = state_of(*p.first, p.second) ? state_of(*p.first, p.second)->member->data() : orig;
     scores.push_back(value.contiguous().reshape({value.numel()}).to(kFloat64));
     masks.push_back(mask.contiguous().reshape({mask.numel()}).to(kFloat64));
   }
-  const Tensor all_masks = prim::cat(masks, 0);
-  Tensor all_scores = prim::cat(scores, 0);
+  const RawTensor all_masks = prim::cat(masks, 0);
+  RawTensor all_scores = prim::cat(scores, 0);
   const int64_t k = amount.of(count_unpruned(all_masks));
   const bool l1 = method == Method::L1Unstructured;
   all_scores = l1 ? prim::unary(UnaryOp::Abs, all_scores)
                   : rand({all_scores.numel()}, TensorOptions().dtype(kFloat64).device(all_scores.device())).data();
-  const Tensor final_mask = prune_entries(all_scores, all_masks, k, /*largest=*/!l1);
+  const RawTensor final_mask = prune_entries(all_scores, all_masks, k, /*largest=*/!l1);
   int64_t at = 0;
   for (const auto& p : parameters) {
-    Tensor orig, mask;
+    RawTensor orig, mask;
     current(*p.first, p.second, "global_unstructured", &orig, &mask);
-    const Tensor piece = final_mask.narrow(0, at, orig.numel()).reshape(orig.shape());
+    const RawTensor piece = final_mask.narrow(0, at, orig.numel()).reshape(orig.shape());
     at += orig.numel();
-    custom_from_mask(*p.first, p.second, Variable(piece));
+    custom_from_mask(*p.first, p.second, Tensor(piece));
   }
 }
 
@@ -221,8 +221,8 @@ void remove(Module& module, const std::string& name) {
   module.unregister(name + "_orig");
   module.unregister(name + "_mask");
   *st->member = *st->orig;                      // the original leaf handle, now holding the pruned values
-  *st->orig = Variable();
-  *st->mask = Variable();
+  *st->orig = Tensor();
+  *st->mask = Tensor();
   module.register_parameter(name, *st->member, st->member->requires_grad());
   ext.reset();
 }

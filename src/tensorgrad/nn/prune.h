@@ -59,7 +59,7 @@ void ln_structured(Module& module, const std::string& name, Amount amount, doubl
 void global_unstructured(const std::vector<std::pair<Module*, std::string>>& parameters, Amount amount,
                          Method method = Method::L1Unstructured);
 /// Prunes with a given mask of the parameter's shape (prune.custom_from_mask): entries where mask is 0.
-void custom_from_mask(Module& module, const std::string& name, const Variable& mask);
+void custom_from_mask(Module& module, const std::string& name, const Tensor& mask);
 /// Makes the pruning permanent (prune.remove): `name` becomes a parameter again holding orig * mask
 /// (the same handle as `<name>_orig`, so optimizers keep it), and `<name>_orig`, `<name>_mask` and
 /// the hook go. Error when `name` is not pruned.

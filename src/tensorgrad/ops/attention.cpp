@@ -19,7 +19,7 @@ namespace tg {
 namespace {
 
 /// The leading dims of x, all but the last two.
-Shape batch_dims(const Variable& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
+Shape batch_dims(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
 
 /// batch followed by rows and cols.
 Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
@@ -30,7 +30,7 @@ Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
 
 /// x (b..., r, c) broadcast to (batch..., r, c) and merged into one batch dim: (B, r, c). A view when
 /// x already has the batch dims and is contiguous, else a copy.
-Variable as_batched(const Variable& x, const Shape& batch, int64_t B) {
+Tensor as_batched(const Tensor& x, const Shape& batch, int64_t B) {
   const int64_t r = x.size(-2), c = x.size(-1);
   return reshape(expand(x, with_matrix(batch, r, c)), {B, r, c});
 }
@@ -61,7 +61,7 @@ Variable as_batched(const Variable& x, const Shape& batch, int64_t B) {
 int64_t fused_attention_max_dim(DType dtype) { return dtype == kFloat64 ? 64 : 128; }
 
 /// Whether the fused path applies: see Note [Fused attention].
-bool use_fused_attention(const Variable& query, const Variable& attn_mask, double dropout_p, int64_t B, int64_t L,
+bool use_fused_attention(const Tensor& query, const Tensor& attn_mask, double dropout_p, int64_t B, int64_t L,
                          int64_t S, int64_t E, int64_t Ev) {
   if (query.device().is_cpu() || dropout_p > 0) return false;
   if (attn_mask.defined() && attn_mask.requires_grad() && GradMode::is_enabled()) return false;
@@ -72,8 +72,8 @@ bool use_fused_attention(const Variable& query, const Variable& attn_mask, doubl
 /// args' mask fields for attn_mask (broadcastable to scores_shape = (batch..., L, S), B = the product
 /// of batch): its batch dims folded into an outer and an inner stride when they fold, else a
 /// contiguous (B, L, S) copy.
-void set_mask(AttentionArgs& a, const Tensor& mask, const Shape& scores_shape) {
-  const Tensor m = mask.expand(scores_shape);
+void set_mask(AttentionArgs& a, const RawTensor& mask, const Shape& scores_shape) {
+  const RawTensor m = mask.expand(scores_shape);
   const int64_t nd = m.dim();
   a.mask_stride_l = m.strides()[nd - 2];
   a.mask_stride_s = m.strides()[nd - 1];
@@ -108,7 +108,7 @@ void set_mask(AttentionArgs& a, const Tensor& mask, const Shape& scores_shape) {
 }
 
 /// The fused path: q (B, L, E), k (B, S, E), v (B, S, Ev) -> (B, L, Ev).
-Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionArgs& args) {
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args) {
   prim::Attention r = prim::attention(q.data(), k.data(), v.data(), args);
   const char* name = "scaled_dot_product_attention";
   const bool need = any_requires_grad({q, k, v});
@@ -118,7 +118,7 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
   SavedTensor out_saved = need ? SavedTensor(r.out, name) : SavedTensor();
   SavedTensor lse_saved = need ? SavedTensor(r.lse, name) : SavedTensor();   // (B, L)
   return record(name, r.out, {q, k, v},
-                [q_saved, k_saved, v_saved, out_saved, lse_saved, args](const Tensor& grad, Grads& g) {
+                [q_saved, k_saved, v_saved, out_saved, lse_saved, args](const RawTensor& grad, Grads& g) {
                   // p = softmax(s), s = q k^T scale + mask; D_i = sum_d grad_id out_id;
                   // ds = p (grad v^T - D); dq = ds k scale; dk = ds^T q scale; dv = p^T grad
                   prim::AttentionGrads d = prim::attention_backward(q_saved.get(), k_saved.get(), v_saved.get(),
@@ -132,8 +132,8 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 }  // namespace
 
 // query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev)
-Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
-                                      const Variable& attn_mask, double dropout_p, bool is_causal,
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                      const Tensor& attn_mask, double dropout_p, bool is_causal,
                                       std::optional<double> scale) {
   const char* op = "scaled_dot_product_attention";
   TG_CHECK(query.defined() && key.defined() && value.defined(), Error, op, ": undefined query, key or value");
@@ -173,11 +173,11 @@ Variable scaled_dot_product_attention(const Variable& query, const Variable& key
   int64_t B = 1;
   for (int64_t s : batch) B *= s;
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
-  const Variable q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
+  const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
   if (use_fused_attention(query, attn_mask, dropout_p, B, L, S, E, Ev)) {   // Note [Fused attention]
     // under autocast, in the lower precision (Note [Autocast op lists]); else these are q, k, v
-    const Variable ql = amp::detail::cast_lower(q), kl = amp::detail::cast_lower(k), vl = amp::detail::cast_lower(v);
-    const Variable mask = attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast_lower(attn_mask) : attn_mask;
+    const Tensor ql = amp::detail::cast_lower(q), kl = amp::detail::cast_lower(k), vl = amp::detail::cast_lower(v);
+    const Tensor mask = attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast_lower(attn_mask) : attn_mask;
     AttentionArgs args;
     args.B = B;
     args.L = L;
@@ -190,18 +190,18 @@ Variable scaled_dot_product_attention(const Variable& query, const Variable& key
     return reshape(fused_attention(ql, kl, vl, args), with_matrix(batch, L, Ev));
   }
   // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
-  Variable scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
-  const Variable minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);
+  Tensor scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
+  const Tensor minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);
   if (is_causal) {
     // keep key j for query i when j <= i: col - row <= 0 over (L, S)
-    const Tensor row = prim::arange(L, kInt64, query.device()).reshape({L, 1});
-    const Tensor col = prim::arange(S, kInt64, query.device());
-    const Tensor keep = prim::binary(BinaryOp::Le, prim::sub(col, row), prim::full({}, 0.0, kInt64, query.device()), op);
-    scores = where(Variable(keep), scores, minus_inf);
+    const RawTensor row = prim::arange(L, kInt64, query.device()).reshape({L, 1});
+    const RawTensor col = prim::arange(S, kInt64, query.device());
+    const RawTensor keep = prim::binary(BinaryOp::Le, prim::sub(col, row), prim::full({}, 0.0, kInt64, query.device()), op);
+    scores = where(Tensor(keep), scores, minus_inf);
   } else if (attn_mask.defined()) {
     scores = attn_mask.dtype() == kBool ? where(attn_mask, scores, minus_inf) : scores + attn_mask;
   }
-  Variable attn = softmax(scores, -1);
+  Tensor attn = softmax(scores, -1);
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
   // out (B, L, Ev) = attn v, then the batch dims back
   return reshape(matmul(reshape(attn, {B, L, S}), v), with_matrix(batch, L, Ev));

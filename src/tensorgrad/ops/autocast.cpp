@@ -34,16 +34,16 @@ struct State {
   DType dtype[2] = {kBFloat16, kFloat16};                    // PyTorch's defaults: CPU bfloat16, CUDA float16
   int depth = 0;                                             // guards alive on this thread
   struct Cached {
-    Variable cast;
+    Tensor cast;
     uint64_t version;
   };
-  std::unordered_map<const VariableImpl*, Cached> cache;     // parameters' casts in this region
+  std::unordered_map<const TensorImpl*, Cached> cache;     // parameters' casts in this region
   struct Rounded {
-    Tensor value;
+    RawTensor value;
     uint64_t version;
     DType dtype;
   };
-  std::unordered_map<const VariableImpl*, Rounded> rounded;  // parameters' roundings in this region
+  std::unordered_map<const TensorImpl*, Rounded> rounded;  // parameters' roundings in this region
 };
 thread_local State t_state;
 
@@ -77,9 +77,9 @@ AutocastGuard::~AutocastGuard() {
 bool is_autocast_enabled(DeviceType type) { return t_state.enabled[slot(type)]; }
 DType get_autocast_dtype(DeviceType type) { return t_state.dtype[slot(type)]; }
 
-bool detail::active_for(const Variable& x) { return x.defined() && t_state.enabled[slot(x.device().type())]; }
+bool detail::active_for(const Tensor& x) { return x.defined() && t_state.enabled[slot(x.device().type())]; }
 
-Variable detail::cast_lower(const Variable& x) {
+Tensor detail::cast_lower(const Tensor& x) {
   if (!active_for(x) || !is_floating(x.dtype())) return x;
   const DType want = t_state.dtype[slot(x.device().type())];
   if (x.dtype() == want) return x;
@@ -88,17 +88,17 @@ Variable detail::cast_lower(const Variable& x) {
   const auto it = cache.find(x.impl().get());
   const uint64_t version = x.data().version();
   if (it != cache.end() && it->second.version == version && it->second.cast.dtype() == want) return it->second.cast;
-  Variable cast = x.to(want);
+  Tensor cast = x.to(want);
   cache[x.impl().get()] = {cast, version};
   return cast;
 }
 
-bool detail::product_through_float32(const Variable& a, const Variable& b, const Variable& c) {
+bool detail::product_through_float32(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (!active_for(a) || !b.defined()) return false;
   const DType want = lower_dtype(a);
   if (!prim::products_through_float32(want, a.device())) return false;
   bool any_float32 = false;
-  for (const Variable* v : {&a, &b, &c}) {
+  for (const Tensor* v : {&a, &b, &c}) {
     if (!v->defined()) continue;   // only c can be: the bias is optional
     if (v->device() != a.device() || (v->dtype() != kFloat32 && v->dtype() != want)) return false;
     any_float32 = any_float32 || v->dtype() == kFloat32;
@@ -106,9 +106,9 @@ bool detail::product_through_float32(const Variable& a, const Variable& b, const
   return any_float32;
 }
 
-DType detail::lower_dtype(const Variable& x) { return t_state.dtype[slot(x.device().type())]; }
+DType detail::lower_dtype(const Tensor& x) { return t_state.dtype[slot(x.device().type())]; }
 
-Tensor detail::rounded_operand(const Variable& x) {
+RawTensor detail::rounded_operand(const Tensor& x) {
   const DType want = lower_dtype(x);
   if (x.dtype() != kFloat32) return x.data().to(kFloat32);   // the region's dtype: exact
   if (!(x.is_leaf() && x.requires_grad() && GradMode::is_enabled())) return prim::round_to_precision(x.data(), want);
@@ -116,12 +116,12 @@ Tensor detail::rounded_operand(const Variable& x) {
   const auto it = rounded.find(x.impl().get());
   const uint64_t version = x.data().version();
   if (it != rounded.end() && it->second.version == version && it->second.dtype == want) return it->second.value;
-  Tensor value = prim::round_to_precision(x.data(), want);
+  RawTensor value = prim::round_to_precision(x.data(), want);
   rounded[x.impl().get()] = {value, version, want};
   return value;
 }
 
-Variable detail::cast_float32(const Variable& x) {
+Tensor detail::cast_float32(const Tensor& x) {
   if (!active_for(x) || !is_low_precision(x.dtype())) return x;
   return x.to(kFloat32);
 }

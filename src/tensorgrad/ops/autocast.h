@@ -3,7 +3,7 @@
 /// nestable. Inside a region, the ops of PyTorch's lists run in a chosen precision: see Note
 /// [Autocast op lists] in ops/autocast.cpp.
 #pragma once
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace amp {
@@ -38,22 +38,22 @@ DType get_autocast_dtype(DeviceType type);
 namespace detail {
 /// The ops' side of Note [Autocast op lists]: x cast to the region's lower precision when autocast is
 /// on for x's device and x is floating; x itself otherwise. Parameters' casts come from the cache.
-Variable cast_lower(const Variable& x);
+Tensor cast_lower(const Tensor& x);
 /// x cast to float32 when autocast is on for x's device and x is a lower-precision float; x otherwise.
-Variable cast_float32(const Variable& x);
+Tensor cast_float32(const Tensor& x);
 /// Whether autocast is on for the device type of x (the ops test it before casting).
-bool active_for(const Variable& x);
+bool active_for(const Tensor& x);
 /// Whether a product of a, b and c (matmul: a, b; linear: x, weight, bias, the bias optional) takes
 /// the path of Note [Autocast products through float32] (ops/linalg.cpp): autocast on for a's device,
 /// whose products in the region's dtype run through float32 (prim::products_through_float32: the
 /// CPU, but for bfloat16 on one with AVX512_BF16); a and b defined; every defined operand float32 or the
 /// region's dtype, on a's device; one of them at least float32.
-bool product_through_float32(const Variable& a, const Variable& b, const Variable& c = Variable());
+bool product_through_float32(const Tensor& a, const Tensor& b, const Tensor& c = Tensor());
 /// The region's lower precision for x's device type.
-DType lower_dtype(const Variable& x);
+DType lower_dtype(const Tensor& x);
 /// x as a float32 operand in the region's precision: a float32 x rounded (round_to_precision), a
 /// lower-precision x converted exactly. A parameter's rounding is cached like its cast.
-Tensor rounded_operand(const Variable& x);
+RawTensor rounded_operand(const Tensor& x);
 }  // namespace detail
 
 }  // namespace amp

@@ -26,7 +26,7 @@ std::string sizes2(int64_t a, int64_t b) {
 
 /// The Conv2dArgs of op ("conv1d" or "conv2d") for x (N, C, *spatial), weight (O, C / groups,
 /// *kernel), with spatial dims of 1 (H = 1) or 2, after PyTorch's checks.
-Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w, const Variable& bias,
+Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w, const Tensor& bias,
                      std::pair<int64_t, int64_t> stride, std::pair<int64_t, int64_t> padding,
                      std::pair<int64_t, int64_t> dilation, int64_t groups) {
   const int64_t rank = spatial + 2;
@@ -74,14 +74,14 @@ Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w
 }
 
 /// The recorded conv2d of x (N, C, H, W) and weight (O, C / groups, KH, KW) as args describes.
-Variable conv2d_node(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& args) {
-  Tensor out = prim::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), args);
+Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
+  RawTensor out = prim::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : RawTensor(), args);
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(x) : SavedTensor();
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
-  std::vector<Variable> inputs{x, weight};
+  std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("conv2d", out, inputs, [x_saved, w_saved, args](const Tensor& grad, Grads& g) {
+  return record("conv2d", out, inputs, [x_saved, w_saved, args](const RawTensor& grad, Grads& g) {
     // x is read only for dweight and weight only for dx (each saved only then).
     // dx = sum over taps of W^T dy (col2im; with stride 1 on the CPU a convolution of dy with the
     // flipped weight);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
@@ -94,30 +94,30 @@ Variable conv2d_node(const Variable& x, const Variable& weight, const Variable& 
 
 }  // namespace
 
-Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias, const std::vector<int64_t>& stride,
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
                 const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
   TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError,
            "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ",
            shape_str(input.shape()));
   const bool batched = input.dim() == 4;
-  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Tensor x = batched ? input : unsqueeze(input, 0);
   const Conv2dArgs a = conv_args("conv2d", 2, x.shape(), weight.shape(), bias, pair_of("conv2d", "stride", stride),
                                  pair_of("conv2d", "padding", padding), pair_of("conv2d", "dilation", dilation), groups);
-  const Variable y = conv2d_node(x, weight, bias, a);
+  const Tensor y = conv2d_node(x, weight, bias, a);
   return batched ? y : squeeze(y, 0);
 }
 
-Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias, int64_t stride, int64_t padding,
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
                 int64_t dilation, int64_t groups) {
   TG_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError,
            "conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: ",
            shape_str(input.shape()));
   const bool batched = input.dim() == 3;
-  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Tensor x = batched ? input : unsqueeze(input, 0);
   const Conv2dArgs a = conv_args("conv1d", 1, x.shape(), weight.shape(), bias, {1, stride}, {0, padding},
                                  {1, dilation}, groups);
   // (N, C, L) as (N, C, 1, L), weight (O, Cg, K) as (O, Cg, 1, K); the result (N, O, 1, OL) back to 3-D.
-  const Variable y = squeeze(conv2d_node(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+  const Tensor y = squeeze(conv2d_node(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
   return batched ? y : squeeze(y, 0);
 }
 
@@ -171,52 +171,52 @@ Pool2dArgs pool_args(const char* op, const Shape& x, const std::vector<int64_t>&
   return a;
 }
 
-void check_pool_rank(const char* op, const Variable& x) {
+void check_pool_rank(const char* op, const Tensor& x) {
   TG_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, op, ": Expected 3D or 4D (batch mode) tensor for input, got ",
            shape_str(x.shape()));
 }
 
 }  // namespace
 
-Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode) {
   check_pool_rank("max_pool2d", input);
   const bool batched = input.dim() == 4;
-  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Tensor x = batched ? input : unsqueeze(input, 0);
   const Pool2dArgs a = pool_args("max_pool2d", x.shape(), kernel_size, stride, padding, dilation, ceil_mode, true);
-  std::pair<Tensor, Tensor> r = prim::max_pool2d(x.data(), a);
-  const Tensor indices = any_requires_grad({x}) ? r.second : Tensor();   // int64 positions, not visible to users
+  std::pair<RawTensor, RawTensor> r = prim::max_pool2d(x.data(), a);
+  const RawTensor indices = any_requires_grad({x}) ? r.second : RawTensor();   // int64 positions, not visible to users
   const Shape x_shape = x.shape();
-  const Variable y = record("max_pool2d", r.first, {x}, [indices, x_shape, a](const Tensor& grad, Grads& g) {
+  const Tensor y = record("max_pool2d", r.first, {x}, [indices, x_shape, a](const RawTensor& grad, Grads& g) {
     g.set(0, prim::max_pool2d_backward(grad, indices, x_shape, a));   // dx[argmax of each window] += dy
   });
   return batched ? y : squeeze(y, 0);
 }
 
 namespace {
-Variable avg_pool_node(const char* name, const Variable& x, const Pool2dArgs& a) {
-  const Tensor out = prim::avg_pool2d(x.data(), a);
+Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a) {
+  const RawTensor out = prim::avg_pool2d(x.data(), a);
   const Shape x_shape = x.shape();
-  return record(name, out, {x}, [x_shape, a](const Tensor& grad, Grads& g) {
+  return record(name, out, {x}, [x_shape, a](const RawTensor& grad, Grads& g) {
     g.set(0, prim::avg_pool2d_backward(grad, x_shape, a));   // dx[window] += dy / divisor
   });
 }
 }  // namespace
 
-Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                     const std::vector<int64_t>& padding, bool count_include_pad, bool ceil_mode) {
   check_pool_rank("avg_pool2d", input);
   const bool batched = input.dim() == 4;
-  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Tensor x = batched ? input : unsqueeze(input, 0);
   const Pool2dArgs a = pool_args("avg_pool2d", x.shape(), kernel_size, stride, padding, {1}, ceil_mode, count_include_pad);
-  const Variable y = avg_pool_node("avg_pool2d", x, a);
+  const Tensor y = avg_pool_node("avg_pool2d", x, a);
   return batched ? y : squeeze(y, 0);
 }
 
-Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& output_size) {
+Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size) {
   check_pool_rank("adaptive_avg_pool2d", input);
   const bool batched = input.dim() == 4;
-  const Variable x = batched ? input : unsqueeze(input, 0);
+  const Tensor x = batched ? input : unsqueeze(input, 0);
   const auto o = pair_of("adaptive_avg_pool2d", "output_size", output_size);
   TG_CHECK(o.first > 0 && o.second > 0, ShapeError, "adaptive_avg_pool2d: elements of output_size must be positive, got ",
            sizes2(o.first, o.second));
@@ -229,7 +229,7 @@ Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& 
   a.OH = o.first;
   a.OW = o.second;
   a.adaptive = true;
-  const Variable y = avg_pool_node("adaptive_avg_pool2d", x, a);
+  const Tensor y = avg_pool_node("adaptive_avg_pool2d", x, a);
   return batched ? y : squeeze(y, 0);
 }
 

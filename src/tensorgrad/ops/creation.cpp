@@ -8,69 +8,69 @@
 namespace tg {
 
 namespace {
-Variable leaf(Tensor t, const TensorOptions& o) { return Variable(std::move(t), o.requires_grad()); }
+Tensor leaf(RawTensor t, const TensorOptions& o) { return Tensor(std::move(t), o.requires_grad()); }
 }  // namespace
 
 void manual_seed(uint64_t seed) { prim::manual_seed(seed); }
 RngState get_rng_state() { return prim::get_rng_state(); }
 void set_rng_state(RngState state) { prim::set_rng_state(state); }
 
-Variable empty(const Shape& shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
-Variable zeros(const Shape& shape, const TensorOptions& o) { return full(shape, 0.0, o); }
-Variable ones(const Shape& shape, const TensorOptions& o) { return full(shape, 1.0, o); }
-Variable full(const Shape& shape, double value, const TensorOptions& o) {
+Tensor empty(const Shape& shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
+Tensor zeros(const Shape& shape, const TensorOptions& o) { return full(shape, 0.0, o); }
+Tensor ones(const Shape& shape, const TensorOptions& o) { return full(shape, 1.0, o); }
+Tensor full(const Shape& shape, double value, const TensorOptions& o) {
   return leaf(prim::full(shape, value, o.dtype(), o.device()), o);
 }
-Variable arange(int64_t n, const TensorOptions& o) { return leaf(prim::arange(n, o.dtype(), o.device()), o); }
-Variable eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dtype(), o.device()), o); }
+Tensor arange(int64_t n, const TensorOptions& o) { return leaf(prim::arange(n, o.dtype(), o.device()), o); }
+Tensor eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dtype(), o.device()), o); }
 
-Variable rand(const Shape& shape, const TensorOptions& o) {
+Tensor rand(const Shape& shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "rand: expected a floating point dtype, got ", dtype_name(o.dtype()));
   return leaf(prim::random(philox::Distribution::uniform(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
-Variable randn(const Shape& shape, const TensorOptions& o) {
+Tensor randn(const Shape& shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "randn: expected a floating point dtype, got ", dtype_name(o.dtype()));
   return leaf(prim::random(philox::Distribution::normal(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
-Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
+Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
   TG_CHECK(low < high, Error, "randint: expected low < high, but got low=", low, " and high=", high);
   const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
   return leaf(prim::random(philox::Distribution::integer(low, high), shape, dtype, o.device()), o);
 }
 
 template <class T>
-Variable from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& o) {
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& o) {
   constexpr DType own = dtype_of<T>();
   TG_CHECK(checked_numel(shape, "from_vector") == static_cast<int64_t>(values.size()), ShapeError, "from_vector: ",
            values.size(), " values cannot fill shape ", shape_str(shape));
-  Tensor t = prim::from_host(values.data(), shape, own, o.device());
+  RawTensor t = prim::from_host(values.data(), shape, own, o.device());
   if (o.has_dtype()) t = t.to(o.dtype());
   return leaf(t, o);
 }
-template Variable from_vector<float>(const std::vector<float>&, const Shape&, const TensorOptions&);
-template Variable from_vector<double>(const std::vector<double>&, const Shape&, const TensorOptions&);
-template Variable from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, const TensorOptions&);
-template Variable from_vector<int32_t>(const std::vector<int32_t>&, const Shape&, const TensorOptions&);
-template Variable from_vector<int8_t>(const std::vector<int8_t>&, const Shape&, const TensorOptions&);
-template Variable from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, const TensorOptions&);
-template Variable from_vector<Half>(const std::vector<Half>&, const Shape&, const TensorOptions&);
-template Variable from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<int8_t>(const std::vector<int8_t>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<Half>(const std::vector<Half>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&, const TensorOptions&);
 
 namespace {
-TensorOptions like(const Variable& x) { return TensorOptions().dtype(x.dtype()).device(x.device()); }
+TensorOptions like(const Tensor& x) { return TensorOptions().dtype(x.dtype()).device(x.device()); }
 }  // namespace
 
-Variable zeros_like(const Variable& x) { return zeros(x.shape(), like(x)); }
-Variable ones_like(const Variable& x) { return ones(x.shape(), like(x)); }
-Variable full_like(const Variable& x, double value) { return full(x.shape(), value, like(x)); }
-Variable rand_like(const Variable& x) { return rand(x.shape(), like(x)); }
-Variable randn_like(const Variable& x) { return randn(x.shape(), like(x)); }
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), like(x)); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), like(x)); }
+Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, like(x)); }
+Tensor rand_like(const Tensor& x) { return rand(x.shape(), like(x)); }
+Tensor randn_like(const Tensor& x) { return randn(x.shape(), like(x)); }
 
 namespace {
 /// options over x's dtype and device: what options sets wins.
-TensorOptions like(const Variable& x, const TensorOptions& o) {
+TensorOptions like(const Tensor& x, const TensorOptions& o) {
   return TensorOptions()
       .dtype(o.has_dtype() ? o.dtype() : x.dtype())
       .device(o.has_device() ? o.device() : x.device())
@@ -78,10 +78,10 @@ TensorOptions like(const Variable& x, const TensorOptions& o) {
 }
 }  // namespace
 
-Variable zeros_like(const Variable& x, const TensorOptions& o) { return zeros(x.shape(), like(x, o)); }
-Variable ones_like(const Variable& x, const TensorOptions& o) { return ones(x.shape(), like(x, o)); }
-Variable full_like(const Variable& x, double value, const TensorOptions& o) { return full(x.shape(), value, like(x, o)); }
-Variable rand_like(const Variable& x, const TensorOptions& o) { return rand(x.shape(), like(x, o)); }
-Variable randn_like(const Variable& x, const TensorOptions& o) { return randn(x.shape(), like(x, o)); }
+Tensor zeros_like(const Tensor& x, const TensorOptions& o) { return zeros(x.shape(), like(x, o)); }
+Tensor ones_like(const Tensor& x, const TensorOptions& o) { return ones(x.shape(), like(x, o)); }
+Tensor full_like(const Tensor& x, double value, const TensorOptions& o) { return full(x.shape(), value, like(x, o)); }
+Tensor rand_like(const Tensor& x, const TensorOptions& o) { return rand(x.shape(), like(x, o)); }
+Tensor randn_like(const Tensor& x, const TensorOptions& o) { return randn(x.shape(), like(x, o)); }
 
 }  // namespace tg

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tensorgrad/prim/prim.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 
@@ -26,54 +26,54 @@ void set_rng_state(RngState state);
 // ShapeError, an unusable device DeviceError.
 
 /// Unspecified contents (torch.empty).
-Variable empty(const Shape& shape, const TensorOptions& options = {});
+Tensor empty(const Shape& shape, const TensorOptions& options = {});
 /// All zeros (torch.zeros).
-Variable zeros(const Shape& shape, const TensorOptions& options = {});
+Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 /// All ones (torch.ones).
-Variable ones(const Shape& shape, const TensorOptions& options = {});
+Tensor ones(const Shape& shape, const TensorOptions& options = {});
 /// Every element value (torch.full).
-Variable full(const Shape& shape, double value, const TensorOptions& options = {});
+Tensor full(const Shape& shape, double value, const TensorOptions& options = {});
 /// 0, 1, ..., n-1, 1-D (torch.arange(n)).
-Variable arange(int64_t n, const TensorOptions& options = {});
+Tensor arange(int64_t n, const TensorOptions& options = {});
 /// The (n, n) identity matrix (torch.eye).
-Variable eye(int64_t n, const TensorOptions& options = {});
+Tensor eye(int64_t n, const TensorOptions& options = {});
 /// Uniform in [0, 1) (torch.rand); DTypeError for int64.
-Variable rand(const Shape& shape, const TensorOptions& options = {});
+Tensor rand(const Shape& shape, const TensorOptions& options = {});
 /// Standard normal (torch.randn); DTypeError for int64.
-Variable randn(const Shape& shape, const TensorOptions& options = {});
+Tensor randn(const Shape& shape, const TensorOptions& options = {});
 /// Integers uniform in [low, high); int64 unless options set another dtype.
 /// Error unless low < high (torch.randint).
-Variable randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = {});
+Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = {});
 /// Copies values into a tensor of `shape` (default: 1-D). The dtype follows T unless options set one.
 /// T is float, double or int64_t; ShapeError unless values.size() is shape's element count.
 template <class T>
-Variable from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options = {});
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options = {});
 /// from_vector(values, shape) with the 1-D shape {values.size()}.
 template <class T>
-Variable from_vector(const std::vector<T>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}); }
+Tensor from_vector(const std::vector<T>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}); }
 
 /// zeros() with x's shape, dtype and device (torch.zeros_like).
-Variable zeros_like(const Variable& x);
+Tensor zeros_like(const Tensor& x);
 /// ones() with x's shape, dtype and device.
-Variable ones_like(const Variable& x);
+Tensor ones_like(const Tensor& x);
 /// full() with x's shape, dtype and device.
-Variable full_like(const Variable& x, double value);
+Tensor full_like(const Tensor& x, double value);
 /// rand() with x's shape, dtype and device.
-Variable rand_like(const Variable& x);
+Tensor rand_like(const Tensor& x);
 /// randn() with x's shape, dtype and device.
-Variable randn_like(const Variable& x);
+Tensor randn_like(const Tensor& x);
 
 // The *_like factories with options, as torch::zeros_like(x, options): the dtype and device that
 // options set replace x's, requires_grad comes from options.
 /// zeros() with x's shape; dtype and device from options where set, else x's.
-Variable zeros_like(const Variable& x, const TensorOptions& options);
+Tensor zeros_like(const Tensor& x, const TensorOptions& options);
 /// ones() with x's shape; dtype and device from options where set, else x's.
-Variable ones_like(const Variable& x, const TensorOptions& options);
+Tensor ones_like(const Tensor& x, const TensorOptions& options);
 /// full() with x's shape; dtype and device from options where set, else x's.
-Variable full_like(const Variable& x, double value, const TensorOptions& options);
+Tensor full_like(const Tensor& x, double value, const TensorOptions& options);
 /// rand() with x's shape; dtype and device from options where set, else x's.
-Variable rand_like(const Variable& x, const TensorOptions& options);
+Tensor rand_like(const Tensor& x, const TensorOptions& options);
 /// randn() with x's shape; dtype and device from options where set, else x's.
-Variable randn_like(const Variable& x, const TensorOptions& options);
+Tensor randn_like(const Tensor& x, const TensorOptions& options);
 
 }  // namespace tg

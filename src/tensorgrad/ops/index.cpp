@@ -1,5 +1,5 @@
 // ops/index.cpp: index_select, gather and embedding with their scatter-add backwards. The index is
-// an int64 Variable and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
+// an int64 Tensor and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
 #include <string>
 
 #include "tensorgrad/prim/prim.h"
@@ -8,33 +8,33 @@
 namespace tg {
 
 // x (..., D, ...), index (K) -> out (..., K, ...)
-Variable index_select(const Variable& x, int64_t dim, const Variable& index) {
-  Tensor out = prim::index_select(x.data(), dim, index.data());
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  RawTensor out = prim::index_select(x.data(), dim, index.data());
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "index_select");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("index_select", out, {x}, [idx, dim, in_shape](const Tensor& grad, Grads& g) {
-    Tensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+  return record("index_select", out, {x}, [idx, dim, in_shape](const RawTensor& grad, Grads& g) {
+    RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
     prim::index_add_(dx, dim, idx.get(), grad);                           // dx[index[k]] += grad[k]
     g.set(0, dx);
   });
 }
 
 // out[..i..] = x[..index[..i..]..] along dim; index has x's rank
-Variable gather(const Variable& x, int64_t dim, const Variable& index) {
-  Tensor out = prim::gather(x.data(), dim, index.data());
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  RawTensor out = prim::gather(x.data(), dim, index.data());
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "gather");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("gather", out, {x}, [idx, dim, in_shape](const Tensor& grad, Grads& g) {
-    Tensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+  return record("gather", out, {x}, [idx, dim, in_shape](const RawTensor& grad, Grads& g) {
+    RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
     prim::scatter_add_(dx, dim, idx.get(), grad.contiguous());            // dx[index[i]] += grad[i]
     g.set(0, dx);
   });
 }
 
 // input (*) int64, weight (V, D) -> out (*, D): out[i] = weight[input[i]]
-Variable embedding(const Variable& input, const Variable& weight, std::optional<int64_t> padding_idx) {
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
   TG_CHECK(weight.defined() && weight.dim() == 2, ShapeError, "embedding: 'weight' must be 2-D, got weight of size ",
            weight.defined() ? shape_str(weight.shape()) : std::string("(undefined)"));
   TG_CHECK(input.defined() && input.dtype() == kInt64, DTypeError,
@@ -50,8 +50,8 @@ Variable embedding(const Variable& input, const Variable& weight, std::optional<
   const Shape in_shape = input.shape();
   Shape out_shape = in_shape;
   out_shape.push_back(D);
-  const Tensor flat = input.data().reshape({input.numel()});
-  Tensor out;
+  const RawTensor flat = input.data().reshape({input.numel()});
+  RawTensor out;
   try {
     out = prim::index_select(weight.data(), 0, flat).view(out_shape);   // checks the range and the device
   } catch (const IndexError& e) {   // PyTorch's "index out of range in self", with the op's own details
@@ -59,9 +59,9 @@ Variable embedding(const Variable& input, const Variable& weight, std::optional<
   }
   SavedTensor idx = any_requires_grad({weight}) ? SavedTensor(input) : SavedTensor();
   const int64_t pad = padding_idx ? *padding_idx : -1;
-  return record("embedding", out, {weight}, [idx, V, D, pad](const Tensor& grad, Grads& g) {
-    Tensor dw = prim::full({V, D}, 0.0, grad.dtype(), grad.device());
-    const Tensor index = idx.get();
+  return record("embedding", out, {weight}, [idx, V, D, pad](const RawTensor& grad, Grads& g) {
+    RawTensor dw = prim::full({V, D}, 0.0, grad.dtype(), grad.device());
+    const RawTensor index = idx.get();
     prim::index_add_(dw, 0, index.reshape({index.numel()}), grad.reshape({index.numel(), D}));   // dw[input[i]] += grad[i]
     if (pad >= 0) prim::fill_(dw.select(0, pad), 0.0);                                            // dw[padding_idx] = 0
     g.set(0, dw);

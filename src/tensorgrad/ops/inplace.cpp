@@ -1,5 +1,5 @@
 // ops/inplace.cpp: in-place ops (add_ sub_ mul_ zero_ fill_ copy_). They write through prim::*_,
-// which bumps the storage's version counter (Note [Version counter] in autograd/variable.h). On a
+// which bumps the storage's version counter (Note [Version counter] in autograd/tensor.h). On a
 // non-leaf that requires grad they re-record its history: the old value becomes input 0 of a new
 // Node, as PyTorch's rebase_history does.
 #include "tensorgrad/prim/prim.h"
@@ -9,82 +9,82 @@ namespace tg {
 
 namespace {
 
-void check_inplace(const Variable& self, const char* name) {
-  TG_CHECK(self.defined(), Error, name, ": the Variable is undefined");
+void check_inplace(const Tensor& self, const char* name) {
+  TG_CHECK(self.defined(), Error, name, ": the Tensor is undefined");
   if (!GradMode::is_enabled() || !self.requires_grad()) return;
-  TG_CHECK(!self.is_leaf(), AutogradError, name, ": a leaf Variable that requires grad is being used in an in-place "
+  TG_CHECK(!self.is_leaf(), AutogradError, name, ": a leaf Tensor that requires grad is being used in an in-place "
            "operation. Wrap the update in tg::NoGradGuard (as optimizers do) or use an out-of-place op.");
-  TG_CHECK(!self.impl()->is_view, AutogradError, name, ": in-place operation on a view of a Variable that requires "
+  TG_CHECK(!self.impl()->is_view, AutogradError, name, ": in-place operation on a view of a Tensor that requires "
            "grad is not supported; use the out-of-place op instead");
 }
 
 /// After self was written in place: when a gradient must flow, self's history becomes
 /// old-self -> this op (input 0), others -> this op (inputs 1..).
-void rebase(Variable& self, const char* name, const std::vector<Variable>& others, BackwardFn backward) {
-  std::vector<Variable> inputs;
+void rebase(Tensor& self, const char* name, const std::vector<Tensor>& others, BackwardFn backward) {
+  std::vector<Tensor> inputs;
   inputs.reserve(others.size() + 1);
-  inputs.push_back(Variable(std::make_shared<VariableImpl>(*self.impl())));   // the old version's history
+  inputs.push_back(Tensor(std::make_shared<TensorImpl>(*self.impl())));   // the old version's history
   inputs.insert(inputs.end(), others.begin(), others.end());
   if (!any_requires_grad(inputs)) return;
-  Variable r = record(name, self.data(), inputs, std::move(backward));
+  Tensor r = record(name, self.data(), inputs, std::move(backward));
   self.impl()->grad_fn = r.grad_fn();
   self.impl()->requires_grad = true;
 }
 
 }  // namespace
 
-Variable& Variable::add_(const Variable& o) {
+Tensor& Tensor::add_(const Tensor& o) {
   check_inplace(*this, "add_");
   prim::binary_(BinaryOp::Add, data(), o.data(), "add_");
-  rebase(*this, "add_", {o}, [](const Tensor& grad, Grads& g) {
+  rebase(*this, "add_", {o}, [](const RawTensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a+b)/da = 1
     if (g.need(1)) g.set(1, grad);                                        // d(a+b)/db = 1
   });
   return *this;
 }
 
-Variable& Variable::sub_(const Variable& o) {
+Tensor& Tensor::sub_(const Tensor& o) {
   check_inplace(*this, "sub_");
   prim::binary_(BinaryOp::Sub, data(), o.data(), "sub_");
-  rebase(*this, "sub_", {o}, [](const Tensor& grad, Grads& g) {
+  rebase(*this, "sub_", {o}, [](const RawTensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a-b)/da = 1
     if (g.need(1)) g.set(1, prim::unary(UnaryOp::Neg, grad));            // d(a-b)/db = -1
   });
   return *this;
 }
 
-Variable& Variable::mul_(const Variable& o) {
+Tensor& Tensor::mul_(const Tensor& o) {
   check_inplace(*this, "mul_");
   const bool record_grad = GradMode::is_enabled() && (requires_grad() || o.requires_grad());
   // the old value of self is needed by o's gradient: keep a copy before overwriting it
   const SavedTensor old = record_grad && o.requires_grad() ? SavedTensor(data().clone(), "mul_") : SavedTensor();
   SavedTensor o_saved = record_grad && requires_grad() ? SavedTensor(o) : SavedTensor();
   prim::binary_(BinaryOp::Mul, data(), o.data(), "mul_");
-  rebase(*this, "mul_", {o}, [old, o_saved](const Tensor& grad, Grads& g) {
+  rebase(*this, "mul_", {o}, [old, o_saved](const RawTensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, prim::mul(grad, o_saved.get()));             // d(a*b)/da = b
     if (g.need(1)) g.set(1, prim::mul(grad, old.get()));                 // d(a*b)/db = a (before the write)
   });
   return *this;
 }
 
-Variable& Variable::add_(double s) { return add_(scalar_like(s, *this)); }
-Variable& Variable::sub_(double s) { return sub_(scalar_like(s, *this)); }
-Variable& Variable::mul_(double s) { return mul_(scalar_like(s, *this)); }
-Variable& Variable::zero_() { return fill_(0.0); }
+Tensor& Tensor::add_(double s) { return add_(scalar_like(s, *this)); }
+Tensor& Tensor::sub_(double s) { return sub_(scalar_like(s, *this)); }
+Tensor& Tensor::mul_(double s) { return mul_(scalar_like(s, *this)); }
+Tensor& Tensor::zero_() { return fill_(0.0); }
 
-Variable& Variable::fill_(double value) {
+Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
   prim::fill_(data(), value);
-  rebase(*this, "fill_", {}, [](const Tensor&, Grads&) {});               // a constant: no gradient flows back
+  rebase(*this, "fill_", {}, [](const RawTensor&, Grads&) {});               // a constant: no gradient flows back
   return *this;
 }
 
-Variable& Variable::copy_(const Variable& src) {
+Tensor& Tensor::copy_(const Tensor& src) {
   check_inplace(*this, "copy_");
   prim::copy_(data(), src.data());
   const DType src_dtype = src.defined() ? src.dtype() : dtype();
   const Device src_device = src.defined() ? src.device() : device();
-  rebase(*this, "copy_", {src}, [src_dtype, src_device](const Tensor& grad, Grads& g) {
+  rebase(*this, "copy_", {src}, [src_dtype, src_device](const RawTensor& grad, Grads& g) {
     if (g.need(1)) g.set(1, grad.to(src_dtype).to(src_device));         // d(copy)/dsrc = 1; old self gets none
   });
   return *this;

@@ -42,13 +42,13 @@ namespace tg {
 
 namespace {
 /// t in float32 with lowp's precision: a float32 t rounded, a lower-precision t converted exactly.
-Tensor rounded_float32(const Tensor& t, DType lowp) {
+RawTensor rounded_float32(const RawTensor& t, DType lowp) {
   return t.dtype() == kFloat32 ? prim::round_to_precision(t, lowp) : t.to(kFloat32);
 }
 
 /// g (float32) as the gradient of an input of dtype `dtype` that a lowp product used: g's values
 /// rounded to lowp, in place for a float32 input (Note [Autocast products through float32]).
-Tensor rounded_grad(Tensor g, DType dtype, DType lowp) {
+RawTensor rounded_grad(RawTensor g, DType dtype, DType lowp) {
   if (dtype != kFloat32) return g.to(dtype);
   prim::round_to_precision_(g, lowp);
   return g;
@@ -56,14 +56,14 @@ Tensor rounded_grad(Tensor g, DType dtype, DType lowp) {
 
 /// What a product through float32 saves of operand v for backward: v itself when it is in lowp or a
 /// leaf (the caller holds it; a float32 leaf is rounded again in backward), else its lowp copy.
-SavedTensor saved_operand(const Variable& v, DType lowp) {
-  return v.dtype() == lowp || v.is_leaf() ? SavedTensor(v) : SavedTensor(Variable(v.data().to(lowp)));
+SavedTensor saved_operand(const Tensor& v, DType lowp) {
+  return v.dtype() == lowp || v.is_leaf() ? SavedTensor(v) : SavedTensor(Tensor(v.data().to(lowp)));
 }
 
 /// matmul under autocast where products run through float32: Note [Autocast products through float32].
-Variable matmul_through_float32(const Variable& a, const Variable& b) {
+Tensor matmul_through_float32(const Tensor& a, const Tensor& b) {
   const DType lowp = amp::detail::lower_dtype(a);
-  const Tensor out = prim::matmul(amp::detail::rounded_operand(a), amp::detail::rounded_operand(b)).to(lowp);
+  const RawTensor out = prim::matmul(amp::detail::rounded_operand(a), amp::detail::rounded_operand(b)).to(lowp);
   const bool grad_mode = GradMode::is_enabled();
   const SavedTensor a_saved = grad_mode && b.requires_grad() ? saved_operand(a, lowp) : SavedTensor();
   const SavedTensor b_saved = grad_mode && a.requires_grad() ? saved_operand(b, lowp) : SavedTensor();
@@ -71,13 +71,13 @@ Variable matmul_through_float32(const Variable& a, const Variable& b) {
   const DType a_dtype = a.dtype(), b_dtype = b.dtype();
   // An operand broadcast over the batch gets the product's batch sum: in lowp, as the engine sums the
   // cast path's gradient in the cast's dtype, then in the operand's dtype.
-  auto operand_grad = [lowp](const Tensor& product, const Shape& shape, DType dtype) {
+  auto operand_grad = [lowp](const RawTensor& product, const Shape& shape, DType dtype) {
     if (product.shape() == shape) return rounded_grad(product, dtype, lowp);
     return prim::sum_to(product.to(lowp), shape).to(dtype);
   };
   return record("matmul", out, {a, b},
-                [a_saved, b_saved, a_shape, b_shape, a_dtype, b_dtype, lowp, operand_grad](const Tensor& grad, Grads& g) {
-    const Tensor g32 = grad.to(kFloat32);
+                [a_saved, b_saved, a_shape, b_shape, a_dtype, b_dtype, lowp, operand_grad](const RawTensor& grad, Grads& g) {
+    const RawTensor g32 = grad.to(kFloat32);
     if (g.need(0))   // da = grad . b^T
       g.set(0, operand_grad(prim::matmul(g32, rounded_float32(b_saved.get(), lowp).transpose(-1, -2)), a_shape, a_dtype));
     if (g.need(1))   // db = a^T . grad
@@ -87,35 +87,35 @@ Variable matmul_through_float32(const Variable& a, const Variable& b) {
 
 /// linear under autocast where products run through float32: Note [Autocast products through float32].
 /// Shapes are checked by the caller.
-Variable linear_through_float32(const Variable& x, const Variable& weight, const Variable& bias) {
+Tensor linear_through_float32(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const DType lowp = amp::detail::lower_dtype(weight);
   const int64_t I = x.shape().back(), O = weight.shape()[0];
   const Shape in_shape = x.shape();
   Shape out_shape = in_shape;
   out_shape.back() = O;
-  const Tensor x2 = amp::detail::rounded_operand(x).reshape({-1, I});
-  const Tensor w = amp::detail::rounded_operand(weight);
-  const Tensor y = (bias.defined() ? prim::addmm(amp::detail::rounded_operand(bias), x2, w.transpose(0, 1))
+  const RawTensor x2 = amp::detail::rounded_operand(x).reshape({-1, I});
+  const RawTensor w = amp::detail::rounded_operand(weight);
+  const RawTensor y = (bias.defined() ? prim::addmm(amp::detail::rounded_operand(bias), x2, w.transpose(0, 1))
                                    : prim::matmul(x2, w.transpose(0, 1)))
                        .to(lowp);
   const bool grad_mode = GradMode::is_enabled();
   const SavedTensor x_saved = grad_mode && weight.requires_grad() ? saved_operand(x, lowp) : SavedTensor();
   const SavedTensor w_saved = grad_mode && x.requires_grad() ? saved_operand(weight, lowp) : SavedTensor();
-  std::vector<Variable> inputs{x, weight};
+  std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   const DType x_dtype = x.dtype(), w_dtype = weight.dtype(), b_dtype = bias.defined() ? bias.dtype() : kFloat32;
   return record("linear", y.view(out_shape), inputs,
-                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, w_dtype, b_dtype](const Tensor& grad, Grads& g) {
-    const Tensor g2 = grad.reshape({-1, O}).to(kFloat32);
+                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, w_dtype, b_dtype](const RawTensor& grad, Grads& g) {
+    const RawTensor g2 = grad.reshape({-1, O}).to(kFloat32);
     const bool need_bias = g.size() > 2 && g.need(2);
     if (g.need(0)) {   // dx = grad . W   (N, I)
-      const Tensor dx = prim::matmul(g2, rounded_float32(w_saved.get(), lowp));
+      const RawTensor dx = prim::matmul(g2, rounded_float32(w_saved.get(), lowp));
       g.set(0, rounded_grad(dx, x_dtype, lowp).view(in_shape));
     }
     if (g.need(1)) {   // dW = grad^T . x (O, I), with db = sum_n grad (O) in the same GEMM where it folds
-      const Tensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
+      const RawTensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
       if (need_bias) {
-        std::pair<Tensor, Tensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
+        std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
         g.set(1, rounded_grad(wb.first, w_dtype, lowp));
         g.set(2, rounded_grad(wb.second, b_dtype, lowp));
       } else {
@@ -129,22 +129,22 @@ Variable linear_through_float32(const Variable& x, const Variable& weight, const
 }  // namespace
 
 // a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
-Variable matmul(const Variable& a_in, const Variable& b_in) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (amp::detail::product_through_float32(a_in, b_in)) return matmul_through_float32(a_in, b_in);
   // Note [Autocast op lists]: lower precision
-  const Variable a = amp::detail::cast_lower(a_in), b = amp::detail::cast_lower(b_in);
-  Tensor out = prim::matmul(a.data(), b.data());
+  const Tensor a = amp::detail::cast_lower(a_in), b = amp::detail::cast_lower(b_in);
+  RawTensor out = prim::matmul(a.data(), b.data());
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
   SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
-  return record("matmul", out, {a, b}, [a_saved, b_saved](const Tensor& grad, Grads& g) {
+  return record("matmul", out, {a, b}, [a_saved, b_saved](const RawTensor& grad, Grads& g) {
     if (g.need(0)) g.set(0, prim::matmul(grad, b_saved.get().transpose(-1, -2)));   // da = grad . b^T
     if (g.need(1)) g.set(1, prim::matmul(a_saved.get().transpose(-1, -2), grad));   // db = a^T . grad (summed over a broadcast batch)
   });
 }
 
 // y (N, O) = x (N, I) . weight (O, I)^T + bias (O); x of higher rank is flattened to (N, I) and back.
-Variable linear(const Variable& x_in, const Variable& weight_in, const Variable& bias_in) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   TG_CHECK(x_in.defined() && weight_in.defined(), Error, "linear: undefined input or weight");
   TG_CHECK(x_in.dim() >= 1 && weight_in.dim() == 2, ShapeError, "linear: expected input (..., in_features) and weight ",
            "(out_features, in_features), got ", shape_str(x_in.shape()), " and ", shape_str(weight_in.shape()));
@@ -156,15 +156,15 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   if (amp::detail::product_through_float32(x_in, weight_in, bias_in))
     return linear_through_float32(x_in, weight_in, bias_in);
   // Note [Autocast op lists]: lower precision
-  const Variable x = amp::detail::cast_lower(x_in), weight = amp::detail::cast_lower(weight_in),
+  const Tensor x = amp::detail::cast_lower(x_in), weight = amp::detail::cast_lower(weight_in),
                  bias = amp::detail::cast_lower(bias_in);
   const Shape in_shape = x.shape();
   Shape out_shape = in_shape;
   out_shape.back() = O;
-  const Tensor x2 = x.data().reshape({-1, I});
+  const RawTensor x2 = x.data().reshape({-1, I});
   // Note [Bias folded into the GEMM]: the bias goes into the GEMM when it has x's dtype and device.
   const bool fold = bias.defined() && bias.dtype() == x.dtype() && bias.device() == x.device();
-  Tensor y = fold ? prim::addmm(bias.data(), x2, weight.data().transpose(0, 1))
+  RawTensor y = fold ? prim::addmm(bias.data(), x2, weight.data().transpose(0, 1))
                   : prim::matmul(x2, weight.data().transpose(0, 1));
   if (bias.defined() && !fold) prim::binary_(BinaryOp::Add, y, bias.data(), "linear");   // row-broadcast bias, in place
   const bool grad_mode = GradMode::is_enabled();
@@ -172,19 +172,19 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   const bool recast = x.dtype() != x_in.dtype() && x_in.is_leaf() && !x_in.requires_grad();
   SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(recast ? x_in : x) : SavedTensor();
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
-  std::vector<Variable> inputs{x, weight};
+  std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   const DType x_dtype = x.dtype();
-  return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O, x_dtype](const Tensor& grad, Grads& g) {
-    const Tensor g2 = grad.reshape({-1, O});
+  return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O, x_dtype](const RawTensor& grad, Grads& g) {
+    const RawTensor g2 = grad.reshape({-1, O});
     auto saved_x = [&] {   // x as the forward multiplied it: (N, I) in x_dtype
-      const Tensor xs = x_saved.get().reshape({-1, I});
+      const RawTensor xs = x_saved.get().reshape({-1, I});
       return xs.dtype() == x_dtype ? xs : xs.to(x_dtype);
     };
     const bool need_bias = g.size() > 2 && g.need(2);
     if (g.need(0)) g.set(0, prim::matmul(g2, w_saved.get()).view(in_shape));   // dx = grad . W   (N, I)
     if (g.need(1) && need_bias) {   // dW = grad^T . x (O, I) and db = sum_n grad (O): one GEMM where it folds
-      std::pair<Tensor, Tensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), saved_x());
+      std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), saved_x());
       g.set(1, wb.first);
       g.set(2, wb.second);
     } else if (g.need(1)) {

@@ -1,5 +1,5 @@
 // ops/masking.cpp: masked_fill, tril and triu, each a where() over a bool mask with its backward
-// below it, and their Variable methods. The masks of tril/triu are built on the input's device from
+// below it, and their Tensor methods. The masks of tril/triu are built on the input's device from
 // two aranges, so both backends run them without a kernel of their own. where itself is in
 // ops/elementwise.cpp, its kernels in the backends.
 #include "tensorgrad/prim/prim.h"
@@ -10,7 +10,7 @@ namespace tg {
 namespace {
 
 /// Validates masked_fill's operands: a bool mask on x's device that broadcasts with x.
-void check_mask(const Variable& x, const Variable& mask) {
+void check_mask(const Tensor& x, const Tensor& mask) {
   TG_CHECK(x.defined() && mask.defined(), Error, "masked_fill: undefined input or mask");
   TG_CHECK(mask.dtype() == kBool, DTypeError, "masked_fill: only supports boolean masks, but got mask with dtype ",
            dtype_name(mask.dtype()), " (compare it first, e.g. mask > 0)");
@@ -20,60 +20,60 @@ void check_mask(const Variable& x, const Variable& mask) {
 }
 
 /// The (rows, cols) bool mask of tril (lower = true) or triu: col - row <= diagonal, or >= diagonal.
-Tensor triangle_mask(int64_t rows, int64_t cols, int64_t diagonal, bool lower, Device device) {
-  const Tensor r = prim::arange(rows, kInt64, device).reshape({rows, 1});
-  const Tensor c = prim::arange(cols, kInt64, device);
-  const Tensor diff = prim::sub(c, r);                                    // (rows, cols): col - row
-  const Tensor d = prim::full({}, static_cast<double>(diagonal), kInt64, device);
+RawTensor triangle_mask(int64_t rows, int64_t cols, int64_t diagonal, bool lower, Device device) {
+  const RawTensor r = prim::arange(rows, kInt64, device).reshape({rows, 1});
+  const RawTensor c = prim::arange(cols, kInt64, device);
+  const RawTensor diff = prim::sub(c, r);                                    // (rows, cols): col - row
+  const RawTensor d = prim::full({}, static_cast<double>(diagonal), kInt64, device);
   return prim::binary(lower ? BinaryOp::Le : BinaryOp::Ge, diff, d, lower ? "tril" : "triu");
 }
 
-Variable triangle(const Variable& x, int64_t diagonal, bool lower) {
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   const char* name = lower ? "tril" : "triu";
   TG_CHECK(x.defined(), Error, name, ": undefined input");
   TG_CHECK(x.dim() >= 2, ShapeError, name, ": input tensor must have at least 2 dimensions, but got shape ",
            shape_str(x.shape()));
-  const Tensor keep = triangle_mask(x.size(-2), x.size(-1), diagonal, lower, x.device());   // over the last two dims
-  const Tensor zero = prim::full({}, 0.0, x.dtype(), x.device());
-  return record(name, prim::where(keep, x.data(), zero), {x}, [keep](const Tensor& grad, Grads& g) {
+  const RawTensor keep = triangle_mask(x.size(-2), x.size(-1), diagonal, lower, x.device());   // over the last two dims
+  const RawTensor zero = prim::full({}, 0.0, x.dtype(), x.device());
+  return record(name, prim::where(keep, x.data(), zero), {x}, [keep](const RawTensor& grad, Grads& g) {
     g.set(0, prim::where(keep, grad, prim::scalar_like(0.0, grad)));      // d/dx = [kept]
   });
 }
 
 }  // namespace
 
-Variable masked_fill(const Variable& x, const Variable& mask, double value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_mask(x, mask);
-  const Tensor fill = prim::full({}, value, x.dtype(), x.device());      // value in x's dtype, as PyTorch
-  const Tensor m = mask.data();
-  return record("masked_fill", prim::where(m, fill, x.data()), {x}, [m](const Tensor& grad, Grads& g) {
+  const RawTensor fill = prim::full({}, value, x.dtype(), x.device());      // value in x's dtype, as PyTorch
+  const RawTensor m = mask.data();
+  return record("masked_fill", prim::where(m, fill, x.data()), {x}, [m](const RawTensor& grad, Grads& g) {
     g.set(0, prim::where(m, prim::scalar_like(0.0, grad), grad));        // d/dx = [not mask]
   });
 }
 
-Variable masked_fill(const Variable& x, const Variable& mask, const Variable& value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   check_mask(x, mask);
   TG_CHECK(value.defined() && value.dim() == 0, ShapeError,
            "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
            value.defined() ? value.dim() : 0, " dimension(s)");
   prim::check_same_device("masked_fill", x.data(), value.data());
-  const Variable v = value.to(x.dtype());                                  // recorded: the gradient casts back
-  const Tensor m = mask.data();
-  return record("masked_fill", prim::where(m, v.data(), x.data()), {x, v}, [m](const Tensor& grad, Grads& g) {
-    const Tensor zero = prim::scalar_like(0.0, grad);
+  const Tensor v = value.to(x.dtype());                                  // recorded: the gradient casts back
+  const RawTensor m = mask.data();
+  return record("masked_fill", prim::where(m, v.data(), x.data()), {x, v}, [m](const RawTensor& grad, Grads& g) {
+    const RawTensor zero = prim::scalar_like(0.0, grad);
     if (g.need(0)) g.set(0, prim::where(m, zero, grad));                  // d/dx = [not mask]
     if (g.need(1)) g.set(1, prim::where(m, grad, zero));                  // d/dvalue = sum over the mask (engine's sum_to)
   });
 }
 
-Variable tril(const Variable& x, int64_t diagonal) { return triangle(x, diagonal, true); }
-Variable triu(const Variable& x, int64_t diagonal) { return triangle(x, diagonal, false); }
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
 
-Variable Variable::masked_fill(const Variable& mask, double value) const { return tg::masked_fill(*this, mask, value); }
-Variable Variable::masked_fill(const Variable& mask, const Variable& value) const {
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const { return tg::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
   return tg::masked_fill(*this, mask, value);
 }
-Variable Variable::tril(int64_t diagonal) const { return tg::tril(*this, diagonal); }
-Variable Variable::triu(int64_t diagonal) const { return tg::triu(*this, diagonal); }
+Tensor Tensor::tril(int64_t diagonal) const { return tg::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return tg::triu(*this, diagonal); }
 
 }  // namespace tg

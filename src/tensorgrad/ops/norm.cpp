@@ -18,28 +18,28 @@ namespace tg {
 namespace {
 
 /// The mean of x over dims, kept as size-1 dims (ReduceOp::Sum divided by the count).
-Tensor mean_keep(const Tensor& x, const std::vector<int64_t>& dims, int64_t count) {
+RawTensor mean_keep(const RawTensor& x, const std::vector<int64_t>& dims, int64_t count) {
   return prim::mul(prim::reduce(ReduceOp::Sum, x, dims, true, "norm"), 1.0 / static_cast<double>(count));
 }
 
 /// What a normalization saves for its backward: xhat = (x - mean) rstd, rstd (size 1 on the
 /// reduced dims) and the weight viewed to broadcast against x (undefined without one).
 struct Normalized {
-  Tensor y;      ///< the output
-  Tensor xhat;   ///< (x - mean) rstd, x's (viewed) shape
-  Tensor rstd;   ///< 1 / sqrt(var + eps), size 1 on the reduced dims
+  RawTensor y;      ///< the output
+  RawTensor xhat;   ///< (x - mean) rstd, x's (viewed) shape
+  RawTensor rstd;   ///< 1 / sqrt(var + eps), size 1 on the reduced dims
 };
 
 /// y = (x - mean) rstd weight + bias, where mean and rstd are given (eval batch_norm) or computed
 /// over dims with the biased variance (var_out receives it then). weight and bias broadcast.
-Normalized normalize(const Tensor& x, const std::vector<int64_t>& dims, int64_t count, double eps,
-                     const Tensor& mean_in, const Tensor& var_in, const Tensor& weight, const Tensor& bias,
-                     Tensor* mean_out, Tensor* var_out) {
+Normalized normalize(const RawTensor& x, const std::vector<int64_t>& dims, int64_t count, double eps,
+                     const RawTensor& mean_in, const RawTensor& var_in, const RawTensor& weight, const RawTensor& bias,
+                     RawTensor* mean_out, RawTensor* var_out) {
   Normalized r;
-  Tensor mean = mean_in, var = var_in;
+  RawTensor mean = mean_in, var = var_in;
   if (!mean.defined()) {
     mean = mean_keep(x, dims, count);
-    const Tensor d = prim::sub(x, mean);
+    const RawTensor d = prim::sub(x, mean);
     var = mean_keep(prim::mul(d, d), dims, count);   // biased: divided by the count
   }
   if (mean_out != nullptr) *mean_out = mean;
@@ -55,11 +55,11 @@ Normalized normalize(const Tensor& x, const std::vector<int64_t>& dims, int64_t 
 
 /// dx of y = xhat weight + bias, xhat normalized over dims with batch statistics:
 /// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy weight, means over dims.
-Tensor normalize_backward_input(const Tensor& dy, const Tensor& xhat, const Tensor& rstd, const Tensor& weight,
+RawTensor normalize_backward_input(const RawTensor& dy, const RawTensor& xhat, const RawTensor& rstd, const RawTensor& weight,
                                 const std::vector<int64_t>& dims, int64_t count) {
-  const Tensor g = weight.defined() ? prim::mul(dy, weight) : dy;
-  const Tensor m1 = mean_keep(g, dims, count);
-  const Tensor m2 = mean_keep(prim::mul(g, xhat), dims, count);
+  const RawTensor g = weight.defined() ? prim::mul(dy, weight) : dy;
+  const RawTensor m1 = mean_keep(g, dims, count);
+  const RawTensor m2 = mean_keep(prim::mul(g, xhat), dims, count);
   return prim::mul(prim::sub(prim::sub(g, m1), prim::mul(xhat, m2)), rstd);
 }
 
@@ -68,10 +68,10 @@ std::string shape_list(const std::vector<int64_t>& v) { return shape_str(Shape(v
 /// The inputs of a normalization's graph node: the input, then the weight and the bias when defined,
 /// with their positions in the list (-1 when absent).
 struct AffineInputs {
-  std::vector<Variable> list;
+  std::vector<Tensor> list;
   int wi = -1;   ///< the weight's position
   int bi = -1;   ///< the bias's position
-  AffineInputs(const Variable& input, const Variable& weight, const Variable& bias) : list{input} {
+  AffineInputs(const Tensor& input, const Tensor& weight, const Tensor& bias) : list{input} {
     if (weight.defined()) { wi = static_cast<int>(list.size()); list.push_back(weight); }
     if (bias.defined()) { bi = static_cast<int>(list.size()); list.push_back(bias); }
   }
@@ -79,9 +79,9 @@ struct AffineInputs {
 
 /// The dtype a normalization computes in: the promoted dtype of the input and the affine parameters
 /// that are given (a float32 weight on a float16 input gives float32, as the composed ops would).
-DType common_dtype(const Variable& input, const Variable& weight, const Variable& bias) {
+DType common_dtype(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   DType dt = input.dtype();
-  for (const Variable* p : {&weight, &bias})
+  for (const Tensor* p : {&weight, &bias})
     if (p->defined()) dt = promote_types(dt, p->dtype());
   return dt;
 }
@@ -90,8 +90,8 @@ DType common_dtype(const Variable& input, const Variable& weight, const Variable
 /// in-place change is caught) and the rows' statistics; all undefined when nothing requires grad.
 struct RowsSaved {
   SavedTensor x, w;
-  Tensor mean, rstd;
-  RowsSaved(const prim::LayerNorm& r, const Variable& input, const Variable& weight, const Variable& bias) {
+  RawTensor mean, rstd;
+  RowsSaved(const prim::LayerNorm& r, const Tensor& input, const Tensor& weight, const Tensor& bias) {
     if (!any_requires_grad({input, weight, bias})) return;
     x = SavedTensor(input);
     if (weight.defined()) w = SavedTensor(weight);
@@ -101,18 +101,18 @@ struct RowsSaved {
 };
 
 /// x as rows (M, D) of dtype dt.
-Tensor rows_of(const Tensor& x, DType dt, int64_t M, int64_t D) { return x.to(dt).reshape({M, D}); }
+RawTensor rows_of(const RawTensor& x, DType dt, int64_t M, int64_t D) { return x.to(dt).reshape({M, D}); }
 
 }  // namespace
 
-Variable batch_norm(const Variable& input, const Variable& running_mean, const Variable& running_var,
-                    const Variable& weight, const Variable& bias, bool training, double momentum, double eps) {
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                    const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
   TG_CHECK(input.dim() >= 2, ShapeError, "batch_norm: expected input of at least 2 dims (N, C, ...), got ",
            shape_str(input.shape()));
   prim::check_floating("batch_norm", input.data());
   const int64_t C = input.shape()[1];
   const int64_t count = C == 0 ? 0 : input.numel() / C;   // elements per channel
-  for (const Variable* p : {&running_mean, &running_var, &weight, &bias})
+  for (const Tensor* p : {&running_mean, &running_var, &weight, &bias})
     if (p->defined())
       TG_CHECK(p->shape() == Shape{C}, ShapeError, "batch_norm: expected weight, bias, running_mean and running_var of ",
                "shape [", C, "] for input of size ", shape_str(input.shape()), ", got ", shape_str(p->shape()));
@@ -123,40 +123,40 @@ Variable batch_norm(const Variable& input, const Variable& running_mean, const V
   TG_CHECK(!running_mean.requires_grad() && !running_var.requires_grad(), AutogradError,
            "batch_norm: running_mean and running_var are buffers and must not require grad");
   // x viewed as (N, C, S); statistics over dims 0 and 2, per-channel tensors as (1, C, 1).
-  const Tensor x = input.data().reshape({input.shape()[0], C, -1});
+  const RawTensor x = input.data().reshape({input.shape()[0], C, -1});
   const Shape cshape{1, C, 1};
   const DType dt = x.dtype();
-  auto per_channel = [&](const Variable& v) { return v.defined() ? v.data().to(dt).reshape(cshape) : Tensor(); };
-  const Tensor w = per_channel(weight), b = per_channel(bias);
+  auto per_channel = [&](const Tensor& v) { return v.defined() ? v.data().to(dt).reshape(cshape) : RawTensor(); };
+  const RawTensor w = per_channel(weight), b = per_channel(bias);
   const std::vector<int64_t> dims{0, 2};
-  Tensor batch_mean, batch_var;
-  Normalized r = training ? normalize(x, dims, count, eps, Tensor(), Tensor(), w, b, &batch_mean, &batch_var)
+  RawTensor batch_mean, batch_var;
+  Normalized r = training ? normalize(x, dims, count, eps, RawTensor(), RawTensor(), w, b, &batch_mean, &batch_var)
                           : normalize(x, dims, count, eps, per_channel(running_mean), per_channel(running_var), w, b,
                                       nullptr, nullptr);
   if (training && running_mean.defined()) {
     // running = (1 - momentum) running + momentum batch; the variance enters unbiased (n / (n - 1)).
     NoGradGuard no_grad;
-    const Tensor rm = running_mean.data(), rv = running_var.data();
-    const Tensor new_mean = prim::add(prim::mul(rm.to(dt), 1.0 - momentum), prim::mul(batch_mean.reshape({C}), momentum));
-    const Tensor unbiased = prim::mul(batch_var.reshape({C}), static_cast<double>(count) / static_cast<double>(count - 1));
-    const Tensor new_var = prim::add(prim::mul(rv.to(dt), 1.0 - momentum), prim::mul(unbiased, momentum));
+    const RawTensor rm = running_mean.data(), rv = running_var.data();
+    const RawTensor new_mean = prim::add(prim::mul(rm.to(dt), 1.0 - momentum), prim::mul(batch_mean.reshape({C}), momentum));
+    const RawTensor unbiased = prim::mul(batch_var.reshape({C}), static_cast<double>(count) / static_cast<double>(count - 1));
+    const RawTensor new_var = prim::add(prim::mul(rv.to(dt), 1.0 - momentum), prim::mul(unbiased, momentum));
     prim::copy_(rm, new_mean);
     if (running_var.defined()) prim::copy_(rv, new_var);
   }
   const bool need = any_requires_grad({input, weight, bias});
-  const Tensor xhat = need ? r.xhat : Tensor(), rstd = need ? r.rstd : Tensor();
+  const RawTensor xhat = need ? r.xhat : RawTensor(), rstd = need ? r.rstd : RawTensor();
   const AffineInputs in(input, weight, bias);
-  const std::vector<Variable>& inputs = in.list;
+  const std::vector<Tensor>& inputs = in.list;
   const int wi = in.wi, bi = in.bi;
   const Shape in_shape = input.shape();
   SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
   return record("batch_norm", r.y.view(in_shape), inputs,
-                [xhat, rstd, w_saved, wi, bi, training, dims, count, in_shape, cshape](const Tensor& grad, Grads& g) {
-    const Tensor dy = grad.reshape(xhat.shape());
-    const Tensor w = w_saved.defined() ? w_saved.get().to(dy.dtype()).reshape(cshape) : Tensor();
+                [xhat, rstd, w_saved, wi, bi, training, dims, count, in_shape, cshape](const RawTensor& grad, Grads& g) {
+    const RawTensor dy = grad.reshape(xhat.shape());
+    const RawTensor w = w_saved.defined() ? w_saved.get().to(dy.dtype()).reshape(cshape) : RawTensor();
     if (g.need(0)) {
       // training: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w;  eval: dx = dy w rstd
-      const Tensor dx = training ? normalize_backward_input(dy, xhat, rstd, w, dims, count)
+      const RawTensor dx = training ? normalize_backward_input(dy, xhat, rstd, w, dims, count)
                                  : prim::mul(w.defined() ? prim::mul(dy, w) : dy, rstd);
       g.set(0, dx.reshape(in_shape));
     }
@@ -165,8 +165,8 @@ Variable batch_norm(const Variable& input, const Variable& running_mean, const V
   });
 }
 
-Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalized_shape, const Variable& weight,
-                    const Variable& bias, double eps) {
+Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight,
+                    const Tensor& bias, double eps) {
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k >= 1 && input.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = input.shape()[input.dim() - k + i] == normalized_shape[i];
@@ -174,7 +174,7 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
            ", expected input with shape [*, ", shape_list(normalized_shape).substr(1), ", but got input of size",
            shape_str(input.shape()));
   const Shape ns(normalized_shape.begin(), normalized_shape.end());
-  for (const Variable* p : {&weight, &bias})
+  for (const Tensor* p : {&weight, &bias})
     if (p->defined())
       TG_CHECK(p->shape() == ns, ShapeError, "layer_norm: expected weight and bias of shape ", shape_str(ns), ", got ",
                shape_str(p->shape()));
@@ -184,16 +184,16 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   const int64_t M = D == 0 ? 0 : input.numel() / D;
   // Rows (M, D) normalized by the backend (Note [Fused normalization rows]); weight and bias per column.
   const DType dt = common_dtype(input, weight, bias);
-  const Tensor w = weight.defined() ? rows_of(weight.data(), dt, 1, D).reshape({D}) : Tensor();
-  const Tensor b = bias.defined() ? rows_of(bias.data(), dt, 1, D).reshape({D}) : Tensor();
+  const RawTensor w = weight.defined() ? rows_of(weight.data(), dt, 1, D).reshape({D}) : RawTensor();
+  const RawTensor b = bias.defined() ? rows_of(bias.data(), dt, 1, D).reshape({D}) : RawTensor();
   const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), w, b, eps);
   const AffineInputs in(input, weight, bias);
   const int wi = in.wi, bi = in.bi;
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("layer_norm", r.y.view(in_shape), in.list,
-                [saved, wi, bi, M, D, dt, in_shape, ns](const Tensor& grad, Grads& g) {
-    const Tensor ws = saved.w.defined() ? rows_of(saved.w.get(), dt, 1, D).reshape({D}) : Tensor();
+                [saved, wi, bi, M, D, dt, in_shape, ns](const RawTensor& grad, Grads& g) {
+    const RawTensor ws = saved.w.defined() ? rows_of(saved.w.get(), dt, 1, D).reshape({D}) : RawTensor();
     const prim::LayerNormGrads d =
         prim::layer_norm_backward(grad.reshape({M, D}), rows_of(saved.x.get(), dt, M, D), saved.mean, saved.rstd, ws,
                                   g.need(0), wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
@@ -203,7 +203,7 @@ Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalize
   });
 }
 
-Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight, const Variable& bias,
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                     double eps) {
   TG_CHECK(input.dim() >= 2, ShapeError, "group_norm: Expected at least 2 dimensions for input tensor but received ",
            input.dim());
@@ -211,7 +211,7 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   TG_CHECK(num_groups > 0 && C % num_groups == 0, ShapeError,
            "group_norm: Expected number of channels in input to be divisible by num_groups, but got input of shape ",
            shape_str(input.shape()), " and num_groups=", num_groups);
-  for (const Variable* p : {&weight, &bias})
+  for (const Tensor* p : {&weight, &bias})
     if (p->defined())
       TG_CHECK(p->shape() == Shape{C}, ShapeError, "group_norm: Expected ", p == &weight ? "weight" : "bias",
                " to be a vector of size equal to the number of channels in input, but got ",
@@ -225,9 +225,9 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   // normalization rows]); weight and bias apply per channel afterwards, x viewed as (N, C, S).
   const int64_t M = N * G, D = Cg * S;
   const DType dt = input.dtype();
-  const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), Tensor(), Tensor(), eps);
+  const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), RawTensor(), RawTensor(), eps);
   const Shape ncs{N, C, S}, cshape{1, C, 1};
-  Tensor y = r.y.view(ncs);
+  RawTensor y = r.y.view(ncs);
   if (weight.defined()) y = prim::mul(y, weight.data().reshape(cshape));
   if (bias.defined()) y = prim::add(y, bias.data().reshape(cshape));
   const AffineInputs in(input, weight, bias);
@@ -235,16 +235,16 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("group_norm", y.view(in_shape), in.list,
-                [saved, wi, bi, M, D, dt, ncs, cshape, in_shape](const Tensor& grad, Grads& g) {
-    const Tensor dy = grad.reshape(ncs);
-    const Tensor x = rows_of(saved.x.get(), dt, M, D);
+                [saved, wi, bi, M, D, dt, ncs, cshape, in_shape](const RawTensor& grad, Grads& g) {
+    const RawTensor dy = grad.reshape(ncs);
+    const RawTensor x = rows_of(saved.x.get(), dt, M, D);
     if (g.need(0)) {   // dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (w per channel)
-      const Tensor gy = saved.w.defined() ? prim::mul(dy, saved.w.get().reshape(cshape)) : dy;
-      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, saved.mean, saved.rstd, Tensor(), true, false, false)
+      const RawTensor gy = saved.w.defined() ? prim::mul(dy, saved.w.get().reshape(cshape)) : dy;
+      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, saved.mean, saved.rstd, RawTensor(), true, false, false)
                    .dx.view(in_shape));
     }
     if (wi >= 0 && g.need(wi)) {   // dw = sum over samples and positions of dy xhat
-      const Tensor xhat =
+      const RawTensor xhat =
           prim::mul(prim::sub(x, saved.mean.view({M, 1})), saved.rstd.view({M, 1})).reshape(ncs);
       g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 2}, false, "group_norm"));
     }

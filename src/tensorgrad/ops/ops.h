@@ -1,5 +1,5 @@
 /// \file
-/// ops/ops.h: every differentiable op (and the few non-differentiable ones on Variables), as free
+/// ops/ops.h: every differentiable op (and the few non-differentiable ones on Tensors), as free
 /// functions. Each is defined in `ops/<family>.cpp` with its backward right below its forward.
 /// tests/test_gradcheck.cpp and tests/test_cuda.cpp read this file (tests/ops_coverage.h): every
 /// function declared here must have a gradcheck entry (or be listed as non-differentiable with a
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tensorgrad/core/indexing.h"
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 
@@ -24,49 +24,49 @@ enum class Reduction { None, Mean, Sum };
 /// Their dtypes may differ: the op computes in PyTorch's result type of the two (torch.result_type:
 /// float32 + float64 is float64, int64 + float32 is float32, a 0-d operand counts only when its category
 /// is higher, bool < integer < floating; Note [Type promotion]). Unary ops need a floating x (DTypeError
-/// for integer and bool x). Each is also a Variable method: tg::add(a, b) is a.add(b).
+/// for integer and bool x). Each is also a Tensor method: tg::add(a, b) is a.add(b).
 ///@{
 
 /// a + b (torch.add).
-Variable add(const Variable& a, const Variable& b);
+Tensor add(const Tensor& a, const Tensor& b);
 /// a - b (torch.sub).
-Variable sub(const Variable& a, const Variable& b);
+Tensor sub(const Tensor& a, const Tensor& b);
 /// a * b elementwise (torch.mul).
-Variable mul(const Variable& a, const Variable& b);
+Tensor mul(const Tensor& a, const Tensor& b);
 /// a / b elementwise (torch.div), true division: integer and bool operands give float32.
-Variable div(const Variable& a, const Variable& b);
+Tensor div(const Tensor& a, const Tensor& b);
 /// a^b elementwise (torch.pow); at least one operand floating (DTypeError for two integer tensors).
 /// Gradients: b a^(b-1) for a, a^b ln(a) for b.
-Variable pow(const Variable& a, const Variable& b);
+Tensor pow(const Tensor& a, const Tensor& b);
 /// a^exponent (torch.pow with a scalar exponent).
-Variable pow(const Variable& a, double exponent);
+Tensor pow(const Tensor& a, double exponent);
 /// -x (torch.neg).
-Variable neg(const Variable& x);
+Tensor neg(const Tensor& x);
 /// e^x (torch.exp).
-Variable exp(const Variable& x);
+Tensor exp(const Tensor& x);
 /// Natural logarithm (torch.log); NaN below 0, -inf at 0.
-Variable log(const Variable& x);
+Tensor log(const Tensor& x);
 /// Square root (torch.sqrt); NaN below 0.
-Variable sqrt(const Variable& x);
+Tensor sqrt(const Tensor& x);
 /// |x| (torch.abs); the gradient at 0 is 0.
-Variable abs(const Variable& x);
+Tensor abs(const Tensor& x);
 /// max(x, 0) (torch.relu); the gradient at 0 is 0.
-Variable relu(const Variable& x);
+Tensor relu(const Tensor& x);
 /// 1 / (1 + e^-x) (torch.sigmoid).
-Variable sigmoid(const Variable& x);
+Tensor sigmoid(const Tensor& x);
 /// Hyperbolic tangent (torch.tanh).
-Variable tanh(const Variable& x);
+Tensor tanh(const Tensor& x);
 /// min(max(x, min), max) (torch.clamp); the gradient is 1 inside [min, max], 0 outside. Error when min > max.
-Variable clamp(const Variable& x, double min, double max);
+Tensor clamp(const Tensor& x, double min, double max);
 /// x rounded to the nearest integer, halves to even (torch.round: 2.5 -> 2, -1.5 -> -2); floating x.
 /// The gradient is 0 (a step function), as in PyTorch.
-Variable round(const Variable& x);
+Tensor round(const Tensor& x);
 /// 1 where x > 0, -1 where x < 0, 0 elsewhere, NaN included (torch.sign); floating x; gradient 0.
-Variable sign(const Variable& x);
+Tensor sign(const Tensor& x);
 /// cond ? a : b elementwise, all three broadcast (torch.where); the result has a and b's result type.
 /// cond must be bool (DTypeError otherwise: compare first, e.g. x != 0) and gets no gradient:
 /// AutogradError when it requires grad.
-Variable where(const Variable& cond, const Variable& a, const Variable& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 ///@}
 
 /// \name Comparisons
@@ -76,17 +76,17 @@ Variable where(const Variable& cond, const Variable& a, const Variable& b);
 ///@{
 
 /// a == b (torch.eq).
-Variable eq(const Variable& a, const Variable& b);
+Tensor eq(const Tensor& a, const Tensor& b);
 /// a != b (torch.ne).
-Variable ne(const Variable& a, const Variable& b);
+Tensor ne(const Tensor& a, const Tensor& b);
 /// a > b (torch.gt).
-Variable gt(const Variable& a, const Variable& b);
+Tensor gt(const Tensor& a, const Tensor& b);
 /// a < b (torch.lt).
-Variable lt(const Variable& a, const Variable& b);
+Tensor lt(const Tensor& a, const Tensor& b);
 /// a >= b (torch.ge).
-Variable ge(const Variable& a, const Variable& b);
+Tensor ge(const Tensor& a, const Tensor& b);
 /// a <= b (torch.le).
-Variable le(const Variable& a, const Variable& b);
+Tensor le(const Tensor& a, const Tensor& b);
 ///@}
 
 // ---- reductions (ops/reduce.cpp); max/min split the gradient among ties
@@ -97,26 +97,26 @@ Variable le(const Variable& a, const Variable& b);
 ///@{
 
 /// The sum of all elements (torch.sum); a floating x keeps its dtype, an integer or bool x sums in int64.
-Variable sum(const Variable& x);
+Tensor sum(const Tensor& x);
 /// The sum along dim.
-Variable sum(const Variable& x, int64_t dim, bool keepdim = false);
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The mean of all elements (torch.mean); floating x only; NaN for an empty tensor.
-Variable mean(const Variable& x);
+Tensor mean(const Tensor& x);
 /// The mean along dim.
-Variable mean(const Variable& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The largest element (torch.max); NaN when any element is NaN. The gradient is split evenly among ties.
-Variable max(const Variable& x);
+Tensor max(const Tensor& x);
 /// The largest values along dim (torch.max(x, dim).values); ties share the gradient.
-Variable max(const Variable& x, int64_t dim, bool keepdim = false);
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The smallest element (torch.min); NaN when any element is NaN. The gradient is split evenly among ties.
-Variable min(const Variable& x);
+Tensor min(const Tensor& x);
 /// The smallest values along dim (torch.min(x, dim).values); ties share the gradient.
-Variable min(const Variable& x, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The index of the largest element in the flattened x, int64, 0-d (torch.argmax); the first one
 /// on ties, a NaN when there is one. Not differentiable.
-Variable argmax(const Variable& x);
+Tensor argmax(const Tensor& x);
 /// The index of the largest value along dim, int64.
-Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 ///@}
 
 // ---- sorting (ops/sort.cpp); Note [Sort order] in prim/sort.cpp
@@ -124,8 +124,8 @@ Variable argmax(const Variable& x, int64_t dim, bool keepdim = false);
 /// `auto [values, indices] = tg::sort(x);`. values has the gradient: it flows back to the positions
 /// indices names (scattered, as gather's); indices never requires grad.
 struct SortResult {
-  Variable values;    ///< the selected entries, x's dtype
-  Variable indices;   ///< their positions along dim, int64
+  Tensor values;    ///< the selected entries, x's dtype
+  Tensor indices;   ///< their positions along dim, int64
 };
 /// \name Sorting
 /// Stable for ties (torch.sort(stable=True)); NaN sorts above every number; any dtype. The gradient
@@ -133,14 +133,14 @@ struct SortResult {
 ///@{
 
 /// x sorted along dim (torch.sort(x, dim, descending, stable=True)).
-SortResult sort(const Variable& x, int64_t dim = -1, bool descending = false);
+SortResult sort(const Tensor& x, int64_t dim = -1, bool descending = false);
 /// The k largest (largest = true) or smallest entries along dim, in sorted order (torch.topk); ties
 /// are taken lowest index first. `sorted` is accepted for PyTorch's signature: the result is always
 /// sorted. IndexError unless 0 <= k <= x.size(dim).
-SortResult topk(const Variable& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+SortResult topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
 /// The k-th smallest entry along dim, k from 1 (torch.kthvalue); dim removed unless keepdim.
 /// IndexError unless 1 <= k <= x.size(dim). With ties, the one a stable sort puts at k-1.
-SortResult kthvalue(const Variable& x, int64_t k, int64_t dim = -1, bool keepdim = false);
+SortResult kthvalue(const Tensor& x, int64_t k, int64_t dim = -1, bool keepdim = false);
 ///@}
 
 // ---- linear algebra (ops/linalg.cpp)
@@ -148,9 +148,9 @@ SortResult kthvalue(const Variable& x, int64_t k, int64_t dim = -1, bool keepdim
 /// a (B, M, K) @ b (B, K, N) -> (B, M, N), where a batch of 1, or a 2-D operand, is shared by every
 /// batch entry. Floating, same dtype and device. ShapeError for other ranks or mismatched K, in
 /// PyTorch's words: "mat1 and mat2 shapes cannot be multiplied (3x2 and 3x2)".
-Variable matmul(const Variable& a, const Variable& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
 /// y = x . weight^T + bias: x (..., I), weight (O, I), bias (O) or undefined -> y (..., O). Fused.
-Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- views and shape (ops/shape.cpp): views share storage with their input
 /// \name Views and shapes
@@ -160,111 +160,111 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias 
 
 /// x with another shape and the same elements (torch.reshape); one size may be -1 (inferred). A view
 /// when the strides allow it, else a copy. ShapeError when the element counts differ.
-Variable reshape(const Variable& x, const Shape& shape);
+Tensor reshape(const Tensor& x, const Shape& shape);
 /// As reshape(), but always a view: ShapeError when x's strides do not allow it (torch.Tensor.view).
-Variable view(const Variable& x, const Shape& shape);
+Tensor view(const Tensor& x, const Shape& shape);
 /// Swaps dims d0 and d1 (torch.transpose).
-Variable transpose(const Variable& x, int64_t d0, int64_t d1);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
 /// The transpose of a 2-D x (torch.t); 0-D and 1-D x come back unchanged. ShapeError above 2-D.
-Variable t(const Variable& x);
+Tensor t(const Tensor& x);
 /// Reorders the dims: dim i of the result is dim dims[i] of x (torch.permute).
-Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 /// Removes every size-1 dim (torch.squeeze).
-Variable squeeze(const Variable& x);
+Tensor squeeze(const Tensor& x);
 /// Removes dim when its size is 1; otherwise x's shape is kept.
-Variable squeeze(const Variable& x, int64_t dim);
+Tensor squeeze(const Tensor& x, int64_t dim);
 /// Inserts a size-1 dim at dim, in [-x.dim()-1, x.dim()] (torch.unsqueeze).
-Variable unsqueeze(const Variable& x, int64_t dim);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
 /// Broadcasts x to shape without copying (stride 0); -1 keeps a size (torch.Tensor.expand). The
 /// gradient is summed back over the broadcast dims.
-Variable expand(const Variable& x, const Shape& shape);
+Tensor expand(const Tensor& x, const Shape& shape);
 /// x itself when contiguous, else a contiguous copy (torch.Tensor.contiguous).
-Variable contiguous(const Variable& x);
+Tensor contiguous(const Tensor& x);
 /// Merges dims start_dim..end_dim into one (torch.flatten), through reshape(); a 0-d x becomes (1).
-Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 /// Concatenates xs along dim (torch.cat): at least one, same rank, dtype and device, equal sizes off dim.
-Variable cat(const std::vector<Variable>& xs, int64_t dim = 0);
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
 /// Stacks equal-shape xs along a new dim (torch.stack): (S...) x n -> (n, S...) for dim 0.
-Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
 ///@}
 
 // ---- indexing (ops/index.cpp); index is int64
 /// x (..., D, ...), index (K) int64 with entries in [0, D) -> (..., K, ...): the entries at index along
 /// dim (torch.index_select). Out-of-range indices throw IndexError (for CUDA tensors at the next sync).
 /// Repeated indices add up in the gradient; index gets none.
-Variable index_select(const Variable& x, int64_t dim, const Variable& index);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /// out[i][j] = x[index[i][j]][j] for dim 0, x[i][index[i][j]] for dim 1 (torch.gather): index (int64)
 /// has x's rank, sizes no larger than x's off dim, entries in [0, x.size(dim)); out has index's shape.
-Variable gather(const Variable& x, int64_t dim, const Variable& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// input (*) int64 with entries in [0, V), weight (V, D) -> (*, D): the rows of weight that input
 /// names (torch.nn.functional.embedding). weight's gradient is dense: the output gradient's rows added
 /// into the rows they were read from (index_add), except the row padding_idx (negative counts from
 /// V), which gets none. IndexError for an index out of range (for CUDA tensors at the next sync) or a
 /// padding_idx outside [-V, V); DTypeError for a non-int64 input; ShapeError unless weight is 2-D.
-Variable embedding(const Variable& input, const Variable& weight, std::optional<int64_t> padding_idx = std::nullopt);
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
 
 // ---- neural-network functions (ops/softmax_loss.cpp)
 /// exp(x) / sum(exp(x)) along dim, computed stably (torch.softmax); floating x.
-Variable softmax(const Variable& x, int64_t dim);
+Tensor softmax(const Tensor& x, int64_t dim);
 /// log(softmax(x, dim)), computed stably (torch.log_softmax); floating x.
-Variable log_softmax(const Variable& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
 /// logits (N, C), target (N) int64 class indices. Fused log-softmax + NLL, stable for large logits.
 /// Targets equal to ignore_index contribute nothing; label_smoothing mixes in the uniform distribution.
 /// Result: (N) per row for Reduction::None, else 0-d; Mean divides by the rows not ignored (NaN when
 /// there are none), as torch.nn.functional.cross_entropy. Other targets outside [0, C) throw
 /// IndexError (for CUDA tensors at the next sync); a target that requires grad throws AutogradError.
-Variable cross_entropy(const Variable& logits, const Variable& target, Reduction reduction = Reduction::Mean,
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction = Reduction::Mean,
                        int64_t ignore_index = -100, double label_smoothing = 0);
 /// (input - target)^2 elementwise, then reduced (torch.nn.functional.mse_loss); ShapeError unless the
 /// shapes are equal (no broadcasting).
-Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
 /// manual_seed stream (torch.nn.functional.dropout).
-Variable dropout(const Variable& x, double p = 0.5, bool training = true);
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
 // ---- activations (ops/elementwise.cpp), masks (ops/masking.cpp), slicing views (ops/slicing.cpp)
 /// \name Activations, masks and slices
 /// The activations are elementwise unary ops (floating x, DTypeError otherwise) with PyTorch's
-/// defaults; each is also a Variable method. narrow, select and index are views (they share x's
+/// defaults; each is also a Tensor method. narrow, select and index are views (they share x's
 /// storage, as the views above); their gradient is dL/dy in the positions they read and 0 elsewhere.
 ///@{
 
 /// x Phi(x) (torch.nn.functional.gelu): approximate "none" uses erf, "tanh" PyTorch's tanh
 /// approximation; Error for another string.
-Variable gelu(const Variable& x, const std::string& approximate = "none");
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// x sigmoid(x) (torch.nn.functional.silu).
-Variable silu(const Variable& x);
+Tensor silu(const Tensor& x);
 /// log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (torch.nn.functional.softplus).
 /// Error when beta is 0 or NaN.
-Variable softplus(const Variable& x, double beta = 1, double threshold = 20);
+Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 /// x where x > 0, negative_slope * x elsewhere (torch.nn.functional.leaky_relu).
-Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 /// log(sigmoid(x)), computed stably for large |x| (torch.nn.functional.logsigmoid).
-Variable log_sigmoid(const Variable& x);
+Tensor log_sigmoid(const Tensor& x);
 /// x with value where mask is true (torch.masked_fill): mask is bool (DTypeError otherwise) and
 /// broadcasts with x (the result has the broadcast shape); value is converted to x's dtype. The mask
 /// gets no gradient (AutogradError when it requires grad).
-Variable masked_fill(const Variable& x, const Variable& mask, double value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 /// The same with a 0-d value (ShapeError otherwise), which gets the gradient summed over the mask.
-Variable masked_fill(const Variable& x, const Variable& mask, const Variable& value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 /// The lower triangle of the last two dims (torch.tril): elements with col - row <= diagonal are kept,
 /// the others are 0. x has at least 2 dims (ShapeError); any dtype.
-Variable tril(const Variable& x, int64_t diagonal = 0);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
 /// The upper triangle (torch.triu): elements with col - row >= diagonal are kept, the others 0.
-Variable triu(const Variable& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
 /// Elements [start, start + length) along dim, a view (torch.narrow); a negative start counts from the
 /// end. IndexError naming the dim and its size when the range does not fit.
-Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 /// The slice at index along dim, which is removed, a view (torch.select); a negative index counts from
 /// the end. IndexError naming the index, the dim and its size when out of range.
-Variable select(const Variable& x, int64_t dim, int64_t index);
-/// Python's x[...] as one view (libtorch's Tensor::index): integers select (removing the dim), Slices
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+/// Python's x[...] as one view (libtorch's RawTensor::index): integers select (removing the dim), Slices
 /// keep it (start:stop:step, negative bounds count from the end and clamp, as in Python), None inserts
 /// a size-1 dim, one Ellipsis stands for the dims no other index names:
 /// `x.index({tg::Slice(0, 4), 1})` is x[0:4, 1]. IndexError for an integer out of range (naming the
 /// dim and its size), a step below 1, more indices than dims, or two Ellipses.
-Variable index(const Variable& x, const std::vector<TensorIndex>& indices);
+Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
 ///@}
 
 // ---- convolution and pooling (ops/conv.cpp); sizes given as {n} (both dims) or {h, w}
@@ -278,19 +278,19 @@ Variable index(const Variable& x, const std::vector<TensorIndex>& indices);
 /// input (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined -> (N, O, OH, OW) with
 /// OH = (H + 2 padding - dilation (KH - 1) - 1) / stride + 1 (torch.nn.functional.conv2d: a
 /// cross-correlation). im2col + GEMM on both backends.
-Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(),
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
                 const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
                 const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
 /// input (N, C, L) or (C, L), weight (O, C / groups, K), bias (O) or undefined -> (N, O, OL)
 /// (torch.nn.functional.conv1d), computed as conv2d over a height of 1.
-Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), int64_t stride = 1,
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
                 int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 /// The maximum of each kernel_size window (torch.nn.functional.max_pool2d); stride defaults to
 /// kernel_size, padding (at most half the kernel) counts as -inf, dilation spaces the window's taps.
 /// ceil_mode rounds the output size up, PyTorch's rule: OH = ceil((H + 2 padding - dilation (KH - 1)
 /// - 1) / stride) + 1, less one when the last window would start past the input and its left padding.
 /// NaN propagates. The gradient goes to the position of each maximum (indices saved by the forward).
-Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
+Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
                     const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
                     const std::vector<int64_t>& dilation = {1}, bool ceil_mode = false);
 /// The mean of each kernel_size window (torch.nn.functional.avg_pool2d); stride defaults to
@@ -298,12 +298,12 @@ Variable max_pool2d(const Variable& input, const std::vector<int64_t>& kernel_si
 /// size rule of max_pool2d; a window reaching past the padded input divides by the part inside it
 /// (as PyTorch). Note the order: PyTorch's ceil_mode comes before count_include_pad; here it comes
 /// last, so that calls written before it existed keep their meaning.
-Variable avg_pool2d(const Variable& input, const std::vector<int64_t>& kernel_size,
+Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
                     const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
                     bool count_include_pad = true, bool ceil_mode = false);
 /// Means over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_avg_pool2d):
 /// window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)).
-Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& output_size);
+Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
 ///@}
 
 // ---- normalization (ops/norm.cpp)
@@ -315,20 +315,20 @@ Variable adaptive_avg_pool2d(const Variable& input, const std::vector<int64_t>& 
 /// place as (1 - momentum) running + momentum batch (the unbiased variance); evaluation uses the
 /// running statistics. weight and bias (C) are optional. ShapeError for a training batch with one
 /// value per channel or per-channel tensors of another size.
-Variable batch_norm(const Variable& input, const Variable& running_mean, const Variable& running_var,
-                    const Variable& weight = Variable(), const Variable& bias = Variable(), bool training = false,
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                    const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                     double momentum = 0.1, double eps = 1e-5);
 /// input (*, normalized_shape) normalized over its trailing normalized_shape dims with the biased
 /// variance, then scaled by weight and shifted by bias (both of normalized_shape, optional)
 /// (torch.nn.functional.layer_norm).
-Variable layer_norm(const Variable& input, const std::vector<int64_t>& normalized_shape,
-                    const Variable& weight = Variable(), const Variable& bias = Variable(), double eps = 1e-5);
+Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape,
+                    const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), double eps = 1e-5);
 /// input (N, C, *) split into num_groups groups of C / num_groups channels, each normalized over its
 /// channels and every trailing dim with the biased variance, then scaled by weight and shifted by bias
 /// (both (C), optional, per channel) (torch.nn.functional.group_norm). ShapeError for fewer than 2
 /// dims, C not divisible by num_groups, or weight / bias of another size than C.
-Variable group_norm(const Variable& input, int64_t num_groups, const Variable& weight = Variable(),
-                    const Variable& bias = Variable(), double eps = 1e-5);
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
+                    const Tensor& bias = Tensor(), double eps = 1e-5);
 ///@}
 
 // ---- attention (ops/attention.cpp)
@@ -345,72 +345,72 @@ Variable group_norm(const Variable& input, int64_t num_groups, const Variable& w
 /// 0, the head dims are at most 128 (64 in float64) and a float attn_mask needs no gradient; otherwise,
 /// and on the CPU, it is composed of matmul, masked_fill, softmax and dropout, which autograd
 /// differentiates (attn_mask included). See Note [Fused attention] in ops/attention.cpp.
-Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
-                                      const Variable& attn_mask = Variable(), double dropout_p = 0,
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                      const Tensor& attn_mask = Tensor(), double dropout_p = 0,
                                       bool is_causal = false, std::optional<double> scale = std::nullopt);
 
-// ---- operators (ops/methods.cpp): Variables and scalars on either side
+// ---- operators (ops/methods.cpp): Tensors and scalars on either side
 /// \name Operators
-/// The same ops as the functions above, with a Variable or a double on either side; a double becomes
-/// a 0-d constant on the Variable's device (scalar_like) and broadcasts: of the Variable's dtype,
-/// except that a fractional double next to an integer Variable is float32 (Note [Type promotion]).
+/// The same ops as the functions above, with a Tensor or a double on either side; a double becomes
+/// a 0-d constant on the Tensor's device (scalar_like) and broadcasts: of the Tensor's dtype,
+/// except that a fractional double next to an integer Tensor is float32 (Note [Type promotion]).
 ///@{
 
 /// add(a, b)
-Variable operator+(const Variable& a, const Variable& b);
+Tensor operator+(const Tensor& a, const Tensor& b);
 /// sub(a, b)
-Variable operator-(const Variable& a, const Variable& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
 /// mul(a, b), elementwise (matmul() is the matrix product)
-Variable operator*(const Variable& a, const Variable& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
 /// div(a, b)
-Variable operator/(const Variable& a, const Variable& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
 /// neg(x)
-Variable operator-(const Variable& x);
+Tensor operator-(const Tensor& x);
 /// a + s
-Variable operator+(const Variable& a, double s);
+Tensor operator+(const Tensor& a, double s);
 /// a - s
-Variable operator-(const Variable& a, double s);
+Tensor operator-(const Tensor& a, double s);
 /// a * s
-Variable operator*(const Variable& a, double s);
+Tensor operator*(const Tensor& a, double s);
 /// a / s
-Variable operator/(const Variable& a, double s);
+Tensor operator/(const Tensor& a, double s);
 /// s + a
-Variable operator+(double s, const Variable& a);
+Tensor operator+(double s, const Tensor& a);
 /// s - a
-Variable operator-(double s, const Variable& a);
+Tensor operator-(double s, const Tensor& a);
 /// s * a
-Variable operator*(double s, const Variable& a);
+Tensor operator*(double s, const Tensor& a);
 /// s / a
-Variable operator/(double s, const Variable& a);
-/// eq(a, b): a bool Variable, as every comparison
-Variable operator==(const Variable& a, const Variable& b);
+Tensor operator/(double s, const Tensor& a);
+/// eq(a, b): a bool Tensor, as every comparison
+Tensor operator==(const Tensor& a, const Tensor& b);
 /// ne(a, b)
-Variable operator!=(const Variable& a, const Variable& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
 /// gt(a, b)
-Variable operator>(const Variable& a, const Variable& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
 /// lt(a, b)
-Variable operator<(const Variable& a, const Variable& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
 /// ge(a, b)
-Variable operator>=(const Variable& a, const Variable& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
 /// le(a, b)
-Variable operator<=(const Variable& a, const Variable& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
 /// a > s
-Variable operator>(const Variable& a, double s);
+Tensor operator>(const Tensor& a, double s);
 /// a < s
-Variable operator<(const Variable& a, double s);
+Tensor operator<(const Tensor& a, double s);
 /// a >= s
-Variable operator>=(const Variable& a, double s);
+Tensor operator>=(const Tensor& a, double s);
 /// a <= s
-Variable operator<=(const Variable& a, double s);
+Tensor operator<=(const Tensor& a, double s);
 /// a == s
-Variable operator==(const Variable& a, double s);
+Tensor operator==(const Tensor& a, double s);
 /// a != s
-Variable operator!=(const Variable& a, double s);
+Tensor operator!=(const Tensor& a, double s);
 
 ///@}
 
 /// A 0-d constant on like's device, of prim::scalar_dtype(value, like's dtype) (scalar operands of
 /// the operators above).
-Variable scalar_like(double value, const Variable& like);
+Tensor scalar_like(double value, const Tensor& like);
 
 }  // namespace tg

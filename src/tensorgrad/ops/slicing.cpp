@@ -1,5 +1,5 @@
 // ops/slicing.cpp: the differentiable views narrow, select and index (Python's x[0:4, 1]), and their
-// Variable methods. Each forward is a strided view of the input (Tensor::narrow, select, as_strided:
+// Tensor methods. Each forward is a strided view of the input (RawTensor::narrow, select, as_strided:
 // no copy); each backward writes the gradient into the same view of a zero tensor of the input's
 // shape. The index types are in core/indexing.h; the other views are in ops/shape.cpp.
 #include <limits>
@@ -17,8 +17,8 @@ namespace {
 /// dL/dx for a view op: zeros of x's shape with dL/dy written into the positions the view reads
 /// (view_of maps a tensor of x's shape to the forward's view of it). Sets every element.
 template <class ViewOf>
-Tensor scatter_into_zeros(const Shape& in_shape, const Tensor& grad, ViewOf view_of) {
-  Tensor gx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+RawTensor scatter_into_zeros(const Shape& in_shape, const RawTensor& grad, ViewOf view_of) {
+  RawTensor gx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
   prim::copy_(view_of(gx), grad);
   return gx;
 }
@@ -93,7 +93,7 @@ std::vector<Resolved> resolve(const Shape& shape, const std::vector<TensorIndex>
 }
 
 /// The view of t (of the shape resolve() saw) that the resolved index list selects.
-Tensor indexing_view(const Tensor& t, const std::vector<Resolved>& index) {
+RawTensor indexing_view(const RawTensor& t, const std::vector<Resolved>& index) {
   Shape shape, strides;
   int64_t offset = t.offset(), d = 0;
   for (const Resolved& r : index) {
@@ -114,7 +114,7 @@ Tensor indexing_view(const Tensor& t, const std::vector<Resolved>& index) {
 
 }  // namespace
 
-Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   TG_CHECK(x.dim() > 0, IndexError, "narrow: cannot be applied to a 0-dim tensor");
   dim = wrap_dim(dim, x.dim(), "narrow");
   const int64_t size = x.shape()[dim];
@@ -126,42 +126,42 @@ Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
            ") exceeds the size (", size, ") of dimension ", dim);
   const Shape in_shape = x.shape();
   return mark_view(record("narrow", x.data().narrow(dim, start, length), {x},
-                          [in_shape, dim, start, length](const Tensor& grad, Grads& g) {
+                          [in_shape, dim, start, length](const RawTensor& grad, Grads& g) {
                             // d/dx: the gradient in the narrowed positions, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return t.narrow(dim, start, length); }));
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return t.narrow(dim, start, length); }));
                           }),
                    x);
 }
 
-Variable select(const Variable& x, int64_t dim, int64_t index) {
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   TG_CHECK(x.dim() > 0, IndexError, "select: cannot be applied to a 0-dim tensor");
   dim = wrap_dim(dim, x.dim(), "select");
-  Tensor out = x.data().select(dim, index);   // IndexError naming the index, the dim and its size
+  RawTensor out = x.data().select(dim, index);   // IndexError naming the index, the dim and its size
   if (index < 0) index += x.shape()[dim];
   const Shape in_shape = x.shape();
   return mark_view(record("select", std::move(out), {x},
-                          [in_shape, dim, index](const Tensor& grad, Grads& g) {
+                          [in_shape, dim, index](const RawTensor& grad, Grads& g) {
                             // d/dx: the gradient in the selected slice, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return t.select(dim, index); }));
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return t.select(dim, index); }));
                           }),
                    x);
 }
 
-Variable index(const Variable& x, const std::vector<TensorIndex>& indices) {
+Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
   std::vector<Resolved> resolved = resolve(x.shape(), indices);
-  Tensor out = indexing_view(x.data(), resolved);
+  RawTensor out = indexing_view(x.data(), resolved);
   const Shape in_shape = x.shape();
   return mark_view(record("index", std::move(out), {x},
-                          [in_shape, resolved = std::move(resolved)](const Tensor& grad, Grads& g) {
+                          [in_shape, resolved = std::move(resolved)](const RawTensor& grad, Grads& g) {
                             // d/dx: the gradient in the indexed positions, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const Tensor& t) { return indexing_view(t, resolved); }));
+                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return indexing_view(t, resolved); }));
                           }),
                    x);
 }
 
-Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const { return tg::narrow(*this, dim, start, length); }
-Variable Variable::select(int64_t dim, int64_t index) const { return tg::select(*this, dim, index); }
-Variable Variable::index(const std::vector<TensorIndex>& indices) const { return tg::index(*this, indices); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const { return tg::narrow(*this, dim, start, length); }
+Tensor Tensor::select(int64_t dim, int64_t index) const { return tg::select(*this, dim, index); }
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const { return tg::index(*this, indices); }
 
 namespace indexing {
 std::ostream& operator<<(std::ostream& os, const TensorIndex& index) {

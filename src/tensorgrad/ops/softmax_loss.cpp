@@ -8,70 +8,70 @@
 namespace tg {
 
 namespace {
-Variable softmax_impl(const Variable& x_in, int64_t dim, bool log) {
-  const Variable x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
+Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
+  const Tensor x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
   const char* name = log ? "log_softmax" : "softmax";
-  Tensor y = prim::softmax(x.data(), dim, log);
+  RawTensor y = prim::softmax(x.data(), dim, log);
   dim = wrap_dim(dim, x.dim(), name);
   SavedTensor y_saved = any_requires_grad({x}) ? SavedTensor(y, name) : SavedTensor();
-  return record(name, y, {x}, [y_saved, dim, log](const Tensor& grad, Grads& g) {
+  return record(name, y, {x}, [y_saved, dim, log](const RawTensor& grad, Grads& g) {
     // softmax: dx = y (grad - sum(grad y));  log_softmax: dx = grad - exp(y) sum(grad)
     g.set(0, prim::softmax_backward(y_saved.get(), grad, dim, log));
   });
 }
 }  // namespace
 
-Variable softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, false); }
-Variable log_softmax(const Variable& x, int64_t dim) { return softmax_impl(x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
 
 // logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum. Rows whose target is
 // ignore_index count for nothing (the mean divides by the rows that are not ignored, as in PyTorch).
-Variable cross_entropy(const Variable& logits_in, const Variable& target, Reduction reduction, int64_t ignore_index,
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction reduction, int64_t ignore_index,
                        double label_smoothing) {
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
-  const Variable logits = amp::detail::cast_float32(logits_in);   // Note [Autocast op lists]
+  const Tensor logits = amp::detail::cast_float32(logits_in);   // Note [Autocast op lists]
   // The reduction is folded into the kernels: the forward writes the sum or mean (and the count of
   // rows not ignored, kept on the device: no sync), the backward divides by that count itself.
   const CrossEntropyArgs args{ignore_index, label_smoothing, reduction != Reduction::None, reduction == Reduction::Mean};
   prim::CrossEntropyResult r = prim::cross_entropy(logits.data(), target.data(), args);
-  const Tensor out = reduction == Reduction::None ? r.loss : r.total;
+  const RawTensor out = reduction == Reduction::None ? r.loss : r.total;
   const bool need = any_requires_grad({logits});
   SavedTensor x_saved = need ? SavedTensor(logits) : SavedTensor();
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
   SavedTensor lse_saved = need ? SavedTensor(r.lse, "cross_entropy") : SavedTensor();        // (N)
   SavedTensor count_saved = need && r.count.defined() ? SavedTensor(r.count, "cross_entropy") : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const Tensor& grad, Grads& g) {
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const RawTensor& grad, Grads& g) {
     // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * grad per row (/ count for the mean)
     g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(), grad, count_saved.get()));
   });
 }
 
-Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   TG_CHECK(input.shape() == target.shape(), ShapeError, "mse_loss: input of shape ", shape_str(input.shape()),
            " and target of shape ", shape_str(target.shape()), " must have the same shape");
   // Note [Autocast op lists]: float32
-  const Variable d = sub(amp::detail::cast_float32(input), amp::detail::cast_float32(target));   // composite: the gradient comes from sub, mul and the reduction
-  const Variable sq = mul(d, d);
+  const Tensor d = sub(amp::detail::cast_float32(input), amp::detail::cast_float32(target));   // composite: the gradient comes from sub, mul and the reduction
+  const Tensor sq = mul(d, d);
   if (reduction == Reduction::None) return sq;
   return reduction == Reduction::Sum ? sum(sq) : mean(sq);
 }
 
-Variable dropout(const Variable& x, double p, bool training) {
+Tensor dropout(const Tensor& x, double p, bool training) {
   TG_CHECK(p >= 0 && p <= 1, Error, "dropout: probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   prim::check_floating("dropout", x.data());
   // mask = [u >= p] / (1 - p), u drawn from the global Philox stream (manual_seed makes it repeatable).
   // Backward saves no mask: it draws the same u again from the stream position of the forward's draw.
-  auto make_mask = [p](const Tensor& u) {
-    Tensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(u.dtype());   // a 0/1 mask in u's dtype
+  auto make_mask = [p](const RawTensor& u) {
+    RawTensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout").to(u.dtype());   // a 0/1 mask in u's dtype
     if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout");
     return mask;
   };
   const philox::Distribution uniform = philox::Distribution::uniform(0.0, 1.0);
   RngState drawn_at;
-  Tensor out = prim::mul(x.data(), make_mask(prim::random(uniform, x.shape(), x.dtype(), x.device(), &drawn_at)));
-  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const Tensor& grad, Grads& g) {
-    const Tensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
+  RawTensor out = prim::mul(x.data(), make_mask(prim::random(uniform, x.shape(), x.dtype(), x.device(), &drawn_at)));
+  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const RawTensor& grad, Grads& g) {
+    const RawTensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
     g.set(0, prim::mul(grad, make_mask(u)));                             // d(x * mask)/dx = mask
   });
 }

@@ -12,7 +12,7 @@
 namespace tg {
 namespace optim {
 
-Adam::Adam(std::vector<Variable> params, AdamOptions options)
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, false) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, false) {}
@@ -46,8 +46,8 @@ void Adam::step() {
   std::vector<AdamParam> update;
   std::vector<std::size_t> updated;   // their indices
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Variable& p = params_[i];
-    const Variable g = p.grad();
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     State& s = state_[i];
     const DType sd = state_dtype(p.dtype());   // Note [Master weights]
@@ -69,8 +69,8 @@ void Adam::step() {
   for (std::size_t i : updated) finish_update(i);
 }
 
-std::vector<std::pair<std::string, Tensor>> Adam::state() const {
-  std::vector<std::pair<std::string, Tensor>> out;
+std::vector<std::pair<std::string, RawTensor>> Adam::state() const {
+  std::vector<std::pair<std::string, RawTensor>> out;
   for (std::size_t i = 0; i < state_.size(); ++i) {
     const State& s = state_[i];
     if (!s.exp_avg.defined()) continue;
@@ -84,10 +84,10 @@ std::vector<std::pair<std::string, Tensor>> Adam::state() const {
   return out;
 }
 
-void Adam::set_state(const std::vector<std::pair<std::string, Tensor>>& entries) {
+void Adam::set_state(const std::vector<std::pair<std::string, RawTensor>>& entries) {
   // Validate every entry and that each parameter's entries are complete, then copy, then swap.
   std::vector<State> next(params_.size());
-  std::vector<Tensor> masters(params_.size());
+  std::vector<RawTensor> masters(params_.size());
   std::vector<bool> has_step(params_.size(), false);
   for (const auto& [name, t] : entries) {
     if (read_master_entry(name, t, masters, "Adam::set_state")) continue;
@@ -103,7 +103,7 @@ void Adam::set_state(const std::vector<std::pair<std::string, Tensor>>& entries)
       has_step[i] = true;
       continue;
     }
-    Tensor* slot = prefix == "exp_avg" ? &s.exp_avg
+    RawTensor* slot = prefix == "exp_avg" ? &s.exp_avg
                  : prefix == "exp_avg_sq" ? &s.exp_avg_sq
                  : prefix == "max_exp_avg_sq" ? &s.max_exp_avg_sq : nullptr;
     TG_CHECK(slot != nullptr, Error, "Adam::set_state: unexpected entry \"", name, "\"");

@@ -35,7 +35,7 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   /// One group with every parameter at options' learning rate.
-  Adam(std::vector<Variable> params, AdamOptions options = {});
+  Adam(std::vector<Tensor> params, AdamOptions options = {});
   /// Several groups; a group without lr uses options' learning rate.
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
   /// One update of every parameter with a gradient (see Optimizer::step).
@@ -43,9 +43,9 @@ class Adam : public Optimizer {
   /// The options it was built with.
   const AdamOptions& options() const { return options_; }
   /// `exp_avg.<i>`, `exp_avg_sq.<i>`, `max_exp_avg_sq.<i>` (amsgrad) and `step.<i>` (0-d int64) per parameter.
-  std::vector<std::pair<std::string, Tensor>> state() const override;
+  std::vector<std::pair<std::string, RawTensor>> state() const override;
   /// Loads entries named as state() names them; nothing changes when one does not fit.
-  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  void set_state(const std::vector<std::pair<std::string, RawTensor>>& state) override;
 
  protected:
   /// decoupled = true is AdamW's weight decay (the AdamW constructors use it).
@@ -58,7 +58,7 @@ class Adam : public Optimizer {
   void on_params_added() override { state_.resize(params_.size()); }
   struct State {
     int64_t step = 0;
-    Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+    RawTensor exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
   AdamOptions options_;
   bool decoupled_;
@@ -70,7 +70,7 @@ class Adam : public Optimizer {
 class AdamW : public Adam {
  public:
   /// One group with every parameter at options' learning rate.
-  AdamW(std::vector<Variable> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
+  AdamW(std::vector<Tensor> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
       : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, /*decoupled=*/true) {}
   /// Several groups; a group without lr uses options' learning rate.
   AdamW(std::vector<ParamGroup> groups, AdamOptions options = AdamOptions().weight_decay(1e-2))

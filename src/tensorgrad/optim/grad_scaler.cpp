@@ -95,7 +95,7 @@ GradScaler::OptimizerState& GradScaler::state_of(const optim::Optimizer& optimiz
   return optimizers_.back();
 }
 
-Variable GradScaler::scale(const Variable& outputs) {
+Tensor GradScaler::scale(const Tensor& outputs) {
   if (!enabled_) return outputs;
   TG_CHECK(outputs.defined(), Error, "scale: the outputs are undefined");
   prim::check_floating("scale", outputs.data());
@@ -109,18 +109,18 @@ Variable GradScaler::scale(const Variable& outputs) {
   const Device device = outputs.device();
   const DType dtype = kFloat32;
   auto it = std::find_if(scale_on_device_.begin(), scale_on_device_.end(),
-                         [&](const Tensor& t) { return t.device() == device && t.dtype() == dtype; });
+                         [&](const RawTensor& t) { return t.device() == device && t.dtype() == dtype; });
   if (it == scale_on_device_.end()) {
     scale_on_device_.push_back(prim::full({}, scale_, dtype, device));
     it = scale_on_device_.end() - 1;
   }
-  return outputs * Variable(*it);
+  return outputs * Tensor(*it);
 }
 
-std::vector<Variable> GradScaler::scale(const std::vector<Variable>& outputs) {
-  std::vector<Variable> out;
+std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> out;
   out.reserve(outputs.size());
-  for (const Variable& o : outputs) out.push_back(scale(o));
+  for (const Tensor& o : outputs) out.push_back(scale(o));
   return out;
 }
 
@@ -137,12 +137,12 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   struct Group {
     Device device;
     DType dtype;
-    std::vector<Variable> params;
+    std::vector<Tensor> params;
   };
   std::vector<Group> groups;
   std::vector<Device> devices;   // every device with a gradient, in first-seen order
-  for (const Variable& p : optimizer.params()) {
-    const Variable g = p.grad();
+  for (const Tensor& p : optimizer.params()) {
+    const Tensor g = p.grad();
     if (!g.defined()) continue;
     TG_CHECK(is_floating(g.dtype()), DTypeError, "unscale_: expected floating-point gradients, got ",
              dtype_name(g.dtype()));
@@ -160,21 +160,21 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   // imprecise under some compile options); every gradient is multiplied by that float32 value.
   const float inv_scale = to_float(1.0 / static_cast<double>(scale_));
   NoGradGuard no_grad;
-  std::vector<Tensor> found(devices.size());   // 0-d float32 per device, in `devices` order
+  std::vector<RawTensor> found(devices.size());   // 0-d float32 per device, in `devices` order
   for (const Group& gr : groups) {
     // extrema (2 n): the max and the min of each non-empty gradient, written by the backend's reduction
     // straight into their slots. A gradient holds an inf or a NaN exactly when its max or min does (NaN
     // wins max and min: Note [NaN and infinity] in kernels/elementwise.h), and sum(extrema * 0) is then NaN,
     // else 0: no comparison and no overflow, whatever the magnitudes.
-    std::vector<Tensor> grads;
-    for (const Variable& p : gr.params)
+    std::vector<RawTensor> grads;
+    for (const Tensor& p : gr.params)
       if (p.grad().numel() > 0) grads.push_back(p.grad().data());
-    Tensor flag;
+    RawTensor flag;
     if (!grads.empty()) {
-      const Tensor extrema = prim::empty({2 * static_cast<int64_t>(grads.size())}, gr.dtype, gr.device);
+      const RawTensor extrema = prim::empty({2 * static_cast<int64_t>(grads.size())}, gr.dtype, gr.device);
       Backend& backend = backend_for(gr.device);
       for (std::size_t i = 0; i < grads.size(); ++i) {
-        const Tensor x = grads[i].dim() == 0 ? grads[i].reshape({1}) : grads[i];
+        const RawTensor x = grads[i].dim() == 0 ? grads[i].reshape({1}) : grads[i];
         const Shape ones(static_cast<std::size_t>(x.dim()), 1);
         backend.reduce(ReduceOp::Max, x, extrema.narrow(0, 2 * static_cast<int64_t>(i), 1).view(ones));   // sets
         backend.reduce(ReduceOp::Min, x, extrema.narrow(0, 2 * static_cast<int64_t>(i) + 1, 1).view(ones));   // sets
@@ -189,14 +189,14 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     // Unscale in place, after the check read the values (PyTorch checks the gradients as they were).
     // Multiplying by 1 would change nothing: PyTorch skips it, so does this.
     if (inv_scale == 1.0f) continue;
-    const Tensor inv = prim::full({}, static_cast<double>(inv_scale), gr.dtype, gr.device);
-    for (const Variable& p : gr.params) {
-      const Tensor g = p.grad().data();
+    const RawTensor inv = prim::full({}, static_cast<double>(inv_scale), gr.dtype, gr.device);
+    for (const Tensor& p : gr.params) {
+      const RawTensor g = p.grad().data();
       if (g.numel() == 0) continue;
       if (prim::has_internal_overlap(g)) {
         // a gradient the user set to an expanded view: an in-place product would write one element
         // several times (Note [Overlapping writes]); it gets the product as a fresh tensor instead
-        Variable(p).set_grad(Variable(prim::mul(g, inv)));
+        Tensor(p).set_grad(Tensor(prim::mul(g, inv)));
       } else {
         prim::binary_(BinaryOp::Mul, g, inv, "unscale_");   // sets g = g * inv
       }
@@ -207,16 +207,16 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   st.stage = Stage::kUnscaled;
 }
 
-bool GradScaler::read_found_inf(const std::vector<Tensor>& flags) {
+bool GradScaler::read_found_inf(const std::vector<RawTensor>& flags) {
   // One sum per device, then one read each: the only host synchronization of the scaler.
-  std::vector<Tensor> per_device;
-  for (const Tensor& f : flags) {
-    auto it = std::find_if(per_device.begin(), per_device.end(), [&](const Tensor& t) { return t.device() == f.device(); });
+  std::vector<RawTensor> per_device;
+  for (const RawTensor& f : flags) {
+    auto it = std::find_if(per_device.begin(), per_device.end(), [&](const RawTensor& t) { return t.device() == f.device(); });
     if (it == per_device.end()) per_device.push_back(f);
     else *it = prim::add(*it, f);
   }
   bool any = false;
-  for (const Tensor& t : per_device) any = t.item() != 0.0 || any;   // NaN != 0: found
+  for (const RawTensor& t : per_device) any = t.item() != 0.0 || any;   // NaN != 0: found
   return any;
 }
 
@@ -246,7 +246,7 @@ void GradScaler::update() {
   if (!enabled_) return;
   check_scaled("update");
   bool any_inf = false, recorded = false;
-  std::vector<Tensor> unread;
+  std::vector<RawTensor> unread;
   for (const OptimizerState& st : optimizers_) {
     if (st.found_inf.empty()) continue;
     recorded = true;
@@ -289,7 +289,7 @@ void GradScaler::update(double new_scale) {
   optimizers_.clear();
 }
 
-std::vector<std::pair<std::string, Tensor>> GradScaler::state_dict() const {
+std::vector<std::pair<std::string, RawTensor>> GradScaler::state_dict() const {
   if (!enabled_) return {};
   const Device cpu = Device::cpu();
   return {
@@ -301,7 +301,7 @@ std::vector<std::pair<std::string, Tensor>> GradScaler::state_dict() const {
   };
 }
 
-void GradScaler::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+void GradScaler::load_state_dict(const std::vector<std::pair<std::string, RawTensor>>& state) {
   if (!enabled_) return;
   TG_CHECK(!state.empty(), Error, "load_state_dict: The source state dict is empty, possibly because it was saved "
            "from a disabled instance of GradScaler.");

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 
@@ -69,9 +69,9 @@ class GradScaler {
   /// outputs * S, recorded in the graph (so backward produces gradients scaled by S). outputs must be
   /// floating (DTypeError); S is a 0-d float32 tensor on outputs' device, so a float16 or bfloat16
   /// output gives a float32 product (type promotion, as in PyTorch). Disabled: outputs.
-  Variable scale(const Variable& outputs);
+  Tensor scale(const Tensor& outputs);
   /// scale() of each output (for several losses backwarded together).
-  std::vector<Variable> scale(const std::vector<Variable>& outputs);
+  std::vector<Tensor> scale(const std::vector<Tensor>& outputs);
 
   /// Divides the gradient of each of optimizer's parameters by S in place (a multiplication by
   /// float32(1 / S), as PyTorch does) and records, per device, whether any element was inf/NaN
@@ -121,12 +121,12 @@ class GradScaler {
   /// PyTorch's state_dict keys as 0-d CPU tensors: "scale", "growth_factor" and "backoff_factor"
   /// (float64), "growth_interval" and "_growth_tracker" (int64). Empty when disabled. tg::save(scaler,
   /// path) writes it.
-  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  std::vector<std::pair<std::string, RawTensor>> state_dict() const;
   /// Loads entries named as state_dict() names them, each once, each 0-d or of one element (the
   /// integers int64, the others floating): all five, no others, values in range (Error otherwise,
   /// before anything changes). Disabled: does nothing.
   /// An empty state is refused with PyTorch's message (it comes from a disabled scaler).
-  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+  void load_state_dict(const std::vector<std::pair<std::string, RawTensor>>& state);
 
  private:
   /// Where one optimizer is in the iteration (PyTorch's OptState).
@@ -135,7 +135,7 @@ class GradScaler {
   struct OptimizerState {
     const optim::Optimizer* optimizer = nullptr;
     Stage stage = Stage::kReady;
-    std::vector<Tensor> found_inf;   // 0-d float32 per device: 0, or NaN when a gradient was inf/NaN
+    std::vector<RawTensor> found_inf;   // 0-d float32 per device: 0, or NaN when a gradient was inf/NaN
     bool found_read = false;         // step() read found_inf: the answer is in any_inf
     bool any_inf = false;
   };
@@ -145,7 +145,7 @@ class GradScaler {
   /// Error naming `what` when no scale() ran yet (PyTorch's "_scale is None").
   void check_scaled(const char* what) const;
   /// Whether any of the flags (0-d float32, as OptimizerState::found_inf) is set; one host read per device.
-  static bool read_found_inf(const std::vector<Tensor>& flags);
+  static bool read_found_inf(const std::vector<RawTensor>& flags);
 
   bool enabled_;
   double growth_factor_, backoff_factor_;
@@ -154,7 +154,7 @@ class GradScaler {
   bool scaled_ = false;          // scale() ran: scale_ is live
   float scale_ = 0;
   int64_t growth_tracker_ = 0;
-  std::vector<Tensor> scale_on_device_;   // 0-d copies of scale_, one per (device, dtype) scale() saw
+  std::vector<RawTensor> scale_on_device_;   // 0-d copies of scale_, one per (device, dtype) scale() saw
   std::vector<OptimizerState> optimizers_;
 };
 

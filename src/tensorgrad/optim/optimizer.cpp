@@ -11,7 +11,7 @@
 namespace tg {
 namespace optim {
 
-Optimizer::Optimizer(std::vector<Variable> params, double lr)
+Optimizer::Optimizer(std::vector<Tensor> params, double lr)
     : Optimizer(std::vector<ParamGroup>{ParamGroup{std::move(params), lr}}, lr) {}
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr) : default_lr_(default_lr) {
@@ -26,13 +26,13 @@ void Optimizer::add_param_group(ParamGroup group) {
   const double lr = group.lr.value_or(default_lr_);
   TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr, " for parameter group ", group_lr_.size());
   for (std::size_t i = 0; i < group.params.size(); ++i) {
-    const Variable& p = group.params[i];
+    const Tensor& p = group.params[i];
     TG_CHECK(p.defined() && p.is_leaf(), Error, "optimizer: parameter ", i, " of group ", group_lr_.size(),
-             " must be a defined leaf Variable");
-    for (const Variable& q : params_)
+             " must be a defined leaf Tensor");
+    for (const Tensor& q : params_)
       TG_CHECK(q.impl() != p.impl(), Error, "optimizer: some parameters appear in more than one parameter group");
   }
-  for (Variable& p : group.params) {
+  for (Tensor& p : group.params) {
     params_.push_back(std::move(p));
     group_of_.push_back(group_lr_.size());
   }
@@ -58,7 +58,7 @@ void Optimizer::set_lr(std::size_t group, double lr) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
-  for (Variable& p : params_) {
+  for (Tensor& p : params_) {
     if (set_to_none) {
       p.zero_grad();
     } else if (p.grad().defined()) {
@@ -68,7 +68,7 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
-SGD::SGD(std::vector<Variable> params, SGDOptions options)
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
 
 double SGD::checked_lr(const SGDOptions& options) {
@@ -87,8 +87,8 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
 
 void Optimizer::check_grads(const char* who) const {
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Variable& p = params_[i];
-    const Variable g = p.grad();
+    const Tensor& p = params_[i];
+    const Tensor g = p.grad();
     if (!g.defined()) continue;
     TG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), Error, who, ": parameter ",
              i, " ", tensor_meta_str(p.data()), " on ", p.device(), " has a gradient ", tensor_meta_str(g.data()),
@@ -97,8 +97,8 @@ void Optimizer::check_grads(const char* who) const {
   }
 }
 
-void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const Tensor& state) const {
-  const Variable& p = params_[i];
+void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const {
+  const Tensor& p = params_[i];
   TG_CHECK(!state.defined() || state.shape() == p.shape(), ShapeError, who, ": the size of ", name, " (",
            shape_str(state.shape()), ") must match the size of parameter ", i, " (", shape_str(p.shape()),
            "): its value was replaced by one of another shape since the last step; create a new optimizer for it");
@@ -115,11 +115,11 @@ void SGD::step() {
   std::vector<SgdParam> update;
   std::vector<std::size_t> updated;   // their indices
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Variable& p = params_[i];
-    const Variable g = p.grad();
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
     if (!g.defined()) continue;   // not reached by this backward
     bool first = false;
-    Tensor& buf = momentum_buffer_[i];
+    RawTensor& buf = momentum_buffer_[i];
     const DType sd = state_dtype(p.dtype());   // Note [Master weights]
     if (o.momentum_ != 0 && !buf.defined()) {
       buf = prim::empty(p.shape(), sd, p.device());   // set by the first step: v = d
@@ -127,7 +127,7 @@ void SGD::step() {
     } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
       buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
     }
-    update.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : Tensor(), lr_of(i), first});
+    update.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i), first});
     updated.push_back(i);
   }
   prim::sgd_step(update, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
@@ -136,26 +136,26 @@ void SGD::step() {
 
 // The base throws rather than returning nothing, so that an optimizer whose state was never wired
 // up cannot write a checkpoint that silently drops it.
-std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
+std::vector<std::pair<std::string, RawTensor>> Optimizer::state() const {
   throw Error("state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
 }
 
-void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>&) {
+void Optimizer::set_state(const std::vector<std::pair<std::string, RawTensor>>&) {
   throw Error("set_state: this optimizer does not implement checkpoint state (override Optimizer::state and set_state)");
 }
 
-std::vector<std::pair<std::string, Tensor>> SGD::state() const {
-  std::vector<std::pair<std::string, Tensor>> out;
+std::vector<std::pair<std::string, RawTensor>> SGD::state() const {
+  std::vector<std::pair<std::string, RawTensor>> out;
   for (std::size_t i = 0; i < momentum_buffer_.size(); ++i)
     if (momentum_buffer_[i].defined()) out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffer_[i]);
   append_master_state(out);
   return out;
 }
 
-void SGD::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+void SGD::set_state(const std::vector<std::pair<std::string, RawTensor>>& state) {
   // Validate every entry, then make private copies on each parameter's device, then swap: a
   // failure leaves the old state in place.
-  std::vector<Tensor> next(params_.size()), masters(params_.size());
+  std::vector<RawTensor> next(params_.size()), masters(params_.size());
   for (const auto& [name, t] : state) {
     if (read_master_entry(name, t, masters, "SGD::set_state")) continue;
     // "velocity.<i>": the same buffer as named in checkpoints marked "format": "tensorgrad-1".
@@ -182,8 +182,8 @@ std::size_t Optimizer::state_index(const std::string& name, const std::string& p
   return i;
 }
 
-void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const {
-  const Tensor& like = params_[i].data();
+void Optimizer::check_state_entry(const std::string& name, const RawTensor& t, std::size_t i, const char* who) const {
+  const RawTensor& like = params_[i].data();
   TG_CHECK(t.defined(), Error, who, ": entry \"", name, "\" is undefined");
   TG_CHECK(t.shape() == like.shape(), ShapeError, who, ": \"", name, "\" has shape ", shape_str(t.shape()),
            " but parameter ", i, " has shape ", shape_str(like.shape()));
@@ -203,8 +203,8 @@ void Optimizer::check_state_entry(const std::string& name, const Tensor& t, std:
 // changed since the last step (the user wrote into the weight, or loaded a checkpoint into it).
 DType Optimizer::state_dtype(DType param) { return is_low_precision(param) ? kFloat32 : param; }
 
-Tensor Optimizer::update_target(std::size_t i) {
-  const Tensor& w = params_[i].data();
+RawTensor Optimizer::update_target(std::size_t i) {
+  const RawTensor& w = params_[i].data();
   if (state_dtype(w.dtype()) == w.dtype()) return w;
   if (master_.size() < params_.size()) master_.resize(params_.size());
   Master& m = master_[i];
@@ -214,14 +214,14 @@ Tensor Optimizer::update_target(std::size_t i) {
   return m.weight;
 }
 
-Tensor Optimizer::update_grad(std::size_t i) const {
-  const Tensor g = params_[i].grad().data();
+RawTensor Optimizer::update_grad(std::size_t i) const {
+  const RawTensor g = params_[i].grad().data();
   const DType want = state_dtype(g.dtype());
   return (g.dtype() == want ? g : g.to(want)).contiguous();
 }
 
 void Optimizer::finish_update(std::size_t i) {
-  const Tensor& w = params_[i].data();
+  const RawTensor& w = params_[i].data();
   if (state_dtype(w.dtype()) == w.dtype()) return;   // updated in place by prim, which bumped its version
   Master& m = master_[i];
   prim::copy_(w, m.weight);   // rounded to nearest even; bumps w's version
@@ -229,12 +229,12 @@ void Optimizer::finish_update(std::size_t i) {
   m.version = w.version();
 }
 
-void Optimizer::append_master_state(std::vector<std::pair<std::string, Tensor>>& out) const {
+void Optimizer::append_master_state(std::vector<std::pair<std::string, RawTensor>>& out) const {
   for (std::size_t i = 0; i < master_.size(); ++i)
     if (master_[i].weight.defined()) out.emplace_back("master_weight." + std::to_string(i), master_[i].weight);
 }
 
-bool Optimizer::read_master_entry(const std::string& name, const Tensor& t, std::vector<Tensor>& next,
+bool Optimizer::read_master_entry(const std::string& name, const RawTensor& t, std::vector<RawTensor>& next,
                                   const char* who) const {
   if (name.rfind("master_weight.", 0) != 0) return false;
   const std::size_t i = state_index(name, "master_weight", who);
@@ -249,17 +249,17 @@ bool Optimizer::read_master_entry(const std::string& name, const Tensor& t, std:
   return true;
 }
 
-void Optimizer::install_master_state(std::vector<Tensor> next) {
+void Optimizer::install_master_state(std::vector<RawTensor> next) {
   master_.assign(params_.size(), Master{});
   for (std::size_t i = 0; i < next.size(); ++i) {
     if (!next[i].defined()) continue;
-    const Tensor& w = params_[i].data();
+    const RawTensor& w = params_[i].data();
     master_[i] = Master{private_copy(next[i], w.device()), w.storage(), w.version()};
   }
 }
 
-Tensor Optimizer::private_copy(const Tensor& t, Device device) {
-  const Tensor moved = t.to(device);
+RawTensor Optimizer::private_copy(const RawTensor& t, Device device) {
+  const RawTensor moved = t.to(device);
   return moved.storage() == t.storage() ? moved.clone() : moved.contiguous();   // never alias the caller's
 }
 

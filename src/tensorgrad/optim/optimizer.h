@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorgrad/autograd/variable.h"
+#include "tensorgrad/autograd/tensor.h"
 
 namespace tg {
 namespace optim {
@@ -16,7 +16,7 @@ namespace optim {
 /// Parameters that share a learning rate (PyTorch's param_groups); no lr: the optimizer's default.
 struct ParamGroup {
   /// The group's parameters: defined leaves, each in one group only.
-  std::vector<Variable> params;
+  std::vector<Tensor> params;
   /// The group's learning rate; unset: the optimizer's default.
   std::optional<double> lr;
 };
@@ -27,7 +27,7 @@ struct ParamGroup {
 class Optimizer {
  public:
   /// One group holding every parameter, at learning rate lr.
-  Optimizer(std::vector<Variable> params, double lr);
+  Optimizer(std::vector<Tensor> params, double lr);
   /// Groups in order; a group without lr uses default_lr.
   Optimizer(std::vector<ParamGroup> groups, double default_lr);
   virtual ~Optimizer() = default;
@@ -50,11 +50,11 @@ class Optimizer {
   /// Checkpoint state as named tensors (tg::save() and tg::load() in io/checkpoint.h). state() may alias the
   /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
   /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
-  virtual std::vector<std::pair<std::string, Tensor>> state() const;
+  virtual std::vector<std::pair<std::string, RawTensor>> state() const;
   /// Replaces the state with entries named as state() names them; see state() for the checks.
-  virtual void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
+  virtual void set_state(const std::vector<std::pair<std::string, RawTensor>>& state);
   /// Every parameter, group after group: the indices used by state() names.
-  const std::vector<Variable>& params() const { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
  protected:
   /// The learning rate of params()[i].
   double lr_of(std::size_t i) const { return group_lr_[group_of_[i]]; }
@@ -65,13 +65,13 @@ class Optimizer {
   /// Before a step: the state tensor `name` of parameter i (undefined: not created yet) still has the
   /// parameter's shape; ShapeError naming who otherwise (the parameter's value was replaced by
   /// set_data with another shape), so that no fused update runs over a buffer of another size.
-  void check_state_matches(const char* who, std::size_t i, const char* name, const Tensor& state) const;
+  void check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const;
   /// For set_state: i of "<prefix>.<i>" with 0 <= i < params().size(), else Error naming `who`.
   std::size_t state_index(const std::string& name, const std::string& prefix, const char* who) const;
   /// For set_state: t is defined and has parameter i's shape (ShapeError) and dtype (DTypeError).
-  void check_state_entry(const std::string& name, const Tensor& t, std::size_t i, const char* who) const;
+  void check_state_entry(const std::string& name, const RawTensor& t, std::size_t i, const char* who) const;
   /// A copy of t on device that shares nothing with the caller's tensor.
-  static Tensor private_copy(const Tensor& t, Device device);
+  static RawTensor private_copy(const RawTensor& t, Device device);
 
   /// The dtype an optimizer keeps a parameter's state in: float32 for a float16 or bfloat16
   /// parameter (Note [Master weights]), else the parameter's own dtype.
@@ -79,29 +79,29 @@ class Optimizer {
   /// The tensor the update of parameter i writes: the parameter's data, or for a 16-bit parameter
   /// its float32 master copy (made from the parameter on first use, and again whenever the parameter
   /// was written since the last step, e.g. by loading a checkpoint).
-  Tensor update_target(std::size_t i);
+  RawTensor update_target(std::size_t i);
   /// Parameter i's gradient in state_dtype, contiguous: what the update reads.
-  Tensor update_grad(std::size_t i) const;
+  RawTensor update_grad(std::size_t i) const;
   /// After the update of parameter i: rounds a master copy into the parameter, and bumps the
   /// parameter's version (an in-place write: Note [Version counter]).
   void finish_update(std::size_t i);
   /// state() entries "master_weight.<i>" of the master copies that exist.
-  void append_master_state(std::vector<std::pair<std::string, Tensor>>& out) const;
+  void append_master_state(std::vector<std::pair<std::string, RawTensor>>& out) const;
   /// For set_state: an entry named "master_weight.<i>" is validated (float32, the parameter's shape)
   /// and put into next[i]; returns false for other names. next has params().size() entries.
-  bool read_master_entry(const std::string& name, const Tensor& t, std::vector<Tensor>& next, const char* who) const;
+  bool read_master_entry(const std::string& name, const RawTensor& t, std::vector<RawTensor>& next, const char* who) const;
   /// For set_state, once every entry was validated: the master copies read by read_master_entry
   /// replace the current ones (parameters without an entry rebuild theirs from the parameter).
-  void install_master_state(std::vector<Tensor> next);
+  void install_master_state(std::vector<RawTensor> next);
 
   /// Every parameter, group after group (what params() returns).
-  std::vector<Variable> params_;
+  std::vector<Tensor> params_;
 
  private:
   /// A 16-bit parameter's float32 copy, valid while the parameter's storage and version are the ones
   /// the last step wrote.
   struct Master {
-    Tensor weight;
+    RawTensor weight;
     std::weak_ptr<Storage> storage;
     uint64_t version = 0;
   };
@@ -136,17 +136,17 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   /// One group with every parameter at options' learning rate.
-  SGD(std::vector<Variable> params, SGDOptions options);
+  SGD(std::vector<Tensor> params, SGDOptions options);
   /// Several groups; a group without lr uses options' learning rate.
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
   /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
   /// "momentum_buffer.<parameter index>" (PyTorch's name) for each momentum buffer that exists (none
   /// before the first step). set_state also reads "velocity.<i>", the name in tensorgrad-1 checkpoints.
-  std::vector<std::pair<std::string, Tensor>> state() const override;
+  std::vector<std::pair<std::string, RawTensor>> state() const override;
   /// Loads momentum buffers named as state() names them; Error, ShapeError or DTypeError before
   /// anything changes when an entry does not fit.
-  void set_state(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  void set_state(const std::vector<std::pair<std::string, RawTensor>>& state) override;
   /// The options it was built with.
   const SGDOptions& options() const { return options_; }
  private:
@@ -155,7 +155,7 @@ class SGD : public Optimizer {
   static double checked_lr(const SGDOptions& options);
   void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   SGDOptions options_;
-  std::vector<Tensor> momentum_buffer_;   // one per parameter once momentum != 0
+  std::vector<RawTensor> momentum_buffer_;   // one per parameter once momentum != 0
 };
 
 }  // namespace optim

@@ -55,20 +55,20 @@ double LinearLR::lr_at(int64_t epoch, double base_lr) const {
   return base_lr * (start_ + (end_ - start_) * t);
 }
 
-double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   TG_CHECK(max_norm >= 0, Error, "clip_grad_norm: max_norm must be non-negative, got ", max_norm);
   NoGradGuard no_grad;
   double sq = 0;
-  for (const Variable& p : params) {
-    const Variable g = p.grad();
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
     if (!g.defined()) continue;
     sq += prim::sum(prim::mul(g.data(), g.data()).to(kFloat64)).item();   // one sync per parameter
   }
   const double norm = std::sqrt(sq);
   const double scale = max_norm / (norm + 1e-6);
   if (scale < 1) {
-    for (const Variable& p : params) {
-      const Variable g = p.grad();
+    for (const Tensor& p : params) {
+      const Tensor g = p.grad();
       if (g.defined()) prim::binary_(BinaryOp::Mul, g.data(), prim::scalar_like(scale, g.data()), "clip_grad_norm");
     }
   }

@@ -79,7 +79,7 @@ class LinearLR : public LRScheduler {
 
 /// Scales all gradients so that their global 2-norm is at most max_norm; returns the norm before
 /// clipping (torch.nn.utils.clip_grad_norm_). Parameters without a gradient are skipped.
-double clip_grad_norm(const std::vector<Variable>& params, double max_norm);
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace optim
 }  // namespace tg

@@ -9,7 +9,7 @@ namespace tg {
 namespace prim {
 
 namespace {
-void check_operands(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& a) {
+void check_operands(const char* op, const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& a) {
   check_same_device(op, q, k);
   check_same_device(op, q, v);
   check_same_dtype(op, q, k);
@@ -33,27 +33,27 @@ void check_operands(const char* op, const Tensor& q, const Tensor& k, const Tens
 
 DType attention_lse_dtype(DType dtype) { return dtype == kFloat64 ? kFloat64 : kFloat32; }
 
-Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args) {
+Attention attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args) {
   const char* op = "scaled_dot_product_attention";
   check_operands(op, q, k, v, args);
   Attention r;
-  r.out = Tensor::empty({args.B, args.L, args.Ev}, q.dtype(), q.device());
-  r.lse = Tensor::empty({args.B, args.L}, attention_lse_dtype(q.dtype()), q.device());
+  r.out = RawTensor::empty({args.B, args.L, args.Ev}, q.dtype(), q.device());
+  r.lse = RawTensor::empty({args.B, args.L}, attention_lse_dtype(q.dtype()), q.device());
   if (r.out.numel() == 0) return r;
   backend_for(q.device()).attention(q.contiguous(), k.contiguous(), v.contiguous(), args, r.out, r.lse);
   return r;
 }
 
-AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args) {
+AttentionGrads attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
+                                  const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args) {
   const char* op = "scaled_dot_product_attention";
   check_operands(op, q, k, v, args);
   check_same_dtype(op, q, dout);
   check_same_device(op, q, dout);
   AttentionGrads g;
-  g.dq = Tensor::empty(q.shape(), q.dtype(), q.device());
-  g.dk = Tensor::empty(k.shape(), k.dtype(), k.device());
-  g.dv = Tensor::empty(v.shape(), v.dtype(), v.device());
+  g.dq = RawTensor::empty(q.shape(), q.dtype(), q.device());
+  g.dk = RawTensor::empty(k.shape(), k.dtype(), k.device());
+  g.dv = RawTensor::empty(v.shape(), v.dtype(), v.device());
   if (g.dq.numel() + g.dk.numel() + g.dv.numel() == 0) return g;
   backend_for(q.device()).attention_backward(q.contiguous(), k.contiguous(), v.contiguous(), out.contiguous(),
                                              lse.contiguous(), dout.contiguous(), args, g.dq, g.dk, g.dv);

@@ -13,22 +13,22 @@ namespace prim {
 
 namespace {
 struct Operand : GemmOperand {
-  Tensor keep;   // holds a contiguous copy alive when one was needed
+  RawTensor keep;   // holds a contiguous copy alive when one was needed
 };
 
 /// How the BLAS can read the (R, C) matrices of t (batch dim first when 3-D) without copying.
-Operand as_blas_operand(const Tensor& t) {
+Operand as_blas_operand(const RawTensor& t) {
   const int64_t nd = t.dim();
   const int64_t R = t.shape()[nd - 2], C = t.shape()[nd - 1];
   const int64_t sr = t.strides()[nd - 2], sc = t.strides()[nd - 1];
   const int64_t bs = nd == 3 && t.shape()[0] > 1 ? t.strides()[0] : 0;
   constexpr int64_t kLdMax = std::numeric_limits<int>::max();   // the BLAS takes leading dims as int
   if ((C <= 1 || sc == 1) && (R <= 1 || (sr >= std::max<int64_t>(C, 1) && sr <= kLdMax)))
-    return {{t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs}, Tensor()};
+    return {{t.raw_data(), false, R <= 1 ? std::max<int64_t>(C, 1) : sr, bs}, RawTensor()};
   if ((R <= 1 || sr == 1) && (C <= 1 || (sc >= std::max<int64_t>(R, 1) && sc <= kLdMax)))
-    return {{t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs}, Tensor()};
+    return {{t.raw_data(), true, C <= 1 ? std::max<int64_t>(R, 1) : sc, bs}, RawTensor()};
   // A zero-size view counts as contiguous whatever its strides: clone it, or this would recurse forever.
-  Tensor c = t.numel() == 0 ? t.clone() : t.contiguous();
+  RawTensor c = t.numel() == 0 ? t.clone() : t.contiguous();
   Operand o = as_blas_operand(c);
   o.keep = c;
   return o;
@@ -60,14 +60,14 @@ bool products_through_float32(DType dtype, Device device) {
 namespace {
 /// Whether a product of a and b runs in float32 on converted operands (Note [Low precision through
 /// float32]): 16-bit operands of one dtype that the device's gemm does not take.
-bool gemm_through_float32(const Tensor& a, const Tensor& b) {
+bool gemm_through_float32(const RawTensor& a, const RawTensor& b) {
   return products_through_float32(a.dtype(), a.device()) && a.dtype() == b.dtype();
 }
 
 /// Checks a (M, K) or (B, M, K) and b (K, N) or (B, K, N) for matmul and the ops built on it (`name` in
 /// messages): defined, one floating dtype and device, matching K, batches that broadcast, sizes the
-/// BLAS takes. Tensors of 16-bit dtypes pass: the callers convert them first.
-void check_matmul(const char* name, const Tensor& a, const Tensor& b) {
+/// BLAS takes. RawTensors of 16-bit dtypes pass: the callers convert them first.
+void check_matmul(const char* name, const RawTensor& a, const RawTensor& b) {
   check_defined(name, a);
   check_defined(name, b);
   check_same_device(name, a, b);
@@ -92,12 +92,12 @@ void check_matmul(const char* name, const Tensor& a, const Tensor& b) {
 /// The GEMM out (B, M, N) = a . b for checked a and b with K > 0; oa and ob (from as_blas_operand)
 /// must outlive the call.
 GemmArgs gemm_args(const Operand& oa, const Operand& ob, int64_t batch, int64_t M, int64_t N, int64_t K,
-                   const Tensor& out) {
+                   const RawTensor& out) {
   return make_gemm(out.dtype(), batch, M, N, K, oa, ob, out.raw_data(), N, M * N);
 }
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+RawTensor matmul(const RawTensor& a, const RawTensor& b) {
   check_defined("matmul", a);
   check_defined("matmul", b);
   if (gemm_through_float32(a, b)) return matmul(as_dtype(a, kFloat32), as_dtype(b, kFloat32)).to(a.dtype());
@@ -105,8 +105,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1], N = b.shape()[b.dim() - 1];
   const int64_t Ba = a.dim() == 3 ? a.shape()[0] : 1, Bb = b.dim() == 3 ? b.shape()[0] : 1;
   const int64_t B = Ba == 1 ? Bb : Ba;   // broadcasting: 1 stretches, 0 does not (max would make 0 and 1 give 1)
-  Tensor out = (a.dim() == 3 || b.dim() == 3) ? Tensor::empty({B, M, N}, a.dtype(), a.device())
-                                              : Tensor::empty({M, N}, a.dtype(), a.device());
+  RawTensor out = (a.dim() == 3 || b.dim() == 3) ? RawTensor::empty({B, M, N}, a.dtype(), a.device())
+                                              : RawTensor::empty({M, N}, a.dtype(), a.device());
   if (out.numel() == 0) return out;
   if (K == 0) {   // empty sums: zeros, without handing the BLAS pointers into empty storages
     backend_for(a.device()).fill(out, 0.0);
@@ -133,7 +133,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // and bfloat16 fold in float32 (Note [Low precision through float32]): the bias is added before the
 // one rounding, on the CPU through float32 and on CUDA in cuBLASLt's float32 compute. linear folds only
 // a bias of x's dtype and device (ops/linalg.cpp).
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+RawTensor addmm(const RawTensor& bias, const RawTensor& a, const RawTensor& b) {
   check_defined("addmm", bias);
   check_defined("addmm", a);
   check_defined("addmm", b);
@@ -147,10 +147,10 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   TG_CHECK(bias.shape() == Shape{N}, ShapeError, "addmm: expected bias of shape [", N, "] for the product ",
            shape_x(a.shape()), " and ", shape_x(b.shape()), ", got ", shape_str(bias.shape()));
-  Tensor out = Tensor::empty({M, N}, a.dtype(), a.device());
+  RawTensor out = RawTensor::empty({M, N}, a.dtype(), a.device());
   if (out.numel() == 0) return out;
   Backend& backend = backend_for(a.device());
-  const Tensor bc = bias.contiguous();
+  const RawTensor bc = bias.contiguous();
   if (K > 0) {
     const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
     GemmArgs g = gemm_args(oa, ob, 1, M, N, K, out);
@@ -166,11 +166,11 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b) {
+std::pair<RawTensor, RawTensor> matmul_row_sums(const RawTensor& a, const RawTensor& b) {
   check_defined("matmul", a);
   check_defined("matmul", b);
   if (gemm_through_float32(a, b)) {
-    std::pair<Tensor, Tensor> r = matmul_row_sums(as_dtype(a, kFloat32), as_dtype(b, kFloat32));
+    std::pair<RawTensor, RawTensor> r = matmul_row_sums(as_dtype(a, kFloat32), as_dtype(b, kFloat32));
     return {r.first.to(a.dtype()), r.second.to(a.dtype())};
   }
   check_matmul("matmul", a, b);
@@ -178,8 +178,8 @@ std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b) {
            shape_str(a.shape()), " and ", shape_str(b.shape()));
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (M > 0 && N > 0 && K > 0) {
-    Tensor out = Tensor::empty({M, N}, a.dtype(), a.device());
-    Tensor sums = Tensor::empty({M}, a.dtype(), a.device());
+    RawTensor out = RawTensor::empty({M, N}, a.dtype(), a.device());
+    RawTensor sums = RawTensor::empty({M}, a.dtype(), a.device());
     const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
     GemmEpilogue e;
     e.row_sums = sums.raw_data();

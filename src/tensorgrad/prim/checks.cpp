@@ -14,7 +14,7 @@
 namespace tg {
 namespace prim {
 
-void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+void check_same_device(const char* op, const RawTensor& a, const RawTensor& b) {
   TG_CHECK(a.device() == b.device(), DeviceError, op,
            ": expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
            b.device());
@@ -32,7 +32,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 namespace {
 /// True when t's elements cover a dense block exactly once (its dims, sorted by stride, are
 /// contiguous): then its memory is the element range [offset, offset + numel).
-bool is_non_overlapping_and_dense(const Tensor& t) {
+bool is_non_overlapping_and_dense(const RawTensor& t) {
   SmallVector<std::pair<int64_t, int64_t>, 6> dims;   // (stride, size) of the dims of size > 1
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.shape()[d] != 1) dims.push_back({t.strides()[d], t.shape()[d]});
@@ -46,21 +46,21 @@ bool is_non_overlapping_and_dense(const Tensor& t) {
 }
 }  // namespace
 
-bool has_internal_overlap(const Tensor& t) {
+bool has_internal_overlap(const RawTensor& t) {
   if (t.numel() <= 1) return false;
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.shape()[d] != 1 && t.strides()[d] == 0) return true;
   return false;
 }
 
-void check_no_internal_overlap(const char* op, const Tensor& t) {
+void check_no_internal_overlap(const char* op, const RawTensor& t) {
   TG_CHECK(!has_internal_overlap(t), Error, op,
            ": unsupported operation: more than one element of the written-to tensor refers to a single memory "
            "location (an expanded view of shape ", shape_str(t.shape()), " with strides ", shape_str(t.strides()),
            "). Please clone() the tensor before performing the operation.");
 }
 
-void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in, bool same_view_ok) {
+void check_no_partial_overlap(const char* op, const RawTensor& out, const RawTensor& in, bool same_view_ok) {
   if (out.numel() == 0 || in.numel() == 0 || out.storage() != in.storage()) return;
   if (!is_non_overlapping_and_dense(out) || !is_non_overlapping_and_dense(in)) return;   // too hard to tell
   const int64_t out_begin = out.offset() * static_cast<int64_t>(dtype_size(out.dtype()));
@@ -77,28 +77,28 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
            "). Please clone() the tensor before performing the operation.");
 }
 
-void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+void check_same_dtype(const char* op, const RawTensor& a, const RawTensor& b) {
   TG_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": expected both tensors to have the same dtype, but got ",
            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
 }
 
-void check_floating(const char* op, const Tensor& t) {
+void check_floating(const char* op, const RawTensor& t) {
   TG_CHECK(is_floating(t.dtype()), DTypeError, op, ": expected a floating point tensor, got ", dtype_name(t.dtype()));
 }
 
-void check_defined(const char* op, const Tensor& t) {
+void check_defined(const char* op, const RawTensor& t) {
   TG_CHECK(t.defined(), Error, op, ": got an undefined tensor");
 }
-void check_int64_index(const char* op, const Tensor& index) {
+void check_int64_index(const char* op, const RawTensor& index) {
   TG_CHECK(index.dtype() == kInt64, DTypeError, op, ": expected index to have dtype int64, got ",
            dtype_name(index.dtype()));
 }
 /// Host-side range check of a CPU index tensor. A CUDA index is checked by the kernel instead (copying
 /// it here would synchronize inside ops and backward closures): it records the first bad value in the
 /// device error flag, raised as this same IndexError at the next sync (backend/cuda/softmax_loss.cu).
-void check_index_range(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+void check_index_range(const char* op, const RawTensor& index, int64_t size, int64_t dim) {
   if (index.numel() == 0 || !index.device().is_cpu()) return;
-  const Tensor host = index.contiguous();
+  const RawTensor host = index.contiguous();
   const int64_t* p = host.data<int64_t>();
   for (int64_t i = 0; i < host.numel(); ++i)
     if (!index_math::in_range(p[i], size)) throw index_out_of_range_error(op, p[i], dim, size);

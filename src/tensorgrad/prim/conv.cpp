@@ -12,11 +12,11 @@ namespace prim {
 namespace {
 // Note [Low precision through float32] (prim/blas.cpp): float16 / bfloat16 operands run the float32
 // kernels and are rounded back once.
-Tensor as_float32(const Tensor& t) { return t.defined() && is_low_precision(t.dtype()) ? t.to(kFloat32) : t; }
-Tensor back_to(const Tensor& t, DType dtype) { return t.defined() && t.dtype() != dtype ? t.to(dtype) : t; }
+RawTensor as_float32(const RawTensor& t) { return t.defined() && is_low_precision(t.dtype()) ? t.to(kFloat32) : t; }
+RawTensor back_to(const RawTensor& t, DType dtype) { return t.defined() && t.dtype() != dtype ? t.to(dtype) : t; }
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
+RawTensor conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& args) {
   check_same_device("conv2d", x, weight);
   check_same_dtype("conv2d", x, weight);
   if (bias.defined()) {
@@ -28,14 +28,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
     return conv2d(as_float32(x), as_float32(weight), as_float32(bias), args).to(x.dtype());
   Conv2dArgs a = args;
   a.dtype = x.dtype();
-  Tensor out = Tensor::empty({a.N, a.O, a.OH, a.OW}, x.dtype(), x.device());
+  RawTensor out = RawTensor::empty({a.N, a.O, a.OH, a.OW}, x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  backend_for(x.device()).conv2d(x.contiguous(), weight.contiguous(), bias.defined() ? bias.contiguous() : Tensor(), a,
+  backend_for(x.device()).conv2d(x.contiguous(), weight.contiguous(), bias.defined() ? bias.contiguous() : RawTensor(), a,
                                  out);
   return out;
 }
 
-Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy_in, const Conv2dArgs& args,
+Conv2dGrads conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy_in, const Conv2dArgs& args,
                             bool want_dx, bool want_dweight, bool want_dbias) {
   const DType dtype = dy_in.dtype();
   if (is_low_precision(dtype)) {
@@ -45,46 +45,46 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor&
   }
   TG_CHECK(!want_dx || weight.defined(), Error, "conv2d: the gradient of the input needs the weight");
   TG_CHECK(!want_dweight || x.defined(), Error, "conv2d: the gradient of the weight needs the input");
-  const Tensor dy = dy_in.contiguous();
+  const RawTensor dy = dy_in.contiguous();
   const Device device = dy.device();
   Conv2dArgs a = args;
   a.dtype = dtype;
   Conv2dGrads g;
-  if (want_dx) g.dx = Tensor::empty({a.N, a.C, a.H, a.W}, dtype, device);
-  if (want_dweight) g.dweight = Tensor::empty({a.O, a.C / a.groups, a.KH, a.KW}, dtype, device);
-  if (want_dbias) g.dbias = Tensor::empty({a.O}, dtype, device);
+  if (want_dx) g.dx = RawTensor::empty({a.N, a.C, a.H, a.W}, dtype, device);
+  if (want_dweight) g.dweight = RawTensor::empty({a.O, a.C / a.groups, a.KH, a.KW}, dtype, device);
+  if (want_dbias) g.dbias = RawTensor::empty({a.O}, dtype, device);
   if (dy.numel() == 0) {   // empty batch: zero gradients, no kernel
-    for (Tensor* t : {&g.dx, &g.dweight, &g.dbias})
+    for (RawTensor* t : {&g.dx, &g.dweight, &g.dbias})
       if (t->defined() && t->numel() > 0) fill_(*t, 0.0);
     return g;
   }
-  const Tensor xc = want_dweight ? x.contiguous() : Tensor();
-  const Tensor wc = want_dx ? weight.contiguous() : Tensor();
+  const RawTensor xc = want_dweight ? x.contiguous() : RawTensor();
+  const RawTensor wc = want_dx ? weight.contiguous() : RawTensor();
   if (xc.defined()) check_same_dtype("conv2d", xc, dy);
   if (wc.defined()) check_same_dtype("conv2d", wc, dy);
   backend_for(device).conv2d_backward(xc, wc, dy, a, g.dx, g.dweight, g.dbias);
   return g;
 }
 
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& x_in, const Pool2dArgs& args) {
+std::pair<RawTensor, RawTensor> max_pool2d(const RawTensor& x_in, const Pool2dArgs& args) {
   check_floating("max_pool2d", x_in);
   if (is_low_precision(x_in.dtype())) {   // exact either way: a maximum needs no rounding
-    std::pair<Tensor, Tensor> r = max_pool2d(as_float32(x_in), args);
+    std::pair<RawTensor, RawTensor> r = max_pool2d(as_float32(x_in), args);
     return {r.first.to(x_in.dtype()), r.second};
   }
-  const Tensor x = x_in.contiguous();
+  const RawTensor x = x_in.contiguous();
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  Tensor out = Tensor::empty({N, C, args.OH, args.OW}, x.dtype(), x.device());
-  Tensor indices = Tensor::empty({N, C, args.OH, args.OW}, kInt64, x.device());
+  RawTensor out = RawTensor::empty({N, C, args.OH, args.OW}, x.dtype(), x.device());
+  RawTensor indices = RawTensor::empty({N, C, args.OH, args.OW}, kInt64, x.device());
   if (out.numel() > 0) backend_for(x.device()).max_pool2d(x, args, out, indices);
   return {out, indices};
 }
 
-Tensor max_pool2d_backward(const Tensor& dy_in, const Tensor& indices, const Shape& x_shape, const Pool2dArgs& args) {
+RawTensor max_pool2d_backward(const RawTensor& dy_in, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& args) {
   if (is_low_precision(dy_in.dtype()))
     return max_pool2d_backward(as_float32(dy_in), indices, x_shape, args).to(dy_in.dtype());
-  const Tensor dy = dy_in.contiguous();
-  Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
+  const RawTensor dy = dy_in.contiguous();
+  RawTensor dx = RawTensor::empty(x_shape, dy.dtype(), dy.device());
   if (dx.numel() == 0) return dx;
   if (dy.numel() == 0) {
     fill_(dx, 0.0);
@@ -94,19 +94,19 @@ Tensor max_pool2d_backward(const Tensor& dy_in, const Tensor& indices, const Sha
   return dx;
 }
 
-Tensor avg_pool2d(const Tensor& x_in, const Pool2dArgs& args) {
+RawTensor avg_pool2d(const RawTensor& x_in, const Pool2dArgs& args) {
   check_floating(args.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", x_in);
   if (is_low_precision(x_in.dtype())) return avg_pool2d(as_float32(x_in), args).to(x_in.dtype());
-  const Tensor x = x_in.contiguous();
-  Tensor out = Tensor::empty({x.shape()[0], x.shape()[1], args.OH, args.OW}, x.dtype(), x.device());
+  const RawTensor x = x_in.contiguous();
+  RawTensor out = RawTensor::empty({x.shape()[0], x.shape()[1], args.OH, args.OW}, x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).avg_pool2d(x, args, out);
   return out;
 }
 
-Tensor avg_pool2d_backward(const Tensor& dy_in, const Shape& x_shape, const Pool2dArgs& args) {
+RawTensor avg_pool2d_backward(const RawTensor& dy_in, const Shape& x_shape, const Pool2dArgs& args) {
   if (is_low_precision(dy_in.dtype())) return avg_pool2d_backward(as_float32(dy_in), x_shape, args).to(dy_in.dtype());
-  const Tensor dy = dy_in.contiguous();
-  Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
+  const RawTensor dy = dy_in.contiguous();
+  RawTensor dx = RawTensor::empty(x_shape, dy.dtype(), dy.device());
   if (dx.numel() == 0) return dx;
   if (dy.numel() == 0) {
     fill_(dx, 0.0);

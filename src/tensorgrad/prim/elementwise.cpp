@@ -11,7 +11,7 @@ namespace {
 /// The dtype op computes in for operands of common dtype t: true division of integers in float32.
 DType compute_dtype(BinaryOp op, DType t) { return op == BinaryOp::Div && !is_floating(t) ? kFloat32 : t; }
 
-void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+void check_binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const char* name) {
   check_defined(name, a);
   check_defined(name, b);
   check_same_device(name, a, b);
@@ -27,10 +27,10 @@ void check_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
 }  // namespace
 
 
-Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args) {
+RawTensor unary(UnaryOp op, const RawTensor& x, UnaryArgs args) {
   check_defined("unary", x);
   check_floating("unary", x);
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  RawTensor out = RawTensor::empty(x.shape(), x.dtype(), x.device());
   backend_for(x.device()).unary(op, args, x, out);
   return out;
 }
@@ -43,9 +43,9 @@ UnaryOp rounding_op(DType lowp) {
 }
 }  // namespace
 
-Tensor round_to_precision(const Tensor& x, DType lowp) { return unary(rounding_op(lowp), x); }
+RawTensor round_to_precision(const RawTensor& x, DType lowp) { return unary(rounding_op(lowp), x); }
 
-void round_to_precision_(const Tensor& x, DType lowp) {
+void round_to_precision_(const RawTensor& x, DType lowp) {
   check_defined("round_to_precision_", x);
   check_floating("round_to_precision_", x);
   check_no_internal_overlap("round_to_precision_", x);
@@ -53,32 +53,32 @@ void round_to_precision_(const Tensor& x, DType lowp) {
   x.storage()->bump_version();
 }
 
-Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args) {
-  Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
+RawTensor unary_backward(UnaryOp op, const RawTensor& x, const RawTensor& y, const RawTensor& dy, UnaryArgs args) {
+  RawTensor dx = RawTensor::empty(dy.shape(), dy.dtype(), dy.device());
   backend_for(dy.device()).unary_backward(op, args, x, y, dy, dx);
   return dx;
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+RawTensor binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const char* name) {
   check_binary(op, a, b, name);
   const bool same_shape = a.shape() == b.shape();
   const Shape shape = same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);   // before any copy
   const DType common = compute_dtype(op, result_type(a, b));
-  const Tensor ac = as_dtype(a, common), bc = as_dtype(b, common);
+  const RawTensor ac = as_dtype(a, common), bc = as_dtype(b, common);
   const bool comparison = op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Gt || op == BinaryOp::Lt ||
                           op == BinaryOp::Ge || op == BinaryOp::Le;
   const DType out_dtype = comparison ? kBool : common;
   if (same_shape) {   // the common case: no broadcast views to build
-    Tensor out = Tensor::empty(shape, out_dtype, a.device());
+    RawTensor out = RawTensor::empty(shape, out_dtype, a.device());
     backend_for(a.device()).binary(op, ac, bc, out);
     return out;
   }
-  Tensor out = Tensor::empty(shape, out_dtype, a.device());
+  RawTensor out = RawTensor::empty(shape, out_dtype, a.device());
   backend_for(a.device()).binary(op, ac.expand(shape), bc.expand(shape), out);
   return out;
 }
 
-void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name) {
+void binary_(BinaryOp op, const RawTensor& self, const RawTensor& other, const char* name) {
   check_binary(op, self, other, name);
   check_no_internal_overlap(name, self);
   check_no_partial_overlap(name, self, other);
@@ -88,19 +88,19 @@ void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* n
   const Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
   TG_CHECK(shape == self.shape(), ShapeError, name, ": output with shape ", shape_str(self.shape()),
            " doesn't match the broadcast shape ", shape_str(shape));
-  const Tensor o = other.shape() == shape ? other : other.expand(shape);
+  const RawTensor o = other.shape() == shape ? other : other.expand(shape);
   if (common == self.dtype() && other.dtype() == self.dtype()) {   // the common case (gradient accumulation)
     backend_for(self.device()).binary(op, self, o, self);
   } else {   // computed in the result type, then rounded into self
-    const Tensor r = binary(op, self, o, name);
+    const RawTensor r = binary(op, self, o, name);
     backend_for(self.device()).copy(r, self);
   }
   self.storage()->bump_version();
 }
 
-Tensor mul(const Tensor& a, double s) { return binary(BinaryOp::Mul, a, scalar_like(s, a), "mul"); }
+RawTensor mul(const RawTensor& a, double s) { return binary(BinaryOp::Mul, a, scalar_like(s, a), "mul"); }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+RawTensor where(const RawTensor& cond, const RawTensor& a, const RawTensor& b) {
   check_defined("where", cond);
   check_defined("where", a);
   check_defined("where", b);
@@ -110,7 +110,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
            dtype_name(cond.dtype()), " (compare it first, e.g. cond != 0)");
   const DType common = result_type(a, b);
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  Tensor out = Tensor::empty(shape, common, a.device());
+  RawTensor out = RawTensor::empty(shape, common, a.device());
   backend_for(a.device())
       .where(cond.expand(shape), as_dtype(a, common).expand(shape), as_dtype(b, common).expand(shape), out);
   return out;

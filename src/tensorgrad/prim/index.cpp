@@ -7,7 +7,7 @@
 namespace tg {
 namespace prim {
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+RawTensor index_select(const RawTensor& x, int64_t dim, const RawTensor& index) {
   check_defined("index_select", x);
   check_same_device("index_select", x, index);
   check_int64_index("index_select", index);
@@ -20,13 +20,13 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_range("index_select", index, size, dim);
   Shape shape = x.shape();
   if (x.dim()) shape[dim] = index.numel();
-  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  RawTensor out = RawTensor::empty(shape, x.dtype(), x.device());
   if (out.numel() > 0)
     backend_for(x.device()).index_select(x.contiguous(), dim, index.contiguous().reshape({index.numel()}), out);
   return out;
 }
 
-void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void index_add_(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   check_same_device("index_add_", dst, src);
   check_same_device("index_add_", dst, index);
   check_same_dtype("index_add_", dst, src);
@@ -42,7 +42,7 @@ void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tenso
 }
 
 namespace {
-void check_gather_shapes(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
+void check_gather_shapes(const char* op, const RawTensor& x, int64_t dim, const RawTensor& index) {
   TG_CHECK(index.dim() == x.dim(), ShapeError, op, ": index tensor must have the same number of dimensions as ",
            "input tensor (", shape_str(index.shape()), " vs ", shape_str(x.shape()), ")");
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -51,19 +51,19 @@ void check_gather_shapes(const char* op, const Tensor& x, int64_t dim, const Ten
 }
 }  // namespace
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+RawTensor gather(const RawTensor& x, int64_t dim, const RawTensor& index) {
   check_defined("gather", x);
   check_same_device("gather", x, index);
   check_int64_index("gather", index);
   dim = wrap_dim(dim, x.dim(), "gather");
   check_gather_shapes("gather", x, dim, index);
   check_index_range("gather", index, x.dim() ? x.shape()[dim] : 1, dim);
-  Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
+  RawTensor out = RawTensor::empty(index.shape(), x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).gather(x, dim, index, out);
   return out;
 }
 
-void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void scatter_add_(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   check_same_device("scatter_add_", dst, src);
   check_same_device("scatter_add_", dst, index);
   check_same_dtype("scatter_add_", dst, src);

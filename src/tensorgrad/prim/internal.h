@@ -5,22 +5,22 @@
 #pragma once
 #include <cstdint>
 
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 namespace prim {
 
 /// Error naming op when t is undefined.
-void check_defined(const char* op, const Tensor& t);
+void check_defined(const char* op, const RawTensor& t);
 /// DTypeError naming op when index is not int64.
-void check_int64_index(const char* op, const Tensor& index);
+void check_int64_index(const char* op, const RawTensor& index);
 /// Host-side range check of a CPU index tensor against [0, size) along dim; a CUDA index is checked
 /// by the kernels (Note [Device error flag] in backend/cuda/softmax_loss.cu).
-void check_index_range(const char* op, const Tensor& index, int64_t size, int64_t dim);
+void check_index_range(const char* op, const RawTensor& index, int64_t size, int64_t dim);
 /// Error when an integer dtype cannot hold value after truncation (NaN, infinities, out of range).
 void check_representable(const char* op, double value, DType dtype);
 /// t converted to dtype (t itself when it has it), broadcast and permuted layouts kept (prim/promote.cpp).
-Tensor as_dtype(const Tensor& t, DType dtype);
+RawTensor as_dtype(const RawTensor& t, DType dtype);
 
 }  // namespace prim
 }  // namespace tg

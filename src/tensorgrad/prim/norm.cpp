@@ -12,13 +12,13 @@ namespace prim {
 
 namespace {
 /// t in float32 when x is a 16-bit float (t undefined stays undefined).
-Tensor through_float32(const Tensor& t, bool lowp) { return lowp && t.defined() ? t.to(kFloat32) : t; }
+RawTensor through_float32(const RawTensor& t, bool lowp) { return lowp && t.defined() ? t.to(kFloat32) : t; }
 
-void check_rows(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
+void check_rows(const char* op, const RawTensor& x, const RawTensor& w, const RawTensor& b) {
   check_defined(op, x);
   check_floating(op, x);
   TG_CHECK(x.dim() == 2, ShapeError, op, ": expected rows (M, D), got shape ", shape_str(x.shape()));
-  for (const Tensor* p : {&w, &b}) {
+  for (const RawTensor* p : {&w, &b}) {
     if (!p->defined()) continue;
     check_same_device(op, x, *p);
     check_same_dtype(op, x, *p);
@@ -28,35 +28,35 @@ void check_rows(const char* op, const Tensor& x, const Tensor& w, const Tensor& 
 }
 }  // namespace
 
-LayerNorm layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+LayerNorm layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps) {
   check_rows("layer_norm", x, w, b);
   const bool lowp = is_low_precision(x.dtype());
-  const Tensor xc = through_float32(x, lowp).contiguous();
-  const Tensor wc = through_float32(w, lowp).contiguous(), bc = through_float32(b, lowp).contiguous();
+  const RawTensor xc = through_float32(x, lowp).contiguous();
+  const RawTensor wc = through_float32(w, lowp).contiguous(), bc = through_float32(b, lowp).contiguous();
   const int64_t M = x.shape()[0], D = x.shape()[1];
   LayerNorm r;
-  r.y = Tensor::empty({M, D}, xc.dtype(), x.device());
-  r.mean = Tensor::empty({M}, xc.dtype(), x.device());
-  r.rstd = Tensor::empty({M}, xc.dtype(), x.device());
+  r.y = RawTensor::empty({M, D}, xc.dtype(), x.device());
+  r.mean = RawTensor::empty({M}, xc.dtype(), x.device());
+  r.rstd = RawTensor::empty({M}, xc.dtype(), x.device());
   if (M * D > 0) backend_for(x.device()).layer_norm(xc, wc, bc, eps, r.y, r.mean, r.rstd);
   if (lowp) r.y = r.y.to(x.dtype());
   return r;
 }
 
-LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& w, bool want_dx, bool want_dw, bool want_db) {
-  check_rows("layer_norm_backward", x, w, Tensor());
+LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
+                                   const RawTensor& w, bool want_dx, bool want_dw, bool want_db) {
+  check_rows("layer_norm_backward", x, w, RawTensor());
   check_same_device("layer_norm_backward", x, dy);
   TG_CHECK(dy.shape() == x.shape(), ShapeError, "layer_norm_backward: gradient of shape ", shape_str(dy.shape()),
            " for rows of shape ", shape_str(x.shape()));
   const bool lowp = is_low_precision(x.dtype());
-  const Tensor xc = through_float32(x, lowp).contiguous(), wc = through_float32(w, lowp).contiguous();
-  const Tensor dyc = as_dtype(dy, xc.dtype()).contiguous();
+  const RawTensor xc = through_float32(x, lowp).contiguous(), wc = through_float32(w, lowp).contiguous();
+  const RawTensor dyc = as_dtype(dy, xc.dtype()).contiguous();
   const int64_t M = x.shape()[0], D = x.shape()[1];
   LayerNormGrads g;
-  if (want_dx) g.dx = Tensor::empty({M, D}, xc.dtype(), x.device());
-  if (want_dw) g.dw = Tensor::empty({D}, xc.dtype(), x.device());
-  if (want_db) g.db = Tensor::empty({D}, xc.dtype(), x.device());
+  if (want_dx) g.dx = RawTensor::empty({M, D}, xc.dtype(), x.device());
+  if (want_dw) g.dw = RawTensor::empty({D}, xc.dtype(), x.device());
+  if (want_db) g.db = RawTensor::empty({D}, xc.dtype(), x.device());
   if (M * D > 0) {
     backend_for(x.device()).layer_norm_backward(dyc, xc, mean, rstd, wc, g.dx, g.dw, g.db);
   } else {   // no rows: the parameter gradients are empty sums

@@ -1,7 +1,7 @@
 // prim/optim.cpp: the fused optimizer updates (kernels/optim.h): checks each parameter's tensors,
 // groups the parameters by (device, dtype) in their order, one Backend::sgd_step / adam_step per group
 // (on CUDA one launch updates a whole group), and bumps the version of every tensor updated in place,
-// so autograd sees the write (Note [Version counter] in autograd/variable.h).
+// so autograd sees the write (Note [Version counter] in autograd/tensor.h).
 #include "tensorgrad/prim/prim.h"
 
 #include <vector>
@@ -15,7 +15,7 @@ namespace prim {
 namespace {
 /// Checks one tensor of a parameter's update against the parameter: defined (unless optional),
 /// contiguous, of its shape, dtype and device.
-void check_update_tensor(const char* op, const Tensor& param, const Tensor& t, const char* what, bool optional) {
+void check_update_tensor(const char* op, const RawTensor& param, const RawTensor& t, const char* what, bool optional) {
   if (optional && !t.defined()) return;
   TG_CHECK(t.defined(), Error, op, ": the ", what, " is undefined");
   TG_CHECK(t.shape() == param.shape() && t.dtype() == param.dtype() && t.device() == param.device(), Error, op, ": the ",
@@ -68,7 +68,7 @@ void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) {
   for (const std::vector<AdamParam>& group : by_device_and_dtype(params)) {
     backend_for(group.front().param.device()).adam_step(group, hyper);
     for (const AdamParam& p : group)
-      for (const Tensor* t : {&p.param, &p.exp_avg, &p.exp_avg_sq, &p.max_exp_avg_sq})
+      for (const RawTensor* t : {&p.param, &p.exp_avg, &p.exp_avg_sq, &p.max_exp_avg_sq})
         if (t->defined()) t->storage()->bump_version();
   }
 }

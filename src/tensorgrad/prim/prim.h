@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tensorgrad/backend/backend.h"
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 
@@ -22,30 +22,30 @@ struct RngState {
 namespace prim {
 
 // ---- creation
-/// A contiguous tensor with unspecified contents (Tensor::empty).
-Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+/// A contiguous tensor with unspecified contents (RawTensor::empty).
+RawTensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
 /// A contiguous tensor with every element set to value (converted to dtype).
-Tensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = Device::cpu());
+RawTensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = Device::cpu());
 /// Zeros with t's shape, dtype and device.
-Tensor zeros_like(const Tensor& t);
+RawTensor zeros_like(const RawTensor& t);
 /// The 0-d tensor a scalar operand becomes next to `like` (x * 2.5): of dtype scalar_dtype(value,
 /// like.dtype()), on like's device.
-Tensor scalar_like(double value, const Tensor& like);
+RawTensor scalar_like(double value, const RawTensor& like);
 /// The dtype of a C++ scalar next to a tensor of dtype `like`: like itself, except float32 for a
 /// fractional or non-finite value next to an integer or bool tensor, and int64 for a value other than
 /// 0 and 1 next to a bool tensor. See Note [Type promotion] in prim/promote.cpp.
 DType scalar_dtype(double value, DType like);
 /// PyTorch's torch.result_type of two tensors: see Note [Type promotion] in prim/promote.cpp.
-DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const RawTensor& a, const RawTensor& b);
 /// PyTorch's torch.can_cast: whether an in-place op may store a result of dtype `from` into a
 /// tensor of dtype `to` (not floating into integer, not anything but bool into bool).
 bool can_cast(DType from, DType to);
 /// 0, 1, ..., n-1 as a 1-D tensor; ShapeError when n < 0.
-Tensor arange(int64_t n, DType dtype, Device device);
+RawTensor arange(int64_t n, DType dtype, Device device);
 /// The (n, n) identity matrix; ShapeError when n < 0.
-Tensor eye(int64_t n, DType dtype, Device device);
+RawTensor eye(int64_t n, DType dtype, Device device);
 /// Copies host memory holding numel(shape) elements of dtype onto device.
-Tensor from_host(const void* data, const Shape& shape, DType dtype, Device device);
+RawTensor from_host(const void* data, const Shape& shape, DType dtype, Device device);
 
 // ---- random (Philox; see kernels/philox.h). One generator: manual_seed resets it.
 /// Seeds the process-wide generator and resets its offset (tg::manual_seed calls it).
@@ -53,10 +53,10 @@ void manual_seed(uint64_t seed);
 /// A fresh tensor of draws from kind's distribution with parameters a, b (philox::sample). Each call
 /// reserves numel() counters of the one stream, so values depend neither on the device nor on the
 /// thread count. drawn_at, when given, receives the stream position of the draw (for random_at).
-Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device,
+RawTensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device,
               RngState* drawn_at = nullptr);
 /// The draws random() made at stream position `at`, again; the generator is left alone.
-Tensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at);
+RawTensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at);
 /// The generator's position (tg::get_rng_state).
 RngState get_rng_state();
 /// Moves the generator to `state` (tg::set_rng_state).
@@ -64,52 +64,52 @@ void set_rng_state(RngState state);
 
 // ---- copies and fills (in place: bump the version counter of the written storage)
 /// Sets every element of dst (any strides) to value.
-void fill_(const Tensor& dst, double value);
+void fill_(const RawTensor& dst, double value);
 /// Copies src into dst, across devices too. ShapeError when src does not broadcast to dst's shape.
-void copy_(const Tensor& dst, const Tensor& src);       // src broadcast to dst's shape; any dtypes
+void copy_(const RawTensor& dst, const RawTensor& src);       // src broadcast to dst's shape; any dtypes
 /// t.to(device): t itself when already there.
-Tensor to_device(const Tensor& t, Device device);
+RawTensor to_device(const RawTensor& t, Device device);
 
 // ---- elementwise
 /// op(x) into a fresh contiguous tensor; x must be floating (DTypeError).
-Tensor unary(UnaryOp op, const Tensor& x, UnaryArgs args = {});
+RawTensor unary(UnaryOp op, const RawTensor& x, UnaryArgs args = {});
 /// dx = op'(x, y) * dy for y = op(x), with dy's shape. x or y may be undefined when the op's functor
 /// does not read it (fn::Relu::uses_x, ...).
-Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, UnaryArgs args = {});
+RawTensor unary_backward(UnaryOp op, const RawTensor& x, const RawTensor& y, const RawTensor& dy, UnaryArgs args = {});
 /// x with each value rounded to lowp's precision (float16 or bfloat16), kept in x's dtype: x.to(lowp)
 /// .to(x.dtype()) in one pass (fn::RoundToBFloat16, fn::RoundToFloat16). x floating.
-Tensor round_to_precision(const Tensor& x, DType lowp);
+RawTensor round_to_precision(const RawTensor& x, DType lowp);
 /// round_to_precision in place.
-void round_to_precision_(const Tensor& x, DType lowp);
+void round_to_precision_(const RawTensor& x, DType lowp);
 /// a op b with broadcasting, on one device (DeviceError), computed in result_type(a, b) (float32 for
 /// the division of integers); comparisons give bool. name is the op in error messages.
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);   // broadcasts
+RawTensor binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const char* name);   // broadcasts
 /// self = self op other in place; other broadcasts to self's shape, not the other way (ShapeError);
 /// the result type must cast to self's dtype (DTypeError otherwise, as an int64 tensor += 0.5).
-void binary_(BinaryOp op, const Tensor& self, const Tensor& other, const char* name);   // self op= other
+void binary_(BinaryOp op, const RawTensor& self, const RawTensor& other, const char* name);   // self op= other
 /// a + b, broadcast.
-inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b, "add"); }
+inline RawTensor add(const RawTensor& a, const RawTensor& b) { return binary(BinaryOp::Add, a, b, "add"); }
 /// a - b, broadcast.
-inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b, "sub"); }
+inline RawTensor sub(const RawTensor& a, const RawTensor& b) { return binary(BinaryOp::Sub, a, b, "sub"); }
 /// a * b, broadcast.
-inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b, "mul"); }
+inline RawTensor mul(const RawTensor& a, const RawTensor& b) { return binary(BinaryOp::Mul, a, b, "mul"); }
 /// a / b, broadcast.
-inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b, "div"); }
+inline RawTensor div(const RawTensor& a, const RawTensor& b) { return binary(BinaryOp::Div, a, b, "div"); }
 /// a * s.
-Tensor mul(const Tensor& a, double s);
+RawTensor mul(const RawTensor& a, double s);
 /// cond ? a : b elementwise, all three broadcast; cond is bool (DTypeError otherwise), the result
 /// is of result_type(a, b).
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+RawTensor where(const RawTensor& cond, const RawTensor& a, const RawTensor& b);
 
 // ---- reductions. dims empty = all dims. ArgMax/ArgMin take at most one dim and give int64.
 /// Reduces x over dims (each at most once; negative dims count from the end), dropping them unless
 /// keepdim. ArgMax/ArgMin over all dims give the flattened index. Max, Min and the arg reductions of
 /// an empty tensor or over a size-0 dim throw IndexError; name is the op in messages.
-Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name);
+RawTensor reduce(ReduceOp op, const RawTensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name);
 /// The sum of all elements, 0-d.
-inline Tensor sum(const Tensor& x) { return reduce(ReduceOp::Sum, x, {}, false, "sum"); }
+inline RawTensor sum(const RawTensor& x) { return reduce(ReduceOp::Sum, x, {}, false, "sum"); }
 /// Sums x down to `shape`, which x's shape broadcasts from (the engine's undoing of broadcasting).
-Tensor sum_to(const Tensor& x, const Shape& shape);
+RawTensor sum_to(const RawTensor& x, const Shape& shape);
 
 // ---- linear algebra: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N).
 // Transposed views are passed to the BLAS as flags, not copied.
@@ -121,134 +121,134 @@ bool products_through_float32(DType dtype, Device device);
 /// The matrix product: a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N), or (B, M, N) when either
 /// is 3-D (a batch of 1 broadcasts). Floating, same dtype and device; ShapeError for other ranks,
 /// mismatched K, or sizes above 2^31-1.
-Tensor matmul(const Tensor& a, const Tensor& b);
+RawTensor matmul(const RawTensor& a, const RawTensor& b);
 /// linear's forward: bias (N) + a (M, K) . b (K, N), 2-D (PyTorch's addmm(bias, a, b)); floating, one
 /// dtype and device. One launch where the backend folds the bias into the GEMM (Backend::gemm_epilogue,
 /// Note [Bias folded into the GEMM]); otherwise the bias is copied into every row of the result and the
 /// product accumulated onto it (beta = 1). ShapeError as matmul, and for a bias that is not (N).
-Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+RawTensor addmm(const RawTensor& bias, const RawTensor& a, const RawTensor& b);
 /// The product a (M, K) . b (K, N), 2-D, and the row sums of a (M): linear's weight gradient g^T x and
 /// bias gradient (the column sums of g, with a = g^T) in one GEMM where the backend folds the sums
 /// (Note [Bias folded into the GEMM]); otherwise matmul and a sum. Checks as matmul.
-std::pair<Tensor, Tensor> matmul_row_sums(const Tensor& a, const Tensor& b);
+std::pair<RawTensor, RawTensor> matmul_row_sums(const RawTensor& a, const RawTensor& b);
 
 // ---- softmax family and the fused loss
 /// softmax (log = false) or log_softmax (log = true) of floating x along dim.
-Tensor softmax(const Tensor& x, int64_t dim, bool log);
+RawTensor softmax(const RawTensor& x, int64_t dim, bool log);
 /// The gradient dx from y = softmax(x, dim, log) and dy = dL/dy.
-Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log);
+RawTensor softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log);
 /// What cross_entropy computes: the per-row loss (N) and lse (N) always; with args.total the 0-d
 /// total (the sum, or with args.mean the mean over the rows not ignored, NaN when there are none) and
 /// with args.mean the 0-d count of those rows that the backward divides by.
 struct CrossEntropyResult {
-  Tensor loss;    ///< (N) per row
-  Tensor lse;     ///< (N) log-sum-exp per row, for the backward
-  Tensor total;   ///< 0-d sum or mean; undefined unless args.total
-  Tensor count;   ///< 0-d rows not ignored; undefined unless args.mean
+  RawTensor loss;    ///< (N) per row
+  RawTensor lse;     ///< (N) log-sum-exp per row, for the backward
+  RawTensor total;   ///< 0-d sum or mean; undefined unless args.total
+  RawTensor count;   ///< 0-d rows not ignored; undefined unless args.mean
 };
 /// logits (N, C) float, target (N) int64. Targets outside [0, C) that are not args.ignore_index throw
 /// IndexError (for CUDA tensors at the next sync); label_smoothing outside [0, 1] throws Error.
-CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args);
+CrossEntropyResult cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args);
 /// dloss (N) or 0-d (broadcast to every row) -> dlogits (N, C); with args.mean dloss is divided by
 /// count (the forward's CrossEntropyResult::count) inside the kernel.
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& count);
+RawTensor cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                              const RawTensor& lse, const RawTensor& dloss, const RawTensor& count);
 
 // ---- indexing
 /// The entries of x at index (0-D or 1-D int64, each in [0, size(dim))) along dim: x's shape with
 /// size(dim) replaced by index.numel(). Out-of-range indices throw IndexError.
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+RawTensor index_select(const RawTensor& x, int64_t dim, const RawTensor& index);
 /// dst.index_select(dim, index) += src in place (repeated indices add up); dst must be contiguous.
-void index_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
+void index_add_(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src);
 /// out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (likewise for other dims): index (int64) has
 /// x's rank and sizes no larger than x's off dim; the result has index's shape.
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+RawTensor gather(const RawTensor& x, int64_t dim, const RawTensor& index);
 /// The reverse of gather: dst[index[i][j][k]][j][k] += src[i][j][k] for dim 0, in place; src has
 /// index's shape.
-void scatter_add_(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
+void scatter_add_(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src);
 /// Concatenates xs (at least one; same rank and device; equal sizes off dim) along dim, in the
 /// promoted dtype of all of them.
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
+RawTensor cat(const std::vector<RawTensor>& xs, int64_t dim);
 
 // ---- sorting (Note [Sort order] in prim/sort.cpp)
 /// The values of a sort and the int64 positions they came from along the sorted dim.
 struct Sorted {
-  Tensor values;    ///< x's dtype
-  Tensor indices;   ///< int64, values' shape
+  RawTensor values;    ///< x's dtype
+  RawTensor indices;   ///< int64, values' shape
 };
 /// x sorted along dim, stable (torch.sort(x, dim, descending, stable=True)); x of any dtype; a 0-d x
 /// is its own sort (index 0). Contiguous results of x's shape.
-Sorted sort(const Tensor& x, int64_t dim, bool descending);
+Sorted sort(const RawTensor& x, int64_t dim, bool descending);
 /// The k largest (or smallest) entries along dim, in sorted order (torch.topk): the first k of a
 /// stable sort, so ties go to the lower index. IndexError unless 0 <= k <= size(dim).
-Sorted topk(const Tensor& x, int64_t k, int64_t dim, bool largest);
+Sorted topk(const RawTensor& x, int64_t k, int64_t dim, bool largest);
 /// The k-th smallest entry along dim, k in [1, size(dim)] (IndexError otherwise): entry k-1 of the
 /// stable ascending sort (torch.kthvalue), dim removed unless keepdim.
-Sorted kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);
+Sorted kthvalue(const RawTensor& x, int64_t k, int64_t dim, bool keepdim);
 // ---- convolution and pooling (prim/conv.cpp; geometry checked by the ops in ops/conv.cpp)
 /// x (N, C, H, W), weight (O, C / groups, KH, KW), bias (O) or undefined -> (N, O, OH, OW), as args
 /// describes. Floating, one dtype and device (float16/bfloat16 through float32).
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args);
+RawTensor conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& args);
 /// The gradients of conv2d from dy (N, O, OH, OW): dx, dweight, dbias (undefined when not asked for).
 struct Conv2dGrads {
-  Tensor dx;        ///< x's shape
-  Tensor dweight;   ///< weight's shape
-  Tensor dbias;     ///< (O)
+  RawTensor dx;        ///< x's shape
+  RawTensor dweight;   ///< weight's shape
+  RawTensor dbias;     ///< (O)
 };
 /// conv2d's backward: each gradient only when its want_* flag is set; x may be undefined unless
 /// want_dweight, weight unless want_dx (the shapes come from args).
-Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
+Conv2dGrads conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& args,
                             bool want_dx, bool want_dweight, bool want_dbias);
 /// x (N, C, H, W) -> the window maxima (N, C, OH, OW) and their int64 positions h W + w in each plane.
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dArgs& args);
+std::pair<RawTensor, RawTensor> max_pool2d(const RawTensor& x, const Pool2dArgs& args);
 /// dx of x_shape from dy (N, C, OH, OW) and the indices max_pool2d returned.
-Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape& x_shape, const Pool2dArgs& args);
+RawTensor max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& args);
 /// x (N, C, H, W) -> the window means (N, C, OH, OW) (adaptive windows with args.adaptive).
-Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args);
+RawTensor avg_pool2d(const RawTensor& x, const Pool2dArgs& args);
 /// dx of x_shape from dy (N, C, OH, OW).
-Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args);
+RawTensor avg_pool2d_backward(const RawTensor& dy, const Shape& x_shape, const Pool2dArgs& args);
 
 // ---- normalization rows (prim/norm.cpp; shapes checked by the ops in ops/norm.cpp)
 /// The forward of layer_norm over rows.
 struct LayerNorm {
-  Tensor y;      ///< x's shape and dtype
-  Tensor mean;   ///< (M): each row's mean (float32 for 16-bit x)
-  Tensor rstd;   ///< (M): 1 / sqrt(biased variance + eps) of each row (float32 for 16-bit x)
+  RawTensor y;      ///< x's shape and dtype
+  RawTensor mean;   ///< (M): each row's mean (float32 for 16-bit x)
+  RawTensor rstd;   ///< (M): 1 / sqrt(biased variance + eps) of each row (float32 for 16-bit x)
 };
 /// Normalizes each row of x (M, D) (Backend::layer_norm): y = (x - mean) rstd w + b, w and b (D) when
 /// defined. Floating, one dtype and device for x, w and b (float16/bfloat16 through float32).
-LayerNorm layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
+LayerNorm layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps);
 /// The gradients of layer_norm: dx (M, D), dw, db (D), each only when its want_* flag is set.
 struct LayerNormGrads {
-  Tensor dx;   ///< x's shape
-  Tensor dw;   ///< (D)
-  Tensor db;   ///< (D)
+  RawTensor dx;   ///< x's shape
+  RawTensor dw;   ///< (D)
+  RawTensor db;   ///< (D)
 };
 /// layer_norm's backward from dy (M, D), with the forward's x, mean, rstd and w (undefined when there
 /// was none).
-LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& w, bool want_dx, bool want_dw, bool want_db);
+LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
+                                   const RawTensor& w, bool want_dx, bool want_dw, bool want_db);
 
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
 /// The forward of the fused attention: out (B, L, Ev) and the log-sum-exp of each row of scores.
 struct Attention {
-  Tensor out;   ///< (B, L, Ev), q's dtype
-  Tensor lse;   ///< (B, L), attention_lse_dtype(q's dtype)
+  RawTensor out;   ///< (B, L, Ev), q's dtype
+  RawTensor lse;   ///< (B, L), attention_lse_dtype(q's dtype)
 };
 /// The dtype of the saved log-sum-exp: float64 for float64 inputs, else float32.
 DType attention_lse_dtype(DType dtype);
 /// softmax(q k^T scale + mask) v for q (B, L, E), k (B, S, E), v (B, S, Ev) as args describes
 /// (S > 0, E > 0), through Backend::attention; one floating dtype and device.
-Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args);
+Attention attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args);
 /// The gradients of attention.
 struct AttentionGrads {
-  Tensor dq;   ///< q's shape
-  Tensor dk;   ///< k's shape
-  Tensor dv;   ///< v's shape
+  RawTensor dq;   ///< q's shape
+  RawTensor dk;   ///< k's shape
+  RawTensor dv;   ///< v's shape
 };
 /// attention's backward from dout (B, L, Ev), with its out and lse: the probabilities recomputed.
-AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                  const Tensor& lse, const Tensor& dout, const AttentionArgs& args);
+AttentionGrads attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
+                                  const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args);
 
 // ---- optimizer updates (prim/optim.cpp; kernels/optim.h)
 /// Fused SGD updates of params in place (PyTorch's torch.optim.SGD formulas): every parameter's
@@ -262,21 +262,21 @@ void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper);
 
 // ---- checks shared with ops/
 /// DeviceError naming op unless a and b are on one device.
-void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+void check_same_device(const char* op, const RawTensor& a, const RawTensor& b);
 /// DTypeError naming op unless a and b share a dtype.
-void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+void check_same_dtype(const char* op, const RawTensor& a, const RawTensor& b);
 /// DTypeError naming op unless t is of a floating dtype.
-void check_floating(const char* op, const Tensor& t);
+void check_floating(const char* op, const RawTensor& t);
 /// True when t reaches one memory location through several of its elements (a dim of size > 1 with
 /// stride 0, as expand() makes). See Note [Overlapping writes].
-bool has_internal_overlap(const Tensor& t);
+bool has_internal_overlap(const RawTensor& t);
 /// Error naming op when has_internal_overlap(t): a write to t would store to one location several times.
-void check_no_internal_overlap(const char* op, const Tensor& t);
+void check_no_internal_overlap(const char* op, const RawTensor& t);
 /// Error naming op when `out` (written) and `in` (read) share some memory but are not the same view:
 /// an elementwise write would read elements it already overwrote. With same_view_ok = false the same
 /// view is refused too (ops that write elements other than the one they read: index_add_, scatter_add_).
 /// See Note [Overlapping writes].
-void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in, bool same_view_ok = true);
+void check_no_partial_overlap(const char* op, const RawTensor& out, const RawTensor& in, bool same_view_ok = true);
 
 }  // namespace prim
 }  // namespace tg

@@ -25,7 +25,7 @@ namespace prim {
 // cast to it (an int64 tensor += float), as PyTorch does. The engine casts each gradient back to its
 // input's dtype (autograd.cpp). Scalars are doubles in C++: an integral value (x * 2) keeps an
 // integer tensor's dtype, a fractional one (x * 0.5) promotes it to float32 (scalar_dtype).
-DType result_type(const Tensor& a, const Tensor& b) {
+DType result_type(const RawTensor& a, const RawTensor& b) {
   const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
   if (a0 == b0) return promote_types(a.dtype(), b.dtype());
   const DType dim = a0 ? b.dtype() : a.dtype(), zero = a0 ? a.dtype() : b.dtype();
@@ -51,7 +51,7 @@ DType scalar_dtype(double value, DType like) {
 /// t converted to dtype (t itself when it has it). An expanded view (dims of stride 0) is converted at
 /// its stored size and expanded again, so a broadcast operand is never materialized; a permuted
 /// contiguous one keeps its layout.
-Tensor as_dtype(const Tensor& t, DType dtype) {
+RawTensor as_dtype(const RawTensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Shape stored = t.shape();
   bool expanded = false;
@@ -67,7 +67,7 @@ Tensor as_dtype(const Tensor& t, DType dtype) {
     std::vector<int64_t> order(static_cast<std::size_t>(t.dim()));
     for (std::size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
-    const Tensor in_order = t.permute(order);
+    const RawTensor in_order = t.permute(order);
     if (in_order.is_contiguous()) {
       std::vector<int64_t> back(order.size());
       for (std::size_t d = 0; d < order.size(); ++d) back[static_cast<std::size_t>(order[d])] = static_cast<int64_t>(d);

@@ -23,8 +23,8 @@ void manual_seed(uint64_t seed) {
   g_offset = 0;
 }
 
-Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState* drawn_at) {
-  Tensor t = Tensor::empty(shape, dtype, device);
+RawTensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState* drawn_at) {
+  RawTensor t = RawTensor::empty(shape, dtype, device);
   uint64_t seed, offset;
   {
     std::lock_guard<std::mutex> lock(g_rng_mutex);
@@ -37,8 +37,8 @@ Tensor random(const philox::Distribution& dist, const Shape& shape, DType dtype,
   return t;
 }
 
-Tensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at) {
-  Tensor t = Tensor::empty(shape, dtype, device);
+RawTensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at) {
+  RawTensor t = RawTensor::empty(shape, dtype, device);
   backend_for(device).random(dist, at.seed, at.offset, t);
   return t;
 }

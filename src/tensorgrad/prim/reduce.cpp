@@ -11,7 +11,7 @@
 namespace tg {
 namespace prim {
 
-Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
+RawTensor reduce(ReduceOp op, const RawTensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
   check_defined(name, x);
   // PyTorch sums bool and every integer type in int64 (torch.sum(uint8) is int64).
   if (op == ReduceOp::Sum && !is_floating(x.dtype()) && x.dtype() != kInt64)
@@ -20,8 +20,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
   if (arg && dims.empty()) {   // over all elements: the flattened index, as in PyTorch
     TG_CHECK(x.numel() > 0, IndexError, name, ": expected a non-empty tensor (cannot take ", name,
              " of an empty tensor)");
-    Tensor flat = x.reshape({x.numel()});
-    Tensor out = Tensor::empty({1}, kInt64, x.device());
+    RawTensor flat = x.reshape({x.numel()});
+    RawTensor out = RawTensor::empty({1}, kInt64, x.device());
     backend_for(x.device()).reduce(op, flat, out);
     return keepdim ? out.view(Shape(x.dim(), 1)) : out.view({});
   }
@@ -45,12 +45,12 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
       final_shape.push_back(x.shape()[d]);
     }
   }
-  Tensor out = Tensor::empty(keep_shape, arg ? kInt64 : x.dtype(), x.device());
+  RawTensor out = RawTensor::empty(keep_shape, arg ? kInt64 : x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).reduce(op, x, out);
   return out.view(final_shape);
 }
 
-Tensor sum_to(const Tensor& x, const Shape& shape) {
+RawTensor sum_to(const RawTensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   TG_CHECK(broadcast_shapes(x.shape(), shape, "sum_to") == x.shape(), ShapeError, "sum_to: cannot sum shape ",
            shape_str(x.shape()), " down to ", shape_str(shape));
@@ -59,11 +59,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
   if (dims.empty()) return x.reshape(shape);
-  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  RawTensor out = RawTensor::empty(shape, x.dtype(), x.device());
   // reduce into x's rank with ones on the summed dims, then view as the target shape
   Shape keep = x.shape();
   for (int64_t d : dims) keep[d] = 1;
-  Tensor keep_view = out.view(keep);
+  RawTensor keep_view = out.view(keep);
   backend_for(x.device()).reduce(ReduceOp::Sum, x, keep_view);
   return out;
 }

@@ -1,4 +1,4 @@
-// prim/shape.cpp: cat, the one shape op that copies (views are Tensor methods, core/tensor.h).
+// prim/shape.cpp: cat, the one shape op that copies (views are RawTensor methods, core/raw_tensor.h).
 #include "tensorgrad/prim/prim.h"
 
 #include <vector>
@@ -9,15 +9,15 @@
 namespace tg {
 namespace prim {
 
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+RawTensor cat(const std::vector<RawTensor>& xs, int64_t dim) {
   TG_CHECK(!xs.empty(), ShapeError, "cat: expected a non-empty list of tensors");
-  const Tensor& first = xs[0];
+  const RawTensor& first = xs[0];
   TG_CHECK(first.dim() > 0, ShapeError, "cat: zero-dimensional tensor cannot be concatenated");
   dim = wrap_dim(dim, first.dim(), "cat");
   Shape shape = first.shape();
   shape[dim] = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    const Tensor& x = xs[i];
+    const RawTensor& x = xs[i];
     check_defined("cat", x);
     check_same_device("cat", first, x);
     TG_CHECK(x.dim() == first.dim(), ShapeError, "cat: tensors must have the same number of dimensions: got ",
@@ -30,10 +30,10 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
              "dimension ", dim, " add up to more than int64 can count");
   }
   DType dtype = first.dtype();   // Note [Type promotion]; the copies below convert
-  for (const Tensor& x : xs) dtype = promote_types(dtype, x.dtype());
-  Tensor out = Tensor::empty(shape, dtype, first.device());
+  for (const RawTensor& x : xs) dtype = promote_types(dtype, x.dtype());
+  RawTensor out = RawTensor::empty(shape, dtype, first.device());
   int64_t at = 0;
-  for (const Tensor& x : xs) {
+  for (const RawTensor& x : xs) {
     if (x.numel() > 0) backend_for(out.device()).copy(x, out.narrow(dim, at, x.shape()[dim]));
     at += x.shape()[dim];
   }

@@ -12,27 +12,27 @@
 namespace tg {
 namespace prim {
 
-Tensor softmax(const Tensor& x, int64_t dim, bool log) {
+RawTensor softmax(const RawTensor& x, int64_t dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   check_defined(name, x);
   check_floating(name, x);
   if (is_low_precision(x.dtype())) return softmax(x.to(kFloat32), dim, log).to(x.dtype());
   dim = wrap_dim(dim, x.dim(), name);
-  const Tensor xc = x.contiguous();
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const RawTensor xc = x.contiguous();
+  RawTensor out = RawTensor::empty(x.shape(), x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).softmax(xc, dim, log, out);
   return out;
 }
 
-Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log) {
+RawTensor softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log) {
   if (is_low_precision(y.dtype()))
     return softmax_backward(y.to(kFloat32), as_dtype(dy, kFloat32), dim, log).to(y.dtype());
-  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  RawTensor dx = RawTensor::empty(y.shape(), y.dtype(), y.device());
   if (dx.numel() > 0) backend_for(y.device()).softmax_backward(y.contiguous(), dy.contiguous(), dim, log, dx);
   return dx;
 }
 
-CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args) {
+CrossEntropyResult cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args) {
   check_defined("cross_entropy", logits);
   check_defined("cross_entropy", target);
   check_floating("cross_entropy", logits);
@@ -55,7 +55,7 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
   TG_CHECK(args.label_smoothing >= 0 && args.label_smoothing <= 1, Error,
            "cross_entropy: label_smoothing must be in [0, 1], got ", args.label_smoothing);
   if (target.device().is_cpu()) {   // CUDA targets: the kernel's device error flag, raised at the next sync
-    const Tensor t = target.contiguous();
+    const RawTensor t = target.contiguous();
     for (int64_t i = 0; i < N; ++i) {
       const int64_t v = t.data<int64_t>()[i];
       if (!index_math::in_range(v, C) && softmax_math::ce_counts(v, args.ignore_index))
@@ -63,10 +63,10 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
     }
   }
   CrossEntropyResult r;
-  r.loss = Tensor::empty({N}, logits.dtype(), logits.device());
-  r.lse = Tensor::empty({N}, logits.dtype(), logits.device());
-  if (args.total) r.total = Tensor::empty({}, logits.dtype(), logits.device());
-  if (args.mean) r.count = Tensor::empty({}, logits.dtype(), logits.device());
+  r.loss = RawTensor::empty({N}, logits.dtype(), logits.device());
+  r.lse = RawTensor::empty({N}, logits.dtype(), logits.device());
+  if (args.total) r.total = RawTensor::empty({}, logits.dtype(), logits.device());
+  if (args.mean) r.count = RawTensor::empty({}, logits.dtype(), logits.device());
   if (N > 0) {
     backend_for(logits.device()).cross_entropy(logits.contiguous(), target.contiguous(), args, r.loss, r.lse, r.total, r.count);
   } else {   // no rows: the sum is 0, the mean 0 / 0
@@ -76,13 +76,13 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& target, con
   return r;
 }
 
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& count) {
+RawTensor cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                              const RawTensor& lse, const RawTensor& dloss, const RawTensor& count) {
   TG_CHECK(!args.mean || count.defined(), Error, "cross_entropy_backward: the mean needs the forward's count");
   if (is_low_precision(logits.dtype()))   // lse and count are float32 (cross_entropy above)
     return cross_entropy_backward(logits.to(kFloat32), target, args, lse, as_dtype(dloss, kFloat32), count)
         .to(logits.dtype());
-  Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+  RawTensor dlogits = RawTensor::empty(logits.shape(), logits.dtype(), logits.device());
   if (dlogits.numel() > 0)
     backend_for(logits.device())
         .cross_entropy_backward(logits.contiguous(), target.contiguous(), args, lse, dloss.expand({logits.shape()[0]}),

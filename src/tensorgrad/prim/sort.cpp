@@ -19,7 +19,7 @@ namespace prim {
 // elements bit for bit. The CPU runs std::stable_sort per row with that comparison; CUDA runs CUB's
 // segmented radix sort (stable) on keys where every NaN has been made the positive quiet NaN
 // (backend/cuda/sort.cu).
-Sorted sort(const Tensor& x, int64_t dim, bool descending) {
+Sorted sort(const RawTensor& x, int64_t dim, bool descending) {
   check_defined("sort", x);
   if (x.dim() == 0) {   // a 0-d x is its own sort
     wrap_dim(dim, 1, "sort");
@@ -29,9 +29,9 @@ Sorted sort(const Tensor& x, int64_t dim, bool descending) {
   const int64_t last = x.dim() - 1;
   TG_CHECK(x.device().is_cpu() || x.numel() <= std::numeric_limits<int32_t>::max(), ShapeError,
            "sort: a CUDA tensor of at most 2^31-1 elements, got ", x.numel());   // CUB's item count is an int
-  const Tensor xt = x.transpose(dim, last).contiguous();   // rows along the sorted dim
-  Tensor idx = Tensor::empty(xt.shape(), kInt64, x.device());
-  Tensor vals = Tensor::empty(xt.shape(), x.dtype(), x.device());
+  const RawTensor xt = x.transpose(dim, last).contiguous();   // rows along the sorted dim
+  RawTensor idx = RawTensor::empty(xt.shape(), kInt64, x.device());
+  RawTensor vals = RawTensor::empty(xt.shape(), x.dtype(), x.device());
   if (xt.numel() > 0) {
     Backend& be = backend_for(x.device());
     be.argsort(xt, descending, idx);
@@ -40,7 +40,7 @@ Sorted sort(const Tensor& x, int64_t dim, bool descending) {
   return {vals.transpose(dim, last).contiguous(), idx.transpose(dim, last).contiguous()};
 }
 
-Sorted topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+Sorted topk(const RawTensor& x, int64_t k, int64_t dim, bool largest) {
   check_defined("topk", x);
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "topk");
   const int64_t size = x.dim() ? x.shape()[d] : 1;
@@ -51,7 +51,7 @@ Sorted topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
   return {s.values.narrow(d, 0, k).contiguous(), s.indices.narrow(d, 0, k).contiguous()};
 }
 
-Sorted kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
+Sorted kthvalue(const RawTensor& x, int64_t k, int64_t dim, bool keepdim) {
   check_defined("kthvalue", x);
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "kthvalue");
   const int64_t size = x.dim() ? x.shape()[d] : 1;
@@ -59,7 +59,7 @@ Sorted kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
            size, " (selected number k out of range)");
   Sorted s = sort(x, d, false);
   if (x.dim() == 0) return s;
-  Tensor v = s.values.narrow(d, k - 1, 1), i = s.indices.narrow(d, k - 1, 1);
+  RawTensor v = s.values.narrow(d, k - 1, 1), i = s.indices.narrow(d, k - 1, 1);
   if (!keepdim) v = v.squeeze(d), i = i.squeeze(d);
   return {v.contiguous(), i.contiguous()};
 }

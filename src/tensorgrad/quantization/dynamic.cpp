@@ -24,7 +24,7 @@ namespace {
 
 constexpr double kActivationQMax = 127;   // uint8 with PyTorch's reduce_range: [0, 127]
 
-void check_cpu(const char* op, const Tensor& t) {
+void check_cpu(const char* op, const RawTensor& t) {
   TG_CHECK(t.device().is_cpu(), DeviceError, op, ": the int8 kernels run on the CPU, got a tensor on ",
            t.device().str());
 }
@@ -70,7 +70,7 @@ void onednn_block(const uint8_t* x, const int8_t* w, int32_t* acc, int64_t n0, i
 
 bool has_onednn() { return TENSORGRAD_HAVE_DNNL != 0; }
 
-Tensor int8_matmul(const Tensor& xq, const Tensor& wq) {
+RawTensor int8_matmul(const RawTensor& xq, const RawTensor& wq) {
   TG_CHECK(xq.dtype() == kUInt8 && wq.dtype() == kInt8, DTypeError, "int8_matmul: expected uint8 x and int8 w, got ",
            dtype_name(xq.dtype()), " and ", dtype_name(wq.dtype()));
   TG_CHECK(xq.dim() == 2 && wq.dim() == 2 && xq.shape()[1] == wq.shape()[1], ShapeError,
@@ -78,9 +78,9 @@ Tensor int8_matmul(const Tensor& xq, const Tensor& wq) {
   check_cpu("int8_matmul", xq);
   check_cpu("int8_matmul", wq);
   const int64_t N = xq.shape()[0], I = xq.shape()[1], O = wq.shape()[0];
-  Tensor acc = Tensor::empty({N, O}, kInt32);
+  RawTensor acc = RawTensor::empty({N, O}, kInt32);
   if (N == 0 || O == 0) return acc;
-  const Tensor x = xq.contiguous(), w = wq.contiguous();
+  const RawTensor x = xq.contiguous(), w = wq.contiguous();
 #if TENSORGRAD_HAVE_DNNL
   // See Note [oneDNN threads]
   const uint8_t* xp = x.data<uint8_t>();
@@ -124,10 +124,10 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(int64_t in_features, int64_t out_
   TG_CHECK(in_features > 0 && out_features > 0, ShapeError,
            "DynamicQuantizedLinear: in_features and out_features must be positive, got ", in_features, " and ",
            out_features);
-  weight_ = Variable(prim::full({out_features, in_features}, 0, kInt8));
-  scale_ = Variable(prim::full({out_features}, 1, kFloat64));
-  zero_point_ = Variable(prim::full({out_features}, 0, kInt64));
-  if (bias) bias_ = Variable(prim::full({out_features}, 0, kFloat32));
+  weight_ = Tensor(prim::full({out_features, in_features}, 0, kInt8));
+  scale_ = Tensor(prim::full({out_features}, 1, kFloat64));
+  zero_point_ = Tensor(prim::full({out_features}, 0, kInt64));
+  if (bias) bias_ = Tensor(prim::full({out_features}, 0, kFloat32));
   register_buffer("weight", weight_);
   register_buffer("weight_scale", scale_);
   register_buffer("weight_zero_point", zero_point_);
@@ -136,19 +136,19 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(int64_t in_features, int64_t out_
 
 DynamicQuantizedLinear::DynamicQuantizedLinear(const nn::Linear& linear)
     : DynamicQuantizedLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined()) {
-  const Tensor w = linear.weight.data();
+  const RawTensor w = linear.weight.data();
   check_cpu("quantize_dynamic", w);
   // PyTorch's per-channel symmetric weight observer: scale = max(|min|, |max|) / ((127 - -128) / 2)
   // in float32, as the observer computes it
-  const Tensor amax = prim::reduce(ReduceOp::Max, prim::unary(UnaryOp::Abs, w.to(kFloat32)), {1}, false,
+  const RawTensor amax = prim::reduce(ReduceOp::Max, prim::unary(UnaryOp::Abs, w.to(kFloat32)), {1}, false,
                                    "quantize_dynamic");
   const double eps = std::numeric_limits<float>::epsilon();
-  Tensor scale = prim::div(amax, prim::scalar_like(127.5, amax));
+  RawTensor scale = prim::div(amax, prim::scalar_like(127.5, amax));
   scale = prim::where(prim::binary(BinaryOp::Gt, scale, prim::scalar_like(eps, scale), "quantize_dynamic"), scale,
                       prim::scalar_like(eps, scale));
   scale = scale.to(kFloat64);
   const QuantizedTensor q =
-      quantize_per_channel(Variable(w), Variable(scale), Variable(prim::full({out_features_}, 0, kInt64)), 0, kInt8);
+      quantize_per_channel(Tensor(w), Tensor(scale), Tensor(prim::full({out_features_}, 0, kInt64)), 0, kInt8);
   prim::copy_(weight_.data(), q.int_repr().data());
   prim::copy_(scale_.data(), scale);
   if (linear.bias.defined()) prim::copy_(bias_.data(), linear.bias.data());
@@ -156,7 +156,7 @@ DynamicQuantizedLinear::DynamicQuantizedLinear(const nn::Linear& linear)
 
 namespace internal {
 
-Tensor WeightSums::get(const Tensor& w) const {
+RawTensor WeightSums::get(const RawTensor& w) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!sums_.defined() || of_ != w.raw_data() || version_ != w.version()) {
     sums_ = prim::reduce(ReduceOp::Sum, w, {1}, false, "int8 Linear");   // int64 (O)
@@ -166,11 +166,11 @@ Tensor WeightSums::get(const Tensor& w) const {
   return sums_;
 }
 
-Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor& colsum, const Tensor& w_scale,
-                          const Tensor& bias) {
+RawTensor int8_linear_output(const RawTensor& acc, double sx, int64_t zx, const RawTensor& colsum, const RawTensor& w_scale,
+                          const RawTensor& bias) {
   const int64_t N = acc.shape()[0], O = acc.shape()[1];
-  Tensor y = Tensor::empty({N, O}, kFloat32);   // set, one pass over the output
-  const Tensor s64 = w_scale.contiguous();
+  RawTensor y = RawTensor::empty({N, O}, kFloat32);   // set, one pass over the output
+  const RawTensor s64 = w_scale.contiguous();
   std::vector<float> row_scale(static_cast<std::size_t>(O));
   std::vector<int32_t> row_shift(static_cast<std::size_t>(O));
   const double* sp = s64.data<double>();
@@ -179,7 +179,7 @@ Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor
     row_scale[o] = static_cast<float>(sx * sp[o]);
     row_shift[o] = static_cast<int32_t>(zx * cp[o]);   // |zx colsum| <= 255 * 128 I: int32 for I < 2^16
   }
-  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  const RawTensor b = bias.defined() ? bias.contiguous() : RawTensor();
   const float* bp = b.defined() ? b.data<float>() : nullptr;
   const int32_t* ap = acc.data<int32_t>();
   float* yp = y.data<float>();
@@ -193,21 +193,21 @@ Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor
 
 }  // namespace internal
 
-Variable DynamicQuantizedLinear::forward(const Variable& input) {
+Tensor DynamicQuantizedLinear::forward(const Tensor& input) {
   TG_CHECK(input.defined() && input.dim() >= 1 && input.shape().back() == in_features_, ShapeError,
            "DynamicQuantizedLinear: expected input (..., ", in_features_, "), got ",
            input.defined() ? shape_str(input.shape()) : "undefined");
   check_cpu("DynamicQuantizedLinear", input.data());
   prim::check_floating("DynamicQuantizedLinear", input.data());
   const int64_t N = input.numel() / in_features_;
-  const Tensor x = input.data().to(kFloat32).contiguous().reshape({N, in_features_});
+  const RawTensor x = input.data().to(kFloat32).contiguous().reshape({N, in_features_});
   Shape out_shape = input.shape();
   out_shape.back() = out_features_;
   // the batch's range, widened to include 0; PyTorch's ChooseQuantizationParams with reduce_range
   float lo = 0, hi = 0;
   if (N > 0) {
-    lo = std::min(0.0f, static_cast<float>(Variable(prim::reduce(ReduceOp::Min, x, {}, false, "DynamicQuantizedLinear")).item()));
-    hi = std::max(0.0f, static_cast<float>(Variable(prim::reduce(ReduceOp::Max, x, {}, false, "DynamicQuantizedLinear")).item()));
+    lo = std::min(0.0f, static_cast<float>(Tensor(prim::reduce(ReduceOp::Min, x, {}, false, "DynamicQuantizedLinear")).item()));
+    hi = std::max(0.0f, static_cast<float>(Tensor(prim::reduce(ReduceOp::Max, x, {}, false, "DynamicQuantizedLinear")).item()));
   }
   TG_CHECK(std::isfinite(lo) && std::isfinite(hi), Error, "DynamicQuantizedLinear: the input holds inf or NaN");
   const double qmin = 0, qmax = kActivationQMax;
@@ -217,12 +217,12 @@ Variable DynamicQuantizedLinear::forward(const Variable& input) {
   const double z0 = std::abs(qmin) - std::abs(lo / sx) < std::abs(qmax) - std::abs(hi / sx) ? z_from_min : z_from_max;
   const int64_t zx = z0 < qmin ? int64_t(qmin) : z0 > qmax ? int64_t(qmax) : static_cast<int64_t>(std::nearbyint(z0));
   // stored as uint8 with the dtype's clamp to [0, 255], as PyTorch's quint8 input
-  const QuantizedTensor xq = quantize_per_tensor(Variable(x), sx, zx, kUInt8);
-  const Tensor acc = int8_matmul(xq.int_repr().data(), weight_.data());   // (N, O) int32
+  const QuantizedTensor xq = quantize_per_tensor(Tensor(x), sx, zx, kUInt8);
+  const RawTensor acc = int8_matmul(xq.int_repr().data(), weight_.data());   // (N, O) int32
   // y = (acc - zx colsum[o]) sx sw[o] + bias[o], in float32
-  const Tensor y = internal::int8_linear_output(acc, sx, zx, colsum_.get(weight_.data()), scale_.data(),
-                                              bias_.defined() ? bias_.data() : Tensor());
-  return Variable(y.reshape(out_shape));
+  const RawTensor y = internal::int8_linear_output(acc, sx, zx, colsum_.get(weight_.data()), scale_.data(),
+                                              bias_.defined() ? bias_.data() : RawTensor());
+  return Tensor(y.reshape(out_shape));
 }
 
 std::string DynamicQuantizedLinear::name() const {

@@ -39,11 +39,11 @@ namespace internal {
 class WeightSums {
  public:
   /// The sums for w.
-  Tensor get(const Tensor& w) const;
+  RawTensor get(const RawTensor& w) const;
 
  private:
   mutable std::mutex mutex_;
-  mutable Tensor sums_;
+  mutable RawTensor sums_;
   mutable const void* of_ = nullptr;
   mutable uint64_t version_ = 0;
 };
@@ -60,7 +60,7 @@ class DynamicQuantizedLinear : public nn::Module {
   /// An empty layer of the given sizes (weights zero, scales 1), for clone() and for loading a checkpoint.
   DynamicQuantizedLinear(int64_t in_features, int64_t out_features, bool bias = true);
   /// x (..., in_features) float -> (..., out_features) float32; DeviceError for a CUDA x.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "DynamicQuantizedLinear(in_features=784, out_features=128, dtype=qint8, qscheme=per_channel_affine)".
   std::string name() const override;
   /// A layer of the same sizes (for clone(); the state is copied by clone()).
@@ -70,7 +70,7 @@ class DynamicQuantizedLinear : public nn::Module {
 
  private:
   int64_t in_features_, out_features_;
-  Variable weight_, scale_, zero_point_, bias_;
+  Tensor weight_, scale_, zero_point_, bias_;
   internal::WeightSums colsum_;   // (O) int64: sum_i wq[o][i], recomputed when the weight changes
 };
 
@@ -79,8 +79,8 @@ namespace internal {
 /// The float32 output of an int8 Linear from its int32 product acc (N, O) = xq wq^T:
 /// y[n][o] = (acc[n][o] - zx colsum[o]) sx sw[o] + bias[o], with w_scale (O) float64 and bias (O)
 /// float32 or undefined (Note [Dynamic quantized Linear]).
-Tensor int8_linear_output(const Tensor& acc, double sx, int64_t zx, const Tensor& colsum, const Tensor& w_scale,
-                          const Tensor& bias);
+RawTensor int8_linear_output(const RawTensor& acc, double sx, int64_t zx, const RawTensor& colsum, const RawTensor& w_scale,
+                          const RawTensor& bias);
 
 /// A copy of model in which each module m with wants(m) is replace(m), the rest cloned; model is such
 /// a module, a Sequential or nested Sequentials (children keep their names). Error naming op for a
@@ -101,7 +101,7 @@ std::unique_ptr<nn::Module> quantize_dynamic(const nn::Module& model);
 
 /// The int32 product acc (N, O) = xq (N, I) uint8 times wq (O, I) int8 transposed, all contiguous
 /// CPU tensors (the kernel behind DynamicQuantizedLinear: oneDNN when built with it).
-Tensor int8_matmul(const Tensor& xq, const Tensor& wq);
+RawTensor int8_matmul(const RawTensor& xq, const RawTensor& wq);
 /// Whether int8_matmul runs on oneDNN (else a reference loop).
 bool has_onednn();
 

@@ -14,7 +14,7 @@
 
 namespace tg {
 
-Variable fake_quantize_per_tensor_affine(const Variable& x, double scale, int64_t zero_point, int64_t quant_min,
+Tensor fake_quantize_per_tensor_affine(const Tensor& x, double scale, int64_t zero_point, int64_t quant_min,
                                          int64_t quant_max) {
   const char* op = "fake_quantize_per_tensor_affine";
   TG_CHECK(x.defined(), Error, op, ": x must be defined");
@@ -24,19 +24,19 @@ Variable fake_quantize_per_tensor_affine(const Variable& x, double scale, int64_
            quant_max, ")");
   TG_CHECK(zero_point >= quant_min && zero_point <= quant_max, Error, op, ": zero_point ", zero_point,
            " is outside [", quant_min, ", ", quant_max, "]");
-  const Tensor xf = x.data().to(kFloat32);
+  const RawTensor xf = x.data().to(kFloat32);
   const double inv = static_cast<double>(1.0f / static_cast<float>(scale));   // PyTorch's float inverse
-  const Tensor q = prim::add(prim::unary(UnaryOp::Round, prim::mul(xf, inv)), prim::scalar_like(double(zero_point), xf));
-  const Tensor lo = prim::scalar_like(double(quant_min), q), hi = prim::scalar_like(double(quant_max), q);
-  const Tensor y = prim::mul(prim::sub(prim::unary(UnaryOp::Clamp, q, {double(quant_min), double(quant_max)}),
+  const RawTensor q = prim::add(prim::unary(UnaryOp::Round, prim::mul(xf, inv)), prim::scalar_like(double(zero_point), xf));
+  const RawTensor lo = prim::scalar_like(double(quant_min), q), hi = prim::scalar_like(double(quant_max), q);
+  const RawTensor y = prim::mul(prim::sub(prim::unary(UnaryOp::Clamp, q, {double(quant_min), double(quant_max)}),
                                        prim::scalar_like(double(zero_point), q)),
                              static_cast<double>(static_cast<float>(scale)))
                        .to(x.dtype());
-  if (!any_requires_grad({x})) return Variable(y);
+  if (!any_requires_grad({x})) return Tensor(y);
   // the straight-through mask: 1 where q was not clamped
-  const Tensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, lo, op), prim::binary(BinaryOp::Le, q, hi, op));
+  const RawTensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, lo, op), prim::binary(BinaryOp::Le, q, hi, op));
   SavedTensor mask(inside, op);
-  return record(op, y, {x}, [mask](const Tensor& grad, Grads& g) {
+  return record(op, y, {x}, [mask](const RawTensor& grad, Grads& g) {
     g.set(0, prim::where(mask.get(), grad, prim::scalar_like(0.0, grad)));   // dx = dy where not clamped, else 0
   });
 }
@@ -45,9 +45,9 @@ namespace quantization {
 
 namespace {
 
-float host_value(const Variable& v) { return static_cast<float>(v.item()); }
+float host_value(const Tensor& v) { return static_cast<float>(v.item()); }
 
-void set_value(Variable& v, double value) { prim::fill_(v.data(), value); }
+void set_value(Tensor& v, double value) { prim::fill_(v.data(), value); }
 
 /// Scale and zero point for the range [lo, hi] (PyTorch's _calculate_qparams, per tensor), in float32.
 QParams range_qparams(float lo, float hi, float eps, bool symmetric, DType dtype, int64_t quant_min,
@@ -82,21 +82,21 @@ MinMaxObserver::MinMaxObserver(DType dtype, bool symmetric, bool reduce_range)
   TG_CHECK(dtype == kUInt8 || dtype == kInt8, DTypeError,
            "MinMaxObserver: expected dtype uint8 (quint8) or int8 (qint8), got ", dtype_name(dtype));
   std::tie(quant_min_, quant_max_) = quant_range(dtype, reduce_range);
-  eps_ = Variable(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
-  min_val_ = Variable(prim::full({}, std::numeric_limits<double>::infinity(), kFloat32));
-  max_val_ = Variable(prim::full({}, -std::numeric_limits<double>::infinity(), kFloat32));
+  eps_ = Tensor(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
+  min_val_ = Tensor(prim::full({}, std::numeric_limits<double>::infinity(), kFloat32));
+  max_val_ = Tensor(prim::full({}, -std::numeric_limits<double>::infinity(), kFloat32));
   register_buffer("eps", eps_);
   register_buffer("min_val", min_val_);
   register_buffer("max_val", max_val_);
 }
 
-Variable MinMaxObserver::forward(const Variable& x) {
+Tensor MinMaxObserver::forward(const Tensor& x) {
   TG_CHECK(x.defined(), Error, name(), ": x must be defined");
   prim::check_floating("MinMaxObserver", x.data());
   if (x.numel() == 0) return x;   // PyTorch: an empty batch changes nothing
-  const Tensor xf = x.data().to(kFloat32);
-  const float lo = host_value(Variable(prim::reduce(ReduceOp::Min, xf, {}, false, "MinMaxObserver")));
-  const float hi = host_value(Variable(prim::reduce(ReduceOp::Max, xf, {}, false, "MinMaxObserver")));
+  const RawTensor xf = x.data().to(kFloat32);
+  const float lo = host_value(Tensor(prim::reduce(ReduceOp::Min, xf, {}, false, "MinMaxObserver")));
+  const float hi = host_value(Tensor(prim::reduce(ReduceOp::Max, xf, {}, false, "MinMaxObserver")));
   update(lo, hi);
   return x;
 }
@@ -112,7 +112,7 @@ double MinMaxObserver::max_val() const { return max_val_.item(); }
 QParams MinMaxObserver::calculate_qparams() const {
   const float lo = host_value(min_val_), hi = host_value(max_val_);
   if (lo == std::numeric_limits<float>::infinity() && hi == -std::numeric_limits<float>::infinity()) return {};
-  return range_qparams(lo, hi, host_value(Variable(eps_.data().reshape({}))), symmetric_, dtype_, quant_min_,
+  return range_qparams(lo, hi, host_value(Tensor(eps_.data().reshape({}))), symmetric_, dtype_, quant_min_,
                        quant_max_);
 }
 
@@ -200,21 +200,21 @@ HistogramObserver::HistogramObserver(int64_t bins, DType dtype, bool symmetric, 
            "HistogramObserver: expected dtype uint8 (quint8) or int8 (qint8), got ", dtype_name(dtype));
   TG_CHECK(bins >= 1, Error, "HistogramObserver: bins must be positive, got ", bins);
   std::tie(quant_min_, quant_max_) = quant_range(dtype, reduce_range);
-  eps_ = Variable(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
-  histogram_ = Variable(prim::full({bins}, 0, kFloat32));
-  min_val_ = Variable(prim::full({}, std::numeric_limits<double>::infinity(), kFloat32));
-  max_val_ = Variable(prim::full({}, -std::numeric_limits<double>::infinity(), kFloat32));
+  eps_ = Tensor(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
+  histogram_ = Tensor(prim::full({bins}, 0, kFloat32));
+  min_val_ = Tensor(prim::full({}, std::numeric_limits<double>::infinity(), kFloat32));
+  max_val_ = Tensor(prim::full({}, -std::numeric_limits<double>::infinity(), kFloat32));
   register_buffer("eps", eps_);
   register_buffer("histogram", histogram_);
   register_buffer("min_val", min_val_);
   register_buffer("max_val", max_val_);
 }
 
-Variable HistogramObserver::forward(const Variable& x) {
+Tensor HistogramObserver::forward(const Tensor& x) {
   TG_CHECK(x.defined(), Error, "HistogramObserver: x must be defined");
   prim::check_floating("HistogramObserver", x.data());
   if (x.numel() == 0) return x;   // PyTorch: an empty batch changes nothing
-  const std::vector<float> xs = Variable(x.data().to(kFloat32)).to_vector<float>();
+  const std::vector<float> xs = Tensor(x.data().to(kFloat32)).to_vector<float>();
   for (const float v : xs) TG_CHECK(std::isfinite(v), Error, "HistogramObserver: expected finite values, got ", v);
   const auto mm = std::minmax_element(xs.begin(), xs.end());
   const float x_min = *mm.first, x_max = *mm.second;
@@ -264,7 +264,7 @@ Variable HistogramObserver::forward(const Variable& x) {
     }
     new_min = combined_min, new_max = combined_max;
   }
-  Tensor host = Tensor::empty({bins_}, kFloat32);
+  RawTensor host = RawTensor::empty({bins_}, kFloat32);
   std::copy(hist.begin(), hist.end(), host.data<float>());
   prim::copy_(histogram_.data(), host);
   set_value(min_val_, new_min);
@@ -354,7 +354,7 @@ QParams HistogramObserver::calculate_qparams() const {
   if (lo == std::numeric_limits<float>::infinity() && hi == -std::numeric_limits<float>::infinity()) return {};
   const std::pair<double, double> range = search_range();
   return range_qparams(static_cast<float>(range.first), static_cast<float>(range.second),
-                       host_value(Variable(eps_.data().reshape({}))), symmetric_, dtype_, quant_min_, quant_max_);
+                       host_value(Tensor(eps_.data().reshape({}))), symmetric_, dtype_, quant_min_, quant_max_);
 }
 
 double HistogramObserver::min_val() const { return min_val_.item(); }
@@ -371,10 +371,10 @@ std::unique_ptr<nn::Module> HistogramObserver::new_instance() const {
 }
 
 FakeQuantizeBase::FakeQuantizeBase(int64_t channels) {
-  fake_quant_enabled_ = Variable(prim::full({1}, 1, kUInt8));
-  observer_enabled_ = Variable(prim::full({1}, 1, kUInt8));
-  scale_ = Variable(prim::full({channels}, 1, kFloat32));
-  zero_point_ = Variable(prim::full({channels}, 0, kInt32));
+  fake_quant_enabled_ = Tensor(prim::full({1}, 1, kUInt8));
+  observer_enabled_ = Tensor(prim::full({1}, 1, kUInt8));
+  scale_ = Tensor(prim::full({channels}, 1, kFloat32));
+  zero_point_ = Tensor(prim::full({channels}, 0, kInt32));
   register_buffer("fake_quant_enabled", fake_quant_enabled_);
   register_buffer("observer_enabled", observer_enabled_);
   register_buffer("scale", scale_);
@@ -383,8 +383,8 @@ FakeQuantizeBase::FakeQuantizeBase(int64_t channels) {
 
 void FakeQuantizeBase::enable_fake_quant(bool on) { prim::fill_(fake_quant_enabled_.data(), on ? 1 : 0); }
 void FakeQuantizeBase::enable_observer(bool on) { prim::fill_(observer_enabled_.data(), on ? 1 : 0); }
-bool FakeQuantizeBase::fake_quant_enabled() const { return Variable(fake_quant_enabled_.data().reshape({})).item() != 0; }
-bool FakeQuantizeBase::observer_enabled() const { return Variable(observer_enabled_.data().reshape({})).item() != 0; }
+bool FakeQuantizeBase::fake_quant_enabled() const { return Tensor(fake_quant_enabled_.data().reshape({})).item() != 0; }
+bool FakeQuantizeBase::observer_enabled() const { return Tensor(observer_enabled_.data().reshape({})).item() != 0; }
 
 std::string FakeQuantizeBase::describe_switches(int64_t quant_min, int64_t quant_max) const {
   std::ostringstream os;
@@ -403,7 +403,7 @@ FakeQuantize::FakeQuantize(double averaging_constant, DType dtype, bool symmetri
   register_module("activation_post_process", observer_);
 }
 
-Variable FakeQuantize::forward(const Variable& x) {
+Tensor FakeQuantize::forward(const Tensor& x) {
   if (observer_enabled()) {
     observer_(x.detach());
     const QParams p = observer_.calculate_qparams();
@@ -414,8 +414,8 @@ Variable FakeQuantize::forward(const Variable& x) {
   return fake_quantize_per_tensor_affine(x, scale(), zero_point(), observer_.quant_min(), observer_.quant_max());
 }
 
-double FakeQuantize::scale() const { return Variable(scale_.data().reshape({})).item(); }
-int64_t FakeQuantize::zero_point() const { return Variable(zero_point_.data().reshape({})).item<int64_t>(); }
+double FakeQuantize::scale() const { return Tensor(scale_.data().reshape({})).item(); }
+int64_t FakeQuantize::zero_point() const { return Tensor(zero_point_.data().reshape({})).item<int64_t>(); }
 
 std::string FakeQuantize::name() const {
   std::ostringstream os;

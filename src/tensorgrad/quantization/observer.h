@@ -20,7 +20,7 @@ namespace tg {
 /// (halves to even), returned in x's dtype. Backward is the straight-through estimator: the gradient
 /// passes unchanged where nearbyint(x / scale) + zero_point lies in [quant_min, quant_max], and is 0
 /// where it was clamped. Error for scale <= 0 or quant_min > quant_max, or a zero point outside them.
-Variable fake_quantize_per_tensor_affine(const Variable& x, double scale, int64_t zero_point, int64_t quant_min,
+Tensor fake_quantize_per_tensor_affine(const Tensor& x, double scale, int64_t zero_point, int64_t quant_min,
                                          int64_t quant_max);
 
 namespace quantization {
@@ -65,7 +65,7 @@ class MinMaxObserver : public ObserverBase {
   /// of per_tensor_affine; reduce_range: one bit less of range (PyTorch's reduce_range).
   explicit MinMaxObserver(DType dtype = kUInt8, bool symmetric = false, bool reduce_range = false);
   /// Records x's min and max (floating x, any device; DTypeError otherwise) and returns x.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// The scale and zero point for the range seen so far; before any data, scale 1 and zero point 0
   /// (PyTorch warns and returns the same).
   QParams calculate_qparams() const override;
@@ -91,9 +91,9 @@ class MinMaxObserver : public ObserverBase {
   bool reduce_range_;   ///< PyTorch's reduce_range: one bit less of range.
   int64_t quant_min_ = 0;   ///< The smallest quantized value.
   int64_t quant_max_ = 255;   ///< The largest quantized value.
-  Variable eps_;   ///< PyTorch's buffer eps: (1) float32.
-  Variable min_val_;   ///< The observed minimum, 0-d float32 (+inf at first).
-  Variable max_val_;   ///< The observed maximum, 0-d float32 (-inf at first).
+  Tensor eps_;   ///< PyTorch's buffer eps: (1) float32.
+  Tensor min_val_;   ///< The observed minimum, 0-d float32 (+inf at first).
+  Tensor max_val_;   ///< The observed maximum, 0-d float32 (-inf at first).
 };
 
 /// The moving average of the min and max (torch.ao.quantization.MovingAverageMinMaxObserver):
@@ -153,7 +153,7 @@ class HistogramObserver : public ObserverBase {
                              bool reduce_range = false);
   /// Adds x (floating, any device; DTypeError otherwise) to the histogram and returns x. An empty x
   /// changes nothing; non-finite values raise an Error (PyTorch 1.13 fails on them too).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// The scale and zero point for the range chosen by the L2 error search; before any data, scale 1
   /// and zero point 0 (PyTorch warns and returns the same).
   QParams calculate_qparams() const override;
@@ -171,7 +171,7 @@ class HistogramObserver : public ObserverBase {
   /// The upper end of the histogram's range (-inf before any data).
   double max_val() const;
   /// The histogram, bins float32 values on the CPU.
-  const Variable& histogram() const { return histogram_; }
+  const Tensor& histogram() const { return histogram_; }
   /// "HistogramObserver(min_val=..., max_val=...)".
   std::string name() const override;
   /// An observer with the same settings and no statistics (for clone()).
@@ -186,7 +186,7 @@ class HistogramObserver : public ObserverBase {
   DType dtype_;
   bool symmetric_, reduce_range_;
   int64_t quant_min_ = 0, quant_max_ = 255;
-  Variable eps_, histogram_, min_val_, max_val_;
+  Tensor eps_, histogram_, min_val_, max_val_;
 };
 
 /// What the per-tensor and per-channel fake quantizers share (torch.ao.quantization.FakeQuantizeBase):
@@ -208,10 +208,10 @@ class FakeQuantizeBase : public nn::Module {
   explicit FakeQuantizeBase(int64_t channels);
   /// "fake_quant_enabled=1, observer_enabled=1, quant_min=..., quant_max=..." for name().
   std::string describe_switches(int64_t quant_min, int64_t quant_max) const;
-  Variable fake_quant_enabled_;   ///< uint8 (1): 1 while fake quantization is on
-  Variable observer_enabled_;     ///< uint8 (1): 1 while the observer is on
-  Variable scale_;                ///< float32 (channels): the scales in use
-  Variable zero_point_;           ///< int32 (channels): the zero points in use
+  Tensor fake_quant_enabled_;   ///< uint8 (1): 1 while fake quantization is on
+  Tensor observer_enabled_;     ///< uint8 (1): 1 while the observer is on
+  Tensor scale_;                ///< float32 (channels): the scales in use
+  Tensor zero_point_;           ///< int32 (channels): the zero points in use
 };
 
 /// Fake quantization for quantization-aware training (torch.ao.quantization.FakeQuantize with
@@ -226,7 +226,7 @@ class FakeQuantize : public FakeQuantizeBase {
   explicit FakeQuantize(double averaging_constant = 0.01, DType dtype = kUInt8, bool symmetric = false,
                         bool reduce_range = false);
   /// Observes, then fake-quantizes x (see the class comment).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// The scale in use.
   double scale() const;
   /// The zero point in use.

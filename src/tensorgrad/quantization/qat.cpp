@@ -19,12 +19,12 @@ namespace tg {
 namespace {
 
 /// v (C) on the host as doubles (a few values: the parameters of a per-channel quantizer).
-std::vector<double> host_doubles(const Tensor& v) {
-  return Variable(v.to(Device::cpu()).to(kFloat64).contiguous()).to_vector<double>();
+std::vector<double> host_doubles(const RawTensor& v) {
+  return Tensor(v.to(Device::cpu()).to(kFloat64).contiguous()).to_vector<double>();
 }
 
 /// v (C) viewed with C along axis and 1 elsewhere, for broadcasting against a tensor of `dim` dimensions.
-Tensor along(const Tensor& v, int64_t axis, int64_t dim) {
+RawTensor along(const RawTensor& v, int64_t axis, int64_t dim) {
   Shape s(static_cast<std::size_t>(dim), 1);
   s[static_cast<std::size_t>(axis)] = v.numel();
   return v.contiguous().reshape(s);
@@ -32,7 +32,7 @@ Tensor along(const Tensor& v, int64_t axis, int64_t dim) {
 
 }  // namespace
 
-Variable fake_quantize_per_channel_affine(const Variable& x, const Variable& scale, const Variable& zero_point,
+Tensor fake_quantize_per_channel_affine(const Tensor& x, const Tensor& scale, const Tensor& zero_point,
                                           int64_t axis, int64_t quant_min, int64_t quant_max) {
   const char* op = "fake_quantize_per_channel_affine";
   TG_CHECK(x.defined() && scale.defined() && zero_point.defined(), Error, op,
@@ -57,19 +57,19 @@ Variable fake_quantize_per_channel_affine(const Variable& x, const Variable& sca
     TG_CHECK(z >= double(quant_min) && z <= double(quant_max), Error, op,
              ": `zero_point` must be between `quant_min` and `quant_max`, got ", z, " outside [", quant_min, ", ",
              quant_max, "]");
-  const Tensor xf = x.data().to(kFloat32);
-  const Tensor s = along(scale.data().to(kFloat32).to(x.device()), axis, x.dim());
-  const Tensor z = along(zero_point.data().to(kFloat32).to(x.device()), axis, x.dim());
-  const Tensor inv = prim::div(prim::scalar_like(1.0, s), s);   // PyTorch's float inverse 1.0f / scale
-  const Tensor q = prim::add(prim::unary(UnaryOp::Round, prim::mul(xf, inv)), z);
-  const Tensor y =
+  const RawTensor xf = x.data().to(kFloat32);
+  const RawTensor s = along(scale.data().to(kFloat32).to(x.device()), axis, x.dim());
+  const RawTensor z = along(zero_point.data().to(kFloat32).to(x.device()), axis, x.dim());
+  const RawTensor inv = prim::div(prim::scalar_like(1.0, s), s);   // PyTorch's float inverse 1.0f / scale
+  const RawTensor q = prim::add(prim::unary(UnaryOp::Round, prim::mul(xf, inv)), z);
+  const RawTensor y =
       prim::mul(prim::sub(prim::unary(UnaryOp::Clamp, q, {double(quant_min), double(quant_max)}), z), s).to(x.dtype());
-  if (!any_requires_grad({x})) return Variable(y);
+  if (!any_requires_grad({x})) return Tensor(y);
   // the straight-through mask: 1 where q was not clamped
-  const Tensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, prim::scalar_like(double(quant_min), q), op),
+  const RawTensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, prim::scalar_like(double(quant_min), q), op),
                                   prim::binary(BinaryOp::Le, q, prim::scalar_like(double(quant_max), q), op));
   SavedTensor mask(inside, op);
-  return record(op, y, {x}, [mask](const Tensor& grad, Grads& g) {
+  return record(op, y, {x}, [mask](const RawTensor& grad, Grads& g) {
     g.set(0, prim::where(mask.get(), grad, prim::scalar_like(0.0, grad)));   // dx = dy where not clamped, else 0
   });
 }
@@ -88,12 +88,12 @@ std::pair<int64_t, int64_t> quant_range(const char* who, DType dtype, bool reduc
   return reduce_range ? std::make_pair(int64_t(0), int64_t(127)) : std::make_pair(int64_t(0), int64_t(255));
 }
 
-std::vector<float> host_floats(const Variable& v) {
+std::vector<float> host_floats(const Tensor& v) {
   const std::vector<double> d = v.to(kFloat64).to_vector<double>();
   return std::vector<float>(d.begin(), d.end());
 }
 
-void set_floats(Variable& v, const std::vector<float>& values) {   // v on any device
+void set_floats(Tensor& v, const std::vector<float>& values) {   // v on any device
   prim::copy_(v.data(), prim::from_host(values.data(), v.shape(), kFloat32, v.device()));
 }
 
@@ -116,15 +116,15 @@ MovingAveragePerChannelMinMaxObserver::MovingAveragePerChannelMinMaxObserver(int
   TG_CHECK(averaging_constant > 0 && averaging_constant <= 1, Error, who,
            ": averaging_constant must be in (0, 1], got ", averaging_constant);
   std::tie(quant_min_, quant_max_) = quant_range(who, dtype, reduce_range);
-  eps_ = Variable(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
-  min_val_ = Variable(prim::full({channels}, kInf, kFloat32));
-  max_val_ = Variable(prim::full({channels}, -kInf, kFloat32));
+  eps_ = Tensor(prim::full({1}, std::numeric_limits<float>::epsilon(), kFloat32));
+  min_val_ = Tensor(prim::full({channels}, kInf, kFloat32));
+  max_val_ = Tensor(prim::full({channels}, -kInf, kFloat32));
   register_buffer("eps", eps_);
   register_buffer("min_val", min_val_);
   register_buffer("max_val", max_val_);
 }
 
-Variable MovingAveragePerChannelMinMaxObserver::forward(const Variable& x) {
+Tensor MovingAveragePerChannelMinMaxObserver::forward(const Tensor& x) {
   const char* who = "MovingAveragePerChannelMinMaxObserver";
   TG_CHECK(x.defined(), Error, who, ": x must be defined");
   prim::check_floating(who, x.data());
@@ -135,9 +135,9 @@ Variable MovingAveragePerChannelMinMaxObserver::forward(const Variable& x) {
   std::vector<int64_t> perm{ch_axis_};
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d != ch_axis_) perm.push_back(d);
-  const Tensor rows = x.data().to(kFloat32).permute(perm).contiguous().reshape({channels_, x.numel() / channels_});
-  const std::vector<float> bmin = host_floats(Variable(prim::reduce(ReduceOp::Min, rows, {1}, false, who)));
-  const std::vector<float> bmax = host_floats(Variable(prim::reduce(ReduceOp::Max, rows, {1}, false, who)));
+  const RawTensor rows = x.data().to(kFloat32).permute(perm).contiguous().reshape({channels_, x.numel() / channels_});
+  const std::vector<float> bmin = host_floats(Tensor(prim::reduce(ReduceOp::Min, rows, {1}, false, who)));
+  const std::vector<float> bmax = host_floats(Tensor(prim::reduce(ReduceOp::Max, rows, {1}, false, who)));
   std::vector<float> lo = host_floats(min_val_), hi = host_floats(max_val_);
   const float c = static_cast<float>(averaging_constant_);
   for (std::size_t i = 0; i < lo.size(); ++i) {
@@ -154,7 +154,7 @@ Variable MovingAveragePerChannelMinMaxObserver::forward(const Variable& x) {
   return x;
 }
 
-std::pair<Tensor, Tensor> MovingAveragePerChannelMinMaxObserver::calculate_qparams() const {
+std::pair<RawTensor, RawTensor> MovingAveragePerChannelMinMaxObserver::calculate_qparams() const {
   const std::vector<float> lo = host_floats(min_val_), hi = host_floats(max_val_);
   const float eps = host_floats(eps_)[0];
   std::vector<float> scale(lo.size(), 1.0f);
@@ -203,7 +203,7 @@ PerChannelFakeQuantize::PerChannelFakeQuantize(int64_t channels, int64_t ch_axis
   register_module("activation_post_process", observer_);
 }
 
-Variable PerChannelFakeQuantize::forward(const Variable& x) {
+Tensor PerChannelFakeQuantize::forward(const Tensor& x) {
   if (observer_enabled()) {
     observer_(x.detach());
     const auto p = observer_.calculate_qparams();
@@ -234,8 +234,8 @@ QatLinear::QatLinear(int64_t in_features, int64_t out_features, bool with_bias)
       out_features_(out_features) {
   TG_CHECK(in_features > 0 && out_features > 0, ShapeError,
            "QatLinear: in_features and out_features must be positive, got ", in_features, " and ", out_features);
-  weight = Variable(prim::full({out_features, in_features}, 0, kFloat32));
-  if (with_bias) bias = Variable(prim::full({out_features}, 0, kFloat32));
+  weight = Tensor(prim::full({out_features, in_features}, 0, kFloat32));
+  if (with_bias) bias = Tensor(prim::full({out_features}, 0, kFloat32));
   register_parameter("weight", weight);
   if (with_bias) register_parameter("bias", bias);
   register_module("weight_fake_quant", weight_fake_quant);
@@ -245,13 +245,13 @@ QatLinear::QatLinear(int64_t in_features, int64_t out_features, bool with_bias)
 QatLinear::QatLinear(const nn::Linear& linear)
     : QatLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined()) {
   NoGradGuard no_grad;
-  weight = Variable(linear.weight.data().clone());
-  if (linear.bias.defined()) bias = Variable(linear.bias.data().clone());
+  weight = Tensor(linear.weight.data().clone());
+  if (linear.bias.defined()) bias = Tensor(linear.bias.data().clone());
   weight.set_requires_grad(true);
   if (bias.defined()) bias.set_requires_grad(true);
 }
 
-Variable QatLinear::forward(const Variable& x) {
+Tensor QatLinear::forward(const Tensor& x) {
   return linear(input_fake_quant(x), weight_fake_quant(weight), bias);
 }
 
@@ -287,8 +287,8 @@ ObservedLinear::ObservedLinear(int64_t in_features, int64_t out_features, bool w
   TG_CHECK(static_cast<bool>(qconfig.activation), Error, "ObservedLinear: the QConfig has no activation observer");
   std::unique_ptr<ObserverBase> observer = qconfig.activation();
   TG_CHECK(observer != nullptr, Error, "ObservedLinear: the QConfig's activation factory returned no observer");
-  weight = Variable(prim::full({out_features, in_features}, 0, kFloat32));
-  if (with_bias) bias = Variable(prim::full({out_features}, 0, kFloat32));
+  weight = Tensor(prim::full({out_features, in_features}, 0, kFloat32));
+  if (with_bias) bias = Tensor(prim::full({out_features}, 0, kFloat32));
   register_parameter("weight", weight);
   if (with_bias) register_parameter("bias", bias);
   input_observer = register_module("input_observer", std::shared_ptr<ObserverBase>(std::move(observer)));
@@ -296,13 +296,13 @@ ObservedLinear::ObservedLinear(int64_t in_features, int64_t out_features, bool w
 
 ObservedLinear::ObservedLinear(const nn::Linear& linear, const QConfig& qconfig)
     : ObservedLinear(linear.weight.shape()[1], linear.weight.shape()[0], linear.bias.defined(), qconfig) {
-  weight = Variable(linear.weight.data().clone());
-  if (linear.bias.defined()) bias = Variable(linear.bias.data().clone());
+  weight = Tensor(linear.weight.data().clone());
+  if (linear.bias.defined()) bias = Tensor(linear.bias.data().clone());
   weight.set_requires_grad(true);
   if (bias.defined()) bias.set_requires_grad(true);
 }
 
-Variable ObservedLinear::forward(const Variable& x) { return linear((*input_observer)(x), weight, bias); }
+Tensor ObservedLinear::forward(const Tensor& x) { return linear((*input_observer)(x), weight, bias); }
 
 std::string ObservedLinear::name() const {
   std::ostringstream os;
@@ -319,7 +319,7 @@ namespace {
 
 /// The int8 symmetric per-channel scales and zero points of a weight (O, I) from its own min and max
 /// per row (PyTorch's default_per_channel_weight_observer after one observation).
-std::pair<Tensor, Tensor> weight_qparams(const Variable& weight) {
+std::pair<RawTensor, RawTensor> weight_qparams(const Tensor& weight) {
   MovingAveragePerChannelMinMaxObserver obs(weight.shape()[0], 0, 0.01, kInt8, /*symmetric=*/true);
   obs(weight.detach());
   return obs.calculate_qparams();
@@ -340,12 +340,12 @@ QuantizedLinear::QuantizedLinear(int64_t in_features, int64_t out_features, bool
   TG_CHECK(input_quant_min >= 0 && input_quant_min <= input_quant_max && input_quant_max <= 255, Error,
            "QuantizedLinear: the input's range must lie in [0, 255] (uint8), got [", input_quant_min, ", ",
            input_quant_max, "]");
-  weight_ = Variable(prim::full({out_features, in_features}, 0, kInt8));
-  scale_ = Variable(prim::full({out_features}, 1, kFloat64));
-  zero_point_ = Variable(prim::full({out_features}, 0, kInt64));
-  if (with_bias) bias_ = Variable(prim::full({out_features}, 0, kFloat32));
-  input_scale_ = Variable(prim::full({1}, 1, kFloat64));
-  input_zero_point_ = Variable(prim::full({1}, 0, kInt64));
+  weight_ = Tensor(prim::full({out_features, in_features}, 0, kInt8));
+  scale_ = Tensor(prim::full({out_features}, 1, kFloat64));
+  zero_point_ = Tensor(prim::full({out_features}, 0, kInt64));
+  if (with_bias) bias_ = Tensor(prim::full({out_features}, 0, kFloat32));
+  input_scale_ = Tensor(prim::full({1}, 1, kFloat64));
+  input_zero_point_ = Tensor(prim::full({1}, 0, kInt64));
   register_buffer("weight", weight_);
   register_buffer("weight_scale", scale_);
   register_buffer("weight_zero_point", zero_point_);
@@ -354,8 +354,8 @@ QuantizedLinear::QuantizedLinear(int64_t in_features, int64_t out_features, bool
   register_buffer("input_zero_point", input_zero_point_);
 }
 
-QuantizedLinear::QuantizedLinear(const Tensor& weight, const Tensor& bias, const Tensor& weight_scale,
-                                 const Tensor& weight_zero_point, double input_scale, int64_t input_zero_point,
+QuantizedLinear::QuantizedLinear(const RawTensor& weight, const RawTensor& bias, const RawTensor& weight_scale,
+                                 const RawTensor& weight_zero_point, double input_scale, int64_t input_zero_point,
                                  int64_t input_quant_min, int64_t input_quant_max)
     : QuantizedLinear(weight.dim() == 2 ? weight.shape()[1] : 0, weight.dim() == 2 ? weight.shape()[0] : 0,
                       bias.defined(), input_quant_min, input_quant_max) {
@@ -366,8 +366,8 @@ QuantizedLinear::QuantizedLinear(const Tensor& weight, const Tensor& bias, const
   TG_CHECK(input_zero_point >= input_quant_min && input_zero_point <= input_quant_max, Error,
            "QuantizedLinear: the input zero point ", input_zero_point, " is outside [", input_quant_min, ", ",
            input_quant_max, "]");
-  const QuantizedTensor q = quantize_per_channel(Variable(weight), Variable(weight_scale.to(kFloat64)),
-                                                 Variable(weight_zero_point.to(kInt64)), 0, kInt8);
+  const QuantizedTensor q = quantize_per_channel(Tensor(weight), Tensor(weight_scale.to(kFloat64)),
+                                                 Tensor(weight_zero_point.to(kInt64)), 0, kInt8);
   prim::copy_(weight_.data(), q.int_repr().data());
   prim::copy_(scale_.data(), weight_scale);
   prim::copy_(zero_point_.data(), weight_zero_point);
@@ -377,24 +377,24 @@ QuantizedLinear::QuantizedLinear(const Tensor& weight, const Tensor& bias, const
 }
 
 QuantizedLinear::QuantizedLinear(const QatLinear& qat)
-    : QuantizedLinear(qat.weight.data(), qat.bias.defined() ? qat.bias.data() : Tensor(),
+    : QuantizedLinear(qat.weight.data(), qat.bias.defined() ? qat.bias.data() : RawTensor(),
                       qat.weight_fake_quant.scale(), qat.weight_fake_quant.zero_point(), qat.input_fake_quant.scale(),
                       qat.input_fake_quant.zero_point(), qat.input_fake_quant.observer().quant_min(),
                       qat.input_fake_quant.observer().quant_max()) {}
 
 QuantizedLinear::QuantizedLinear(const ObservedLinear& observed)
-    : QuantizedLinear(observed.weight.data(), observed.bias.defined() ? observed.bias.data() : Tensor(),
+    : QuantizedLinear(observed.weight.data(), observed.bias.defined() ? observed.bias.data() : RawTensor(),
                       weight_qparams(observed.weight).first, weight_qparams(observed.weight).second,
                       observed.input_observer->calculate_qparams().scale,
                       observed.input_observer->calculate_qparams().zero_point, observed.input_observer->quant_min(),
                       observed.input_observer->quant_max()) {}
 
-double QuantizedLinear::input_scale() const { return Variable(input_scale_.data().reshape({})).item(); }
+double QuantizedLinear::input_scale() const { return Tensor(input_scale_.data().reshape({})).item(); }
 int64_t QuantizedLinear::input_zero_point() const {
-  return Variable(input_zero_point_.data().reshape({})).item<int64_t>();
+  return Tensor(input_zero_point_.data().reshape({})).item<int64_t>();
 }
 
-Variable QuantizedLinear::forward(const Variable& input) {
+Tensor QuantizedLinear::forward(const Tensor& input) {
   TG_CHECK(input.defined() && input.dim() >= 1 && input.shape().back() == in_features_, ShapeError,
            "QuantizedLinear: expected input (..., ", in_features_, "), got ",
            input.defined() ? shape_str(input.shape()) : "undefined");
@@ -402,22 +402,22 @@ Variable QuantizedLinear::forward(const Variable& input) {
            input.device().str());
   prim::check_floating("QuantizedLinear", input.data());
   const int64_t N = input.numel() / in_features_;
-  const Tensor x = input.data().to(kFloat32).contiguous().reshape({N, in_features_});
+  const RawTensor x = input.data().to(kFloat32).contiguous().reshape({N, in_features_});
   Shape out_shape = input.shape();
   out_shape.back() = out_features_;
   const double sx = input_scale();
   const int64_t zx = input_zero_point();
   // xq = clamp(nearbyint(x * (1.0f / sx)) + zx, qmin, qmax): the input FakeQuantize's integers
   const double inv = static_cast<double>(1.0f / static_cast<float>(sx));
-  const Tensor xq = prim::unary(UnaryOp::Clamp,
+  const RawTensor xq = prim::unary(UnaryOp::Clamp,
                                 prim::add(prim::unary(UnaryOp::Round, prim::mul(x, inv)), prim::scalar_like(double(zx), x)),
                                 {double(input_quant_min_), double(input_quant_max_)})
                         .to(kUInt8);
-  const Tensor acc = int8_matmul(xq, weight_.data());   // (N, O) int32
+  const RawTensor acc = int8_matmul(xq, weight_.data());   // (N, O) int32
   const double sx32 = static_cast<float>(sx);           // the scale the fake quantization multiplied by
-  const Tensor y = internal::int8_linear_output(acc, sx32, zx, colsum_.get(weight_.data()), scale_.data(),
-                                              bias_.defined() ? bias_.data() : Tensor());
-  return Variable(y.reshape(out_shape));
+  const RawTensor y = internal::int8_linear_output(acc, sx32, zx, colsum_.get(weight_.data()), scale_.data(),
+                                              bias_.defined() ? bias_.data() : RawTensor());
+  return Tensor(y.reshape(out_shape));
 }
 
 std::string QuantizedLinear::name() const {

@@ -24,7 +24,7 @@ namespace tg {
 /// estimator, the gradient passes where the unclamped integer lies in [quant_min, quant_max] and is 0
 /// where it was clamped; scale and zero_point get none (as PyTorch's). Errors name the op: a bad
 /// axis, scale or zero_point shapes, a non-positive scale, quant_min > quant_max, a zero point outside them.
-Variable fake_quantize_per_channel_affine(const Variable& x, const Variable& scale, const Variable& zero_point,
+Tensor fake_quantize_per_channel_affine(const Tensor& x, const Tensor& scale, const Tensor& zero_point,
                                           int64_t axis, int64_t quant_min, int64_t quant_max);
 
 namespace quantization {
@@ -43,10 +43,10 @@ class MovingAveragePerChannelMinMaxObserver : public nn::Module {
   MovingAveragePerChannelMinMaxObserver(int64_t channels, int64_t ch_axis = 0, double averaging_constant = 0.01,
                                         DType dtype = kUInt8, bool symmetric = false, bool reduce_range = false);
   /// Folds x's per-channel min and max into the statistics; x floating with x.size(ch_axis) == channels.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// scale (C) float32 and zero_point (C) int32 for the statistics so far (scale 1, zero point 0
   /// for a channel not seen yet).
-  std::pair<Tensor, Tensor> calculate_qparams() const;
+  std::pair<RawTensor, RawTensor> calculate_qparams() const;
   /// The quantized range.
   int64_t quant_min() const { return quant_min_; }
   /// The quantized range.
@@ -64,7 +64,7 @@ class MovingAveragePerChannelMinMaxObserver : public nn::Module {
   DType dtype_;
   bool symmetric_, reduce_range_;
   int64_t quant_min_, quant_max_;
-  Variable eps_, min_val_, max_val_;
+  Tensor eps_, min_val_, max_val_;
 };
 
 /// Per-channel fake quantization (torch.ao.quantization.FakeQuantize with
@@ -79,11 +79,11 @@ class PerChannelFakeQuantize : public FakeQuantizeBase {
   explicit PerChannelFakeQuantize(int64_t channels, int64_t ch_axis = 0, double averaging_constant = 0.01,
                                   DType dtype = kInt8, bool symmetric = true, bool reduce_range = false);
   /// Observes, then fake-quantizes x (see the class comment).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// The scales in use, (C) float32.
-  Tensor scale() const { return scale_.data(); }
+  RawTensor scale() const { return scale_.data(); }
   /// The zero points in use, (C) int32.
-  Tensor zero_point() const { return zero_point_.data(); }
+  RawTensor zero_point() const { return zero_point_.data(); }
   /// The observer (PyTorch's activation_post_process).
   MovingAveragePerChannelMinMaxObserver& observer() { return observer_; }
   /// "PerChannelFakeQuantize(fake_quant_enabled=1, observer_enabled=1, quant_min=-128, quant_max=127, ch_axis=0)".
@@ -127,7 +127,7 @@ class QatLinear : public nn::Module {
   /// Fresh sizes (weights zero), for clone() and for loading a checkpoint.
   QatLinear(int64_t in_features, int64_t out_features, bool bias = true);
   /// linear(input_fake_quant(x), weight_fake_quant(weight), bias).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "QatLinear(in_features=784, out_features=256, bias=true)".
   std::string name() const override;
   /// A layer of the same sizes (for clone()).
@@ -136,8 +136,8 @@ class QatLinear : public nn::Module {
   PerChannelFakeQuantize weight_fake_quant;
   /// The fake quantizers.
   FakeQuantize input_fake_quant;
-  Variable weight;   ///< (out_features, in_features)
-  Variable bias;     ///< (out_features), undefined without bias
+  Tensor weight;   ///< (out_features, in_features)
+  Tensor bias;     ///< (out_features), undefined without bias
   /// Sizes.
   int64_t in_features() const { return in_features_; }
   /// Sizes.
@@ -179,15 +179,15 @@ class ObservedLinear : public nn::Module {
   /// Fresh sizes (weights zero), for clone() and for loading a checkpoint.
   ObservedLinear(int64_t in_features, int64_t out_features, bool bias = true, const QConfig& qconfig = default_qconfig());
   /// Observes x, then linear(x, weight, bias).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "ObservedLinear(in_features=784, out_features=256, bias=true)".
   std::string name() const override;
   /// A layer of the same sizes and observer kind (for clone()).
   std::unique_ptr<nn::Module> new_instance() const override;
   /// The input's observer (the child "input_observer").
   std::shared_ptr<ObserverBase> input_observer;
-  Variable weight;   ///< (out_features, in_features)
-  Variable bias;     ///< (out_features), undefined without bias
+  Tensor weight;   ///< (out_features, in_features)
+  Tensor bias;     ///< (out_features), undefined without bias
 
  private:
   int64_t in_features_, out_features_;
@@ -206,13 +206,13 @@ class QuantizedLinear : public nn::Module {
   explicit QuantizedLinear(const ObservedLinear& observed);
   /// From a float weight (O, I) and bias, weight scales (O) and zero points (O), and the input's
   /// scale and zero point (uint8, [input_quant_min, input_quant_max]).
-  QuantizedLinear(const Tensor& weight, const Tensor& bias, const Tensor& weight_scale, const Tensor& weight_zero_point,
+  QuantizedLinear(const RawTensor& weight, const RawTensor& bias, const RawTensor& weight_scale, const RawTensor& weight_zero_point,
                   double input_scale, int64_t input_zero_point, int64_t input_quant_min, int64_t input_quant_max);
   /// Empty of the given sizes, for clone() and loading a checkpoint.
   QuantizedLinear(int64_t in_features, int64_t out_features, bool bias = true, int64_t input_quant_min = 0,
                   int64_t input_quant_max = 127);
   /// x (..., in_features) float -> (..., out_features) float32.
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "QuantizedLinear(in_features=.., out_features=.., scale=.., zero_point=.., qscheme=per_channel_affine)".
   std::string name() const override;
   /// A layer of the same sizes (for clone()).
@@ -226,7 +226,7 @@ class QuantizedLinear : public nn::Module {
 
  private:
   int64_t in_features_, out_features_, input_quant_min_, input_quant_max_;
-  Variable weight_, scale_, zero_point_, bias_, input_scale_, input_zero_point_;
+  Tensor weight_, scale_, zero_point_, bias_, input_scale_, input_zero_point_;
   internal::WeightSums colsum_;   // (O) int64: sum_i wq[o][i]
 };
 

@@ -32,7 +32,7 @@ void check_zero_point(const char* op, int64_t zp, int64_t qmin, int64_t qmax) {
 }
 
 /// v (C) reshaped to broadcast along axis of a rank-`rank` tensor: (1, .., C, .., 1).
-Tensor along(const Tensor& v, int64_t axis, int64_t rank) {
+RawTensor along(const RawTensor& v, int64_t axis, int64_t rank) {
   Shape s(static_cast<std::size_t>(rank), 1);
   s[static_cast<std::size_t>(axis)] = v.numel();
   return v.reshape(s);
@@ -40,8 +40,8 @@ Tensor along(const Tensor& v, int64_t axis, int64_t rank) {
 
 /// The per-channel parameters checked and normalized: scales float64, zero points int64, both (C)
 /// contiguous on x's device.
-void check_channels(const char* op, const Tensor& x, const Tensor& scales, const Tensor& zero_points, int64_t* axis,
-                    int64_t qmin, int64_t qmax, Tensor* s64, Tensor* z64) {
+void check_channels(const char* op, const RawTensor& x, const RawTensor& scales, const RawTensor& zero_points, int64_t* axis,
+                    int64_t qmin, int64_t qmax, RawTensor* s64, RawTensor* z64) {
   TG_CHECK(x.dim() > 0, ShapeError, op, ": a 0-d tensor has no channel axis");
   *axis = wrap_dim(*axis, x.dim(), op);
   const int64_t C = x.shape()[static_cast<std::size_t>(*axis)];
@@ -59,7 +59,7 @@ void check_channels(const char* op, const Tensor& x, const Tensor& scales, const
   *z64 = zero_points.to(kInt64).contiguous();
   // the parameters are checked on the host: they are C numbers, and a bad one must fail here, not
   // produce garbage (one read, as any parameter check of a per-channel op)
-  const Variable sv(s64->to(Device::cpu())), zv(z64->to(Device::cpu()));
+  const Tensor sv(s64->to(Device::cpu())), zv(z64->to(Device::cpu()));
   const std::vector<double> sc = sv.to_vector<double>();
   const std::vector<int64_t> zp = zv.to_vector<int64_t>();
   for (std::size_t c = 0; c < sc.size(); ++c) {
@@ -70,40 +70,40 @@ void check_channels(const char* op, const Tensor& x, const Tensor& scales, const
 
 /// clamp(zp + nearbyint(x * inv_scale), qmin, qmax) in float32, stored as dtype. inv and zp are 0-d or
 /// broadcast along the channel axis.
-Tensor quantize_values(const Tensor& x, const Tensor& inv, const Tensor& zp, int64_t qmin, int64_t qmax, DType dtype) {
-  const Tensor xf = x.to(kFloat32);
-  const Tensor r = prim::unary(UnaryOp::Round, prim::mul(xf, inv));                  // nearbyint(x / s)
-  const Tensor q = prim::unary(UnaryOp::Clamp, prim::add(r, zp), {double(qmin), double(qmax)});
+RawTensor quantize_values(const RawTensor& x, const RawTensor& inv, const RawTensor& zp, int64_t qmin, int64_t qmax, DType dtype) {
+  const RawTensor xf = x.to(kFloat32);
+  const RawTensor r = prim::unary(UnaryOp::Round, prim::mul(xf, inv));                  // nearbyint(x / s)
+  const RawTensor q = prim::unary(UnaryOp::Clamp, prim::add(r, zp), {double(qmin), double(qmax)});
   return q.to(dtype);                                                                  // exact: integral values
 }
 
 }  // namespace
 
-QuantizedTensor QuantizedTensor::per_tensor(Variable int_repr, double scale, int64_t zero_point) {
+QuantizedTensor QuantizedTensor::per_tensor(Tensor int_repr, double scale, int64_t zero_point) {
   TG_CHECK(int_repr.defined(), Error, "QuantizedTensor: int_repr must be defined");
   int64_t qmin = 0, qmax = 0;
   qrange("QuantizedTensor", int_repr.dtype(), &qmin, &qmax);
   check_scale("QuantizedTensor", scale);
   check_zero_point("QuantizedTensor", zero_point, qmin, qmax);
   QuantizedTensor q;
-  q.int_repr_ = Variable(int_repr.data());
+  q.int_repr_ = Tensor(int_repr.data());
   q.scheme_ = QScheme::PerTensorAffine;
   q.scale_ = scale;
   q.zero_point_ = zero_point;
   return q;
 }
 
-QuantizedTensor QuantizedTensor::per_channel(Variable int_repr, Variable scales, Variable zero_points, int64_t axis) {
+QuantizedTensor QuantizedTensor::per_channel(Tensor int_repr, Tensor scales, Tensor zero_points, int64_t axis) {
   TG_CHECK(int_repr.defined(), Error, "QuantizedTensor: int_repr must be defined");
   int64_t qmin = 0, qmax = 0;
   qrange("QuantizedTensor", int_repr.dtype(), &qmin, &qmax);
-  Tensor s, z;
+  RawTensor s, z;
   check_channels("QuantizedTensor", int_repr.data(), scales.data(), zero_points.data(), &axis, qmin, qmax, &s, &z);
   QuantizedTensor q;
-  q.int_repr_ = Variable(int_repr.data());
+  q.int_repr_ = Tensor(int_repr.data());
   q.scheme_ = QScheme::PerChannelAffine;
-  q.scales_ = Variable(s);
-  q.zero_points_ = Variable(z);
+  q.scales_ = Tensor(s);
+  q.zero_points_ = Tensor(z);
   q.axis_ = axis;
   return q;
 }
@@ -117,12 +117,12 @@ int64_t QuantizedTensor::q_zero_point() const {
            "q_zero_point: expected a per-tensor quantized tensor, got per-channel");
   return zero_point_;
 }
-const Variable& QuantizedTensor::q_per_channel_scales() const {
+const Tensor& QuantizedTensor::q_per_channel_scales() const {
   TG_CHECK(scheme_ == QScheme::PerChannelAffine, Error,
            "q_per_channel_scales: expected a per-channel quantized tensor, got per-tensor");
   return scales_;
 }
-const Variable& QuantizedTensor::q_per_channel_zero_points() const {
+const Tensor& QuantizedTensor::q_per_channel_zero_points() const {
   TG_CHECK(scheme_ == QScheme::PerChannelAffine, Error,
            "q_per_channel_zero_points: expected a per-channel quantized tensor, got per-tensor");
   return zero_points_;
@@ -133,20 +133,20 @@ int64_t QuantizedTensor::q_per_channel_axis() const {
   return axis_;
 }
 
-Variable QuantizedTensor::dequantize() const {
+Tensor QuantizedTensor::dequantize() const {
   TG_CHECK(defined(), Error, "dequantize: the quantized tensor is undefined");
-  Tensor out;
+  RawTensor out;
   if (scheme_ == QScheme::PerTensorAffine) {
-    const Tensor q = int_repr_.data().to(kFloat32);
+    const RawTensor q = int_repr_.data().to(kFloat32);
     out = prim::mul(prim::sub(q, prim::scalar_like(double(zero_point_), q)),
                     static_cast<double>(static_cast<float>(scale_)));                      // (q - zp) float(s)
   } else {
-    const Tensor q = int_repr_.data().to(kFloat64);
-    const Tensor z = along(zero_points_.data().to(kFloat64), axis_, q.dim());
-    const Tensor s = along(scales_.data(), axis_, q.dim());
+    const RawTensor q = int_repr_.data().to(kFloat64);
+    const RawTensor z = along(zero_points_.data().to(kFloat64), axis_, q.dim());
+    const RawTensor s = along(scales_.data(), axis_, q.dim());
     out = prim::mul(prim::sub(q, z), s);                                                       // (q - zp[c]) s[c]
   }
-  return Variable(out.to(kFloat32));
+  return Tensor(out.to(kFloat32));
 }
 
 QuantizedTensor QuantizedTensor::to(Device device) const {
@@ -161,40 +161,40 @@ int64_t QuantizedTensor::nbytes() const {
   return defined() ? int_repr_.numel() * static_cast<int64_t>(dtype_size(dtype())) : 0;
 }
 
-QuantizedTensor quantize_per_tensor(const Variable& x, double scale, int64_t zero_point, DType dtype) {
+QuantizedTensor quantize_per_tensor(const Tensor& x, double scale, int64_t zero_point, DType dtype) {
   TG_CHECK(x.defined(), Error, "quantize_per_tensor: x must be defined");
   prim::check_floating("quantize_per_tensor", x.data());
   int64_t qmin = 0, qmax = 0;
   qrange("quantize_per_tensor", dtype, &qmin, &qmax);
   check_scale("quantize_per_tensor", scale);
   check_zero_point("quantize_per_tensor", zero_point, qmin, qmax);
-  const Tensor xf = x.data().to(kFloat32);
+  const RawTensor xf = x.data().to(kFloat32);
   const double inv = static_cast<double>(1.0f / static_cast<float>(scale));   // PyTorch's float inverse
-  const Tensor q = quantize_values(xf, prim::scalar_like(inv, xf), prim::scalar_like(double(zero_point), xf), qmin,
+  const RawTensor q = quantize_values(xf, prim::scalar_like(inv, xf), prim::scalar_like(double(zero_point), xf), qmin,
                                    qmax, dtype);
-  return QuantizedTensor::per_tensor(Variable(q), scale, zero_point);
+  return QuantizedTensor::per_tensor(Tensor(q), scale, zero_point);
 }
 
-QuantizedTensor quantize_per_channel(const Variable& x, const Variable& scales, const Variable& zero_points,
+QuantizedTensor quantize_per_channel(const Tensor& x, const Tensor& scales, const Tensor& zero_points,
                                      int64_t axis, DType dtype) {
   TG_CHECK(x.defined(), Error, "quantize_per_channel: x must be defined");
   prim::check_floating("quantize_per_channel", x.data());
   int64_t qmin = 0, qmax = 0;
   qrange("quantize_per_channel", dtype, &qmin, &qmax);
-  Tensor s, z;
+  RawTensor s, z;
   check_channels("quantize_per_channel", x.data(), scales.data(), zero_points.data(), &axis, qmin, qmax, &s, &z);
-  const Tensor xf = x.data().to(kFloat32);
-  const Tensor s32 = s.to(kFloat32);
-  const Tensor inv = prim::div(prim::full({}, 1.0, kFloat32, x.device()), s32);      // 1.0f / float(s[c])
-  const Tensor q = quantize_values(xf, along(inv, axis, x.dim()), along(z.to(kFloat32), axis, x.dim()), qmin, qmax,
+  const RawTensor xf = x.data().to(kFloat32);
+  const RawTensor s32 = s.to(kFloat32);
+  const RawTensor inv = prim::div(prim::full({}, 1.0, kFloat32, x.device()), s32);      // 1.0f / float(s[c])
+  const RawTensor q = quantize_values(xf, along(inv, axis, x.dim()), along(z.to(kFloat32), axis, x.dim()), qmin, qmax,
                                    dtype);
-  return QuantizedTensor::per_channel(Variable(q), Variable(s), Variable(z), axis);
+  return QuantizedTensor::per_channel(Tensor(q), Tensor(s), Tensor(z), axis);
 }
 
-Variable dequantize(const QuantizedTensor& q) { return q.dequantize(); }
+Tensor dequantize(const QuantizedTensor& q) { return q.dequantize(); }
 
 void save_quantized(const std::vector<std::pair<std::string, QuantizedTensor>>& tensors, const std::string& path) {
-  std::vector<std::pair<std::string, Tensor>> flat;
+  std::vector<std::pair<std::string, RawTensor>> flat;
   for (const auto& entry : tensors) {
     const std::string& name = entry.first;
     const QuantizedTensor& q = entry.second;
@@ -213,8 +213,8 @@ void save_quantized(const std::vector<std::pair<std::string, QuantizedTensor>>& 
 }
 
 std::vector<std::pair<std::string, QuantizedTensor>> load_quantized(const std::string& path) {
-  const std::vector<std::pair<std::string, Tensor>> flat = load_tensors(path);
-  std::map<std::string, Tensor> by_name(flat.begin(), flat.end());
+  const std::vector<std::pair<std::string, RawTensor>> flat = load_tensors(path);
+  std::map<std::string, RawTensor> by_name(flat.begin(), flat.end());
   std::vector<std::pair<std::string, QuantizedTensor>> out;
   auto ends_with = [](const std::string& s, const std::string& suffix) {
     return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -223,7 +223,7 @@ std::vector<std::pair<std::string, QuantizedTensor>> load_quantized(const std::s
   for (const auto& entry : flat) {
     const std::string& name = entry.first;
     if (ends_with(name, ".scale") || ends_with(name, ".zero_point") || ends_with(name, ".axis")) continue;
-    const Tensor& ints = entry.second;
+    const RawTensor& ints = entry.second;
     TG_CHECK(ints.dtype() == kInt8 || ints.dtype() == kUInt8, SerializationError, "load_quantized: ", path,
              ": tensor '", name, "' is ", dtype_name(ints.dtype()), ", expected I8 or U8");
     const auto s = by_name.find(name + ".scale"), z = by_name.find(name + ".zero_point");
@@ -233,14 +233,14 @@ std::vector<std::pair<std::string, QuantizedTensor>> load_quantized(const std::s
     try {
       if (a == by_name.end()) {
         TG_CHECK(s->second.dim() == 0 && z->second.dim() == 0, Error, "per-tensor parameters must be 0-d");
-        out.emplace_back(name, QuantizedTensor::per_tensor(Variable(ints), Variable(s->second.to(kFloat64)).item(),
-                                                           Variable(z->second.to(kInt64)).item<int64_t>()));
+        out.emplace_back(name, QuantizedTensor::per_tensor(Tensor(ints), Tensor(s->second.to(kFloat64)).item(),
+                                                           Tensor(z->second.to(kInt64)).item<int64_t>()));
         used += 3;
       } else {
         TG_CHECK(a->second.dim() == 0 && !is_floating(a->second.dtype()), Error,
                  "the axis must be a 0-d integer");
-        out.emplace_back(name, QuantizedTensor::per_channel(Variable(ints), Variable(s->second), Variable(z->second),
-                                                            Variable(a->second.to(kInt64)).item<int64_t>()));
+        out.emplace_back(name, QuantizedTensor::per_channel(Tensor(ints), Tensor(s->second), Tensor(z->second),
+                                                            Tensor(a->second.to(kInt64)).item<int64_t>()));
         used += 4;
       }
     } catch (const SerializationError&) {

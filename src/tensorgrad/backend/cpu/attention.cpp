@@ -44,8 +44,8 @@ void score_row(const T* q, const T* k, const AttentionArgs& a, int64_t b, int64_
 }
 
 template <class T>
-void attention_ref(const Tensor& qt, const Tensor& kt, const Tensor& vt, const AttentionArgs& a, const Tensor& outt,
-                   const Tensor& lset) {
+void attention_ref(const RawTensor& qt, const RawTensor& kt, const RawTensor& vt, const AttentionArgs& a, const RawTensor& outt,
+                   const RawTensor& lset) {
   using M = opmath_t<T>;
   const T *q = qt.data<T>(), *k = kt.data<T>(), *v = vt.data<T>();
   T* out = outt.data<T>();
@@ -75,9 +75,9 @@ void attention_ref(const Tensor& qt, const Tensor& kt, const Tensor& vt, const A
 }
 
 template <class T>
-void attention_backward_ref(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor& outt,
-                            const Tensor& lset, const Tensor& doutt, const AttentionArgs& a, const Tensor& dqt,
-                            const Tensor& dkt, const Tensor& dvt) {
+void attention_backward_ref(const RawTensor& qt, const RawTensor& kt, const RawTensor& vt, const RawTensor& outt,
+                            const RawTensor& lset, const RawTensor& doutt, const AttentionArgs& a, const RawTensor& dqt,
+                            const RawTensor& dkt, const RawTensor& dvt) {
   using M = opmath_t<T>;
   const T *q = qt.data<T>(), *k = kt.data<T>(), *v = vt.data<T>(), *out = outt.data<T>(), *dout = doutt.data<T>();
   const M* lse = lset.data<M>();
@@ -122,15 +122,15 @@ void attention_backward_ref(const Tensor& qt, const Tensor& kt, const Tensor& vt
 
 }  // namespace
 
-void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
-                           const Tensor& lse) {
+void CpuBackend::attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args, const RawTensor& out,
+                           const RawTensor& lse) {
   dispatch_floating(q.dtype(), "scaled_dot_product_attention",
                     [&](auto t) { attention_ref<decltype(t)>(q, k, v, args, out, lse); });
 }
 
-void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                 const Tensor& lse, const Tensor& dout, const AttentionArgs& args, const Tensor& dq,
-                                 const Tensor& dk, const Tensor& dv) {
+void CpuBackend::attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
+                                 const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args, const RawTensor& dq,
+                                 const RawTensor& dk, const RawTensor& dv) {
   dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto t) {
     attention_backward_ref<decltype(t)>(q, k, v, out, lse, dout, args, dq, dk, dv);
   });

@@ -150,7 +150,7 @@ std::unique_ptr<T[]> scratch(int64_t n) {
 }
 
 template <class T>
-void conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out) {
+void conv2d_impl(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& a, const RawTensor& out) {
   const int64_t G = a.groups, Cg = a.C / G, Og = a.O / G, L = a.OH * a.OW, K = Cg * a.KH * a.KW;
   const T* xp = x.data<T>();
   const T* wp = weight.data<T>();
@@ -198,8 +198,8 @@ Conv2dArgs dx_convolution_args(const Conv2dArgs& a) {
 }
 
 template <class T>
-void conv2d_backward_impl(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
-                          const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+void conv2d_backward_impl(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& a,
+                          const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias) {
   const int64_t G = a.groups, Cg = a.C / G, Og = a.O / G, L = a.OH * a.OW, K = Cg * a.KH * a.KW;
   const T* xp = x.defined() ? x.data<T>() : nullptr;         // read for dweight only
   const T* wp = weight.defined() ? weight.data<T>() : nullptr;   // read for dx only
@@ -445,7 +445,7 @@ bool applies(const Conv2dArgs& a) {
   return a.dtype == kFloat32 && a.N > 0 && a.C > 0 && a.O > 0 && a.OH > 0 && a.OW > 0;
 }
 
-bool conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out) {
+bool conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& a, const RawTensor& out) {
   if (!applies(a)) return false;
   const float* xp = x.data<float>();
   const float* wp = weight.data<float>();
@@ -460,8 +460,8 @@ bool conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Con
   return ok;
 }
 
-bool conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a, const Tensor& dx,
-                     const Tensor& dweight, const Tensor& dbias) {
+bool conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& a, const RawTensor& dx,
+                     const RawTensor& dweight, const RawTensor& dbias) {
   if (!applies(a)) return false;
   const bool want_dx = dx.defined(), want_dw = dweight.defined(), want_db = dbias.defined();
   const int64_t per_image_x = a.C * a.H * a.W, per_image_y = a.O * a.OH * a.OW, wsize = a.O * (a.C / a.groups) * a.KH * a.KW;
@@ -543,15 +543,15 @@ int64_t cpu_conv2d_onednn_calls() {
 #endif
 }
 
-void cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out) {
+void cpu_conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& a, const RawTensor& out) {
 #if TENSORGRAD_HAVE_DNNL
   if (onednn_conv::conv2d(x, weight, bias, a, out)) return;
 #endif
   dispatch_only<kFloat32, kFloat64>(a.dtype, "conv2d", [&](auto t) { conv2d_impl<decltype(t)>(x, weight, bias, a, out); });
 }
 
-void cpu_conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
-                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+void cpu_conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& a,
+                         const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias) {
 #if TENSORGRAD_HAVE_DNNL
   if (onednn_conv::conv2d_backward(x, weight, dy, a, dx, dweight, dbias)) return;
 #endif
@@ -560,7 +560,7 @@ void cpu_conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy
   });
 }
 
-void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, const Tensor& indices) {
+void cpu_max_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out, const RawTensor& indices) {
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "max_pool2d", [&](auto t) {
     using T = decltype(t);
     const T* xp = x.data<T>();
@@ -580,7 +580,7 @@ void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, con
   });
 }
 
-void cpu_max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& a, const Tensor& dx) {
+void cpu_max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Pool2dArgs& a, const RawTensor& dx) {
   dispatch_only<kFloat32, kFloat64>(dy.dtype(), "max_pool2d", [&](auto t) {
     using T = decltype(t);
     const T* dyp = dy.data<T>();
@@ -596,7 +596,7 @@ void cpu_max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool
   });
 }
 
-void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out) {
+void cpu_avg_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out) {
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "avg_pool2d", [&](auto t) {
     using T = decltype(t);
     const T* xp = x.data<T>();
@@ -614,7 +614,7 @@ void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out) {
   });
 }
 
-void cpu_avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor& dx) {
+void cpu_avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& a, const RawTensor& dx) {
   dispatch_only<kFloat32, kFloat64>(dy.dtype(), "avg_pool2d", [&](auto t) {
     using T = decltype(t);
     const T* dyp = dy.data<T>();

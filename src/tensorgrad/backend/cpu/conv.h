@@ -8,21 +8,21 @@ namespace tg {
 namespace detail {
 
 /// Backend::conv2d on the CPU: oneDNN in float32 where built with it, else im2col + GEMM per image.
-void cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a, const Tensor& out);
+void cpu_conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& a, const RawTensor& out);
 /// Backend::conv2d_backward on the CPU.
-void cpu_conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
-                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+void cpu_conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& a,
+                         const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias);
 /// How many conv2d forward and backward calls oneDNN has computed in this process (Note [conv2d
 /// through oneDNN]); 0 in a build without oneDNN. Tests read it to see which path ran.
 int64_t cpu_conv2d_onednn_calls();
 /// Backend::max_pool2d on the CPU.
-void cpu_max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, const Tensor& indices);
+void cpu_max_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out, const RawTensor& indices);
 /// Backend::max_pool2d_backward on the CPU.
-void cpu_max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& a, const Tensor& dx);
+void cpu_max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Pool2dArgs& a, const RawTensor& dx);
 /// Backend::avg_pool2d on the CPU.
-void cpu_avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out);
+void cpu_avg_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out);
 /// Backend::avg_pool2d_backward on the CPU.
-void cpu_avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor& dx);
+void cpu_avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& a, const RawTensor& dx);
 
 }  // namespace detail
 }  // namespace tg

@@ -268,30 +268,30 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
 
   // backend/cpu/elementwise.cpp (copy, fill, binary, where) and backend/cpu/unary.cpp
-  void copy(const Tensor& src, const Tensor& dst) override;
-  void fill(const Tensor& dst, double value) override;
-  void unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) override;
-  void unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
-                      const Tensor& dx) override;
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void copy(const RawTensor& src, const RawTensor& dst) override;
+  void fill(const RawTensor& dst, double value) override;
+  void unary(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& out) override;
+  void unary_backward(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& y, const RawTensor& dy,
+                      const RawTensor& dx) override;
+  void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
   // backend/cpu/reduce.cpp
-  void reduce(ReduceOp op, const Tensor& x, const Tensor& out) override;
+  void reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) override;
   // backend/cpu/softmax_loss.cpp
-  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
-  void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
-  void cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                     const Tensor& lse, const Tensor& total, const Tensor& count) override;
-  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                              const Tensor& lse, const Tensor& dloss, const Tensor& count,
-                              const Tensor& dlogits) override;
+  void softmax(const RawTensor& x, int64_t dim, bool log, const RawTensor& out) override;
+  void softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log, const RawTensor& dx) override;
+  void cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args, const RawTensor& loss,
+                     const RawTensor& lse, const RawTensor& total, const RawTensor& count) override;
+  void cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                              const RawTensor& lse, const RawTensor& dloss, const RawTensor& count,
+                              const RawTensor& dlogits) override;
   // backend/cpu/index.cpp
-  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
-  void index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
-  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
-  void scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void index_select(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) override;
+  void index_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) override;
+  void gather(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) override;
+  void scatter_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) override;
   // backend/cpu/random.cpp
-  void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) override;
+  void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) override;
   // backend/cpu/optim.cpp
   void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) override;
   void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) override;
@@ -300,39 +300,39 @@ class CpuBackend final : public Backend {
   bool gemm_takes(DType dtype) const override;
   bool gemm_epilogue(const GemmArgs& g, const GemmEpilogue& e) override;
   // backend/cpu/sort.cpp
-  void argsort(const Tensor& x, bool descending, const Tensor& indices) override;
+  void argsort(const RawTensor& x, bool descending, const RawTensor& indices) override;
   // backend/cpu/norm.cpp
-  void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
-                  const Tensor& rstd) override;
-  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
-                           const Tensor& dx, const Tensor& dw, const Tensor& db) override;
+  void layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps, const RawTensor& y, const RawTensor& mean,
+                  const RawTensor& rstd) override;
+  void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd, const RawTensor& w,
+                           const RawTensor& dx, const RawTensor& dw, const RawTensor& db) override;
   // backend/cpu/attention.cpp
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args, const Tensor& out,
-                 const Tensor& lse) override;
-  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                          const Tensor& dout, const AttentionArgs& args, const Tensor& dq, const Tensor& dk,
-                          const Tensor& dv) override;
+  void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args, const RawTensor& out,
+                 const RawTensor& lse) override;
+  void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out, const RawTensor& lse,
+                          const RawTensor& dout, const AttentionArgs& args, const RawTensor& dq, const RawTensor& dk,
+                          const RawTensor& dv) override;
 
   // Convolution and pooling: backend/cpu/conv.cpp.
-  void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args,
-              const Tensor& out) override {
+  void conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& args,
+              const RawTensor& out) override {
     detail::cpu_conv2d(x, weight, bias, args, out);
   }
-  void conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& args,
-                       const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override {
+  void conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& args,
+                       const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias) override {
     detail::cpu_conv2d_backward(x, weight, dy, args, dx, dweight, dbias);
   }
-  void max_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out, const Tensor& indices) override {
+  void max_pool2d(const RawTensor& x, const Pool2dArgs& args, const RawTensor& out, const RawTensor& indices) override {
     detail::cpu_max_pool2d(x, args, out, indices);
   }
-  void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& args,
-                           const Tensor& dx) override {
+  void max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Pool2dArgs& args,
+                           const RawTensor& dx) override {
     detail::cpu_max_pool2d_backward(dy, indices, args, dx);
   }
-  void avg_pool2d(const Tensor& x, const Pool2dArgs& args, const Tensor& out) override {
+  void avg_pool2d(const RawTensor& x, const Pool2dArgs& args, const RawTensor& out) override {
     detail::cpu_avg_pool2d(x, args, out);
   }
-  void avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& args, const Tensor& dx) override {
+  void avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& args, const RawTensor& dx) override {
     detail::cpu_avg_pool2d_backward(dy, args, dx);
   }
 };

@@ -9,7 +9,7 @@
 namespace tg {
 namespace cpu {
 
-void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+void CpuBackend::copy(const RawTensor& src, const RawTensor& dst) {
   dispatch_dtype(src.dtype(), [&](auto s) {
     dispatch_dtype(dst.dtype(), [&](auto d) {
       using S = decltype(s);
@@ -30,7 +30,7 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
-void CpuBackend::fill(const Tensor& dst, double value) {
+void CpuBackend::fill(const RawTensor& dst, double value) {
   dispatch_dtype(dst.dtype(), [&](auto t) {
     using T = decltype(t);
     const T v = static_cast<T>(value);
@@ -42,7 +42,7 @@ void CpuBackend::fill(const Tensor& dst, double value) {
   });
 }
 
-void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CpuBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   dispatch_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     visit(op, [&](auto f) {
@@ -79,7 +79,7 @@ void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Ten
   });
 }
 
-void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CpuBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   dispatch_dtype(out.dtype(), [&](auto t) {
     using T = decltype(t);
     const bool* cp = cond.data<bool>();

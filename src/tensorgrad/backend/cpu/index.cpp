@@ -7,7 +7,7 @@ namespace cpu {
 namespace {
 
 /// gather: out[i] = x[i with dim -> index[i]];  scatter: x[i with dim -> index[i]] += out[i].
-void gather_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other, bool scatter) {
+void gather_scatter(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& other, bool scatter) {
   // Walk index's shape; x is read with its own strides except along dim, where index picks.
   Shape xs = x.strides();
   const int64_t dim_stride = x.dim() ? xs[dim] : 0;
@@ -31,7 +31,7 @@ void gather_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Ten
 
 }  // namespace
 
-void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void CpuBackend::index_select(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) {
   const RowView r = rows_of(x, dim);
   const int64_t K = index.numel();
   const int64_t* ip = index.data<int64_t>();
@@ -48,7 +48,7 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
   });
 }
 
-void CpuBackend::index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void CpuBackend::index_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   const RowView r = rows_of(dst, dim);
   const int64_t K = index.numel();
   const int64_t* ip = index.data<int64_t>();
@@ -67,11 +67,11 @@ void CpuBackend::index_add(const Tensor& dst, int64_t dim, const Tensor& index, 
   });
 }
 
-void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void CpuBackend::gather(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) {
   gather_scatter(x, dim, index, out, /*scatter=*/false);
 }
 
-void CpuBackend::scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void CpuBackend::scatter_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   gather_scatter(dst, dim, index, src, /*scatter=*/true);
 }
 

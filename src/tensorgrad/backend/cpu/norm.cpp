@@ -32,14 +32,14 @@ int row_parts(int64_t M, int64_t D) {
 }
 
 template <class T>
-const T* data_or_null(const Tensor& t) {
+const T* data_or_null(const RawTensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
 }  // namespace
 
-void CpuBackend::layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y,
-                            const Tensor& mean, const Tensor& rstd) {
+void CpuBackend::layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps, const RawTensor& y,
+                            const RawTensor& mean, const RawTensor& rstd) {
   const int64_t M = x.shape()[0], D = x.shape()[1];
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
@@ -58,8 +58,8 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, d
   });
 }
 
-void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                     const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+void CpuBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
+                                     const RawTensor& w, const RawTensor& dx, const RawTensor& dw, const RawTensor& db) {
   const int64_t M = x.shape()[0], D = x.shape()[1];
   dispatch_only<kFloat32, kFloat64>(dy.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);

@@ -5,7 +5,7 @@
 namespace tg {
 namespace cpu {
 
-void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) {
+void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) {
   dispatch_dtype(out.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = out.data<T>();

@@ -13,14 +13,14 @@ constexpr int64_t kSumChunk = 32768;
 
 }  // namespace
 
-void CpuBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+void CpuBackend::reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) {
   if (x.numel() == 0) {   // only a sum over an empty dim gets here (prim::reduce): zeros, no pointer arithmetic
     fill(out, 0.0);
     return;
   }
   // Kept dims first, reduced dims last; out (contiguous) enumerates the kept dims in order.
   const ReductionLayout layout = reduction_layout(x, out);
-  const Tensor& xp = layout.x;
+  const RawTensor& xp = layout.x;
   const int64_t R = layout.R, rstride = layout.rstride;
   const int64_t O = out.numel();
   const Shape kept_strides = layout.kept_strides();

@@ -10,7 +10,7 @@ namespace cpu {
 // cross-entropy) a block of rows is shifted by its row maxima, exponentiated in one vectorized pass
 // (exp_in_place), then summed per row. Blocks hold about 16K elements so that the three passes
 // stay in the L1/L2 cache; short rows (10 classes) vectorize as well as long ones.
-void CpuBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+void CpuBackend::softmax(const RawTensor& x, int64_t dim, bool log, const RawTensor& out) {
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "softmax", [&](auto t) {
     using T = decltype(t);
     const RowView r = rows_of(x, dim);
@@ -60,7 +60,7 @@ void CpuBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& o
   });
 }
 
-void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) {
+void CpuBackend::softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log, const RawTensor& dx) {
   dispatch_only<kFloat32, kFloat64>(y.dtype(), "softmax_backward", [&](auto t) {
     using T = decltype(t);
     const RowView r = rows_of(y, dim);
@@ -109,8 +109,8 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim
   });
 }
 
-void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args, const Tensor& loss,
-                   const Tensor& lse, const Tensor& total, const Tensor& count) {
+void CpuBackend::cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args, const RawTensor& loss,
+                   const RawTensor& lse, const RawTensor& total, const RawTensor& count) {
   dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy", [&](auto t) {
     using T = decltype(t);
     const int64_t C = logits.shape()[1];
@@ -153,9 +153,9 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& target, const
   });
 }
 
-void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                            const Tensor& lse, const Tensor& dloss, const Tensor& count,
-                            const Tensor& dlogits) {
+void CpuBackend::cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                            const RawTensor& lse, const RawTensor& dloss, const RawTensor& count,
+                            const RawTensor& dlogits) {
   dispatch_only<kFloat32, kFloat64>(logits.dtype(), "cross_entropy_backward", [&](auto t) {
     using T = decltype(t);
     const int64_t C = logits.shape()[1];

@@ -5,7 +5,7 @@ namespace tg {
 namespace cpu {
 
 // Note [Sort order] in prim/sort.cpp: a stable sort per row, NaN above every number.
-void CpuBackend::argsort(const Tensor& x, bool descending, const Tensor& indices) {
+void CpuBackend::argsort(const RawTensor& x, bool descending, const RawTensor& indices) {
   const int64_t N = x.dim() ? x.shape().back() : 1, R = N ? x.numel() / N : 0;
   int64_t* ip = indices.data<int64_t>();
   dispatch_dtype(x.dtype(), [&](auto t) {

@@ -7,7 +7,7 @@
 namespace tg {
 namespace cpu {
 
-void CpuBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
+void CpuBackend::unary(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& out) {
   dispatch_floating(x.dtype(), "unary", [&](auto t) {
     using T = decltype(t);
     visit(op, [&](auto f) {
@@ -29,11 +29,11 @@ void CpuBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor
   });
 }
 
-void CpuBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
-                    const Tensor& dx) {
+void CpuBackend::unary_backward(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& y, const RawTensor& dy,
+                    const RawTensor& dx) {
   // An operand the functor does not read may be undefined: dy stands in for it (never read).
-  const Tensor& xs = x.defined() ? x : dy;
-  const Tensor& ys = y.defined() ? y : dy;
+  const RawTensor& xs = x.defined() ? x : dy;
+  const RawTensor& ys = y.defined() ? y : dy;
   dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
     using T = decltype(t);
     visit(op, [&](auto f) {

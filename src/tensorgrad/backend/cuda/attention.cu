@@ -325,8 +325,8 @@ void check_width(const AttentionArgs& a) {
 
 }  // namespace
 
-void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& a,
-                            const Tensor& out, const Tensor& lse) {
+void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& a,
+                            const RawTensor& out, const RawTensor& lse) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto t) {
@@ -340,16 +340,16 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   });
 }
 
-void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                     const Tensor& lse, const Tensor& dout, const AttentionArgs& a, const Tensor& dq,
-                                     const Tensor& dk, const Tensor& dv) {
+void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
+                                     const RawTensor& lse, const RawTensor& dout, const AttentionArgs& a, const RawTensor& dq,
+                                     const RawTensor& dk, const RawTensor& dv) {
   DeviceGuard guard(ctx_.device());
   dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto t) {
     using T = decltype(t);
     using M = opmath_t<T>;
     check_width<M>(a);
     const Geometry g = geometry(a);
-    const Tensor delta = Tensor::empty({a.B, a.L}, lse.dtype(), q.device());
+    const RawTensor delta = RawTensor::empty({a.B, a.L}, lse.dtype(), q.device());
     launch_flat(ctx_.stream(), a.B * a.L, RowDot<T>{dout.data<T>(), out.data<T>(), delta.data<M>(), a.Ev});
     const int64_t q_blocks = (a.L + kRows - 1) / kRows, k_blocks = (a.S + kRows - 1) / kRows;
     if (a.B * q_blocks > 0) {

@@ -152,15 +152,15 @@ int64_t chunk_images(const Conv2dArgs& a) {
 
 }  // namespace
 
-void CudaBackend::conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& a,
-                         const Tensor& out) {
+void CudaBackend::conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, const Conv2dArgs& a,
+                         const RawTensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_only<kFloat32, kFloat64>(a.dtype, "conv2d", [&](auto t) {
     using T = decltype(t);
     const int64_t G = a.groups, Cg = a.C / G, Og = a.O / G, L = a.OH * a.OW, K = Cg * a.KH * a.KW;
     const int64_t chunk = chunk_images(a);
-    const Tensor col = Tensor::empty({chunk * a.C * a.KH * a.KW * L}, a.dtype, out.device());
+    const RawTensor col = RawTensor::empty({chunk * a.C * a.KH * a.KW * L}, a.dtype, out.device());
     for (int64_t n0 = 0; n0 < a.N; n0 += chunk) {
       const int64_t nb = std::min(chunk, a.N - n0);
       const T* xp = x.data<T>() + n0 * a.C * a.H * a.W;
@@ -175,8 +175,8 @@ void CudaBackend::conv2d(const Tensor& x, const Tensor& weight, const Tensor& bi
   });
 }
 
-void CudaBackend::conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dArgs& a,
-                                  const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+void CudaBackend::conv2d_backward(const RawTensor& x, const RawTensor& weight, const RawTensor& dy, const Conv2dArgs& a,
+                                  const RawTensor& dx, const RawTensor& dweight, const RawTensor& dbias) {
   DeviceGuard guard(ctx_.device());
   dispatch_only<kFloat32, kFloat64>(a.dtype, "conv2d", [&](auto t) {
     using T = decltype(t);
@@ -184,7 +184,7 @@ void CudaBackend::conv2d_backward(const Tensor& x, const Tensor& weight, const T
     if (dbias.defined()) reduce(ReduceOp::Sum, dy.reshape({a.N, a.O, L}), dbias.reshape({1, a.O, 1}));   // db = sum of dy
     if (!dx.defined() && !dweight.defined()) return;
     const int64_t chunk = chunk_images(a);
-    const Tensor col = Tensor::empty({chunk * a.C * a.KH * a.KW * L}, a.dtype, dy.device());
+    const RawTensor col = RawTensor::empty({chunk * a.C * a.KH * a.KW * L}, a.dtype, dy.device());
     for (int64_t n0 = 0; n0 < a.N; n0 += chunk) {
       const int64_t nb = std::min(chunk, a.N - n0);
       const T* dyp = dy.data<T>() + n0 * a.O * L;
@@ -210,7 +210,7 @@ void CudaBackend::conv2d_backward(const Tensor& x, const Tensor& weight, const T
   });
 }
 
-void CudaBackend::max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out, const Tensor& indices) {
+void CudaBackend::max_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out, const RawTensor& indices) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "max_pool2d", [&](auto t) {
@@ -219,7 +219,7 @@ void CudaBackend::max_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor&
   });
 }
 
-void CudaBackend::max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Pool2dArgs& a, const Tensor& dx) {
+void CudaBackend::max_pool2d_backward(const RawTensor& dy, const RawTensor& indices, const Pool2dArgs& a, const RawTensor& dx) {
   if (dx.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   fill(dx, 0.0);
@@ -229,7 +229,7 @@ void CudaBackend::max_pool2d_backward(const Tensor& dy, const Tensor& indices, c
   });
 }
 
-void CudaBackend::avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor& out) {
+void CudaBackend::avg_pool2d(const RawTensor& x, const Pool2dArgs& a, const RawTensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "avg_pool2d", [&](auto t) {
@@ -238,7 +238,7 @@ void CudaBackend::avg_pool2d(const Tensor& x, const Pool2dArgs& a, const Tensor&
   });
 }
 
-void CudaBackend::avg_pool2d_backward(const Tensor& dy, const Pool2dArgs& a, const Tensor& dx) {
+void CudaBackend::avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& a, const RawTensor& dx) {
   if (dx.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   fill(dx, 0.0);

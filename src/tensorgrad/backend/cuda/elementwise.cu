@@ -138,7 +138,7 @@ struct WhereStrided {
 /// is `out` (t has out's shape, its broadcast dims stride 0): false when it cannot, and the strided
 /// launcher takes it.
 template <class T, int V>
-bool vec_operand(const Tensor& t, const Tensor& out, VecOperand<T, V>& o) {
+bool vec_operand(const RawTensor& t, const RawTensor& out, VecOperand<T, V>& o) {
   const Shape& shape = t.shape();
   const Shape& strides = t.strides();
   if (shape != out.shape()) return false;
@@ -177,7 +177,7 @@ constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, 
 // ------------------------------------------------------------------------------------------------
 // Backend methods. Validation happened in prim/.
 
-void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
+void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -206,7 +206,7 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
-void CudaBackend::fill(const Tensor& dst, double value) {
+void CudaBackend::fill(const RawTensor& dst, double value) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -229,7 +229,7 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   });
 }
 
-void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CudaBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -256,7 +256,7 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   });
 }
 
-void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CudaBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();

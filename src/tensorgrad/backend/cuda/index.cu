@@ -125,7 +125,7 @@ struct ScatterAddStrided {
 };
 
 template <class Body>
-void gather_scatter(DeviceContext& ctx, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& other,
+void gather_scatter(DeviceContext& ctx, const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& other,
                     Body body) {
   Shape xs = x.strides();
   body.dim_stride = x.dim() ? xs[dim] : 0;
@@ -138,7 +138,7 @@ void gather_scatter(DeviceContext& ctx, const Tensor& x, int64_t dim, const Tens
 
 }  // namespace
 
-void CudaBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void CudaBackend::index_select(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -151,7 +151,7 @@ void CudaBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index
   });
 }
 
-void CudaBackend::index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void CudaBackend::index_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   const int64_t n = src.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -164,7 +164,7 @@ void CudaBackend::index_add(const Tensor& dst, int64_t dim, const Tensor& index,
   });
 }
 
-void CudaBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void CudaBackend::gather(const RawTensor& x, int64_t dim, const RawTensor& index, const RawTensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_dtype(x.dtype(), [&](auto t) {
@@ -173,7 +173,7 @@ void CudaBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, cons
   });
 }
 
-void CudaBackend::scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+void CudaBackend::scatter_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) {
   if (src.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   dispatch_dtype(dst.dtype(), [&](auto t) {

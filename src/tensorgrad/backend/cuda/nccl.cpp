@@ -309,7 +309,7 @@ Communicator::~Communicator() {
 
 int Communicator::device() const { return impl_->device; }
 
-WaitResult Communicator::all_reduce(const Tensor& t, RedOp op) {
+WaitResult Communicator::all_reduce(const RawTensor& t, RedOp op) {
   ncclDataType_t type;
   if (!to_nccl_type(t.dtype(), &type)) return {false, false, "NCCL has no type for this dtype"};
   detail::DeviceGuard guard(impl_->device);
@@ -320,7 +320,7 @@ WaitResult Communicator::all_reduce(const Tensor& t, RedOp op) {
   });
 }
 
-WaitResult Communicator::broadcast(const Tensor& t, int root) {
+WaitResult Communicator::broadcast(const RawTensor& t, int root) {
   detail::DeviceGuard guard(impl_->device);
   const cudaStream_t stream = detail::context(impl_->device).stream();
   return impl_->issue([&] {
@@ -329,7 +329,7 @@ WaitResult Communicator::broadcast(const Tensor& t, int root) {
   });
 }
 
-WaitResult Communicator::all_gather(const Tensor& in, const Tensor& out) {
+WaitResult Communicator::all_gather(const RawTensor& in, const RawTensor& out) {
   detail::DeviceGuard guard(impl_->device);
   const cudaStream_t stream = detail::context(impl_->device).stream();
   return impl_->issue([&] {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 namespace cuda {
@@ -56,12 +56,12 @@ class Communicator {
   // the communicator); the result is there once wait() returned ok.
   /// t (contiguous, on device()) = op over every rank's t. AVG only for floating dtypes; bool sums
   /// are "any" and bool products "all", as PyTorch maps them.
-  WaitResult all_reduce(const Tensor& t, RedOp op);
+  WaitResult all_reduce(const RawTensor& t, RedOp op);
   /// t (contiguous, on device()) = root's t.
-  WaitResult broadcast(const Tensor& t, int root);
+  WaitResult broadcast(const RawTensor& t, int root);
   /// out (contiguous, world_size * in.numel() elements of in's dtype, on device()) = every rank's in,
   /// in rank order.
-  WaitResult all_gather(const Tensor& in, const Tensor& out);
+  WaitResult all_gather(const RawTensor& in, const RawTensor& out);
   /// Waits for the queued work; on an NCCL error or at the timeout the communicator is aborted and
   /// the result says why. Never throws.
   WaitResult wait() noexcept;

@@ -126,11 +126,11 @@ __global__ void layer_norm_param_sums_kernel(const double* partial_w, const doub
 }
 
 template <class T>
-const T* data_or_null(const Tensor& t) {
+const T* data_or_null(const RawTensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 template <class T>
-T* mutable_or_null(const Tensor& t) {
+T* mutable_or_null(const RawTensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
@@ -139,8 +139,8 @@ T* mutable_or_null(const Tensor& t) {
 // ------------------------------------------------------------------------------------------------
 // Backend methods. Validation happened in prim/norm.cpp.
 
-void CudaBackend::layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y,
-                             const Tensor& mean, const Tensor& rstd) {
+void CudaBackend::layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps, const RawTensor& y,
+                             const RawTensor& mean, const RawTensor& rstd) {
   const int64_t M = x.shape()[0], D = x.shape()[1];
   if (M == 0 || D == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -157,8 +157,8 @@ void CudaBackend::layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, 
   });
 }
 
-void CudaBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                      const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
+                                      const RawTensor& w, const RawTensor& dx, const RawTensor& dw, const RawTensor& db) {
   const int64_t M = x.shape()[0], D = x.shape()[1];
   if (M == 0 || D == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -184,7 +184,7 @@ void CudaBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const T
     const int64_t parts = (M + rows_per_part - 1) / rows_per_part;
     // The partial sums live until this function returns; the kernels that read them are queued on
     // the same stream first, so the caching allocator hands the block out again only after them.
-    const Tensor partial = Tensor::empty({2 * parts * D}, kFloat64, x.device());
+    const RawTensor partial = RawTensor::empty({2 * parts * D}, kFloat64, x.device());
     double* pw = partial.data<double>();
     double* pb = pw + parts * D;
     const dim3 grid(static_cast<unsigned>((D + 31) / 32), static_cast<unsigned>(parts));

@@ -23,7 +23,7 @@ struct RandomFlat {
 
 }  // namespace
 
-void CudaBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const Tensor& out) {
+void CudaBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());

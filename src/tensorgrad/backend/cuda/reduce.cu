@@ -243,13 +243,13 @@ void run_reduce(DeviceContext& ctx, const T* x, const OffsetCalc<1>& base, int64
 // ------------------------------------------------------------------------------------------------
 // Backend methods
 
-void CudaBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+void CudaBackend::reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) {
   const int64_t O = out.numel();
   if (O == 0) return;
   DeviceGuard guard(ctx_.device());
   // As the CPU backend: kept dims first, reduced dims last; out (contiguous) enumerates the kept dims.
   ReductionLayout layout = reduction_layout(x, out);
-  Tensor& xp = layout.x;
+  RawTensor& xp = layout.x;
   const int64_t nkept = layout.nkept, R = layout.R;
   int64_t rstride = layout.rstride;
   Shape kept_shape(xp.shape().begin(), xp.shape().begin() + nkept);

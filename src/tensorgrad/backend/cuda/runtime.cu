@@ -1,6 +1,6 @@
 // backend/cuda/runtime.cu: device management for a build with CUDA: the availability probe, per-device
 // contexts (stream, cuBLAS handle, caching allocator, error flag), the public tg::cuda API, the pinned
-// host allocator, and copies between devices (Tensor::to). The kernels are in backend/cuda/elementwise.cu,
+// host allocator, and copies between devices (RawTensor::to). The kernels are in backend/cuda/elementwise.cu,
 // unary.cu, reduce.cu, softmax_loss.cu, index.cu, optim.cu, random.cu, sort.cu; gemm in backend/cuda/blas.cpp; the pool logic in backend/cuda/caching_allocator.h.
 // The stubs of a build without CUDA are at the end of backend/backend.cpp.
 #include <cuda_runtime.h>
@@ -291,15 +291,15 @@ PinnedAllocator& pinned_allocator() {
 // ------------------------------------------------------------------------------------------------
 // Copies between devices
 
-std::size_t nbytes_of(const Tensor& t) { return static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()); }
+std::size_t nbytes_of(const RawTensor& t) { return static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()); }
 
 /// cuda:i -> cuda:j. The copy runs on the destination's stream after the source's queued work (event),
 /// and the source's stream waits for the copy before it may reuse the source block.
-Tensor copy_peer(const Tensor& t, Device device) {
+RawTensor copy_peer(const RawTensor& t, Device device) {
   DeviceContext& from = context(t.device().index());
   DeviceContext& to = context(device.index());
-  const Tensor src = t.contiguous();
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+  const RawTensor src = t.contiguous();
+  RawTensor out = RawTensor::empty(t.shape(), t.dtype(), device);
   cudaEvent_t ready = nullptr, done = nullptr;
   {
     DeviceGuard guard(from.device());
@@ -440,13 +440,13 @@ void CudaBackend::synchronize() { ctx_.sync(); }
 
 Backend& backend(int index) { return *slot(index).backend; }
 
-Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
+RawTensor to_device(const RawTensor& t, Device device, bool non_blocking) {
   const Device from = t.device();
   if (from.is_cuda() && device.is_cuda()) return copy_peer(t, device);
   if (from.is_cpu()) {   // host -> device
     DeviceContext& ctx = context(device.index());
-    const Tensor src = t.contiguous();
-    Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+    const RawTensor src = t.contiguous();
+    RawTensor out = RawTensor::empty(t.shape(), t.dtype(), device);
     if (out.numel() == 0) return out;
     DeviceGuard guard(ctx.device());
     const bool pinned = is_pinned(src);
@@ -463,8 +463,8 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
   }
   // device -> host: the one synchronization point of a transfer (raises recorded kernel errors).
   DeviceContext& ctx = context(from.index());
-  const Tensor src = t.contiguous();
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), Device::cpu());
+  const RawTensor src = t.contiguous();
+  RawTensor out = RawTensor::empty(t.shape(), t.dtype(), Device::cpu());
   DeviceGuard guard(ctx.device());
   if (out.numel() > 0)
     count_launch();
@@ -473,16 +473,16 @@ Tensor to_device(const Tensor& t, Device device, bool non_blocking) {
   return out;
 }
 
-Tensor pin(const Tensor& t) {
+RawTensor pin(const RawTensor& t) {
   TG_CHECK(t.device().is_cpu(), DeviceError, "pin_memory: expected a CPU tensor, got one on ", t.device());
   if (!is_available() || t.numel() == 0 || (is_pinned(t) && t.is_contiguous())) return t;
   auto storage = std::make_shared<Storage>(nbytes_of(t), Device::cpu(), &pinned_allocator());
-  Tensor out(std::move(storage), t.shape(), contiguous_strides(t.shape()), 0, t.dtype());
+  RawTensor out(std::move(storage), t.shape(), contiguous_strides(t.shape()), 0, t.dtype());
   cpu_backend().copy(t, out);
   return out;
 }
 
-bool is_pinned(const Tensor& t) noexcept {
+bool is_pinned(const RawTensor& t) noexcept {
   try {
     return t.defined() && t.device().is_cpu() && t.storage()->data() != nullptr &&
            pinned_allocator().owns(t.storage()->data());

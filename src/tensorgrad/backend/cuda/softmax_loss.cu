@@ -340,7 +340,7 @@ constexpr int64_t kWarpRow = 1024;
 // ------------------------------------------------------------------------------------------------
 // Backend methods
 
-void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+void CudaBackend::softmax(const RawTensor& x, int64_t dim, bool log, const RawTensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
@@ -362,7 +362,7 @@ void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& 
   });
 }
 
-void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) {
+void CudaBackend::softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log, const RawTensor& dx) {
   if (dx.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
@@ -386,8 +386,8 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, int64_t di
   });
 }
 
-void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                const Tensor& loss, const Tensor& lse, const Tensor& total, const Tensor& count) {
+void CudaBackend::cross_entropy(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                                const RawTensor& loss, const RawTensor& lse, const RawTensor& total, const RawTensor& count) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   if (N == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -418,9 +418,9 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, cons
   });
 }
 
-void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& target, const CrossEntropyArgs& args,
-                                         const Tensor& lse, const Tensor& dloss, const Tensor& count,
-                                         const Tensor& dlogits) {
+void CudaBackend::cross_entropy_backward(const RawTensor& logits, const RawTensor& target, const CrossEntropyArgs& args,
+                                         const RawTensor& lse, const RawTensor& dloss, const RawTensor& count,
+                                         const RawTensor& dlogits) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   if (N * C == 0) return;
   DeviceGuard guard(ctx_.device());

@@ -51,7 +51,7 @@ struct RowOffsets {
 
 }  // namespace
 
-void CudaBackend::argsort(const Tensor& x, bool descending, const Tensor& indices) {
+void CudaBackend::argsort(const RawTensor& x, bool descending, const RawTensor& indices) {
   const int64_t n = x.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -62,9 +62,9 @@ void CudaBackend::argsort(const Tensor& x, bool descending, const Tensor& indice
     using K = typename SortKey<T>::type;
     const DType key_dtype = std::is_same<K, float>::value && !std::is_same<T, float>::value ? kFloat32
                             : std::is_same<T, bool>::value ? kUInt8 : x.dtype();
-    Tensor keys_in = Tensor::empty({n}, key_dtype, dev), keys_out = Tensor::empty({n}, key_dtype, dev);
-    Tensor pos = Tensor::empty({n}, kInt64, dev);
-    Tensor offsets = Tensor::empty({R + 1}, kInt32, dev);
+    RawTensor keys_in = RawTensor::empty({n}, key_dtype, dev), keys_out = RawTensor::empty({n}, key_dtype, dev);
+    RawTensor pos = RawTensor::empty({n}, kInt64, dev);
+    RawTensor offsets = RawTensor::empty({R + 1}, kInt32, dev);
     launch_flat(ctx_.stream(), n, MakeKeys<T, K>{x.data<T>(), static_cast<K*>(keys_in.raw_data()), pos.data<int64_t>(), N});
     launch_flat(ctx_.stream(), R + 1, RowOffsets{offsets.data<int32_t>(), N});
     const K* kin = static_cast<const K*>(keys_in.raw_data());
@@ -82,7 +82,7 @@ void CudaBackend::argsort(const Tensor& x, bool descending, const Tensor& indice
     };
     std::size_t bytes = 0;
     TG_CUDA_CHECK(run(nullptr, bytes));   // the size query launches nothing
-    Tensor temp = Tensor::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)}, kUInt8, dev);
+    RawTensor temp = RawTensor::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)}, kUInt8, dev);
     count_launch();
     TG_CUDA_CHECK(run(temp.raw_data(), bytes));
     TG_CUDA_CHECK(cudaGetLastError());

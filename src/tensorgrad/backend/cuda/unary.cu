@@ -70,7 +70,7 @@ struct UnaryBackwardStrided {
 
 // Validation happened in prim/.
 
-void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& out) {
+void CudaBackend::unary(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
@@ -92,15 +92,15 @@ void CudaBackend::unary(UnaryOp op, UnaryArgs args, const Tensor& x, const Tenso
   });
 }
 
-void CudaBackend::unary_backward(UnaryOp op, UnaryArgs args, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                 const Tensor& dx) {
+void CudaBackend::unary_backward(UnaryOp op, UnaryArgs args, const RawTensor& x, const RawTensor& y, const RawTensor& dy,
+                                 const RawTensor& dx) {
   const int64_t n = dx.numel();
   if (n == 0) return;
   DeviceGuard guard(ctx_.device());
   cudaStream_t stream = ctx_.stream();
   // An operand the functor does not read may be undefined: dy stands in for it (never read).
-  const Tensor& xs = x.defined() ? x : dy;
-  const Tensor& ys = y.defined() ? y : dy;
+  const RawTensor& xs = x.defined() ? x : dy;
+  const RawTensor& ys = y.defined() ? y : dy;
   dispatch_floating(dx.dtype(), "unary_backward", [&](auto t) {
     using T = decltype(t);
     host_visit(op, [&](auto f) {

@@ -39,11 +39,11 @@ namespace detail {
 Backend& backend(int index) {
   throw DeviceError(tg::detail::cat("cannot use cuda:", index, ": ", kNoCuda));
 }
-Tensor to_device(const Tensor& t, Device device, bool) {   // unreachable: backend_for threw first
+RawTensor to_device(const RawTensor& t, Device device, bool) {   // unreachable: backend_for threw first
   throw DeviceError(tg::detail::cat("to: cannot copy from ", t.device(), " to ", device, ": ", kNoCuda));
 }
-Tensor pin(const Tensor& t) { return t; }
-bool is_pinned(const Tensor&) noexcept { return false; }
+RawTensor pin(const RawTensor& t) { return t; }
+bool is_pinned(const RawTensor&) noexcept { return false; }
 uint64_t launch_count() noexcept { return 0; }
 bool set_gemm_epilogues(bool) noexcept { return false; }
 }  // namespace detail

@@ -55,11 +55,11 @@ void DistributedDataParallel::init(const DistributedDataParallelOptions& options
   {
     NoGradGuard no_grad;
     for (auto& np : module_.named_parameters()) {
-      Tensor t = np.second.data();
+      RawTensor t = np.second.data();
       group_.broadcast(t, 0);
     }
     for (auto& nb : module_.named_buffers()) {
-      Tensor t = nb.second.data();
+      RawTensor t = nb.second.data();
       group_.broadcast(t, 0);
     }
   }
@@ -72,12 +72,12 @@ void DistributedDataParallel::init(const DistributedDataParallelOptions& options
   const double cap = options.bucket_cap_mb() * 1024 * 1024;
   bucket_of_.assign(params_.size(), -1);
   for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
-    const Tensor& d = params_[i].data();
+    const RawTensor& d = params_[i].data();
     const double bytes = static_cast<double>(d.numel()) * dtype_size(d.dtype());
     bool fits = !buckets_.empty();
     if (fits) {
       const Bucket& b = buckets_.back();
-      const Tensor& first = params_[b.params.front()].data();
+      const RawTensor& first = params_[b.params.front()].data();
       fits = first.dtype() == d.dtype() && first.device() == d.device() &&
              (static_cast<double>(b.numel) * dtype_size(d.dtype()) + bytes <= cap);
     }
@@ -90,7 +90,7 @@ void DistributedDataParallel::init(const DistributedDataParallelOptions& options
   reset_step();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const int index = static_cast<int>(i);
-    hooks_.push_back(params_[i].register_post_accumulate_grad_hook([this, index](Variable&) { on_grad_ready(index); }));
+    hooks_.push_back(params_[i].register_post_accumulate_grad_hook([this, index](Tensor&) { on_grad_ready(index); }));
   }
   comm_ = std::thread([this] { comm_loop(); });
 }
@@ -116,7 +116,7 @@ void DistributedDataParallel::reset_step() {
   stats_ = Stats();
 }
 
-Variable DistributedDataParallel::forward(const Variable& x) {
+Tensor DistributedDataParallel::forward(const Tensor& x) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     wait_idle(lock);
@@ -145,18 +145,18 @@ Variable DistributedDataParallel::forward(const Variable& x) {
   if (options_.broadcast_buffers() && group_.size() > 1) {
     NoGradGuard no_grad;
     for (auto& nb : module_.named_buffers()) {
-      Tensor t = nb.second.data();
+      RawTensor t = nb.second.data();
       group_.broadcast(t, 0);
     }
   }
-  Variable out = module_(x);
+  Tensor out = module_(x);
   if (armed_ && options_.find_unused_parameters()) mark_unused(out);
   return out;
 }
 
-void DistributedDataParallel::mark_unused(const Variable& out) {
+void DistributedDataParallel::mark_unused(const Tensor& out) {
   // Every leaf the output depends on, by an iterative walk of its graph (no recursion over graphs).
-  std::unordered_set<const VariableImpl*> reached;
+  std::unordered_set<const TensorImpl*> reached;
   std::unordered_set<const Node*> seen;
   std::vector<const Node*> stack;
   if (out.defined() && out.grad_fn()) stack.push_back(out.grad_fn().get());
@@ -255,29 +255,29 @@ void DistributedDataParallel::comm_loop() {
 
 void DistributedDataParallel::reduce_bucket(int b) {
   const Bucket& bucket = buckets_[b];
-  const Tensor& first = params_[bucket.params.front()].data();
-  Tensor flat = Tensor::empty(Shape{bucket.numel}, first.dtype(), first.device());
+  const RawTensor& first = params_[bucket.params.front()].data();
+  RawTensor flat = RawTensor::empty(Shape{bucket.numel}, first.dtype(), first.device());
   // Copy in: every gradient of the bucket is complete (its hook ran), zeros for a parameter without one.
   int64_t at = 0;
-  std::vector<Variable> grads;
+  std::vector<Tensor> grads;
   for (int i : bucket.params) {
-    const Tensor& p = params_[i].data();
-    Tensor slot = flat.narrow(0, at, p.numel()).view(p.shape());
-    Variable g = params_[i].grad();
+    const RawTensor& p = params_[i].data();
+    RawTensor slot = flat.narrow(0, at, p.numel()).view(p.shape());
+    Tensor g = params_[i].grad();
     if (g.defined()) prim::copy_(slot, g.data());   // sets
     else prim::fill_(slot, 0.0);
     grads.push_back(g);
     at += p.numel();
   }
   group_.all_reduce(flat, distributed::ReduceOp::SUM);
-  Tensor avg = prim::mul(flat, 1.0 / group_.size());
+  RawTensor avg = prim::mul(flat, 1.0 / group_.size());
   // Copy out: the averages replace the local gradients.
   at = 0;
   for (std::size_t k = 0; k < bucket.params.size(); ++k) {
-    Variable& p = params_[bucket.params[k]];
-    Tensor slot = avg.narrow(0, at, p.numel()).view(p.shape());
+    Tensor& p = params_[bucket.params[k]];
+    RawTensor slot = avg.narrow(0, at, p.numel()).view(p.shape());
     if (grads[k].defined()) prim::copy_(grads[k].data(), slot);   // sets, in place
-    else p.set_grad(Variable(slot.clone()));
+    else p.set_grad(Tensor(slot.clone()));
     at += p.numel();
   }
 }

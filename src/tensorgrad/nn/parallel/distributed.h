@@ -71,7 +71,7 @@ class DistributedDataParallel : public Module {
 
   /// The module's forward; arms the gradient reduction of the next backward (unless under no_sync()
   /// or with grad mode off).
-  Variable forward(const Variable& x) override;
+  Tensor forward(const Tensor& x) override;
   /// "DistributedDataParallel".
   std::string name() const override { return "DistributedDataParallel"; }
   /// The wrapped module.
@@ -124,12 +124,12 @@ class DistributedDataParallel : public Module {
   void reset_step();                       // under mutex_
   void comm_loop();
   void reduce_bucket(int b);
-  void mark_unused(const Variable& out);   // find_unused_parameters
+  void mark_unused(const Tensor& out);   // find_unused_parameters
 
   Module& module_;
   distributed::ProcessGroup& group_;
   DistributedDataParallelOptions options_;
-  std::vector<Variable> params_;           // parameters that require grad, registration order
+  std::vector<Tensor> params_;           // parameters that require grad, registration order
   std::vector<std::string> names_;
   std::vector<int> bucket_of_;
   std::vector<Bucket> buckets_;

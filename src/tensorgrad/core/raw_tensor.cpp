@@ -1,7 +1,7 @@
-// core/tensor.cpp: Storage lifetime, Tensor views (metadata only) and printing. The methods that need a
+// core/raw_tensor.cpp: Storage lifetime, RawTensor views (metadata only) and printing. The methods that need a
 // device's allocator or a copy kernel (empty, clone, to) are defined on the backend floor, in
 // backend/backend.cpp, which knows the devices.
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,13 +45,13 @@ bool Storage::swap_bytes(Storage& other) noexcept {
   return true;
 }
 
-Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
+RawTensor::RawTensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
     : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
       numel_(numel_of(shape_)), dtype_(dtype) {}
 
-int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+int64_t RawTensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
 
-bool Tensor::is_contiguous() const {
+bool RawTensor::is_contiguous() const {
   if (numel_ == 0) return true;
   int64_t expect = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
@@ -87,11 +87,11 @@ Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
   return out;
 }
 
-Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
-  return Tensor(storage_, shape, strides, offset, dtype_);
+RawTensor RawTensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
+  return RawTensor(storage_, shape, strides, offset, dtype_);
 }
 
-Tensor Tensor::view(const Shape& requested) const {
+RawTensor RawTensor::view(const Shape& requested) const {
   const Shape shape = infer_shape(requested, numel_, "view");
   if (is_contiguous()) return as_strided(shape, contiguous_strides(shape), offset_);
   // Non-contiguous: each chunk of old dims that stays contiguous maps onto a run of new dims
@@ -122,7 +122,7 @@ Tensor Tensor::view(const Shape& requested) const {
   return as_strided(shape, new_strides, offset_);
 }
 
-Tensor Tensor::reshape(const Shape& requested) const {
+RawTensor RawTensor::reshape(const Shape& requested) const {
   const Shape shape = infer_shape(requested, numel_, "reshape");
   try {
     return view(shape);
@@ -131,7 +131,7 @@ Tensor Tensor::reshape(const Shape& requested) const {
   }
 }
 
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+RawTensor RawTensor::transpose(int64_t d0, int64_t d1) const {
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
   if (dim() == 0) return *this;
@@ -141,7 +141,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+RawTensor RawTensor::permute(const std::vector<int64_t>& dims) const {
   TG_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError, "permute: number of dims don't match (got ",
            dims.size(), " dims for a tensor of shape ", shape_str(shape_), ")");
   std::vector<bool> seen(dims.size(), false);
@@ -156,7 +156,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::expand(const Shape& shape) const {
+RawTensor RawTensor::expand(const Shape& shape) const {
   TG_CHECK(shape.size() >= shape_.size(), ShapeError, "expand: the number of sizes provided (", shape.size(),
            ") must be greater or equal to the number of dimensions in the tensor (", shape_.size(), ")");
   const std::size_t lead = shape.size() - shape_.size();
@@ -180,7 +180,7 @@ Tensor Tensor::expand(const Shape& shape) const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::squeeze(int64_t d) const {
+RawTensor RawTensor::squeeze(int64_t d) const {
   if (dim() == 0) {
     wrap_dim(d, 0, "squeeze");
     return *this;
@@ -193,7 +193,7 @@ Tensor Tensor::squeeze(int64_t d) const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::squeeze() const {
+RawTensor RawTensor::squeeze() const {
   Shape s, st;
   for (int64_t d = 0; d < dim(); ++d)
     if (shape_[d] != 1) {
@@ -203,7 +203,7 @@ Tensor Tensor::squeeze() const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::unsqueeze(int64_t d) const {
+RawTensor RawTensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape s = shape_, st = strides_;
   int64_t stride = 1;   // a size-1 dim's stride is never used to step; saturate for zero-size tensors' huge strides
@@ -213,7 +213,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   return as_strided(s, st, offset_);
 }
 
-Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+RawTensor RawTensor::narrow(int64_t d, int64_t start, int64_t length) const {
   TG_CHECK(dim() > 0, IndexError, "narrow: cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
   TG_CHECK(start >= 0 && length >= 0 && start <= shape_[d] - length, IndexError, "narrow: start (", start,
@@ -223,7 +223,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   return as_strided(s, strides_, offset_ + start * strides_[d]);
 }
 
-Tensor Tensor::select(int64_t d, int64_t index) const {
+RawTensor RawTensor::select(int64_t d, int64_t index) const {
   TG_CHECK(dim() > 0, IndexError, "select: cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t size = shape_[d];
@@ -236,19 +236,19 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   return as_strided(s, st, offset_ + index * strides_[d]);
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+RawTensor RawTensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
-double Tensor::item() const {
+double RawTensor::item() const {
   TG_CHECK(defined(), Error, "item: the tensor is undefined");
   TG_CHECK(numel_ == 1, ShapeError, "item: a Tensor with ", numel_, " elements cannot be converted to Scalar");
-  const Tensor host = to(Device::cpu());
+  const RawTensor host = to(Device::cpu());
   return dispatch_dtype(dtype_, [&](auto t) { return static_cast<double>(*host.data<decltype(t)>()); });
 }
 
 // ------------------------------------------------------------------------------------------------
 // Printing, in PyTorch's layout: tensor([[ 1.0000, -2.0000],\n        [ 3.0000,  4.0000]])
 
-std::string tensor_meta_str(const Tensor& t) {
+std::string tensor_meta_str(const RawTensor& t) {
   return detail::cat("[", dtype_name(t.dtype()), " ", shape_str(t.shape()), "]");
 }
 
@@ -273,9 +273,9 @@ constexpr int64_t kEdgeItems = 3;
 
 }  // namespace
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+std::ostream& operator<<(std::ostream& os, const RawTensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
-  const Tensor host = t.to(Device::cpu());
+  const RawTensor host = t.to(Device::cpu());
   const int64_t nd = host.dim();
   const Shape& s = host.shape();
   // The indices shown along each dim; gap[d] is the position before which "..." goes (-1: none).

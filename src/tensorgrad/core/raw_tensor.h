@@ -1,6 +1,6 @@
 /// \file
-/// core/tensor.h: Storage (owned bytes) and Tensor (a strided view over a shared Storage).
-/// No autograd here: that is Variable (autograd/variable.h). Math on Tensors is in prim/prim.h.
+/// core/raw_tensor.h: Storage (owned bytes) and RawTensor (a strided view over a shared Storage).
+/// No autograd here: that is Tensor (autograd/tensor.h). Math on RawTensors is in prim/prim.h.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -21,7 +21,7 @@ struct StorageList;
 
 /// Owns nbytes on one device through the allocator that frees them. Not copyable.
 /// `version` counts in-place writes to these bytes; every view (and every detach) shares it.
-/// See Note [Version counter] in autograd/variable.h.
+/// See Note [Version counter] in autograd/tensor.h.
 class Storage {
  public:
   /// Allocates nbytes from allocator (which must outlive the Storage); throws OutOfMemoryError.
@@ -52,7 +52,7 @@ class Storage {
   static constexpr std::size_t kReportedBytes = 64 * 1024;
   /// Records the shape and dtype these bytes were allocated for, and the op running on this thread
   /// (the backward of a Node while the engine runs it), and lists a storage of at least
-  /// kReportedBytes among the live tensors. Tensor::empty calls it.
+  /// kReportedBytes among the live tensors. RawTensor::empty calls it.
   void describe(const Shape& shape, DType dtype);
   /// Names the op whose result these bytes hold when none is named yet (tg::record calls it).
   void name_op(const char* op) noexcept {
@@ -89,23 +89,23 @@ class Storage {
 };
 
 /// A strided view over a shared Storage: shape, strides and offset in elements, and a dtype. No
-/// autograd (that is Variable, which holds one). Copies are cheap handles that share the bytes;
-/// views share them too. Math on Tensors is in tg::prim; backward rules (tg::record) receive and
-/// return Tensors. PyTorch's at::Tensor without its autograd part.
-class Tensor {
+/// autograd (that is Tensor, which holds one). Copies are cheap handles that share the bytes;
+/// views share them too. Math on RawTensors is in tg::prim; backward rules (tg::record) receive and
+/// return RawTensors. PyTorch's at::Tensor without its autograd part.
+class RawTensor {
  public:
   /// Undefined: defined() is false.
   // User-provided (not = default) so that value-initialization (Grads,
-  // std::vector<Tensor>(n)) runs the member initializers only, instead of zeroing all 152 bytes first.
-  Tensor() noexcept {}
+  // std::vector<RawTensor>(n)) runs the member initializers only, instead of zeroing all 152 bytes first.
+  RawTensor() noexcept {}
   /// A view of storage with the given sizes, strides (in elements) and offset. Unchecked: every
   /// element it addresses must lie inside the storage.
-  Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
+  RawTensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
 
   /// Fresh contiguous tensor with unspecified contents; validates the shape before allocating.
-  static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+  static RawTensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
 
-  /// False for a default-constructed Tensor (no storage).
+  /// False for a default-constructed RawTensor (no storage).
   bool defined() const { return storage_ != nullptr; }
   /// The size of each dim.
   const Shape& shape() const { return shape_; }
@@ -149,36 +149,36 @@ class Tensor {
   // Views: share storage, metadata only. Each validates and throws with the op name.
   /// The same elements with another shape (one size may be -1: inferred). Needs strides compatible
   /// with the new shape (always so when contiguous), else ShapeError.
-  Tensor view(const Shape& shape) const;
+  RawTensor view(const Shape& shape) const;
   /// As view() when possible, else a contiguous copy with the new shape.
-  Tensor reshape(const Shape& shape) const;
+  RawTensor reshape(const Shape& shape) const;
   /// A view with the given sizes, strides and offset over the same storage. Unchecked.
-  Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
+  RawTensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
   /// Swaps dims d0 and d1.
-  Tensor transpose(int64_t d0, int64_t d1) const;
+  RawTensor transpose(int64_t d0, int64_t d1) const;
   /// Reorders the dims: dim i of the result is dim dims[i] of this. ShapeError unless dims is a
   /// permutation of all dims.
-  Tensor permute(const std::vector<int64_t>& dims) const;
+  RawTensor permute(const std::vector<int64_t>& dims) const;
   /// Broadcasts size-1 dims (and new leading dims) to shape with stride 0; -1 keeps a size.
-  Tensor expand(const Shape& shape) const;
+  RawTensor expand(const Shape& shape) const;
   /// Removes dim d when its size is 1; otherwise returns this unchanged.
-  Tensor squeeze(int64_t d) const;
+  RawTensor squeeze(int64_t d) const;
   /// Removes every size-1 dim.
-  Tensor squeeze() const;
+  RawTensor squeeze() const;
   /// Inserts a size-1 dim at position d (in [-dim()-1, dim()]).
-  Tensor unsqueeze(int64_t d) const;
+  RawTensor unsqueeze(int64_t d) const;
   /// Elements [start, start + length) along dim d; IndexError when out of range.
-  Tensor narrow(int64_t d, int64_t start, int64_t length) const;
+  RawTensor narrow(int64_t d, int64_t start, int64_t length) const;
   /// The slice at index along dim d, which is removed; negative index counts from the end.
-  Tensor select(int64_t d, int64_t index) const;
+  RawTensor select(int64_t d, int64_t index) const;
 
   // Copies (through the backend).
-  Tensor contiguous() const;                        ///< this if already contiguous, else clone()
-  Tensor clone() const;                             ///< always a fresh contiguous copy
+  RawTensor contiguous() const;                        ///< this if already contiguous, else clone()
+  RawTensor clone() const;                             ///< always a fresh contiguous copy
   /// A copy on device; this itself when already there. Host-to-GPU copies from pinned memory are
   /// asynchronous with non_blocking; copies to the CPU synchronize. DeviceError when the device is unusable.
-  Tensor to(Device device, bool non_blocking = false) const;
-  Tensor to(DType dtype) const;                     ///< a converted copy; this if already that dtype
+  RawTensor to(Device device, bool non_blocking = false) const;
+  RawTensor to(DType dtype) const;                     ///< a converted copy; this if already that dtype
   /// The value of a one-element tensor as double, from any device (syncs); ShapeError otherwise.
   double item() const;
 
@@ -194,7 +194,7 @@ class Tensor {
 Shape infer_shape(const Shape& requested, int64_t numel, const char* op);
 
 /// Prints like PyTorch: "tensor([[1.0000, 2.0000], ...])" with dtype/device suffixes when not defaults.
-std::ostream& operator<<(std::ostream& os, const Tensor& t);
-std::string tensor_meta_str(const Tensor& t);       ///< "[float32 [2, 3]]", used in error messages
+std::ostream& operator<<(std::ostream& os, const RawTensor& t);
+std::string tensor_meta_str(const RawTensor& t);       ///< "[float32 [2, 3]]", used in error messages
 
 }  // namespace tg

@@ -1,6 +1,6 @@
-// autograd/variable.cpp: Variable's non-op members, SavedTensor, record() and printing.
-// The backward pass is in autograd/engine.cpp; the ops (and their Variable methods) in ops/.
-#include "tensorgrad/autograd/variable.h"
+// autograd/tensor.cpp: Tensor's non-op members, SavedTensor, record() and printing.
+// The backward pass is in autograd/engine.cpp; the ops (and their Tensor methods) in ops/.
+#include "tensorgrad/autograd/tensor.h"
 
 #include <any>
 #include <atomic>
@@ -14,47 +14,47 @@ namespace tg {
 namespace {
 std::atomic<uint64_t> g_sequence{0};
 
-std::shared_ptr<VariableImpl> need_impl(const std::shared_ptr<VariableImpl>& impl, const char* what) {
-  TG_CHECK(impl != nullptr && impl->data.defined(), Error, what, ": the Variable is undefined");
+std::shared_ptr<TensorImpl> need_impl(const std::shared_ptr<TensorImpl>& impl, const char* what) {
+  TG_CHECK(impl != nullptr && impl->data.defined(), Error, what, ": the Tensor is undefined");
   return impl;
 }
 }  // namespace
 
-Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+Tensor::Tensor(RawTensor data, bool requires_grad) : impl_(std::make_shared<TensorImpl>()) {
   impl_->data = std::move(data);
   if (requires_grad) set_requires_grad(true);
 }
 
-const Tensor& Variable::data() const {
-  TG_CHECK(impl_ != nullptr, Error, "the Variable is undefined (default-constructed)");
+const RawTensor& Tensor::data() const {
+  TG_CHECK(impl_ != nullptr, Error, "the Tensor is undefined (default-constructed)");
   return impl_->data;
 }
 
-void Variable::set_data(const Tensor& t) {
+void Tensor::set_data(const RawTensor& t) {
   need_impl(impl_, "set_data");
   impl_->data = t;
 }
 
-double Variable::item() const { return data().item(); }
+double Tensor::item() const { return data().item(); }
 
 template <class T>
-std::vector<T> Variable::to_vector() const {
+std::vector<T> Tensor::to_vector() const {
   constexpr DType want = dtype_of<T>();
-  const Tensor host = data().to(Device::cpu()).to(want).contiguous();
+  const RawTensor host = data().to(Device::cpu()).to(want).contiguous();
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());
 }
-template std::vector<float> Variable::to_vector<float>() const;
-template std::vector<double> Variable::to_vector<double>() const;
-template std::vector<int64_t> Variable::to_vector<int64_t>() const;
-template std::vector<int32_t> Variable::to_vector<int32_t>() const;
-template std::vector<int8_t> Variable::to_vector<int8_t>() const;
-template std::vector<uint8_t> Variable::to_vector<uint8_t>() const;
-template std::vector<bool> Variable::to_vector<bool>() const;
-template std::vector<Half> Variable::to_vector<Half>() const;
-template std::vector<BFloat16> Variable::to_vector<BFloat16>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<Half> Tensor::to_vector<Half>() const;
+template std::vector<BFloat16> Tensor::to_vector<BFloat16>() const;
 
-Variable& Variable::set_requires_grad(bool r) {
+Tensor& Tensor::set_requires_grad(bool r) {
   need_impl(impl_, "set_requires_grad");
   TG_CHECK(is_leaf() || r, AutogradError,
            "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
@@ -65,18 +65,18 @@ Variable& Variable::set_requires_grad(bool r) {
   return *this;
 }
 
-const std::shared_ptr<Node>& Variable::grad_fn() const {
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<Node> kNone;
   return impl_ ? impl_->grad_fn : kNone;
 }
 
-Variable Variable::grad() const {
-  if (!impl_) return Variable();
+Tensor Tensor::grad() const {
+  if (!impl_) return Tensor();
   std::lock_guard<std::mutex> lock(detail::grad_mutex());
-  return impl_->grad ? Variable(impl_->grad) : Variable();
+  return impl_->grad ? Tensor(impl_->grad) : Tensor();
 }
 
-void Variable::set_grad(const Variable& g) {
+void Tensor::set_grad(const Tensor& g) {
   need_impl(impl_, "set_grad");
   if (!g.defined()) {
     std::lock_guard<std::mutex> lock(detail::grad_mutex());
@@ -84,29 +84,29 @@ void Variable::set_grad(const Variable& g) {
     return;
   }
   TG_CHECK(g.shape() == shape(), ShapeError, "set_grad: assigned grad has shape ", shape_str(g.shape()),
-           " but the Variable has shape ", shape_str(shape()));
+           " but the Tensor has shape ", shape_str(shape()));
   TG_CHECK(g.dtype() == dtype(), DTypeError, "set_grad: assigned grad has data of a different type (",
-           dtype_name(g.dtype()), " for a ", dtype_name(dtype()), " Variable)");
+           dtype_name(g.dtype()), " for a ", dtype_name(dtype()), " Tensor)");
   TG_CHECK(g.device() == device(), DeviceError, "set_grad: assigned grad has data located on a different device (",
-           g.device(), " for a Variable on ", device(), ")");
-  // Backward would accumulate into the Variable's own values, and an optimizer would read the
+           g.device(), " for a Tensor on ", device(), ")");
+  // Backward would accumulate into the Tensor's own values, and an optimizer would read the
   // gradient it is overwriting (Note [Overlapping writes], prim/checks.cpp).
   TG_CHECK(g.data().storage() != data().storage(), AutogradError,
-           "set_grad: can't assign Variable as its own grad (the assigned grad shares memory with the Variable)");
-  auto slot = std::make_shared<VariableImpl>();
+           "set_grad: can't assign Tensor as its own grad (the assigned grad shares memory with the Tensor)");
+  auto slot = std::make_shared<TensorImpl>();
   slot->data = g.data();
   std::lock_guard<std::mutex> lock(detail::grad_mutex());
   impl_->grad = std::move(slot);
 }
 
-void Variable::zero_grad() {
+void Tensor::zero_grad() {
   if (!impl_) return;
-  std::shared_ptr<VariableImpl> old;   // released after the lock: its storage goes back to the cache
+  std::shared_ptr<TensorImpl> old;   // released after the lock: its storage goes back to the cache
   std::lock_guard<std::mutex> lock(detail::grad_mutex());
   old.swap(impl_->grad);
 }
 
-void Variable::retain_grad() {
+void Tensor::retain_grad() {
   need_impl(impl_, "retain_grad");
   TG_CHECK(impl_->requires_grad, AutogradError, "can't retain_grad on Tensor that has requires_grad=false");
   if (is_leaf()) return;   // leaves keep their grad anyway
@@ -114,15 +114,15 @@ void Variable::retain_grad() {
   impl_->grad_fn->retained = impl_;
 }
 
-Variable Variable::detach() const { return Variable(data()); }
+Tensor Tensor::detach() const { return Tensor(data()); }
 
 namespace {
 const char* kNoGradHook = "cannot register a hook on a tensor that doesn't require gradient";
 }  // namespace
 
 // A non-leaf's hooks go on its grad_fn, where backward meets its gradient; a leaf's on its
-// VariableImpl. See Note [Hook lists] and Note [Hook order] in autograd/engine.cpp.
-RemovableHandle Variable::add_grad_hook(detail::GradHook hook) {
+// TensorImpl. See Note [Hook lists] and Note [Hook order] in autograd/engine.cpp.
+RemovableHandle Tensor::add_grad_hook(detail::GradHook hook) {
   need_impl(impl_, "register_hook");
   TG_CHECK(impl_->requires_grad, AutogradError, "register_hook: ", kNoGradHook);
   TG_CHECK(hook != nullptr, Error, "register_hook: the hook is empty");
@@ -132,7 +132,7 @@ RemovableHandle Variable::add_grad_hook(detail::GradHook hook) {
   return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->grad), id);
 }
 
-RemovableHandle Variable::register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook) {
+RemovableHandle Tensor::register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook) {
   need_impl(impl_, "register_post_accumulate_grad_hook");
   TG_CHECK(is_leaf(), AutogradError,
            "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on non-leaf tensors");
@@ -143,12 +143,12 @@ RemovableHandle Variable::register_post_accumulate_grad_hook(detail::PostAccumul
   return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->post_accumulate), id);
 }
 
-void Variable::backward(const Variable& grad, bool retain_graph) const {
+void Tensor::backward(const Tensor& grad, bool retain_graph) const {
   autograd::run_backward(*this, grad, retain_graph);
 }
 
-std::ostream& operator<<(std::ostream& os, const Variable& v) {
-  if (!v.defined()) return os << "Variable(undefined)";
+std::ostream& operator<<(std::ostream& os, const Tensor& v) {
+  if (!v.defined()) return os << "Tensor(undefined)";
   std::ostringstream body;
   body << v.data();
   std::string s = body.str();
@@ -171,13 +171,13 @@ struct SavedTensor::Packed {
   DType dtype;
 };
 
-SavedTensor::SavedTensor(const Variable& input)
-    : t_(input.defined() ? input.data() : Tensor()), version_(t_.version()),
+SavedTensor::SavedTensor(const Tensor& input)
+    : t_(input.defined() ? input.data() : RawTensor()), version_(t_.version()),
       producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {
   if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
 }
 
-SavedTensor::SavedTensor(const Tensor& output, const char* op_name)
+SavedTensor::SavedTensor(const RawTensor& output, const char* op_name)
     : t_(output), version_(output.version()), producer_(op_name) {
   if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
 }
@@ -190,11 +190,11 @@ void SavedTensor::pack() {
   p->dtype = t_.dtype();
   p->payload = p->hooks->pack(t_);
   packed_ = std::move(p);
-  t_ = Tensor();   // the graph holds what pack returned, not the tensor
+  t_ = RawTensor();   // the graph holds what pack returned, not the tensor
 }
 
-Tensor SavedTensor::get() const {
-  Tensor t = t_;
+RawTensor SavedTensor::get() const {
+  RawTensor t = t_;
   uint64_t now = t_.version();
   if (packed_) {
     t = packed_->hooks->unpack(packed_->payload);
@@ -225,13 +225,13 @@ bool any_requires_grad(const InputRef* inputs, std::size_t n) {
   return false;
 }
 
-Variable detail::attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n,
+Tensor detail::attach_node(const char* name, RawTensor out, const InputRef* inputs, std::size_t n,
                              std::shared_ptr<Node> node) {
   node->name = name;
   node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
   node->next.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const Variable& in = inputs[i].get();
+    const Tensor& in = inputs[i].get();
     if (!in.requires_grad()) continue;
     Edge& e = node->next[i];
     if (in.grad_fn()) e.fn = in.grad_fn();
@@ -243,16 +243,16 @@ Variable detail::attach_node(const char* name, Tensor out, const InputRef* input
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
   node->out_device = out.device();
-  auto impl = std::make_shared<VariableImpl>();
+  auto impl = std::make_shared<TensorImpl>();
   impl->data = std::move(out);
   impl->requires_grad = true;
   impl->grad_fn = std::move(node);
-  return Variable(std::move(impl));
+  return Tensor(std::move(impl));
 }
 
 uint64_t detail::next_sequence_nr() { return g_sequence.load(std::memory_order_relaxed); }
 
-Variable mark_view(Variable out, const Variable& base) {
+Tensor mark_view(Tensor out, const Tensor& base) {
   if (out.impl() && (base.requires_grad() || (base.impl() && base.impl()->is_view))) out.impl()->is_view = true;
   return out;
 }

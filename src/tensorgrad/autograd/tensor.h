@@ -1,7 +1,7 @@
 /// \file
-/// autograd/variable.h: Variable (what users hold), its shared VariableImpl, graph Nodes and record().
+/// autograd/tensor.h: Tensor (what users hold), its shared TensorImpl, graph Nodes and record().
 /// The backward algorithm lives in autograd/engine.cpp; op rules live in ops/ (each op's methods on
-/// Variable are defined there too, in ops/methods.cpp); GradMode and guards in autograd/grad_mode.h.
+/// Tensor are defined there too, in ops/methods.cpp); GradMode and guards in autograd/grad_mode.h.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -18,24 +18,38 @@
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/autograd/hooks.h"
 #include "tensorgrad/core/indexing.h"
-#include "tensorgrad/core/tensor.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 
 struct Node;
-class Variable;
+class Tensor;
 
-/// State shared by every copy of a Variable: copies are handles, as in PyTorch. set_data() (used by
+// Note [Tensor and RawTensor]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// tg::Tensor is the tensor users hold, as torch::Tensor is: a handle to a TensorImpl holding the
+// value, requires_grad, the gradient and the Node that produced it. The value itself, without
+// autograd, is a tg::RawTensor (core/raw_tensor.h): a strided view over a Storage, which tg::prim, the
+// backends and the backward closures work on (closures capture RawTensors, never Tensors, so the
+// graph holds no reference cycles: Note [Graph ownership]); Tensor::data() returns it. "Raw" names
+// what is missing: no graph, no gradient. The user's type takes libtorch's name, where Variable was
+// merged into Tensor, so that a libtorch program ports by renaming torch:: to tg::; tg::Variable
+// stays an alias of tg::Tensor, so code written against it keeps compiling.
+
+/// The name the user's tensor had before it took libtorch's (Note [Tensor and RawTensor]).
+using Variable = Tensor;
+
+/// State shared by every copy of a Tensor: copies are handles, as in PyTorch. set_data() (used by
 /// Module::to) swaps the value for every holder, so an optimizer built earlier sees the move.
-struct VariableImpl {
+struct TensorImpl {
   /// The value.
-  Tensor data;
+  RawTensor data;
   /// Whether gradients flow to (and, for a leaf, accumulate in) this value.
   bool requires_grad = false;
-  /// A non-leaf whose gradient backward keeps (Variable::retain_grad).
+  /// A non-leaf whose gradient backward keeps (Tensor::retain_grad).
   bool retains_grad = false;
-  bool is_view = false;                    ///< a view of a Variable that requires grad: no in-place ops on it
-  std::shared_ptr<VariableImpl> grad;      ///< accumulated gradient (leaves, and non-leaves after retain_grad)
+  bool is_view = false;                    ///< a view of a Tensor that requires grad: no in-place ops on it
+  std::shared_ptr<TensorImpl> grad;      ///< accumulated gradient (leaves, and non-leaves after retain_grad)
   std::shared_ptr<Node> grad_fn;           ///< producer; null for leaves
   /// A leaf's register_hook and post-accumulate hooks (a non-leaf's live on its grad_fn). See Note [Hook lists].
   detail::LazyHooks<detail::TensorHooks> hooks;
@@ -43,7 +57,7 @@ struct VariableImpl {
 };
 
 namespace detail {
-/// Guards every VariableImpl::grad slot: backward's accumulation, Variable::grad(), set_grad() and
+/// Guards every TensorImpl::grad slot: backward's accumulation, Tensor::grad(), set_grad() and
 /// zero_grad() (Note [Gradient slots] in autograd/engine.cpp).
 std::mutex& grad_mutex();
 }  // namespace detail
@@ -87,31 +101,31 @@ inline TensorOptions device(Device d) { return TensorOptions().device(d); }
 /// TensorOptions().requires_grad(r), as libtorch's torch::requires_grad.
 inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
 
-/// What users hold: a Tensor value with its autograd state (PyTorch's torch::Tensor). Copies are
-/// handles to one shared VariableImpl, as in PyTorch. Ops on Variables (ops/ops.h, the methods
+/// What users hold: a RawTensor value with its autograd state (PyTorch's torch::Tensor). Copies are
+/// handles to one shared TensorImpl, as in PyTorch. Ops on Tensors (ops/ops.h, the methods
 /// below, the operators) record the graph that backward() walks when some input requires grad and
-/// grad mode is on. A default-constructed Variable is undefined: most members then throw tg::Error.
-class Variable {
+/// grad mode is on. A default-constructed Tensor is undefined: most members then throw tg::Error.
+class Tensor {
  public:
-  Variable() = default;                                  ///< undefined
+  Tensor() = default;                                  ///< undefined
   /// Wraps data as a leaf; requires_grad needs a floating dtype (AutogradError).
-  explicit Variable(Tensor data, bool requires_grad = false);
+  explicit Tensor(RawTensor data, bool requires_grad = false);
   /// A handle on an existing shared state (what record() and the engine build).
-  explicit Variable(std::shared_ptr<VariableImpl> impl) : impl_(std::move(impl)) {}
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   /// True when it holds a value (not default-constructed).
   bool defined() const { return impl_ != nullptr && impl_->data.defined(); }
-  const Tensor& data() const;                            ///< the value, without autograd
-  void set_data(const Tensor& t);                        ///< swaps the value for all copies (shape may change)
+  const RawTensor& data() const;                            ///< the value, without autograd
+  void set_data(const RawTensor& t);                        ///< swaps the value for all copies (shape may change)
   /// The shared state (autograd internals; for custom ops and tools).
-  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
 
   // ---- metadata
   /// The size of each dim.
   const Shape& shape() const { return data().shape(); }
   /// shape(), by libtorch's name: `std::cout << x.sizes()` prints "[2, 3]".
   const Shape& sizes() const { return data().shape(); }
-  /// The step, in elements, between neighbours along each dim (Tensor::strides).
+  /// The step, in elements, between neighbours along each dim (RawTensor::strides).
   const Shape& strides() const { return data().strides(); }
   /// The size of dim d (negative d counts from the end); IndexError when out of range.
   int64_t size(int64_t d) const { return data().size(d); }
@@ -125,15 +139,15 @@ class Variable {
   Device device() const { return data().device(); }
   /// device().is_cuda().
   bool is_cuda() const { return device().is_cuda(); }
-  /// Row-major without gaps (Tensor::is_contiguous).
+  /// Row-major without gaps (RawTensor::is_contiguous).
   bool is_contiguous() const { return data().is_contiguous(); }
 
   // ---- values
-  /// The value of a one-element Variable as double (PyTorch's item()); syncs with the device.
+  /// The value of a one-element Tensor as double (PyTorch's item()); syncs with the device.
   /// ShapeError for more than one element.
   double item() const;
   /// The value read as T (any C++ type of the dtype table): `x.sum().item<float>()`. Exact for an int64
-  /// Variable read as int64_t, also beyond 2^53, where item() as double would round.
+  /// Tensor read as int64_t, also beyond 2^53, where item() as double would round.
   template <class T> T item() const {
     if (numel() != 1) (void)item();   // the ShapeError of item()
     return to_vector<T>()[0];
@@ -144,218 +158,218 @@ class Variable {
   /// A copy on device, recorded in the graph (the gradient is copied back); this itself when already
   /// there. non_blocking: host-to-GPU copies from pinned memory (DataLoader pin_memory) are
   /// asynchronous. DeviceError when the device cannot be used.
-  Variable to(Device device, bool non_blocking = false) const;
+  Tensor to(Device device, bool non_blocking = false) const;
   /// A converted copy, recorded in the graph for floating targets (int64 results carry no gradient);
   /// this itself when already of that dtype.
-  Variable to(DType dtype) const;
+  Tensor to(DType dtype) const;
   /// to(Device::cuda()): to the current CUDA device (cuda::set_device), as PyTorch's .cuda().
-  Variable cuda() const { return to(Device::cuda()); }
+  Tensor cuda() const { return to(Device::cuda()); }
   /// to(Device::cpu()).
-  Variable cpu() const { return to(Device::cpu()); }
+  Tensor cpu() const { return to(Device::cpu()); }
 
   // ---- autograd
-  /// Whether gradients flow to this Variable (false when undefined).
+  /// Whether gradients flow to this Tensor (false when undefined).
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
   /// Sets requires_grad on a leaf and returns *this (PyTorch's requires_grad_). Switching it off on a
   /// non-leaf, or on for an int64 value, throws AutogradError.
-  Variable& set_requires_grad(bool r);
+  Tensor& set_requires_grad(bool r);
   /// True when no recorded op produced it (users' tensors and parameters; undefined ones too).
   bool is_leaf() const { return !impl_ || !impl_->grad_fn; }
   /// The Node of the op that produced it; null for leaves.
   const std::shared_ptr<Node>& grad_fn() const;
-  Variable grad() const;                                 ///< undefined until a backward reaches it
+  Tensor grad() const;                                 ///< undefined until a backward reaches it
   /// Replaces the gradient (an undefined g clears it); ShapeError unless g has this shape.
-  void set_grad(const Variable& g);
+  void set_grad(const Tensor& g);
   void zero_grad();                                      ///< sets grad to undefined (PyTorch set_to_none)
   /// Keeps .grad() of a non-leaf after backward (leaves always keep theirs). AutogradError unless it
   /// requires grad.
   void retain_grad();
-  Variable detach() const;                               ///< same storage, no graph
-  /// Reverse-mode pass from this Variable. grad: dL/dthis (required unless one element).
+  Tensor detach() const;                               ///< same storage, no graph
+  /// Reverse-mode pass from this Tensor. grad: dL/dthis (required unless one element).
   /// The gradients of the leaves that require grad accumulate into their grad(). Without
   /// retain_graph the graph's saved tensors are freed as it goes, and a second backward through it
   /// throws AutogradError. Also AutogradError when this does not require grad.
-  void backward(const Variable& grad = Variable(), bool retain_graph = false) const;
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
 
-  /// Registers a gradient hook (PyTorch's Tensor.register_hook): backward calls hook(grad) with this
-  /// Variable's complete gradient, summed over all its uses, every time it computes one. hook returns
-  /// void (it only looks) or a Variable: a defined result replaces the gradient (same shape, dtype and
+  /// Registers a gradient hook (PyTorch's RawTensor.register_hook): backward calls hook(grad) with this
+  /// Tensor's complete gradient, summed over all its uses, every time it computes one. hook returns
+  /// void (it only looks) or a Tensor: a defined result replaces the gradient (same shape, dtype and
   /// device, else backward throws), an undefined one keeps it. On a non-leaf the hook runs before the
   /// gradient flows into grad_fn() (and before retain_grad() keeps it); it belongs to the grad_fn of the
   /// moment, so after an in-place op it sees the gradient of the value it was registered on. On a leaf
   /// it runs before the gradient accumulates into grad(). Hooks run in registration order, each seeing
   /// the previous one's result, on the thread that runs backward, with no lock held, under no-grad.
-  /// AutogradError unless this requires grad. A hook that captures the Variable it is registered on
+  /// AutogradError unless this requires grad. A hook that captures the Tensor it is registered on
   /// keeps it alive for good (a cycle through the hook list): use the argument. See Note [Hook order]
   /// in autograd/engine.cpp.
   /// \code
-  /// auto h = w.register_hook([](const tg::Variable& grad) { return grad * 2; });
+  /// auto h = w.register_hook([](const tg::Tensor& grad) { return grad * 2; });
   /// h.remove();
   /// \endcode
   template <class F>
   RemovableHandle register_hook(F&& hook) {
     using Hook = std::decay_t<F>;
-    static_assert(std::is_invocable<Hook&, const Variable&>::value,
-                  "register_hook: the hook must be callable as hook(const tg::Variable& grad)");
-    using R = std::invoke_result_t<Hook&, const Variable&>;
+    static_assert(std::is_invocable<Hook&, const Tensor&>::value,
+                  "register_hook: the hook must be callable as hook(const tg::Tensor& grad)");
+    using R = std::invoke_result_t<Hook&, const Tensor&>;
     if constexpr (std::is_void<R>::value) {
-      return add_grad_hook([h = Hook(std::forward<F>(hook))](const Variable& g) mutable {
+      return add_grad_hook([h = Hook(std::forward<F>(hook))](const Tensor& g) mutable {
         h(g);
-        return Variable();
+        return Tensor();
       });
     } else {
-      static_assert(std::is_convertible<R, Variable>::value,
-                    "register_hook: the hook must return void or a Variable (the replacement gradient)");
+      static_assert(std::is_convertible<R, Tensor>::value,
+                    "register_hook: the hook must return void or a Tensor (the replacement gradient)");
       return add_grad_hook(detail::GradHook(std::forward<F>(hook)));
     }
   }
   /// Registers a hook that backward calls with this leaf right after its gradient has accumulated into
   /// grad() (PyTorch's register_post_accumulate_grad_hook), once per backward that reaches it; what
   /// DistributedDataParallel launches its all-reduce from. The hook gets the leaf as its argument
-  /// (capturing it would keep it alive for good). AutogradError on a non-leaf or on a Variable that
+  /// (capturing it would keep it alive for good). AutogradError on a non-leaf or on a Tensor that
   /// does not require grad. See Note [Hook order] in autograd/engine.cpp.
   RemovableHandle register_post_accumulate_grad_hook(detail::PostAccumulateGradHook hook);
 
   // ---- ops as methods (defined in ops/methods.cpp; every one is also a free function in ops/ops.h)
   /// tg::add(*this, o)
-  Variable add(const Variable& o) const;
+  Tensor add(const Tensor& o) const;
   /// tg::sub(*this, o)
-  Variable sub(const Variable& o) const;
+  Tensor sub(const Tensor& o) const;
   /// tg::mul(*this, o)
-  Variable mul(const Variable& o) const;
+  Tensor mul(const Tensor& o) const;
   /// tg::div(*this, o)
-  Variable div(const Variable& o) const;
+  Tensor div(const Tensor& o) const;
   /// tg::pow(*this, o)
-  Variable pow(const Variable& o) const;
+  Tensor pow(const Tensor& o) const;
   /// tg::pow(*this, exponent)
-  Variable pow(double exponent) const;
+  Tensor pow(double exponent) const;
   /// tg::neg(*this)
-  Variable neg() const;
+  Tensor neg() const;
   /// tg::exp(*this)
-  Variable exp() const;
+  Tensor exp() const;
   /// tg::log(*this)
-  Variable log() const;
+  Tensor log() const;
   /// tg::sqrt(*this)
-  Variable sqrt() const;
+  Tensor sqrt() const;
   /// tg::abs(*this)
-  Variable abs() const;
+  Tensor abs() const;
   /// tg::relu(*this)
-  Variable relu() const;
+  Tensor relu() const;
   /// tg::sigmoid(*this)
-  Variable sigmoid() const;
+  Tensor sigmoid() const;
   /// tg::tanh(*this)
-  Variable tanh() const;
+  Tensor tanh() const;
   /// tg::clamp(*this, min, max)
-  Variable clamp(double min, double max) const;
+  Tensor clamp(double min, double max) const;
   /// tg::sum(*this): all elements
-  Variable sum() const;
+  Tensor sum() const;
   /// tg::sum(*this, dim, keepdim)
-  Variable sum(int64_t dim, bool keepdim = false) const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
   /// tg::mean(*this): all elements
-  Variable mean() const;
+  Tensor mean() const;
   /// tg::mean(*this, dim, keepdim)
-  Variable mean(int64_t dim, bool keepdim = false) const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
   /// tg::max(*this): all elements
-  Variable max() const;
+  Tensor max() const;
   /// tg::max(*this, dim, keepdim): the values only
-  Variable max(int64_t dim, bool keepdim = false) const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
   /// tg::min(*this): all elements
-  Variable min() const;
+  Tensor min() const;
   /// tg::min(*this, dim, keepdim): the values only
-  Variable min(int64_t dim, bool keepdim = false) const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
   /// tg::argmax(*this): the flattened index
-  Variable argmax() const;
+  Tensor argmax() const;
   /// tg::argmax(*this, dim, keepdim)
-  Variable argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
   /// tg::matmul(*this, o)
-  Variable matmul(const Variable& o) const;
+  Tensor matmul(const Tensor& o) const;
   /// tg::reshape(*this, shape)
-  Variable reshape(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
   /// tg::view(*this, shape)
-  Variable view(const Shape& shape) const;
+  Tensor view(const Shape& shape) const;
   /// tg::transpose(*this, d0, d1)
-  Variable transpose(int64_t d0, int64_t d1) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
   /// tg::t(*this)
-  Variable t() const;
+  Tensor t() const;
   /// tg::permute(*this, dims)
-  Variable permute(const std::vector<int64_t>& dims) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
   /// tg::squeeze(*this): every size-1 dim
-  Variable squeeze() const;
+  Tensor squeeze() const;
   /// tg::squeeze(*this, dim)
-  Variable squeeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
   /// tg::unsqueeze(*this, dim)
-  Variable unsqueeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
   /// tg::expand(*this, shape)
-  Variable expand(const Shape& shape) const;
+  Tensor expand(const Shape& shape) const;
   /// tg::contiguous(*this)
-  Variable contiguous() const;
+  Tensor contiguous() const;
   /// tg::index_select(*this, dim, index)
-  Variable index_select(int64_t dim, const Variable& index) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
   /// tg::gather(*this, dim, index)
-  Variable gather(int64_t dim, const Variable& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
   /// tg::softmax(*this, dim)
-  Variable softmax(int64_t dim) const;
+  Tensor softmax(int64_t dim) const;
   /// tg::log_softmax(*this, dim)
-  Variable log_softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
   /// tg::gelu(*this, approximate): "none" or "tanh"
-  Variable gelu(const std::string& approximate = "none") const;
+  Tensor gelu(const std::string& approximate = "none") const;
   /// tg::silu(*this)
-  Variable silu() const;
+  Tensor silu() const;
   /// tg::softplus(*this, beta, threshold)
-  Variable softplus(double beta = 1, double threshold = 20) const;
+  Tensor softplus(double beta = 1, double threshold = 20) const;
   /// tg::leaky_relu(*this, negative_slope)
-  Variable leaky_relu(double negative_slope = 0.01) const;
+  Tensor leaky_relu(double negative_slope = 0.01) const;
   /// tg::log_sigmoid(*this)
-  Variable log_sigmoid() const;
+  Tensor log_sigmoid() const;
   /// tg::masked_fill(*this, mask, value)
-  Variable masked_fill(const Variable& mask, double value) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
   /// tg::masked_fill(*this, mask, value) with a 0-d value
-  Variable masked_fill(const Variable& mask, const Variable& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
   /// tg::tril(*this, diagonal)
-  Variable tril(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
   /// tg::triu(*this, diagonal)
-  Variable triu(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
   /// tg::narrow(*this, dim, start, length): a differentiable view
-  Variable narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   /// tg::select(*this, dim, index): a differentiable view
-  Variable select(int64_t dim, int64_t index) const;
+  Tensor select(int64_t dim, int64_t index) const;
   /// tg::index(*this, indices): x.index({tg::Slice(0, 4), 1}) is Python's x[0:4, 1], a differentiable view
-  Variable index(const std::vector<TensorIndex>& indices) const;
+  Tensor index(const std::vector<TensorIndex>& indices) const;
 
   // ---- in place (ops/inplace.cpp). Version counters catch writes to tensors saved for backward.
   /// \name In-place ops
   /// Each returns *this. Under grad mode they refuse (AutogradError) a leaf that requires grad (wrap
-  /// the update in NoGradGuard, as optimizers do) and a view of a Variable that requires grad; on a
+  /// the update in NoGradGuard, as optimizers do) and a view of a Tensor that requires grad; on a
   /// non-leaf the op is recorded, as in PyTorch.
   ///@{
 
   /// *this += o, with o broadcast to this shape (not the other way: ShapeError).
-  Variable& add_(const Variable& o);
+  Tensor& add_(const Tensor& o);
   /// *this += s.
-  Variable& add_(double s);
+  Tensor& add_(double s);
   /// *this -= o, with o broadcast to this shape.
-  Variable& sub_(const Variable& o);
+  Tensor& sub_(const Tensor& o);
   /// *this -= s.
-  Variable& sub_(double s);
+  Tensor& sub_(double s);
   /// *this *= o, with o broadcast to this shape.
-  Variable& mul_(const Variable& o);
+  Tensor& mul_(const Tensor& o);
   /// *this *= s.
-  Variable& mul_(double s);
+  Tensor& mul_(double s);
   /// Sets every element to 0.
-  Variable& zero_();
+  Tensor& zero_();
   /// Sets every element to value.
-  Variable& fill_(double value);
+  Tensor& fill_(double value);
   /// Copies src's values into this (src broadcast to this shape; any dtype and device).
-  Variable& copy_(const Variable& src);
+  Tensor& copy_(const Tensor& src);
   ///@}
 
  private:
   RemovableHandle add_grad_hook(detail::GradHook hook);
-  std::shared_ptr<VariableImpl> impl_;
+  std::shared_ptr<TensorImpl> impl_;
 };
 
 /// Prints the value like PyTorch, with ", grad_fn=<op>" or ", requires_grad=true" when they apply.
-std::ostream& operator<<(std::ostream& os, const Variable& v);
+std::ostream& operator<<(std::ostream& os, const Tensor& v);
 
 // ------------------------------------------------------------------------------------------------
 // The graph. See Note [Graph ownership].
@@ -364,14 +378,14 @@ std::ostream& operator<<(std::ostream& os, const Variable& v);
 ///
 /// Note [Graph ownership]
 /// A Node is one recorded op. Its edges point at what each input needs for its gradient: the
-/// producing Node for a non-leaf, the VariableImpl for a leaf that requires grad (so that backward can
+/// producing Node for a non-leaf, the TensorImpl for a leaf that requires grad (so that backward can
 /// accumulate into .grad), nothing otherwise. Edges never point at a non-leaf's data, and backward
-/// closures capture Tensors, never Variables, so there are no reference cycles and an activation
+/// closures capture RawTensors, never Tensors, so there are no reference cycles and an activation
 /// lives only as long as a closure that needs it. Nodes are freed iteratively (autograd/engine.cpp,
 /// Node::~Node), so a chain of a million ops neither overflows the stack in backward nor in teardown.
 struct Edge {
   std::shared_ptr<Node> fn;                ///< producer of a non-leaf input
-  std::shared_ptr<VariableImpl> leaf;      ///< a leaf input that requires grad
+  std::shared_ptr<TensorImpl> leaf;      ///< a leaf input that requires grad
   Shape shape;                             ///< the input's shape: the engine sums gradients back to it
   DType dtype = kFloat32;                  ///< the input's dtype: the engine casts its gradient to it
   Device device;                           ///< the input's device: a gradient elsewhere is an error
@@ -389,19 +403,19 @@ class Grads {
   /// Whether input i wants a gradient; a rule may skip computing the others.
   bool need(std::size_t i) const { return needed_[i]; }
   /// Sets input i's gradient; it may have the broadcast shape: the engine sums it to the input's shape.
-  void set(std::size_t i, Tensor g) { values_[i] = std::move(g); }
+  void set(std::size_t i, RawTensor g) { values_[i] = std::move(g); }
   /// The need() flags, for the engine to set.
   SmallVector<bool, 4>& needed() { return needed_; }
   /// The gradients set so far (undefined: none), for the engine to read.
-  SmallVector<Tensor, 2>& values() { return values_; }
+  SmallVector<RawTensor, 2>& values() { return values_; }
  private:
   SmallVector<bool, 4> needed_;
-  SmallVector<Tensor, 2> values_;   // undefined = no gradient
+  SmallVector<RawTensor, 2> values_;   // undefined = no gradient
 };
 
-/// grad = dL/d(output), with the output's shape. Must capture Tensors only, never Variables.
+/// grad = dL/d(output), with the output's shape. Must capture RawTensors only, never Tensors.
 /// record() takes any callable of this signature; BackwardFn is the type-erased one to store it in.
-using BackwardFn = std::function<void(const Tensor& grad, Grads& out)>;
+using BackwardFn = std::function<void(const RawTensor& grad, Grads& out)>;
 
 /// A Node's handle on its backward rule, which lives inside the Node's own allocation (see
 /// detail::NodeWith): calling it runs the rule; release() destroys the rule and what it captured.
@@ -412,9 +426,9 @@ class BackwardRule {
   BackwardRule& operator=(const BackwardRule&) = delete;
   explicit operator bool() const { return rule_ != nullptr; }   ///< false once released
   /// Runs the rule; it must be bound and not released.
-  void operator()(const Tensor& grad, Grads& out) const { call_(rule_, grad, out); }
+  void operator()(const RawTensor& grad, Grads& out) const { call_(rule_, grad, out); }
   /// Points the handle at a rule: call(rule, grad, out) runs it, destroy(rule) destroys it.
-  void bind(void* rule, void (*call)(void*, const Tensor&, Grads&), void (*destroy)(void*)) {
+  void bind(void* rule, void (*call)(void*, const RawTensor&, Grads&), void (*destroy)(void*)) {
     rule_ = rule;
     call_ = call;
     destroy_ = destroy;
@@ -426,7 +440,7 @@ class BackwardRule {
   }
  private:
   void* rule_ = nullptr;
-  void (*call_)(void*, const Tensor&, Grads&) = nullptr;
+  void (*call_)(void*, const RawTensor&, Grads&) = nullptr;
   void (*destroy_)(void*) = nullptr;
 };
 
@@ -450,7 +464,7 @@ struct Node {
   /// Who runs the rule right now: retaining runs (a count), one freeing run, or released. See
   /// Note [Concurrent backward] in autograd/engine.cpp.
   std::atomic<uint32_t> run_state{0};
-  std::weak_ptr<VariableImpl> retained;    ///< the output, when it called retain_grad()
+  std::weak_ptr<TensorImpl> retained;    ///< the output, when it called retain_grad()
   /// The output's register_hook hooks (a non-leaf's hooks live here). See Note [Hook lists].
   detail::LazyHooks<detail::TensorHooks> hooks;
   debug::detail::Counted<debug::detail::kNode> counted;       ///< counts live nodes for tg::debug::live_counts()
@@ -459,16 +473,16 @@ struct Node {
 };
 
 /// One input of an op, by reference: the {a, b} lists of record() and any_requires_grad() borrow
-/// the Variables (alive until the call returns, temporaries included) instead of copying their
+/// the Tensors (alive until the call returns, temporaries included) instead of copying their
 /// handles, which would cost two atomic reference-count updates per input per op.
 class InputRef {
  public:
   /// Borrows v; implicit, so that {a, b} works.
-  InputRef(const Variable& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
-  /// The borrowed Variable.
-  const Variable& get() const { return *v_; }
+  InputRef(const Tensor& v) : v_(&v) {}   // NOLINT: implicit, so that {a, b} works
+  /// The borrowed Tensor.
+  const Tensor& get() const { return *v_; }
  private:
-  const Variable* v_;
+  const Tensor* v_;
 };
 
 namespace detail {
@@ -481,20 +495,20 @@ struct NodeWith final : Node {
   ~NodeWith() { backward.release(); }
   void bind() {
     backward.bind(
-        &rule, [](void* r, const Tensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
+        &rule, [](void* r, const RawTensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
         [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
   }
   std::optional<F> rule;
 };
 /// Links a fresh Node to the inputs that require grad and returns the recorded output (variable.cpp).
-Variable attach_node(const char* name, Tensor out, const InputRef* inputs, std::size_t n, std::shared_ptr<Node> node);
+Tensor attach_node(const char* name, RawTensor out, const InputRef* inputs, std::size_t n, std::shared_ptr<Node> node);
 /// Names the op in out's storage for OutOfMemoryError reports unless the storage is an input's (a
 /// view). Inline: only storages of at least Storage::kReportedBytes are compared (Note [Live tensor report]).
-inline void name_result(const char* name, const Tensor& out, const InputRef* inputs, std::size_t n) noexcept {
+inline void name_result(const char* name, const RawTensor& out, const InputRef* inputs, std::size_t n) noexcept {
   Storage* s = out.storage().get();
   if (s == nullptr || !s->tracked()) return;
   for (std::size_t i = 0; i < n; ++i) {
-    const Variable& in = inputs[i].get();
+    const Tensor& in = inputs[i].get();
     if (in.defined() && in.data().storage().get() == s) return;
   }
   s->name_op(name);
@@ -510,21 +524,21 @@ inline void name_result(const char* name, const Tensor& out, const InputRef* inp
 /// the count when the forward saves it and checks it when the backward reads it.
 class SavedTensor {
  public:
-  /// Nothing saved: get() returns an undefined Tensor.
+  /// Nothing saved: get() returns an undefined RawTensor.
   SavedTensor() = default;
   /// Saves an input of the op (its value and current version).
-  SavedTensor(const Variable& input);                        // NOLINT: an input of the op
+  SavedTensor(const Tensor& input);                        // NOLINT: an input of the op
   /// Saves the op's own output; op_name names it in the error message.
-  SavedTensor(const Tensor& output, const char* op_name);    // the op's own output
+  SavedTensor(const RawTensor& output, const char* op_name);    // the op's own output
   /// The saved tensor; AutogradError when its storage was written in place since it was saved.
   /// Under saved-tensor hooks (autograd/saved_hooks.h) it is what the unpack hook returns.
-  Tensor get() const;
+  RawTensor get() const;
   /// Whether anything was saved.
   bool defined() const { return t_.defined() || packed_ != nullptr; }
  private:
   struct Packed;                                             // what saved-tensor hooks made of it
   void pack();
-  Tensor t_;                                                 // undefined once packed
+  RawTensor t_;                                                 // undefined once packed
   uint64_t version_ = 0;
   const char* producer_ = nullptr;                           // op whose output 0 this is; null for leaves
   std::shared_ptr<const Packed> packed_;
@@ -538,48 +552,48 @@ inline bool any_requires_grad(std::initializer_list<InputRef> inputs) {
   return any_requires_grad(inputs.begin(), inputs.size());
 }
 /// any_requires_grad() over a vector of inputs.
-inline bool any_requires_grad(const std::vector<Variable>& inputs) {
+inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
   const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());
   return any_requires_grad(refs.data(), refs.size());
 }
 
 /// Wraps a forward result. Attaches a Node only if grad mode is on and some input requires grad;
-/// otherwise returns a plain Variable. This is also how users add their own differentiable ops.
+/// otherwise returns a plain Tensor. This is also how users add their own differentiable ops.
 /// backward: any callable as BackwardFn (a lambda, a BackwardFn); it is stored inside the Node.
 /// name must outlive the graph (a string literal). Example (examples/03_custom_op.cpp):
 /// \code
 /// tg::SavedTensor x_saved(x);
-/// return tg::record("softplus", y, {x}, [x_saved](const tg::Tensor& grad, tg::Grads& g) {
+/// return tg::record("softplus", y, {x}, [x_saved](const tg::RawTensor& grad, tg::Grads& g) {
 ///   g.set(0, tg::prim::mul(grad, tg::prim::unary(tg::UnaryOp::Sigmoid, x_saved.get())));
 /// });
 /// \endcode
 template <class F>
-Variable record(const char* name, Tensor out, const InputRef* inputs, std::size_t n, F&& backward) {
+Tensor record(const char* name, RawTensor out, const InputRef* inputs, std::size_t n, F&& backward) {
   using Rule = std::decay_t<F>;
-  static_assert(std::is_invocable<Rule&, const Tensor&, Grads&>::value,
+  static_assert(std::is_invocable<Rule&, const RawTensor&, Grads&>::value,
                 "record: the backward rule must be callable as void(const Tensor& grad, Grads& out)");
   detail::name_result(name, out, inputs, n);   // Note [Live tensor report]
-  if (!any_requires_grad(inputs, n)) return Variable(std::move(out));
+  if (!any_requires_grad(inputs, n)) return Tensor(std::move(out));
   return detail::attach_node(name, std::move(out), inputs, n,
                              std::make_shared<detail::NodeWith<Rule>>(std::forward<F>(backward)));
 }
 /// record() over a braced list of inputs: record("op", out, {a, b}, rule).
 template <class F>
-Variable record(const char* name, Tensor out, std::initializer_list<InputRef> inputs, F&& backward) {
+Tensor record(const char* name, RawTensor out, std::initializer_list<InputRef> inputs, F&& backward) {
   return record(name, std::move(out), inputs.begin(), inputs.size(), std::forward<F>(backward));
 }
 /// record() over a vector of inputs (ops with a variable number of them, such as cat).
 template <class F>
-Variable record(const char* name, Tensor out, const std::vector<Variable>& inputs, F&& backward) {
+Tensor record(const char* name, RawTensor out, const std::vector<Tensor>& inputs, F&& backward) {
   const SmallVector<InputRef, 4> refs(inputs.begin(), inputs.end());
   return record(name, std::move(out), refs.data(), refs.size(), std::forward<F>(backward));
 }
 /// Marks `out` as a view of `base` (shares its storage) for the in-place rules.
-Variable mark_view(Variable out, const Variable& base);
+Tensor mark_view(Tensor out, const Tensor& base);
 
 namespace autograd {
-/// The backward pass (autograd/engine.cpp). Variable::backward calls it.
-void run_backward(const Variable& root, const Variable& grad, bool retain_graph);
+/// The backward pass (autograd/engine.cpp). Tensor::backward calls it.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 }  // namespace autograd
 
 namespace detail {
@@ -590,21 +604,21 @@ namespace detail {
 /// linked to the rest of the graph: to leaves (parameters, the fresh leaves standing for its
 /// inputs) and to Nodes recorded before the recomputation began. run_backward_into runs only the
 /// Nodes recorded from first_sequence_nr on; a gradient bound for a leaf or an older Node is summed
-/// into `grads` under that leaf's VariableImpl* or that Node*, and nothing is accumulated into .grad.
+/// into `grads` under that leaf's TensorImpl* or that Node*, and nothing is accumulated into .grad.
 /// The recomputed Nodes are freed as they run (no retain_graph); the rest of the graph is untouched.
 struct GradientSink {
   uint64_t first_sequence_nr = 0;                       ///< Nodes older than this are outside the part
-  std::vector<std::pair<const void*, Tensor>> grads;    ///< collected: key (Node* or VariableImpl*), gradient
+  std::vector<std::pair<const void*, RawTensor>> grads;    ///< collected: key (Node* or TensorImpl*), gradient
   /// True for a Node recorded before the part began.
   bool outside(const Node& n) const;
   /// The gradient collected for key so far; null when none.
-  Tensor* find(const void* key);
+  RawTensor* find(const void* key);
 };
 /// The sequence number the next recorded Node gets (Node::sequence_nr counts up from 0).
 uint64_t next_sequence_nr();
 /// Backward from the Node root with dL/d(its output) = seed, into sink. Takes the Node rather than
-/// the output Variable so that the caller can drop the output's value first. See Note [Partial backward].
-void run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink);
+/// the output Tensor so that the caller can drop the output's value first. See Note [Partial backward].
+void run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink& sink);
 }  // namespace detail
 
 }  // namespace tg
