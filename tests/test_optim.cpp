@@ -1,8 +1,11 @@
 // tests/test_optim.cpp: Adam/AdamW against an independent scalar transcription of torch.optim's
-// algorithm, learning-rate schedulers' closed forms, and gradient clipping. SGD: tests/test_nn.cpp.
+// algorithm, learning-rate schedulers alone and chained (against torch 2.15.0), and gradient clipping.
+// SGD: tests/test_nn.cpp; clip_grad_norm's dtypes and norm types: tests/test_clip_grad.cpp.
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
+#include <random>
 
 #include "testing.h"
 
@@ -67,7 +70,7 @@ TEST_CASE("Adam: the first step moves every element by about lr") {
   testing::check_values(w, {0.99, -0.99}, 1e-6);   // m / sqrt(v) = sign(g) at step 1
 }
 
-TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR closed forms") {
+TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR alone follow their closed forms") {
   Tensor w = tg::ones({1}, tg::TensorOptions().requires_grad(true));
   tg::optim::SGD sgd({w}, 1.0);
   tg::optim::StepLR step(sgd, 2, 0.5);
@@ -95,7 +98,7 @@ TEST_CASE("schedulers: StepLR CosineAnnealingLR and LinearLR closed forms") {
     warm.step();
   }
   testing::check_values(tg::from_vector(lrs), {0.15, 0.225, 0.3, 0.3}, 1e-12);
-  TG_CHECK_THROWS(tg::optim::StepLR(sgd, 0), tg::Error, "step_size must be positive");
+  TG_CHECK_THROWS(tg::optim::StepLR(sgd, 0), tg::Error, "step_size must not be 0");
 }
 
 TEST_CASE("clip_grad_norm scales gradients to the max norm and returns the norm before") {
@@ -204,4 +207,253 @@ TEST_CASE("optimizers validate their arguments as PyTorch does") {
   TG_CHECK_THROWS(tg::optim::Adam({w}, tg::optim::AdamOptions(0.1).eps(-1e-8)), tg::Error, "invalid epsilon");
   TG_CHECK_THROWS(tg::nn::init::uniform_(w, 1, 0), tg::Error, "from=1 > to=0");
   TG_CHECK_THROWS(tg::nn::init::normal_(w, 0, -1), tg::Error, "std >= 0.0");
+}
+
+namespace {
+
+/// The learning rates of every group before the first step and after each of n steps of `schedulers`
+/// (stepped in order after each optimizer step, as a training loop does), one row per point in time.
+std::vector<std::vector<double>> lr_history(tg::optim::Optimizer& opt,
+                                            const std::vector<tg::optim::LRScheduler*>& schedulers, int n) {
+  auto row = [&] {
+    std::vector<double> r;
+    for (std::size_t g = 0; g < opt.num_param_groups(); ++g) r.push_back(opt.lr(g));
+    return r;
+  };
+  std::vector<std::vector<double>> out{row()};
+  for (int i = 0; i < n; ++i) {
+    for (auto* s : schedulers) s->step();
+    out.push_back(row());
+  }
+  return out;
+}
+
+/// Rows of learning rates equal within tol (absolute), with the step that differs in the message.
+void check_history(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
+                   double tol) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(got[i].size() == want[i].size());
+    for (std::size_t g = 0; g < got[i].size(); ++g)
+      CHECK_MESSAGE(std::fabs(got[i][g] - want[i][g]) <= tol, "step " << i << " group " << g << ": " << got[i][g]
+                                                                     << " vs " << want[i][g]);
+  }
+}
+
+tg::optim::SGD sgd_groups(const std::vector<double>& lrs) {
+  std::vector<tg::optim::ParamGroup> groups;
+  for (double lr : lrs) groups.push_back({{tg::zeros({1}, tg::TensorOptions().requires_grad(true))}, lr});
+  return tg::optim::SGD(groups, 1.0);
+}
+
+/// One row per step of a single group.
+std::vector<std::vector<double>> rows(const std::vector<double>& lrs) {
+  std::vector<std::vector<double>> out;
+  for (double lr : lrs) out.push_back({lr});
+  return out;
+}
+
+// The schedules below are the same double operations as PyTorch's get_lr() in the same order; only
+// cos may differ by an ulp between C libraries. 13 steps of at most 5 roundings of rates at most 2:
+// 13 * 5 * 2 * 2^-53 < 1.5e-14 for each computation.
+constexpr double kLrTol = 3e-14;
+
+}  // namespace
+
+TEST_CASE("schedulers compose on one optimizer: each multiplies the current learning rate, as torch 2.15") {
+  using namespace tg::optim;
+  // opt = torch.optim.SGD([p], lr=1.0); s1 = StepLR(opt, 3, 0.5); s2 = LinearLR(opt, 0.5, 1.0, 4); then 10
+  // times opt.step(); s1.step(); s2.step(), recording opt.param_groups[0]["lr"] (torch 2.15.0), in either
+  // order of construction and stepping:
+  const auto step_linear = rows({0.5, 0.625, 0.75, 0.4375, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125, 0.125});
+  for (int order = 0; order < 2; ++order) {
+    CAPTURE(order);
+    SGD sgd = sgd_groups({1.0});
+    std::unique_ptr<LRScheduler> a, b;
+    if (order == 0) {
+      a = std::make_unique<StepLR>(sgd, 3, 0.5);
+      b = std::make_unique<LinearLR>(sgd, 0.5, 1.0, 4);
+    } else {
+      a = std::make_unique<LinearLR>(sgd, 0.5, 1.0, 4);
+      b = std::make_unique<StepLR>(sgd, 3, 0.5);
+    }
+    check_history(lr_history(sgd, {a.get(), b.get()}, 10), step_linear, kLrTol);
+    // s1.base_lrs == s2.base_lrs == [1.0]: the second scheduler reads initial_lr, set before the first's warm-up
+    CHECK(a->base_lr() == 1.0);
+    CHECK(b->base_lr() == 1.0);
+    CHECK(sgd.initial_lr(0) == 1.0);
+  }
+  {
+    // LinearLR(opt, 0.25, 1.0, 3) then CosineAnnealingLR(opt, 5, 0.01), 12 steps (torch 2.15.0);
+    // s1.get_last_lr() -> [0.9054634122155997] (before s2's last step), s2.get_last_lr() -> [0.6579634122155994]
+    SGD sgd = sgd_groups({1.0});
+    LinearLR warm(sgd, 0.25, 1.0, 3);
+    CosineAnnealingLR cos(sgd, 5, 0.01);
+    check_history(lr_history(sgd, {&warm, &cos}, 12),
+                  rows({0.25, 0.45320916362186214, 0.4946817794215431, 0.35288765964794455, 0.10477181826211074, 0.01,
+                        0.104536587784401, 0.35203658778440117, 0.6579634122155993, 0.9054634122155996,
+                        1.0000000000000004, 0.9054634122155997, 0.6579634122155994}),
+                  kLrTol);
+    CHECK(std::fabs(warm.get_last_lr() - 0.9054634122155997) <= kLrTol);
+    CHECK(std::fabs(cos.get_last_lr() - 0.6579634122155994) <= kLrTol);
+    CHECK(cos.base_lr() == 1.0);
+  }
+  {
+    // Two groups at 0.3 and 2.0: StepLR(opt, 2, 0.5) and StepLR(opt, 3, 0.1), 7 steps (torch 2.15.0)
+    SGD sgd = sgd_groups({0.3, 2.0});
+    StepLR s1(sgd, 2, 0.5), s2(sgd, 3, 0.1);
+    check_history(lr_history(sgd, {&s1, &s2}, 7),
+                  {{0.3, 2.0}, {0.3, 2.0}, {0.15, 1.0}, {0.015, 0.1}, {0.0075, 0.05}, {0.0075, 0.05},
+                   {0.000375, 0.0025000000000000005}, {0.000375, 0.0025000000000000005}},
+                  kLrTol);
+  }
+  {
+    // Two groups at 0.3 and 2.0: LinearLR(opt, 0.5, 0.2, 3) and CosineAnnealingLR(opt, 4, 0.05), 9 steps
+    SGD sgd = sgd_groups({0.3, 2.0});
+    LinearLR s1(sgd, 0.5, 0.2, 3);
+    CosineAnnealingLR s2(sgd, 4, 0.05);
+    check_history(lr_history(sgd, {&s1, &s2}, 9),
+                  {{0.15, 1.0},
+                   {0.10974873734152915, 0.6901650429449553},
+                   {0.06892766952966368, 0.3239276695296636},
+                   {0.04881430372189613, 0.09860615092018304},
+                   {0.05, 0.05},
+                   {0.08661165235168156, 0.3355708883431161},
+                   {0.17500000000000004, 1.0250000000000001},
+                   {0.2633883476483186, 1.7144291116568844},
+                   {0.30000000000000016, 2.0000000000000004},
+                   {0.2633883476483186, 1.7144291116568844}},
+                  kLrTol);
+    CHECK(s1.base_lr(1) == 2.0);
+    CHECK(s2.base_lr(1) == 2.0);
+  }
+}
+
+TEST_CASE("schedulers compose: chained StepLRs and a LinearLR give the product of their closed forms") {
+  // The rule on random hyperparameters: multiplicative schedulers chained on one optimizer give
+  // base_lr * prod_i factor_i(epoch), each factor its closed form alone.
+  using namespace tg::optim;
+  std::mt19937_64 rng(20240611);
+  std::uniform_real_distribution<double> unit(0.05, 0.95);
+  std::uniform_int_distribution<int> size(1, 5);
+  for (int trial = 0; trial < 6; ++trial) {
+    const double lr0 = 3 * unit(rng), lr1 = unit(rng), g1 = unit(rng), g2 = unit(rng), start = unit(rng),
+                 end = unit(rng);
+    const int s1 = size(rng), s2 = size(rng), total = size(rng) + 1;
+    CAPTURE(trial);
+    SGD sgd = sgd_groups({lr0, lr1});
+    StepLR a(sgd, s1, g1);
+    LinearLR w(sgd, start, end, total);
+    StepLR b(sgd, s2, g2);
+    const auto got = lr_history(sgd, {&a, &w, &b}, 17);
+    for (int e = 0; e <= 17; ++e) {
+      const double f = std::pow(g1, e / s1) * std::pow(g2, e / s2) *
+                       (start + (end - start) * std::min(e, total) / static_cast<double>(total));
+      for (std::size_t g = 0; g < 2; ++g) {
+        const double want = (g == 0 ? lr0 : lr1) * f;
+        // 17 steps of a few roundings each, against pow and one division: relative 1e-13 is 450 ulps
+        CHECK_MESSAGE(std::fabs(got[e][g] - want) <= 1e-13 * want, "epoch " << e << " group " << g << ": "
+                                                                         << got[e][g] << " vs " << want);
+      }
+    }
+  }
+}
+
+TEST_CASE("CosineAnnealingLR: PyTorch's recursive form past T_max, a negative T_max, groups added later") {
+  using namespace tg::optim;
+  // CosineAnnealingLR(opt, 3, 0.1) from lr 1.0, 13 steps: it rises again after T_max (torch 2.15.0)
+  const auto cos3 = rows({1.0, 0.775, 0.3250000000000001, 0.1, 0.32499999999999996, 0.7750000000000005,
+                          1.0000000000000007, 0.7750000000000007, 0.3250000000000005, 0.1, 0.32499999999999996,
+                          0.7749999999999991, 0.9999999999999994, 0.7749999999999996});
+  for (int64_t t : {3, -3}) {   // CosineAnnealingLR(opt, -3, 0.1) gives the same rates in torch 2.15.0
+    CAPTURE(t);
+    SGD sgd = sgd_groups({1.0});
+    CosineAnnealingLR cos(sgd, t, 0.1);
+    check_history(lr_history(sgd, {&cos}, 13), cos3, kLrTol);
+  }
+  {
+    // A group added after StepLR(opt, 2, 0.5) is stepped too: after steps 1 to 4, [[1.0, 0.2], [0.5, 0.1],
+    // [0.5, 0.1], [0.25, 0.05]]; the scheduler has no base_lr for it and its initial_lr stays unset (torch 2.15.0)
+    SGD sgd = sgd_groups({1.0});
+    StepLR s(sgd, 2, 0.5);
+    sgd.add_param_group({{tg::zeros({1}, tg::TensorOptions().requires_grad(true))}, 0.2});
+    check_history(lr_history(sgd, {&s}, 4), {{1.0, 0.2}, {1.0, 0.2}, {0.5, 0.1}, {0.5, 0.1}, {0.25, 0.05}}, kLrTol);
+    CHECK(s.num_base_lrs() == 1);
+    TG_CHECK_THROWS(s.base_lr(1), tg::IndexError, "base_lr: list index out of range: parameter group 1");
+    CHECK(!sgd.initial_lr(1).has_value());
+    CHECK(s.get_last_lr(1) == doctest::Approx(0.05));
+  }
+  {
+    // CosineAnnealingLR(opt, 2) with a group added: steps 1 and 2 -> [0.5, 0.1], [0.0, 0.0]; step 3 needs
+    // the new group's base_lr and PyTorch raises ValueError: zip() argument 2 is longer than argument 1
+    SGD sgd = sgd_groups({1.0});
+    CosineAnnealingLR cos(sgd, 2, 0.0);
+    sgd.add_param_group({{tg::zeros({1}, tg::TensorOptions().requires_grad(true))}, 0.2});
+    check_history(lr_history(sgd, {&cos}, 2), {{1.0, 0.2}, {0.5, 0.1}, {0.0, 0.0}}, kLrTol);
+    TG_CHECK_THROWS(cos.step(), tg::Error, "parameter group 1 was added after the scheduler was built");
+    CHECK(cos.last_epoch() == 2);   // a step that raises changes nothing
+    CHECK(sgd.lr(0) == doctest::Approx(0.0));
+  }
+}
+
+TEST_CASE("schedulers: bad arguments and indices raise tg::Error subclasses as PyTorch refuses") {
+  using namespace tg::optim;
+  SGD sgd = sgd_groups({1.0, 0.5});
+  // PyTorch raises ZeroDivisionError (integer modulo by zero) at the first step; we refuse at
+  // construction, before initial_lr is recorded.
+  TG_CHECK_THROWS(StepLR(sgd, 0), tg::Error, "StepLR: step_size must not be 0");
+  TG_CHECK_THROWS(CosineAnnealingLR(sgd, 0), tg::Error, "CosineAnnealingLR: T_max must not be 0");
+  // LinearLR(opt, 0, 1) -> ValueError: Starting multiplicative factor expected to be greater than 0 and
+  // less or equal to 1.; LinearLR(opt, 0.5, 1.1) -> ValueError: Ending multiplicative factor expected to be
+  // between 0 and 1. (torch 2.15.0); neither sets initial_lr.
+  TG_CHECK_THROWS(LinearLR(sgd, 0.0, 1.0), tg::Error,
+                  "Starting multiplicative factor expected to be greater than 0 and less or equal to 1");
+  TG_CHECK_THROWS(LinearLR(sgd, 1.5, 1.0), tg::Error, "Starting multiplicative factor");
+  TG_CHECK_THROWS(LinearLR(sgd, 0.5, 1.1), tg::Error, "Ending multiplicative factor expected to be between 0 and 1");
+  TG_CHECK_THROWS(LinearLR(sgd, 0.5, -0.1), tg::Error, "Ending multiplicative factor");
+  CHECK(!sgd.initial_lr(0).has_value());
+  CHECK(sgd.lr(0) == 1.0);
+  TG_CHECK_THROWS(sgd.initial_lr(2), tg::IndexError, "parameter group 2 does not exist");
+  TG_CHECK_THROWS(sgd.set_initial_lr(7, 0.1), tg::IndexError, "parameter group 7 does not exist");
+
+  StepLR s(sgd, 2, 0.5);
+  TG_CHECK_THROWS(s.base_lr(2), tg::IndexError, "base_lr: list index out of range: parameter group 2");
+  TG_CHECK_THROWS(s.get_last_lr(5), tg::IndexError, "get_last_lr: list index out of range: parameter group 5");
+  CHECK(s.base_lr(1) == 0.5);
+
+  // What PyTorch accepts: StepLR(opt, -2, 0.5) -> [1.0, 1.0, 0.5, 0.5, 0.25, 0.25];
+  // LinearLR(opt, 0.5, 1.0, 0) and total_iters=-3 -> [0.5, 0.5, 0.5, 0.5] (torch 2.15.0)
+  SGD neg = sgd_groups({1.0});
+  StepLR back(neg, -2, 0.5);
+  check_history(lr_history(neg, {&back}, 5), rows({1.0, 1.0, 0.5, 0.5, 0.25, 0.25}), kLrTol);
+  for (int64_t total : {0, -3}) {
+    SGD flat = sgd_groups({1.0});
+    LinearLR never(flat, 0.5, 1.0, total);
+    check_history(lr_history(flat, {&never}, 3), rows({0.5, 0.5, 0.5, 0.5}), kLrTol);
+  }
+}
+
+TEST_CASE("Adam::set_state reads the step count exactly and refuses one that could overflow") {
+  Tensor w = testing::randn64({5}, 17);
+  tg::optim::Adam adam({w}, 0.1);
+  adam.zero_grad();
+  (w * w).sum().backward();
+  adam.step();
+  auto state = adam.state();
+  auto with_step = [&](int64_t step) {
+    auto s = state;
+    for (auto& [name, t] : s)
+      if (name == "step.0") t = tg::prim::full({}, 0.0, tg::kInt64);
+    for (auto& [name, t] : s)
+      if (name == "step.0") t.data<int64_t>()[0] = step;   // exact, beyond what a double holds
+    return s;
+  };
+  const int64_t max_step = int64_t(1) << 53;
+  adam.set_state(with_step(max_step));
+  for (const auto& [name, t] : adam.state())
+    if (name == "step.0") CHECK(t.data<int64_t>()[0] == max_step);
+  TG_CHECK_THROWS(adam.set_state(with_step(max_step + 1)), tg::Error, "must be at least 1 and at most 2^53");
+  TG_CHECK_THROWS(adam.set_state(with_step(std::numeric_limits<int64_t>::max())), tg::Error, "at most 2^53, got "
+                  "9223372036854775807");
+  TG_CHECK_THROWS(adam.set_state(with_step(0)), tg::Error, "must be at least 1");
 }

@@ -98,8 +98,10 @@ void Adam::set_state(const std::vector<std::pair<std::string, RawTensor>>& entri
       TG_CHECK(t.defined() && t.dtype() == kInt64 && t.numel() == 1, Error, "Adam::set_state: \"", name,
                "\" must be a one-element int64 tensor");
       TG_CHECK(!has_step[i], Error, "Adam::set_state: duplicate entry \"", name, "\"");
-      s.step = static_cast<int64_t>(t.item());
-      TG_CHECK(s.step >= 1, Error, "Adam::set_state: \"", name, "\" must be at least 1, got ", s.step);
+      s.step = t.to(Device::cpu()).contiguous().data<int64_t>()[0];   // exact: item() would round above 2^53
+      // At most 2^53: state() writes the count through a double, and ++step then never overflows.
+      TG_CHECK(s.step >= 1 && s.step <= (int64_t(1) << 53), Error, "Adam::set_state: \"", name,
+               "\" must be at least 1 and at most 2^53, got ", s.step);
       has_step[i] = true;
       continue;
     }

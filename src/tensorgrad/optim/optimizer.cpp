@@ -37,6 +37,7 @@ void Optimizer::add_param_group(ParamGroup group) {
     group_of_.push_back(group_lr_.size());
   }
   group_lr_.push_back(lr);
+  group_initial_lr_.emplace_back();
   on_params_added();
 }
 
@@ -44,6 +45,18 @@ double Optimizer::lr(std::size_t group) const {
   TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
            group_lr_.size(), " groups)");
   return group_lr_[group];
+}
+
+std::optional<double> Optimizer::initial_lr(std::size_t group) const {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  return group_initial_lr_[group];
+}
+
+void Optimizer::set_initial_lr(std::size_t group, double lr) {
+  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           group_lr_.size(), " groups)");
+  group_initial_lr_[group] = lr;
 }
 
 void Optimizer::set_lr(double lr) {

@@ -47,6 +47,13 @@ class Optimizer {
   void set_lr(double lr);
   /// Sets one group's learning rate (IndexError for a bad group, Error when negative).
   void set_lr(std::size_t group, double lr);
+  /// PyTorch's param_group["initial_lr"]: a group's learning rate when the first scheduler was built
+  /// on it, which every scheduler of the group reads as its base_lr (Note [Chainable schedulers] in
+  /// optim/scheduler.h); unset until then, and for groups added later. IndexError for a bad group.
+  std::optional<double> initial_lr(std::size_t group) const;
+  /// Sets a group's initial_lr (what a scheduler does when the group has none). IndexError for a bad
+  /// group.
+  void set_initial_lr(std::size_t group, double lr);
   /// Checkpoint state as named tensors (tg::save() and tg::load() in io/checkpoint.h). state() may alias the
   /// live buffers. set_state validates every entry (names, shapes, dtypes) before changing anything;
   /// buffers it does not receive are reset. The base throws: an optimizer must say what its state is.
@@ -108,6 +115,7 @@ class Optimizer {
   std::vector<Master> master_;           // one slot per parameter, used only for 16-bit ones
   std::vector<std::size_t> group_of_;   // parameter index -> group
   std::vector<double> group_lr_;
+  std::vector<std::optional<double>> group_initial_lr_;   // set by the first scheduler of each group
   double default_lr_;
 };
 

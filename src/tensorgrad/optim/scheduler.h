@@ -1,6 +1,7 @@
-// optim/scheduler.h: learning-rate schedulers with PyTorch's closed forms, stepped once per epoch
-// (or per iteration) after optimizer.step(): StepLR, CosineAnnealingLR, LinearLR (warm-up). Each
-// parameter group follows the schedule from its own initial learning rate.
+// optim/scheduler.h: learning-rate schedulers in PyTorch's chainable form, stepped once per epoch (or
+// per iteration) after optimizer.step(): StepLR, CosineAnnealingLR, LinearLR (warm-up). Several on one
+// optimizer compose (Note [Chainable schedulers]). Also gradient-norm clipping: clip_grad_norm,
+// get_total_norm, clip_grads_with_norm_, and libtorch's tg::nn::utils::clip_grad_norm_.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,76 +11,136 @@
 namespace tg {
 namespace optim {
 
-/// The base of the learning-rate schedulers (PyTorch's torch.optim.lr_scheduler.LRScheduler). It
-/// records every group's learning rate at construction as base_lr and, at each step(), sets
-/// lr_at(epoch, base_lr) in closed form. The optimizer must outlive it.
+// Note [Chainable schedulers]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A scheduler's step computes each group's next learning rate from the group's current one, as
+// PyTorch 2.x's get_lr() does (its recursive form, not the closed form of step(epoch)): StepLR
+// multiplies the current rate by gamma at every multiple of step_size, LinearLR by the ratio of two
+// consecutive factors, CosineAnnealingLR moves it along the cosine towards eta_min. So two schedulers
+// stepped on one optimizer compose (StepLR and a LinearLR warm-up multiply), instead of the last one
+// to step overwriting the other. A scheduler's base_lr is the group's Optimizer::initial_lr, which the
+// first scheduler built on the group sets from its learning rate at that moment (PyTorch's
+// setdefault("initial_lr")): a second scheduler sees the rate from before the first one's warm-up.
+// A group added after a scheduler was built is stepped like the others but has no base_lr.
+
+/// The base of the learning-rate schedulers (PyTorch's torch.optim.lr_scheduler.LRScheduler). The
+/// constructor sets every group's initial_lr that is unset to the group's learning rate and reads
+/// them as base_lr; step() sets each group's learning rate to get_lr(group, current rate). The
+/// optimizer must outlive it.
 class LRScheduler {
  public:
-  /// Reads the base learning rates; subclass constructors then call init().
+  /// Records the base learning rates; subclass constructors then call init().
   explicit LRScheduler(Optimizer& optimizer);
   virtual ~LRScheduler() = default;
-  /// Advances one epoch and sets every group's learning rate.
+  /// Advances one epoch and sets every group's learning rate from its current one. A step that
+  /// raises changes no learning rate and no epoch.
   void step();
   /// The number of step() calls so far (0 after construction).
   int64_t last_epoch() const { return epoch_; }
-  /// A group's learning rate when the scheduler was built; std::out_of_range for a bad group.
-  double base_lr(std::size_t group = 0) const { return base_lrs_.at(group); }
-  /// A group's current learning rate (the optimizer's).
-  double get_last_lr(std::size_t group = 0) const { return optimizer_.lr(group); }
+  /// A group's initial_lr when the scheduler was built; IndexError for a group it was not built with.
+  double base_lr(std::size_t group = 0) const;
+  /// The number of groups the scheduler has a base_lr for.
+  std::size_t num_base_lrs() const { return base_lrs_.size(); }
+  /// A group's learning rate as this scheduler's last step (or its construction) left it; a
+  /// scheduler stepped after it may have changed the optimizer's since. IndexError for a bad group.
+  double get_last_lr(std::size_t group = 0) const;
 
  protected:
-  /// The learning rate at `epoch` (0 = the start) of a group that started at base_lr.
-  virtual double lr_at(int64_t epoch, double base_lr) const = 0;
+  /// PyTorch's chainable get_lr(): the learning rate of `group` at last_epoch() (0 at construction)
+  /// from `lr`, the group's current learning rate.
+  virtual double get_lr(std::size_t group, double lr) const = 0;
   /// Called by subclass constructors once they are set up: applies epoch 0.
   void init() { apply(); }
+  /// The optimizer whose learning rates it sets.
+  const Optimizer& optimizer() const { return optimizer_; }
 
  private:
   void apply();
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
+  std::vector<double> last_lrs_;
   int64_t epoch_ = 0;
 };
 
-/// lr = base_lr * gamma^(epoch / step_size)
+/// Multiplies the learning rate by gamma every step_size epochs: with no other scheduler,
+/// lr = base_lr * gamma^(epoch / step_size).
 class StepLR : public LRScheduler {
  public:
-  /// Multiplies the learning rate by gamma every step_size epochs (Error unless step_size > 0).
+  /// Error for step_size 0 (PyTorch fails at the first step: integer modulo by zero); a negative
+  /// step_size decays every |step_size| epochs, as in PyTorch.
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
  protected:
-  double lr_at(int64_t epoch, double base_lr) const override;
+  /// lr * gamma at a nonzero multiple of step_size, else lr.
+  double get_lr(std::size_t group, double lr) const override;
  private:
   int64_t step_size_;
   double gamma_;
 };
 
-/// lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2
+/// Cosine annealing without restarts, recursively: with no other scheduler,
+/// lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, rising again after T_max.
 class CosineAnnealingLR : public LRScheduler {
  public:
-  /// Anneals from base_lr to eta_min over T_max epochs (Error unless T_max > 0).
+  /// Error for T_max 0 (PyTorch fails at the first step: integer modulo by zero); a negative T_max
+  /// anneals over |T_max| epochs, as in PyTorch.
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0);
  protected:
-  double lr_at(int64_t epoch, double base_lr) const override;
+  /// eta_min + (lr - eta_min) (1 + cos(pi e / T)) / (1 + cos(pi (e - 1) / T)), and at the epochs where
+  /// that denominator is 0 (e - 1 = T_max mod 2 T_max), lr + (base_lr - eta_min) (1 - cos(pi / T)) / 2.
+  double get_lr(std::size_t group, double lr) const override;
  private:
   int64_t t_max_;
   double eta_min_;
 };
 
-/// lr = base_lr * (start + (end - start) min(epoch, total_iters) / total_iters): a linear warm-up.
+/// A linear warm-up: with no other scheduler, lr = base_lr * (start + (end - start) min(epoch,
+/// total_iters) / total_iters).
 class LinearLR : public LRScheduler {
  public:
-  /// Scales base_lr from start_factor (in (0, 1]) to end_factor (in [0, 1]) over total_iters (> 0)
-  /// epochs, then keeps end_factor; Error otherwise.
+  /// Scales the learning rate from start_factor (in (0, 1]) to end_factor (in [0, 1]) over
+  /// total_iters epochs, then leaves it; Error for factors outside those ranges, with PyTorch's words.
+  /// total_iters <= 0 keeps start_factor for good, as in PyTorch.
   LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
  protected:
-  double lr_at(int64_t epoch, double base_lr) const override;
+  /// lr * start at epoch 0; lr * (1 + (end - start) / (total start + (e - 1) (end - start))) for
+  /// 0 < e <= total_iters; lr after.
+  double get_lr(std::size_t group, double lr) const override;
  private:
   double start_, end_;
   int64_t total_;
 };
 
-/// Scales all gradients so that their global 2-norm is at most max_norm; returns the norm before
-/// clipping (torch.nn.utils.clip_grad_norm_). Parameters without a gradient are skipped.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+/// torch.nn.utils.get_total_norm: the norm_type-norm of the per-tensor norms of `tensors` (undefined
+/// ones skipped), as if they were one vector. Each tensor's norm is computed in float32 for float16
+/// and bfloat16 (float64 for float64) and rounded to its dtype; the total is in the promoted dtype of
+/// all, on the first tensor's device (a float32 0 on the CPU when there are none). norm_type: p > 0
+/// ((sum |x|^p)^(1/p)), inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), p < 0 (the same
+/// formula; Error for an empty tensor then, and for inf on an empty tensor). Error when
+/// error_if_nonfinite and the total is NaN or infinite, with PyTorch's message.
+Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0, bool error_if_nonfinite = false);
+
+/// torch.nn.utils.clip_grads_with_norm_: multiplies every gradient of params by
+/// min(max_norm / (total_norm + 1e-6), 1), computed in total_norm's dtype, as PyTorch does: a NaN
+/// total makes every gradient NaN, an infinite one makes them 0 (NaN where they are infinite).
+void clip_grads_with_norm_(const std::vector<Tensor>& params, double max_norm, const Tensor& total_norm);
+
+/// torch.nn.utils.clip_grad_norm_: get_total_norm of the gradients of params (parameters without one
+/// are skipped), then clip_grads_with_norm_. Returns the total norm before clipping as a double (as
+/// libtorch's clip_grad_norm_ does; get_total_norm gives it as a tensor of its dtype).
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
+                      bool error_if_nonfinite = false);
 
 }  // namespace optim
+
+namespace nn {
+namespace utils {
+
+/// libtorch's spelling of tg::optim::clip_grad_norm (torch::nn::utils::clip_grad_norm_).
+inline double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
+                              bool error_if_nonfinite = false) {
+  return optim::clip_grad_norm(parameters, max_norm, norm_type, error_if_nonfinite);
+}
+
+}  // namespace utils
+}  // namespace nn
 }  // namespace tg
