@@ -135,8 +135,8 @@ TEST_CASE("clip_grad_norm: mixed dtypes promote the total and scale each gradien
        {0.0029998500012500626}},
   };
   for (const Case& c : cases) {
-    CAPTURE(tg::dtype_name(c.a));
-    CAPTURE(tg::dtype_name(c.b));
+    CAPTURE(std::string(tg::dtype_name(c.a)));
+    CAPTURE(std::string(tg::dtype_name(c.b)));
     Tensor a = with_grad({300, 4}, c.a), b = with_grad({3}, c.b);
     const Tensor total = tg::optim::get_total_norm({a.grad(), b.grad()});
     CHECK(total.dtype() == c.total);
@@ -157,8 +157,8 @@ TEST_CASE("clip_grad_norm: random float16, bfloat16 and float32 gradients above 
       {tg::kFloat16, tg::kBFloat16}, {tg::kFloat32, tg::kFloat32}};
   uint64_t seed = 4101;
   for (const auto& [da, db] : pairs) {
-    CAPTURE(tg::dtype_name(da));
-    CAPTURE(tg::dtype_name(db));
+    CAPTURE(std::string(tg::dtype_name(da)));
+    CAPTURE(std::string(tg::dtype_name(db)));
     std::vector<Tensor> params{random_grad({37}, da, 300, seed++), random_grad({5, 9}, db, 300, seed++),
                                random_grad({3}, da, 0.5, seed++)};
     const tg::DType td = tg::promote_types(da, db);
@@ -239,7 +239,7 @@ TEST_CASE("get_total_norm: every norm_type on random float32 and float64 tensors
     std::vector<Tensor> grads;
     for (const Tensor& p : params) grads.push_back(p.grad());
     for (double p : ps) {
-      CAPTURE(tg::dtype_name(d));
+      CAPTURE(std::string(tg::dtype_name(d)));
       CAPTURE(p);
       const double want = ref_total(params, p, d);
       const Tensor got = tg::optim::get_total_norm(grads, p);
@@ -258,7 +258,7 @@ TEST_CASE("get_total_norm: every norm_type on random float32 and float64 tensors
 TEST_CASE("clip_grad_norm: a NaN total makes every gradient NaN and an infinite one zeroes them, as PyTorch") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   for (tg::DType d : {tg::kFloat32, tg::kFloat16, tg::kBFloat16, tg::kFloat64}) {
-    CAPTURE(tg::dtype_name(d));
+    CAPTURE(std::string(tg::dtype_name(d)));
     // a.grad = [nan, 4.], b.grad = [3.]: clip_grad_norm_([a, b], 1.0) -> tensor(nan), a.grad [nan, nan],
     // b.grad [nan] (torch 2.15.0)
     Tensor a = with_grad({nan, 4}, d), b = with_grad({3}, d);
@@ -384,7 +384,7 @@ TEST_CASE("clip_grad_norm on CUDA and across devices matches the CPU") {
   TG_NEED_CUDA();
   const tg::Device gpu = tg::Device::cuda(0);
   for (tg::DType d : {tg::kFloat16, tg::kBFloat16, tg::kFloat32}) {
-    CAPTURE(tg::dtype_name(d));
+    CAPTURE(std::string(tg::dtype_name(d)));
     Tensor a = random_grad({37}, d, 300, 71), b = random_grad({5, 9}, tg::kFloat32, 2, 72);
     Tensor ga = tg::zeros({37}, tg::TensorOptions().dtype(d).device(gpu).requires_grad(true));
     Tensor gb = tg::zeros({5, 9}, tg::TensorOptions().device(gpu).requires_grad(true));

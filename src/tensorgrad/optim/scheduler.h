@@ -110,13 +110,13 @@ class LinearLR : public LRScheduler {
   int64_t total_;
 };
 
-/// torch.nn.utils.get_total_norm: the norm_type-norm of the per-tensor norms of `tensors` (undefined
-/// ones skipped), as if they were one vector. Each tensor's norm is computed in float32 for float16
+/// torch.nn.utils.get_total_norm: the norm_type-norm of the per-tensor norms of `tensors` (each
+/// defined and floating, else Error / DTypeError), as if they were one vector. Each tensor's norm is computed in float32 for float16
 /// and bfloat16 (float64 for float64) and rounded to its dtype; the total is in the promoted dtype of
 /// all, on the first tensor's device (a float32 0 on the CPU when there are none). norm_type: p > 0
 /// ((sum |x|^p)^(1/p)), inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), p < 0 (the same
 /// formula; Error for an empty tensor then, and for inf on an empty tensor). Error when
-/// error_if_nonfinite and the total is NaN or infinite, with PyTorch's message.
+/// error_if_nonfinite and the total is NaN or infinite, with PyTorch's message. Note [Clipping dtypes].
 Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0, bool error_if_nonfinite = false);
 
 /// torch.nn.utils.clip_grads_with_norm_: multiplies every gradient of params by
@@ -125,8 +125,9 @@ Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0
 void clip_grads_with_norm_(const std::vector<Tensor>& params, double max_norm, const Tensor& total_norm);
 
 /// torch.nn.utils.clip_grad_norm_: get_total_norm of the gradients of params (parameters without one
-/// are skipped), then clip_grads_with_norm_. Returns the total norm before clipping as a double (as
-/// libtorch's clip_grad_norm_ does; get_total_norm gives it as a tensor of its dtype).
+/// are skipped; Error for an undefined parameter), then clip_grads_with_norm_. Returns the total norm
+/// before clipping as a double (as libtorch's clip_grad_norm_ does; get_total_norm gives it as a
+/// tensor of its dtype). A negative or NaN max_norm is used as given, as PyTorch does.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                       bool error_if_nonfinite = false);
 
@@ -135,7 +136,9 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
 namespace nn {
 namespace utils {
 
-/// libtorch's spelling of tg::optim::clip_grad_norm (torch::nn::utils::clip_grad_norm_).
+/// libtorch's spelling of tg::optim::clip_grad_norm (torch::nn::utils::clip_grad_norm_), with Python's
+/// rules: norm_type 0 counts the gradients with a nonzero element, where libtorch's C++ returns the
+/// number of gradients.
 inline double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                               bool error_if_nonfinite = false) {
   return optim::clip_grad_norm(parameters, max_norm, norm_type, error_if_nonfinite);
