@@ -110,8 +110,8 @@ double CosineAnnealingLR::get_lr(std::size_t group, double lr) const {
   const uint64_t a = t_max_ < 0 ? uint64_t(0) - static_cast<uint64_t>(t_max_) : static_cast<uint64_t>(t_max_);
   const uint64_t k = static_cast<uint64_t>(e - 1);
   if (k >= a && (k - a) % (2 * a) == 0) {
-    // The step after the trough, where the ratio below is 0 / 0: PyTorch adds the first step of the
-    // cosine back, measured from the base learning rate.
+    // The step after a trough (e - 1 = T_max, 3 T_max, ...), where the ratio below would divide by
+    // 1 + cos(pi) = 0: PyTorch adds the cosine's first step back, measured from the base learning rate.
     TG_CHECK(group < num_base_lrs(), Error, "CosineAnnealingLR: parameter group ", group, " was added after the "
              "scheduler was built and has no base_lr (PyTorch: zip() argument 2 is longer than argument 1)");
     return lr + (base_lr(group) - eta_min_) * (1 - std::cos(kPi / t)) / 2;
