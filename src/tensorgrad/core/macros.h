@@ -4,10 +4,19 @@
 #pragma once
 #if defined(__CUDACC__)
 #define TG_HD __host__ __device__ __forceinline__
+#define TG_HD_INLINE __host__ __device__ __forceinline__
 #else
 /// Marks a function compiled for both sides: `__host__ __device__ __forceinline__` under nvcc,
 /// `inline` in plain C++.
 #define TG_HD inline
+#if defined(__GNUC__) || defined(__clang__)
+/// TG_HD, and always inlined by the host compiler too: for the scalar math (fn::exp, fn::erf) that a
+/// CPU loop vectorizes only when it is inlined into the loop's body, whatever the body's size (gelu's
+/// backward calls exp twice and erf once per element). See Note [Vectorizable exp].
+#define TG_HD_INLINE __attribute__((always_inline)) inline
+#else
+#define TG_HD_INLINE inline
+#endif
 #endif
 
 /// 1 when the CPU backend compiles its AVX2 and AVX-512 loop sets next to the baseline one (x86-64
