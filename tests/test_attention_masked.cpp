@@ -39,7 +39,7 @@ void check_torch(const Tensor& got, const std::vector<double>& want) {
   testing::check_close(got.to(tg::kFloat64), tg::from_vector(want, got.shape()), 1e-12, 1e-12);
 }
 
-/// Every element of x is exactly 0 (not NaN, not -0 mistaken for NaN) where rows says so: x viewed as
+/// Every element of x is exactly 0 (-0 counts as 0) where rows says so: x viewed as
 /// (R, C) rows of its last dim, rows[r] true for a row that must be zero; the others finite.
 void check_zero_rows(const Tensor& x, const std::vector<bool>& rows) {
   const auto v = x.to(tg::kFloat64).to_vector<double>();

@@ -59,7 +59,7 @@ Tensor as_batched(const Tensor& x, const Shape& batch, int64_t B) {
 // A query row whose scores are all -inf (every key masked: a bool mask false along it, a float mask -inf
 // along it, or -inf scores from infinite inputs) attends nothing: its output row is 0 and it passes zero
 // gradients to q, k, v and the mask, on both paths and devices, as PyTorch's scaled_dot_product_attention
-// (its _safe_softmax, since 2.5; earlier versions gave NaN). softmax itself keeps NaN for such a row
+// (its _safe_softmax, since 2.5). softmax itself keeps NaN for such a row
 // (Note [NaN and infinity]), and so do nn::MultiheadAttention's weights when need_weights is true, as
 // PyTorch's. The fused kernels find such a row by its running max staying -inf; they write 0 and save
 // its log-sum-exp as +inf, so that exp(s - lse) is 0 for every key of it in the backward.
@@ -225,8 +225,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     scores = attn_mask.dtype() == kBool ? where(attn_mask, scores, minus_inf) : scores + attn_mask;
   }
   // Rows whose scores are all -inf attend nothing: their probabilities are 0, as PyTorch's _safe_softmax
-  // (Note [Fused attention]). Such a row is softmaxed as zeros instead (finite weights and gradients),
-  // and its output row set to 0 below, so it passes no gradient to q, k, v or the mask.
+  // (Note [Fused attention]). Their scores are replaced by zeros before the softmax (finite weights and
+  // gradients) and their output rows set to 0 below, so they pass no gradient to q, k, v or the mask.
   const Tensor dead = fully_masked_rows(scores);
   if (dead.defined()) scores = where(dead, scalar_like(0.0, scores), scores);
   Tensor attn = softmax(scores, -1);
