@@ -333,6 +333,16 @@ std::vector<Case> binary_cases(const std::string& op, std::function<Tensor(const
 
 /// Every op of ops/ops.h with samples, for one dtype (float32, float64 or int64). Only CPU tensors
 /// are made here.
+/// A bool attention mask (L, S), true where query i attends key j: about 4 keys in 5, and none for the
+/// rows i % 4 == 1.
+RawTensor rows_masked(int64_t L, int64_t S) {
+  std::vector<double> keep(static_cast<std::size_t>(L * S));
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < S; ++j) keep[static_cast<std::size_t>(i * S + j)] = i % 4 != 1 && (i * 7 + j * 3) % 5 != 0;
+  return tg::prim::binary(tg::BinaryOp::Gt, tg::from_vector(keep, {L, S}).data(), tg::prim::full({}, 0.5, tg::kFloat64),
+                          "gt");
+}
+
 std::vector<Case> parity_table(tg::DType dt) {
   const Maker N = [](const tg::Shape& s, uint64_t seed, tg::DType d) { return normal(s, seed, d); };
   const Maker P = [](const tg::Shape& s, uint64_t seed, tg::DType d) { return positive(s, seed, d); };
@@ -636,6 +646,26 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"scaled_dot_product_attention", "(3, 33, 16) x (3, 70, 16) fused, float mask (33, 70), Ev 24, scale 0.3",
                {normal({3, 33, 16}, 200, dt), normal({3, 70, 16}, 201, dt), normal({3, 70, 24}, 202, dt), normal({33, 70}, 203, dt)},
                [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3); }, R});
+  // query rows whose every key is masked (rows i % 4 == 1): 0 and zero gradients on both devices (Note
+  // [Fused attention]); fused with a bool mask, composed with a float mask of -inf rows that needs its
+  // gradient, and with dropout
+  t.push_back({"scaled_dot_product_attention", "(2, 3, 33, 16) x (2, 3, 40, 16) fused, bool mask (33, 40), masked rows",
+               {normal({2, 3, 33, 16}, 204, dt), normal({2, 3, 40, 16}, 205, dt), normal({2, 3, 40, 8}, 206, dt),
+                constant(rows_masked(33, 40))},
+               [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3]); }, R});
+  Input minus_inf_rows = normal({33, 40}, 207, dt);
+  if (tg::is_floating(dt)) {
+    const RawTensor r = minus_inf_rows.base;
+    minus_inf_rows.base = tg::prim::where(rows_masked(33, 40), r, tg::prim::scalar_like(-INFINITY, r));
+  }
+  t.push_back({"scaled_dot_product_attention", "(4, 33, 16) x (4, 40, 8) composed, float mask, -inf rows, dropout 0.2",
+               {normal({4, 33, 16}, 208, dt), normal({4, 40, 16}, 209, dt), normal({4, 40, 8}, 210, dt), minus_inf_rows,
+                constant(rows_masked(33, 40))},
+               [](auto& in) {
+                 const Tensor a = tg::scaled_dot_product_attention(in[0], in[1], in[2], in[3]);
+                 tg::manual_seed(14);
+                 return a + tg::scaled_dot_product_attention(in[0], in[1], in[2], in[4], 0.2);
+               }, R});
   return t;
 }
 

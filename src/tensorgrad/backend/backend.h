@@ -275,8 +275,9 @@ class Backend {
   virtual void avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& args, const RawTensor& dx) = 0;
   /// Fused attention forward (see AttentionArgs): q, k, v, out contiguous of one floating dtype; sets
   /// out (B, L, Ev) and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
-  /// float16 and bfloat16 inputs, float64 for float64), -inf for a row whose keys are all masked (its
-  /// out is NaN, as the composed softmax gives). CPU: the reference loops (backend/cpu/attention.cpp),
+  /// float16 and bfloat16 inputs, float64 for float64). A row whose scores are all -inf (every key
+  /// masked) has out 0 and lse +inf, PyTorch's rule (Note [Fused attention] in ops/attention.cpp);
+  /// its gradients in attention_backward are 0. CPU: the reference loops (backend/cpu/attention.cpp),
   /// which the ops reach only through prim::attention (they compose on the CPU); CUDA: kernels
   /// (backend/cuda/attention.cu).
   virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args,

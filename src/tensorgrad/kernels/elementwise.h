@@ -120,6 +120,10 @@ TG_HD double erf(double x) { return std::erf(x); }
 //   +inf, or holding only -inf, has no finite shift: the whole row is NaN (softmax([inf, 1, 2]) is
 //   [nan, nan, nan], and so is cross-entropy's loss for that row). A -inf among finite values is
 //   probability 0 (log_softmax -inf); cross-entropy with the target there is +inf.
+// - scaled_dot_product_attention, unlike softmax, gives 0 for a query row whose scores are all -inf
+//   (every key masked), with zero gradients, as PyTorch 2.5 and later;
+//   nn::MultiheadAttention with need_weights = true keeps softmax's NaN in its weights and output, as
+//   PyTorch's does (Note [Fused attention] in ops/attention.cpp).
 // - Gradients whose formula is 0 * inf where the function is locally constant are 0, not NaN:
 //   pow(a, b) with respect to b where a == 0 and b >= 0, with respect to a where b == 0 (also the
 //   scalar-exponent pow); relu, abs and clamp at their kinks take the documented one-sided value.

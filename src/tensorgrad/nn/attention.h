@@ -69,8 +69,11 @@ class MultiheadAttention : public Cloneable<MultiheadAttention> {
   /// causal mask: it needs attn_mask (Error otherwise), and without key_padding_mask and need_weights
   /// the mask is dropped for scaled_dot_product_attention's is_causal (the top-left triangle over (L,
   /// S')), else attn_mask is applied as given. The dropout applies only in training. A query row with
-  /// every key masked gives NaN, as in PyTorch. ShapeError / DTypeError in PyTorch's words for inputs
-  /// of the wrong shape or dtype.
+  /// every key masked gives, as PyTorch's general path: without need_weights, a zero attention row
+  /// (the output is out_proj's bias there) and zero gradients through it; with need_weights, NaN
+  /// weights and output (softmax of -inf). PyTorch's inference fast path (eval, no grad,
+  /// self-attention, batch_first, bool masks) gives NaN there instead; this module has no fast path.
+  /// ShapeError / DTypeError in PyTorch's words for inputs of the wrong shape or dtype.
   std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                          const Tensor& key_padding_mask = Tensor(), bool need_weights = true,
                                          const Tensor& attn_mask = Tensor(), bool average_attn_weights = true,

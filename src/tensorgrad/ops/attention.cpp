@@ -56,6 +56,29 @@ Tensor as_batched(const Tensor& x, const Shape& batch, int64_t B) {
 // lists scaled_dot_product_attention among the lower-precision ops (Note [Autocast op lists]); the
 // composed path keeps its per-op casts (matmul lower, softmax float32).
 // The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape.
+// A query row whose scores are all -inf (every key masked: a bool mask false along it, a float mask -inf
+// along it, or -inf scores from infinite inputs) attends nothing: its output row is 0 and it passes zero
+// gradients to q, k, v and the mask, on both paths and devices, as PyTorch's scaled_dot_product_attention
+// (its _safe_softmax, since 2.5). softmax itself keeps NaN for such a row
+// (Note [NaN and infinity]), and so do nn::MultiheadAttention's weights when need_weights is true, as
+// PyTorch's. The fused kernels find such a row by its running max staying -inf; they write 0 and save
+// its log-sum-exp as +inf, so that exp(s - lse) is 0 for every key of it in the backward.
+
+/// A bool (batch..., L, 1) Tensor, true for the rows of scores (batch..., L, S) whose every score is -inf
+/// (a row holding NaN is not one: it stays NaN, as softmax's), for the composed path's zero rows;
+/// undefined when no row can be one: S = 0 or no scores, or on the CPU when none is (the common case then
+/// costs one read of the scores; on CUDA that check would wait for the device, so the rows are always
+/// zeroed there).
+Tensor fully_masked_rows(const Tensor& scores) {
+  const char* op = "scaled_dot_product_attention";
+  if (scores.numel() == 0 || scores.size(-1) == 0) return Tensor();
+  const RawTensor s = scores.data();
+  const RawTensor row_max = prim::reduce(ReduceOp::Max, s, {-1}, true, op);
+  const RawTensor minus_inf = prim::scalar_like(-std::numeric_limits<double>::infinity(), s);
+  const RawTensor dead = prim::binary(BinaryOp::Eq, row_max, minus_inf, op);
+  if (s.device().is_cpu() && prim::sum(dead).item() == 0) return Tensor();
+  return Tensor(dead);
+}
 
 /// The widest q/k and v rows the CUDA kernels take for dtype (their shared-memory tiles' width).
 int64_t fused_attention_max_dim(DType dtype) { return dtype == kFloat64 ? 64 : 128; }
@@ -201,10 +224,17 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   } else if (attn_mask.defined()) {
     scores = attn_mask.dtype() == kBool ? where(attn_mask, scores, minus_inf) : scores + attn_mask;
   }
+  // Rows whose scores are all -inf attend nothing: their probabilities are 0, as PyTorch's _safe_softmax
+  // (Note [Fused attention]). Their scores are replaced by zeros before the softmax (finite weights and
+  // gradients) and their output rows set to 0 below, so they pass no gradient to q, k, v or the mask.
+  const Tensor dead = fully_masked_rows(scores);
+  if (dead.defined()) scores = where(dead, scalar_like(0.0, scores), scores);
   Tensor attn = softmax(scores, -1);
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
   // out (B, L, Ev) = attn v, then the batch dims back
-  return reshape(matmul(reshape(attn, {B, L, S}), v), with_matrix(batch, L, Ev));
+  Tensor out = reshape(matmul(reshape(attn, {B, L, S}), v), with_matrix(batch, L, Ev));
+  if (dead.defined()) out = where(dead, scalar_like(0.0, out), out);
+  return out;
 }
 
 }  // namespace tg

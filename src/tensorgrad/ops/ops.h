@@ -339,12 +339,13 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight 
 /// keeps key j for query i when j <= i (top-left aligned, as PyTorch), and needs no attn_mask
 /// (Error when both are given). scale defaults to 1 / sqrt(E). dropout_p > 0 drops attention weights
 /// from the manual_seed stream and scales the others by 1 / (1 - dropout_p): as in PyTorch this
-/// function always applies it, so pass 0 in evaluation (nn::MultiheadAttention does). A row that
-/// masks every key gives NaN, as PyTorch's math path. On CUDA it runs fused kernels (an online
-/// softmax that never stores the (L, S) scores, and a backward that recomputes them) when dropout_p is
-/// 0, the head dims are at most 128 (64 in float64) and a float attn_mask needs no gradient; otherwise,
-/// and on the CPU, it is composed of matmul, masked_fill, softmax and dropout, which autograd
-/// differentiates (attn_mask included). See Note [Fused attention] in ops/attention.cpp.
+/// function always applies it, so pass 0 in evaluation (nn::MultiheadAttention does). A query row
+/// whose every key is masked gives 0 and zero gradients, as PyTorch 2.5 and later. On CUDA it runs
+/// fused kernels (an online softmax that never stores the (L, S) scores, and a backward that
+/// recomputes them) when dropout_p is 0, the head dims are at most 128 (64 in float64) and a float
+/// attn_mask needs no gradient; otherwise, and on the CPU, it is composed of matmul, masked_fill,
+/// softmax and dropout, which autograd differentiates (attn_mask included). See Note [Fused
+/// attention] in ops/attention.cpp.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const Tensor& attn_mask = Tensor(), double dropout_p = 0,
                                       bool is_causal = false, std::optional<double> scale = std::nullopt);

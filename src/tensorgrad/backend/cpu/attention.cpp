@@ -57,9 +57,9 @@ void attention_ref(const RawTensor& qt, const RawTensor& kt, const RawTensor& vt
       M m = -std::numeric_limits<M>::infinity();
       for (M x : s) m = x > m ? x : m;
       T* oi = out + (b * a.L + i) * a.Ev;
-      if (m == -std::numeric_limits<M>::infinity()) {   // every key masked: softmax of -inf is NaN
-        lse[b * a.L + i] = m;
-        for (int64_t d = 0; d < a.Ev; ++d) oi[d] = static_cast<T>(std::numeric_limits<M>::quiet_NaN());
+      if (m == -std::numeric_limits<M>::infinity()) {   // every key masked: out 0, lse +inf (Note [Fused attention])
+        lse[b * a.L + i] = std::numeric_limits<M>::infinity();
+        for (int64_t d = 0; d < a.Ev; ++d) oi[d] = static_cast<T>(M(0));
         continue;
       }
       M l = 0;
@@ -95,7 +95,8 @@ void attention_backward_ref(const RawTensor& qt, const RawTensor& kt, const RawT
       for (int64_t d = 0; d < a.Ev; ++d) D += static_cast<M>(gi[d]) * static_cast<M>(oi[d]);
       std::fill(dq.begin(), dq.end(), M(0));
       for (int64_t j = 0; j < a.S; ++j) {
-        // p_ij recomputed from the saved log-sum-exp; 0 for a masked key (also in a fully masked row)
+        // p_ij recomputed from the saved log-sum-exp; 0 for a masked key (every key of a fully masked
+        // row, whose out and so D_i are 0: its gradients are 0)
         const M p = s[j] == -std::numeric_limits<M>::infinity() ? M(0) : std::exp(s[j] - row_lse);
         const T* vj = v + (b * a.S + j) * a.Ev;
         const T* kj = k + (b * a.S + j) * a.E;

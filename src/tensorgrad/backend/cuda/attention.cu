@@ -151,12 +151,14 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
     const int64_t i = i0 + warp * kRowsPerWarp + rr;
     if (i >= g.L) continue;
     T* oi = out + (b * g.L + i) * g.Ev;
-    const bool empty = l[rr] == M(0);   // every key masked: NaN as the composed softmax gives
+    // every key masked (l is at least 1 once any score is finite): out 0 and lse +inf, so that the
+    // backward's exp(s - lse) is 0 for each of its keys (Note [Fused attention])
+    const bool empty = l[rr] == M(0);
     for (int c = 0; c < C; ++c) {
       const int64_t d = lane + 32 * c;
-      if (d < g.Ev) oi[d] = static_cast<T>(empty ? M(NAN) : o[rr][c] / l[rr]);
+      if (d < g.Ev) oi[d] = static_cast<T>(empty ? M(0) : o[rr][c] / l[rr]);
     }
-    if (lane == 0) lse[b * g.L + i] = empty ? minus_inf<M>() : m[rr] + tlog(l[rr]);
+    if (lane == 0) lse[b * g.L + i] = empty ? M(INFINITY) : m[rr] + tlog(l[rr]);
   }
 }
 
@@ -175,7 +177,8 @@ struct RowDot {
   }
 };
 
-/// p = exp(s - lse) for a score s, 0 where the key is masked.
+/// p = exp(s - lse) for a score s, 0 where the key is masked (every key of a fully masked row, whose lse
+/// is +inf).
 template <class M>
 __device__ __forceinline__ M prob(M s, M row_lse) {
   return s == minus_inf<M>() ? M(0) : texp(s - row_lse);
