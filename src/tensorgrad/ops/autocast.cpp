@@ -13,7 +13,8 @@ namespace amp {
 // Note [Autocast op lists]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch's autocast lists (torch 2.x, aten/src/ATen/autocast_mode.cpp; the CUDA ones are those of
-// torch.amp's documentation), for the ops tensorgrad has. The CPU's and CUDA's differ:
+// torch.amp's documentation), for the ops tensorgrad has, as torch 2.15 applies them
+// (tests/data/autocast_lists.py prints what it gives on each device). The CPU's and CUDA's differ:
 //
 //   op                                                   CPU       CUDA
 //   matmul, linear, conv1d, conv2d,                      lower     lower
@@ -27,8 +28,9 @@ namespace amp {
 // it. float32: they are cast to float32, and so is the output. -: the op runs in its inputs' dtypes,
 // and elementwise ops follow type promotion (a float32 bias added to a bfloat16 product gives float32;
 // softmax, exp or sum of a bfloat16 tensor on the CPU is bfloat16, as in PyTorch). Eligible are
-// float32, float16 and bfloat16 inputs: a float64 input is never cast (a float64 matmul or conv2d
-// under autocast runs in float64), nor an integer one, as PyTorch's is_autocast_eligible says. The
+// float32, float16 and bfloat16 inputs (a float16 input of matmul in a bfloat16 region is cast to
+// bfloat16): a float64 input is never cast (a float64 matmul or conv2d under autocast runs in
+// float64), nor an integer one, as PyTorch's is_autocast_eligible says. The
 // table is kPolicy below; ops ask for it through detail::cast(op, x).
 // On the CPU, where products in the region's dtype run through float32, matmul and linear round
 // float32 operands to the lower precision instead of casting them, with the same bits (Note [Autocast

@@ -23,18 +23,18 @@
 // when every operand is float32 or the region's dtype and one at least is float32
 // (amp::detail::product_through_float32), matmul and linear multiply float32 operands rounded to the
 // region's dtype (prim::round_to_precision; a parameter's rounding is cached for the region like its
-// cast), round the product once into the region's dtype, and in backward round each gradient to that
-// precision in place, keeping its input's dtype; an operand broadcast over matmul's batch has its
-// gradient summed in the region's dtype, as the engine sums the cast's. No cast nodes: the results and
-// gradients are the bits that the casts, the 16-bit product and the casts' backward give
-// (tests/test_autocast.cpp compares them), and what is saved for backward stays as small: an operand
+// cast: Note [Autocast cast cache]), round the product once into the region's dtype, and in backward
+// round each gradient to that precision in place, keeping its input's dtype; an operand broadcast over
+// matmul's batch has its gradient summed in the region's dtype, as the engine sums the cast's. No cast
+// nodes: the results and gradients are the bits that the casts, the 16-bit product and the casts'
+// backward give (tests/test_autocast.cpp compares them), and what is saved for backward stays as small: an operand
 // in the region's dtype or a leaf (held by the caller; a float32 leaf is rounded again in backward) as
 // it is, any other float32 operand as its lower-precision copy. As for linear's input (Note [Autocast
 // saves the caller's input]), writing into a saved leaf in place between forward and backward is then
 // an AutogradError (PyTorch's saved bfloat16 copy would not see the write). A float32 parameter used
 // twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's
-// two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float16 in a bfloat16
-// region; float64, which stays as it is), take the cast path.
+// two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float16 in a
+// bfloat16 region; float64, which stays as it is), take the cast path.
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
