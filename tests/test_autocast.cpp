@@ -317,7 +317,7 @@ TEST_CASE("autocast cache: a tensor allocated where a dead parameter lived never
   }
 }
 
-TEST_CASE("autocast cache: a parameter's cast is made once per region, again after a write, set_data or the region's end") {
+TEST_CASE("autocast cache: a parameter is cast once per region, again after a write, set_data or the region's end") {
   // A write that bypasses the version counter (poke) shows which cast conv2d used: the cached one
   // until the weight's version or value changes or the outermost region ends; a fresh cast is the op
   // on w.detach(), which is no parameter.

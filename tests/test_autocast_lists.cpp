@@ -61,7 +61,8 @@ std::vector<ListCase> list_cases() {
        }},
       {"scaled_dot_product_attention", Op::ScaledDotProductAttention, "bbbd hhhd", "bbbd hhhd",
        [](DType d, Device v) {
-         return tg::scaled_dot_product_attention(input({2, 5, 8}, d, v), input({2, 6, 8}, d, v), input({2, 6, 8}, d, v));
+         const Tensor q = input({2, 5, 8}, d, v), k = input({2, 6, 8}, d, v), val = input({2, 6, 8}, d, v);
+         return tg::scaled_dot_product_attention(q, k, val);
        }},
       {"softmax", Op::Softmax, "bhfd bhfd", "fffd fffd",
        [](DType d, Device v) { return tg::softmax(input({3, 5}, d, v), 1); }},
@@ -158,7 +159,9 @@ TEST_CASE("autocast lists: the policy table is PyTorch's for each device") {
       for (int r = 0; r < 2; ++r) {
         if (r == 1) got += ' ';
         for (tg::DType in : kInputs)
-          got += in == tg::kFloat64 || p == CastPolicy::None ? letter(in) : p == CastPolicy::Lower ? letter(kRegions[r]) : 'f';
+          got += in == tg::kFloat64 || p == CastPolicy::None ? letter(in)
+                 : p == CastPolicy::Lower                    ? letter(kRegions[r])
+                                                             : 'f';
       }
       CHECK(got == std::string(cuda ? c.cuda : c.cpu));
     }
@@ -185,14 +188,16 @@ TEST_CASE("autocast lists: float64 runs as it is: results and gradients are thos
   const std::vector<Case> cases = {
       {"matmul", {{5, 9}, {9, 4}}, [](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); }},
       {"linear", {{5, 9}, {7, 9}, {7}}, [](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); }},
-      {"conv1d", {{2, 3, 11}, {5, 3, 3}, {5}}, [](const std::vector<Tensor>& v) { return conv1d(v[0], v[1], v[2], 2, 1); }},
+      {"conv1d", {{2, 3, 11}, {5, 3, 3}, {5}},
+       [](const std::vector<Tensor>& v) { return conv1d(v[0], v[1], v[2], 2, 1); }},
       {"conv2d", {{2, 3, 7, 9}, {4, 3, 3, 2}, {4}},
        [](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], v[2], {1}, {1}); }},
       {"scaled_dot_product_attention", {{2, 5, 8}, {2, 6, 8}, {2, 6, 3}},
        [](const std::vector<Tensor>& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
       {"cross_entropy", {{5, 7}}, [target](const std::vector<Tensor>& v) { return cross_entropy(v[0], target); }},
       {"softmax", {{5, 7}}, [](const std::vector<Tensor>& v) { return softmax(v[0], 1); }},
-      {"layer_norm", {{5, 7}, {7}, {7}}, [](const std::vector<Tensor>& v) { return layer_norm(v[0], {7}, v[1], v[2]); }},
+      {"layer_norm", {{5, 7}, {7}, {7}},
+       [](const std::vector<Tensor>& v) { return layer_norm(v[0], {7}, v[1], v[2]); }},
   };
   for (const Case& c : cases) {
     const std::string name = c.name;
@@ -304,4 +309,19 @@ TEST_CASE("autocast lists: on the CPU softmax, exp, sum and the norms give a 16-
       }
     }
   }
+}
+
+TEST_CASE("autocast lists: a float64 input with a float32 parameter is refused, as PyTorch refuses it") {
+  // float64 is not eligible and float32 is, so the operands end in different dtypes. torch 2.15.0, under
+  // torch.autocast('cpu', dtype=torch.bfloat16): torch.mm(a.double(), w) raises "expected m1 and m2 to
+  // have the same dtype, but got: double != c10::BFloat16"; F.conv2d(x.double(), w) raises "expected
+  // scalar type Double but found BFloat16".
+  using namespace tg;
+  const Tensor w = Tensor(tg::randn({3, 5}).data(), true), k = Tensor(tg::randn({4, 3, 3, 3}).data(), true);
+  amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+  TG_CHECK_THROWS(matmul(tg::randn({2, 3}, kFloat64), w), DTypeError,
+                  "matmul: expected both tensors to have the same dtype, but got float64 and bfloat16");
+  TG_CHECK_THROWS(conv2d(tg::randn({1, 3, 5, 6}, kFloat64), k), DTypeError,
+                  "conv2d: expected both tensors to have the same dtype, but got float64 and bfloat16");
+  CHECK_FALSE(w.grad().defined());
 }

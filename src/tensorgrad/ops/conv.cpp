@@ -96,7 +96,8 @@ Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 }  // namespace
 
 Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
-                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                const std::vector<int64_t>& dilation, int64_t groups) {
   // the lower precision under autocast (Note [Autocast op lists]); a parameter's cast is cached
   using amp::detail::AutocastOp;
   const Tensor input = amp::detail::cast(AutocastOp::Conv2d, input_in),
