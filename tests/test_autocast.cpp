@@ -1,5 +1,6 @@
 // tests/test_autocast.cpp: tg::amp::AutocastGuard: the op lists (Note [Autocast op lists]), nesting,
 // per-thread state, the cache of parameter casts, gradients, and errors.
+#include <optional>
 #include <thread>
 
 #include "testing.h"
@@ -14,7 +15,10 @@ Tensor param(tg::Shape s, uint64_t seed) {
 }
 }  // namespace
 
-TEST_CASE("autocast: matmul and linear run in the lower precision, losses and sums in float32") {
+TEST_CASE("autocast: on the CPU matmul and linear run in the lower precision, the losses in float32, the rest as is") {
+  // Note [Autocast op lists], the CPU's lists: under torch.autocast('cpu', dtype=torch.bfloat16) torch 2.15.0
+  // gives torch.softmax(y, 1).dtype, torch.sum(y).dtype, torch.exp(y).dtype == torch.bfloat16 for a
+  // bfloat16 y, and F.cross_entropy / F.mse_loss float32 (tests/data/autocast_lists.py)
   using namespace tg;
   Tensor x = param({4, 8}, 1), w = param({3, 8}, 2), b = param({3}, 3);
   const Tensor target = from_vector(std::vector<int64_t>{0, 2, 1, 1});
@@ -26,11 +30,11 @@ TEST_CASE("autocast: matmul and linear run in the lower precision, losses and su
   CHECK(matmul(x, t(w)).dtype() == kBFloat16);
   CHECK(relu(y).dtype() == kBFloat16);                 // other ops: their input's dtype
   CHECK((y + b).dtype() == kFloat32);                  // type promotion, as in PyTorch
-  CHECK(softmax(y, 1).dtype() == kFloat32);
-  CHECK(log_softmax(y, 1).dtype() == kFloat32);
-  CHECK(sum(y).dtype() == kFloat32);
-  CHECK(mean(y).dtype() == kFloat32);
-  CHECK(exp(y).dtype() == kFloat32);
+  CHECK(softmax(y, 1).dtype() == kBFloat16);
+  CHECK(log_softmax(y, 1).dtype() == kBFloat16);
+  CHECK(sum(y).dtype() == kBFloat16);
+  CHECK(mean(y).dtype() == kBFloat16);
+  CHECK(exp(y).dtype() == kBFloat16);
   CHECK(mse_loss(y, y.detach()).dtype() == kFloat32);
   Tensor loss = cross_entropy(y, target);
   CHECK(loss.dtype() == kFloat32);
@@ -93,30 +97,6 @@ TEST_CASE("autocast: regions nest and restore; enabled = false switches off; oth
   CHECK_FALSE(amp::is_autocast_enabled(DeviceType::CUDA));
   TG_CHECK_THROWS(amp::AutocastGuard(Device::cpu(), kFloat32), DTypeError,
                   "the autocast dtype must be float16 or bfloat16, got float32");
-}
-
-TEST_CASE("autocast: a parameter is cast once per region, again after it changes or the region ends") {
-  // A float64 operand keeps matmul on the cast path on the CPU too (float32 and bfloat16 operands
-  // alone are rounded instead: Note [Autocast products through float32]).
-  using namespace tg;
-  Tensor w = param({3, 3}, 8);
-  Tensor x(param({2, 3}, 9).data().to(kFloat64), true);
-  std::shared_ptr<Node> first, second;
-  {
-    amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
-    Tensor y1 = matmul(x, w), y2 = matmul(x, w);
-    // matmul's second input is the cast of w: one cast node shared by both uses
-    first = y1.grad_fn()->next[1].fn;
-    REQUIRE(first != nullptr);
-    CHECK(first == y2.grad_fn()->next[1].fn);
-    sum(y1 + y2).backward();
-    CHECK(w.grad().dtype() == kFloat32);
-    prim::fill_(w.data(), 1.0);   // a new version: the next use casts again
-    second = matmul(x, w).grad_fn()->next[1].fn;
-    CHECK(second != first);
-  }
-  amp::AutocastGuard again(Device::cpu(), kBFloat16);
-  CHECK(matmul(x, w).grad_fn()->next[1].fn != second);   // the cache ended with the region
 }
 
 TEST_CASE("autocast: linear's rounded weight is made once per region, again after it changes or the region ends") {
@@ -280,4 +260,257 @@ TEST_CASE("autocast: a product on the CPU saves a float32 leaf itself: writing i
     prim::fill_(x.data(), 1.0);
     CHECK_THROWS_AS(sum(y).backward(), AutogradError);
   }
+}
+
+// ---- the cache of parameters' casts: Note [Autocast cast cache]
+
+namespace {
+/// Gradients of the leaves (in order) as values.
+std::vector<std::vector<double>> grads_of(const std::vector<tg::Tensor>& leaves) {
+  std::vector<std::vector<double>> g;
+  for (const Tensor& l : leaves) g.push_back(l.grad().defined() ? l.grad().to_vector<double>() : std::vector<double>());
+  return g;
+}
+
+/// A fresh leaf with x's values and requires_grad.
+Tensor twin(const Tensor& x) { return Tensor(x.data().clone(), x.requires_grad()); }
+
+/// The products of the cache cases: conv2d casts its parameters (the cast path on every CPU); matmul and
+/// linear cast them where the device multiplies the region's dtype itself and round them where products
+/// run through float32 (Note [Autocast products through float32]).
+struct Product {
+  const char* name;
+  tg::Shape x, w;   // the input's and the weight's shapes; the bias is (w[0])
+  Tensor (*run)(const Tensor& x, const Tensor& w, const Tensor& b);
+};
+const Product kProducts[] = {
+    {"conv2d", {2, 3, 7, 6}, {5, 3, 3, 2}, [](const Tensor& x, const Tensor& w, const Tensor& b) {
+       return tg::conv2d(x, w, b, {2, 1}, {1});
+     }},
+    {"matmul", {3, 7, 9}, {9, 5}, [](const Tensor& x, const Tensor& w, const Tensor&) { return tg::matmul(x, w); }},
+    {"linear", {7, 9}, {5, 9}, [](const Tensor& x, const Tensor& w, const Tensor& b) { return tg::linear(x, w, b); }},
+};
+}  // namespace
+
+TEST_CASE("autocast cache: a tensor allocated where a dead parameter lived never gets the dead one's cast") {
+  // Fresh parameters of one shape and dtype, each used once in one region and then freed: every
+  // result must be the op on the parameter's own values (its detach(), no parameter, is cast afresh),
+  // on the cast path and on both rounding paths (float16, and bfloat16 through float32).
+  using namespace tg;
+  for (const Product& p : kProducts) {
+    for (const DType lowp : {kBFloat16, kFloat16}) {
+      for (const bool through_float32 : {false, true}) {
+        const std::string name = p.name, region = dtype_name(lowp);
+        CAPTURE(name);
+        CAPTURE(region);
+        CAPTURE(through_float32);
+        std::optional<testing::Bf16ProductsThroughFloat32> path;
+        if (through_float32) path.emplace();
+        const Tensor x = tg::randn(p.x);
+        amp::AutocastGuard autocast(Device::cpu(), lowp);
+        for (int i = 0; i < 24; ++i) {
+          Tensor w = param(p.w, 100 + i), b = param({p.w[0]}, 200 + i);
+          CHECK(p.run(x, w, b).to_vector<double>() == p.run(x, w.detach(), b.detach()).to_vector<double>());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("autocast cache: a parameter is cast once per region, again after a write, set_data or the region's end") {
+  // A write that bypasses the version counter (poke) shows which cast conv2d used: the cached one
+  // until the weight's version or value changes or the outermost region ends; a fresh cast is the op
+  // on w.detach(), which is no parameter.
+  using namespace tg;
+  Tensor w = param({4, 3, 3, 2}, 21);
+  const Tensor x = tg::randn({2, 3, 6, 5});
+  auto poke = [&](float v) { w.data().data<float>()[0] = v; };
+  auto cached = [&] { return conv2d(x, w).to_vector<double>(); };
+  auto fresh = [&] { return conv2d(x, w.detach()).to_vector<double>(); };
+  std::vector<double> y1, y3;
+  {
+    amp::AutocastGuard outer(Device::cpu(), kBFloat16);
+    y1 = cached();
+    CHECK(y1 == fresh());
+    const uint64_t version = w.data().version();
+    poke(100.0f);
+    CHECK(fresh() != y1);   // the poke shows in a fresh cast
+    CHECK(cached() == y1);  // and not in the cached one
+    {
+      amp::AutocastGuard inner(Device::cpu(), kBFloat16);   // nested regions share the cache
+      CHECK(cached() == y1);
+    }
+    w.set_data(tg::randn(w.shape()).data());   // a new value at the version the cast was made at
+    REQUIRE(w.data().version() == version);
+    const std::vector<double> y2 = cached();
+    CHECK(y2 != y1);
+    CHECK(y2 == fresh());
+    prim::fill_(w.data(), 0.5);                // an in-place write: a new version
+    y3 = cached();
+    CHECK(y3 != y2);
+    CHECK(y3 == fresh());
+    poke(-3.0f);
+    CHECK(cached() == y3);
+  }
+  amp::AutocastGuard again(Device::cpu(), kBFloat16);   // a new region casts again: the poke counts
+  const std::vector<double> y4 = cached();
+  CHECK(y4 != y3);
+  CHECK(y4 == fresh());
+}
+
+TEST_CASE("autocast cache: several backwards in one region accumulate each pass's gradient") {
+  // Gradient accumulation with the forward under autocast: three forward-backward passes in one region,
+  // and two losses built before either backward (torch 2.15.0 runs both: F.conv2d(x, w).float().sum()
+  // .backward() twice in one torch.autocast('cpu', dtype=torch.bfloat16) region). Each parameter's grad
+  // must be the sum, in pass order, of the gradients of the same passes run each in its own region.
+  using namespace tg;
+  for (const Product& p : kProducts) {
+    for (const DType lowp : {kBFloat16, kFloat16}) {
+      for (const bool through_float32 : {false, true}) {
+        const std::string name = p.name, region = dtype_name(lowp);
+        CAPTURE(name);
+        CAPTURE(region);
+        CAPTURE(through_float32);
+        std::optional<testing::Bf16ProductsThroughFloat32> path;
+        if (through_float32) path.emplace();
+        const Tensor w = param(p.w, 31), b = param({p.w[0]}, 32);
+        std::vector<Tensor> xs, ups;
+        for (int k = 0; k < 3; ++k) {
+          xs.push_back(tg::randn(p.x));
+          ups.push_back(tg::randn(p.run(xs[k], w.detach(), b.detach()).shape()).to(lowp));
+        }
+        // the reference: each pass alone, on fresh copies of the parameters; the gradients summed in order
+        std::vector<RawTensor> want(2);
+        for (int k = 0; k < 3; ++k) {
+          const Tensor w1 = twin(w), b1 = twin(b);
+          {
+            amp::AutocastGuard autocast(Device::cpu(), lowp);
+            p.run(xs[k], w1, b1).backward(ups[k]);
+          }
+          const std::vector<Tensor> g{w1.grad(), b1.grad()};
+          for (int i = 0; i < 2; ++i)
+            if (g[i].defined()) want[i] = k == 0 ? g[i].data() : prim::add(want[i], g[i].data());
+        }
+        auto check = [&](const Tensor& wg, const Tensor& bg) {
+          REQUIRE(wg.grad().defined());
+          CHECK(wg.grad().to_vector<double>() == Tensor(want[0]).to_vector<double>());
+          CHECK(bg.grad().defined() == want[1].defined());
+          if (want[1].defined()) CHECK(bg.grad().to_vector<double>() == Tensor(want[1]).to_vector<double>());
+        };
+        {
+          const Tensor w1 = twin(w), b1 = twin(b);
+          {
+            amp::AutocastGuard autocast(Device::cpu(), lowp);
+            for (int k = 0; k < 3; ++k) p.run(xs[k], w1, b1).backward(ups[k]);
+          }
+          check(w1, b1);
+        }
+        {
+          const Tensor w1 = twin(w), b1 = twin(b);
+          {
+            amp::AutocastGuard autocast(Device::cpu(), lowp);
+            std::vector<Tensor> ys;
+            for (int k = 0; k < 3; ++k) ys.push_back(p.run(xs[k], w1, b1));
+            for (int k = 0; k < 3; ++k) ys[k].backward(ups[k]);
+          }
+          check(w1, b1);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("autocast cache: a checkpointed block gives the plain run's gradients, backward inside or after the region") {
+  // tg::checkpoint matches the edges its recomputation records to those of its forward (Note [Partial
+  // backward]); each use of a cached cast ends at the parameter both times (Note [Autocast cast cache]).
+  // The block's weight is first cast inside the block, or already used before it in the region; the
+  // backward runs inside the region or after it; one pass or two in one region. torch 2.15.0 gives the
+  // plain gradients for torch.utils.checkpoint.checkpoint(lambda t: F.conv2d(t, w), x) under
+  // torch.autocast('cpu', dtype=torch.bfloat16) with backward inside the region, reentrant or not.
+  using namespace tg;
+  const Tensor w1 = param({4, 3, 3, 3}, 41), b1 = param({4}, 42), w2 = param({5, 4 * 5 * 4}, 43);
+  const Tensor x0 = tg::randn({2, 3, 7, 6}), extra = tg::randn({1, 3, 5, 5}), target = tg::randn({2, 5});
+  auto block = [](const Tensor& x, const Tensor& w, const Tensor& b) { return relu(conv2d(x, w, b, {1}, {0})); };
+  for (const DType lowp : {kBFloat16, kFloat16}) {
+    for (const bool through_float32 : {false, true}) {
+      std::optional<testing::Bf16ProductsThroughFloat32> path;
+      if (through_float32) path.emplace();
+      for (const bool used_before : {false, true}) {
+        for (const bool backward_inside : {false, true}) {
+          for (const int passes : {1, 2}) {
+            if (passes == 2 && !backward_inside) continue;
+            const std::string region = dtype_name(lowp);
+            CAPTURE(region);
+            CAPTURE(through_float32);
+            CAPTURE(used_before);
+            CAPTURE(backward_inside);
+            CAPTURE(passes);
+            auto run = [&](bool checkpointed) {
+              const Tensor cw1 = twin(w1), cb1 = twin(b1), cw2 = twin(w2), x(x0.data().clone(), true);
+              std::optional<amp::AutocastGuard> autocast(std::in_place, Device::cpu(), lowp);
+              for (int k = 0; k < passes; ++k) {
+                Tensor loss = used_before ? sum(conv2d(extra, cw1).to(kFloat32)) : Tensor();
+                const Tensor h = checkpointed ? checkpoint([&](const std::vector<Tensor>& in) {
+                                                  return block(in[0], cw1, cb1);
+                                                }, {x})
+                                              : block(x, cw1, cb1);
+                const Tensor l = mse_loss(linear(flatten(h, 1), cw2), target);
+                loss = loss.defined() ? loss + l : l;
+                if (!backward_inside) autocast.reset();
+                loss.backward();
+              }
+              return grads_of({cw1, cb1, cw2, x});
+            };
+            const auto plain = run(false);
+            CHECK(run(true) == plain);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("autocast cache: a cast first made under NoGradGuard still carries the gradient of later uses") {
+  // The cache holds values and each use records its own cast node (Note [Autocast cast cache]), so a
+  // cast cached while grad mode was off does not cut a later use off from the parameter.
+  using namespace tg;
+  for (const Product& p : kProducts) {
+    const std::string name = p.name;
+    CAPTURE(name);
+    const Tensor w = param(p.w, 51), b = param({p.w[0]}, 52), x = tg::randn(p.x);
+    const Tensor w1 = twin(w), b1 = twin(b), w2 = twin(w), b2 = twin(b);
+    const Tensor up = tg::randn(p.run(x, w.detach(), b.detach()).shape(), kBFloat16);
+    {
+      amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+      {
+        NoGradGuard no_grad;
+        (void)p.run(x, w1, b1);
+      }
+      const Tensor y = p.run(x, w1, b1);
+      REQUIRE(y.requires_grad());
+      y.backward(up);
+    }
+    {
+      amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+      p.run(x, w2, b2).backward(up);
+    }
+    REQUIRE(w1.grad().defined());
+    CHECK(grads_of({w1, b1}) == grads_of({w2, b2}));
+  }
+}
+
+TEST_CASE("autocast cache: a region where parameters come and go keeps a bounded cache") {
+  // Entries of dead parameters are swept when the cache has doubled (Note [Autocast cast cache]): 600
+  // short-lived parameters, five alive at a time, leave at most 64 dead entries' casts alive.
+  using namespace tg;
+  const Tensor x = tg::randn({1, 2, 5, 5});
+  amp::AutocastGuard autocast(Device::cpu(), kBFloat16);
+  std::vector<Tensor> alive(5);
+  int64_t storages_at_100 = 0;
+  for (int i = 0; i < 600; ++i) {
+    alive[i % 5] = param({3, 2, 2, 2}, 1000 + i);
+    (void)conv2d(x, alive[i % 5]);
+    if (i == 100) storages_at_100 = debug::live_counts().storages;
+  }
+  CHECK(debug::live_counts().storages - storages_at_100 <= 64);
 }

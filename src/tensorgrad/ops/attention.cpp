@@ -54,7 +54,8 @@ Tensor as_batched(const Tensor& x, const Shape& batch, int64_t B) {
 //     live in static shared memory), and for zero-size inputs.
 // Under autocast the fused path takes q, k, v (and a float mask) cast to the autocast dtype, as PyTorch
 // lists scaled_dot_product_attention among the lower-precision ops (Note [Autocast op lists]); the
-// composed path keeps its per-op casts (matmul lower, softmax float32).
+// composed path keeps its per-op casts (matmul lower; softmax float32 on CUDA, in its input's dtype on
+// the CPU), which give the lower-precision output too.
 // The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape.
 // A query row whose scores are all -inf (every key masked: a bool mask false along it, a float mask -inf
 // along it, or -inf scores from infinite inputs) attends nothing: its output row is 0 and it passes zero
@@ -199,8 +200,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
   if (use_fused_attention(query, attn_mask, dropout_p, B, L, S, E, Ev)) {   // Note [Fused attention]
     // under autocast, in the lower precision (Note [Autocast op lists]); else these are q, k, v
-    const Tensor ql = amp::detail::cast_lower(q), kl = amp::detail::cast_lower(k), vl = amp::detail::cast_lower(v);
-    const Tensor mask = attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast_lower(attn_mask) : attn_mask;
+    constexpr amp::detail::AutocastOp kOp = amp::detail::AutocastOp::ScaledDotProductAttention;
+    const Tensor ql = amp::detail::cast(kOp, q), kl = amp::detail::cast(kOp, k), vl = amp::detail::cast(kOp, v);
+    const Tensor mask =
+        attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast(kOp, attn_mask) : attn_mask;
     AttentionArgs args;
     args.B = B;
     args.L = L;

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -94,8 +95,14 @@ Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,
-                const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, int64_t groups) {
+Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                const std::vector<int64_t>& dilation, int64_t groups) {
+  // the lower precision under autocast (Note [Autocast op lists]); a parameter's cast is cached
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::Conv2d, input_in),
+               weight = amp::detail::cast(AutocastOp::Conv2d, weight_in),
+               bias = amp::detail::cast(AutocastOp::Conv2d, bias_in);
   TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError,
            "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ",
            shape_str(input.shape()));
@@ -107,8 +114,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   return batched ? y : squeeze(y, 0);
 }
 
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, int64_t stride, int64_t padding,
                 int64_t dilation, int64_t groups) {
+  // the lower precision under autocast (Note [Autocast op lists]), the weight cast before it is viewed as 2-D
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::Conv1d, input_in),
+               weight = amp::detail::cast(AutocastOp::Conv1d, weight_in),
+               bias = amp::detail::cast(AutocastOp::Conv1d, bias_in);
   TG_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError,
            "conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: ",
            shape_str(input.shape()));

@@ -10,6 +10,8 @@
 
 namespace tg {
 
+using amp::detail::AutocastOp;
+
 namespace {
 
 /// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads.
@@ -32,16 +34,16 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryArgs args = {})
 }  // namespace
 
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, "neg", x); }
-// exp, log and pow run in float32 under autocast (Note [Autocast op lists])
-Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, "exp", amp::detail::cast_float32(x)); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::Log, "log", amp::detail::cast_float32(x)); }
+// exp, log and pow: float32 under CUDA autocast (Note [Autocast op lists])
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, "exp", amp::detail::cast(AutocastOp::Exp, x)); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, "log", amp::detail::cast(AutocastOp::Log, x)); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, "sqrt", x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, "abs", x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, "relu", x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, "sigmoid", x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, "tanh", x); }
 Tensor pow(const Tensor& x, double exponent) {
-  return unary(UnaryOp::PowScalar, "pow", amp::detail::cast_float32(x), {exponent, 0});
+  return unary(UnaryOp::PowScalar, "pow", amp::detail::cast(AutocastOp::Pow, x), {exponent, 0});
 }
 
 Tensor round(const Tensor& x) { return unary(UnaryOp::Round, "round", x); }
@@ -93,7 +95,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a_in, const Tensor& b_in) {
-  const Tensor a = amp::detail::cast_float32(a_in), b = amp::detail::cast_float32(b_in);
+  const Tensor a = amp::detail::cast(AutocastOp::Pow, a_in), b = amp::detail::cast(AutocastOp::Pow, b_in);
   RawTensor out = prim::binary(BinaryOp::Pow, a.data(), b.data(), "pow");
   const bool need = any_requires_grad({a, b});
   SavedTensor a_saved = need ? SavedTensor(a) : SavedTensor();
@@ -150,7 +152,8 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, "silu", x); }
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   TG_CHECK(beta != 0 && !std::isnan(beta), Error, "softplus: beta must be a non-zero number, got ", beta);
-  return unary(UnaryOp::Softplus, "softplus", x, {beta, threshold});
+  // float32 under CUDA autocast (Note [Autocast op lists])
+  return unary(UnaryOp::Softplus, "softplus", amp::detail::cast(AutocastOp::Softplus, x), {beta, threshold});
 }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary(UnaryOp::LeakyRelu, "leaky_relu", x, {negative_slope, 0});

@@ -23,17 +23,18 @@
 // when every operand is float32 or the region's dtype and one at least is float32
 // (amp::detail::product_through_float32), matmul and linear multiply float32 operands rounded to the
 // region's dtype (prim::round_to_precision; a parameter's rounding is cached for the region like its
-// cast), round the product once into the region's dtype, and in backward round each gradient to that
-// precision in place, keeping its input's dtype; an operand broadcast over matmul's batch has its
-// gradient summed in the region's dtype, as the engine sums the cast's. No cast nodes: the results and
-// gradients are the bits that the casts, the 16-bit product and the casts' backward give
-// (tests/test_autocast.cpp compares them), and what is saved for backward stays as small: an operand
+// cast: Note [Autocast cast cache]), round the product once into the region's dtype, and in backward
+// round each gradient to that precision in place, keeping its input's dtype; an operand broadcast over
+// matmul's batch has its gradient summed in the region's dtype, as the engine sums the cast's. No cast
+// nodes: the results and gradients are the bits that the casts, the 16-bit product and the casts'
+// backward give (tests/test_autocast.cpp compares them), and what is saved for backward stays as small: an operand
 // in the region's dtype or a leaf (held by the caller; a float32 leaf is rounded again in backward) as
 // it is, any other float32 operand as its lower-precision copy. As for linear's input (Note [Autocast
 // saves the caller's input]), writing into a saved leaf in place between forward and backward is then
 // an AutogradError (PyTorch's saved bfloat16 copy would not see the write). A float32 parameter used
 // twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's
-// two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float64), cast.
+// two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float16 in a
+// bfloat16 region; float64, which stays as it is), take the cast path.
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
@@ -132,7 +133,8 @@ Tensor linear_through_float32(const Tensor& x, const Tensor& weight, const Tenso
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (amp::detail::product_through_float32(a_in, b_in)) return matmul_through_float32(a_in, b_in);
   // Note [Autocast op lists]: lower precision
-  const Tensor a = amp::detail::cast_lower(a_in), b = amp::detail::cast_lower(b_in);
+  const Tensor a = amp::detail::cast(amp::detail::AutocastOp::Matmul, a_in),
+               b = amp::detail::cast(amp::detail::AutocastOp::Matmul, b_in);
   RawTensor out = prim::matmul(a.data(), b.data());
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
@@ -156,8 +158,10 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   if (amp::detail::product_through_float32(x_in, weight_in, bias_in))
     return linear_through_float32(x_in, weight_in, bias_in);
   // Note [Autocast op lists]: lower precision
-  const Tensor x = amp::detail::cast_lower(x_in), weight = amp::detail::cast_lower(weight_in),
-                 bias = amp::detail::cast_lower(bias_in);
+  using amp::detail::AutocastOp;
+  const Tensor x = amp::detail::cast(AutocastOp::Linear, x_in),
+               weight = amp::detail::cast(AutocastOp::Linear, weight_in),
+               bias = amp::detail::cast(AutocastOp::Linear, bias_in);
   const Shape in_shape = x.shape();
   Shape out_shape = in_shape;
   out_shape.back() = O;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensorgrad/autograd/grad_mode.h"
+#include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -165,8 +166,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   });
 }
 
-Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_shape, const Tensor& weight,
-                    const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& input_in, const std::vector<int64_t>& normalized_shape, const Tensor& weight_in,
+                    const Tensor& bias_in, double eps) {
+  // float32 under CUDA autocast (Note [Autocast op lists])
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::LayerNorm, input_in),
+               weight = amp::detail::cast(AutocastOp::LayerNorm, weight_in),
+               bias = amp::detail::cast(AutocastOp::LayerNorm, bias_in);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k >= 1 && input.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = input.shape()[input.dim() - k + i] == normalized_shape[i];
@@ -203,8 +209,13 @@ Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_sh
   });
 }
 
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+Tensor group_norm(const Tensor& input_in, int64_t num_groups, const Tensor& weight_in, const Tensor& bias_in,
                     double eps) {
+  // float32 under CUDA autocast (Note [Autocast op lists])
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::GroupNorm, input_in),
+               weight = amp::detail::cast(AutocastOp::GroupNorm, weight_in),
+               bias = amp::detail::cast(AutocastOp::GroupNorm, bias_in);
   TG_CHECK(input.dim() >= 2, ShapeError, "group_norm: Expected at least 2 dimensions for input tensor but received ",
            input.dim());
   const int64_t N = input.shape()[0], C = input.shape()[1];

@@ -15,7 +15,7 @@ RawTensor unreduce(const RawTensor& grad, const Shape& in_shape, int64_t dim, bo
 }
 
 Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
-  const Tensor x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
+  const Tensor x = amp::detail::cast(amp::detail::AutocastOp::Sum, x_in);   // Note [Autocast op lists]
   const Shape in_shape = x.shape();
   if (!all) dim = wrap_dim(dim, x.dim(), "sum");
   RawTensor out = prim::reduce(ReduceOp::Sum, x.data(), all ? std::vector<int64_t>{} : std::vector<int64_t>{dim},
@@ -25,8 +25,8 @@ Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
   });
 }
 
-Tensor mean_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
-  const Tensor x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
+// mean is on no autocast list: it runs in its input's dtype (Note [Autocast op lists])
+Tensor mean_impl(const Tensor& x, int64_t dim, bool keepdim, bool all) {
   prim::check_floating("mean", x.data());
   const Shape in_shape = x.shape();
   if (!all) dim = wrap_dim(dim, x.dim(), "mean");

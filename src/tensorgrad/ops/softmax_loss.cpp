@@ -9,7 +9,9 @@ namespace tg {
 
 namespace {
 Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
-  const Tensor x = amp::detail::cast_float32(x_in);   // Note [Autocast op lists]
+  using amp::detail::AutocastOp;
+  // Note [Autocast op lists]: float32 on CUDA, the input's dtype on the CPU
+  const Tensor x = amp::detail::cast(log ? AutocastOp::LogSoftmax : AutocastOp::Softmax, x_in);
   const char* name = log ? "log_softmax" : "softmax";
   RawTensor y = prim::softmax(x.data(), dim, log);
   dim = wrap_dim(dim, x.dim(), name);
@@ -29,7 +31,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, t
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction reduction, int64_t ignore_index,
                        double label_smoothing) {
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
-  const Tensor logits = amp::detail::cast_float32(logits_in);   // Note [Autocast op lists]
+  // Note [Autocast op lists]: float32
+  const Tensor logits = amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, logits_in);
   // The reduction is folded into the kernels: the forward writes the sum or mean (and the count of
   // rows not ignored, kept on the device: no sync), the backward divides by that count itself.
   const CrossEntropyArgs args{ignore_index, label_smoothing, reduction != Reduction::None, reduction == Reduction::Mean};
@@ -49,8 +52,9 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction re
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   TG_CHECK(input.shape() == target.shape(), ShapeError, "mse_loss: input of shape ", shape_str(input.shape()),
            " and target of shape ", shape_str(target.shape()), " must have the same shape");
-  // Note [Autocast op lists]: float32
-  const Tensor d = sub(amp::detail::cast_float32(input), amp::detail::cast_float32(target));   // composite: the gradient comes from sub, mul and the reduction
+  // Note [Autocast op lists]: float32. Composite: the gradient comes from sub, mul and the reduction.
+  using amp::detail::AutocastOp;
+  const Tensor d = sub(amp::detail::cast(AutocastOp::MseLoss, input), amp::detail::cast(AutocastOp::MseLoss, target));
   const Tensor sq = mul(d, d);
   if (reduction == Reduction::None) return sq;
   return reduction == Reduction::Sum ? sum(sq) : mean(sq);

@@ -1,0 +1,77 @@
+# tests/data/autocast_lists.py: the PyTorch dtypes behind the op-list cases of
+# tests/test_autocast_lists.cpp. Run with PyTorch 2.15 (CPU build with CUDA compiled in; no GPU needed):
+#   python3 tests/data/autocast_lists.py
+# For each op that tensorgrad has, the output dtype under torch.autocast for each region dtype (bfloat16,
+# float16) and input dtype (bfloat16, float16, float32, float64), on the CPU by running the op, on CUDA
+# by running it on fake CUDA tensors (FakeTensorMode) with CUDA autocast switched on directly: autocast
+# dispatches on the tensors' device, so the fake tensors take CUDA's lists. Each line prints the op and,
+# per region, the four output dtypes as letters: b bfloat16, h float16, f float32, d float64.
+import torch
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+LETTER = {torch.bfloat16: "b", torch.float16: "h", torch.float32: "f", torch.float64: "d"}
+INPUTS = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
+
+
+def ops(dev):
+    """(name, f(dtype) -> output): every floating operand of the op in that dtype."""
+    def t(*shape, dt):
+        return torch.ones(*shape, dtype=dt, device=dev)
+    target = torch.zeros(3, dtype=torch.long, device=dev)
+    return [
+        ("matmul", lambda d: torch.matmul(t(3, 5, dt=d), t(5, 4, dt=d))),
+        ("linear", lambda d: F.linear(t(3, 5, dt=d), t(4, 5, dt=d), t(4, dt=d))),
+        ("conv1d", lambda d: F.conv1d(t(2, 3, 9, dt=d), t(4, 3, 3, dt=d), t(4, dt=d))),
+        ("conv2d", lambda d: F.conv2d(t(2, 3, 7, 7, dt=d), t(4, 3, 3, 3, dt=d), t(4, dt=d))),
+        ("scaled_dot_product_attention", lambda d: F.scaled_dot_product_attention(
+            t(2, 5, 8, dt=d), t(2, 6, 8, dt=d), t(2, 6, 8, dt=d))),
+        ("softmax", lambda d: torch.softmax(t(3, 5, dt=d), 1)),
+        ("log_softmax", lambda d: torch.log_softmax(t(3, 5, dt=d), 1)),
+        ("cross_entropy", lambda d: F.cross_entropy(t(3, 5, dt=d), target)),
+        ("mse_loss", lambda d: F.mse_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("sum", lambda d: torch.sum(t(3, 5, dt=d))),
+        ("sum_dim", lambda d: torch.sum(t(3, 5, dt=d), 1)),
+        ("mean", lambda d: torch.mean(t(3, 5, dt=d))),
+        ("exp", lambda d: torch.exp(t(3, 5, dt=d))),
+        ("log", lambda d: torch.log(t(3, 5, dt=d))),
+        ("pow_scalar", lambda d: torch.pow(t(3, 5, dt=d), 2.5)),
+        ("pow_tensor", lambda d: torch.pow(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("layer_norm", lambda d: F.layer_norm(t(3, 5, dt=d), (5,), t(5, dt=d), t(5, dt=d))),
+        ("group_norm", lambda d: F.group_norm(t(2, 4, 3, dt=d), 2, t(4, dt=d), t(4, dt=d))),
+        ("batch_norm", lambda d: F.batch_norm(t(2, 4, 3, dt=d), None, None, t(4, dt=d), t(4, dt=d), True)),
+        ("softplus", lambda d: F.softplus(t(3, 5, dt=d))),
+        ("gelu", lambda d: F.gelu(t(3, 5, dt=d))),
+        ("sigmoid", lambda d: torch.sigmoid(t(3, 5, dt=d))),
+        ("relu", lambda d: torch.relu(t(3, 5, dt=d))),
+        ("max_pool2d", lambda d: F.max_pool2d(t(2, 3, 6, 6, dt=d), 2)),
+        ("avg_pool2d", lambda d: F.avg_pool2d(t(2, 3, 6, 6, dt=d), 2)),
+    ]
+
+
+def table(dev):
+    rows = {}
+    for region in (torch.bfloat16, torch.float16):
+        if dev == "cpu":
+            ctx = torch.autocast("cpu", dtype=region)
+            ctx.__enter__()
+        else:
+            torch.set_autocast_enabled("cuda", True)
+            torch.set_autocast_dtype("cuda", region)
+        for name, f in ops(dev):
+            rows.setdefault(name, []).append("".join(LETTER[f(d).dtype] for d in INPUTS))
+        if dev == "cpu":
+            ctx.__exit__(None, None, None)
+        else:
+            torch.set_autocast_enabled("cuda", False)
+    return rows
+
+
+print("torch", torch.__version__)
+print("cpu")
+for name, cols in table("cpu").items():
+    print(f"  {name:30s} {' '.join(cols)}")
+with FakeTensorMode(allow_non_fake_inputs=True):
+    print("cuda")
+    for name, cols in table("cuda").items():
+        print(f"  {name:30s} {' '.join(cols)}")
