@@ -191,7 +191,7 @@ TEST_CASE("checkpoint memory: checkpoint_sequential's peak follows the segment a
   for (const Layout& l : layouts) check_layout(l);
 }
 
-TEST_CASE("checkpoint: gradients go into .grad as a segment's backward runs; hooks see the summed gradient once") {
+TEST_CASE("checkpoint: gradients go into .grad as a segment's backward runs, hooks see the summed gradient once") {
   // w is read inside the checkpointed function and after it: the plain run and the checkpointed one
   // give the same gradient, the tensor hook runs once on the sum of both uses and the
   // post-accumulate hook once with .grad complete. v, without hooks, is read inside only; u only in

@@ -120,7 +120,7 @@ TEST_CASE("DataParallel: 2 and 3 CPU replica threads give one replica's outputs 
   for (std::size_t i = 0; i < one.grads.size(); ++i) testing::check_close(dp.grads[i], one.grads[i], 1e-5, 1e-5);
 }
 
-TEST_CASE("DataParallel: replica threads of a pruned model use weight_orig * weight_mask; gradients reach weight_orig") {
+TEST_CASE("DataParallel: replica threads of a pruned model use weight_orig * weight_mask, gradients reach weight_orig") {
   // PyTorch's replicate shares the pruning hook with each replica, which computes its weight from its
   // copy of weight_orig (differentiable, a Broadcast output) and of weight_mask (detached): the
   // module's weight_orig gets the sum over the replicas of the weight's gradient times the mask,

@@ -256,7 +256,7 @@ TEST_CASE("prune: clone() of a pruned Conv2d and Linear copies weight_orig, weig
   CHECK(std::count(m1.begin(), m1.end(), 1) == 36);
 }
 
-TEST_CASE("prune: half(), double_() and to(dtype) cast weight_orig and weight_mask; the forward runs in that dtype") {
+TEST_CASE("prune: half(), double_() and to(dtype) cast weight_orig and weight_mask, the forward runs in that dtype") {
   // PyTorch 2.15.0: m = torch.nn.Linear(4, 3); prune.l1_unstructured(m, 'weight', 0.5); m.half();
   // {k: v.dtype for k, v in m.state_dict().items()} -> bias, weight_orig, weight_mask: torch.float16,
   // and m(torch.randn(2, 4).half()).dtype -> torch.float16.
