@@ -1,6 +1,7 @@
 // tests/test_data_parallel.cpp: nn::DataParallel and nn::parallel (scatter, gather, replicate,
 // parallel_apply) with several CPU replicas: outputs and gradients against one replica, uneven
-// batches, errors from a replica, the caller's grad mode and autocast inside the replica threads.
+// batches, a pruned model, errors from a replica, the caller's grad mode and autocast inside the
+// replica threads.
 // Test cases that start threads have "thread" in their names (tools/sanitize_check.sh runs them under TSan).
 #include <atomic>
 #include <mutex>
@@ -117,6 +118,56 @@ TEST_CASE("DataParallel: 2 and 3 CPU replica threads give one replica's outputs 
   const Result dp = step(ref32, x, w, [](Mlp& m, const Tensor& in) { return tg::nn::DataParallel(m, cpus(3))(in); });
   testing::check_close(dp.out, one.out, 1e-5, 1e-6);
   for (std::size_t i = 0; i < one.grads.size(); ++i) testing::check_close(dp.grads[i], one.grads[i], 1e-5, 1e-5);
+}
+
+TEST_CASE("DataParallel: replica threads of a pruned model use weight_orig * weight_mask, gradients reach weight_orig") {
+  // PyTorch's replicate shares the pruning hook with each replica, which computes its weight from its
+  // copy of weight_orig (differentiable, a Broadcast output) and of weight_mask (detached): the
+  // module's weight_orig gets the sum over the replicas of the weight's gradient times the mask,
+  // equal to one module's on the whole batch, zero where the mask is, and the mask gets none.
+  tg::manual_seed(21);
+  Mlp reference;
+  reference.to(tg::kFloat64);
+  tg::nn::utils::prune::l1_unstructured(reference.fc1, "weight", 0.4);
+  tg::nn::utils::prune::ln_structured(reference.fc2, "weight", 2, 2.0, 0);
+  for (int replicas : {2, 3}) {
+    for (int64_t batch : {12, 13}) {
+      CAPTURE(replicas);
+      CAPTURE(batch);
+      tg::manual_seed(200 + static_cast<uint64_t>(batch));
+      const Tensor x = tg::randn({batch, 13}, tg::kFloat64);
+      const Tensor w = tg::randn({batch, 5}, tg::kFloat64);
+      const Result one = step(reference, x, w, [](Mlp& m, const Tensor& in) { return m(in); });
+      std::vector<Tensor> masks, members;
+      const Result dp = step(reference, x, w, [&](Mlp& m, const Tensor& in) {
+        for (const auto& b : m.named_buffers()) masks.push_back(b.second);
+        members = {m.fc1.weight, m.fc2.weight};
+        tg::nn::DataParallel parallel(m, cpus(replicas));
+        Tensor out = parallel(in);
+        // the replicas wrote their own weights: the module's pruned weights are the ones it had
+        CHECK(m.fc1.weight.impl() == members[0].impl());
+        CHECK(m.fc2.weight.impl() == members[1].impl());
+        return out;
+      });
+      testing::check_close(dp.out, one.out, 1e-12, 1e-13);
+      REQUIRE(dp.grads.size() == 4);   // fc1.bias, fc1.weight_orig, fc2.bias, fc2.weight_orig
+      for (std::size_t i = 0; i < one.grads.size(); ++i) testing::check_close(dp.grads[i], one.grads[i], 1e-12, 1e-13);
+      testing::check_close(dp.input_grad, one.input_grad, 1e-12, 1e-13);
+      REQUIRE(masks.size() == 2);
+      for (std::size_t k = 0; k < 2; ++k) {
+        CHECK_FALSE(masks[k].grad().defined());
+        const auto g = dp.grads[2 * k + 1].to_vector<double>();
+        const auto mv = masks[k].to_vector<double>();
+        int zeros = 0;
+        for (std::size_t i = 0; i < g.size(); ++i)
+          if (mv[i] == 0) {
+            CHECK(g[i] == 0);
+            ++zeros;
+          }
+        CHECK(zeros == (k == 0 ? 88 : 34));   // 0.4 of fc1's 17 x 13 entries; 2 of fc2's 5 rows of 17
+      }
+    }
+  }
 }
 
 TEST_CASE("DataParallel: replica threads sum into the module once per backward; names and hooks") {

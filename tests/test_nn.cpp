@@ -1,5 +1,7 @@
 // tests/test_nn.cpp: Module registration and traversal, Linear's init, Sequential, the losses, SGD's
-// update formulas against hand-computed values, and the tutorial training loop converging.
+// update formulas against hand-computed values, Module::to(dtype) of buffers and BatchNorm in float16
+// and float64 against PyTorch, and the tutorial training loop converging.
+#include <cmath>
 #include <sstream>
 
 #include "testing.h"
@@ -127,6 +129,102 @@ TEST_CASE("Module::to(dtype) moves parameters in place: an optimizer built befor
     CHECK(net.fc1.weight.device().is_cpu());   // a failed move changes nothing
     CHECK(net.fc1.weight.to_vector<double>() == w);
   }
+}
+
+namespace {
+/// BatchNorm1d(3, momentum 0.3) with a user's int32 and bool buffers beside its own.
+struct NormNet : tg::nn::Module {
+  tg::nn::BatchNorm1d bn{3, 1e-5, 0.3};
+  Tensor counts = tg::zeros({2}, tg::kInt32);
+  Tensor flags = tg::zeros({2}, tg::kBool);
+  NormNet() {
+    register_module("bn", bn);
+    register_buffer("counts", counts);
+    register_buffer("flags", flags);
+  }
+  Tensor forward(const Tensor& x) override { return bn(x); }
+};
+
+/// x = ((arange(12).reshape(4, 3) / 7 - 0.5) ** 3, float64: the input of the PyTorch references.
+Tensor norm_input() {
+  std::vector<double> v;
+  for (int i = 0; i < 12; ++i) v.push_back(std::pow(i / 7.0 - 0.5, 3));
+  return tg::from_vector<double>(v, {4, 3});
+}
+
+std::vector<std::pair<std::string, tg::DType>> dtypes_of(const tg::nn::Module& m) {
+  std::vector<std::pair<std::string, tg::DType>> out;
+  for (const auto& p : m.named_parameters()) out.emplace_back(p.first, p.second.dtype());
+  for (const auto& b : m.named_buffers()) out.emplace_back(b.first, b.second.dtype());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Module::to(dtype), half(), bfloat16(), double_() cast floating buffers and gradients, never integer ones") {
+  // PyTorch 2.15.0: {k: v.dtype for k, v in torch.nn.BatchNorm1d(3).half().state_dict().items()}
+  //   -> weight, bias, running_mean, running_var: torch.float16; num_batches_tracked: torch.int64
+  // (Module._apply casts t if t.is_floating_point(); integer and bool tensors keep their dtype.)
+  using tg::kBool;
+  using tg::kInt32;
+  using tg::kInt64;
+  for (tg::DType dt : {tg::kFloat16, tg::kBFloat16, tg::kFloat64, tg::kFloat32}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    NormNet net;
+    net.eval();   // the running statistics stay zeros and ones, exact in every dtype
+    net(norm_input().to(tg::kFloat32)).sum().backward();   // gradients to cast as well
+    if (dt == tg::kFloat16) net.half();
+    else if (dt == tg::kBFloat16) net.bfloat16();
+    else if (dt == tg::kFloat64) net.double_();
+    else net.to(tg::kFloat64).to(dt);                        // and back to float32
+    using V = std::vector<std::pair<std::string, tg::DType>>;
+    CHECK(dtypes_of(net) == V{{"bn.weight", dt}, {"bn.bias", dt}, {"counts", kInt32}, {"flags", kBool},
+                              {"bn.running_mean", dt}, {"bn.running_var", dt}, {"bn.num_batches_tracked", kInt64}});
+    CHECK(net.bn.weight.grad().dtype() == dt);
+    CHECK(net.bn.running_var.to_vector<double>() == std::vector<double>{1, 1, 1});   // values kept
+    CHECK(net.bn.running_mean.to_vector<double>() == std::vector<double>{0, 0, 0});
+  }
+  // to(device, dtype) casts the buffers too; a dtype that is not floating changes nothing
+  NormNet net;
+  net.to(tg::Device::cpu(), tg::kFloat64);
+  CHECK(net.bn.running_mean.dtype() == tg::kFloat64);
+  TG_CHECK_THROWS(net.to(tg::kInt64), tg::DTypeError, "Module::to: parameters must be floating point, got int64");
+  CHECK(net.bn.running_mean.dtype() == tg::kFloat64);
+  CHECK(net.bn.num_batches_tracked.dtype() == kInt64);
+}
+
+TEST_CASE("BatchNorm1d after half() and double_() trains and evaluates in that dtype, as PyTorch") {
+  // PyTorch 2.15.0: bn = torch.nn.BatchNorm1d(3, momentum=0.3).half(); y = bn(x.half()) with x as
+  // norm_input(); y, bn.running_mean, bn.running_var, then bn.eval(); bn(x.half()):
+  const std::vector<double> y_train = {-0.98291015625, -0.77880859375, -0.75830078125, -0.441650390625, -0.64404296875,
+                                       -0.71923828125, -0.2421875, -0.27880859375, -0.2137451171875, 1.6669921875,
+                                       1.7021484375, 1.69140625};
+  const std::vector<double> mean16 = {0.0303955078125, 0.0660400390625, 0.11212158203125};
+  const std::vector<double> var16 = {0.72119140625, 0.74658203125, 0.80224609375};
+  const std::vector<double> y_eval = {-0.1829833984375, -0.129150390625, -0.1361083984375, -0.036224365234375,
+                                      -0.07598876953125, -0.11419677734375, 0.017852783203125, 0.0682373046875,
+                                      0.17138671875, 0.53564453125, 0.85009765625, 1.2470703125};
+  NormNet half;
+  half.half();
+  const Tensor x16 = norm_input().to(tg::kFloat16);
+  const Tensor y = half(x16);
+  CHECK(y.dtype() == tg::kFloat16);
+  CHECK(half.bn.running_mean.dtype() == tg::kFloat16);
+  CHECK(half.bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{1});
+  // a few float16 roundings apart (unit roundoff 2^-11): 4 ulps of each value
+  check_values(y.to(tg::kFloat64), y_train, 4 * 9.8e-4);
+  check_values(half.bn.running_mean.to(tg::kFloat64), mean16, 4 * 4.9e-4 * 0.12);
+  check_values(half.bn.running_var.to(tg::kFloat64), var16, 4 * 4.9e-4);
+  half.eval();
+  const Tensor z = half(x16);
+  CHECK(z.dtype() == tg::kFloat16);
+  check_values(z.to(tg::kFloat64), y_eval, 4 * 9.8e-4);
+  // PyTorch 2.15.0: bn2 = torch.nn.BatchNorm1d(3, momentum=0.3).double(); bn2(x); bn2.running_mean, bn2.running_var
+  NormNet dbl;
+  dbl.double_();
+  dbl(norm_input());
+  check_values(dbl.bn.running_mean, {0.030393586005830912, 0.06603498542274053, 0.11217201166180756}, 1e-14);
+  check_values(dbl.bn.running_var, {0.7211925409480743, 0.7464944984657753, 0.8024342004606924}, 1e-14);
 }
 
 TEST_CASE("the tutorial training loop lowers the loss on a learnable problem") {

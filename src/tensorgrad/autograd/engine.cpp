@@ -19,6 +19,14 @@ namespace tg {
 namespace {
 thread_local bool t_grad_enabled = true;
 thread_local bool t_anomaly_enabled = false;
+
+/// The innermost sweep running on this thread (a rule may start a partial one inside another), so
+/// that a partial backward knows where its caller sends leaf gradients (Note [Partial backward]).
+struct SweepContext {
+  bool running = false;
+  detail::GradientSink* sink = nullptr;
+};
+thread_local SweepContext t_sweep;
 }  // namespace
 
 bool GradMode::is_enabled() { return t_grad_enabled; }
@@ -281,10 +289,19 @@ void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_
 void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink& sink) {
   TG_CHECK(root != nullptr, AutogradError, "run_backward_into: no root Node");
   NoGradGuard no_grad;
+  std::sort(sink.to_grad.begin(), sink.to_grad.end());
+  sink.parent = t_sweep.sink;                             // the sweep whose rule called this one, if any
+  sink.in_whole_backward = t_sweep.running && t_sweep.sink == nullptr;
   sweep(root, std::move(seed), /*retain_graph=*/false, &sink);
 }
 
 bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
+
+bool detail::GradientSink::straight_to_grad(const TensorImpl& leaf) const {
+  if (leaf_has_hooks(leaf) || !std::binary_search(to_grad.begin(), to_grad.end(), static_cast<const void*>(&leaf)))
+    return false;
+  return parent != nullptr ? parent->straight_to_grad(leaf) : in_whole_backward;
+}
 
 RawTensor* detail::GradientSink::find(const void* key) {
   for (auto& kv : grads)
@@ -296,6 +313,11 @@ namespace {
 
 /// Steps 1 and 2 of backward from root_fn with dL/d(root) = seed. With a sink, see Note [Partial backward].
 void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_graph, detail::GradientSink* sink) {
+  struct Enter {   // this sweep is t_sweep while it runs, the enclosing one again after (exceptions too)
+    SweepContext saved = t_sweep;
+    explicit Enter(detail::GradientSink* s) { t_sweep = SweepContext{true, s}; }
+    ~Enter() { t_sweep = saved; }
+  } enter(sink);
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
@@ -371,6 +393,10 @@ void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_gra
       if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
         const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
         if (!gi.defined()) continue;
+        if (e.leaf && sink->straight_to_grad(*e.leaf)) {
+          accumulate(*e.leaf, std::move(gi));
+          continue;
+        }
         if (RawTensor* p = sink->find(key)) *p = prim::add(*p, gi);
         else sink->grads.emplace_back(key, std::move(gi));
         continue;

@@ -604,15 +604,28 @@ namespace detail {
 /// linked to the rest of the graph: to leaves (parameters, the fresh leaves standing for its
 /// inputs) and to Nodes recorded before the recomputation began. run_backward_into runs only the
 /// Nodes recorded from first_sequence_nr on; a gradient bound for a leaf or an older Node is summed
-/// into `grads` under that leaf's TensorImpl* or that Node*, and nothing is accumulated into .grad.
-/// The recomputed Nodes are freed as they run (no retain_graph); the rest of the graph is untouched.
+/// into `grads` under that leaf's TensorImpl* or that Node*. The recomputed Nodes are freed as they
+/// run (no retain_graph); the rest of the graph is untouched.
+///
+/// A gradient for one of the leaves listed in `to_grad` (the parameters the part reads) goes straight
+/// into that leaf's .grad as it arrives, as the backward that runs the caller's rule would put it
+/// there: when that backward is a whole one (or a partial one that does the same with this leaf) and
+/// the leaf has no gradient hooks. Collecting those gradients instead would keep one gradient per
+/// parameter of the part alive until the part's backward ends, which for a checkpointed segment of
+/// wide layers outweighs its activations. Every other gradient is collected in `grads`, and nothing
+/// else is accumulated into .grad.
 struct GradientSink {
   uint64_t first_sequence_nr = 0;                       ///< Nodes older than this are outside the part
   std::vector<std::pair<const void*, RawTensor>> grads;    ///< collected: key (Node* or TensorImpl*), gradient
+  std::vector<const void*> to_grad;   ///< TensorImpl* of the leaves that may go straight into .grad, sorted
   /// True for a Node recorded before the part began.
   bool outside(const Node& n) const;
   /// The gradient collected for key so far; null when none.
   RawTensor* find(const void* key);
+  /// Whether leaf's gradient goes straight into its .grad (see above); set by run_backward_into.
+  bool straight_to_grad(const TensorImpl& leaf) const;
+  const GradientSink* parent = nullptr;   ///< the sink of the partial backward whose rule started this one
+  bool in_whole_backward = false;         ///< started by a rule of a whole backward (parent null)
 };
 /// The sequence number the next recorded Node gets (Node::sequence_nr counts up from 0).
 uint64_t next_sequence_nr();

@@ -106,6 +106,7 @@ struct CheckpointRule {
     }
     std::vector<Tensor> fresh = fresh_leaves(values, requires_grad);
     detail::GradientSink sink;
+    sink.to_grad = leaf_keys;   // the parameters' gradients go to .grad as they come (Note [Partial backward])
     Tensor y;
     {
       EnableGradGuard grad_on;   // the recomputation records its graph although backward runs with grad off

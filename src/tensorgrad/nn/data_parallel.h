@@ -64,10 +64,12 @@ std::vector<Tensor> parallel_apply(const std::vector<Module*>& replicas, const s
 /// with one device the module is moved there at construction and dp(x) is module(x.to(device)); a
 /// batch smaller than the device count uses fewer replicas (torch.chunk's sizes); the module's
 /// parameters and buffers must be on the first device when dp(x) is called (DeviceError otherwise).
-/// Replicas are made anew by every call (Module::clone, so user modules derive from
-/// nn::Cloneable), with the module's forward hooks and training mode; what a replica writes into its
-/// buffers is lost. The module is held by reference and must outlive the DataParallel; it is
-/// registered as the child "module" (parameters named "module.fc1.weight", as in PyTorch).
+/// Replicas are made anew by every call (Module::clone, so user modules derive from nn::Cloneable),
+/// with the module's forward hooks and training mode; what a replica writes into its buffers is
+/// lost. A pruned module's replicas compute weight = weight_orig * weight_mask from their copies,
+/// and the gradient lands on the module's weight_orig, as PyTorch's. The module is held by
+/// reference and must outlive the DataParallel; it is registered as the child "module" (parameters
+/// named "module.fc1.weight", as in PyTorch).
 class DataParallel : public Module {
  public:
   /// Every visible CUDA device; without one, module(x) as it is.

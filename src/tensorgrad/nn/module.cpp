@@ -114,6 +114,17 @@ Tensor* Module::unregister(const std::string& name) {
 
 std::shared_ptr<void>& Module::extension(const std::string& key) { return extensions_[key]; }
 
+void Module::set_clone_step(const std::string& key, CloneStep step) {
+  auto it = std::find_if(clone_steps_.begin(), clone_steps_.end(), [&key](const auto& e) { return e.first == key; });
+  if (!step.layout) {
+    if (it != clone_steps_.end()) clone_steps_.erase(it);
+  } else if (it != clone_steps_.end()) {
+    it->second = std::move(step);
+  } else {
+    clone_steps_.emplace_back(key, std::move(step));
+  }
+}
+
 template <class F>
 void Module::walk(F&& f) const {   // See Note [Module tree]: each module once, pre-order
   std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
@@ -154,15 +165,6 @@ std::vector<Tensor> Module::parameters() const {
   return out;
 }
 
-namespace {
-void move_value(Tensor& v, const std::function<RawTensor(const RawTensor&)>& f) {
-  NoGradGuard no_grad;
-  v.set_data(f(v.data()));
-  Tensor g = v.grad();
-  if (g.defined()) g.set_data(f(g.data()));
-}
-}  // namespace
-
 Module& Module::to(Device device) {
   try {
     (void)backend_for(device);   // an unusable device is an error even with nothing to move
@@ -188,7 +190,25 @@ Module& Module::to(Device device) {
 
 Module& Module::to(DType dtype) {
   TG_CHECK(is_floating(dtype), DTypeError, "Module::to: parameters must be floating point, got ", dtype_name(dtype));
-  for (auto& p : named_parameters()) move_value(p.second, [dtype](const RawTensor& t) { return t.to(dtype); });
+  // PyTorch's module._apply(lambda t: t.to(dtype) if t.is_floating_point() else t): floating
+  // parameters, their gradients and floating buffers; num_batches_tracked and other integer state
+  // keep their dtype. Every conversion is made before any is swapped in.
+  std::vector<Tensor> values;
+  for (auto& p : named_parameters())
+    if (is_floating(p.second.dtype())) values.push_back(p.second);
+  for (auto& b : named_buffers())
+    if (is_floating(b.second.dtype())) values.push_back(b.second);
+  std::vector<RawTensor> cast, cast_grads;
+  for (auto& v : values) {
+    cast.push_back(v.data().to(dtype));
+    const Tensor g = v.grad();
+    cast_grads.push_back(g.defined() && is_floating(g.dtype()) ? g.data().to(dtype) : RawTensor());
+  }
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i].set_data(cast[i]);
+    if (cast_grads[i].defined()) values[i].grad().set_data(cast_grads[i]);
+  }
   return *this;
 }
 
@@ -220,8 +240,26 @@ void Module::zero_grad() {
 RemovableHandle Module::add_forward_pre_hook(ForwardPreHook hook) {
   TG_CHECK(hook != nullptr, Error, "register_forward_pre_hook: the hook is empty");
   const auto& table = hooks_.get_or_create();
-  const uint64_t id = table->pre.add(std::move(hook));
+  const uint64_t id = table->pre.add(tg::detail::ModulePreHook{std::move(hook), std::string()});
   return RemovableHandle(std::shared_ptr<tg::detail::HookRegistry>(table, &table->pre), id);
+}
+
+RemovableHandle Module::register_extension_pre_hook(const std::string& key, ForwardPreHook hook) {
+  TG_CHECK(hook != nullptr, Error, "register_extension_pre_hook: the hook is empty");
+  TG_CHECK(!key.empty() && extension_hooks_.count(key) == 0, Error, "register_extension_pre_hook: ",
+           key.empty() ? std::string("the key is empty") : "\"" + key + "\" already has a hook in " + name());
+  const auto& table = hooks_.get_or_create();
+  const uint64_t id = table->pre.add(tg::detail::ModulePreHook{std::move(hook), key});
+  RemovableHandle handle(std::shared_ptr<tg::detail::HookRegistry>(table, &table->pre), id);
+  extension_hooks_.emplace(key, handle);
+  return handle;
+}
+
+void Module::remove_extension_pre_hook(const std::string& key) {
+  auto it = extension_hooks_.find(key);
+  if (it == extension_hooks_.end()) return;
+  it->second.remove();
+  extension_hooks_.erase(it);
 }
 
 RemovableHandle Module::add_forward_hook(ForwardHook hook) {
@@ -237,7 +275,7 @@ Tensor Module::call_with_hooks(const Tensor& x) {
   const tg::detail::ModuleHooks& table = *hooks_.get();
   Tensor input = x;
   for (const auto& hook : table.pre.snapshot()) {
-    Tensor replaced = (*hook)(*this, input);
+    Tensor replaced = hook->fn(*this, input);
     if (replaced.defined()) input = std::move(replaced);
   }
   Tensor output = forward(input);
@@ -258,16 +296,25 @@ Tensor Module::call_with_hooks(const Tensor& x) {
 // asks the module for a fresh instance of the same type and layout (new_instance(): the layers of
 // nn/layers.h construct one from their arguments, Cloneable<Net> with Net's default constructor, a
 // user module with arguments overrides it), whose own constructor registers its own members, and then
-// walks the two trees side by side (iteratively, pre-order), checking that every module has the same
-// children, parameters and buffers under the same names, and replacing each parameter and buffer
-// handle of the copy with a copy of the original's value. This is libtorch's Cloneable (reset(), then
-// copy the values) without its reset() method. The fresh instance is built under
-// init::SkipInitGuard: its random initialisation would be overwritten anyway, and must not move the
-// random stream (a DataParallel replica per step would otherwise change every later draw); a
-// constructor that draws with tg::randn itself still advances it, so layers use nn::init. Values
-// shared by several registrations (tied weights, a module registered twice) stay shared in the copy,
-// through a map from the original's TensorImpl to its copy. Gradients and tensor hooks are not
-// copied; each module's training mode and forward hooks are (as PyTorch's deepcopy and replicate).
+// walks the two trees side by side (iteratively, pre-order). At each module it first runs the
+// original's clone steps on the copy: an extension that changed the original's layout (pruning moves
+// "weight" to "weight_orig", adds the buffer "weight_mask" and keeps its state in extension()) does
+// the same on the copy, as PyTorch's replicate does (it copies weight_orig and weight_mask and
+// shares the pruning hook).
+// It then checks that both have the same children (in order), parameters and buffers (by name; the
+// copy takes the original's order), and replaces each parameter and buffer handle of the copy with a
+// copy of the original's value. Forward hooks are copied as the same callables; an extension's
+// pre-hook keeps its key, so that the extension can take it out of the copy too, and it reads the
+// state of the module it is called with, so that in the copy it acts on the copy. Last, the steps'
+// finish parts run on the copies (pruning computes the copy's weight = weight_orig * weight_mask).
+// This is libtorch's Cloneable (reset(), then copy the values) without its reset() method. The
+// fresh instance is built under init::SkipInitGuard: its random initialisation would be overwritten
+// anyway, and must not move the random stream (a DataParallel replica per step would otherwise
+// change every later draw); a constructor that draws with tg::randn itself still advances it, so
+// layers use nn::init. Values shared by several registrations (tied weights, a module registered
+// twice) stay shared in the copy, through a map from the original's TensorImpl to its copy.
+// Gradients and tensor hooks are not copied; each module's training mode and forward hooks are (as
+// PyTorch's deepcopy and replicate).
 std::unique_ptr<Module> Module::new_instance() const {
   throw Error(name() + ": clone() needs new_instance(): derive the module from tg::nn::Cloneable<YourModule> (it "
                        "uses the default constructor) or override new_instance() to construct a fresh one");
@@ -302,6 +349,21 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     return a.size() == b.size() &&
            std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) { return x.first == y.first; });
   };
+  // Puts `to`'s entries in `from`'s order when both hold the same names (a module pruned and then
+  // unpruned registers its weight again after its bias); false when the names differ.
+  auto match_names = [](const std::vector<std::pair<std::string, Tensor*>>& from,
+                        std::vector<std::pair<std::string, Tensor*>>& to) {
+    if (from.size() != to.size()) return false;
+    std::vector<std::pair<std::string, Tensor*>> ordered;
+    ordered.reserve(to.size());
+    for (const auto& f : from) {
+      auto it = std::find_if(to.begin(), to.end(), [&f](const auto& t) { return t.first == f.first; });
+      if (it == to.end()) return false;
+      ordered.push_back(*it);
+    }
+    to = std::move(ordered);
+    return true;
+  };
   auto copy_value = [&](const Tensor& from, Tensor& to, const std::string& name) {
     if (!from.defined()) {
       to = Tensor();
@@ -319,6 +381,7 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     to = v;
     copied.emplace(from.impl().get(), std::move(v));
   };
+  std::vector<Module*> to_finish;   // copies whose clone steps have a finish, in visiting order
   while (!stack.empty()) {
     Pair p = std::move(stack.back());
     stack.pop_back();
@@ -330,8 +393,12 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     }
     const Module& from = *p.from;
     Module& to = *p.to;
-    TG_CHECK(same_names(from.children_, to.children_) && same_names(from.params_, to.params_) &&
-                 same_names(from.buffers_, to.buffers_),
+    for (const auto& step : from.clone_steps_) step.second.layout(from, to);   // the extensions' layout first
+    to.clone_steps_ = from.clone_steps_;
+    auto has_finish = [](const auto& e) { return static_cast<bool>(e.second.finish); };
+    if (std::any_of(to.clone_steps_.begin(), to.clone_steps_.end(), has_finish)) to_finish.push_back(&to);
+    TG_CHECK(same_names(from.children_, to.children_) && match_names(from.params_, to.params_) &&
+                 match_names(from.buffers_, to.buffers_),
              Error, "clone: new_instance() of ", root.name(), " built ", where(p.path), " (", to.name(),
              ") with other children, parameters or buffers than the original (", from.name(),
              "); override new_instance() to construct it with the same arguments");
@@ -341,19 +408,27 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     for (std::size_t i = 0; i < from.buffers_.size(); ++i)
       copy_value(*from.buffers_[i].second, *to.buffers_[i].second, prefix + from.buffers_[i].first);
     to.training_ = from.training_;
-    if (const tg::detail::ModuleHooks* hooks = from.hooks_.get()) {   // the same hooks, in the same order
-      const auto& mine = to.hooks_.get_or_create();
-      mine->pre.clear();
-      mine->post.clear();
-      for (const auto& h : hooks->pre.snapshot()) mine->pre.add(*h);
-      for (const auto& h : hooks->post.snapshot()) mine->post.add(*h);
-    } else if (tg::detail::ModuleHooks* own = to.hooks_.get()) {   // any its constructor registered
+    if (tg::detail::ModuleHooks* own = to.hooks_.get()) {   // any its constructor or a layout step registered
       own->pre.clear();
       own->post.clear();
+    }
+    to.extension_hooks_.clear();
+    if (const tg::detail::ModuleHooks* hooks = from.hooks_.get()) {   // the same hooks, in the same order
+      const auto& mine = to.hooks_.get_or_create();
+      for (const auto& h : hooks->pre.snapshot()) {
+        const uint64_t id = mine->pre.add(*h);
+        if (!h->key.empty())   // an extension's hook: its key finds it in the copy too
+          to.extension_hooks_[h->key] =
+              RemovableHandle(std::shared_ptr<tg::detail::HookRegistry>(mine, &mine->pre), id);
+      }
+      for (const auto& h : hooks->post.snapshot()) mine->post.add(*h);
     }
     for (std::size_t i = from.children_.size(); i-- > 0;)   // pre-order, registration order
       stack.push_back({from.children_[i].second, to.children_[i].second, prefix + from.children_[i].first});
   }
+  for (Module* m : to_finish)
+    for (const auto& step : m->clone_steps_)
+      if (step.second.finish) step.second.finish(*m);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -34,9 +34,14 @@ using ForwardHook = std::function<Tensor(Module& module, const Tensor& input, co
 }  // namespace nn
 
 namespace detail {
+/// A forward pre-hook with the key of the library extension that registered it (empty for the user's).
+struct ModulePreHook {
+  nn::ForwardPreHook fn;   ///< the hook
+  std::string key;         ///< Module::register_extension_pre_hook's key, or empty
+};
 /// The forward hooks of one module, in registration order.
 struct ModuleHooks {
-  HookList<nn::ForwardPreHook> pre;    ///< register_forward_pre_hook
+  HookList<ModulePreHook> pre;         ///< register_forward_pre_hook, register_extension_pre_hook
   HookList<nn::ForwardHook> post;      ///< register_forward_hook
 };
 }  // namespace detail
@@ -133,8 +138,29 @@ class Module {
   /// when this module has none of that name.
   Tensor* unregister(const std::string& name);
   /// Per-module storage for library extensions, by key (nn::utils::prune keeps its per-tensor state
-  /// under "prune.<name>"): empty until set, destroyed with the module, not copied by clone().
+  /// under "prune.<name>"): empty until set, destroyed with the module, not copied by clone() (an
+  /// extension whose state a copy needs sets a clone step).
   std::shared_ptr<void>& extension(const std::string& key);
+  /// What a library extension that changes a module's layout (nn::utils::prune) gives clone(), so that
+  /// the copy gets the same layout: `layout(original, copy)` runs on the fresh instance before any
+  /// value is copied (it unregisters, registers and holds on the copy what the extension did on the
+  /// original, and sets the copy's extension state), `finish(copy)`, when set, once the values are in.
+  struct CloneStep {
+    std::function<void(const Module& original, Module& copy)> layout;   ///< before the values are copied
+    std::function<void(Module& copy)> finish;                           ///< after; may be empty
+  };
+  /// Sets the clone step of an extension under key, replacing the one set before; an empty layout
+  /// removes it. clone() runs this module's steps in the order their keys were first set, and gives
+  /// the copy the same steps (a copy of a copy is made the same way).
+  void set_clone_step(const std::string& key, CloneStep step);
+  /// Registers a forward pre-hook on behalf of a library extension under key (nn::utils::prune:
+  /// "prune.<name>"): it runs as register_forward_pre_hook's hooks do, in registration order among
+  /// them, and clone() copies it with its key; so it must act on the module it is called with, as
+  /// PyTorch's pruning hooks do. Error when key is empty or already has a hook here.
+  RemovableHandle register_extension_pre_hook(const std::string& key, ForwardPreHook hook);
+  /// Takes out the pre-hook registered under key (PyTorch's prune.remove deleting its hook from
+  /// module._forward_pre_hooks); nothing when there is none.
+  void remove_extension_pre_hook(const std::string& key);
 
   /// Every defined parameter of this module and its descendants, in registration order (depth first),
   /// each once: a module registered twice and a tied weight appear under their first name only.
@@ -149,8 +175,10 @@ class Module {
   /// Moves every parameter, gradient and buffer in place (their handles keep working). Returns *this.
   /// All copies are made before any is swapped in, so a failure (DeviceError) leaves the module as it was.
   Module& to(Device device);
-  /// Converts every parameter and its gradient to a floating dtype in place (buffers keep theirs);
-  /// DTypeError for int64. Returns *this.
+  /// Converts every floating parameter, its gradient and every floating buffer (BatchNorm's running
+  /// statistics, a pruning mask) to a floating dtype in place, as PyTorch's module.to(dtype); integer
+  /// and bool ones (num_batches_tracked) keep theirs. DTypeError for a dtype that is not floating.
+  /// All conversions are made before any is swapped in. Returns *this.
   Module& to(DType dtype);
   /// to(device), then to(dtype) (libtorch's Module::to(device, dtype)).
   Module& to(Device device, DType dtype);
@@ -227,11 +255,13 @@ class Module {
 
   // ---- copies. See Note [Module clone] in nn/module.cpp.
   /// A deep copy (libtorch's Cloneable::clone, PyTorch's copy.deepcopy): a module of the same type
-  /// built by new_instance(), into which every parameter and buffer is copied (independent storage,
-  /// same shape, dtype and device, requires_grad kept, tied ones still tied, no gradient), with each
-  /// module's training mode and forward hooks (the same callables, registered anew: the original's
-  /// handles do not remove them). Tensor hooks are not copied. With device, the copies are made
-  /// there instead. Error when new_instance() is not implemented or builds another type or layout.
+  /// built by new_instance(), given the layout changes of extensions (a pruned parameter becomes
+  /// <name>_orig and <name>_mask there too, see set_clone_step), into which every parameter and buffer
+  /// is copied by name (independent storage, same shape, dtype and device, requires_grad kept, tied
+  /// ones still tied, no gradient, the original's order), with each module's training mode and
+  /// forward hooks (the same callables, registered anew: the original's handles do not remove them).
+  /// Tensor hooks are not copied. With device, the copies are made there instead. Error when
+  /// new_instance() is not implemented or builds another type, other children or other names.
   std::unique_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
   /// A freshly constructed module of this one's type and layout, whose values clone() then overwrites.
   /// The layers of nn/layers.h implement it; a user module gets it from Cloneable<Net> (its default
@@ -262,6 +292,8 @@ class Module {
   bool training_ = true;
   std::deque<Tensor> held_;                                  // hold(): stable addresses
   std::map<std::string, std::shared_ptr<void>> extensions_;   // extension()
+  std::vector<std::pair<std::string, CloneStep>> clone_steps_;   // set_clone_step(), in order
+  std::map<std::string, RemovableHandle> extension_hooks_;       // register_extension_pre_hook()
   tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in autograd/engine.cpp
   std::string name_;                                        // Module(name); empty: the class name
   std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr

@@ -25,24 +25,57 @@ namespace prune {
 // mask (of the parameter's dtype, 1 keeps, 0 prunes) as the buffer "<name>_mask", and unregisters
 // "<name>", whose member (Linear::weight) becomes a plain attribute set to orig * mask: at once, and
 // again before each forward by a forward pre-hook, so that gradients reach orig through the mask.
-// The slots and the hook's handle are kept in Module::extension("prune.<name>"). Pruning again only
-// replaces the mask by the composed one (PyTorch's PruningContainer: the new method sees the entries,
-// or channels, still unpruned); remove() writes orig * mask into orig, registers it as "<name>"
-// again, and drops the rest. clone() of a pruned module raises (its parameters and buffers differ
-// from those of a fresh instance): remove() first.
+// The slots are kept in Module::extension("prune.<name>"). The hook, like PyTorch's pruning method
+// objects, reads the state of the module it is called with, so that a copy made by clone() (and so
+// a DataParallel replica) that holds the same hook computes its own weight from its own weight_orig
+// and weight_mask; the gradient then reaches the original's weight_orig through the replica's
+// link to it (Note [DataParallel replicas]). The clone step set under the same key gives the copy
+// the same layout and state before clone() copies the values by name. Pruning again only replaces
+// the mask by the composed one (PyTorch's PruningContainer: the new method sees the entries, or
+// channels, still unpruned); remove() writes orig * mask into orig, registers it as "<name>" again,
+// and drops the hook, the clone step and the rest.
 namespace {
 
 struct PruneState {
   Tensor* member = nullptr;   // the module's own slot of <name> (a plain attribute while pruned)
   Tensor* orig = nullptr;     // held: <name>_orig
   Tensor* mask = nullptr;     // held: <name>_mask
-  RemovableHandle hook;
 };
 
 std::string key(const std::string& name) { return "prune." + name; }
 
 std::shared_ptr<PruneState> state_of(Module& module, const std::string& name) {
   return std::static_pointer_cast<PruneState>(module.extension(key(name)));
+}
+
+/// The layout of a pruned <name> on module, whose parameter <name> is still registered: its slot
+/// becomes the plain attribute; <name>_orig (the parameter's own handle when `keep_value`, so that
+/// an optimizer built before keeps training it, else an empty slot that clone() fills) and <name>_mask
+/// are held and registered. Returns the state, kept in module.extension("prune.<name>").
+std::shared_ptr<PruneState> install(Module& module, const std::string& name, bool keep_value, const RawTensor& mask) {
+  Tensor* slot = module.unregister(name);
+  TG_CHECK(slot != nullptr, Error, "prune: module ", module.name(), " has no parameter named '", name, "'");
+  const Tensor orig = keep_value ? *slot : Tensor();
+  auto st = std::make_shared<PruneState>();
+  st->member = slot;
+  st->orig = &module.hold(orig);
+  module.register_parameter(name + "_orig", *st->orig, orig.requires_grad());
+  st->mask = &module.hold(mask.defined() ? Tensor(mask) : Tensor());
+  module.register_buffer(name + "_mask", *st->mask);
+  module.extension(key(name)) = st;
+  return st;
+}
+
+/// The clone step of a pruned <name> (Module::set_clone_step): the copy gets the same layout, with
+/// empty slots that clone() fills with copies of the original's weight_orig and weight_mask, and
+/// then its plain attribute orig * mask (no graph: the hook records one at each forward).
+Module::CloneStep clone_step(const std::string& name) {
+  Module::CloneStep step;
+  step.layout = [name](const Module&, Module& copy) { install(copy, name, /*keep_value=*/false, RawTensor()); };
+  step.finish = [name](Module& copy) {
+    if (auto st = state_of(copy, name)) *st->member = mul(*st->orig, *st->mask);
+  };
+  return step;
 }
 
 std::string module_text(const Module& module) { return module.name(); }
@@ -68,22 +101,14 @@ void current(Module& module, const std::string& name, const char* op, RawTensor*
 
 /// Installs `mask` (the parameter's shape, the final composed mask) as module.<name>'s mask.
 void apply(Module& module, const std::string& name, const RawTensor& mask) {
-  std::shared_ptr<void>& ext = module.extension(key(name));
-  std::shared_ptr<PruneState> st = std::static_pointer_cast<PruneState>(ext);
-  if (!st) {
-    Tensor* slot = module.unregister(name);   // current() checked it is a parameter of this module
-    st = std::make_shared<PruneState>();
-    st->member = slot;
-    const Tensor orig = *slot;
-    st->orig = &module.hold(orig);
-    module.register_parameter(name + "_orig", *st->orig, orig.requires_grad());
-    st->mask = &module.hold(Tensor(mask));
-    module.register_buffer(name + "_mask", *st->mask);
-    PruneState* raw = st.get();   // the hook dies with the module or at remove(), never after the state
-    st->hook = module.register_forward_pre_hook([raw](Module&, const Tensor&) {
-      *raw->member = mul(*raw->orig, *raw->mask);                      // <name> = orig * mask
+  std::shared_ptr<PruneState> st = state_of(module, name);
+  if (!st) {   // the first prune of <name>: current() checked it is a parameter of this module
+    st = install(module, name, /*keep_value=*/true, mask);
+    module.register_extension_pre_hook(key(name), [name](Module& m, const Tensor&) {
+      if (auto s = state_of(m, name)) *s->member = mul(*s->orig, *s->mask);   // <name> = orig * mask
+      return Tensor();
     });
-    ext = st;
+    module.set_clone_step(key(name), clone_step(name));
   } else {
     *st->mask = Tensor(mask);
   }
@@ -217,7 +242,8 @@ void remove(Module& module, const std::string& name) {
     NoGradGuard no_grad;
     prim::copy_(st->orig->data(), prim::mul(st->orig->data(), st->mask->data()));   // orig.data = orig * mask
   }
-  st->hook.remove();
+  module.remove_extension_pre_hook(key(name));
+  module.set_clone_step(key(name), Module::CloneStep());
   module.unregister(name + "_orig");
   module.unregister(name + "_mask");
   *st->member = *st->orig;                      // the original leaf handle, now holding the pruned values

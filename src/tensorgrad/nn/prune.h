@@ -4,6 +4,8 @@
 /// Pruning keeps PyTorch's state layout (Note [Pruning state] in nn/prune.cpp): the parameter becomes
 /// `<name>_orig`, a `<name>_mask` buffer is added, and the pruned tensor `<name>` = orig * mask is
 /// recomputed by a forward pre-hook before each forward, so a pruned model's state_dict has PyTorch's keys.
+/// Module::clone() (and so DataParallel) copies the pruning: the copy computes its weight from its
+/// own weight_orig and weight_mask; to(dtype) and half() cast both.
 #pragma once
 #include <cstdint>
 #include <limits>
