@@ -284,7 +284,7 @@ TEST_CASE("GradScaler: several optimizers keep their own unscale state and share
   check_params(w2, {-2.0, 0.125});
 }
 
-TEST_CASE("GradScaler: update() after unscale_ alone reads its flags; scale() takes a list") {
+TEST_CASE("GradScaler: update() after unscale_ alone reads its flags, scale() takes a list") {
   // Python: w = torch.tensor([1.0, 2.0], requires_grad=True); opt = torch.optim.SGD([w], lr=0.1)
   //   s = torch.amp.GradScaler("cpu", init_scale=64.0); c = torch.tensor([nan, 1.0])
   //   s.scale((w * c).sum()).backward(); s.unscale_(opt); s.update()
@@ -470,7 +470,7 @@ TEST_CASE("GradScaler: a graph scaled before update() keeps the scale it saw") {
 }
 
 // As tests/test_cuda.cpp: skips visibly without a GPU, fails instead under TG_REQUIRE_CUDA=1.
-TEST_CASE("GradScaler: a 16-bit loss is scaled in float32; float16 gradients are refused as in PyTorch") {
+TEST_CASE("GradScaler: a 16-bit loss is scaled in float32, float16 gradients are refused as in PyTorch") {
   // torch: (torch.ones((), dtype=torch.float16) * scaler._scale).dtype is torch.float32, and
   // scaler.unscale_ raises ValueError("Attempting to unscale FP16 gradients.") for a float16 .grad.
   GradScaler scaler;

@@ -64,7 +64,7 @@ TEST_CASE("autocast: gradients under bfloat16 autocast match float32 within bflo
   }
 }
 
-TEST_CASE("autocast: regions nest and restore; enabled = false switches off; other threads and devices unaffected") {
+TEST_CASE("autocast: regions nest and restore, enabled = false switches off, other threads and devices unaffected") {
   using namespace tg;
   Tensor a = param({2, 2}, 7);
   CHECK(matmul(a, a).dtype() == kFloat32);

@@ -345,7 +345,7 @@ TEST_CASE("to_dot lists ops shapes and leaves that require grad") {
   CHECK(dot.find("leaf [4, 3]") == std::string::npos);   // x does not require grad: not drawn
 }
 
-TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs; the rule is freed by backward") {
+TEST_CASE("record() takes a lambda or a BackwardFn, any number of inputs, the rule is freed by backward") {
   // A BackwardFn (type-erased) and a temporary in the input list.
   Tensor x = param({1, 2, 3});
   const tg::BackwardFn twice = [](const tg::RawTensor& grad, tg::Grads& g) { g.set(0, tg::prim::mul(grad, 2.0)); };

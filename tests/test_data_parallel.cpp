@@ -170,7 +170,7 @@ TEST_CASE("DataParallel: replica threads of a pruned model use weight_orig * wei
   }
 }
 
-TEST_CASE("DataParallel: replica threads sum into the module once per backward; names and hooks") {
+TEST_CASE("DataParallel: replica threads sum into the module once per backward, names and hooks") {
   Mlp model;
   tg::nn::DataParallel dp(model, cpus(2));
   const auto named = dp.named_parameters();
@@ -237,7 +237,7 @@ TEST_CASE("DataParallel: an exception in one replica thread reaches the caller w
   CHECK(dp(tg::randn({9, 4})).shape() == tg::Shape{9, 2});   // and the next call works
 }
 
-TEST_CASE("DataParallel: bad inputs and devices are tg::Errors; without CUDA the module runs as it is") {
+TEST_CASE("DataParallel: bad inputs and devices are tg::Errors, without CUDA the module runs as it is") {
   Mlp model;
   tg::nn::DataParallel dp(model, cpus(2));
   CHECK_THROWS_WITH_AS(dp(tg::randn({3}).sum()), doctest::Contains("batch dimension"), tg::ShapeError);

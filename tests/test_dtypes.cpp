@@ -228,7 +228,7 @@ TEST_CASE("dtypes: binary ops promote as PyTorch's result_type, with 0-d operand
   CHECK(where(t(kFloat32) > 0.0, t(kInt64), t(kFloat64)).dtype() == kFloat64);
 }
 
-TEST_CASE("dtypes: comparisons give bool; where takes bool; sums of bool and small integers are int64") {
+TEST_CASE("dtypes: comparisons give bool, where takes bool, sums of bool and small integers are int64") {
   using namespace tg;
   Tensor x = from_vector(std::vector<float>{-1, 0, 2, std::nanf("")});
   Tensor m = x > 0.0;

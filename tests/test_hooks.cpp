@@ -147,7 +147,7 @@ TEST_CASE("hooks: the post-accumulate hook sees what accumulated into an existin
   check_values(w.grad(), {6, 11});
 }
 
-TEST_CASE("hooks: remove() takes one hook out; twice is harmless; the same hook on several tensors") {
+TEST_CASE("hooks: remove() takes one hook out, twice is harmless, the same hook on several tensors") {
   Tensor a = leaf({1}), b = leaf({2});
   int count_a = 0, count_b = 0;
   auto counter = [](int& n) { return [&n](const Tensor&) { ++n; }; };

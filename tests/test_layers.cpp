@@ -395,7 +395,7 @@ TEST_CASE("layers: embedding, group_norm and attention errors name the op and th
   TG_CHECK_THROWS(tg::scaled_dot_product_attention(q, k, v, {}, 1.5), tg::Error, "dropout probability has to be between 0 and 1");
 }
 
-TEST_CASE("layers: embedding gradients skip padding_idx; Embedding has PyTorch's init and from_pretrained") {
+TEST_CASE("layers: embedding gradients skip padding_idx, Embedding has PyTorch's init and from_pretrained") {
   tg::manual_seed(5);
   tg::nn::Embedding emb(1000, 16, 3);
   CHECK(emb.name() == "Embedding(1000, 16, padding_idx=3)");

@@ -18,7 +18,7 @@ std::vector<int64_t> ints(const Tensor& v) { return v.to_vector<int64_t>(); }
 // Expected values recorded with PyTorch 1.13 (/usr/bin/python3):
 //   x = torch.tensor([nan, -0.0, 0.0, 2.5, -2.5, 0.5, 1.5, -3.7, 3.5, -0.5, 1e30])
 //   torch.round(x), torch.sign(x)   (float64; float32 gives the same)
-TEST_CASE("round: halves to even, as torch.round; sign as torch.sign") {
+TEST_CASE("round: halves to even, as torch.round, sign as torch.sign") {
   for (tg::DType dt : {tg::kFloat64, tg::kFloat32}) {
     CAPTURE(tg::dtype_name(dt));
     Tensor x = tg::from_vector<double>({kNaN, -0.0, 0.0, 2.5, -2.5, 0.5, 1.5, -3.7, 3.5, -0.5, 1e30}).to(dt);
