@@ -14,6 +14,12 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
   for (std::size_t g = 0; g < optimizer.num_param_groups(); ++g) base_lrs_.push_back(optimizer.lr(g));
 }
 
+double LRScheduler::base_lr(std::size_t group) const {
+  TG_CHECK(group < base_lrs_.size(), IndexError, "LRScheduler: parameter group ", group, " does not exist (",
+           base_lrs_.size(), " groups)");
+  return base_lrs_[group];
+}
+
 void LRScheduler::step() {
   ++epoch_;
   apply();

@@ -22,8 +22,8 @@ class LRScheduler {
   void step();
   /// The number of step() calls so far (0 after construction).
   int64_t last_epoch() const { return epoch_; }
-  /// A group's learning rate when the scheduler was built; std::out_of_range for a bad group.
-  double base_lr(std::size_t group = 0) const { return base_lrs_.at(group); }
+  /// A group's learning rate when the scheduler was built; IndexError for a bad group.
+  double base_lr(std::size_t group = 0) const;
   /// A group's current learning rate (the optimizer's).
   double get_last_lr(std::size_t group = 0) const { return optimizer_.lr(group); }
 
