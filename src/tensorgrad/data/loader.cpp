@@ -270,7 +270,8 @@ DataLoader::Iterator DataLoader::begin() {
   const int64_t workers = std::max<int64_t>(options_.num_workers(), 1);
   int64_t capacity = 0;   // PyTorch's prefetch_factor * num_workers; saturates (a limit no epoch reaches)
   if (__builtin_mul_overflow(options_.prefetch(), workers, &capacity)) capacity = std::numeric_limits<int64_t>::max();
-  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), capacity, workers);
+  const int64_t num_batches = size();   // first: it refuses a negative size before order() allocates
+  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), num_batches, capacity, workers);
   epoch_ = epoch_ == std::numeric_limits<int64_t>::max() ? 0 : epoch_ + 1;   // the shuffle seed wraps, never overflows
   epoch->pin = options_.pin_memory() && cuda::is_available();
   epoch->start();
