@@ -170,6 +170,11 @@ TEST_CASE("printing: element formatting and the switch to scientific notation fo
               "        [ True],\n"
               "        [ True],\n"
               "        [False]])");
+  // a NaN with its sign bit set prints "nan" too (printf would write "-nan");
+  // t = torch.tensor([-float('nan'), 2.5]): math.copysign(1, t[0].item()) == -1.0, str(t) below
+  check_print(tg::from_vector(std::vector<double>{-kNaN, 2.5}, {2}).to(tg::kFloat32), "tensor([   nan, 2.5000])");
+  // torch.tensor([-float('nan'), 1e-5])
+  check_print(tg::from_vector(std::vector<double>{-kNaN, 1e-5}, {2}).to(tg::kFloat32), "tensor([       nan, 1.0000e-05])");
 }
 
 TEST_CASE("printing: rows wrap at 80 columns, summarized and empty tensors, suffixes as PyTorch places them") {
