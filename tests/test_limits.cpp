@@ -246,3 +246,58 @@ TEST_CASE("limits: only tg::Error leaves a public call: LRScheduler::base_lr of 
   TG_CHECK_THROWS(steps.base_lr(1), tg::IndexError, "parameter group 1 does not exist (1 groups)");
   TG_CHECK_THROWS(steps.base_lr(std::size_t(-1)), tg::IndexError, "does not exist");
 }
+
+TEST_CASE("limits: an Adam checkpoint's step near int64's limit loads exactly and steps without overflow") {
+  testing::TempDir dir("tg_limits");
+  const std::string path = dir.file("adam.safetensors");
+  tg::manual_seed(3);
+  tg::nn::Linear fc(5, 3);
+  tg::optim::Adam adam(fc.parameters(), 0.01);
+  const auto one_step = [&] {
+    adam.zero_grad();
+    tg::sum(fc(tg::randn({7, 5}))).backward();
+    adam.step();
+  };
+  one_step();
+  // the state with every step replaced by `step`, written and loaded back
+  const auto load_with_step = [&](int64_t step) {
+    auto state = adam.state();
+    for (auto& [name, t] : state)
+      if (name.rfind("step.", 0) == 0) t = tg::from_vector(std::vector<int64_t>{step}, {}).data();
+    tg::save_tensors(state, path);
+    tg::load(adam, path);
+  };
+  const auto steps = [&] {
+    std::vector<int64_t> out;
+    for (const auto& [name, t] : adam.state())
+      if (name.rfind("step.", 0) == 0) out.push_back(Tensor(t).item<int64_t>());
+    return out;
+  };
+  const int64_t beyond_double = (int64_t(1) << 53) + 1;   // a double would round it to 2^53
+  load_with_step(beyond_double);
+  CHECK(steps() == std::vector<int64_t>{beyond_double, beyond_double});
+  load_with_step(kMax);
+  CHECK(steps() == std::vector<int64_t>{kMax, kMax});
+  const std::vector<float> before = fc.weight.to_vector<float>();
+  one_step();   // the count stays at int64's limit instead of overflowing; the update is finite
+  CHECK(steps() == std::vector<int64_t>{kMax, kMax});
+  const std::vector<float> after = fc.weight.to_vector<float>();
+  CHECK(after != before);
+  for (float w : after) CHECK(std::isfinite(w));
+}
+
+TEST_CASE("limits: a quantized checkpoint with a floating-point zero point is refused, not converted") {
+  testing::TempDir dir("tg_limits");
+  const std::string path = dir.file("q.safetensors");
+  const tg::QuantizedTensor q = tg::quantize_per_tensor(tg::from_vector(std::vector<float>{0.5f, -1.25f, 3.f}), 0.25, 3,
+                                                        tg::kInt8);
+  tg::save_quantized({{"w", q}}, path);
+  CHECK(tg::load_quantized(path)[0].second.q_zero_point() == 3);
+  // the same file with zero_point a float32 NaN: converting it to int64 would be undefined behaviour
+  auto flat = tg::load_tensors(path);
+  for (auto& [name, t] : flat)
+    if (name == "w.zero_point") t = tg::full({}, std::numeric_limits<double>::quiet_NaN()).data();
+  tg::save_tensors(flat, path);
+  TG_CHECK_THROWS(tg::load_quantized(path), tg::SerializationError,
+                  "the zero point must be an integer tensor, got float32");
+}
