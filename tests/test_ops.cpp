@@ -103,6 +103,51 @@ TEST_CASE("NaN in gives NaN out: relu clamp max min softmax") {
   for (double v : s) CHECK(std::isnan(v));
 }
 
+TEST_CASE("NaN and infinity: clamp with a NaN bound is NaN everywhere, min > max gives max, as PyTorch") {
+  // torch 2.15.0: x = torch.tensor([-2.0, 0.5, 3.0, nan, 1.0], requires_grad=True) (dtype as below);
+  // y = torch.clamp(x, min=lo, max=hi); y.sum().backward(); y.tolist(), x.grad.tolist()
+  const double inf = std::numeric_limits<double>::infinity();
+  const struct {
+    double lo, hi;
+    std::vector<double> y, grad;
+  } cases[] = {
+      {kNaN, 1.0, {kNaN, kNaN, kNaN, kNaN, kNaN}, {0, 0, 0, 0, 0}},
+      {0.0, kNaN, {kNaN, kNaN, kNaN, kNaN, kNaN}, {0, 0, 0, 0, 0}},
+      {kNaN, kNaN, {kNaN, kNaN, kNaN, kNaN, kNaN}, {0, 0, 0, 0, 0}},
+      {kNaN, -5.0, {kNaN, kNaN, kNaN, kNaN, kNaN}, {0, 0, 0, 0, 0}},   // NaN wins over min > max
+      {0.0, 1.0, {0, 0.5, 1, kNaN, 1}, {0, 1, 0, 0, 0}},               // 0 at the bound 1.0 itself
+      {-inf, inf, {-2, 0.5, 3, kNaN, 1}, {1, 1, 1, 0, 1}},
+      {-2.0, 3.0, {-2, 0.5, 3, kNaN, 1}, {0, 1, 0, 0, 1}},             // both bounds hit: gradient 0 there
+      {1.0, 0.0, {0, 0, 0, kNaN, 0}, {0, 0, 0, 0, 0}},                 // min > max: max everywhere
+      {0.5, 0.5, {0.5, 0.5, 0.5, kNaN, 0.5}, {0, 0, 0, 0, 0}},
+  };
+  const auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
+      else CHECK(got[i] == want[i]);
+    }
+  };
+  for (tg::DType dtype : {tg::kFloat32, tg::kFloat64, tg::kFloat16, tg::kBFloat16}) {
+    for (const auto& c : cases) {
+      CAPTURE(tg::dtype_name(dtype));
+      CAPTURE(c.lo);
+      CAPTURE(c.hi);
+      Tensor x(tg::from_vector(std::vector<double>{-2.0, 0.5, 3.0, kNaN, 1.0}, {5}).to(dtype).data(), true);
+      Tensor y = tg::clamp(x, c.lo, c.hi);
+      CHECK(y.dtype() == dtype);
+      same(y.to(tg::kFloat64).to_vector<double>(), c.y);
+      tg::sum(y).backward();
+      same(x.grad().to(tg::kFloat64).to_vector<double>(), c.grad);
+      same(x.clamp(c.lo, c.hi).to(tg::kFloat64).to_vector<double>(), c.y);   // the method is the same op
+    }
+  }
+  // strided input: the NaN bound reaches every element of a transposed view too
+  Tensor t = tg::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).t();
+  for (double v : tg::clamp(t, 0.0, kNaN).to(tg::kFloat64).to_vector<double>()) CHECK(std::isnan(v));
+}
+
 // Note [NaN and infinity] (kernels/elementwise.h): the rules, each as PyTorch computes it.
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();

@@ -433,7 +433,7 @@ TEST_CASE("schedulers: bad arguments and indices raise tg::Error subclasses as P
   }
 }
 
-TEST_CASE("Adam::set_state reads the step count exactly and refuses one that could overflow") {
+TEST_CASE("Adam::set_state reads the step count exactly, beyond what a double holds") {
   Tensor w = testing::randn64({5}, 17);
   tg::optim::Adam adam({w}, 0.1);
   adam.zero_grad();
@@ -448,12 +448,10 @@ TEST_CASE("Adam::set_state reads the step count exactly and refuses one that cou
       if (name == "step.0") t.data<int64_t>()[0] = step;   // exact, beyond what a double holds
     return s;
   };
-  const int64_t max_step = int64_t(1) << 53;
-  adam.set_state(with_step(max_step));
-  for (const auto& [name, t] : adam.state())
-    if (name == "step.0") CHECK(t.data<int64_t>()[0] == max_step);
-  TG_CHECK_THROWS(adam.set_state(with_step(max_step + 1)), tg::Error, "must be at least 1 and at most 2^53");
-  TG_CHECK_THROWS(adam.set_state(with_step(std::numeric_limits<int64_t>::max())), tg::Error, "at most 2^53, got "
-                  "9223372036854775807");
+  for (const int64_t step : {(int64_t(1) << 53) + 1, std::numeric_limits<int64_t>::max()}) {
+    adam.set_state(with_step(step));
+    for (const auto& [name, t] : adam.state())
+      if (name == "step.0") CHECK(t.data<int64_t>()[0] == step);
+  }
   TG_CHECK_THROWS(adam.set_state(with_step(0)), tg::Error, "must be at least 1");
 }

@@ -267,6 +267,62 @@ TEST_CASE("integers: randint is exact over every int64 interval") {
   for (std::size_t i = 0; i < as_int.size(); ++i) CHECK(double(as_int[i]) == as_float[i]);
 }
 
+TEST_CASE("integers: randint refuses bounds its dtype cannot hold, in PyTorch's words, instead of wrapping") {
+  // torch 2.15.0, e.g. torch.randint(0, 300, (3,), dtype=torch.uint8):
+  //   RuntimeError: to - 1 is out of bounds for unsigned char
+  const auto opts = [](tg::DType d) { return tg::TensorOptions().dtype(d); };
+  TG_CHECK_THROWS(tg::randint(0, 300, {3}, opts(tg::kUInt8)), tg::Error, "to - 1 is out of bounds for unsigned char");
+  TG_CHECK_THROWS(tg::randint(0, 300, {3}, opts(tg::kUInt8)), tg::Error,
+                  "high - 1 = 299 is outside uint8's range [0, 255]");
+  TG_CHECK_THROWS(tg::randint(0, 257, {3}, opts(tg::kUInt8)), tg::Error, "to - 1 is out of bounds for unsigned char");
+  TG_CHECK_THROWS(tg::randint(-1, 10, {3}, opts(tg::kUInt8)), tg::Error, "from is out of bounds for unsigned char");
+  TG_CHECK_THROWS(tg::randint(300, 301, {3}, opts(tg::kUInt8)), tg::Error, "from is out of bounds for unsigned char");
+  TG_CHECK_THROWS(tg::randint(-129, 0, {3}, opts(tg::kInt8)), tg::Error, "from is out of bounds for signed char");
+  TG_CHECK_THROWS(tg::randint(-128, 129, {3}, opts(tg::kInt8)), tg::Error, "to - 1 is out of bounds for signed char");
+  TG_CHECK_THROWS(tg::randint(0, 129, {3}, opts(tg::kInt8)), tg::Error, "to - 1 is out of bounds for signed char");
+  const int64_t i32 = int64_t(1) << 31;
+  TG_CHECK_THROWS(tg::randint(0, i32 + 1, {3}, opts(tg::kInt32)), tg::Error, "to - 1 is out of bounds for int");
+  TG_CHECK_THROWS(tg::randint(-i32 - 1, 0, {3}, opts(tg::kInt32)), tg::Error, "from is out of bounds for int");
+  TG_CHECK_THROWS(tg::randint(0, 3, {3}, opts(tg::kBool)), tg::Error, "to - 1 is out of bounds for bool");
+  TG_CHECK_THROWS(tg::randint(-1, 1, {3}, opts(tg::kBool)), tg::Error, "from is out of bounds for bool");
+  TG_CHECK_THROWS(tg::randint(0, 65506, {3}, opts(tg::kFloat16)), tg::Error, "to - 1 is out of bounds for c10::Half");
+  TG_CHECK_THROWS(tg::randint(-65505, 0, {3}, opts(tg::kFloat16)), tg::Error, "from is out of bounds for c10::Half");
+  // torch.randint(5, 5, (3,)): RuntimeError: random_ expects 'from' to be less than 'to', but got from=5 >= to=5
+  TG_CHECK_THROWS(tg::randint(5, 5, {3}), tg::Error, "expected 'from' to be less than 'to', but got from=5 >= to=5");
+  TG_CHECK_THROWS(tg::randint(6, 5, {3}, opts(tg::kUInt8)), tg::Error, "but got from=6 >= to=5");
+  // the prim API checks too: an empty integer range is an error, not a division by zero
+  TG_CHECK_THROWS(tg::prim::random(tg::philox::Distribution::integer(7, 7), {3}, tg::kInt64, tg::Device::cpu()),
+                  tg::Error, "but got from=7 >= to=7");
+  TG_CHECK_THROWS(tg::prim::random(tg::philox::Distribution::integer(0, 300), {3}, tg::kUInt8, tg::Device::cpu()),
+                  tg::Error, "to - 1 is out of bounds for unsigned char");
+
+  // the edges PyTorch accepts give values inside them, over their whole range
+  const auto values = [](int64_t low, int64_t high, tg::DType d) {
+    return tg::randint(low, high, {4099}, tg::TensorOptions().dtype(d)).to(tg::kFloat64).to_vector<double>();
+  };
+  tg::manual_seed(11);
+  const struct {
+    int64_t low, high;
+    tg::DType dtype;
+  } ok[] = {{0, 256, tg::kUInt8},       {-128, 128, tg::kInt8},   {0, i32, tg::kInt32},
+            {-i32, 0, tg::kInt32},      {0, 2, tg::kBool},        {1, 2, tg::kBool},
+            {0, 65505, tg::kFloat16},   {-65504, 0, tg::kFloat16}};
+  for (const auto& c : ok) {
+    CAPTURE(c.low);
+    CAPTURE(c.high);
+    const auto v = values(c.low, c.high, c.dtype);
+    const double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+    CHECK(lo >= double(c.low));
+    CHECK(hi <= double(c.high - 1));
+    // 4099 draws reach both ends' tenth of the range (for float16, values round to the nearest float16)
+    CHECK(lo <= double(c.low) + double(c.high - 1 - c.low) / 10);
+    CHECK(hi >= double(c.high - 1) - double(c.high - 1 - c.low) / 10);
+  }
+  // float32, float64 and bfloat16 hold every int64: no bound to refuse
+  CHECK(values(0, std::numeric_limits<int64_t>::max(), tg::kBFloat16).size() == 4099);
+  CHECK(values(std::numeric_limits<int64_t>::min(), 0, tg::kFloat32).size() == 4099);
+}
+
 TEST_CASE("CPU allocator: freed blocks are reused statistics add up") {
   tg::cpu_empty_cache();
   const auto before = tg::cpu_memory_stats();
@@ -323,6 +379,6 @@ TEST_CASE("factories and the _like variants") {
   CHECK(tg::randn_like(z).shape() == z.shape());
   CHECK(tg::rand_like(z).dtype() == tg::kFloat64);
   TG_CHECK_THROWS(tg::from_vector(std::vector<float>{1, 2, 3}, {2, 2}), tg::ShapeError, "cannot fill shape");
-  TG_CHECK_THROWS(tg::randint(5, 5, {2}), tg::Error, "expected low < high");
+  TG_CHECK_THROWS(tg::randint(5, 5, {2}), tg::Error, "expected 'from' to be less than 'to'");
   TG_CHECK_THROWS(tg::randn({2}, tg::TensorOptions().dtype(tg::kInt64)), tg::DTypeError, "floating point");
 }

@@ -149,14 +149,10 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& v) {
   if (!v.defined()) return os << "Tensor(undefined)";
-  std::ostringstream body;
-  body << v.data();
-  std::string s = body.str();
-  std::string extra;
-  if (v.grad_fn()) extra = std::string(", grad_fn=<") + v.grad_fn()->name + ">";
-  else if (v.requires_grad()) extra = ", requires_grad=true";
-  if (!extra.empty()) s.insert(s.size() - 1, extra);
-  return os << s;
+  std::vector<std::string> suffixes;   // PyTorch's last suffix: grad_fn, else requires_grad
+  if (v.grad_fn()) suffixes.push_back(std::string("grad_fn=<") + v.grad_fn()->name + ">");
+  else if (v.requires_grad()) suffixes.push_back("requires_grad=true");
+  return os << detail::tensor_repr(v.data(), suffixes);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <type_traits>
@@ -254,28 +253,85 @@ std::string tensor_meta_str(const RawTensor& t) {
 
 namespace {
 
-std::string format_value(double v, int64_t iv, DType dtype, bool int_like, int precision, bool sci) {
-  char buf[64];
-  if (dtype == kBool) std::snprintf(buf, sizeof buf, "%s", iv != 0 ? "True" : "False");   // as PyTorch
-  else if (!is_floating(dtype)) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv));   // exact
-  else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
-  else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
-  else if (sci) std::snprintf(buf, sizeof buf, "%.*e", precision, v);
-  else if (int_like) std::snprintf(buf, sizeof buf, "%.0f.", v);
-  else std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-  return buf;
-}
-
-// PyTorch's print options: tensors of more than kSummarizeAbove elements show the first and last
-// kEdgeItems entries of each longer dim, with "..." between.
+// PyTorch's default print options (torch._tensor_str.PRINT_OPTS): tensors of more than
+// kSummarizeAbove elements show the first and last kEdgeItems entries of each longer dim, with "..."
+// between; floats get kPrecision digits; rows wrap at kLineWidth characters.
 constexpr int64_t kSummarizeAbove = 1000;
 constexpr int64_t kEdgeItems = 3;
+constexpr int kPrecision = 4;
+constexpr int64_t kLineWidth = 80;
+constexpr int64_t kIndent = 7;   // "tensor("
 
-}  // namespace
+/// Note [Printing numbers]
+/// How elements print is torch/_tensor_str.py's _Formatter, rule for rule, over the elements shown
+/// (all of them, or the summarized edges):
+/// - Integer and bool tensors print each value exactly ("True"/"False" for bool), right-aligned to
+///   the longest.
+/// - A floating tensor looks at its finite nonzero values only. With none (all zeros, NaN or
+///   infinities) it prints as integers ("0.", "-0.", "nan", "inf") and pads to width 1, i.e. not at all.
+///   Otherwise int_mode holds when every such value is integral, and sci_mode when, of their absolute
+///   values, max / min > 1000, max > 1e8 or min < 1e-4 (all strict, computed in double). sci_mode
+///   wins over int_mode: "%.4e"; else int_mode: "%.0f" and a "." after finite values; else "%.4f".
+///   NaN and infinities print "nan", "inf", "-inf" in every mode.
+/// - The width every element is right-aligned to is the longest formatted finite nonzero value (at
+///   least 1): a zero, NaN or infinity longer than that ("-0.0000" among "1.5000") is not padded, and
+///   does not widen the others.
+/// float16 and bfloat16 values are formatted as the doubles they equal, as PyTorch's item() does.
+class Formatter {
+ public:
+  Formatter(const std::vector<double>& vals, const std::vector<int64_t>& ivals, DType dtype)
+      : dtype_(dtype), floating_(is_floating(dtype)) {
+    if (!floating_) {
+      for (std::size_t i = 0; i < vals.size(); ++i) width_ = std::max(width_, text(vals[i], ivals[i]).size());
+      return;
+    }
+    double lo = 0, hi = 0;
+    bool any = false;
+    for (double v : vals) {
+      if (!std::isfinite(v) || v == 0) continue;
+      const double a = std::fabs(v);
+      lo = any ? std::min(lo, a) : a;
+      hi = any ? std::max(hi, a) : a;
+      any = true;
+      if (v != std::ceil(v)) int_mode_ = false;
+    }
+    if (!any) return;   // int_mode, not sci_mode, width 1
+    sci_ = hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4;
+    for (double v : vals)
+      if (std::isfinite(v) && v != 0) width_ = std::max(width_, text(v, 0).size());
+  }
 
-std::ostream& operator<<(std::ostream& os, const RawTensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
-  const RawTensor host = t.to(Device::cpu());
+  /// One element, right-aligned to width().
+  std::string format(double v, int64_t iv) const {
+    std::string s = text(v, iv);
+    if (s.size() < width_) s.insert(0, width_ - s.size(), ' ');
+    return s;
+  }
+  std::size_t width() const { return width_; }
+
+ private:
+  std::string text(double v, int64_t iv) const {
+    if (dtype_ == kBool) return iv != 0 ? "True" : "False";
+    char buf[64];
+    if (!floating_) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv));   // exact, also int64
+    else if (std::isnan(v)) return "nan";   // printf would give "-nan" for a NaN with its sign bit set
+    else if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    else if (sci_) std::snprintf(buf, sizeof buf, "%.*e", kPrecision, v);
+    else if (int_mode_) std::snprintf(buf, sizeof buf, "%.0f.", v);
+    else std::snprintf(buf, sizeof buf, "%.*f", kPrecision, v);
+    return buf;
+  }
+
+  DType dtype_;
+  bool floating_;
+  bool int_mode_ = true, sci_ = false;
+  std::size_t width_ = 1;
+};
+
+/// The elements shown and the body of the printout, "[[1., 2.],\n        [3., 4.]]", in PyTorch's
+/// layout: rows wrap to lines of PyTorch's linewidth (as its _vector_str does, counting each element
+/// as width() + 2 characters and a summarized row's "..." as one element).
+std::string body_str(const RawTensor& host) {
   const int64_t nd = host.dim();
   const Shape& s = host.shape();
   // The indices shown along each dim; gap[d] is the position before which "..." goes (-1: none).
@@ -306,7 +362,8 @@ std::ostream& operator<<(std::ostream& os, const RawTensor& t) {
       const T* base = static_cast<const T*>(host.storage()->data());
       for (int64_t i = 0; i < count; ++i) {
         int64_t off = host.offset();
-        for (int64_t d = 0; d < nd; ++d) off += sel[static_cast<std::size_t>(d)][static_cast<std::size_t>(pos[d])] * host.strides()[d];
+        for (int64_t d = 0; d < nd; ++d)
+          off += sel[static_cast<std::size_t>(d)][static_cast<std::size_t>(pos[d])] * host.strides()[d];
         vals.push_back(static_cast<double>(base[off]));
         ivals.push_back(std::is_integral<T>::value ? static_cast<int64_t>(base[off]) : 0);
         for (int64_t d = nd - 1; d >= 0; --d) {
@@ -316,70 +373,102 @@ std::ostream& operator<<(std::ostream& os, const RawTensor& t) {
       }
     });
   }
-  bool int_like = true;
-  double max_abs = 0, min_abs = 0;
-  bool first = true;
-  for (double v : vals) {
-    if (!std::isfinite(v)) continue;
-    if (v != std::floor(v)) int_like = false;
-    const double a = std::fabs(v);
-    if (first || a > max_abs) max_abs = a;
-    if (a != 0 && (first || min_abs == 0 || a < min_abs)) min_abs = a;
-    first = false;
-  }
-  const bool sci = !int_like && (max_abs >= 1e8 || (min_abs != 0 && min_abs < 1e-4) ||
-                                 (min_abs != 0 && max_abs / min_abs > 1e3 && max_abs > 1e3));
-  std::vector<std::string> strs;
-  std::size_t width = 0;
-  for (std::size_t i = 0; i < vals.size(); ++i) {
-    strs.push_back(format_value(vals[i], ivals[i], t.dtype(), int_like, 4, sci));
-    width = std::max(width, strs.back().size());
-  }
-  os << "tensor(";
-  if (nd == 0) {
-    os << strs[0];
-  } else if (count == 0) {
-    os << "[]";
-    if (nd > 1) os << ", size=(" << shape_str(s).substr(1, shape_str(s).size() - 2) << ")";
-  } else {
-    // Iterative nested printing: an odometer over the shown positions, brackets opened and closed
-    // as it rolls; crossing a dim's gap prints "..." at that level.
-    for (int64_t d = 0; d < nd; ++d) os << '[';
-    std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
-    for (int64_t i = 0; i < count; ++i) {
-      os << std::setw(static_cast<int>(width)) << strs[static_cast<std::size_t>(i)];
-      int64_t closed = 0;
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        if (++pos[d] < static_cast<int64_t>(sel[static_cast<std::size_t>(d)].size())) break;
-        pos[d] = 0;
-        ++closed;
-      }
-      for (int64_t c = 0; c < closed; ++c) os << ']';
-      if (i + 1 == count) break;
-      const int64_t moved = nd - 1 - closed;   // the dim whose position advanced
-      const bool elide = pos[moved] == gap[static_cast<std::size_t>(moved)];
-      os << ',';
-      if (closed == 0) {
-        os << (elide ? "  ..., " : " ");
-        continue;
-      }
-      auto separator = [&] {
-        for (int64_t c = 1; c < closed; ++c) os << '\n';
-        os << '\n' << std::string(static_cast<std::size_t>(7 + nd - closed), ' ');
-      };
-      separator();
+  const Formatter fmt(vals, ivals, host.dtype());
+  if (nd == 0) return fmt.format(vals[0], ivals[0]);
+  std::ostringstream os;
+  // A row (the last dim) is nested nd - 1 brackets deep: its continuation lines start one column
+  // right of its bracket, and it fits max(1, floor((linewidth - indent) / (width + 2))) elements a line.
+  const int64_t row_indent = kIndent + nd - 1;
+  const int64_t per_line = std::max<int64_t>(1, (kLineWidth - row_indent) / (static_cast<int64_t>(fmt.width()) + 2));
+  int64_t col = 0;   // the position in its row of the element just printed, the row's "..." counted
+  const auto next_in_row = [&] {
+    ++col;
+    if (col % per_line == 0) os << ",\n" << std::string(static_cast<std::size_t>(row_indent + 1), ' ');
+    else os << ", ";
+  };
+  // Iterative nested printing: an odometer over the shown positions, brackets opened and closed as
+  // it rolls; crossing a dim's gap prints "..." at that level.
+  for (int64_t d = 0; d < nd; ++d) os << '[';
+  std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    os << fmt.format(vals[static_cast<std::size_t>(i)], ivals[static_cast<std::size_t>(i)]);
+    int64_t closed = 0;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++pos[d] < static_cast<int64_t>(sel[static_cast<std::size_t>(d)].size())) break;
+      pos[d] = 0;
+      ++closed;
+    }
+    for (int64_t c = 0; c < closed; ++c) os << ']';
+    if (i + 1 == count) break;
+    const int64_t moved = nd - 1 - closed;   // the dim whose position advanced
+    const bool elide = pos[moved] == gap[static_cast<std::size_t>(moved)];
+    if (closed == 0) {
+      next_in_row();
       if (elide) {
-        os << "...,";
-        separator();
+        os << " ...";
+        next_in_row();
       }
-      for (int64_t c = 0; c < closed; ++c) os << '[';
+      continue;
+    }
+    col = 0;
+    os << ',';
+    auto separator = [&] {
+      for (int64_t c = 1; c < closed; ++c) os << '\n';
+      os << '\n' << std::string(static_cast<std::size_t>(kIndent + nd - closed), ' ');
+    };
+    separator();
+    if (elide) {
+      os << "...,";
+      separator();
+    }
+    for (int64_t c = 0; c < closed; ++c) os << '[';
+  }
+  return os.str();
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string tensor_repr(const RawTensor& t, const std::vector<std::string>& extra_suffixes) {
+  if (!t.defined()) return "tensor(undefined)";
+  const RawTensor host = t.to(Device::cpu());
+  std::string out = "tensor(" + (host.numel() == 0 ? std::string("[]") : body_str(host));
+  // PyTorch's suffixes, in its order (torch._tensor_str._str_intern): the device when not the CPU; for
+  // an empty tensor its size unless 1-D, and its dtype unless float32 (nothing shows it is int64);
+  // otherwise the dtype unless one its printing implies (float32, int64, bool). Then the caller's.
+  std::vector<std::string> suffixes;
+  if (t.device().is_cuda()) suffixes.push_back(detail::cat("device='", t.device(), "'"));
+  if (host.numel() == 0) {
+    if (host.dim() != 1) {
+      const std::string dims = shape_str(host.shape());
+      suffixes.push_back("size=(" + dims.substr(1, dims.size() - 2) + ")");
+    }
+    if (t.dtype() != kFloat32) suffixes.push_back(detail::cat("dtype=", dtype_name(t.dtype())));
+  } else if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool) {
+    suffixes.push_back(detail::cat("dtype=", dtype_name(t.dtype())));
+  }
+  suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());
+  // torch._tensor_str._add_suffixes: a suffix that would pass the line width starts a new line,
+  // indented under the first bracket. last_line_len is PyTorch's count, 2 more than the characters
+  // on the last line until a suffix has wrapped.
+  const std::size_t newline = out.rfind('\n');
+  int64_t last_line_len = static_cast<int64_t>(out.size()) - (newline == std::string::npos ? -1 : int64_t(newline)) + 1;
+  for (const std::string& suffix : suffixes) {
+    const int64_t len = static_cast<int64_t>(suffix.size());
+    if (last_line_len + len + 2 > kLineWidth) {
+      out += ",\n" + std::string(static_cast<std::size_t>(kIndent), ' ') + suffix;
+      last_line_len = kIndent + len;
+    } else {
+      out += ", " + suffix;
+      last_line_len += len + 2;
     }
   }
-  // PyTorch names the dtype unless it is one its printing implies (float32, int64, bool).
-  if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool) os << ", dtype=" << dtype_name(t.dtype());
-  if (t.device().is_cuda()) os << ", device='" << t.device() << "'";
-  os << ')';
-  return os;
+  return out + ")";
 }
+
+}  // namespace detail
+
+std::ostream& operator<<(std::ostream& os, const RawTensor& t) { return os << detail::tensor_repr(t, {}); }
 
 }  // namespace tg

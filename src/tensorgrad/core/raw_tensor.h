@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "tensorgrad/core/allocator.h"
@@ -193,8 +194,14 @@ class RawTensor {
 /// Resolves one -1 in a requested shape against numel; throws ShapeError naming op.
 Shape infer_shape(const Shape& requested, int64_t numel, const char* op);
 
-/// Prints like PyTorch: "tensor([[1.0000, 2.0000], ...])" with dtype/device suffixes when not defaults.
+/// Prints like PyTorch: "tensor([[1.0000, 2.0000], ...])" with dtype/device suffixes when not defaults
+/// (Note [Printing numbers] in core/raw_tensor.cpp).
 std::ostream& operator<<(std::ostream& os, const RawTensor& t);
+namespace detail {
+/// What operator<< prints, with extra_suffixes (Tensor's "grad_fn=<mul>") after its own, each placed
+/// as PyTorch places suffixes: on a new line when it would pass the 80-column line width.
+std::string tensor_repr(const RawTensor& t, const std::vector<std::string>& extra_suffixes);
+}  // namespace detail
 std::string tensor_meta_str(const RawTensor& t);       ///< "[float32 [2, 3]]", used in error messages
 
 }  // namespace tg

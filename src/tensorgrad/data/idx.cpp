@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 #include "tensorgrad/core/error.h"
@@ -202,7 +203,12 @@ IdxArray read_idx_with(const std::string& path, int rank) {
     const std::size_t old = out.bytes.size();
     const int64_t step = std::min<int64_t>(int64_t(kChunk), std::max<int64_t>(int64_t(old), int64_t(1) << 16));
     const std::size_t want = static_cast<std::size_t>(std::min<int64_t>(total - int64_t(old), step));
-    out.bytes.resize(old + want);
+    try {
+      out.bytes.resize(old + want);
+    } catch (const std::exception&) {   // std::bad_alloc: at most 4 GiB, but that may be more than there is
+      throw OutOfMemoryError(detail::cat("read_idx: '", path, "': cannot allocate ", old + want, " bytes for the ",
+                                         total, " bytes its header (dims ", shape_str(out.dims), ") promises"));
+    }
     const std::size_t got = in.read(out.bytes.data() + old, want);
     out.bytes.resize(old + got);
     if (got < want) break;

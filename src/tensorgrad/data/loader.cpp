@@ -3,8 +3,6 @@
 // Batches themselves come from Dataset::get_batch (data/dataset.cpp).
 #include "tensorgrad/data/loader.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <map>
@@ -12,7 +10,6 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -59,10 +56,10 @@ struct DataLoader::Epoch {
   void start() {
     if (capacity == 0 || num_batches == 0) return;
     const int64_t n = std::min(workers, num_batches);
-    threads.reserve(static_cast<std::size_t>(n));
     try {
+      threads.reserve(static_cast<std::size_t>(n));
       for (int64_t i = 0; i < n; ++i) threads.emplace_back([this] { run(); });
-    } catch (const std::system_error& e) {
+    } catch (const std::exception& e) {   // std::system_error from the OS, or std::bad_alloc
       shutdown();
       throw DataError(tg::detail::cat("DataLoader: cannot start worker thread ", threads.size() + 1, " of ", n, ": ",
                                       e.what()));
@@ -73,8 +70,10 @@ struct DataLoader::Epoch {
   /// prefetch 0, on the caller's).
   Batch make(int64_t b) const {
     NoGradGuard no_grad;   // a dataset's own transforms record no graph
+    // b < num_batches = ceil(order.size() / batch_size), so first < order.size(); the last batch is cut
+    // without forming first + batch_size, which overflows for a batch_size near int64's limit.
     const int64_t first = b * batch_size;
-    const int64_t last = std::min<int64_t>(first + batch_size, static_cast<int64_t>(order.size()));
+    const int64_t last = first + std::min<int64_t>(batch_size, static_cast<int64_t>(order.size()) - first);
     const std::vector<int64_t> indices(order.begin() + first, order.begin() + last);
     Batch batch = dataset.get_batch(indices);
     const int64_t n = last - first;
@@ -102,7 +101,8 @@ struct DataLoader::Epoch {
       int64_t b;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        space.wait(lock, [&] { return stop || next >= last_batch || next < front + capacity; });
+        // next - front, not front + capacity: capacity saturates at INT64_MAX (begin())
+        space.wait(lock, [&] { return stop || next >= last_batch || next - front < capacity; });
         if (stop || next >= last_batch) return;
         b = next++;
       }
@@ -234,6 +234,8 @@ DataLoader::~DataLoader() {
 
 int64_t DataLoader::size() const {
   const int64_t n = options_.sampler() ? options_.sampler()->size() : dataset_->size(), b = options_.batch_size();
+  TG_CHECK(n >= 0, DataError, "DataLoader: the ", options_.sampler() ? "sampler" : "dataset",
+           " reports a negative size ", n);
   return n / b + (!options_.drop_last() && n % b != 0 ? 1 : 0);
 }
 
@@ -253,23 +255,9 @@ std::vector<int64_t> DataLoader::order(int64_t epoch) const {
                " samples");
     return indices;
   }
-  // One int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory. An order
-  // larger than the machine's memory is refused before any allocation (an allocation that size
-  // aborts under AddressSanitizer instead of throwing); a smaller one that still fails throws too.
-  const auto oom = [n] {
-    return OutOfMemoryError(tg::detail::cat("DataLoader: cannot allocate the sample order of ", n, " samples (", n,
-                                            " x 8 bytes); is the dataset's size() right?"));
-  };
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page_size > 0 &&
-      static_cast<double>(n) * sizeof(int64_t) > static_cast<double>(pages) * static_cast<double>(page_size))
-    throw oom();
-  std::vector<int64_t> order;
-  try {
-    order.resize(static_cast<std::size_t>(n));
-  } catch (const std::exception&) {
-    throw oom();
-  }
+  // One int64 per sample: a dataset reporting 2^40 samples cannot be ordered in memory, which raises
+  // OutOfMemoryError before anything is allocated.
+  std::vector<int64_t> order = detail::index_vector(n, "DataLoader", "the sample order");
   std::iota(order.begin(), order.end(), int64_t(0));
   if (!options_.shuffle()) return order;
   detail::shuffle_in_place(order, detail::splitmix64(detail::splitmix64(options_.seed()) ^ static_cast<uint64_t>(epoch)));
@@ -280,8 +268,10 @@ DataLoader::Iterator DataLoader::begin() {
   live_.erase(std::remove_if(live_.begin(), live_.end(), [](const std::weak_ptr<Epoch>& w) { return w.expired(); }),
               live_.end());
   const int64_t workers = std::max<int64_t>(options_.num_workers(), 1);
-  const int64_t capacity = options_.prefetch() * workers;   // PyTorch's prefetch_factor * num_workers
-  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), size(), capacity, workers);
+  int64_t capacity = 0;   // PyTorch's prefetch_factor * num_workers; saturates (a limit no epoch reaches)
+  if (__builtin_mul_overflow(options_.prefetch(), workers, &capacity)) capacity = std::numeric_limits<int64_t>::max();
+  const int64_t num_batches = size();   // first: it refuses a negative size before order() allocates
+  auto epoch = std::make_shared<Epoch>(*dataset_, order(epoch_), options_.batch_size(), num_batches, capacity, workers);
   epoch_ = epoch_ == std::numeric_limits<int64_t>::max() ? 0 : epoch_ + 1;   // the shuffle seed wraps, never overflows
   epoch->pin = options_.pin_memory() && cuda::is_available();
   epoch->start();

@@ -2,6 +2,9 @@
 // seeded Fisher-Yates shuffle DataLoader uses too. The loader's side is data/loader.cpp.
 #include "tensorgrad/data/sampler.h"
 
+#include <unistd.h>
+
+#include <exception>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -38,6 +41,25 @@ void shuffle_in_place(std::vector<int64_t>& order, uint64_t key) {
     std::swap(order[i - 1], order[uniform_below(gen, i)]);
 }
 
+std::vector<int64_t> index_vector(int64_t n, const char* who, const char* what) {
+  TG_CHECK(n >= 0, DataError, who, ": ", what, " cannot have a negative length ", n);
+  const auto oom = [&] {
+    return OutOfMemoryError(tg::detail::cat(who, ": cannot allocate ", what, " of ", n, " samples (", n,
+                                            " x 8 bytes); is the dataset's size() right?"));
+  };
+  // In double: n * 8 overflows int64 for n above 2^60, and a double's rounding cannot matter at
+  // sizes this far from the limit.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0 &&
+      static_cast<double>(n) * sizeof(int64_t) > static_cast<double>(pages) * static_cast<double>(page_size))
+    throw oom();
+  try {
+    return std::vector<int64_t>(static_cast<std::size_t>(n));
+  } catch (const std::exception&) {   // std::bad_alloc, or std::length_error beyond max_size()
+    throw oom();
+  }
+}
+
 }  // namespace detail
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
@@ -59,18 +81,36 @@ void DistributedSampler::set_epoch(int64_t epoch) {
   epoch_ = epoch;
 }
 
+int64_t DistributedSampler::total_size() const {
+  int64_t total = 0;
+  TG_CHECK(!__builtin_mul_overflow(num_samples_, num_replicas_, &total), DataError,
+           "DistributedSampler: total_size = num_samples (", num_samples_, ") * num_replicas (", num_replicas_,
+           ") does not fit in int64 (a dataset of ", dataset_size_, " samples)");
+  return total;
+}
+
 std::vector<int64_t> DistributedSampler::indices() const {
-  std::vector<int64_t> order(static_cast<std::size_t>(dataset_size_));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  // seed + epoch as PyTorch (g.manual_seed(seed + epoch)); wraps rather than overflows
-  if (shuffle_) detail::shuffle_in_place(order, detail::splitmix64(seed_ + static_cast<uint64_t>(epoch_)));
-  const int64_t total = total_size();
-  std::vector<int64_t> mine;
-  mine.reserve(static_cast<std::size_t>(num_samples_));
-  // position p of the padded order is order[p mod n]: PyTorch's indices += indices[:padding], repeated
-  // as often as needed when the padding is longer than the dataset
-  for (int64_t p = rank_; p < total; p += num_replicas_)
-    mine.push_back(order[static_cast<std::size_t>(p % dataset_size_)]);
+  // Rank r takes positions r, r + w, r + 2w, ... of the padded order, and position p of the padded
+  // order is order[p mod n]: PyTorch's indices += indices[:padding], repeated as often as needed when
+  // the padding is longer than the dataset (with drop_last every p is below n). The position is kept
+  // modulo n as it advances, in uint64_t (q + step < 2n < 2^64), so no product r + i w is formed: for
+  // a dataset near int64's limit it would overflow.
+  std::vector<int64_t> order;
+  if (shuffle_) {   // the whole permutation first: it is the larger allocation
+    order = detail::index_vector(dataset_size_, "DistributedSampler", "the sample order");
+    std::iota(order.begin(), order.end(), int64_t(0));
+    // seed + epoch as PyTorch (g.manual_seed(seed + epoch)); wraps rather than overflows
+    detail::shuffle_in_place(order, detail::splitmix64(seed_ + static_cast<uint64_t>(epoch_)));
+  }
+  std::vector<int64_t> mine = detail::index_vector(num_samples_, "DistributedSampler", "this rank's indices");
+  if (mine.empty()) return mine;   // otherwise n > 0
+  const uint64_t n = static_cast<uint64_t>(dataset_size_), step = static_cast<uint64_t>(num_replicas_) % n;
+  uint64_t q = static_cast<uint64_t>(rank_) % n;
+  for (int64_t& v : mine) {
+    v = shuffle_ ? order[static_cast<std::size_t>(q)] : static_cast<int64_t>(q);   // without shuffle order[q] = q
+    q += step;
+    if (q >= n) q -= n;
+  }
   return mine;
 }
 

@@ -44,7 +44,9 @@ class DistributedSampler : public Sampler {
   /// "Invalid rank 2, rank should be in the interval [0, 1]").
   DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle = true,
                      uint64_t seed = 0, bool drop_last = false);
-  /// This rank's indices for the current epoch: size() of them.
+  /// This rank's indices for the current epoch: size() of them. OutOfMemoryError, before any
+  /// allocation, when the order (dataset_size indices with shuffle, size() without) is larger than the
+  /// machine's memory, or when allocating it fails.
   std::vector<int64_t> indices() const override;
   /// num_samples().
   int64_t size() const override { return num_samples_; }
@@ -56,8 +58,10 @@ class DistributedSampler : public Sampler {
   /// Indices per rank: ceil(n / num_replicas), or ceil((n - num_replicas) / num_replicas) with
   /// drop_last when n is not a multiple of num_replicas (PyTorch's num_samples).
   int64_t num_samples() const { return num_samples_; }
-  /// num_samples() * num_replicas: the padded (or cut) length of the order all ranks share.
-  int64_t total_size() const { return num_samples_ * num_replicas_; }
+  /// num_samples() * num_replicas: the padded (or cut) length of the order all ranks share. DataError
+  /// when that product does not fit in int64 (PyTorch's Python integer has no such limit; indices()
+  /// of such a sampler could not be allocated anyway).
+  int64_t total_size() const;
 
  private:
   int64_t dataset_size_, num_replicas_, rank_;
@@ -74,6 +78,11 @@ namespace detail {
 void shuffle_in_place(std::vector<int64_t>& order, uint64_t key);
 /// The SplitMix64 mixing step: spreads nearby seeds (0, 1, 2...) over the generator's key space.
 uint64_t splitmix64(uint64_t x);
+/// A vector of n zeros for an index list (n >= 0). Throws OutOfMemoryError naming who and what when
+/// n int64s are more than the machine's physical memory (checked before asking: an allocation that
+/// size aborts under AddressSanitizer instead of throwing) or when the allocation fails, so that no
+/// std::bad_alloc or std::length_error leaves the loader or a sampler.
+std::vector<int64_t> index_vector(int64_t n, const char* who, const char* what);
 }  // namespace detail
 
 }  // namespace data

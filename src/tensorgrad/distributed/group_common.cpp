@@ -44,10 +44,10 @@ std::string first_line(const std::string& s) {
 
 GroupStore::GroupStore(const Rendezvous& r) : r_(r), prefix_("tg" + std::to_string(r.generation) + "_") {
   if (r.file) {
-    std::error_code ec;
+    std::error_code ec, dir_ec;   // the error_code overloads: the others throw std::filesystem_error
     std::filesystem::create_directories(r.path, ec);
-    TG_CHECK(std::filesystem::is_directory(r.path), DistributedError, "init_process_group: file:// folder '", r.path,
-             "' cannot be created", ec ? ": " + ec.message() : std::string());
+    TG_CHECK(std::filesystem::is_directory(r.path, dir_ec), DistributedError, "init_process_group: file:// folder '",
+             r.path, "' cannot be created", ec ? ": " + ec.message() : std::string());
     // This rank's lock file: held (flock) for the life of the group; the kernel drops it when the
     // process dies, which is how a file:// rank learns that another one exited.
     lock_fd_ = ::open(lock_path(r.rank).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -100,7 +100,8 @@ void GroupStore::set(const std::string& key, const std::vector<char>& data) {
 
 bool GroupStore::check(const std::string& key) {
   if (tcp_) return tcp_->check({prefix_ + key});
-  return std::filesystem::exists(key_path(key));
+  std::error_code ec;   // a path that cannot be examined counts as absent; the wait times out naming the key
+  return std::filesystem::exists(key_path(key), ec);
 }
 
 void GroupStore::wait(const std::vector<std::string>& keys, ms timeout) {
@@ -149,7 +150,8 @@ std::vector<int> GroupStore::departed() {
     if (r == r_.rank) continue;
     const int fd = ::open(lock_path(r).c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) continue;   // never joined
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && !std::filesystem::exists(lock_path(r) + ".bye")) out.push_back(r);
+    std::error_code ec;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && !std::filesystem::exists(lock_path(r) + ".bye", ec)) out.push_back(r);
     ::close(fd);   // drops the lock taken for the test
   }
   return out;

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "tensorgrad/core/error.h"
@@ -206,7 +207,13 @@ struct TCPStore::Server {
       ++connected;
       auto c = std::make_unique<Client>();
       c->fd = fd;
-      c->thread = std::thread([this, fd] { serve(fd); });
+      try {
+        c->thread = std::thread([this, fd] { serve(fd); });
+      } catch (const std::system_error&) {   // no thread for this client: it sees its connection closed
+        --connected;
+        ::close(fd);
+        continue;
+      }
       clients.push_back(std::move(c));
     }
   }
@@ -253,7 +260,12 @@ TCPStore::TCPStore(const std::string& host, int port, bool is_master, int rank, 
     ::getsockname(s->listen_fd, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = s->port = ntohs(a.sin_port);
     Server* raw = s.get();
-    s->acceptor = std::thread([raw] { raw->accept_loop(); });
+    try {
+      s->acceptor = std::thread([raw] { raw->accept_loop(); });
+    } catch (const std::system_error& e) {
+      ::close(s->listen_fd);
+      fail(std::string("TCPStore: rank 0 cannot start the store's thread: ") + e.what());
+    }
     server_ = std::move(s);
   }
   // Connect, retrying while the server is not up yet (rank 0 may start last).
@@ -353,7 +365,9 @@ std::string TCPStore::get(const std::string& key) {
   wait({key}, timeout_);
   const std::string r = request(kGet, {key}, std::chrono::milliseconds(0));
   if (r[0] != 1) fail("TCPStore: key '" + key + "' vanished from " + address());
-  return split(r).at(0);
+  const std::vector<std::string> fields = split(r);
+  if (fields.empty()) fail("TCPStore: malformed reply to get('" + key + "') from " + address());
+  return fields[0];
 }
 
 bool TCPStore::check(const std::vector<std::string>& keys) {
@@ -371,7 +385,10 @@ void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
 }
 
 int64_t TCPStore::add(const std::string& key, int64_t delta) {
-  return std::atoll(split(request(kAdd, {key, std::to_string(delta)}, std::chrono::milliseconds(0))).at(0).c_str());
+  const std::vector<std::string> fields =
+      split(request(kAdd, {key, std::to_string(delta)}, std::chrono::milliseconds(0)));
+  if (fields.empty()) fail("TCPStore: malformed reply to add('" + key + "') from " + address());
+  return std::atoll(fields[0].c_str());
 }
 
 std::vector<int> TCPStore::departed_ranks() {

@@ -192,14 +192,20 @@ struct PowScalar {   // x^a
     return p.a == 0 ? T(0) : dy * T(p.a) * pow(x, T(p.a - 1));
   }
 };
-/// clamp to [a, b] (UnaryArgs): y = min(max(x, a), b) (NaN stays NaN); dx = dy where a <= x <= b, else 0.
-struct Clamp {       // min(max(x, a), b)
+/// clamp to [a, b] (UnaryArgs), as torch.clamp: y = min(max(x, a), b), so a > b gives b everywhere; a NaN x
+/// stays NaN, and a NaN bound makes every element NaN (PyTorch fills the result with NaN then). dx = dy
+/// strictly inside, a < x < b, else 0: 0 at the bounds themselves (as torch 2.15), everywhere for a NaN
+/// bound or a >= b, and at a NaN x.
+struct Clamp {
   static constexpr bool uses_x = true, uses_y = false;
   template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs p) {
-    return x < T(p.a) ? T(p.a) : (x > T(p.b) ? T(p.b) : x);                                         // NaN stays NaN
+    if (p.a != p.a || p.b != p.b) return T(p.a != p.a ? p.a : p.b);                                // NaN bound
+    const T lo = T(p.a), hi = T(p.b);
+    const T y = x < lo ? lo : x;                                                                      // NaN x stays
+    return y > hi ? hi : y;
   }
   template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs p) {                            // 1 inside
-    return (x >= T(p.a) && x <= T(p.b)) ? dy : T(0);
+    return (x > T(p.a) && x < T(p.b)) ? dy : T(0);
   }
 };
 /// round: y = x rounded to the nearest integer, halves to even (torch.round: rint under the default

@@ -41,8 +41,9 @@ Tensor eye(int64_t n, const TensorOptions& options = {});
 Tensor rand(const Shape& shape, const TensorOptions& options = {});
 /// Standard normal (torch.randn); DTypeError for int64.
 Tensor randn(const Shape& shape, const TensorOptions& options = {});
-/// Integers uniform in [low, high); int64 unless options set another dtype.
-/// Error unless low < high (torch.randint).
+/// Integers uniform in [low, high); int64 unless options set another dtype. Error unless low < high
+/// and low and high - 1 are values of the dtype (torch.randint: "from is out of bounds for unsigned
+/// char" for uint8 and low = -1; bool holds [0, 1], float16 [-65504, 65504]).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = {});
 /// Copies values into a tensor of `shape` (default: 1-D). The dtype follows T unless options set one.
 /// T is float, double or int64_t; ShapeError unless values.size() is shape's element count.

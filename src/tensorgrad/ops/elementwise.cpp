@@ -49,8 +49,8 @@ Tensor pow(const Tensor& x, double exponent) {
 Tensor round(const Tensor& x) { return unary(UnaryOp::Round, "round", x); }
 Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, "sign", x); }
 
+// min > max is not an error: as torch.clamp, every element is then max (Clamp in kernels/elementwise.h).
 Tensor clamp(const Tensor& x, double min, double max) {
-  TG_CHECK(!(min > max), Error, "clamp: min (", min, ") must not be greater than max (", max, ")");
   return unary(UnaryOp::Clamp, "clamp", x, {min, max});
 }
 

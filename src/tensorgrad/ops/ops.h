@@ -56,7 +56,8 @@ Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 /// Hyperbolic tangent (torch.tanh).
 Tensor tanh(const Tensor& x);
-/// min(max(x, min), max) (torch.clamp); the gradient is 1 inside [min, max], 0 outside. Error when min > max.
+/// min(max(x, min), max) (torch.clamp); the gradient is 1 strictly inside (min, max), 0 at the bounds and
+/// outside. As PyTorch: min > max gives max everywhere, and a NaN bound NaN everywhere (gradient 0).
 Tensor clamp(const Tensor& x, double min, double max);
 /// x rounded to the nearest integer, halves to even (torch.round: 2.5 -> 2, -1.5 -> -2); floating x.
 /// The gradient is 0 (a step function), as in PyTorch.

@@ -4,6 +4,7 @@
 #include "tensorgrad/optim/adam.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "tensorgrad/core/error.h"
@@ -60,7 +61,7 @@ void Adam::step() {
       s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(sd);
       if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
     }
-    ++s.step;
+    if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;   // a loaded step may be at int64's limit
     update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i),
                                s.step});
     updated.push_back(i);
@@ -78,7 +79,7 @@ std::vector<std::pair<std::string, RawTensor>> Adam::state() const {
     out.emplace_back("exp_avg." + k, s.exp_avg);
     out.emplace_back("exp_avg_sq." + k, s.exp_avg_sq);
     if (s.max_exp_avg_sq.defined()) out.emplace_back("max_exp_avg_sq." + k, s.max_exp_avg_sq);
-    out.emplace_back("step." + k, prim::full({}, static_cast<double>(s.step), kInt64));
+    out.emplace_back("step." + k, prim::from_host(&s.step, {}, kInt64, Device::cpu()));   // exact, not via double
   }
   append_master_state(out);
   return out;
@@ -98,10 +99,8 @@ void Adam::set_state(const std::vector<std::pair<std::string, RawTensor>>& entri
       TG_CHECK(t.defined() && t.dtype() == kInt64 && t.numel() == 1, Error, "Adam::set_state: \"", name,
                "\" must be a one-element int64 tensor");
       TG_CHECK(!has_step[i], Error, "Adam::set_state: duplicate entry \"", name, "\"");
-      s.step = t.to(Device::cpu()).contiguous().data<int64_t>()[0];   // exact: item() would round above 2^53
-      // At most 2^53: state() writes the count through a double, and ++step then never overflows.
-      TG_CHECK(s.step >= 1 && s.step <= (int64_t(1) << 53), Error, "Adam::set_state: \"", name,
-               "\" must be at least 1 and at most 2^53, got ", s.step);
+      s.step = t.to(Device::cpu()).contiguous().data<int64_t>()[0];   // exact: a double cannot hold every int64
+      TG_CHECK(s.step >= 1, Error, "Adam::set_state: \"", name, "\" must be at least 1, got ", s.step);
       has_step[i] = true;
       continue;
     }

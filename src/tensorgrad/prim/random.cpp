@@ -3,6 +3,8 @@
 // device or the thread count.
 #include "tensorgrad/prim/prim.h"
 
+#include <cstdint>
+#include <limits>
 #include <mutex>
 
 #include "tensorgrad/core/error.h"
@@ -15,6 +17,45 @@ namespace {
 std::mutex g_rng_mutex;
 uint64_t g_seed = 0x5eed;
 uint64_t g_offset = 0;
+
+/// The values an integer draw may give in dtype, and the name PyTorch's messages give its C++ type
+/// (torch's check_from_to in ATen/native/DistributionTemplates.h): bool [0, 1], the integer types their
+/// range, float16 [-65504, 65504]. float32, float64 and bfloat16 hold every int64 (rounded).
+struct IntegerBounds {
+  int64_t lo, hi;
+  const char* cpp_name;
+};
+IntegerBounds integer_bounds(DType dtype) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  switch (dtype) {
+    case kBool: return {0, 1, "bool"};
+    case kUInt8: return {0, 255, "unsigned char"};
+    case kInt8: return {-128, 127, "signed char"};
+    case kInt32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), "int"};
+    case kFloat16: return {-65504, 65504, "c10::Half"};
+    case kBFloat16: return {kMin, kMax, "c10::BFloat16"};
+    case kFloat32: return {kMin, kMax, "float"};
+    case kFloat64: return {kMin, kMax, "double"};
+    case kInt64: return {kMin, kMax, "long"};
+  }
+  tg::detail::unknown_dtype(dtype);
+}
+
+/// randint's arguments as PyTorch checks them: from < to, and from and to - 1 both values of dtype
+/// (converting them wraps: torch.randint(0, 300, dtype=torch.uint8) raises instead of giving 44).
+/// The distribution holds low and the count of values, so to = low + range in uint64_t (wrapping,
+/// which gives back the high a caller passed to Distribution::integer, also when high <= low).
+void check_integer_draw(const philox::Distribution& d, DType dtype) {
+  if (d.kind != philox::Kind::Integer) return;
+  const int64_t from = d.low, to = static_cast<int64_t>(static_cast<uint64_t>(d.low) + d.range);
+  TG_CHECK(d.range != 0 && from < to, Error, "randint: expected 'from' to be less than 'to', but got from=", from,
+           " >= to=", to);
+  const IntegerBounds b = integer_bounds(dtype);
+  TG_CHECK(from >= b.lo && from <= b.hi, Error, "randint: from is out of bounds for ", b.cpp_name, ": low=", from,
+           " is outside ", dtype_name(dtype), "'s range [", b.lo, ", ", b.hi, "]");
+  TG_CHECK(to - 1 >= b.lo && to - 1 <= b.hi, Error, "randint: to - 1 is out of bounds for ", b.cpp_name,
+           ": high - 1 = ", to - 1, " is outside ", dtype_name(dtype), "'s range [", b.lo, ", ", b.hi, "]");
+}
 }  // namespace
 
 void manual_seed(uint64_t seed) {
@@ -24,6 +65,7 @@ void manual_seed(uint64_t seed) {
 }
 
 RawTensor random(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState* drawn_at) {
+  check_integer_draw(dist, dtype);
   RawTensor t = RawTensor::empty(shape, dtype, device);
   uint64_t seed, offset;
   {
@@ -38,6 +80,7 @@ RawTensor random(const philox::Distribution& dist, const Shape& shape, DType dty
 }
 
 RawTensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at) {
+  check_integer_draw(dist, dtype);
   RawTensor t = RawTensor::empty(shape, dtype, device);
   backend_for(device).random(dist, at.seed, at.offset, t);
   return t;

@@ -233,6 +233,9 @@ std::vector<std::pair<std::string, QuantizedTensor>> load_quantized(const std::s
     try {
       if (a == by_name.end()) {
         TG_CHECK(s->second.dim() == 0 && z->second.dim() == 0, Error, "per-tensor parameters must be 0-d");
+        // an integer, as save_quantized writes it: converting a float (NaN, 1e30) to int64 is undefined
+        TG_CHECK(!is_floating(z->second.dtype()) && z->second.dtype() != kBool, Error,
+                 "the zero point must be an integer tensor, got ", dtype_name(z->second.dtype()));
         out.emplace_back(name, QuantizedTensor::per_tensor(Tensor(ints), Tensor(s->second.to(kFloat64)).item(),
                                                            Tensor(z->second.to(kInt64)).item<int64_t>()));
         used += 3;

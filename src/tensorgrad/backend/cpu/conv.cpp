@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -146,7 +147,12 @@ int parts_for(int64_t n, int64_t macs) {
 
 template <class T>
 std::unique_ptr<T[]> scratch(int64_t n) {
-  return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(std::max<int64_t>(n, 1))]);
+  try {
+    return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(std::max<int64_t>(n, 1))]);
+  } catch (const std::bad_alloc&) {   // also std::bad_array_new_length
+    throw OutOfMemoryError(
+        tg::detail::cat("conv2d: cannot allocate a scratch buffer of ", n, " elements of ", sizeof(T), " bytes"));
+  }
 }
 
 template <class T>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 #include <unordered_set>
 
 #include "tensorgrad/autograd/grad_mode.h"
@@ -92,7 +93,13 @@ void DistributedDataParallel::init(const DistributedDataParallelOptions& options
     const int index = static_cast<int>(i);
     hooks_.push_back(params_[i].register_post_accumulate_grad_hook([this, index](Tensor&) { on_grad_ready(index); }));
   }
-  comm_ = std::thread([this] { comm_loop(); });
+  try {
+    comm_ = std::thread([this] { comm_loop(); });
+  } catch (const std::system_error& e) {   // the OS refused a thread: no hook may call into this object
+    for (auto& h : hooks_) h.remove();
+    throw DistributedError(
+        tg::detail::cat("DistributedDataParallel: cannot start the communication thread: ", e.what()));
+  }
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
