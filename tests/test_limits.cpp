@@ -243,7 +243,8 @@ TEST_CASE("limits: only tg::Error leaves a public call: LRScheduler::base_lr of 
   tg::optim::SGD sgd(fc.parameters(), 0.1);
   tg::optim::StepLR steps(sgd, 3, 0.5);
   CHECK(steps.base_lr(0) == 0.1);
-  TG_CHECK_THROWS(steps.base_lr(1), tg::IndexError, "list index out of range: parameter group 1 (the scheduler was built on 1 groups)");
+  TG_CHECK_THROWS(steps.base_lr(1), tg::IndexError,
+                  "list index out of range: parameter group 1 (the scheduler was built on 1 groups)");
   TG_CHECK_THROWS(steps.base_lr(std::size_t(-1)), tg::IndexError, "list index out of range");
 }
 
