@@ -948,3 +948,45 @@ TEST_CASE("layers: float32 conv2d (oneDNN where built with it) matches the float
   }
   tg::set_num_threads(before);
 }
+
+TEST_CASE("layers: layer_norm and group_norm of a 16-bit input with float32 parameters, as PyTorch's mixed dtype") {
+  // torch 2.15.0: F.layer_norm(x.bfloat16(), (4,), w, b) with float32 w, b is bfloat16, the float32
+  // result rounded: x = [[0.5, -1.25, 2, 0.75], [3, 1, -2, 0]], w = [1.5, -0.5, 0.25, 2], b = [0.1, 0.2, -0.3,
+  // 0.4] gives F.layer_norm(x.float(), (4,), w, b) = [[0.1, 0.95483, 0.023497, 0.83133], [2.18012, 0.061325,
+  // -0.646687, -0.154699]] and, in bfloat16, [[0.10009765625, 0.953125, 0.0234375, 0.83203125], [2.1875,
+  // 0.061279296875, -0.6484375, -0.154296875]].
+  const std::vector<float> xs = {0.5f, -1.25f, 2.f, 0.75f, 3.f, 1.f, -2.f, 0.f};
+  for (tg::DType lowp : {tg::kBFloat16, tg::kFloat16}) {
+    CAPTURE(tg::dtype_name(lowp));
+    Tensor x = tg::from_vector(xs, {2, 4}).to(lowp);
+    x.set_requires_grad(true);
+    Tensor w = tg::from_vector(std::vector<float>{1.5f, -0.5f, 0.25f, 2.f}, {4}, tg::requires_grad());
+    Tensor b = tg::from_vector(std::vector<float>{0.1f, 0.2f, -0.3f, 0.4f}, {4}, tg::requires_grad());
+    Tensor y = tg::layer_norm(x, {4}, w, b);
+    CHECK(y.dtype() == lowp);
+    const Tensor y32 = tg::layer_norm(x.detach().to(tg::kFloat32), {4}, w.detach(), b.detach());
+    testing::check_close(y32, tg::from_vector(std::vector<float>{0.1f, 0.95483f, 0.023497f, 0.83133f, 2.18012f,
+                                                                 0.061325f, -0.646687f, -0.154699f}, {2, 4}),
+                         1e-5, 1e-6);
+    CHECK(y.to_vector<float>() == y32.to(lowp).to_vector<float>());   // computed in float32, rounded once
+    if (lowp == tg::kBFloat16)
+      CHECK(y.to_vector<float>() == std::vector<float>{0.10009765625f, 0.953125f, 0.0234375f, 0.83203125f, 2.1875f,
+                                                       0.061279296875f, -0.6484375f, -0.154296875f});
+    y.sum().backward();
+    CHECK(x.grad().dtype() == lowp);
+    CHECK(w.grad().dtype() == tg::kFloat32);
+    CHECK(b.grad().dtype() == tg::kFloat32);
+    // group_norm: the same rule, 2 groups of (N, C, L) = (2, 4, 3)
+    Tensor gx = tg::randn({2, 4, 3}).to(lowp);
+    const Tensor gy = tg::group_norm(gx, 2, w.detach(), b.detach());
+    CHECK(gy.dtype() == lowp);
+    CHECK(gy.to_vector<float>() ==
+          tg::group_norm(gx.to(tg::kFloat32), 2, w.detach(), b.detach()).to(lowp).to_vector<float>());
+  }
+  // Other mixtures are refused, as PyTorch's "mixed dtype (CPU): expect parameter to have scalar type of Float"
+  TG_CHECK_THROWS(tg::layer_norm(tg::randn({2, 4}), {4}, tg::ones({4}, tg::kFloat64)), tg::DTypeError,
+                  "layer_norm: mixed dtype: expected weight and bias of the input's dtype float32");
+  TG_CHECK_THROWS(tg::layer_norm(tg::randn({2, 4}, tg::kFloat64), {4}, tg::ones({4})), tg::DTypeError, "mixed dtype");
+  TG_CHECK_THROWS(tg::group_norm(tg::randn({2, 4, 3}).to(tg::kBFloat16), 2, tg::ones({4}, tg::kFloat16)),
+                  tg::DTypeError, "group_norm: mixed dtype");
+}

@@ -78,13 +78,23 @@ struct AffineInputs {
   }
 };
 
-/// The dtype a normalization computes in: the promoted dtype of the input and the affine parameters
-/// that are given (a float32 weight on a float16 input gives float32, as the composed ops would).
-DType common_dtype(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  DType dt = input.dtype();
+/// The dtype layer_norm and group_norm compute in, as PyTorch allows their operands' dtypes: the
+/// input's when the weight and bias (those given) share it, float32 for a float16 or bfloat16 input
+/// with float32 parameters (the result is then rounded to the input's dtype, PyTorch's "mixed dtype"
+/// layer_norm); DTypeError otherwise, as PyTorch refuses.
+DType norm_dtype(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  const DType x = input.dtype();
+  bool same = true, float32 = true;
   for (const Tensor* p : {&weight, &bias})
-    if (p->defined()) dt = promote_types(dt, p->dtype());
-  return dt;
+    if (p->defined()) {
+      same = same && p->dtype() == x;
+      float32 = float32 && p->dtype() == kFloat32;
+    }
+  if (same) return x;
+  TG_CHECK(is_low_precision(x) && float32, DTypeError, op, ": mixed dtype: expected weight and bias of the input's ",
+           "dtype ", dtype_name(x), " (or float32 for a float16 or bfloat16 input), got ",
+           dtype_name(weight.defined() ? weight.dtype() : bias.dtype()));
+  return kFloat32;
 }
 
 /// What layer_norm and group_norm keep for their backward: the input and the weight (saved, so that an
@@ -189,17 +199,17 @@ Tensor layer_norm(const Tensor& input_in, const std::vector<int64_t>& normalized
   for (int64_t s : normalized_shape) D *= s;
   const int64_t M = D == 0 ? 0 : input.numel() / D;
   // Rows (M, D) normalized by the backend (Note [Fused normalization rows]); weight and bias per column.
-  const DType dt = common_dtype(input, weight, bias);
-  const RawTensor w = weight.defined() ? rows_of(weight.data(), dt, 1, D).reshape({D}) : RawTensor();
-  const RawTensor b = bias.defined() ? rows_of(bias.data(), dt, 1, D).reshape({D}) : RawTensor();
+  const DType dt = norm_dtype("layer_norm", input, weight, bias);
+  const RawTensor w = weight.defined() ? weight.data().reshape({D}) : RawTensor();
+  const RawTensor b = bias.defined() ? bias.data().reshape({D}) : RawTensor();
   const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), w, b, eps);
   const AffineInputs in(input, weight, bias);
   const int wi = in.wi, bi = in.bi;
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
-  return record("layer_norm", r.y.view(in_shape), in.list,
+  return record("layer_norm", r.y.to(input.dtype()).view(in_shape), in.list,
                 [saved, wi, bi, M, D, dt, in_shape, ns](const RawTensor& grad, Grads& g) {
-    const RawTensor ws = saved.w.defined() ? rows_of(saved.w.get(), dt, 1, D).reshape({D}) : RawTensor();
+    const RawTensor ws = saved.w.defined() ? saved.w.get().reshape({D}) : RawTensor();
     const prim::LayerNormGrads d =
         prim::layer_norm_backward(grad.reshape({M, D}), rows_of(saved.x.get(), dt, M, D), saved.mean, saved.rstd, ws,
                                   g.need(0), wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
@@ -235,7 +245,7 @@ Tensor group_norm(const Tensor& input_in, int64_t num_groups, const Tensor& weig
   // Each (sample, group) is a row of Cg S elements normalized by the backend (Note [Fused
   // normalization rows]); weight and bias apply per channel afterwards, x viewed as (N, C, S).
   const int64_t M = N * G, D = Cg * S;
-  const DType dt = input.dtype();
+  const DType dt = norm_dtype("group_norm", input, weight, bias);
   const prim::LayerNorm r = prim::layer_norm(rows_of(input.data(), dt, M, D), RawTensor(), RawTensor(), eps);
   const Shape ncs{N, C, S}, cshape{1, C, 1};
   RawTensor y = r.y.view(ncs);
@@ -245,7 +255,7 @@ Tensor group_norm(const Tensor& input_in, int64_t num_groups, const Tensor& weig
   const int wi = in.wi, bi = in.bi;
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
-  return record("group_norm", y.view(in_shape), in.list,
+  return record("group_norm", y.to(input.dtype()).view(in_shape), in.list,
                 [saved, wi, bi, M, D, dt, ncs, cshape, in_shape](const RawTensor& grad, Grads& g) {
     const RawTensor dy = grad.reshape(ncs);
     const RawTensor x = rows_of(saved.x.get(), dt, M, D);
