@@ -1,5 +1,5 @@
 // bench/common.h: what every benchmark in bench/ shares: its flags (--threads N, --smoke, --budget S,
-// --epochs N, --data DIR), the timing harness (warm-up, then the engines' calls interleaved round-robin
+// --epochs N, --data DIR, --engine, --isolate), the timing harness (warm-up, then the engines' calls interleaved round-robin
 // so that a load change on this shared machine hits them alike; median and min..max per engine), the
 // aligned table printer, and the "TARGET" lines that bench/run_all.sh collects into the summary.
 // Header-only; nothing here includes a libtorch header (that half lives in bench/torch_side.cpp).
@@ -39,6 +39,9 @@ struct Options {
   int epochs = 1;            // bench_fashion_mnist
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::string dir = std::filesystem::temp_directory_path().string();   // bench_checkpoint's file
+  std::string engine = "both";   // both, tg or torch: which engines measure_engines() builds and times
+  bool isolate = false;          // each engine in a process of its own (measure_engines())
+  std::vector<std::string> argv;   // the command line, for the processes --isolate starts
 };
 
 /// Every benchmark takes the same flags (make bench's BENCH_ARGS reach all of them; each ignores what it
@@ -53,7 +56,14 @@ inline Options parse_options(int argc, char** argv, const char* program, const c
   p.add("--epochs", o.epochs, "N", "training epochs of bench_fashion_mnist", cli::Range::positive);
   p.add("--data", o.data, "DIR", "Fashion-MNIST folder of bench_fashion_mnist");
   p.add("--dir", o.dir, "DIR", "folder for bench_checkpoint's checkpoint file");
+  p.add("--engine", o.engine, "E", "both (default), tg or torch: the engines the rows of measure_engines() time");
+  p.add("--isolate", o.isolate, "time each engine in a process of its own (rows of measure_engines())");
   p.parse(argc, argv);
+  if (o.engine != "both" && o.engine != "tg" && o.engine != "torch") {
+    std::fprintf(stderr, "%s: --engine expects both, tg or torch, got '%s'\n", program, o.engine.c_str());
+    std::exit(2);
+  }
+  for (int i = 0; i < argc; ++i) o.argv.emplace_back(argv[i]);
   return o;
 }
 
@@ -76,7 +86,8 @@ inline void print_header(const std::string& title, const Options& o) {
               o.threads, o.threads == 1 ? "" : "s",
               torch_side::available() ? ("libtorch " + torch_side::version()).c_str() : "(libtorch not built)",
               tg::cpu_capability_name(), tg::cpu_capability_name(tg::best_cpu_capability()), loadavg().c_str(),
-              o.smoke ? " | SMOKE (tiny sizes, numbers meaningless)" : "");
+              o.smoke ? " | SMOKE (tiny sizes, numbers meaningless)"
+                      : (o.isolate ? " | each engine in its own process" : ""));
 }
 
 inline void print_footer() { std::printf("(load at end %s)\n", loadavg().c_str()); }
@@ -175,6 +186,89 @@ inline std::vector<Stats> measure(const std::vector<Work>& works, const Plan& pl
   std::vector<Stats> out;
   for (auto& s : samples) out.push_back(summarize(std::move(s)));
   return out;
+}
+
+// ---- engines in processes of their own ------------------------------------------------------------
+//
+// Note [Engines in their own processes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With several threads, two engines in one process interfere: libtorch's OpenMP team and OpenBLAS's
+// threads keep spinning after a call and steal the cores from tensorgrad's pool, and the other way
+// round (on 2 cores the CNN step showed libtorch at 360 ms beside tensorgrad against 40 ms alone).
+// measure()'s settle blocks soften it; --isolate removes it for the rows measured through
+// measure_engines(): the program runs itself twice, with --engine tg and with --engine torch, each
+// child builds and times only its engine (the other's model is never built, so its threads never
+// start) and prints one "STAT key index median min max reps" line per row, which the parent reads
+// back into its table. The two processes run one after the other.
+
+/// The Stats of one row in the "STAT" lines a child process printed (see the Note).
+inline std::vector<std::pair<std::string, Stats>> read_stat_lines(const std::string& text) {
+  std::vector<std::pair<std::string, Stats>> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    char key[128];
+    int index = 0, reps = 0;
+    Stats s;
+    if (std::sscanf(line.c_str(), "STAT %127s %d %lf %lf %lf %d", key, &index, &s.median, &s.min, &s.max, &reps) == 6) {
+      s.reps = reps;
+      out.emplace_back(std::string(key) + "#" + std::to_string(index), s);
+    }
+  }
+  return out;
+}
+
+/// The STAT lines of this program run again with `--engine engine` (and without --isolate).
+inline std::vector<std::pair<std::string, Stats>> run_engine_process(const Options& o, const std::string& engine) {
+  // This program's own file: /proc/self/exe inside popen's shell command would name the shell.
+  std::error_code ec;
+  std::string cmd = "'" + std::filesystem::read_symlink("/proc/self/exe", ec).string() + "'";
+  for (std::size_t i = 1; i < o.argv.size(); ++i) {
+    const std::string& a = o.argv[i];
+    if (a == "--isolate" || a.rfind("--engine", 0) == 0) {
+      if (a == "--engine") ++i;   // and its value
+      continue;
+    }
+    cmd += " '" + a + "'";
+  }
+  cmd += " --engine " + engine;
+  std::string text;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    if (pclose(f) != 0) std::fprintf(stderr, "bench: '%s' failed\n", cmd.c_str());
+  }
+  return read_stat_lines(text);
+}
+
+/// One row of two engines: tensorgrad's work made by make_tg, libtorch's by make_torch (each built only
+/// when its engine runs). Both in this process (interleaved, measure()), one of them (--engine), or
+/// each in a process of its own (--isolate: Note [Engines in their own processes]); `key` names the
+/// row in the children's output. Returns {tensorgrad, libtorch}, an engine not run giving empty Stats.
+inline std::vector<Stats> measure_engines(const std::string& key, const std::function<Work()>& make_tg,
+                                          const std::function<Work()>& make_torch, const Plan& plan,
+                                          const Options& o) {
+  if (o.isolate && o.engine == "both") {
+    static const std::vector<std::pair<std::string, Stats>> tg_rows = run_engine_process(o, "tg");
+    static const std::vector<std::pair<std::string, Stats>> torch_rows = run_engine_process(o, "torch");
+    const auto find = [](const std::vector<std::pair<std::string, Stats>>& rows, const std::string& k) {
+      for (const auto& r : rows)
+        if (r.first == k) return r.second;
+      return Stats{};
+    };
+    return {find(tg_rows, key + "#0"), find(torch_rows, key + "#1")};
+  }
+  const Work tg = o.engine != "torch" ? make_tg() : Work();
+  const Work torch = o.engine != "tg" ? make_torch() : Work();
+  const std::vector<Stats> st = measure({tg, torch}, plan);
+  if (o.engine != "both")
+    for (std::size_t i = 0; i < st.size(); ++i)
+      if (st[i].ok())
+        std::printf("STAT %s %zu %.9g %.9g %.9g %d\n", key.c_str(), i, st[i].median, st[i].min, st[i].max, st[i].reps);
+  return st;
 }
 
 // ---- formatting --------------------------------------------------------------------------------

@@ -50,10 +50,13 @@ for t in 1 2; do
   rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || failed+=("bench_quantized --threads $t (exit $rc)")
 done
-# Layers and whole training steps of the examples: 1 and 2 threads.
+# Layers and whole training steps of the examples: 1 and 2 threads. The 2-thread training steps run each
+# engine in a process of its own (--isolate: Note [Engines in their own processes] in bench/common.h).
 for name in layers train_steps; do
   for t in 1 2; do
-    "$build/bench/bench_$name" --threads "$t" "$@" 2>&1 | tee -a "$log"
+    iso=()
+    [ "$name" = train_steps ] && [ "$t" -gt 1 ] && iso=(--isolate)
+    "$build/bench/bench_$name" --threads "$t" "${iso[@]}" "$@" 2>&1 | tee -a "$log"
     rc=${PIPESTATUS[0]}
     [ "$rc" -eq 0 ] || failed+=("bench_$name --threads $t (exit $rc)")
   done
