@@ -6,6 +6,7 @@
 // taken in two deterministic passes: partial sums over chunks of rows, then the chunks in order.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "tensorgrad/backend/cuda/kernels.cuh"
 #include "tensorgrad/kernels/norm.h"
@@ -17,6 +18,16 @@ namespace {
 
 /// Rows of at most this many elements go to one warp each; longer ones to a block each.
 constexpr int64_t kWarpRow = 1024;
+
+/// Calls launch(std::true_type) for rows of D elements that warps reduce, launch(std::false_type) for
+/// rows that whole blocks reduce: the kernels' kWarp argument.
+template <class Launch>
+void by_team(int64_t D, const Launch& launch) {
+  if (D <= kWarpRow)
+    launch(std::true_type{});
+  else
+    launch(std::false_type{});
+}
 
 /// y = xhat w + b per row of x (M, D), with mean and rstd of each row (biased variance); w and b may
 /// be null. The mean and the variance are two passes over the row, summed in double.
@@ -149,11 +160,11 @@ void CudaBackend::layer_norm(const RawTensor& x, const RawTensor& w, const RawTe
     using T = decltype(t);
     const T *xp = x.data<T>(), *wp = data_or_null<T>(w), *bp = data_or_null<T>(b);
     T *yp = y.data<T>(), *mp = mean.data<T>(), *rp = rstd.data<T>();
-    if (D <= kWarpRow)
-      TG_LAUNCH(team_grid(M, true), kBlock, 0, stream, layer_norm_kernel<T, true>)(xp, wp, bp, yp, mp, rp, M, D, eps);
-    else
-      TG_LAUNCH(team_grid(M, false), kBlock, 0, stream, layer_norm_kernel<T, false>)(xp, wp, bp, yp, mp, rp, M, D, eps);
-    TG_CUDA_CHECK(cudaGetLastError());
+    by_team(D, [&](auto warp) {
+      constexpr bool kWarp = decltype(warp)::value;
+      TG_LAUNCH(team_grid(M, kWarp), kBlock, 0, stream, layer_norm_kernel<T, kWarp>)(xp, wp, bp, yp, mp, rp, M, D, eps);
+      TG_CUDA_CHECK(cudaGetLastError());
+    });
   });
 }
 
@@ -169,13 +180,12 @@ void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x, c
     if (dx.defined()) {
       const T* wp = data_or_null<T>(w);
       T* dxp = dx.data<T>();
-      if (D <= kWarpRow)
-        TG_LAUNCH(team_grid(M, true), kBlock, 0, stream, layer_norm_backward_kernel<T, true>)(dyp, xp, mp, rp, wp, dxp,
-                                                                                             M, D);
-      else
-        TG_LAUNCH(team_grid(M, false), kBlock, 0, stream, layer_norm_backward_kernel<T, false>)(dyp, xp, mp, rp, wp,
+      by_team(D, [&](auto warp) {
+        constexpr bool kWarp = decltype(warp)::value;
+        TG_LAUNCH(team_grid(M, kWarp), kBlock, 0, stream, layer_norm_backward_kernel<T, kWarp>)(dyp, xp, mp, rp, wp,
                                                                                                dxp, M, D);
-      TG_CUDA_CHECK(cudaGetLastError());
+        TG_CUDA_CHECK(cudaGetLastError());
+      });
     }
     if (!dw.defined() && !db.defined()) return;
     // Chunks of at least 32 rows, at most 128 of them: the partial sums stay small and their order
