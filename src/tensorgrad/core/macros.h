@@ -15,6 +15,7 @@
 /// backward calls exp twice and erf once per element). See Note [Vectorizable exp].
 #define TG_HD_INLINE __attribute__((always_inline)) inline
 #else
+/// TG_HD_INLINE where the compiler has no always-inline attribute: plain `inline`.
 #define TG_HD_INLINE inline
 #endif
 #endif

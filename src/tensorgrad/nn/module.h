@@ -256,7 +256,7 @@ class Module {
   // ---- copies. See Note [Module clone] in nn/module.cpp.
   /// A deep copy (libtorch's Cloneable::clone, PyTorch's copy.deepcopy): a module of the same type
   /// built by new_instance(), given the layout changes of extensions (a pruned parameter becomes
-  /// <name>_orig and <name>_mask there too, see set_clone_step), into which every parameter and buffer
+  /// NAME_orig and NAME_mask there too, see set_clone_step), into which every parameter and buffer
   /// is copied by name (independent storage, same shape, dtype and device, requires_grad kept, tied
   /// ones still tied, no gradient, the original's order), with each module's training mode and
   /// forward hooks (the same callables, registered anew: the original's handles do not remove them).
