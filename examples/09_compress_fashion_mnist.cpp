@@ -7,7 +7,7 @@
 //      then convert to int8 Linear layers with fixed input scales (static quantization);
 //   4. static post-training quantization: prepare (observers on the Linear inputs), a calibration pass
 //      over --calibration-batches training batches, convert to the same int8 Linear layers.
-// The bars (issue 16): dynamic within 0.5 points of float32 with a checkpoint 3.5x smaller, pruned
+// The bars: dynamic within 0.5 points of float32 with a checkpoint 3.5x smaller, pruned
 // within 1 point, QAT within 0.5 points; --check makes a missed bar fail the run (exit 1).
 // With --synthetic N it uses the generated images of synthetic.h instead of Fashion-MNIST.
 // Flags: `compress_fashion_mnist --help` (parsed by examples/cli.h).
