@@ -2,15 +2,22 @@
 # tools/gpu_check.sh: the one prepared script for a machine with an NVIDIA GPU, built to run on a bare
 # one (no apt, no network, no doctest, no OpenBLAS, maybe no zlib headers, no dataset) within one
 # device session: run tools/gpu_prepare.sh here first and carry gpu-deps/ along. Stages, in order, each
-# under its own time cap (the caps add up to 510 s, and a total budget of 470 s stops the run before
-# 8 minutes), each giving one verdict line: PASS, FAIL(exit status), TIMEOUT, or SKIP with the reason:
+# under its own time cap (the caps add up to 765 s, and a total budget of 470 s stops the run before
+# 8 minutes: the stages after the budget SKIP, so a second call with --stages runs them), each giving
+# one verdict line: PASS, FAIL(exit status), TIMEOUT, or SKIP with the reason:
 #   build       configure (ninja when present; CUDA for TG_CUDA_ARCH only) and build only what the
-#               stages need: tensorgrad_tests, train_fashion_mnist, and tools/gpu_probe against the
-#               installed package
+#               stages need: tensorgrad_tests, train_fashion_mnist, train_gpt2, and tools/gpu_probe
+#               against the installed package
 #   parity      the CUDA cases of the suite (tensorgrad_tests -tc='cuda*') with TG_REQUIRE_CUDA=1, so a
 #               missing GPU fails; among them the NCCL process group on world size 1 ('cuda: nccl*':
 #               collectives and DDP), which fail when libnccl.so.2 cannot be loaded; the CPU cases are
 #               left to CI, for time
+#   gpt2, gpt2_amp
+#               examples/14_train_gpt2: GPT-2 small (124M) on synthetic tokens, batch 8 x 1024, 10 steps
+#               in float32 (TF32 off) and under bfloat16 autocast: median step, tokens/s, peak memory; a
+#               loss that does not fall fails (the emulator runs the tiny preset)
+#   gpt2_torch  tools/gpu_torch_gpt2.py: the same model, batch and steps in PyTorch eager and
+#               torch.compile, float32 and bfloat16 autocast, with tokens/s ratios against the gpt2 logs
 #   ladder      the softmax kernel ladder of dev/cuda/ (cuda_ladder_softmax, built here): every kernel
 #               and block size against its CPU reference, with TG_REQUIRE_CUDA=1; prints its table
 #   bench       tools/gpu_probe --bench: each kernel family against a device-to-device copy of the same
@@ -35,6 +42,8 @@
 #   --bare (TG_GPU_CHECK_BARE=1)  act as on the bare GPU machine even where this one has more:
 #       find_package(doctest) and FindBLAS disabled, zlib's headers taken from gpu-deps/zlib with the
 #       system's libz.so.1
+#   --stages A,B,...  run only these stages (the build always runs): e.g. --stages gpt2,gpt2_amp,gpt2_torch
+#       for the transformer alone; the others print SKIP "not selected"
 #   TG_GPU_CHECK_ZLIB=off  build without zlib (plain IDX files only)
 #   TG_CUDA_ARCH (default: the GPU's compute capability, else 90), JOBS (default: all cores),
 #   TG_GPU_CHECK_BUDGET (seconds), TG_GPU_CHECK_BUILD (build folder).
@@ -43,14 +52,31 @@ cd "$(dirname "$0")/.." || exit 2
 root=$(pwd)
 emulate=${TG_GPU_CHECK_EMULATE:-0}
 bare=${TG_GPU_CHECK_BARE:-0}
-for arg in "$@"; do
+selected=""   # empty: every stage
+known_stages=" build parity ladder bench bench_torch memcheck racecheck initcheck synccheck train train_amp gpt2 gpt2_amp gpt2_torch "
+while [ $# -gt 0 ]; do
+  arg=$1
+  shift
   case $arg in
     --emulate) emulate=1 ;;
     --bare) bare=1 ;;
+    --stages=*) selected=${arg#--stages=} ;;
+    --stages)
+      [ $# -gt 0 ] || { echo "gpu_check.sh: --stages needs a list (try --help)" >&2; exit 2; }
+      selected=$1
+      shift ;;
     -h | --help) sed -n '2,/^set -u$/p' "$0" | sed '$d' | cut -c3-; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
+for name in ${selected//,/ }; do
+  case $known_stages in
+    *" $name "*) ;;
+    *) echo "gpu_check.sh: --stages: no stage '$name' (stages:$known_stages)" >&2; exit 2 ;;
+  esac
+done
+# wanted NAME: whether --stages selects the stage (the build always runs)
+wanted() { [ -z "$selected" ] || [ "$1" = build ] || [[ ",$selected," == *",$1,"* ]]; }
 if [ "$emulate" = 1 ]; then
   mode=emulator scale=${TG_GPU_CHECK_SCALE:-12} build=${TG_GPU_CHECK_BUILD:-$root/build-gpu-emu}
 else
@@ -82,6 +108,10 @@ stage() {
   local name=$1 max=$(($2 * scale)) note_cmd=$3
   shift 4
   local log=$logs/$name.log left t0 rc status note
+  if ! wanted "$name"; then
+    skip "$name" "not selected (--stages $selected)"
+    return
+  fi
   left=$((budget - $(elapsed) - 5))
   if [ "$left" -lt 10 ]; then
     skip "$name" "no time left in the ${budget}s budget"
@@ -188,7 +218,7 @@ emu_env=(TG_GPU_CHECK=1)   # never empty: bash before 4.4 calls an empty array u
 q() { printf '%q ' "$@"; }
 build_cmd="set -e
 $(q cmake -S "$root" -B "$build" ${gen[@]+"${gen[@]}"} "${cfg[@]}")
-$(q cmake --build "$build" -j"$jobs" --target tensorgrad_tests train_fashion_mnist)
+$(q cmake --build "$build" -j"$jobs" --target tensorgrad_tests train_fashion_mnist train_gpt2)
 rm -rf $(q "$build/probe")
 $(q cmake --install "$build" --prefix "$build/probe/prefix")
 $(q cmake -S "$root/tools/gpu_probe" -B "$build/probe/build" ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release \
@@ -213,6 +243,31 @@ if [ $built -eq 1 ]; then
   stage parity 45 "$counts" -- env TG_REQUIRE_CUDA=1 "${emu_env[@]}" "$tests" -tc='cuda*'
 else
   skip parity "no build"
+fi
+
+# ---- 2a. the transformer: GPT-2 small on synthetic tokens, then PyTorch on the same shape
+gpt2=$build/examples/train_gpt2
+if [ "$emulate" = 1 ]; then
+  gpt2_args=(--device cuda --preset tiny --steps 30 --lr 3e-3 --check)   # host fibers: the tiny shape only
+else
+  gpt2_args=(--device cuda --preset gpt2 --batch-size 8 --steps 10 --warmup 3 --check)
+fi
+gpt2_note='grep -m1 "^median step" "$log" | sed "s/ over [0-9]* steps//"; grep -m1 "^loss" "$log"'
+if [ $built -eq 1 ]; then
+  stage gpt2 60 "$gpt2_note" -- env "${emu_env[@]}" "$gpt2" "${gpt2_args[@]}"
+  stage gpt2_amp 45 "$gpt2_note" -- env "${emu_env[@]}" "$gpt2" "${gpt2_args[@]}" --amp
+else
+  skip gpt2 "no build"
+  skip gpt2_amp "no build"
+fi
+if [ "$emulate" = 1 ]; then
+  skip gpt2_torch "emulator: PyTorch on a GPU is the reference, and there is none"
+elif ! python3 -c 'import torch' > /dev/null 2>&1; then
+  skip gpt2_torch "python3 cannot import torch"
+else
+  stage gpt2_torch 150 'grep -E "^(eager|compile) " "$log" | sed "s/  */ /g"' -- \
+    python3 "$root/tools/gpu_torch_gpt2.py" --batch-size 8 --steps 10 --warmup 3 \
+    --ours "$logs/gpt2.log" --ours-amp "$logs/gpt2_amp.log"
 fi
 
 # ---- 2b. the kernel ladder of dev/cuda/: built in its own stage, so that a broken ladder fails only it
@@ -263,6 +318,10 @@ sanitize_sets=(
 )
 for entry in "${sanitize_sets[@]}"; do
   IFS='|' read -r name cap filter cases flags <<< "$entry"
+  if ! wanted "$name"; then
+    skip "$name" "not selected (--stages $selected)"
+    continue
+  fi
   if [ $built -eq 0 ]; then
     skip "$name" "no build"
     continue
