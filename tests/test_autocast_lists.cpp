@@ -102,6 +102,20 @@ std::vector<ListCase> list_cases() {
        [](DType d, Device v) { return tg::max_pool2d(input({2, 3, 6, 6}, d, v), {2}); }},
       {"avg_pool2d", std::nullopt, "bhfd bhfd", "bhfd bhfd",
        [](DType d, Device v) { return tg::avg_pool2d(input({2, 3, 6, 6}, d, v), {2}); }},
+      {"conv_transpose2d", Op::ConvTranspose2d, "bbbd hhhd", "bbbd hhhd",
+       [](DType d, Device v) {
+         return tg::conv_transpose2d(input({2, 3, 5, 5}, d, v), input({3, 4, 3, 3}, d, v), input({4}, d, v));
+       }},
+      {"nll_loss", Op::NllLoss, "fffd fffd", "fffd fffd",
+       [target](DType d, Device v) { return tg::nll_loss(input({3, 5}, d, v), target.to(v)); }},
+      {"binary_cross_entropy_with_logits", Op::BinaryCrossEntropyWithLogits, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) { return tg::binary_cross_entropy_with_logits(input({3, 5}, d, v), input({3, 5}, d, v)); }},
+      {"l1_loss", Op::L1Loss, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) { return tg::l1_loss(input({3, 5}, d, v), input({3, 5}, d, v)); }},
+      {"smooth_l1_loss", Op::SmoothL1Loss, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) { return tg::smooth_l1_loss(input({3, 5}, d, v), input({3, 5}, d, v)); }},
+      {"huber_loss", Op::HuberLoss, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) { return tg::huber_loss(input({3, 5}, d, v), input({3, 5}, d, v)); }},
   };
 }
 
@@ -324,4 +338,23 @@ TEST_CASE("autocast lists: a float64 input with a float32 parameter is refused, 
   TG_CHECK_THROWS(conv2d(tg::randn({1, 3, 5, 6}, kFloat64), k), DTypeError,
                   "conv2d: expected both tensors to have the same dtype, but got float64 and bfloat16");
   CHECK_FALSE(w.grad().defined());
+}
+
+TEST_CASE("autocast lists: binary_cross_entropy is float32 on the CPU, as PyTorch's CPU list has it") {
+  // python3: with torch.autocast('cpu', dtype=torch.bfloat16): F.binary_cross_entropy(x, x).dtype ->
+  // torch.float32 for a bfloat16 or float32 x. On CUDA PyTorch refuses it under autocast: the next case.
+  const Tensor x = tg::full({3, 4}, 0.25, tg::kBFloat16);
+  tg::amp::AutocastGuard region(tg::Device::cpu(), tg::kBFloat16);
+  CHECK(tg::binary_cross_entropy(x, x).dtype() == tg::kFloat32);
+  CHECK(tg::binary_cross_entropy(x.to(tg::kFloat32), x.to(tg::kFloat32)).dtype() == tg::kFloat32);
+  CHECK(tg::amp::detail::policy(tg::amp::detail::AutocastOp::BinaryCrossEntropy, tg::DeviceType::CPU) ==
+        tg::amp::detail::CastPolicy::Float32);
+}
+
+TEST_CASE("cuda autocast lists: binary_cross_entropy is refused under CUDA autocast, as PyTorch refuses it") {
+  TG_NEED_CUDA();
+  const Tensor x = tg::full({3, 4}, 0.25, tg::kFloat32).to(tg::Device::cuda());
+  tg::amp::AutocastGuard region(tg::Device::cuda(), tg::kFloat16);
+  TG_CHECK_THROWS(tg::binary_cross_entropy(x, x), tg::Error, "binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast");
+  CHECK(tg::binary_cross_entropy_with_logits(x, x).dtype() == tg::kFloat32);
 }

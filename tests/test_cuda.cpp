@@ -561,6 +561,26 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({"mse_loss", "none, non-contiguous input", {transposed(257, 33, 156, dt, b), normal({257, 33}, 157, dt, b)},
                  mse(tg::Reduction::None)});
   }
+  // ---- the losses of ops/loss.cpp: compositions of the ops above, binary_cross_entropy's own backward
+  t.push_back({"nll_loss", "(257, 33) with class weights, sum", {normal({257, 33}, 220, dt), random_index({257}, 33, 221),
+                                                                  constant(normal({33}, 222, dt).base)},
+               [](auto& in) { return tg::nll_loss(in[0], in[1], in[2], tg::Reduction::Sum); }, R});
+  t.push_back({"binary_cross_entropy", "sigmoids of (257, 33), the target with grad",
+               {normal({257, 33}, 223, dt), normal({257, 33}, 224, dt)},
+               [](auto& in) { return tg::binary_cross_entropy(tg::sigmoid(in[0]), tg::sigmoid(in[1])); }, R});
+  t.push_back({"binary_cross_entropy_with_logits", "(257, 33) with weight and pos_weight",
+               {normal({257, 33}, 225, dt), normal({257, 33}, 226, dt), normal({257, 33}, 227, dt), normal({33}, 228, dt)},
+               [](auto& in) { return tg::binary_cross_entropy_with_logits(in[0], in[1], in[2], in[3]); }, R});
+  t.push_back({"l1_loss", "(257, 33), none", {normal({257, 33}, 229, dt), normal({257, 33}, 230, dt)},
+               [](auto& in) { return tg::l1_loss(in[0], in[1], tg::Reduction::None); }});
+  t.push_back({"smooth_l1_loss", "(257, 33), beta 0.5", {normal({257, 33}, 231, dt), normal({257, 33}, 232, dt)},
+               [](auto& in) { return tg::smooth_l1_loss(in[0], in[1], tg::Reduction::Mean, 0.5); }, R});
+  t.push_back({"huber_loss", "(257, 33), delta 0.7, sum", {normal({257, 33}, 233, dt), normal({257, 33}, 234, dt)},
+               [](auto& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Sum, 0.7); }, R});
+  t.push_back({"dropout2d", "(8, 16, 5, 5), p = 0.4 with the same seed", {normal({8, 16, 5, 5}, 235, dt)}, [](auto& in) {
+                 tg::manual_seed(10);
+                 return tg::dropout2d(in[0], 0.4, true);
+               }});
   t.push_back({"dropout", "p = 0.4 with the same seed", {normal({257, 33}, 153, dt)}, [](auto& in) {
                  tg::manual_seed(9);
                  return tg::dropout(in[0], 0.4, true);
@@ -593,6 +613,9 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); }, R});
   t.push_back({"conv2d", "1x1 on a non-contiguous input", {transposed(33, 17, 163, dt), normal({5, 1, 1, 1}, 164, dt)},
                [](auto& in) { return tg::conv2d(tg::unsqueeze(tg::unsqueeze(in[0], 0), 0), in[1]); }, R});
+  t.push_back({"conv_transpose2d", "(3, 4, 7, 6) groups 2, stride (2, 1), padding (1, 0), output_padding (1, 0), dilation (1, 2)",
+               {normal({3, 4, 7, 6}, 236, dt), normal({4, 3, 3, 2}, 237, dt), normal({6}, 238, dt)},
+               [](auto& in) { return tg::conv_transpose2d(in[0], in[1], in[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2}); }, R});
   t.push_back({"conv1d", "(3, 4, 33) stride 2, padding 1", {normal({3, 4, 33}, 165, dt), normal({5, 4, 3}, 166, dt), normal({5}, 167, dt)},
                [](auto& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); }, R});
   t.push_back({"max_pool2d", "(3, 5, 17, 16) kernel 3, stride 2, padding 1", {W({3, 5, 17, 16}, 168, dt)},
@@ -676,6 +699,8 @@ const std::set<std::string> kFloatingOnly = {
     "round", "sign",
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
+    "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "scaled_dot_product_attention"};   // float kernels only

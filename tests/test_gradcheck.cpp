@@ -334,6 +334,65 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"sum, target without grad", {randn64({3, 4}, 152), randn64({3, 4}, 153, false)}, sum},
                                {"none, 0-d", {randn64({}, 154), randn64({}, 155)}, none}};
   };
+  // ---- the losses of ops/loss.cpp
+  t["nll_loss"] = [] {
+    Tensor tgt = tg::from_vector(std::vector<int64_t>{0, 3, -100, 4, 1}, {5});
+    Tensor w = tg::from_vector(std::vector<double>{0.5, 1, 2, 1.5, 0.25}, {5});
+    Fn mean = [tgt](const std::vector<Tensor>& in) { return tg::nll_loss(in[0], tgt); };
+    Fn weighted = [tgt, w](const std::vector<Tensor>& in) { return tg::nll_loss(in[0], tgt, w); };
+    Fn none = [tgt, w](const std::vector<Tensor>& in) { return tg::nll_loss(in[0], tgt, w, tg::Reduction::None); };
+    Tensor tgt2 = tg::from_vector(std::vector<int64_t>{2, 0, 1, 2, 2, 0}, {2, 3});
+    Fn spatial = [tgt2](const std::vector<Tensor>& in) { return tg::nll_loss(in[0], tgt2, Tensor(), tg::Reduction::Sum); };
+    return std::vector<Sample>{{"mean (5, 5), an ignored row", {randn64({5, 5}, 300)}, mean},
+                               {"class weights", {randn64({5, 5}, 301)}, weighted},
+                               {"none with weights", {randn64({5, 5}, 302)}, none},
+                               {"(2, 3, 3) input, (2, 3) target, sum", {randn64({2, 3, 3}, 303)}, spatial}};
+  };
+  t["binary_cross_entropy"] = [] {
+    // probabilities in [0.1, 0.9], away from the clamped logs
+    auto probs = [](const tg::Shape& s, uint64_t seed, bool grad = true) {
+      return Tensor(tg::prim::add(tg::prim::mul(tg::sigmoid(randn64(s, seed, false)).data(), 0.8),
+                                  tg::prim::scalar_like(0.1, randn64(s, seed, false).data())), grad);
+    };
+    Fn mean = [](const std::vector<Tensor>& in) { return tg::binary_cross_entropy(in[0], in[1]); };
+    Fn weighted = [](const std::vector<Tensor>& in) {
+      return tg::binary_cross_entropy(in[0], in[1], in[2], tg::Reduction::Sum);
+    };
+    return std::vector<Sample>{{"mean, target with grad", {probs({3, 4}, 310), probs({3, 4}, 311)}, mean},
+                               {"sum, weight (4) broadcast", {probs({3, 4}, 312), probs({3, 4}, 313, false),
+                                                               randn64({4}, 314)}, weighted}};
+  };
+  t["binary_cross_entropy_with_logits"] = [] {
+    Fn mean = [](const std::vector<Tensor>& in) { return tg::binary_cross_entropy_with_logits(in[0], in[1]); };
+    Fn full = [](const std::vector<Tensor>& in) {
+      return tg::binary_cross_entropy_with_logits(in[0], in[1], in[2], in[3], tg::Reduction::None);
+    };
+    Tensor big(tg::prim::mul(randn64({3, 4}, 320, false).data(), 30.0), true);   // stable where |x| is large
+    return std::vector<Sample>{{"mean", {randn64({3, 4}, 321), randn64({3, 4}, 322)}, mean},
+                               {"logits of +-30", {big, randn64({3, 4}, 323, false)}, mean},
+                               {"weight and pos_weight, none", {randn64({3, 4}, 324), randn64({3, 4}, 325),
+                                                                 randn64({3, 4}, 326), randn64({4}, 327)}, full}};
+  };
+  t["l1_loss"] = [] {
+    Fn mean = [](const std::vector<Tensor>& in) { return tg::l1_loss(in[0], in[1]); };
+    Fn none = [](const std::vector<Tensor>& in) { return tg::l1_loss(in[0], in[1], tg::Reduction::None); };
+    return std::vector<Sample>{{"mean", {randn64({3, 4}, 330), randn64({3, 4}, 331)}, mean},
+                               {"none", {randn64({5}, 332), randn64({5}, 333)}, none}};
+  };
+  t["smooth_l1_loss"] = [] {
+    Fn beta = [](const std::vector<Tensor>& in) { return tg::smooth_l1_loss(in[0], in[1], tg::Reduction::Sum, 0.7); };
+    Fn l1 = [](const std::vector<Tensor>& in) { return tg::smooth_l1_loss(in[0], in[1], tg::Reduction::Mean, 0.0); };
+    return std::vector<Sample>{{"beta 0.7, sum", {randn64({4, 5}, 340), randn64({4, 5}, 341)}, beta},
+                               {"beta 0 (l1)", {randn64({4, 5}, 342), randn64({4, 5}, 343)}, l1}};
+  };
+  t["huber_loss"] = [] {
+    Fn delta = [](const std::vector<Tensor>& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Mean, 0.6); };
+    return std::vector<Sample>{{"delta 0.6", {randn64({4, 5}, 350), randn64({4, 5}, 351)}, delta}};
+  };
+  t["dropout2d"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { tg::manual_seed(9); return tg::dropout2d(in[0], 0.4, true); };
+    return std::vector<Sample>{{"p = 0.4 training, (3, 4, 2, 2)", {randn64({3, 4, 2, 2}, 360)}, f}};
+  };
   t["dropout"] = [] {
     // The mask comes from the global generator: reseed inside so every evaluation draws the same mask.
     Fn f = [](const std::vector<Tensor>& in) { tg::manual_seed(9); return tg::dropout(in[0], 0.4, true); };
@@ -432,6 +491,23 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                                   randn64({4, 3, 1, 1}, 186), randn64({4}, 187)}, plain},
         {"weight without grad", {randn64({1, 2, 4, 4}, 188), randn64({3, 2, 2, 2}, 189, false), randn64({3}, 190)}, plain},
         {"zero-size batch", {randn64({0, 2, 4, 4}, 191), randn64({3, 2, 2, 2}, 192), randn64({3}, 193)}, plain}};
+  };
+  t["conv_transpose2d"] = [] {
+    Fn full = [](const std::vector<Tensor>& in) {
+      return tg::conv_transpose2d(in[0], in[1], in[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2});
+    };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::conv_transpose2d(in[0], in[1], in[2]); };
+    Fn up = [](const std::vector<Tensor>& in) { return tg::conv_transpose2d(in[0], in[1], Tensor(), {2}, {1}); };
+    Fn big_op = [](const std::vector<Tensor>& in) {   // output_padding 2 >= stride 2, allowed by dilation 3
+      return tg::conv_transpose2d(in[0], in[1], in[2], {2}, {0}, {2}, 1, {3});
+    };
+    return std::vector<Sample>{
+        {"stride 1, bias", {randn64({2, 3, 4, 4}, 370), randn64({3, 2, 3, 3}, 371), randn64({2}, 372)}, plain},
+        {"stride 2, padding 1, unbatched, no bias", {randn64({3, 3, 3}, 373), randn64({3, 4, 4, 4}, 374)}, up},
+        {"groups 2, stride (2, 1), padding (1, 0), output_padding (1, 0), dilation (1, 2)",
+         {randn64({2, 4, 3, 4}, 375), randn64({4, 3, 2, 3}, 376), randn64({6}, 377)}, full},
+        {"output_padding 2 with dilation 3", {randn64({1, 2, 3, 3}, 378), randn64({2, 2, 2, 2}, 379), randn64({2}, 380)}, big_op},
+        {"zero-size batch", {randn64({0, 2, 3, 3}, 381), randn64({2, 3, 2, 2}, 382), randn64({3}, 383)}, plain}};
   };
   t["conv1d"] = [] {
     Fn s2 = [](const std::vector<Tensor>& in) { return tg::conv1d(in[0], in[1], in[2], 2, 1); };

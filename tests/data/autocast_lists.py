@@ -46,6 +46,13 @@ def ops(dev):
         ("relu", lambda d: torch.relu(t(3, 5, dt=d))),
         ("max_pool2d", lambda d: F.max_pool2d(t(2, 3, 6, 6, dt=d), 2)),
         ("avg_pool2d", lambda d: F.avg_pool2d(t(2, 3, 6, 6, dt=d), 2)),
+        ("conv_transpose2d", lambda d: F.conv_transpose2d(t(2, 3, 5, 5, dt=d), t(3, 4, 3, 3, dt=d), t(4, dt=d))),
+        ("nll_loss", lambda d: F.nll_loss(t(3, 5, dt=d), target)),
+        ("binary_cross_entropy_with_logits",
+         lambda d: F.binary_cross_entropy_with_logits(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("l1_loss", lambda d: F.l1_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("smooth_l1_loss", lambda d: F.smooth_l1_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("huber_loss", lambda d: F.huber_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
     ]
 
 

@@ -74,7 +74,7 @@ namespace {
 using detail::AutocastOp;
 using detail::CastPolicy;
 
-constexpr int kOps = static_cast<int>(AutocastOp::Softplus) + 1;
+constexpr int kOps = static_cast<int>(AutocastOp::HuberLoss) + 1;
 // kPolicy[op] = {CPU, CUDA}: Note [Autocast op lists]
 constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::Lower, CastPolicy::Lower},       // Matmul
@@ -93,6 +93,13 @@ constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::None, CastPolicy::Float32},      // LayerNorm
     {CastPolicy::None, CastPolicy::Float32},      // GroupNorm
     {CastPolicy::None, CastPolicy::Float32},      // Softplus
+    {CastPolicy::Lower, CastPolicy::Lower},       // ConvTranspose2d
+    {CastPolicy::Float32, CastPolicy::Float32},   // NllLoss
+    {CastPolicy::Float32, CastPolicy::None},      // BinaryCrossEntropy: CUDA refuses it (ops/loss.cpp)
+    {CastPolicy::Float32, CastPolicy::Float32},   // BinaryCrossEntropyWithLogits
+    {CastPolicy::Float32, CastPolicy::Float32},   // L1Loss
+    {CastPolicy::Float32, CastPolicy::Float32},   // SmoothL1Loss
+    {CastPolicy::Float32, CastPolicy::Float32},   // HuberLoss
 };
 
 /// One parameter's copies in the region: Note [Autocast cast cache].

@@ -56,6 +56,13 @@ enum class AutocastOp : uint8_t {
   LayerNorm,
   GroupNorm,
   Softplus,
+  ConvTranspose2d,
+  NllLoss,
+  BinaryCrossEntropy,
+  BinaryCrossEntropyWithLogits,
+  L1Loss,
+  SmoothL1Loss,
+  HuberLoss,
 };
 /// What autocast does to an op's floating inputs.
 enum class CastPolicy : uint8_t {

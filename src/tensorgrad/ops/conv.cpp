@@ -1,4 +1,4 @@
-// ops/conv.cpp: conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
+// ops/conv.cpp: conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
 // (ranks, channels, groups, kernel against the padded input) with PyTorch's messages, then the
 // forward through prim/conv.cpp and the backward right below it. Kernels: Backend::conv2d and
 // the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). Modules wrapping these: nn/conv.h.
@@ -130,6 +130,98 @@ Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
                                  {1, dilation}, groups);
   // (N, C, L) as (N, C, 1, L), weight (O, Cg, K) as (O, Cg, 1, K); the result (N, O, 1, OL) back to 3-D.
   const Tensor y = squeeze(conv2d_node(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+  return batched ? y : squeeze(y, 0);
+}
+
+Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                        const std::vector<int64_t>& stride_in, const std::vector<int64_t>& padding_in,
+                        const std::vector<int64_t>& output_padding_in, int64_t groups,
+                        const std::vector<int64_t>& dilation_in) {
+  const char* op = "conv_transpose2d";
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::ConvTranspose2d, input_in),
+               weight = amp::detail::cast(AutocastOp::ConvTranspose2d, weight_in),
+               bias = amp::detail::cast(AutocastOp::ConvTranspose2d, bias_in);
+  TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, op,
+           ": Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: ",
+           shape_str(input.shape()));
+  const bool batched = input.dim() == 4;
+  const Tensor x = batched ? input : unsqueeze(input, 0);
+  const Shape& xs = x.shape();
+  const Shape& w = weight.shape();
+  TG_CHECK(w.size() == 4, ShapeError, op,
+           ": expected weight of 4 dims (in_channels, out_channels / groups, kH, kW), got weight of size ", shape_str(w));
+  const auto stride = pair_of(op, "stride", stride_in), padding = pair_of(op, "padding", padding_in),
+             output_padding = pair_of(op, "output_padding", output_padding_in),
+             dilation = pair_of(op, "dilation", dilation_in);
+  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
+  TG_CHECK(stride.first > 0 && stride.second > 0, ShapeError, op, ": non-positive stride is not supported");
+  TG_CHECK(padding.first >= 0 && padding.second >= 0, ShapeError, op, ": negative padding is not supported");
+  TG_CHECK(dilation.first > 0 && dilation.second > 0, ShapeError, op, ": dilation should be greater than zero");
+  TG_CHECK(output_padding.first >= 0 && output_padding.second >= 0 &&
+               (output_padding.first < stride.first || output_padding.first < dilation.first) &&
+               (output_padding.second < stride.second || output_padding.second < dilation.second),
+           ShapeError, op, ": output padding must be smaller than either stride or dilation, but got output_padding ",
+           sizes2(output_padding.first, output_padding.second), ", stride ", sizes2(stride.first, stride.second),
+           " and dilation ", sizes2(dilation.first, dilation.second));
+  TG_CHECK(w[0] > 0 && w[0] % groups == 0, ShapeError, op, ": Given groups=", groups,
+           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
+           " instead");
+  TG_CHECK(xs[1] == w[0], ShapeError, op, ": Given transposed=1, weight of size ", shape_str(w), ", expected input",
+           shape_str(xs), " to have ", w[0], " channels, but got ", xs[1], " channels instead");
+  const int64_t out_channels = w[1] * groups;
+  if (bias.defined())
+    TG_CHECK(bias.shape() == Shape{out_channels}, ShapeError, op, ": Given transposed=1, weight of size ",
+             shape_str(w), ", expected bias to be 1-dimensional with ", out_channels,
+             " elements, but got bias of size ", shape_str(bias.shape()), " instead");
+  // The output size: (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1.
+  const int64_t oh = (xs[2] - 1) * stride.first - 2 * padding.first + dilation.first * (w[2] - 1) + output_padding.first + 1;
+  const int64_t ow = (xs[3] - 1) * stride.second - 2 * padding.second + dilation.second * (w[3] - 1) + output_padding.second + 1;
+  TG_CHECK(oh > 0 && ow > 0 && w[2] > 0 && w[3] > 0, ShapeError, op, ": Given input size per channel: ",
+           sizes2(xs[2], xs[3]), ". Calculated output size per channel: ", sizes2(oh, ow), ". Output size is too small");
+  // Note [Transposed convolution]: conv_transpose2d is the input gradient of the conv2d that maps its
+  // output (N, Cout, OH, OW) back to its input (N, Cin, H, W) with the same weight, read as that
+  // conv2d's (O = Cin, Cout / groups, KH, KW). So the forward is conv2d's dx (col2im), the input's
+  // gradient is that conv2d's forward, and the weight's gradient is its weight gradient with the roles
+  // of input and output gradient exchanged: all three are conv2d's kernels on both backends. The
+  // conv2d's output size is set to H, W explicitly: with output_padding >= stride its own size rule
+  // would give one more row, which col2im and im2col never reach.
+  Conv2dArgs a;
+  a.N = xs[0];
+  a.C = out_channels;
+  a.H = oh;
+  a.W = ow;
+  a.O = w[0];
+  a.KH = w[2];
+  a.KW = w[3];
+  a.OH = xs[2];
+  a.OW = xs[3];
+  a.stride_h = stride.first;
+  a.stride_w = stride.second;
+  a.pad_h = padding.first;
+  a.pad_w = padding.second;
+  a.dil_h = dilation.first;
+  a.dil_w = dilation.second;
+  a.groups = groups;
+  a.dtype = x.dtype();
+  prim::check_same_device(op, x.data(), weight.data());
+  prim::check_floating(op, x.data());
+  TG_CHECK(x.dtype() == weight.dtype(), DTypeError, op, ": input (", dtype_name(x.dtype()), ") and weight (",
+           dtype_name(weight.dtype()), ") must have the same dtype");
+  RawTensor out = prim::conv2d_backward(RawTensor(), weight.data(), x.data(), a, true, false, false).dx;
+  if (bias.defined()) out = prim::add(out, bias.data().reshape({1, out_channels, 1, 1}));
+  const bool grad_mode = GradMode::is_enabled();
+  SavedTensor x_saved = grad_mode && weight.requires_grad() ? SavedTensor(x) : SavedTensor();
+  SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
+  std::vector<Tensor> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  const Tensor y = record(op, out, inputs, [x_saved, w_saved, a](const RawTensor& grad, Grads& g) {
+    // dx = conv2d(dy, weight); dweight = conv2d's weight gradient with dy as its input and x as its
+    // output gradient; dbias = the sum of dy over (N, OH, OW)
+    if (g.need(0)) g.set(0, prim::conv2d(grad, w_saved.get(), RawTensor(), a));
+    if (g.need(1)) g.set(1, prim::conv2d_backward(grad, RawTensor(), x_saved.get(), a, false, true, false).dweight);
+    if (g.size() > 2 && g.need(2)) g.set(2, prim::reduce(ReduceOp::Sum, grad, {0, 2, 3}, false, "conv_transpose2d"));
+  });
   return batched ? y : squeeze(y, 0);
 }
 

@@ -219,10 +219,44 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 /// (input - target)^2 elementwise, then reduced (torch.nn.functional.mse_loss); ShapeError unless the
 /// shapes are equal (no broadcasting).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+// ---- more losses (ops/loss.cpp): input and target of one shape (ShapeError), floating input
+/// input (N, C) log-probabilities (or (C), or (N, C, d1, ...)), target (N) (or (), (N, d1, ...)) int64
+/// class indices -> -input[n][target[n]] weight[target[n]] (torch.nn.functional.nll_loss). Targets
+/// equal to ignore_index count nothing; Mean divides by the sum of the weights of the rows not ignored
+/// (NaN when every row is). IndexError for another target outside [0, C); weight (C) gets no gradient
+/// (AutogradError when it requires grad, as PyTorch's backward).
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+/// -weight (t log x + (1 - t) log(1 - x)) elementwise, each log clamped at -100
+/// (torch.nn.functional.binary_cross_entropy): input (probabilities) and target of one shape and
+/// dtype; Error unless every input is in [0, 1], and under CUDA autocast (PyTorch refuses it there:
+/// use binary_cross_entropy_with_logits). weight broadcasts with the loss.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                            Reduction reduction = Reduction::Mean);
+/// -weight (pos_weight t log sigmoid(x) + (1 - t) log sigmoid(-x)), stable for large |x|
+/// (torch.nn.functional.binary_cross_entropy_with_logits; libtorch's argument order).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                        const Tensor& pos_weight = Tensor(), Reduction reduction = Reduction::Mean);
+/// |input - target| (torch.nn.functional.l1_loss).
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, d = input - target
+/// (torch.nn.functional.smooth_l1_loss; beta 0 is l1_loss). Error for a negative beta.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                      double beta = 1.0);
+/// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (torch.nn.functional.huber_loss). Error
+/// unless delta > 0.
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                  double delta = 1.0);
+
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
 /// manual_seed stream (torch.nn.functional.dropout).
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+/// dropout of whole channels (torch.nn.functional.dropout2d): x (N, C, ...) with at least 2 dims, each
+/// (n, c) plane zeroed with probability p, the others scaled by 1/(1-p). x itself when not training or
+/// p == 0; Error unless 0 <= p <= 1, ShapeError for fewer than 2 dims.
+Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true);
 
 // ---- activations (ops/elementwise.cpp), masks (ops/masking.cpp), slicing views (ops/slicing.cpp)
 /// \name Activations, masks and slices
@@ -286,6 +320,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Te
 /// (torch.nn.functional.conv1d), computed as conv2d over a height of 1.
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
                 int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+/// input (N, Cin, H, W) or (Cin, H, W), weight (Cin, Cout / groups, KH, KW), bias (Cout) or undefined ->
+/// (N, Cout, OH, OW), OH = (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1
+/// (torch.nn.functional.conv_transpose2d, libtorch's argument order: groups before dilation): the
+/// input gradient of a conv2d, on conv2d's kernels (Note [Transposed convolution] in ops/conv.cpp).
+/// ShapeError for bad geometry, output_padding not below stride or dilation, or an empty output.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
+                        const std::vector<int64_t>& output_padding = {0}, int64_t groups = 1,
+                        const std::vector<int64_t>& dilation = {1});
 /// The maximum of each kernel_size window (torch.nn.functional.max_pool2d); stride defaults to
 /// kernel_size, padding (at most half the kernel) counts as -inf, dilation spaces the window's taps.
 /// ceil_mode rounds the output size up, PyTorch's rule: OH = ceil((H + 2 padding - dilation (KH - 1)

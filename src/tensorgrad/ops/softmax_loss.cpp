@@ -1,4 +1,5 @@
-// ops/softmax_loss.cpp: softmax, log_softmax, the fused softmax-cross-entropy loss, mse_loss and dropout.
+// ops/softmax_loss.cpp: softmax, log_softmax, the fused softmax-cross-entropy loss, mse_loss, dropout and
+// dropout2d.
 // Kernels: Backend::softmax / cross_entropy (one pass per row). Modules wrapping these: nn/.
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/kernels/philox.h"
@@ -78,6 +79,22 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     const RawTensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
     g.set(0, prim::mul(grad, make_mask(u)));                             // d(x * mask)/dx = mask
   });
+}
+
+Tensor dropout2d(const Tensor& x, double p, bool training) {
+  TG_CHECK(p >= 0 && p <= 1, Error, "dropout2d: dropout probability has to be between 0 and 1, but got ", p);
+  TG_CHECK(x.dim() >= 2, ShapeError, "dropout2d: expected an input of at least 2 dims (N, C, ...), got shape ",
+           shape_str(x.shape()));
+  if (!training || p == 0) return x;
+  prim::check_floating("dropout2d", x.data());
+  // one draw per (n, c) plane, broadcast over the plane: keep where u >= p, scaled by 1/(1-p); the
+  // product's backward multiplies by the same mask
+  Shape planes{x.size(0), x.size(1)};
+  for (int64_t d = 2; d < x.dim(); ++d) planes.push_back(1);
+  const RawTensor u = prim::random(philox::Distribution::uniform(0.0, 1.0), planes, x.dtype(), x.device());
+  RawTensor mask = prim::binary(BinaryOp::Ge, u, prim::scalar_like(p, u), "dropout2d").to(x.dtype());
+  if (p < 1) prim::binary_(BinaryOp::Mul, mask, prim::scalar_like(1.0 / (1.0 - p), mask), "dropout2d");
+  return mul(x, Tensor(mask));
 }
 
 }  // namespace tg

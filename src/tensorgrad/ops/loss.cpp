@@ -1,0 +1,201 @@
+// ops/loss.cpp: the losses beside cross_entropy and mse_loss (ops/softmax_loss.cpp): nll_loss,
+// binary_cross_entropy (with and without logits), l1_loss, smooth_l1_loss and huber_loss, with
+// PyTorch's arguments, checks and messages. They are compositions of differentiable ops, whose
+// gradients are PyTorch's, except binary_cross_entropy, whose own backward avoids the 0/0 of the
+// composed one where the input is exactly 0 or 1 (Note [binary_cross_entropy at 0 and 1]). Modules
+// wrapping these: nn/loss.h.
+#include <cmath>
+#include <limits>
+
+#include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/prim/prim.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+
+namespace {
+
+Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: break;
+  }
+  return mean(loss);
+}
+
+/// ShapeError unless input and target have one shape (PyTorch broadcasts some losses with a warning;
+/// these refuse, as mse_loss does), DTypeError unless input is floating.
+void check_pair(const char* op, const Tensor& input, const Tensor& target) {
+  TG_CHECK(input.shape() == target.shape(), ShapeError, op, ": Using a target size ", shape_str(target.shape()),
+           " that is different to the input size ", shape_str(input.shape()),
+           " is not supported. Please ensure they have the same size.");
+  prim::check_floating(op, input.data());
+  prim::check_same_device(op, input.data(), target.data());
+}
+
+/// x under autocast's float32 policy for op (Note [Autocast op lists]).
+Tensor f32(amp::detail::AutocastOp op, const Tensor& x) { return x.defined() ? amp::detail::cast(op, x) : x; }
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& input_in, const Tensor& target, const Tensor& weight_in, Reduction reduction,
+                int64_t ignore_index) {
+  const char* op = "nll_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::NllLoss, input_in), weight = f32(AutocastOp::NllLoss, weight_in);
+  TG_CHECK(input.dim() >= 1, ShapeError, op, ": input tensor should be 1D or more, got a 0-d input");
+  prim::check_floating(op, input.data());
+  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
+           dtype_name(target.dtype()));
+  prim::check_same_device(op, input.data(), target.data());
+  const int64_t C = input.dim() == 1 ? input.size(0) : input.size(1);
+  // the target's expected shape: () for a (C) input, (N) for (N, C), (N, d1, ...) for (N, C, d1, ...)
+  Shape expected;
+  if (input.dim() >= 2) {
+    expected.push_back(input.size(0));
+    for (int64_t d = 2; d < input.dim(); ++d) expected.push_back(input.size(d));
+  }
+  TG_CHECK(target.shape() == expected, ShapeError, op, ": Expected target of shape ", shape_str(expected),
+           " for input of shape ", shape_str(input.shape()), ", got target of shape ", shape_str(target.shape()));
+  if (weight.defined()) {
+    TG_CHECK(weight.dim() == 1 && weight.size(0) == C, ShapeError, op,
+             ": weight tensor should be defined either for all ", C,
+             " classes or no classes but got weight tensor of shape: ", shape_str(weight.shape()));
+    prim::check_same_device(op, input.data(), weight.data());
+    TG_CHECK(!(weight.requires_grad() && GradMode::is_enabled()), AutogradError, op,
+             ": the derivative for 'weight' is not implemented (as in PyTorch): pass weight.detach()");
+  }
+  // rows (M, C) and their targets (M): the class dim moved last, every other dim flattened
+  Tensor rows;
+  if (input.dim() == 1) {
+    rows = unsqueeze(input, 0);
+  } else if (input.dim() == 2) {
+    rows = input;
+  } else {
+    std::vector<int64_t> order{0};
+    for (int64_t d = 2; d < input.dim(); ++d) order.push_back(d);
+    order.push_back(1);
+    rows = reshape(permute(input, order), {-1, C});
+  }
+  const RawTensor t = target.data().reshape({-1});
+  const RawTensor ignore = prim::scalar_like(static_cast<double>(ignore_index), t);
+  const RawTensor valid = prim::binary(BinaryOp::Ne, t, ignore, op);
+  const RawTensor safe = prim::where(valid, t, prim::scalar_like(0.0, t));
+  if (safe.numel() > 0) {   // one read back: the class indices in range (PyTorch asserts the same)
+    const int64_t lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, safe, {}, false, op).item());
+    const int64_t hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, safe, {}, false, op).item());
+    TG_CHECK(lo >= 0 && hi < C, IndexError, op, ": Target ", lo < 0 ? lo : hi, " is out of bounds (", C,
+             " classes; ignore_index is ", ignore_index, ")");
+  }
+  const Tensor picked = squeeze(gather(rows, 1, Tensor(safe.reshape({-1, 1}))), 1);   // (M)
+  Tensor w = Tensor(valid.to(rows.dtype()));
+  if (weight.defined()) w = mul(index_select(weight.detach(), 0, Tensor(safe)), w);
+  const Tensor loss = neg(mul(picked, w));
+  if (reduction == Reduction::None) return reshape(loss, target.shape());
+  if (reduction == Reduction::Sum) return sum(loss);
+  return div(sum(loss), sum(w));   // PyTorch's weighted mean: NaN when every target is ignored
+}
+
+// Note [binary_cross_entropy at 0 and 1]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The loss is -(t max(log x, -100) + (1 - t) max(log(1 - x), -100)), PyTorch's clamp of the logs, so
+// an input of exactly 0 or 1 (a saturated sigmoid in float32) gives a finite loss. Composed from
+// log and clamp, its gradient would be 0 / 0 there (clamp passes 0, log divides by x = 0); PyTorch's
+// own backward is (x - t) / max(x (1 - x), 1e-12), finite everywhere, and that is this op's backward.
+// The target's gradient, max(log(1 - x), -100) - max(log x, -100), is PyTorch 2.x's too.
+Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in, const Tensor& weight, Reduction reduction) {
+  const char* op = "binary_cross_entropy";
+  TG_CHECK(!(amp::is_autocast_enabled(DeviceType::CUDA) && input_in.device().is_cuda()), Error,
+           "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast. Many models use a "
+           "sigmoid layer right before the binary cross entropy layer. In this case, combine the two layers using "
+           "binary_cross_entropy_with_logits or BCEWithLogitsLoss, which are safe to autocast.");
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::BinaryCrossEntropy, input_in),
+               target = f32(AutocastOp::BinaryCrossEntropy, target_in);
+  check_pair(op, input, target);
+  TG_CHECK(input.dtype() == target.dtype(), DTypeError, op, ": input (", dtype_name(input.dtype()), ") and target (",
+           dtype_name(target.dtype()), ") must have the same dtype");
+  const RawTensor x = input.data(), t = target.data();
+  if (x.numel() > 0) {   // one read back, as PyTorch checks its input's range
+    const double lo = prim::reduce(ReduceOp::Min, x, {}, false, op).item();
+    const double hi = prim::reduce(ReduceOp::Max, x, {}, false, op).item();
+    TG_CHECK(lo >= 0 && hi <= 1, Error, op, ": all elements of input should be between 0 and 1, got values in [", lo,
+             ", ", hi, "]");
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  auto clamped_log = [inf](const RawTensor& v) {
+    return prim::unary(UnaryOp::Clamp, prim::unary(UnaryOp::Log, v), {-100.0, inf});
+  };
+  const RawTensor one = prim::scalar_like(1.0, x);
+  const RawTensor log_x = clamped_log(x), log_1mx = clamped_log(prim::sub(one, x));
+  // -(t log x + (1 - t) log(1 - x)) = -(log(1 - x) + t (log x - log(1 - x)))
+  const RawTensor loss = prim::unary(UnaryOp::Neg, prim::add(log_1mx, prim::mul(t, prim::sub(log_x, log_1mx))));
+  const bool grad_mode = GradMode::is_enabled();
+  const SavedTensor x_saved = grad_mode && input.requires_grad() ? SavedTensor(input) : SavedTensor();
+  const SavedTensor t_saved = grad_mode && input.requires_grad() ? SavedTensor(target) : SavedTensor();
+  // the target's gradient, log(1 - x) - log(x) clamped, is kept only when the target requires grad
+  const RawTensor dloss_dt = grad_mode && target.requires_grad() ? prim::sub(log_1mx, log_x) : RawTensor();
+  const Tensor elementwise = record(op, loss, {input, target}, [x_saved, t_saved, dloss_dt, inf](const RawTensor& grad, Grads& g) {
+    if (g.need(0)) {   // (x - t) / max(x (1 - x), 1e-12)
+      const RawTensor xv = x_saved.get(), tv = t_saved.get();
+      // PyTorch's epsilon is the float 1e-12 (9.9999999600e-13 as a double): the same here
+      const double eps = static_cast<double>(1e-12f);
+      const RawTensor denom = prim::unary(UnaryOp::Clamp, prim::mul(xv, prim::sub(prim::scalar_like(1.0, xv), xv)), {eps, inf});
+      g.set(0, prim::mul(grad, prim::div(prim::sub(xv, tv), denom)));
+    }
+    if (g.need(1)) g.set(1, prim::mul(grad, dloss_dt));
+  });
+  return reduce_loss(weight.defined() ? mul(elementwise, weight) : elementwise, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in, const Tensor& weight,
+                                        const Tensor& pos_weight, Reduction reduction) {
+  const char* op = "binary_cross_entropy_with_logits";
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::BinaryCrossEntropyWithLogits, input_in),
+               target = f32(AutocastOp::BinaryCrossEntropyWithLogits, target_in);
+  check_pair(op, input, target);
+  // -(p t log sigmoid(x) + (1 - t) log sigmoid(-x)), p = pos_weight (broadcast along the classes, the
+  // last dim): log_sigmoid keeps it stable for large |x|, and its gradient is PyTorch's.
+  const Tensor positive = pos_weight.defined() ? mul(mul(pos_weight, target), log_sigmoid(input))
+                                               : mul(target, log_sigmoid(input));
+  const Tensor loss = neg(add(positive, mul(sub(scalar_like(1.0, target), target), log_sigmoid(neg(input)))));
+  return reduce_loss(weight.defined() ? mul(loss, weight) : loss, reduction);
+}
+
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::L1Loss, input_in), target = f32(AutocastOp::L1Loss, target_in);
+  check_pair("l1_loss", input, target);
+  return reduce_loss(abs(sub(input, target)), reduction);
+}
+
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction, double beta) {
+  const char* op = "smooth_l1_loss";
+  TG_CHECK(beta >= 0, Error, op, ": smooth_l1_loss does not support negative values for beta (got ", beta, ")");
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::SmoothL1Loss, input_in), target = f32(AutocastOp::SmoothL1Loss, target_in);
+  check_pair(op, input, target);
+  const Tensor d = sub(input, target), a = abs(d);
+  if (beta == 0) return reduce_loss(a, reduction);   // PyTorch: l1_loss
+  // 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere
+  const Tensor quadratic = mul(mul(d, d), scalar_like(0.5 / beta, d));
+  const Tensor linear = sub(a, scalar_like(0.5 * beta, a));
+  return reduce_loss(where(lt(a, scalar_like(beta, a)), quadratic, linear), reduction);
+}
+
+Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction, double delta) {
+  const char* op = "huber_loss";
+  TG_CHECK(delta > 0, Error, op, ": huber_loss does not support non-positive values for delta (got ", delta, ")");
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::HuberLoss, input_in), target = f32(AutocastOp::HuberLoss, target_in);
+  check_pair(op, input, target);
+  const Tensor d = sub(input, target), a = abs(d);
+  // 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere
+  const Tensor quadratic = mul(mul(d, d), scalar_like(0.5, d));
+  const Tensor linear = mul(sub(a, scalar_like(0.5 * delta, a)), scalar_like(delta, a));
+  return reduce_loss(where(lt(a, scalar_like(delta, a)), quadratic, linear), reduction);
+}
+
+}  // namespace tg
