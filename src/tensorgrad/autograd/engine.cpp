@@ -72,6 +72,19 @@ void accumulate(TensorImpl& impl, RawTensor g) {
   }
 }
 
+/// sum += g for two gradients of one tensor arriving at a Node (fan-out). In place when sum is the only
+/// handle on its storage and a plain contiguous tensor of g's shape and dtype (a gradient the engine
+/// made: no other gradient, saved tensor or caller sees it), else a fresh sum: one allocation and one
+/// pass fewer per fan-out, which a transformer has several of per block (residuals, q/k/v).
+void add_gradient(RawTensor& sum, const RawTensor& g) {
+  if (sum.storage().use_count() == 1 && sum.is_contiguous() && sum.shape() == g.shape() && sum.dtype() == g.dtype() &&
+      sum.device() == g.device() && sum.storage() != g.storage()) {
+    prim::binary_(BinaryOp::Add, sum, g, "backward");
+  } else {
+    sum = prim::add(sum, g);
+  }
+}
+
 bool has_non_finite(const RawTensor& t) {
   if (!is_floating(t.dtype())) return false;
   const RawTensor host = t.to(Device::cpu()).contiguous();
@@ -397,7 +410,7 @@ void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_gra
           accumulate(*e.leaf, std::move(gi));
           continue;
         }
-        if (RawTensor* p = sink->find(key)) *p = prim::add(*p, gi);
+        if (RawTensor* p = sink->find(key)) add_gradient(*p, gi);
         else sink->grads.emplace_back(key, std::move(gi));
         continue;
       }
@@ -406,7 +419,7 @@ void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_gra
         if (gi.defined()) {
           RawTensor& p = pending[j];
           if (!p.defined()) p = std::move(gi);
-          else p = prim::add(p, gi);   // fan-out: gradients from several consumers add up
+          else add_gradient(p, gi);   // fan-out: gradients from several consumers add up
         }
         if (--dependencies[j] == 0) {
           if (e.fn) {
