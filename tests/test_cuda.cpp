@@ -593,6 +593,41 @@ std::vector<Case> parity_table(tg::DType dt) {
   add(unary_cases("softplus", [](auto& a) { return tg::softplus(a, 2, 1); }, N, dt, "beta 2 threshold 1 "));
   add(unary_cases("leaky_relu", [](auto& a) { return tg::leaky_relu(a, 0.2); }, N, dt));
   add(unary_cases("log_sigmoid", [](auto& a) { return tg::log_sigmoid(a); }, N, dt));
+  // the math functions (composed with tanh or an offset to stay inside asin's, acos's, atanh's and acosh's domains)
+  add(unary_cases("sin", [](auto& a) { return tg::sin(a); }, N, dt));
+  add(unary_cases("cos", [](auto& a) { return tg::cos(a); }, N, dt));
+  add(unary_cases("tan", [](auto& a) { return tg::tan(a); }, N, dt));
+  add(unary_cases("asin", [](auto& a) { return tg::asin(tg::tanh(a)); }, N, dt));
+  add(unary_cases("acos", [](auto& a) { return tg::acos(tg::tanh(a)); }, N, dt));
+  add(unary_cases("atan", [](auto& a) { return tg::atan(a); }, N, dt));
+  add(unary_cases("sinh", [](auto& a) { return tg::sinh(a); }, N, dt));
+  add(unary_cases("cosh", [](auto& a) { return tg::cosh(a); }, N, dt));
+  add(unary_cases("asinh", [](auto& a) { return tg::asinh(a); }, N, dt));
+  add(unary_cases("acosh", [](auto& a) { return tg::acosh(a + 1.5); }, P, dt));
+  add(unary_cases("atanh", [](auto& a) { return tg::atanh(tg::tanh(a) * 0.9); }, N, dt));
+  add(unary_cases("erf", [](auto& a) { return tg::erf(a); }, N, dt));
+  add(unary_cases("erfc", [](auto& a) { return tg::erfc(a); }, N, dt));
+  add(unary_cases("log1p", [](auto& a) { return tg::log1p(a); }, P, dt));
+  add(unary_cases("expm1", [](auto& a) { return tg::expm1(a); }, N, dt));
+  add(unary_cases("log2", [](auto& a) { return tg::log2(a); }, P, dt));
+  add(unary_cases("log10", [](auto& a) { return tg::log10(a); }, P, dt));
+  add(unary_cases("rsqrt", [](auto& a) { return tg::rsqrt(a); }, P, dt));
+  add(unary_cases("reciprocal", [](auto& a) { return tg::reciprocal(a); }, P, dt));
+  add(unary_cases("square", [](auto& a) { return tg::square(a); }, N, dt));
+  add(unary_cases("floor", [](auto& a) { return tg::floor(a); }, N, dt));
+  add(unary_cases("ceil", [](auto& a) { return tg::ceil(a); }, N, dt));
+  add(unary_cases("trunc", [](auto& a) { return tg::trunc(a); }, N, dt));
+  add(unary_cases("frac", [](auto& a) { return tg::frac(a); }, N, dt));
+  add(unary_cases("hardtanh", [](auto& a) { return tg::hardtanh(a, -0.5, 0.8); }, N, dt));
+  add(unary_cases("relu6", [](auto& a) { return tg::relu6(a * 4.0); }, N, dt));
+  add(unary_cases("hardswish", [](auto& a) { return tg::hardswish(a * 3.0); }, N, dt));
+  add(unary_cases("hardsigmoid", [](auto& a) { return tg::hardsigmoid(a * 3.0); }, N, dt));
+  add(unary_cases("elu", [](auto& a) { return tg::elu(a, 1.3); }, N, dt));
+  add(unary_cases("selu", [](auto& a) { return tg::selu(a); }, N, dt));
+  add(unary_cases("celu", [](auto& a) { return tg::celu(a, 0.6); }, N, dt));
+  add(unary_cases("mish", [](auto& a) { return tg::mish(a); }, N, dt));
+  add(unary_cases("softsign", [](auto& a) { return tg::softsign(a); }, N, dt));
+
   {
     Fn mf = [](const std::vector<Tensor>& in) { return tg::masked_fill(in[0], in[1] > 0.0, 0.75); };
     Fn mv = [](const std::vector<Tensor>& in) { return tg::masked_fill(in[0], in[1] > 0.0, in[2]); };
@@ -702,13 +737,18 @@ const std::set<std::string> kFloatingOnly = {
     "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss",
     "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "log1p",
+    "expm1", "log2", "log10", "rsqrt", "reciprocal", "square", "frac", "hardtanh", "relu6", "hardswish",
+    "hardsigmoid", "elu", "selu", "celu", "mish", "softsign",
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "scaled_dot_product_attention"};   // float kernels only
 
 /// Ops outside kFloatingOnly that both backends refuse in one integer dtype, as PyTorch does: bool
-/// subtraction, and a fill of -3 into uint8 (scalar_like's case). Their cases compare the errors.
+/// subtraction, floor, ceil and trunc of bool, and a fill of -3 into uint8 (scalar_like's case). Their
+/// cases compare the errors.
 bool refused(tg::DType dt, const std::string& op) {
-  return (dt == tg::kBool && op == "sub") || (dt == tg::kUInt8 && op == "scalar_like");
+  return (dt == tg::kBool && (op == "sub" || op == "floor" || op == "ceil" || op == "trunc")) ||
+         (dt == tg::kUInt8 && op == "scalar_like");
 }
 
 /// The dtypes the parity table runs in: all nine of the dtype table.

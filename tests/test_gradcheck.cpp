@@ -96,6 +96,38 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                          });
   };
   // round and sign are step functions: gradient 0, checked away from their jumps (randn inputs)
+  // the math functions: samples inside each domain ((-0.9, 0.9) for asin, acos and atanh; above 1.2
+  // for acosh; positive for the logarithms and rsqrt; away from 0 for reciprocal)
+  const auto unit = [](const tg::Shape& s, uint64_t seed) {
+    return Tensor(tg::prim::mul(tg::tanh(randn64(s, seed, false)).data(), 0.9), true);
+  };
+  const auto above_one = [](const tg::Shape& s, uint64_t seed) {
+    return Tensor(tg::prim::add(away_from_zero(s, seed, 0.2, true).data(), tg::prim::full({}, 1.0, tg::kFloat64)), true);
+  };
+  t["sin"] = [] { return unary_samples([](auto& a) { return tg::sin(a); }, normal()); };
+  t["cos"] = [] { return unary_samples([](auto& a) { return tg::cos(a); }, normal()); };
+  t["tan"] = [unit] { return unary_samples([](auto& a) { return tg::tan(a); }, unit); };
+  t["asin"] = [unit] { return unary_samples([](auto& a) { return tg::asin(a); }, unit); };
+  t["acos"] = [unit] { return unary_samples([](auto& a) { return tg::acos(a); }, unit); };
+  t["atan"] = [] { return unary_samples([](auto& a) { return tg::atan(a); }, normal()); };
+  t["sinh"] = [] { return unary_samples([](auto& a) { return tg::sinh(a); }, normal()); };
+  t["cosh"] = [] { return unary_samples([](auto& a) { return tg::cosh(a); }, normal()); };
+  t["asinh"] = [] { return unary_samples([](auto& a) { return tg::asinh(a); }, normal()); };
+  t["acosh"] = [above_one] { return unary_samples([](auto& a) { return tg::acosh(a); }, above_one); };
+  t["atanh"] = [unit] { return unary_samples([](auto& a) { return tg::atanh(a); }, unit); };
+  t["erf"] = [] { return unary_samples([](auto& a) { return tg::erf(a); }, normal()); };
+  t["erfc"] = [] { return unary_samples([](auto& a) { return tg::erfc(a); }, normal()); };
+  t["log1p"] = [] { return unary_samples([](auto& a) { return tg::log1p(a); }, positive()); };
+  t["expm1"] = [] { return unary_samples([](auto& a) { return tg::expm1(a); }, normal()); };
+  t["log2"] = [] { return unary_samples([](auto& a) { return tg::log2(a); }, positive()); };
+  t["log10"] = [] { return unary_samples([](auto& a) { return tg::log10(a); }, positive()); };
+  t["rsqrt"] = [] { return unary_samples([](auto& a) { return tg::rsqrt(a); }, positive()); };
+  t["reciprocal"] = [] { return unary_samples([](auto& a) { return tg::reciprocal(a); }, nonzero(0.5)); };
+  t["square"] = [] { return unary_samples([](auto& a) { return tg::square(a); }, normal()); };
+  t["floor"] = [] { return unary_samples([](auto& a) { return tg::floor(a); }, normal()); };
+  t["ceil"] = [] { return unary_samples([](auto& a) { return tg::ceil(a); }, normal()); };
+  t["trunc"] = [] { return unary_samples([](auto& a) { return tg::trunc(a); }, normal()); };
+  t["frac"] = [] { return unary_samples([](auto& a) { return tg::frac(a); }, normal()); };
   t["round"] = [] { return unary_samples([](auto& a) { return tg::round(a); }, normal()); };
   t["sign"] = [] { return unary_samples([](auto& a) { return tg::sign(a); }, nonzero()); };
   // ---- sorting: randn inputs have no ties; tanh after the selection gives non-constant weights
@@ -419,6 +451,15 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     for (auto& x : unary_samples([](auto& a) { return tg::leaky_relu(a, 0.3); }, nonzero())) s.push_back(x);
     return s;
   };
+  t["hardtanh"] = [] { return unary_samples([](auto& a) { return tg::hardtanh(a, -0.5, 0.8); }, normal()); };
+  t["relu6"] = [] { return unary_samples([](auto& a) { return tg::relu6(tg::mul(a, tg::scalar_like(4.0, a))); }, normal()); };
+  t["hardswish"] = [] { return unary_samples([](auto& a) { return tg::hardswish(tg::mul(a, tg::scalar_like(3.0, a))); }, normal()); };
+  t["hardsigmoid"] = [] { return unary_samples([](auto& a) { return tg::hardsigmoid(tg::mul(a, tg::scalar_like(3.0, a))); }, normal()); };
+  t["elu"] = [] { return unary_samples([](auto& a) { return tg::elu(a, 1.3); }, normal()); };
+  t["selu"] = [] { return unary_samples([](auto& a) { return tg::selu(a); }, normal()); };
+  t["celu"] = [] { return unary_samples([](auto& a) { return tg::celu(a, 0.6); }, normal()); };
+  t["mish"] = [] { return unary_samples([](auto& a) { return tg::mish(a); }, normal()); };
+  t["softsign"] = [] { return unary_samples([](auto& a) { return tg::softsign(a); }, normal()); };
   t["log_sigmoid"] = [] {
     auto s = unary_samples([](auto& a) { return tg::log_sigmoid(a); }, normal());
     for (auto& x : unary_samples([](auto& a) { return tg::log_sigmoid(a * 40.0); }, normal())) s.push_back(x);   // |x| up to ~100

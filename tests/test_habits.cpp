@@ -355,7 +355,7 @@ TEST_CASE("habits: gelu, silu, softplus, leaky_relu, log_sigmoid match PyTorch's
   }
   TG_CHECK_THROWS(tg::gelu(tg::zeros({1}), "erf"), tg::Error, "gelu: approximate must be \"none\" or \"tanh\"");
   TG_CHECK_THROWS(tg::softplus(tg::zeros({1}), 0), tg::Error, "softplus: beta must be a non-zero number");
-  TG_CHECK_THROWS(tg::silu(tg::zeros({1}, tg::kInt64)), tg::DTypeError, "unary");
+  TG_CHECK_THROWS(tg::silu(tg::zeros({1}, tg::kInt64)), tg::DTypeError, "silu: expected a floating point tensor, got int64");
 }
 
 TEST_CASE("habits: activation modules with PyTorch's options and printing") {

@@ -25,12 +25,30 @@ struct UnaryArgs {
 /// \cond INTERNAL
 namespace fn {
 using std::abs;
+using std::acos;
+using std::acosh;
+using std::asin;
+using std::asinh;
+using std::atan;
+using std::atanh;
+using std::ceil;
+using std::cos;
+using std::cosh;
+using std::erfc;
+using std::expm1;
+using std::floor;
 using std::log;
+using std::log10;
 using std::log1p;
+using std::log2;
 using std::pow;
 using std::rint;
+using std::sin;
+using std::sinh;
 using std::sqrt;
+using std::tan;
 using std::tanh;
+using std::trunc;
 
 /// Note [Vectorizable exp]: std::exp is a libm call per element, which no compiler vectorizes, and
 /// made exp(x) on 16M floats 4x slower than a copy. On the CPU, float exp is this branch-free
@@ -297,6 +315,227 @@ struct LogSigmoid {
     return dy * ((negative ? T(1) : T(0)) - (negative ? T(1) : T(-1)) * (z / (T(1) + z)));
   }
 };
+// The math of torch's unary functions (torch.sin, ...): libm's (the GPU's) value, and the derivative
+// PyTorch's autograd formula gives (tools/autograd/derivatives.yaml), at the same points.
+/// sin: dx = dy cos x.
+struct Sin {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return sin(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy * cos(x); }
+};
+/// cos: dx = -dy sin x.
+struct Cos {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return cos(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return -dy * sin(x); }
+};
+/// tan: dx = dy (1 + y^2).
+struct Tan {
+  static constexpr bool uses_x = false, uses_y = true;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return tan(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T y, T dy, UnaryArgs) { return dy * (T(1) + y * y); }
+};
+/// asin: dx = dy / sqrt(1 - x^2) (inf at +-1, NaN outside).
+struct Asin {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return asin(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / sqrt(T(1) - x * x); }
+};
+/// acos: dx = -dy / sqrt(1 - x^2).
+struct Acos {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return acos(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return -dy / sqrt(T(1) - x * x); }
+};
+/// atan: dx = dy / (1 + x^2).
+struct Atan {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return atan(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / (T(1) + x * x); }
+};
+/// sinh: dx = dy cosh x.
+struct Sinh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return sinh(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy * cosh(x); }
+};
+/// cosh: dx = dy sinh x.
+struct Cosh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return cosh(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy * sinh(x); }
+};
+/// asinh: dx = dy / sqrt(x^2 + 1).
+struct Asinh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return asinh(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / sqrt(x * x + T(1)); }
+};
+/// acosh: dx = dy / sqrt(x^2 - 1) (NaN below 1).
+struct Acosh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return acosh(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / sqrt(x * x - T(1)); }
+};
+/// atanh: dx = dy / (1 - x^2).
+struct Atanh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return atanh(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / (T(1) - x * x); }
+};
+/// erf: dx = dy 2/sqrt(pi) e^(-x^2) (fn::erf, Note [Vectorizable erf]).
+struct Erf {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return erf(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) {
+    return dy * T(1.12837916709551257390) * exp(-x * x);   // 2/sqrt(pi)
+  }
+};
+/// erfc = 1 - erf: dx = -dy 2/sqrt(pi) e^(-x^2).
+struct Erfc {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return erfc(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) {
+    return -dy * T(1.12837916709551257390) * exp(-x * x);
+  }
+};
+/// log1p: y = log(1 + x), accurate near 0; dx = dy / (1 + x).
+struct Log1p {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return log1p(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / (x + T(1)); }
+};
+/// expm1: y = e^x - 1, accurate near 0; dx = dy (y + 1).
+struct Expm1 {
+  static constexpr bool uses_x = false, uses_y = true;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return expm1(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T y, T dy, UnaryArgs) { return dy * (y + T(1)); }
+};
+/// log2: dx = dy / (x ln 2).
+struct Log2 {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return log2(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / (x * T(0.69314718055994530942)); }
+};
+/// log10: dx = dy / (x ln 10).
+struct Log10 {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return log10(x); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return dy / (x * T(2.30258509299404568402)); }
+};
+/// rsqrt: y = 1 / sqrt(x); dx = -dy y^3 / 2.
+struct Rsqrt {
+  static constexpr bool uses_x = false, uses_y = true;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return T(1) / sqrt(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T y, T dy, UnaryArgs) { return T(-0.5) * dy * y * y * y; }
+};
+/// reciprocal: y = 1 / x; dx = -dy y^2.
+struct Reciprocal {
+  static constexpr bool uses_x = false, uses_y = true;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return T(1) / x; }
+  template <class T> TG_HD_INLINE static T backward(T, T y, T dy, UnaryArgs) { return -dy * y * y; }
+};
+/// square: y = x^2; dx = 2 x dy.
+struct Square {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return x * x; }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) { return T(2) * x * dy; }
+};
+/// floor: dx = 0 (a step function).
+struct Floor {
+  static constexpr bool uses_x = false, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return floor(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T, T, UnaryArgs) { return T(0); }
+};
+/// ceil: dx = 0.
+struct Ceil {
+  static constexpr bool uses_x = false, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return ceil(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T, T, UnaryArgs) { return T(0); }
+};
+/// trunc (round toward 0): dx = 0.
+struct Trunc {
+  static constexpr bool uses_x = false, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return trunc(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T, T, UnaryArgs) { return T(0); }
+};
+/// frac: y = x - trunc(x) (the sign of x); dx = dy.
+struct Frac {
+  static constexpr bool uses_x = false, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return x - trunc(x); }
+  template <class T> TG_HD_INLINE static T backward(T, T, T dy, UnaryArgs) { return dy; }
+};
+/// hardtanh with min_val = a, max_val = b (UnaryArgs): y = min(max(x, a), b) (NaN stays NaN); dx = dy
+/// strictly inside (a, b), else 0, as PyTorch's hardtanh_backward (relu6 is hardtanh(0, 6)).
+struct Hardtanh {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs p) {
+    const T y = x < T(p.a) ? T(p.a) : x;
+    return y > T(p.b) ? T(p.b) : y;
+  }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs p) {
+    return (x > T(p.a) && x < T(p.b)) ? dy : T(0);
+  }
+};
+/// hardswish: y = x min(max(x + 3, 0), 6) / 6; dx = 0 below -3, dy (x / 3 + 1/2) up to 3, dy above.
+struct Hardswish {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) {
+    T r = x + T(3);
+    r = r < T(0) ? T(0) : r;
+    r = r > T(6) ? T(6) : r;
+    return x * r / T(6);
+  }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) {
+    return x < T(-3) ? T(0) : (x <= T(3) ? dy * (x / T(3) + T(0.5)) : dy);
+  }
+};
+/// hardsigmoid: y = min(max(x + 3, 0), 6) / 6; dx = dy / 6 strictly inside (-3, 3), else 0.
+struct Hardsigmoid {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) {
+    T r = x + T(3);
+    r = r < T(0) ? T(0) : r;
+    r = r > T(6) ? T(6) : r;
+    return r / T(6);
+  }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) {
+    return (x > T(-3) && x < T(3)) ? dy / T(6) : T(0);
+  }
+};
+/// elu with alpha = a and scale = b (UnaryArgs; selu is elu with its two constants): y = b x for
+/// x > 0, else b a (e^x - 1); dx = b dy for x > 0, else dy b a e^x.
+struct Elu {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs p) {
+    return x > T(0) ? T(p.b) * x : T(p.b) * T(p.a) * expm1(x);
+  }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs p) {
+    return x > T(0) ? dy * T(p.b) : dy * T(p.b) * T(p.a) * exp(x);
+  }
+};
+/// celu with alpha = a: y = x for x > 0, else a (e^(x / a) - 1); dx = dy for x > 0, else dy e^(x / a).
+struct Celu {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs p) {
+    return x > T(0) ? x : T(p.a) * expm1(x / T(p.a));
+  }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs p) {
+    return x > T(0) ? dy : dy * exp(x / T(p.a));
+  }
+};
+/// mish: y = x tanh(softplus(x)), softplus(x) = log(1 + e^x); dx = dy (tanh(sp) + x sigmoid(x)
+/// (1 - tanh(sp)^2)), PyTorch's formula.
+struct Mish {
+  static constexpr bool uses_x = true, uses_y = false;
+  template <class T> TG_HD_INLINE static T forward(T x, UnaryArgs) { return x * tanh(log1p(exp(x))); }
+  template <class T> TG_HD_INLINE static T backward(T x, T, T dy, UnaryArgs) {
+    const T t = tanh(log1p(exp(x)));
+    const T s = T(1) / (T(1) + exp(-x));
+    return dy * (t + x * s * (T(1) - t * t));
+  }
+};
+
 /// Rounding to the precision and range of L (BFloat16 or Half), the value kept in x's dtype: y =
 /// float(L(x)) (round to nearest even, NaN quiet; a double is rounded to float first); dx = the same
 /// rounding of dy, the gradient of x.to(L).to(x's dtype). Internal: autocast's products on devices
@@ -318,6 +557,9 @@ using RoundToFloat16 = RoundTo<Half>;
   X(Relu) X(Sigmoid) X(Tanh) X(Exp) X(Log) X(Neg) X(Sqrt) X(Abs) X(PowScalar) X(Clamp) \
   X(Round) X(Sign) \
   X(Gelu) X(GeluTanh) X(Silu) X(Softplus) X(LeakyRelu) X(LogSigmoid) \
+  X(Sin) X(Cos) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) \
+  X(Erf) X(Erfc) X(Log1p) X(Expm1) X(Log2) X(Log10) X(Rsqrt) X(Reciprocal) X(Square) \
+  X(Floor) X(Ceil) X(Trunc) X(Frac) X(Hardtanh) X(Hardswish) X(Hardsigmoid) X(Elu) X(Celu) X(Mish) \
   X(RoundToBFloat16) X(RoundToFloat16)
 
 /// The unary elementwise ops, one per functor in tg::fn (prim::unary, Backend::unary).

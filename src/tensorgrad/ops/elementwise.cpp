@@ -16,6 +16,7 @@ namespace {
 
 /// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads.
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryArgs args = {}) {
+  if (x.defined()) prim::check_floating(name, x.data());   // the error names the op ("sin: expected a floating ...")
   RawTensor y = prim::unary(op, x.data(), args);
   if (!any_requires_grad({x})) return record(name, std::move(y), {x}, [](const RawTensor&, Grads&) {});   // no Node
   bool uses_x = false, uses_y = false;
@@ -159,6 +160,63 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary(UnaryOp::LeakyRelu, "leaky_relu", x, {negative_slope, 0});
 }
 Tensor log_sigmoid(const Tensor& x) { return unary(UnaryOp::LogSigmoid, "log_sigmoid", x); }
+
+// ---- the math functions of torch (kernels/elementwise.h: fn::Sin, ...)
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, "sin", x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, "cos", x); }
+Tensor tan(const Tensor& x) { return unary(UnaryOp::Tan, "tan", x); }
+Tensor asin(const Tensor& x) { return unary(UnaryOp::Asin, "asin", x); }
+Tensor acos(const Tensor& x) { return unary(UnaryOp::Acos, "acos", x); }
+Tensor atan(const Tensor& x) { return unary(UnaryOp::Atan, "atan", x); }
+Tensor sinh(const Tensor& x) { return unary(UnaryOp::Sinh, "sinh", x); }
+Tensor cosh(const Tensor& x) { return unary(UnaryOp::Cosh, "cosh", x); }
+Tensor asinh(const Tensor& x) { return unary(UnaryOp::Asinh, "asinh", x); }
+Tensor acosh(const Tensor& x) { return unary(UnaryOp::Acosh, "acosh", x); }
+Tensor atanh(const Tensor& x) { return unary(UnaryOp::Atanh, "atanh", x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, "erf", x); }
+Tensor erfc(const Tensor& x) { return unary(UnaryOp::Erfc, "erfc", x); }
+Tensor log1p(const Tensor& x) { return unary(UnaryOp::Log1p, "log1p", x); }
+Tensor expm1(const Tensor& x) { return unary(UnaryOp::Expm1, "expm1", x); }
+Tensor log2(const Tensor& x) { return unary(UnaryOp::Log2, "log2", x); }
+Tensor log10(const Tensor& x) { return unary(UnaryOp::Log10, "log10", x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, "rsqrt", x); }
+Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::Reciprocal, "reciprocal", x); }
+Tensor square(const Tensor& x) { return unary(UnaryOp::Square, "square", x); }
+namespace {
+/// floor, ceil and trunc of an integer tensor: its values, as PyTorch returns them (bool refused).
+Tensor rounding(UnaryOp op, const char* name, const Tensor& x) {
+  if (x.defined() && !is_floating(x.dtype())) {
+    TG_CHECK(x.dtype() != kBool, DTypeError, name, ": not implemented for bool tensors (as in PyTorch)");
+    return Tensor(x.data().clone());
+  }
+  return unary(op, name, x);
+}
+}  // namespace
+Tensor floor(const Tensor& x) { return rounding(UnaryOp::Floor, "floor", x); }
+Tensor ceil(const Tensor& x) { return rounding(UnaryOp::Ceil, "ceil", x); }
+Tensor trunc(const Tensor& x) { return rounding(UnaryOp::Trunc, "trunc", x); }
+Tensor frac(const Tensor& x) { return unary(UnaryOp::Frac, "frac", x); }
+
+// ---- more activations of torch.nn.functional
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  TG_CHECK(!(min_val > max_val), Error, "hardtanh: min_val cannot be greater than max_val (got ", min_val, " > ",
+           max_val, ")");
+  return unary(UnaryOp::Hardtanh, "hardtanh", x, {min_val, max_val});
+}
+Tensor relu6(const Tensor& x) { return unary(UnaryOp::Hardtanh, "relu6", x, {0.0, 6.0}); }
+Tensor hardswish(const Tensor& x) { return unary(UnaryOp::Hardswish, "hardswish", x); }
+Tensor hardsigmoid(const Tensor& x) { return unary(UnaryOp::Hardsigmoid, "hardsigmoid", x); }
+Tensor elu(const Tensor& x, double alpha) { return unary(UnaryOp::Elu, "elu", x, {alpha, 1.0}); }
+Tensor selu(const Tensor& x) {
+  // torch.nn.functional.selu's constants
+  return unary(UnaryOp::Elu, "selu", x, {1.6732632423543772848170429916717, 1.0507009873554804934193349852946});
+}
+Tensor celu(const Tensor& x, double alpha) {
+  TG_CHECK(alpha != 0, Error, "celu: alpha cannot be 0 for CELU");
+  return unary(UnaryOp::Celu, "celu", x, {alpha, 0.0});
+}
+Tensor mish(const Tensor& x) { return unary(UnaryOp::Mish, "mish", x); }
+Tensor softsign(const Tensor& x) { return div(x, add(abs(x), scalar_like(1.0, x))); }   // x / (1 + |x|), as PyTorch composes it
 
 Tensor Tensor::gelu(const std::string& approximate) const { return tg::gelu(*this, approximate); }
 Tensor Tensor::silu() const { return tg::silu(*this); }

@@ -56,6 +56,55 @@ Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 /// Hyperbolic tangent (torch.tanh).
 Tensor tanh(const Tensor& x);
+/// sin x (torch.sin).
+Tensor sin(const Tensor& x);
+/// cos x (torch.cos).
+Tensor cos(const Tensor& x);
+/// tan x (torch.tan).
+Tensor tan(const Tensor& x);
+/// arcsin x (torch.asin); NaN outside [-1, 1].
+Tensor asin(const Tensor& x);
+/// arccos x (torch.acos); NaN outside [-1, 1].
+Tensor acos(const Tensor& x);
+/// arctan x (torch.atan).
+Tensor atan(const Tensor& x);
+/// sinh x (torch.sinh).
+Tensor sinh(const Tensor& x);
+/// cosh x (torch.cosh).
+Tensor cosh(const Tensor& x);
+/// arsinh x (torch.asinh).
+Tensor asinh(const Tensor& x);
+/// arcosh x (torch.acosh); NaN below 1.
+Tensor acosh(const Tensor& x);
+/// artanh x (torch.atanh); +-inf at +-1, NaN outside.
+Tensor atanh(const Tensor& x);
+/// The error function (torch.erf).
+Tensor erf(const Tensor& x);
+/// 1 - erf(x), accurate where erf is near 1 (torch.erfc).
+Tensor erfc(const Tensor& x);
+/// log(1 + x), accurate near 0 (torch.log1p).
+Tensor log1p(const Tensor& x);
+/// e^x - 1, accurate near 0 (torch.expm1).
+Tensor expm1(const Tensor& x);
+/// Base-2 logarithm (torch.log2).
+Tensor log2(const Tensor& x);
+/// Base-10 logarithm (torch.log10).
+Tensor log10(const Tensor& x);
+/// 1 / sqrt(x) (torch.rsqrt).
+Tensor rsqrt(const Tensor& x);
+/// 1 / x (torch.reciprocal).
+Tensor reciprocal(const Tensor& x);
+/// x^2 (torch.square).
+Tensor square(const Tensor& x);
+/// The largest integer <= x (torch.floor), in x's dtype; an integer tensor's own values (bool refused,
+/// as PyTorch); the gradient is 0.
+Tensor floor(const Tensor& x);
+/// The smallest integer >= x (torch.ceil); integers as floor.
+Tensor ceil(const Tensor& x);
+/// x rounded toward 0 (torch.trunc); integers as floor.
+Tensor trunc(const Tensor& x);
+/// x - trunc(x), with x's sign (torch.frac); the gradient is 1. Floating x only, as PyTorch.
+Tensor frac(const Tensor& x);
 /// min(max(x, min), max) (torch.clamp); the gradient is 1 strictly inside (min, max), 0 at the bounds and
 /// outside. As PyTorch: min > max gives max everywhere, and a NaN bound NaN everywhere (gradient 0).
 Tensor clamp(const Tensor& x, double min, double max);
@@ -273,6 +322,25 @@ Tensor silu(const Tensor& x);
 /// log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (torch.nn.functional.softplus).
 /// Error when beta is 0 or NaN.
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
+/// min(max(x, min_val), max_val) (torch.nn.functional.hardtanh); the gradient is 1 strictly inside.
+/// Error when min_val > max_val.
+Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val = 1);
+/// min(max(x, 0), 6) (torch.nn.functional.relu6): hardtanh(x, 0, 6).
+Tensor relu6(const Tensor& x);
+/// x min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardswish).
+Tensor hardswish(const Tensor& x);
+/// min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardsigmoid).
+Tensor hardsigmoid(const Tensor& x);
+/// x for x > 0, alpha (e^x - 1) elsewhere (torch.nn.functional.elu).
+Tensor elu(const Tensor& x, double alpha = 1.0);
+/// scale elu(x, alpha) with PyTorch's constants (torch.nn.functional.selu).
+Tensor selu(const Tensor& x);
+/// x for x > 0, alpha (e^(x / alpha) - 1) elsewhere (torch.nn.functional.celu); Error for alpha 0.
+Tensor celu(const Tensor& x, double alpha = 1.0);
+/// x tanh(log(1 + e^x)) (torch.nn.functional.mish).
+Tensor mish(const Tensor& x);
+/// x / (1 + |x|) (torch.nn.functional.softsign), composed as PyTorch composes it.
+Tensor softsign(const Tensor& x);
 /// x where x > 0, negative_slope * x elsewhere (torch.nn.functional.leaky_relu).
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 /// log(sigmoid(x)), computed stably for large |x| (torch.nn.functional.logsigmoid).
