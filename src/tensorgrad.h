@@ -13,6 +13,7 @@
 #include "tensorgrad/data/sampler.h"
 #include "tensorgrad/distributed/distributed.h"
 #include "tensorgrad/distributed/tcp_store.h"
+#include "tensorgrad/autograd/function.h"
 #include "tensorgrad/autograd/tools.h"
 #include "tensorgrad/backend/backend.h"
 #include "tensorgrad/core/cpu_capability.h"
