@@ -154,8 +154,8 @@ struct FunctionState {
         std::all_of(result.begin() + static_cast<std::ptrdiff_t>(n), result.end(),
                     [](const Tensor& t) { return !t.defined(); }))
       result.resize(n);
-    TG_CHECK(result.size() == n, AutogradError, "function ", name, " returned an incorrect number of gradients (expected ",
-             n, ", got ", result.size(), ")");
+    TG_CHECK(result.size() == n, AutogradError, "function ", name,
+             " returned an incorrect number of gradients (expected ", n, ", got ", result.size(), ")");
     size_t k = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!is_var[i]) {
@@ -217,7 +217,8 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   AutogradContext& c = *ctx_;
   // A dirty input must come back as an output (libtorch's rule), and may not be a leaf that wants a gradient.
   for (const TensorImpl* d : c.dirty_) {
-    const bool returned = std::any_of(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o.impl().get() == d; });
+    const bool returned =
+        std::any_of(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o.impl().get() == d; });
     TG_CHECK(returned, AutogradError, name_, ": some elements marked as dirty during the forward method were not "
              "returned as output. The inputs that are modified inplace must all be outputs of the Function.");
     const bool leaf_wanting_grad = std::any_of(vars_.begin(), vars_.end(), [&](const Tensor& v) {
