@@ -136,6 +136,24 @@ MapDataset<DatasetType, TransformType> map(DatasetType dataset, TransformType tr
   return {std::move(dataset), std::move(transform)};
 }
 
+/// Not supported: libtorch's StatefulDataset (batches until an empty optional, reset() per epoch).
+/// Deriving from it stops the build with a message naming what to use instead.
+template <class Self, class Batch = std::vector<Example<>>, class BatchRequest = size_t>
+class StatefulDataset {
+  static_assert(detail::always_false<Self>::value,
+                "tg::data::datasets::StatefulDataset: stateful datasets are not supported; derive from "
+                "tg::data::datasets::Dataset<Self> (get(index), size()) or BatchDataset<Self>");
+};
+
+/// Not supported: libtorch's ChunkDataset (chunk readers and their samplers). Naming it stops the
+/// build with a message naming what to use instead.
+template <class... Args>
+class ChunkDataset {
+  static_assert(detail::always_false<Args...>::value,
+                "tg::data::datasets::ChunkDataset: stateful datasets are not supported; derive from "
+                "tg::data::datasets::Dataset<Self> (get(index), size()) or BatchDataset<Self>");
+};
+
 /// MNIST, or Fashion-MNIST, from a folder of the four IDX files train-images-idx3-ubyte,
 /// train-labels-idx1-ubyte, t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, plain or gzipped
 /// (".gz" added) (libtorch's torch::data::datasets::MNIST, which reads plain files only). Samples:
