@@ -337,6 +337,8 @@ TEST_CASE("autograd::Function: IValue holds saved_data's kinds and names a wrong
   CHECK((s.isString() && s.toStringRef() == "name"));
   CHECK((t.isTensor() && t.toTensor().size(0) == 2));
   CHECK(il.toIntVector() == std::vector<int64_t>{1, 2});
+  IValue sizes = tg::zeros({3, 4}).sizes();   // libtorch's IntArrayRef becomes an IntList
+  CHECK((sizes.isIntList() && sizes.toIntVector() == std::vector<int64_t>{3, 4}));
   CHECK(dl.toDoubleVector() == std::vector<double>{0.5});
   CHECK(std::string(il.tagKind()) == "IntList");
   TG_CHECK_THROWS(d.toInt(), tg::Error, "IValue::toInt: expected Int but got Double");

@@ -68,6 +68,8 @@ class IValue {
   IValue(Tensor v) : v_(std::move(v)) {}   // NOLINT(google-explicit-constructor)
   /// An IntList.
   IValue(std::vector<int64_t> v) : v_(std::move(v)) {}   // NOLINT(google-explicit-constructor)
+  /// An IntList of a shape: `saved_data["sizes"] = x.sizes();`.
+  IValue(const Shape& v) : v_(std::vector<int64_t>(v.begin(), v.end())) {}   // NOLINT(google-explicit-constructor)
   /// A DoubleList.
   IValue(std::vector<double> v) : v_(std::move(v)) {}   // NOLINT(google-explicit-constructor)
 
