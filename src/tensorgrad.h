@@ -7,12 +7,17 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/optim/grad_scaler.h"
 #include "tensorgrad/core/accelerator.h"
+#include "tensorgrad/data/dataloader.h"
 #include "tensorgrad/data/dataset.h"
+#include "tensorgrad/data/datasets.h"
 #include "tensorgrad/data/idx.h"
 #include "tensorgrad/data/loader.h"
 #include "tensorgrad/data/sampler.h"
+#include "tensorgrad/data/samplers.h"
+#include "tensorgrad/data/transforms.h"
 #include "tensorgrad/distributed/distributed.h"
 #include "tensorgrad/distributed/tcp_store.h"
+#include "tensorgrad/autograd/function.h"
 #include "tensorgrad/autograd/tools.h"
 #include "tensorgrad/backend/backend.h"
 #include "tensorgrad/core/cpu_capability.h"
@@ -58,12 +63,14 @@
 /// Mixed-precision training, PyTorch's torch.amp: AutocastGuard (which ops run in float16/bfloat16)
 /// and GradScaler (loss scaling).
 /// \namespace tg::autograd
-/// Graph tools: gradcheck, to_dot, DetectAnomalyGuard, BackwardTraceGuard (PyTorch's torch.autograd).
+/// Graph tools: gradcheck, to_dot, DetectAnomalyGuard, BackwardTraceGuard (PyTorch's torch.autograd),
+/// and libtorch's custom Function<T> with its AutogradContext (autograd/function.h).
 /// \namespace tg::cuda
 /// The CUDA runtime as users see it: device queries, the current device, memory statistics
 /// (PyTorch's torch.cuda). Every function also works in a build without CUDA.
 /// \namespace tg::data
-/// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader.
+/// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader; beside them
+/// libtorch's data API (datasets::, transforms::, samplers::, make_data_loader: data/dataloader.h).
 /// \namespace tg::distributed
 /// Several processes training together (PyTorch's torch.distributed): init_process_group, the
 /// collectives, ProcessGroup and its Gloo backend, TCPStore.

@@ -128,7 +128,7 @@ std::vector<int64_t> one_epoch(DataLoader& loader) {
 /// Samples through get() only (so batches use Dataset's default get_batch); index 13 throws ShapeError.
 struct ThrowingDataset : tg::data::Dataset {
   int64_t size() const override { return 40; }
-  tg::data::Example get(int64_t index) const override {
+  tg::data::Example<> get(int64_t index) const override {
     if (index == 13) throw tg::ShapeError("ThrowingDataset: sample 13 is broken");
     return {tg::full({3}, double(index)), tg::full({}, double(index), tg::TensorOptions().dtype(tg::kInt64))};
   }
@@ -137,7 +137,7 @@ struct ThrowingDataset : tg::data::Dataset {
 /// A dataset whose batches take a while, to catch the loader shutting down while one is being made.
 struct SlowDataset : tg::data::Dataset {
   int64_t size() const override { return 1000; }
-  tg::data::Example get(int64_t index) const override {
+  tg::data::Example<> get(int64_t index) const override {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     return {tg::full({2}, double(index)), tg::full({}, double(index), tg::TensorOptions().dtype(tg::kInt64))};
   }
@@ -388,7 +388,7 @@ TEST_CASE("data: default get_batch stacks get() results") {
 
   struct Ragged : tg::data::Dataset {
     int64_t size() const override { return 4; }
-    tg::data::Example get(int64_t i) const override { return {tg::zeros({i + 1}), tg::zeros({})}; }
+    tg::data::Example<> get(int64_t i) const override { return {tg::zeros({i + 1}), tg::zeros({})}; }
   } ragged;
   TG_CHECK_THROWS(ragged.get_batch({0, 1}), tg::DataError, "sample 1 (position 1 in the batch) has data");
 }
@@ -586,7 +586,7 @@ TEST_CASE("data: Fashion-MNIST from the Debian package") {
 TEST_CASE("data: DataLoader over a dataset too large to order raises OutOfMemoryError, epochs never overflow") {
   struct Huge : tg::data::Dataset {
     int64_t size() const override { return int64_t(1) << 40; }   // 2^40 samples: 8 TiB of sample order
-    tg::data::Example get(int64_t) const override { return {tg::zeros({1}), tg::zeros({})}; }
+    tg::data::Example<> get(int64_t) const override { return {tg::zeros({1}), tg::zeros({})}; }
   } huge;
   DataLoader loader(huge, LoaderOptions().batch_size(4).shuffle(false));
   CHECK(loader.size() == (int64_t(1) << 38));
@@ -594,7 +594,7 @@ TEST_CASE("data: DataLoader over a dataset too large to order raises OutOfMemory
 
   struct Small : tg::data::Dataset {
     int64_t size() const override { return 5; }
-    tg::data::Example get(int64_t i) const override { return {tg::full({1}, double(i)), tg::zeros({})}; }
+    tg::data::Example<> get(int64_t i) const override { return {tg::full({1}, double(i)), tg::zeros({})}; }
   } small;
   DataLoader shuffled(small, LoaderOptions().batch_size(5).shuffle(true).seed(3));
   shuffled.set_epoch(std::numeric_limits<int64_t>::max());

@@ -28,7 +28,7 @@ struct Counted : tg::data::Dataset {
   int64_t n;
   explicit Counted(int64_t n) : n(n) {}
   int64_t size() const override { return n; }
-  tg::data::Example get(int64_t i) const override {
+  tg::data::Example<> get(int64_t i) const override {
     return {tg::full({1}, static_cast<double>(i)), tg::full(tg::Shape{}, static_cast<double>(i), tg::kInt64)};
   }
 };

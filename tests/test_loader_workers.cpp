@@ -97,7 +97,7 @@ struct SlowDataset : tg::data::Dataset {
   int64_t fail_at = -1;   // get() of this index throws DataError
   mutable std::atomic<int> calls{0};
   int64_t size() const override { return 37; }
-  tg::data::Example get(int64_t i) const override {
+  tg::data::Example<> get(int64_t i) const override {
     ++calls;
     if (i == fail_at) throw tg::DataError("slow dataset: sample " + std::to_string(i) + " is broken");
     if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));

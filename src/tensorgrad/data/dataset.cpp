@@ -18,8 +18,8 @@ void check_index(int64_t index, int64_t size, const char* who) {
 }
 
 /// Stacks one field (data or target) of the examples along a new first dim: B x (...) -> (B, ...).
-RawTensor stack_field(const std::vector<Example>& examples, const std::vector<int64_t>& indices, Tensor Example::*field,
-                   const char* name) {
+RawTensor stack_field(const std::vector<Example<>>& examples, const std::vector<int64_t>& indices,
+                      Tensor Example<>::*field, const char* name) {
   TG_CHECK((examples[0].*field).defined(), DataError, "Dataset::get_batch: sample ", indices[0], " has an undefined ",
            name);
   const RawTensor& first = (examples[0].*field).data();
@@ -44,14 +44,14 @@ RawTensor stack_field(const std::vector<Example>& examples, const std::vector<in
 Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
   TG_CHECK(!indices.empty(), IndexError, "Dataset::get_batch: indices is empty");
   const int64_t n = size();
-  std::vector<Example> examples;
+  std::vector<Example<>> examples;
   examples.reserve(indices.size());
   for (int64_t index : indices) {
     check_index(index, n, "Dataset::get_batch");
     examples.push_back(get(index));
   }
-  return {Tensor(stack_field(examples, indices, &Example::data, "data")),
-          Tensor(stack_field(examples, indices, &Example::target, "target"))};
+  return {Tensor(stack_field(examples, indices, &Example<>::data, "data")),
+          Tensor(stack_field(examples, indices, &Example<>::target, "target"))};
 }
 
 TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data)), targets_(std::move(targets)) {
@@ -65,7 +65,7 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data
   size_ = data_.size(0);
 }
 
-Example TensorDataset::get(int64_t index) const {
+Example<> TensorDataset::get(int64_t index) const {
   check_index(index, size_, "TensorDataset::get");
   return {Tensor(data_.data().select(0, index)), Tensor(targets_.data().select(0, index))};
 }
