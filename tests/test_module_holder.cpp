@@ -203,6 +203,9 @@ TEST_CASE("Linear in both styles: a value registered by reference, and libtorch'
   CHECK_FALSE(t.fc->is_training());
   std::shared_ptr<tg::nn::Linear> p = t.fc.ptr();
   CHECK(p.get() == t.fc.get());
+  auto copy = t.fc.clone();                             // a handle clones the module it stands for
+  CHECK(copy->name() == "Linear(in_features=4, out_features=2, bias=true)");
+  check_close(copy->named_parameters().at(0).second, t.fc->weight);
 }
 
 TEST_CASE("A layer handle: empty until assigned, tg::Error naming the layer when used empty") {
@@ -474,6 +477,13 @@ TEST_CASE("Modules come back from factories: layers move into handles, holders s
   CHECK(net->fc1->weight.shape() == tg::Shape{3, 5});
   tg::nn::Sequential seq = make_seq();
   CHECK(seq->size() == 2);
+  auto w = tg::randn({5, 2});
+  tg::nn::Embedding emb = tg::nn::Embedding::from_pretrained(w);   // libtorch's from_pretrained gives the holder
+  CHECK(emb.is_handle());
+  check_close(emb->weight, w);
+  check_close(emb(tg::from_vector(std::vector<int64_t>{4})), w.index({4}).unsqueeze(0));
+  emb = tg::nn::Embedding::from_pretrained(tg::zeros({3, 2}));      // and is assigned to one
+  CHECK(emb->weight.shape() == tg::Shape{3, 2});
   tg::nn::Module parent;
   parent.register_module("fc", l);
   parent.register_module("seq", std::move(seq));

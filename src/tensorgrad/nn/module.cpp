@@ -440,6 +440,7 @@ std::unique_ptr<Module> Module::new_instance() const {
 }
 
 std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const {
+  if (handle_) return resolved().clone(device);   // a handle copies the module it stands for
   std::unique_ptr<Module> copy;
   {
     init::SkipInitGuard skip_init;   // every value is overwritten below; draw nothing

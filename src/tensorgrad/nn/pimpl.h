@@ -258,7 +258,7 @@ std::ostream& operator<<(std::ostream& os, const ModuleHolder<Contained>& holder
 /// Makes a built-in layer class its own libtorch holder (Note [Value modules and handles]): placed in
 /// the class (through TG_LAYER_HANDLE, TG_LAYER_HANDLE_VIA or TG_LAYER_HANDLE_DEFAULT), with INIT the
 /// mem-initializer of the handle's constructors, it adds the handle state (`Name x{nullptr}`,
-/// `Name x = std::shared_ptr<Name>(...)`, assignment of a std::shared_ptr or of a moved layer), ->, *, get(), ptr(), is_empty() and an
+/// `Name x = std::shared_ptr<Name>(...)` or a std::unique_ptr, assignment of a std::shared_ptr or of a moved layer), ->, *, get(), ptr(), is_empty() and an
 /// explicit bool, and the marker register_module reads to take the class's temporaries.
 #define TG_LAYER_HANDLE_INIT(Name, INIT)                                                                       \
  public:                                                                                                       \
@@ -270,11 +270,18 @@ std::ostream& operator<<(std::ostream& os, const ModuleHolder<Contained>& holder
   Name(std::shared_ptr<Name> module) INIT { /* NOLINT: implicit, as libtorch's */                                   \
     ::tg::detail::ModuleAccess::make_handle(*this, std::move(module));                                         \
   }                                                                                                            \
+  Name(std::unique_ptr<Name> module) INIT { /* NOLINT: implicit (Embedding::from_pretrained's result) */         \
+    ::tg::detail::ModuleAccess::make_handle(*this, std::shared_ptr<Name>(std::move(module)));                 \
+  }                                                                                                            \
   Name(Name&& other) INIT {                                                                                    \
     ::tg::detail::ModuleAccess::make_handle(*this, ::tg::detail::ModuleAccess::adopt(other));                 \
   }                                                                                                            \
   Name& operator=(std::shared_ptr<Name> module) {                                                              \
     ::tg::detail::ModuleAccess::make_handle(*this, std::move(module));                                         \
+    return *this;                                                                                              \
+  }                                                                                                            \
+  Name& operator=(std::unique_ptr<Name> module) {                                                              \
+    ::tg::detail::ModuleAccess::make_handle(*this, std::shared_ptr<Name>(std::move(module)));                 \
     return *this;                                                                                              \
   }                                                                                                            \
   Name& operator=(Name&& other) {                                                                              \
