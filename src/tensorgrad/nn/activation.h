@@ -35,6 +35,7 @@ class GELU : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<GELU>(approximate_); }
  private:
   std::string approximate_;
+  TG_LAYER_HANDLE(GELU)
 };
 
 /// silu(x) as a module (torch::nn::SiLU).
@@ -46,6 +47,7 @@ class SiLU : public Module {
   std::string name() const override { return "SiLU()"; }
   /// A SiLU (for clone()).
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<SiLU>(); }
+  TG_LAYER_HANDLE_DEFAULT(SiLU)
 };
 
 /// Options of Softplus (torch::nn::SoftplusOptions): SoftplusOptions().beta(2).threshold(10).
@@ -75,6 +77,7 @@ class Softplus : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Softplus>(beta_, threshold_); }
  private:
   double beta_, threshold_;
+  TG_LAYER_HANDLE(Softplus)
 };
 
 /// Options of LeakyReLU (torch::nn::LeakyReLUOptions): LeakyReLUOptions().negative_slope(0.2).
@@ -100,7 +103,17 @@ class LeakyReLU : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<LeakyReLU>(negative_slope_); }
  private:
   double negative_slope_;
+  TG_LAYER_HANDLE(LeakyReLU)
 };
+
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using GELUImpl = GELU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SiLUImpl = SiLU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SoftplusImpl = Softplus;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using LeakyReLUImpl = LeakyReLU;
 
 }  // namespace nn
 }  // namespace tg

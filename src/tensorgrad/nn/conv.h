@@ -69,6 +69,7 @@ class Conv2d : public Module {
   int64_t in_, out_;
   std::vector<int64_t> kernel_;
   Conv2dOptions options_;
+  TG_LAYER_HANDLE(Conv2d)
 };
 
 /// conv1d(x, weight, bias, ...) as a module (torch::nn::Conv1d): weight (out, in / groups, k), bias (out).
@@ -88,6 +89,7 @@ class Conv1d : public Module {
  private:
   int64_t in_, out_, kernel_;
   Conv1dOptions options_;
+  TG_LAYER_HANDLE(Conv1d)
 };
 
 /// Options of MaxPool2d, as libtorch names them: MaxPool2dOptions(3).stride(2).padding(1).dilation(2)
@@ -167,6 +169,7 @@ class MaxPool2d : public Module {
   std::unique_ptr<Module> new_instance() const override;
  private:
   MaxPool2dOptions o_;
+  TG_LAYER_HANDLE_VIA(MaxPool2d, 1)
 };
 
 /// avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode) as a module
@@ -191,6 +194,7 @@ class AvgPool2d : public Module {
   std::unique_ptr<Module> new_instance() const override;
  private:
   AvgPool2dOptions o_;
+  TG_LAYER_HANDLE_VIA(AvgPool2d, 1)
 };
 
 /// adaptive_avg_pool2d(x, output_size) as a module (torch::nn::AdaptiveAvgPool2d).
@@ -208,7 +212,19 @@ class AdaptiveAvgPool2d : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveAvgPool2d>(output_size_); }
  private:
   std::vector<int64_t> output_size_;
+  TG_LAYER_HANDLE(AdaptiveAvgPool2d)
 };
+
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using Conv2dImpl = Conv2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using Conv1dImpl = Conv1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using MaxPool2dImpl = MaxPool2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AvgPool2dImpl = AvgPool2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveAvgPool2dImpl = AdaptiveAvgPool2d;
 
 }  // namespace nn
 }  // namespace tg

@@ -1,4 +1,4 @@
-// nn/layers.cpp: layer constructors (PyTorch's default init) and Sequential::forward.
+// nn/layers.cpp: layer constructors (PyTorch's default init) and names.
 #include "tensorgrad/nn/layers.h"
 
 #include <cmath>
@@ -89,50 +89,6 @@ std::string Dropout::name() const {
   std::ostringstream os;
   os << "Dropout(p=" << p_ << ")";
   return os.str();
-}
-
-// Destroying nested Sequentials recursively (~Sequential -> ~unique_ptr -> ~Sequential ...) uses one
-// stack frame per level; instead the owned children of every Sequential met are moved into one
-// heap-allocated list, so each module dies with nothing left to destroy below it.
-Sequential::~Sequential() {
-  std::vector<std::unique_ptr<Module>> pending = std::move(owned_);
-  while (!pending.empty()) {
-    std::unique_ptr<Module> m = std::move(pending.back());
-    pending.pop_back();
-    if (auto* s = dynamic_cast<Sequential*>(m.get())) {
-      for (auto& c : s->owned_) pending.push_back(std::move(c));
-      s->owned_.clear();
-    }
-  }
-}
-
-Tensor Sequential::forward(const Tensor& x) {
-  Tensor y = x;
-  for (auto& m : owned_) y = (*m)(y);
-  return y;
-}
-
-Module& Sequential::push_back(std::unique_ptr<Module> module) {
-  return push_back(std::to_string(owned_.size()), std::move(module));
-}
-
-Module& Sequential::push_back(const std::string& name, std::unique_ptr<Module> module) {
-  TG_CHECK(module != nullptr, Error, "Sequential::push_back: the module is null");
-  Module& ref = *module;
-  register_module(name, ref);   // refuses an empty or dotted name and one already taken
-  names_.push_back(name);
-  owned_.push_back(std::move(module));
-  return ref;
-}
-
-std::unique_ptr<Module> Sequential::new_instance() const {
-  auto copy = std::make_unique<Sequential>();
-  for (const auto& m : owned_) {
-    std::unique_ptr<Module> child = m->new_instance();
-    TG_CHECK(child != nullptr, Error, "clone: ", m->name(), ": new_instance() returned null");
-    copy->push_back(names_[copy->owned_.size()], std::move(child));
-  }
-  return copy;
 }
 
 }  // namespace nn

@@ -1,12 +1,14 @@
 /// \file
 /// nn/layers.h: the standard layers and losses as Modules: Linear, Embedding, ReLU, Sigmoid, Tanh,
-/// Dropout, Flatten, Sequential, CrossEntropyLoss, MSELoss. Each forward is one call into ops/ops.h.
+/// Dropout, Flatten, CrossEntropyLoss, MSELoss (and Sequential, from nn/container.h). Each forward is
+/// one call into ops/ops.h.
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tensorgrad/nn/container.h"
 #include "tensorgrad/nn/module.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -31,6 +33,7 @@ class Linear : public Module {
   Tensor bias;     ///< (out_features), registered as "bias"; undefined when bias = false
  private:
   int64_t in_features_, out_features_;
+  TG_LAYER_HANDLE(Linear)
 };
 
 /// A lookup table of num_embeddings vectors of embedding_dim (torch::nn::Embedding): int64 indices
@@ -58,6 +61,7 @@ class Embedding : public Module {
  private:
   int64_t num_embeddings_, embedding_dim_;
   std::optional<int64_t> padding_idx_;
+  TG_LAYER_HANDLE(Embedding)
 };
 
 /// relu(x) as a module (torch::nn::ReLU).
@@ -69,6 +73,7 @@ class ReLU : public Module {
   std::string name() const override { return "ReLU()"; }
   /// A ReLU (for clone()).
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<ReLU>(); }
+  TG_LAYER_HANDLE_DEFAULT(ReLU)
 };
 /// sigmoid(x) as a module (torch::nn::Sigmoid).
 class Sigmoid : public Module {
@@ -79,6 +84,7 @@ class Sigmoid : public Module {
   std::string name() const override { return "Sigmoid()"; }
   /// A Sigmoid (for clone()).
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Sigmoid>(); }
+  TG_LAYER_HANDLE_DEFAULT(Sigmoid)
 };
 /// tanh(x) as a module (torch::nn::Tanh).
 class Tanh : public Module {
@@ -89,6 +95,7 @@ class Tanh : public Module {
   std::string name() const override { return "Tanh()"; }
   /// A Tanh (for clone()).
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Tanh>(); }
+  TG_LAYER_HANDLE_DEFAULT(Tanh)
 };
 
 /// Zeroes elements with probability p while training; the identity in eval().
@@ -104,6 +111,7 @@ class Dropout : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Dropout>(p_); }
  private:
   double p_;
+  TG_LAYER_HANDLE(Dropout)
 };
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
@@ -119,43 +127,7 @@ class Flatten : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Flatten>(start_, end_); }
  private:
   int64_t start_, end_;
-};
-
-/// Runs its children in order. Built in place: seq.add<Linear>(784, 128); seq.add<ReLU>();
-class Sequential : public Module {
- public:
-  Sequential() = default;
-  /// Destroys the owned children iteratively: a chain of 10^6 nested Sequentials must not overflow
-  /// the stack.
-  ~Sequential() override;
-  /// Builds an M from args, owned by the Sequential, registers it as child "0", "1", ... and
-  /// returns it.
-  template <class M, class... Args>
-  M& add(Args&&... args) {
-    auto owned = std::make_unique<M>(std::forward<Args>(args)...);
-    M& ref = *owned;
-    names_.push_back(std::to_string(owned_.size()));
-    register_module(names_.back(), ref);
-    owned_.push_back(std::move(owned));
-    return ref;
-  }
-  /// Takes ownership of an already built module (a clone(), a quantized layer) and registers it as
-  /// the next child; returns it. Error for a null module.
-  Module& push_back(std::unique_ptr<Module> module);
-  /// The same under a name of its own (PyTorch's Sequential(OrderedDict(...))): a state_dict then
-  /// says "fc1.weight" instead of "0.weight". Error for a null module or a name already taken.
-  Module& push_back(const std::string& name, std::unique_ptr<Module> module);
-  /// Each child in order, called as child(x) so that its hooks run; x itself when empty.
-  Tensor forward(const Tensor& x) override;
-  /// "Sequential".
-  std::string name() const override { return "Sequential"; }
-  /// The number of children.
-  std::size_t size() const { return owned_.size(); }
-  /// A Sequential of fresh instances of the same children (for clone()).
-  std::unique_ptr<Module> new_instance() const override;
- private:
-  std::vector<std::unique_ptr<Module>> owned_;
-  std::vector<std::string> names_;   // the children's names, in the order of owned_
+  TG_LAYER_HANDLE(Flatten)
 };
 
 /// Options of CrossEntropyLoss, PyTorch style: CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1).
@@ -205,6 +177,21 @@ class MSELoss {
  private:
   Reduction reduction_;
 };
+
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using LinearImpl = Linear;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using EmbeddingImpl = Embedding;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using ReLUImpl = ReLU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SigmoidImpl = Sigmoid;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using TanhImpl = Tanh;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using DropoutImpl = Dropout;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using FlattenImpl = Flatten;
 
 }  // namespace nn
 }  // namespace tg

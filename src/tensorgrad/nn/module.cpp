@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 #endif
 #include <cstdlib>
+#include <sstream>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,8 +51,78 @@ bool Module::has_forward_hooks() const {
   return hooks != nullptr && (!hooks->pre.empty() || !hooks->post.empty());
 }
 
-Tensor Module::forward(const Tensor&) {
+std::string Module::class_name_of(const std::type_info& type) { return class_name(type); }
+
+void Module::pretty_print(std::ostream& os) const { os << name(); }
+
+Tensor Module::forward(const Tensor& x) {
+  // A libtorch-style forward (Note [The forward of a libtorch-style module] in nn/pimpl.h), once per
+  // module on this thread: a module whose static type has no forward of its own would call back here.
+  thread_local const Module* active = nullptr;
+  if (libtorch_forward_ && active != this) {
+    struct Restore {
+      const Module* saved;
+      ~Restore() { active = saved; }
+    } restore{active};
+    active = this;
+    return libtorch_forward_(*this, x);
+  }
   throw Error(name() + ": forward(const Tensor&) is not implemented; override it in your Module");
+}
+
+// ------------------------------------------------------------------------------------------------
+// handles: Note [Value modules and handles] in nn/pimpl.h
+
+Module& Module::resolved() { return const_cast<Module&>(static_cast<const Module&>(*this).resolved()); }
+
+const Module& Module::resolved() const {
+  if (!handle_) return *this;
+  TG_CHECK(handle_target_ != nullptr, Error, class_name(typeid(*this)),
+           ": accessing an empty handle (constructed from nullptr); assign it a module first, e.g. fc = "
+           "register_module(\"fc\", tg::nn::Linear(784, 64))");
+  return *handle_target_;
+}
+
+std::shared_ptr<Module> Module::shared() {
+  Module& m = resolved();
+  if (&m != this) return handle_target_;
+  if (std::shared_ptr<Module> owner = weak_from_this().lock()) return owner;
+  return std::shared_ptr<Module>(std::shared_ptr<Module>(), this);   // does not own: see shared()
+}
+
+Tensor Module::handle_call(const Tensor& x) { return resolved()(x); }
+
+std::shared_ptr<Module> Module::handle_target(Module& handle, const std::string& name) {
+  TG_CHECK(handle.handle_target_ != nullptr, Error, "register_module: \"", name, "\" is an empty ",
+           class_name(typeid(handle)), " handle (constructed from nullptr)");
+  return handle.handle_target_;
+}
+
+std::shared_ptr<Module> Module::adopt(Module& temporary, const std::string& name) {
+  if (temporary.handle_) return name.empty() ? temporary.handle_target_ : handle_target(temporary, name);
+  std::unique_ptr<Module> moved = temporary.move_out();
+  TG_CHECK(moved != nullptr, Error, temporary.name(), ": move_out() returned null");
+  return std::shared_ptr<Module>(std::move(moved));
+}
+
+std::unique_ptr<Module> Module::move_out() {
+  std::unique_ptr<Module> fresh;
+  {
+    init::SkipInitGuard skip_init;   // every value is taken from this module below; draw nothing
+    fresh = new_instance();
+  }
+  TG_CHECK(fresh != nullptr, Error, name(), ": new_instance() returned null");
+  const Module& made = *fresh;
+  TG_CHECK(typeid(made) == typeid(*this), Error, "moving ", name(), " into shared ownership: new_instance() built a ",
+           fresh->name(), "; override new_instance() in the derived class");
+  copy_state(*this, *fresh, std::nullopt, /*share=*/true);
+  return fresh;
+}
+
+void Module::add_shared_child(const std::string& name, std::shared_ptr<Module> child) {
+  TG_CHECK(child != nullptr, Error, "register_module: \"", name, "\" is a null module");
+  add_child(name, child.get());
+  owned_children_.push_back(std::move(child));
 }
 
 // Note [Module tree]
@@ -139,33 +210,79 @@ void Module::walk(F&& f) const {   // See Note [Module tree]: each module once, 
   }
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  const Module& self = resolved();
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const TensorImpl*> seen;   // tied parameters once (Note [Module tree])
-  walk([&out, &seen](const std::string& prefix, const Module& m) {
+  self.walk([&](const std::string& prefix, const Module& m) {
+    if (!recurse && &m != &self) return;
     for (const auto& p : m.params_)
-      if (p.second->defined() && seen.insert(p.second->impl().get()).second) out.emplace_back(prefix + p.first, *p.second);
+      if (p.second->defined() && seen.insert(p.second->impl().get()).second)
+        out.emplace_back(prefix + p.first, *p.second);
   });
   return out;
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  const Module& self = resolved();
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const TensorImpl*> seen;
-  walk([&out, &seen](const std::string& prefix, const Module& m) {
+  self.walk([&](const std::string& prefix, const Module& m) {
+    if (!recurse && &m != &self) return;
     for (const auto& b : m.buffers_)
-      if (b.second->defined() && seen.insert(b.second->impl().get()).second) out.emplace_back(prefix + b.first, *b.second);
+      if (b.second->defined() && seen.insert(b.second->impl().get()).second)
+        out.emplace_back(prefix + b.first, *b.second);
   });
   return out;
 }
 
-std::vector<Tensor> Module::parameters() const {
+std::vector<Tensor> Module::parameters(bool recurse) const {
   std::vector<Tensor> out;
-  for (auto& p : named_parameters()) out.push_back(p.second);
+  for (auto& p : named_parameters(recurse)) out.push_back(p.second);
   return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& b : named_buffers(recurse)) out.push_back(b.second);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  for (const auto& c : resolved().children_) out.emplace_back(c.first, c.second->shared());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules(const std::string& name_prefix,
+                                                                                  bool include_self) const {
+  const Module& self = resolved();
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  self.walk([&](const std::string& prefix, const Module& m) {
+    if (&m == &self && !include_self) return;
+    std::string name = prefix.empty() ? name_prefix : prefix.substr(0, prefix.size() - 1);   // drop the last '.'
+    if (!prefix.empty() && !name_prefix.empty()) name = name_prefix + "." + name;
+    out.emplace_back(std::move(name), const_cast<Module&>(m).shared());
+  });
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (auto& m : named_modules("", include_self)) out.push_back(std::move(m.second));
+  return out;
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& m : named_modules()) fn(*m.second);
+}
+
+void Module::apply(const std::function<void(const std::string&, Module&)>& fn, const std::string& name_prefix) {
+  for (auto& m : named_modules(name_prefix)) fn(m.first, *m.second);
 }
 
 Module& Module::to(Device device) {
+  if (handle_) return resolved().to(device);
   try {
     (void)backend_for(device);   // an unusable device is an error even with nothing to move
   } catch (const DeviceError& e) {
@@ -189,6 +306,7 @@ Module& Module::to(Device device) {
 }
 
 Module& Module::to(DType dtype) {
+  if (handle_) return resolved().to(dtype);
   TG_CHECK(is_floating(dtype), DTypeError, "Module::to: parameters must be floating point, got ", dtype_name(dtype));
   // PyTorch's module._apply(lambda t: t.to(dtype) if t.is_floating_point() else t): floating
   // parameters, their gradients and floating buffers; num_batches_tracked and other integer state
@@ -226,6 +344,7 @@ Module& Module::half() { return to(kFloat16); }
 Module& Module::bfloat16() { return to(kBFloat16); }
 
 Module& Module::train(bool on) {
+  if (handle_) return resolved().train(on);
   walk([on](const std::string&, const Module& m) { const_cast<Module&>(m).training_ = on; });
   return *this;
 }
@@ -321,6 +440,7 @@ std::unique_ptr<Module> Module::new_instance() const {
 }
 
 std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const {
+  if (handle_) return resolved().clone(device);   // a handle copies the module it stands for
   std::unique_ptr<Module> copy;
   {
     init::SkipInitGuard skip_init;   // every value is overwritten below; draw nothing
@@ -334,7 +454,7 @@ std::unique_ptr<Module> Module::clone(const std::optional<Device>& device) const
   return copy;
 }
 
-void Module::copy_state(const Module& root, Module& copy_root, const std::optional<Device>& device) {
+void Module::copy_state(const Module& root, Module& copy_root, const std::optional<Device>& device, bool share) {
   NoGradGuard no_grad;
   std::unordered_map<const TensorImpl*, Tensor> copied;   // ties stay ties
   std::unordered_map<const Module*, const Module*> source_of;  // each copied module once, from one source
@@ -371,6 +491,10 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     }
     TG_CHECK(!to.defined() || to.shape() == from.shape(), ShapeError, "clone: new_instance() of ", root.name(),
              " gave \"", name, "\" shape ", shape_str(to.shape()), " instead of ", shape_str(from.shape()));
+    if (share) {   // move_out(): the same tensor, not a copy
+      to = from;
+      return;
+    }
     auto it = copied.find(from.impl().get());
     if (it != copied.end()) {
       to = it->second;
@@ -408,6 +532,11 @@ void Module::copy_state(const Module& root, Module& copy_root, const std::option
     for (std::size_t i = 0; i < from.buffers_.size(); ++i)
       copy_value(*from.buffers_[i].second, *to.buffers_[i].second, prefix + from.buffers_[i].first);
     to.training_ = from.training_;
+    if (!to.libtorch_forward_) to.libtorch_forward_ = from.libtorch_forward_;
+    if (share) {   // move_out(): the module's own state goes with it
+      to.extensions_ = from.extensions_;
+      to.name_ = from.name_;
+    }
     if (tg::detail::ModuleHooks* own = to.hooks_.get()) {   // any its constructor or a layout step registered
       own->pre.clear();
       own->post.clear();
@@ -441,7 +570,7 @@ std::ostream& operator<<(std::ostream& os, const Module& root) {
     int depth;
     bool close;
   };
-  std::vector<Frame> stack{{&root, "", 0, false}};
+  std::vector<Frame> stack{{&root.resolved(), "", 0, false}};
   while (!stack.empty()) {
     Frame f = stack.back();
     stack.pop_back();
@@ -450,7 +579,9 @@ std::ostream& operator<<(std::ostream& os, const Module& root) {
       os << indent << ")" << (f.depth == 0 ? "" : "\n");
       continue;
     }
-    const std::string name = f.m->name();
+    std::ostringstream line;
+    f.m->pretty_print(line);
+    const std::string name = line.str();
     os << indent << f.label << name;
     const auto kids = f.m->children();
     if (kids.empty()) {

@@ -1,8 +1,9 @@
 /// \file
 /// nn/module.h: Module, the base of every layer and model: registration by reference, parameter
 /// traversal with dotted names, device/dtype moves in place, train/eval, forward hooks, clone(),
-/// printing. Layers are in nn/layers.h; the ops they call in ops/ops.h; tensor hooks in
-/// autograd/tensor.h.
+/// printing, libtorch's traversals (modules(), named_modules(), apply()). Layers are in nn/layers.h;
+/// ModuleHolder, TG_MODULE and the handles of the layers in nn/pimpl.h; the containers in
+/// nn/container.h; the ops they call in ops/ops.h; tensor hooks in autograd/tensor.h.
 #pragma once
 #include <deque>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,8 @@ namespace tg {
 namespace nn {
 
 class Module;
+template <class Contained>
+class ModuleHolder;
 
 /// A forward pre-hook (Module::register_forward_pre_hook) in its stored form: returns the input that
 /// forward gets instead, or an undefined Tensor to keep it.
@@ -44,6 +48,36 @@ struct ModuleHooks {
   HookList<ModulePreHook> pre;         ///< register_forward_pre_hook, register_extension_pre_hook
   HookList<nn::ForwardHook> post;      ///< register_forward_hook
 };
+/// What nn/pimpl.h and nn/container.h need of a Module's insides (handles, the forward of a libtorch-style
+/// module, moving a temporary into shared ownership); not for users.
+struct ModuleAccess;
+/// True for a built-in layer that is also its own handle (TG_LAYER_HANDLE in nn/pimpl.h), false for a
+/// type derived from one (a user's `struct MyLinear : Linear`) and every other module.
+template <class M, class = void>
+struct is_layer_handle : std::false_type {};
+/// See the primary template.
+template <class M>
+struct is_layer_handle<M, std::void_t<typename M::tg_layer_handle>> : std::is_same<typename M::tg_layer_handle, M> {};
+/// True for ModuleHolder<I> and the classes derived from one (TG_MODULE's).
+template <class T>
+struct is_module_holder {
+ private:
+  template <class I>
+  static std::true_type test(const nn::ModuleHolder<I>*);
+  static std::false_type test(...);
+ public:
+  static constexpr bool value = decltype(test(std::declval<std::decay_t<T>*>()))::value;   ///< the answer
+};
+/// T itself, or T::ContainedType for a holder (as<Net>() with Net = TG_MODULE's holder gives NetImpl*).
+template <class T, class = void>
+struct contained {
+  using type = T;   ///< a module type
+};
+/// See the primary template.
+template <class T>
+struct contained<T, std::enable_if_t<is_module_holder<T>::value>> {
+  using type = typename T::ContainedType;   ///< the holder's module type
+};
 }  // namespace detail
 
 namespace nn {
@@ -58,8 +92,9 @@ namespace nn {
 /// };
 /// \endcode
 /// Modules are neither copied nor moved: the registered addresses must stay valid; clone() makes an
-/// independent deep copy (see Cloneable).
-class Module {
+/// independent deep copy (see Cloneable). libtorch's style (holders, TG_MODULE, a built-in layer as a
+/// handle, modules shared through std::shared_ptr) is in nn/pimpl.h.
+class Module : public std::enable_shared_from_this<Module> {
  public:
   /// No parameters, buffers or children; training mode.
   Module() = default;
@@ -78,7 +113,9 @@ class Module {
   /// order (each may replace the input), forward, then the forward hooks in registration order (each
   /// sees the input forward got and may replace the output). Call children as child(x), not
   /// child.forward(x), so that their hooks run too.
+  /// A handle (nn/pimpl.h) calls the module it stands for.
   Tensor operator()(const Tensor& x) {
+    if (handle_) return handle_call(x);
     if (hooks_.get() == nullptr) return forward(x);   // never had a hook: no lock, no copy
     return call_with_hooks(x);
   }
@@ -87,14 +124,24 @@ class Module {
   /// ("Net" for `struct Net : tg::nn::Module`), as PyTorch prints modules; override it to add the
   /// options, as the layers do.
   virtual std::string name() const;
+  /// Writes the one-line description of this module, name() by default (libtorch's pretty_print):
+  /// override it to print a module otherwise; operator<< prints each module of the tree with it.
+  virtual void pretty_print(std::ostream& os) const;
 
   /// Registers a child; it must outlive this module (usually a member). Returns it. A module may be
-  /// registered in several parents (it is then visited once), never inside itself.
+  /// registered in several parents (it is then visited once), never inside itself. A handle (a
+  /// layer in libtorch's holder state, nn/pimpl.h) registers the module it stands for, sharing it.
   /// Error for an empty name, a name with '.', one already registered here as a child, parameter
   /// or buffer, or a child that contains this module.
-  template <class M>
+  template <class M, std::enable_if_t<std::is_base_of<Module, M>::value, int> = 0>
   M& register_module(const std::string& name, M& child) {
-    add_child(name, &child);
+    Module& m = child;
+    if (m.is_handle()) {
+      add_shared_child(name, handle_target(m, name));
+    } else {
+      install_forward<M>(child);
+      add_child(name, &child);
+    }
     return child;
   }
   /// Registers a child this module shares ownership of (libtorch's register_module of a
@@ -103,22 +150,47 @@ class Module {
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     static_assert(std::is_base_of<Module, M>::value, "register_module: the child must derive from tg::nn::Module");
-    add_child(name, child.get());
-    owned_children_.push_back(child);
+    TG_CHECK(child != nullptr, Error, "register_module: \"", name, "\" is a null module");
+    install_forward<M>(*child);
+    add_shared_child(name, child);
     return child;
   }
+  /// Registers the module a holder shares (libtorch's register_module of a ModuleHolder, TG_MODULE's
+  /// `net = register_module("net", Net(4))`); returns it as a std::shared_ptr, which a holder or a
+  /// layer handle takes. Error for an empty holder, or as above.
+  template <class I>
+  std::shared_ptr<I> register_module(const std::string& name, const ModuleHolder<I>& holder) {
+    TG_CHECK(!holder.is_empty(), Error, "register_module: \"", name, "\" is an empty ", class_name_of(typeid(I)),
+             " holder (constructed from nullptr)");
+    return register_module(name, holder.ptr());
+  }
+  /// Registers a temporary built-in layer (libtorch's `fc = register_module("fc", tg::nn::Linear(784, 64))`):
+  /// the layer moves into a module this one shares ownership of (its parameters, buffers, training mode
+  /// and hooks: no value is copied), which is returned; assigned to a layer member, the member becomes
+  /// its handle (Note [Value modules and handles] in nn/pimpl.h). A temporary handle registers its module.
+  template <class M,
+            std::enable_if_t<!std::is_lvalue_reference<M>::value && tg::detail::is_layer_handle<M>::value, int> = 0>
+  std::shared_ptr<M> register_module(const std::string& name, M&& child) {
+    std::shared_ptr<Module> owned = adopt(child, name);
+    add_shared_child(name, owned);
+    return std::static_pointer_cast<M>(owned);
+  }
   // Note [Temporaries in register_module]
-  // Children are registered by reference, so a temporary (register_module("fc", Linear(4, 2))) would
-  // be destroyed at the end of the statement and leave a dangling child. Such a call selects the
-  // overload below, which stops the compilation with a readable message; the lvalue overload above
-  // is the better match for members (T& is more specialized than a forwarding reference).
-  /// Rejected at compile time: a temporary module cannot be registered by reference.
-  template <class M, class = std::enable_if_t<!std::is_lvalue_reference<M>::value>>
+  // Children are registered by reference, so a temporary of a module type of the user's
+  // (register_module("net", Net())) would be destroyed at the end of the statement and leave a
+  // dangling child. Such a call selects the overload below, which stops the compilation with a
+  // readable message; the lvalue overload above is the better match for members. The built-in layers
+  // are their own handles (nn/pimpl.h), so their temporaries move into shared ownership instead.
+  /// Rejected at compile time: a temporary module of a user type cannot be registered by reference.
+  template <class M, std::enable_if_t<!std::is_lvalue_reference<M>::value && std::is_base_of<Module, M>::value &&
+                                          !tg::detail::is_layer_handle<M>::value, int> = 0>
   M& register_module(const std::string& name, M&& child) {
     static_assert(!std::is_same<M, M>::value,
                   "register_module: cannot register a temporary module, it would be destroyed at the end of the "
-                  "statement. Make it a member and register the member (register_module(\"fc\", fc)), or pass "
-                  "a std::shared_ptr (register_module(\"fc\", std::make_shared<Linear>(4, 2))) to share ownership.");
+                  "statement. Make it a member and register the member (register_module(\"fc\", fc)), pass "
+                  "a std::shared_ptr (register_module(\"fc\", std::make_shared<Net>())) to share ownership, or "
+                  "give the module a holder with TG_MODULE(Net) and register the holder "
+                  "(register_module(\"net\", Net())).");
     (void)name;
     return child;
   }
@@ -126,9 +198,17 @@ class Module {
   /// v is kept by reference (usually a member) and may still be undefined (an optional bias);
   /// undefined parameters are skipped by the traversals. Error for a bad or repeated name.
   Tensor& register_parameter(const std::string& name, Tensor& v, bool requires_grad = true);
+  /// Registers a tensor that is no member (libtorch's `W = register_parameter("W", tg::randn({3, 4}))`):
+  /// the module keeps it (hold()) and returns its slot, which a member may copy: both are handles to
+  /// one tensor, which to(), load() and the optimizers update in place.
+  Tensor& register_parameter(const std::string& name, Tensor&& v, bool requires_grad = true) {
+    return register_parameter(name, hold(std::move(v)), requires_grad);
+  }
   /// Registers a non-parameter state tensor (kept by reference, moved by to(Device), saved in
   /// checkpoints, never given to optimizers); returns v. Error for a bad or repeated name.
   Tensor& register_buffer(const std::string& name, Tensor& v);
+  /// Registers a state tensor that is no member, kept by the module, as register_parameter(name, Tensor&&).
+  Tensor& register_buffer(const std::string& name, Tensor&& v) { return register_buffer(name, hold(std::move(v))); }
   /// Keeps v in the module itself and returns its slot, whose address stays valid while the module
   /// lives: for state that is no member, as register_parameter(name, hold(v)) (nn::utils::prune's
   /// weight_orig and weight_mask).
@@ -163,14 +243,58 @@ class Module {
   void remove_extension_pre_hook(const std::string& key);
 
   /// Every defined parameter of this module and its descendants, in registration order (depth first),
-  /// each once: a module registered twice and a tied weight appear under their first name only.
-  std::vector<Tensor> parameters() const;
-  /// The same, with dotted names: "fc1.weight", "fc1.bias", ...
-  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  /// each once: a module registered twice and a tied weight appear under their first name only. With
+  /// recurse false, this module's own only (libtorch's parameters(bool recurse = true)).
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  /// The same, with dotted names: "fc1.weight", "fc1.bias", ... (libtorch returns an OrderedDict:
+  /// item.key() and item.value() there are .first and .second here).
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   /// Every defined buffer of this module and its descendants, with dotted names.
-  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
-  /// The direct children with their names, in registration order.
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  /// Every defined buffer, as parameters() (libtorch's buffers(bool recurse = true)).
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  /// The direct children with their names, in registration order. libtorch's children() gives the
+  /// modules without names: write c.second where libtorch writes c (named_children() has both).
   std::vector<std::pair<std::string, Module*>> children() const { return children_; }
+  /// The direct children with their names, each as a std::shared_ptr (libtorch's named_children();
+  /// see shared() for the ones this module holds by reference).
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  /// This module (unless include_self is false) and every descendant, pre-order, each once (libtorch's
+  /// modules()); see shared() for the pointers.
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true) const;
+  /// The same with dotted names, this module under name_prefix ("" by default; libtorch's named_modules).
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules(const std::string& name_prefix = "",
+                                                                             bool include_self = true) const;
+  /// Calls fn on this module and every descendant, pre-order (libtorch's apply; PyTorch's Python
+  /// apply visits the children first).
+  void apply(const std::function<void(Module&)>& fn);
+  /// The same with each module's dotted name, this one named name_prefix.
+  void apply(const std::function<void(const std::string&, Module&)>& fn, const std::string& name_prefix = "");
+  /// This module as a T (a layer, a module type of the user's, or a TG_MODULE holder's Impl), or
+  /// nullptr when it is none (libtorch's as<T>()); a handle gives the module it stands for.
+  template <class T>
+  typename tg::detail::contained<T>::type* as() noexcept {
+    Module* m = handle_ ? handle_target_.get() : this;
+    return dynamic_cast<typename tg::detail::contained<T>::type*>(m);
+  }
+  /// See as().
+  template <class T>
+  const typename tg::detail::contained<T>::type* as() const noexcept {
+    return const_cast<Module*>(this)->as<T>();
+  }
+
+  // ---- handles. See Note [Value modules and handles] in nn/pimpl.h.
+  /// True when this object is a handle, a layer in libtorch's holder state (`tg::nn::Linear fc{nullptr}`,
+  /// or one a std::shared_ptr was assigned to), standing for another module, or for none when empty.
+  bool is_handle() const noexcept { return handle_; }
+  /// The module this object stands for: a handle's, else itself. tg::Error for an empty handle.
+  Module& resolved();
+  /// See resolved().
+  const Module& resolved() const;
+  /// resolved() as a std::shared_ptr: a handle's shared module; this module when a std::shared_ptr
+  /// owns it (make_shared, a holder, a container); else a pointer that does not own it, valid as
+  /// long as the module (a member registered by reference) lives.
+  std::shared_ptr<Module> shared();
 
   /// Moves every parameter, gradient and buffer in place (their handles keep working). Returns *this.
   /// All copies are made before any is swapped in, so a failure (DeviceError) leaves the module as it was.
@@ -275,12 +399,25 @@ class Module {
   /// Whether a forward pre-hook or forward hook is registered (Cloneable's calls with several inputs
   /// refuse them).
   bool has_forward_hooks() const;
+  /// A module of this one's type that takes over its state, for the std::shared_ptr that a temporary
+  /// moves into (register_module of a temporary layer, Sequential(Linear(4, 2), ...)): by default a
+  /// new_instance() given this module's parameter and buffer handles (shared, not copied), training
+  /// mode, forward hooks and extension state; the containers override it to pass their children on.
+  virtual std::unique_ptr<Module> move_out();
 
  private:
+  friend struct detail::ModuleAccess;
+  template <class M>
+  void install_forward(M& m);   // See Note [The forward of a libtorch-style module] in nn/pimpl.h
+  void add_shared_child(const std::string& name, std::shared_ptr<Module> child);
+  static std::shared_ptr<Module> handle_target(Module& handle, const std::string& name);
+  static std::shared_ptr<Module> adopt(Module& temporary, const std::string& name);
+  static std::string class_name_of(const std::type_info& type);
+  Tensor handle_call(const Tensor& x);
   RemovableHandle add_forward_pre_hook(ForwardPreHook hook);
   RemovableHandle add_forward_hook(ForwardHook hook);
   Tensor call_with_hooks(const Tensor& x);
-  static void copy_state(const Module& from, Module& to, const std::optional<Device>& device);
+  static void copy_state(const Module& from, Module& to, const std::optional<Device>& device, bool share = false);
   void add_child(const std::string& name, Module* child);
   void check_new_name(const char* who, const std::string& name) const;   // Note [Module tree], module.cpp
   template <class F>
@@ -297,6 +434,9 @@ class Module {
   tg::detail::LazyHooks<tg::detail::ModuleHooks> hooks_;   // See Note [Hook lists] in autograd/engine.cpp
   std::string name_;                                        // Module(name); empty: the class name
   std::vector<std::shared_ptr<Module>> owned_children_;     // registered as std::shared_ptr
+  bool handle_ = false;                                      // See Note [Value modules and handles]
+  std::shared_ptr<Module> handle_target_;                    // a handle's module; null: empty
+  std::function<Tensor(Module&, const Tensor&)> libtorch_forward_;   // install_forward()
 };
 
 /// True for exactly one argument that is a Tensor (the one-input call with hooks).
@@ -363,8 +503,10 @@ class Cloneable : public Module {
   }
 };
 
-/// Prints the module tree like PyTorch: each module's name(), children indented under it.
+/// Prints the module tree like PyTorch: each module's pretty_print(), children indented under it.
 std::ostream& operator<<(std::ostream& os, const Module& m);
 
 }  // namespace nn
 }  // namespace tg
+
+#include "tensorgrad/nn/pimpl.h"   // ModuleHolder and install_forward, which the templates above use

@@ -30,6 +30,8 @@ class BatchNorm : public Module {
   Tensor running_var;           ///< (num_features) buffer "running_var"
   Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"
  protected:
+  /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
+  BatchNorm() = default;
   /// ShapeError unless x has a rank this layer accepts.
   virtual void check_input(const Tensor& x) const = 0;
   /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
@@ -57,6 +59,7 @@ class BatchNorm1d : public BatchNorm {
  protected:
   /// ShapeError unless x is 2-D or 3-D.
   void check_input(const Tensor& x) const override;
+  TG_LAYER_HANDLE(BatchNorm1d)
 };
 
 /// Batch normalization of (N, C, H, W) input (torch::nn::BatchNorm2d).
@@ -75,6 +78,7 @@ class BatchNorm2d : public BatchNorm {
  protected:
   /// ShapeError unless x is 4-D.
   void check_input(const Tensor& x) const override;
+  TG_LAYER_HANDLE(BatchNorm2d)
 };
 
 /// layer_norm(x, normalized_shape, weight, bias, eps) as a module (torch::nn::LayerNorm): weight
@@ -97,6 +101,7 @@ class LayerNorm : public Module {
   std::vector<int64_t> normalized_shape_;
   double eps_;
   bool affine_;
+  TG_LAYER_HANDLE(LayerNorm)
 };
 
 /// group_norm(x, num_groups, weight, bias, eps) as a module (torch::nn::GroupNorm): weight (ones) and
@@ -120,7 +125,17 @@ class GroupNorm : public Module {
   int64_t num_groups_, num_channels_;
   double eps_;
   bool affine_;
+  TG_LAYER_HANDLE(GroupNorm)
 };
+
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using BatchNorm1dImpl = BatchNorm1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using BatchNorm2dImpl = BatchNorm2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using LayerNormImpl = LayerNorm;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using GroupNormImpl = GroupNorm;
 
 }  // namespace nn
 }  // namespace tg
