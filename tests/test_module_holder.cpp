@@ -121,7 +121,7 @@ TEST_CASE("ModuleHolder: forward of any arity and result through the holder") {
   check_close(pair(a, b), a * b);              // model(x, y)
 }
 
-TEST_CASE("ModuleHolder: one-input calls run the forward hooks; other calls refuse them") {
+TEST_CASE("ModuleHolder: one-input calls run the forward hooks, other calls refuse them") {
   tg::manual_seed(2);
   TwoLayer net(2);
   int calls = 0;
@@ -312,7 +312,7 @@ TEST_CASE("register_parameter and register_buffer of a tensor that is no member 
   CHECK(m.buffers().size() == 1);
 }
 
-TEST_CASE("Sequential(m1, m2, ...): values, holders, pointers and members; PyTorch's values") {
+TEST_CASE("Sequential(m1, m2, ...): values, holders, pointers and members, PyTorch's values") {
   tg::nn::Linear first(2, 3);
   tg::nn::Sequential seq(std::move(first), tg::nn::ReLU(), std::make_shared<tg::nn::Linear>(3, 1));
   CHECK(seq.size() == 3);
@@ -436,7 +436,7 @@ TEST_CASE("modules(), named_modules(), named_children(), apply(): PyTorch's orde
   CHECK(owned->shared() == owned);
 }
 
-TEST_CASE("as<T>() on modules and holders; is_training(); pretty_print and printing holders") {
+TEST_CASE("as<T>() on modules and holders, is_training(), pretty_print and printing holders") {
   TwoLayer net(2);
   tg::nn::Module& base = *net;
   CHECK(base.as<TwoLayerImpl>() == net.get());
