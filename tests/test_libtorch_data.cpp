@@ -189,7 +189,7 @@ TEST_CASE("libtorch data: make_data_loader shuffles by default (RandomSampler), 
   CHECK(epoch_targets(*again) == e2);
 }
 
-TEST_CASE("libtorch data: without Stack a batch is std::vector<Example<>>; Lambda and TensorLambda transforms") {
+TEST_CASE("libtorch data: without Stack a batch is std::vector<Example<>>, with Lambda and TensorLambda transforms") {
   auto dataset = Squares(6).map(transforms::Lambda<Example<>>([](Example<> e) {
     e.data = e.data * 10.0;
     return e;
