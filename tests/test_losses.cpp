@@ -192,3 +192,27 @@ TEST_CASE("losses: dropout2d zeroes whole channels") {
   TG_CHECK_THROWS(tg::dropout2d(tg::ones({4}), 0.5), tg::ShapeError, "at least 2 dims");
   TG_CHECK_THROWS(tg::dropout2d(x, 1.5), tg::Error, "between 0 and 1");
 }
+
+TEST_CASE("losses: the loss objects of torch::nn call the functions with their options") {
+  tg::manual_seed(5);
+  const Tensor logp = tg::log_softmax(tg::randn({6, 4}, tg::kFloat64), 1);
+  const Tensor cls = tg::from_vector(std::vector<int64_t>{0, 3, 1, 2, -100, 1}, {6});
+  const Tensor w = tg::from_vector(std::vector<double>{1, 2, 0.5, 1}, {4});
+  tg::nn::NLLLoss nll(tg::nn::NLLLossOptions().weight(w).reduction(tg::kSum));
+  check_close(nll(logp, cls), tg::nll_loss(logp, cls, w, tg::Reduction::Sum).to_vector<double>());
+  check_close(nll->forward(logp, cls), tg::nll_loss(logp, cls, w, tg::Reduction::Sum).to_vector<double>());
+  CHECK(tg::nn::NLLLoss().options().ignore_index_ == -100);
+
+  const Tensor p = tg::sigmoid(tg::randn({3, 4}, tg::kFloat64)), t = tg::rand({3, 4}, tg::kFloat64);
+  check_close(tg::nn::BCELoss()(p, t), tg::binary_cross_entropy(p, t).to_vector<double>());
+  check_close(tg::nn::BCELoss(tg::nn::BCELossOptions().reduction(tg::kNone))(p, t),
+              tg::binary_cross_entropy(p, t, Tensor(), tg::Reduction::None).to_vector<double>());
+  const Tensor logits = tg::randn({3, 4}, tg::kFloat64), pw = tg::full({4}, 2.0, tg::kFloat64);
+  check_close(tg::nn::BCEWithLogitsLoss(tg::nn::BCEWithLogitsLossOptions().pos_weight(pw))(logits, t),
+              tg::binary_cross_entropy_with_logits(logits, t, Tensor(), pw).to_vector<double>());
+  check_close(tg::nn::L1Loss(tg::kSum)(logits, t), tg::l1_loss(logits, t, tg::Reduction::Sum).to_vector<double>());
+  check_close(tg::nn::SmoothL1Loss(tg::nn::SmoothL1LossOptions().beta(0.3))(logits, t),
+              tg::smooth_l1_loss(logits, t, tg::Reduction::Mean, 0.3).to_vector<double>());
+  check_close(tg::nn::HuberLoss(tg::nn::HuberLossOptions(tg::kSum).delta(0.4))->forward(logits, t),
+              tg::huber_loss(logits, t, tg::Reduction::Sum, 0.4).to_vector<double>());
+}
