@@ -322,8 +322,8 @@ class SmallVector {
   }
 
   union {
-    alignas(T) unsigned char inline_[N * sizeof(T)];   // the first N elements
-    T* heap_;                                          // all elements once capacity_ > N
+    alignas(T) unsigned char inline_[N * sizeof(T)];   ///< the first N elements
+    T* heap_;                                          ///< all elements once capacity_ > N
   };
   uint32_t size_ = 0;
   uint32_t capacity_ = N;
