@@ -41,6 +41,7 @@ TEST_CASE("libtorch spellings: a bare integer where libtorch takes an IntArrayRe
   CHECK(sizes_of(tg::randn(3)) == std::vector<int64_t>{3});               // torch::randn(3)
   CHECK(sizes_of(tg::zeros(2)) == std::vector<int64_t>{2});
   CHECK(sizes_of(tg::empty(4, tg::Device(tg::kCPU))) == std::vector<int64_t>{4});   // torch::empty(n, device)
+  CHECK(tg::empty(4, tg::kCPU).device().is_cpu());                                    // torch::empty(4, torch::kCPU)
   CHECK(sizes_of(tg::full(3, 2.0)) == std::vector<int64_t>{3});
   CHECK(sizes_of(tg::randint(0, 5, 6)) == std::vector<int64_t>{6});
   CHECK(tg::ones({}).dim() == 0);                                          // {} is still a 0-d shape
@@ -275,7 +276,13 @@ TEST_CASE("libtorch spellings: layers built from libtorch's options objects") {
   CHECK(tg::nn::Dropout(tg::nn::DropoutOptions().p(0.3)).name() == "Dropout(p=0.3)");
   CHECK(tg::nn::Dropout(0.4).name() == "Dropout(p=0.4)");
 
-  tg::nn::Embedding emb(tg::nn::EmbeddingOptions(10, 3).padding_idx(0));
+  TG_CHECK_THROWS(tg::nn::Dropout(tg::nn::DropoutOptions(0.2).inplace(true)), tg::Error,
+                  "Dropout: DropoutOptions().inplace(true) is not supported");
+  CHECK(tg::nn::Dropout(tg::nn::DropoutOptions(0.2).inplace(false)).name() == "Dropout(p=0.2)");
+
+  tg::nn::Embedding emb(tg::nn::EmbeddingOptions(10, 3).padding_idx(0).sparse(false));
+  TG_CHECK_THROWS(tg::nn::Embedding(tg::nn::EmbeddingOptions(10, 3).sparse(true)), tg::Error,
+                  "Embedding: EmbeddingOptions().sparse(true) is not supported");
   CHECK(emb.padding_idx() == 0);
   CHECK(sizes_of(emb.weight) == std::vector<int64_t>{10, 3});
 
@@ -323,6 +330,17 @@ TEST_CASE("libtorch spellings: tg::nn::functional as torch::nn::functional") {
   check_close(F::dropout(x, F::DropoutFuncOptions().p(0.5).training(false)), x, 0);  // identity when not training
   const Tensor dropped = F::dropout(x, F::DropoutFuncOptions().p(0.5));               // training by default
   CHECK(dropped.eq(0.0).sum().item<int64_t>() > 0);
+  // inplace(true) overwrites x and returns it: F::relu(x, F::ReLUFuncOptions().inplace(true))
+  Tensor y = x * 1.0;
+  const Tensor r = F::relu(y, F::ReLUFuncOptions().inplace(true));
+  CHECK(r.impl() == y.impl());
+  check_close(y, tg::relu(x), 0);
+  check_close(F::relu(x, F::ReLUFuncOptions().inplace(false)), tg::relu(x), 0);
+  Tensor z = x * 1.0;
+  F::dropout(z, F::DropoutFuncOptions().p(1.0).inplace(true));
+  CHECK(z.eq(0.0).sum().item<int64_t>() == z.numel());
+  TG_CHECK_THROWS(F::relu(tg::randn({2}, tg::requires_grad()), F::ReLUFuncOptions().inplace(true)), tg::AutogradError,
+                  "");
   const Tensor img = tg::arange(16).to(tg::kFloat).view({1, 1, 4, 4});
   check_values(F::max_pool2d(img, F::MaxPool2dFuncOptions(2)), {5, 7, 13, 15});
   check_values(F::max_pool2d(img, F::MaxPool2dFuncOptions(3).stride(1)), {10, 11, 14, 15});

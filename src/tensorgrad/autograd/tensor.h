@@ -75,6 +75,8 @@ class TensorOptions {
   TensorOptions(DType d) { dtype(d); }    // NOLINT(google-explicit-constructor)
   /// Options with this device: tg::zeros({3}, tg::Device::cuda(0)).
   TensorOptions(Device d) { device(d); }  // NOLINT(google-explicit-constructor)
+  /// Options with a device of this type, as libtorch's: tg::empty(n, tg::kCPU).
+  TensorOptions(DeviceType t) { device(Device(t)); }  // NOLINT(google-explicit-constructor)
   /// Sets the element type.
   TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
   /// Sets the device.

@@ -18,19 +18,20 @@ namespace tg {
 namespace nn {
 namespace functional {
 
-/// Options of relu (libtorch's ReLUFuncOptions). libtorch's inplace(true) is not supported: it fails
-/// to compile.
+/// Options of relu (libtorch's ReLUFuncOptions): inplace(true) writes the result into x.
 struct ReLUFuncOptions {
-  /// Not supported; fails to compile (relu returns a new tensor).
-  template <class T>
-  ReLUFuncOptions& inplace(T) {
-    static_assert(sizeof(T) == 0, "ReLUFuncOptions::inplace is not supported by tensorgrad: F::relu returns a new "
-                                  "tensor; drop .inplace(...) and use the result");
-    return *this;
-  }
+  /// Whether to write the result into x and return x (default false).
+  ReLUFuncOptions& inplace(bool i) { inplace_ = i; return *this; }
+  bool inplace_ = false;   ///< See inplace().
 };
-/// max(x, 0) (torch::nn::functional::relu).
-inline Tensor relu(const Tensor& x, const ReLUFuncOptions& = {}) { return tg::relu(x); }
+/// max(x, 0) (torch::nn::functional::relu); with inplace(true) x itself, overwritten (copy_, so the
+/// in-place rules apply: AutogradError for a leaf that requires grad).
+inline Tensor relu(const Tensor& x, const ReLUFuncOptions& options = {}) {
+  if (!options.inplace_) return tg::relu(x);
+  Tensor out = x;
+  out.copy_(tg::relu(x));
+  return out;
+}
 
 /// Options of leaky_relu: LeakyReLUFuncOptions().negative_slope(0.2).
 using LeakyReLUFuncOptions = LeakyReLUOptions;
@@ -48,25 +49,25 @@ inline Tensor gelu(const Tensor& x, const GELUFuncOptions& options = {}) { retur
 inline Tensor silu(const Tensor& x) { return tg::silu(x); }
 
 /// Options of dropout (libtorch's DropoutFuncOptions): p 0.5 and training true by default, as
-/// libtorch's (pass .training(is_training()) from a module). inplace(true) fails to compile.
+/// libtorch's (pass .training(is_training()) from a module).
 struct DropoutFuncOptions {
   /// The probability of zeroing an element (default 0.5).
   DropoutFuncOptions& p(double p) { p_ = p; return *this; }
   /// Whether to drop at all (default true).
   DropoutFuncOptions& training(bool t) { training_ = t; return *this; }
-  /// Not supported; fails to compile.
-  template <class T>
-  DropoutFuncOptions& inplace(T) {
-    static_assert(sizeof(T) == 0, "DropoutFuncOptions::inplace is not supported by tensorgrad: F::dropout returns "
-                                  "a new tensor; drop .inplace(...) and use the result");
-    return *this;
-  }
+  /// Whether to write the result into x and return x (default false).
+  DropoutFuncOptions& inplace(bool i) { inplace_ = i; return *this; }
   double p_ = 0.5;         ///< See p().
   bool training_ = true;   ///< See training().
+  bool inplace_ = false;   ///< See inplace().
 };
-/// tg::dropout(x, p, training) (torch::nn::functional::dropout).
+/// tg::dropout(x, p, training) (torch::nn::functional::dropout); with inplace(true) x itself,
+/// overwritten (copy_, as F::relu's).
 inline Tensor dropout(const Tensor& x, const DropoutFuncOptions& options = {}) {
-  return tg::dropout(x, options.p_, options.training_);
+  if (!options.inplace_) return tg::dropout(x, options.p_, options.training_);
+  Tensor out = x;
+  out.copy_(tg::dropout(x, options.p_, options.training_));
+  return out;
 }
 
 /// Options of softmax: the dim, which a bare integer converts to (`F::softmax(x, 1)`).

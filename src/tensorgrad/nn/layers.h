@@ -47,8 +47,8 @@ class Linear : public Module {
 };
 
 /// Options of Embedding, as libtorch's: EmbeddingOptions(num_embeddings, embedding_dim).padding_idx(0).
-/// libtorch's max_norm, norm_type, scale_grad_by_freq and sparse are not supported: calling one fails to
-/// compile with a message saying so.
+/// libtorch's max_norm is not supported (calling it fails to compile with a message saying so), nor
+/// sparse(true) (Embedding(options) throws Error).
 struct EmbeddingOptions {
   /// The sizes Embedding(num_embeddings, embedding_dim) takes.
   EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
@@ -62,16 +62,12 @@ struct EmbeddingOptions {
                                   "weight yourself under tg::NoGradGuard");
     return *this;
   }
-  /// Not supported (sparse gradients); fails to compile.
-  template <class T>
-  EmbeddingOptions& sparse(T) {
-    static_assert(sizeof(T) == 0, "EmbeddingOptions::sparse is not supported by tensorgrad: the gradient of "
-                                  "Embedding's weight is always dense");
-    return *this;
-  }
+  /// false (the default) only: the gradient of the weight is always dense.
+  EmbeddingOptions& sparse(bool s) { sparse_ = s; return *this; }
   int64_t num_embeddings_;                ///< See the constructor.
   int64_t embedding_dim_;                 ///< See the constructor.
   std::optional<int64_t> padding_idx_;    ///< See padding_idx().
+  bool sparse_ = false;                   ///< See sparse().
 };
 
 /// A lookup table of num_embeddings vectors of embedding_dim (torch::nn::Embedding): int64 indices
@@ -84,7 +80,10 @@ class Embedding : public Module {
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt);
   /// libtorch's form: Embedding(EmbeddingOptions(10, 3).padding_idx(0)).
   explicit Embedding(const EmbeddingOptions& options)
-      : Embedding(options.num_embeddings_, options.embedding_dim_, options.padding_idx_) {}
+      : Embedding(options.num_embeddings_, options.embedding_dim_, options.padding_idx_) {
+    TG_CHECK(!options.sparse_, Error, "Embedding: EmbeddingOptions().sparse(true) is not supported: the gradient "
+             "of the weight is always dense (drop .sparse(true))");
+  }
   /// An Embedding whose weight is a copy of embeddings (V, D) (torch.nn.Embedding.from_pretrained):
   /// freeze (the default) makes it a parameter that does not require grad. The padding_idx row is kept
   /// as given (PyTorch does not zero it either) and gets no gradient. ShapeError unless embeddings is 2-D.
@@ -136,20 +135,16 @@ class Tanh : public Module {
 };
 
 /// Options of Dropout, as libtorch's: DropoutOptions(0.2), DropoutOptions().p(0.2). libtorch's
-/// inplace(true) is not supported (tensorgrad's dropout never writes its input): it fails to compile.
+/// inplace(true) is not supported by the layer (Dropout(options) throws Error saying so).
 struct DropoutOptions {
   /// The probability of zeroing an element (default 0.5).
   DropoutOptions(double p = 0.5) : p_(p) {}   // NOLINT(google-explicit-constructor): as libtorch's
   /// Sets the probability.
   DropoutOptions& p(double p) { p_ = p; return *this; }
-  /// Not supported; fails to compile.
-  template <class T>
-  DropoutOptions& inplace(T) {
-    static_assert(sizeof(T) == 0, "DropoutOptions::inplace is not supported by tensorgrad: dropout returns a new "
-                                  "tensor; drop .inplace(...) and use the result");
-    return *this;
-  }
-  double p_;   ///< See p().
+  /// false (the default) only: the layer returns a new tensor.
+  DropoutOptions& inplace(bool i) { inplace_ = i; return *this; }
+  double p_;               ///< See p().
+  bool inplace_ = false;   ///< See inplace().
 };
 
 /// Zeroes elements with probability p while training; the identity in eval().
@@ -158,7 +153,10 @@ class Dropout : public Module {
   /// Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5);
   /// libtorch's form: Dropout(DropoutOptions().p(0.2)).
-  explicit Dropout(const DropoutOptions& options) : Dropout(options.p_) {}
+  explicit Dropout(const DropoutOptions& options) : Dropout(options.p_) {
+    TG_CHECK(!options.inplace_, Error, "Dropout: DropoutOptions().inplace(true) is not supported: the layer returns "
+             "a new tensor (drop .inplace(true), or call tg::nn::functional::dropout with inplace(true))");
+  }
   /// dropout(x, p, is_training()): scaled by 1/(1-p) while training, x itself in eval().
   Tensor forward(const Tensor& x) override { return dropout(x, p_, is_training()); }
   /// "Dropout(p=0.5)".
