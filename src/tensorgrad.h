@@ -21,6 +21,7 @@
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/core/indexing.h"
 #include "tensorgrad/core/int_array_ref.h"
+#include "tensorgrad/core/torch_check.h"
 #include "tensorgrad/backend/info.h"
 #include "tensorgrad/core/memory.h"
 #include "tensorgrad/prim/prim.h"

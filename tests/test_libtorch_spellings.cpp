@@ -50,6 +50,7 @@ TEST_CASE("libtorch spellings: a bare integer where libtorch takes an IntArrayRe
   CHECK(one.vec() == std::vector<int64_t>{3});
   CHECK(list.vec() == std::vector<int64_t>{2, 3});
   CHECK(none.empty());
+  CHECK(tg::ones({2, 3}).sizes().vec() == std::vector<int64_t>{2, 3});   // x.sizes().vec()
   // torch.nn.functional.max_pool2d(torch.arange(16.).view(1, 1, 4, 4), 2) -> [[5, 7], [13, 15]]
   const Tensor img = tg::arange(16).to(tg::kFloat).view({1, 1, 4, 4});
   check_values(tg::max_pool2d(img, 2), {5, 7, 13, 15});
@@ -114,6 +115,41 @@ TEST_CASE("libtorch spellings: comparison methods, mm, view_as, expand_as, resha
   CHECK(sizes_of(flat.reshape_as(p)) == std::vector<int64_t>{2, 2});
   CHECK(sizes_of(tg::ones({1, 2}).expand_as(tg::ones({3, 2}))) == std::vector<int64_t>{3, 2});
   TG_CHECK_THROWS(flat.view_as(tg::ones({3})), tg::ShapeError, "");
+}
+
+TEST_CASE("libtorch spellings: clone and flatten") {
+  const Tensor x = tg::arange(6).to(tg::kFloat).view({2, 3}).requires_grad_();
+  const Tensor c = x.clone();                          // x.clone(): a copy, CloneBackward0
+  CHECK(c.data().storage() != x.data().storage());
+  CHECK(c.grad_fn()->name() == "CloneBackward0");
+  const Tensor t = x.t().clone();
+  CHECK(t.is_contiguous());
+  check_values(t, {0, 3, 1, 4, 2, 5});
+  (c * 2.0).sum().backward();
+  check_values(x.grad(), {2, 2, 2, 2, 2, 2});
+  CHECK(sizes_of(tg::ones({2, 3, 4}).flatten(1)) == std::vector<int64_t>{2, 12});   // x.flatten(1)
+  CHECK(sizes_of(tg::ones({2, 3, 4}).flatten()) == std::vector<int64_t>{24});
+  CHECK(tg::ones({2}, tg::kLong).clone().dtype() == tg::kInt64);
+}
+
+TEST_CASE("libtorch spellings: norm, all, any, tg::str") {
+  // torch.tensor([3., -4.]).norm() -> 5; .norm(1) -> 7; .norm(3) -> 4.497941445275415
+  const Tensor x = tg::tensor({3.0, -4.0}, tg::requires_grad());
+  CHECK(x.norm().item<double>() == doctest::Approx(5));
+  CHECK(x.norm(1).item<double>() == doctest::Approx(7));
+  CHECK(x.norm(3).item<double>() == doctest::Approx(4.497941445275415));
+  x.norm().backward();                                 // d|x|/dx = x / |x| = [0.6, -0.8]
+  check_values(x.grad(), {0.6, -0.8});
+  TG_CHECK_THROWS(tg::tensor({1, 2}).norm(), tg::DTypeError, "norm: expected a floating point tensor");
+  TG_CHECK_THROWS(x.norm(0), tg::Error, "norm: p must be positive");
+  // x.eq(y).all().item<bool>(), as the autograd tutorial checks a detach()
+  CHECK(x.eq(x.detach()).all().item<bool>());
+  CHECK(x.all().dtype() == tg::kBool);
+  CHECK_FALSE(tg::tensor({1, 0}).all().item<bool>());
+  CHECK(tg::tensor({1, 0}).any().item<bool>());
+  CHECK_FALSE(tg::zeros({3}).any().item<bool>());
+  CHECK(tg::zeros({0}).all().item<bool>());
+  CHECK(tg::str("dcgan-sample-", 3, ".pt") == "dcgan-sample-3.pt");   // torch::str(...)
 }
 
 TEST_CASE("libtorch spellings: x[i], x[i][j], x[t], and assignment through them") {
@@ -279,6 +315,21 @@ TEST_CASE("libtorch spellings: layers built from libtorch's options objects") {
   TG_CHECK_THROWS(tg::nn::Dropout(tg::nn::DropoutOptions(0.2).inplace(true)), tg::Error,
                   "Dropout: DropoutOptions().inplace(true) is not supported");
   CHECK(tg::nn::Dropout(tg::nn::DropoutOptions(0.2).inplace(false)).name() == "Dropout(p=0.2)");
+
+  // torch::nn::Dropout2d: whole channels kept (scaled by 2) or zeroed while training, the identity in eval()
+  tg::manual_seed(3);
+  tg::nn::Dropout2d drop2d(tg::nn::Dropout2dOptions(0.5));
+  CHECK(drop2d.name() == "Dropout2d(p=0.5)");
+  const Tensor maps = drop2d(tg::ones({4, 16, 3, 3}));
+  const Tensor per_channel = maps.view({64, 9});
+  CHECK(per_channel.max(1).eq(per_channel.min(1)).all().item<bool>());     // one value per channel
+  const int64_t kept = per_channel.select(1, 0).eq(2.0).sum().item<int64_t>();
+  CHECK(kept + per_channel.select(1, 0).eq(0.0).sum().item<int64_t>() == 64);
+  CHECK(kept > 10);
+  CHECK(kept < 54);
+  drop2d.eval();
+  check_close(drop2d(maps), maps, 0);
+  TG_CHECK_THROWS(drop2d(tg::ones({2, 2})), tg::ShapeError, "Dropout2d: expected a 3-D or 4-D input");
 
   tg::nn::Embedding emb(tg::nn::EmbeddingOptions(10, 3).padding_idx(0).sparse(false));
   TG_CHECK_THROWS(tg::nn::Embedding(tg::nn::EmbeddingOptions(10, 3).sparse(true)), tg::Error,

@@ -434,6 +434,17 @@ class Tensor {
   Tensor expand_as(const Tensor& other) const;
   /// reshape(other.sizes()) (libtorch's reshape_as).
   Tensor reshape_as(const Tensor& other) const;
+  /// tg::clone(*this): a fresh contiguous copy, with the gradient passing through (libtorch's clone).
+  Tensor clone() const;
+  /// tg::flatten(*this, start_dim, end_dim) (libtorch's Tensor::flatten): `x.flatten(1)`.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// The p-norm of all elements, 0-d (libtorch's Tensor::norm(p)): (sum |x|^p)^(1/p), differentiable;
+  /// p = 2 is sqrt(sum x^2). Floating x (DTypeError otherwise), p > 0 (Error otherwise).
+  Tensor norm(double p = 2) const;
+  /// Whether every element is nonzero (true), 0-d bool (libtorch's Tensor::all); true when empty.
+  Tensor all() const;
+  /// Whether some element is nonzero (true), 0-d bool (libtorch's Tensor::any); false when empty.
+  Tensor any() const;
   /// set_requires_grad(r), libtorch's spelling: `auto w = tg::randn({3}).requires_grad_();`.
   Tensor& requires_grad_(bool r = true) { return set_requires_grad(r); }
 

@@ -167,6 +167,28 @@ class Dropout : public Module {
   double p_;
 };
 
+/// Zeroes whole channels with probability p while training (torch::nn::Dropout2d): input (N, C, H, W)
+/// or (C, H, W), each channel of each sample kept (scaled by 1/(1-p)) or zeroed as one, from the
+/// manual_seed stream; the identity in eval().
+class Dropout2d : public Module {
+ public:
+  /// Error unless 0 <= p <= 1.
+  explicit Dropout2d(double p = 0.5);
+  /// libtorch's form: Dropout2d(Dropout2dOptions(0.2)); inplace(true) throws Error.
+  explicit Dropout2d(const DropoutOptions& options);
+  /// x times a (N, C, 1, 1) mask of 0 and 1/(1-p) while training; x itself in eval(). ShapeError
+  /// unless x is 3-D or 4-D.
+  Tensor forward(const Tensor& x) override;
+  /// "Dropout2d(p=0.5)".
+  std::string name() const override;
+  /// A Dropout2d with the same p (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Dropout2d>(p_); }
+ private:
+  double p_;
+};
+/// Dropout2d's options (libtorch's name): Dropout2dOptions(0.2).
+using Dropout2dOptions = DropoutOptions;
+
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class Flatten : public Module {
  public:

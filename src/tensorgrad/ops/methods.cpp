@@ -108,6 +108,19 @@ Tensor Tensor::new_full(IntArrayRef size, double value, const TensorOptions& o) 
   return tg::full(size, value, over(*this, o));
 }
 Tensor Tensor::new_empty(IntArrayRef size, const TensorOptions& o) const { return tg::empty(size, over(*this, o)); }
+Tensor Tensor::clone() const { return tg::clone(*this); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return tg::flatten(*this, start_dim, end_dim); }
+
+Tensor Tensor::norm(double p) const {
+  TG_CHECK(is_floating(dtype()), DTypeError, "norm: expected a floating point tensor, got ", dtype_name(dtype()));
+  TG_CHECK(p > 0, Error, "norm: p must be positive, got ", p);
+  if (p == 2) return tg::sqrt(tg::sum(tg::mul(*this, *this)));
+  if (p == 1) return tg::sum(tg::abs(*this));
+  return tg::pow(tg::sum(tg::pow(tg::abs(*this), p)), 1.0 / p);
+}
+Tensor Tensor::all() const { return tg::sum(ne(0.0)) == static_cast<double>(numel()); }
+Tensor Tensor::any() const { return tg::sum(ne(0.0)) > 0.0; }
+
 Tensor Tensor::view_as(const Tensor& other) const { return view(other.sizes()); }
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sizes()); }
 Tensor Tensor::reshape_as(const Tensor& other) const { return reshape(other.sizes()); }

@@ -190,6 +190,8 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor expand(const Tensor& x, const Shape& shape);
 /// x itself when contiguous, else a contiguous copy (torch.Tensor.contiguous).
 Tensor contiguous(const Tensor& x);
+/// A fresh contiguous copy of x, never a view (torch.clone); the gradient passes through unchanged.
+Tensor clone(const Tensor& x);
 /// Merges dims start_dim..end_dim into one (torch.flatten), through reshape(); a 0-d x becomes (1).
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 /// Concatenates xs along dim (torch.cat): at least one, same rank, dtype and device, equal sizes off dim.
