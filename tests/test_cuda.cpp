@@ -489,6 +489,7 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"squeeze", "dim 1 of (257, 1, 33)", {W({257, 1, 33}, 116, dt)}, [](auto& in) { return tg::squeeze(in[0], 1) * 2.0; }});
   t.push_back({"unsqueeze", "dim 1 of (257, 33)", {W({257, 33}, 117, dt)}, [](auto& in) { return tg::unsqueeze(in[0], 1) * 2.0; }});
   t.push_back({"flatten", "of a transposed view (a copy)", {transposed(257, 33, 118, dt, wb)}, [](auto& in) { return tg::flatten(in[0]) * 2.0; }});
+  t.push_back({"clone", "of a transposed view", {transposed(257, 33, 118, dt, wb)}, [](auto& in) { return tg::clone(in[0]) * 2.0; }});
   t.push_back({"scalar_like", "-3 like (257, 33)", {W({257, 33}, 119, dt)}, [](auto& in) { return tg::scalar_like(-3.0, in[0]); }});
   // ---- indexing
   {

@@ -262,6 +262,7 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return s;
   };
   t["contiguous"] = [view_samples] { return view_samples([](auto& a) { return tg::contiguous(a); }, {3, 4}, true); };
+  t["clone"] = [view_samples] { return view_samples([](auto& a) { return tg::clone(a); }, {3, 4}, true); };
   t["flatten"] = [view_samples] {
     auto s = view_samples([](auto& a) { return tg::flatten(a); }, {2, 3, 4}, false);
     for (auto& x : view_samples([](auto& a) { return tg::flatten(a, 1); }, {4, 3}, true)) s.push_back(x);

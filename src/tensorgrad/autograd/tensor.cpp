@@ -3,6 +3,8 @@
 #include "tensorgrad/autograd/tensor.h"
 
 #include <any>
+#include <cctype>
+#include <cstring>
 #include <atomic>
 
 #include "tensorgrad/core/error.h"
@@ -65,9 +67,39 @@ Tensor& Tensor::set_requires_grad(bool r) {
   return *this;
 }
 
-const std::shared_ptr<Node>& Tensor::grad_fn() const {
-  static const std::shared_ptr<Node> kNone;
-  return impl_ ? impl_->grad_fn : kNone;
+std::shared_ptr<RecordedNode> Tensor::grad_fn() const {
+  // Every Node in a TensorImpl is one record() made, a RecordedNode (attach_node takes no other).
+  return impl_ ? std::static_pointer_cast<RecordedNode>(impl_->grad_fn) : nullptr;
+}
+
+namespace {
+/// "log_softmax" -> "LogSoftmax".
+std::string camel_case(const char* op) {
+  std::string out;
+  bool upper = true;
+  for (const char* c = op; *c != '\0'; ++c) {
+    if (*c == '_') { upper = true; continue; }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(*c))) : *c;
+    upper = false;
+  }
+  return out;
+}
+}  // namespace
+
+std::string RecordedNode::name() const {
+  // The ops whose PyTorch backward node is named after another kernel than the op (PyTorch 2.x).
+  static const std::pair<const char*, const char*> kKernel[] = {
+      {"matmul", "Mm"}, {"linear", "Addmm"}, {"cross_entropy", "NllLoss"}, {"conv2d", "Convolution"},
+      {"max_pool2d", "MaxPool2DWithIndices"}, {"to", "ToCopy"}, {"reshape", "View"}, {"narrow", "Slice"},
+      {"index", "Slice"}, {"dropout", "Mul"}, {"contiguous", "Clone"}, {"layer_norm", "NativeLayerNorm"},
+      {"batch_norm", "NativeBatchNorm"}, {"group_norm", "NativeGroupNorm"}, {"t", "T"},
+      {"conv_transpose2d", "Convolution"}, {"relu6", "Hardtanh"}, {"selu", "Elu"}, {"square", "Pow"}};
+  const char* op = Node::name;
+  // a custom Function's node keeps its C++ name, as libtorch's CppNode<T>
+  if (std::strchr(op, ':') != nullptr) return op;
+  for (const auto& [ours, theirs] : kKernel)
+    if (std::strcmp(op, ours) == 0) return std::string(theirs) + "Backward0";
+  return camel_case(op) + "Backward0";
 }
 
 Tensor Tensor::grad() const {
@@ -150,7 +182,7 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
 std::ostream& operator<<(std::ostream& os, const Tensor& v) {
   if (!v.defined()) return os << "Tensor(undefined)";
   std::vector<std::string> suffixes;   // PyTorch's last suffix: grad_fn, else requires_grad
-  if (v.grad_fn()) suffixes.push_back(std::string("grad_fn=<") + v.grad_fn()->name + ">");
+  if (!v.is_leaf()) suffixes.push_back(std::string("grad_fn=<") + v.impl()->grad_fn->name + ">");
   else if (v.requires_grad()) suffixes.push_back("requires_grad=true");
   return os << detail::tensor_repr(v.data(), suffixes);
 }
@@ -169,7 +201,7 @@ struct SavedTensor::Packed {
 
 SavedTensor::SavedTensor(const Tensor& input)
     : t_(input.defined() ? input.data() : RawTensor()), version_(t_.version()),
-      producer_(input.grad_fn() ? input.grad_fn()->name : nullptr) {
+      producer_(!input.is_leaf() ? input.impl()->grad_fn->name : nullptr) {
   if (t_.defined() && detail::current_saved_tensor_hooks() != nullptr) pack();
 }
 
@@ -222,15 +254,15 @@ bool any_requires_grad(const InputRef* inputs, std::size_t n) {
 }
 
 Tensor detail::attach_node(const char* name, RawTensor out, const InputRef* inputs, std::size_t n,
-                             std::shared_ptr<Node> node) {
-  node->name = name;
+                             std::shared_ptr<RecordedNode> node) {
+  node->Node::name = name;
   node->sequence_nr = g_sequence.fetch_add(1, std::memory_order_relaxed);
   node->next.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Tensor& in = inputs[i].get();
     if (!in.requires_grad()) continue;
     Edge& e = node->next[i];
-    if (in.grad_fn()) e.fn = in.grad_fn();
+    if (in.impl()->grad_fn) e.fn = in.impl()->grad_fn;
     else e.leaf = in.impl();
     e.shape = in.shape();
     e.dtype = in.dtype();

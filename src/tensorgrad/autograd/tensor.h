@@ -12,18 +12,22 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/autograd/hooks.h"
 #include "tensorgrad/core/indexing.h"
+#include "tensorgrad/core/int_array_ref.h"
 #include "tensorgrad/core/raw_tensor.h"
 
 namespace tg {
 
 struct Node;
+struct RecordedNode;
 class Tensor;
+class ValuesWithIndices;
 
 // Note [Tensor and RawTensor]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -71,6 +75,8 @@ class TensorOptions {
   TensorOptions(DType d) { dtype(d); }    // NOLINT(google-explicit-constructor)
   /// Options with this device: tg::zeros({3}, tg::Device::cuda(0)).
   TensorOptions(Device d) { device(d); }  // NOLINT(google-explicit-constructor)
+  /// Options with a device of this type, as libtorch's: tg::empty(n, tg::kCPU).
+  TensorOptions(DeviceType t) { device(Device(t)); }  // NOLINT(google-explicit-constructor)
   /// Sets the element type.
   TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
   /// Sets the device.
@@ -108,6 +114,19 @@ inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requi
 class Tensor {
  public:
   Tensor() = default;                                  ///< undefined
+  Tensor(const Tensor&) = default;                     ///< another handle to the same tensor
+  Tensor(Tensor&&) noexcept = default;                 ///< takes the handle; o is left undefined
+  /// Makes this a handle to o's tensor (a named Tensor: `a = b` rebinds a, as in libtorch).
+  Tensor& operator=(const Tensor& o) & = default;
+  /// Takes o's handle (a named Tensor).
+  Tensor& operator=(Tensor&& o) & noexcept = default;
+  /// Writes src's values into a temporary view, as libtorch's: `x[0] = y` and `x.select(1, 2) = y` copy
+  /// y into x (copy_, so src broadcasts and the in-place rules apply).
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  /// As above, from a temporary src.
+  Tensor& operator=(Tensor&& src) && { return copy_(src); }
+  /// Fills a temporary view with value, as libtorch's: `x[0] = 1` (fill_).
+  Tensor& operator=(double value) && { return fill_(value); }
   /// Wraps data as a leaf; requires_grad needs a floating dtype (AutogradError).
   explicit Tensor(RawTensor data, bool requires_grad = false);
   /// A handle on an existing shared state (what record() and the engine build).
@@ -176,7 +195,8 @@ class Tensor {
   /// True when no recorded op produced it (users' tensors and parameters; undefined ones too).
   bool is_leaf() const { return !impl_ || !impl_->grad_fn; }
   /// The Node of the op that produced it; null for leaves.
-  const std::shared_ptr<Node>& grad_fn() const;
+  /// A RecordedNode is a Node with libtorch's name() ("MulBackward0"): `y.grad_fn()->name()`.
+  std::shared_ptr<RecordedNode> grad_fn() const;
   Tensor grad() const;                                 ///< undefined until a backward reaches it
   /// Replaces the gradient (an undefined g clears it); ShapeError unless g has this shape.
   void set_grad(const Tensor& g);
@@ -271,12 +291,13 @@ class Tensor {
   Tensor mean(int64_t dim, bool keepdim = false) const;
   /// tg::max(*this): all elements
   Tensor max() const;
-  /// tg::max(*this, dim, keepdim): the values only
-  Tensor max(int64_t dim, bool keepdim = false) const;
+  /// tg::max(*this, dim, keepdim): the values, which are also a tuple (values, indices) as libtorch's
+  /// Tensor::max(dim) returns: `auto [v, i] = x.max(1)`, `std::get<1>(x.max(1))`.
+  ValuesWithIndices max(int64_t dim, bool keepdim = false) const;
   /// tg::min(*this): all elements
   Tensor min() const;
-  /// tg::min(*this, dim, keepdim): the values only
-  Tensor min(int64_t dim, bool keepdim = false) const;
+  /// tg::min(*this, dim, keepdim): the values, also the tuple (values, indices) (see max(dim)).
+  ValuesWithIndices min(int64_t dim, bool keepdim = false) const;
   /// tg::argmax(*this): the flattened index
   Tensor argmax() const;
   /// tg::argmax(*this, dim, keepdim)
@@ -363,6 +384,70 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
   ///@}
 
+  // ---- libtorch's spellings of the ops above (ops/methods.cpp), so that a libtorch program ports by
+  // renaming torch:: to tg::. The comparison methods give bool Tensors, as the operators do.
+  /// tg::eq(*this, o) (libtorch's Tensor::eq).
+  Tensor eq(const Tensor& o) const;
+  /// *this == s.
+  Tensor eq(double s) const;
+  /// tg::ne(*this, o).
+  Tensor ne(const Tensor& o) const;
+  /// *this != s.
+  Tensor ne(double s) const;
+  /// tg::gt(*this, o).
+  Tensor gt(const Tensor& o) const;
+  /// *this > s.
+  Tensor gt(double s) const;
+  /// tg::lt(*this, o).
+  Tensor lt(const Tensor& o) const;
+  /// *this < s.
+  Tensor lt(double s) const;
+  /// tg::ge(*this, o).
+  Tensor ge(const Tensor& o) const;
+  /// *this >= s.
+  Tensor ge(double s) const;
+  /// tg::le(*this, o).
+  Tensor le(const Tensor& o) const;
+  /// *this <= s.
+  Tensor le(double s) const;
+  /// The product of two matrices (libtorch's Tensor::mm): ShapeError naming mm unless both are 2-D.
+  Tensor mm(const Tensor& o) const;
+  /// select(0, i), libtorch's x[i]: a view without dim 0; x[i][j] chains. IndexError out of range.
+  Tensor operator[](int64_t i) const;
+  /// x[t] for a 0-d integer Tensor t: select(0, t.item()), as libtorch's (IndexError for another t).
+  Tensor operator[](const Tensor& i) const;
+  /// Fills with values uniform in [from, to) from the manual_seed stream (libtorch's uniform_).
+  Tensor& uniform_(double from = 0, double to = 1);
+  /// Fills with values from N(mean, std^2) from the manual_seed stream (libtorch's normal_).
+  Tensor& normal_(double mean = 0, double std = 1);
+  /// tg::zeros(size) with this dtype and device, unless options set them (libtorch's new_zeros).
+  Tensor new_zeros(IntArrayRef size, const TensorOptions& options = {}) const;
+  /// tg::ones(size) with this dtype and device, unless options set them.
+  Tensor new_ones(IntArrayRef size, const TensorOptions& options = {}) const;
+  /// tg::full(size, value) with this dtype and device, unless options set them.
+  Tensor new_full(IntArrayRef size, double value, const TensorOptions& options = {}) const;
+  /// tg::empty(size) with this dtype and device, unless options set them.
+  Tensor new_empty(IntArrayRef size, const TensorOptions& options = {}) const;
+  /// view(other.sizes()) (libtorch's view_as).
+  Tensor view_as(const Tensor& other) const;
+  /// expand(other.sizes()) (libtorch's expand_as).
+  Tensor expand_as(const Tensor& other) const;
+  /// reshape(other.sizes()) (libtorch's reshape_as).
+  Tensor reshape_as(const Tensor& other) const;
+  /// tg::clone(*this): a fresh contiguous copy, with the gradient passing through (libtorch's clone).
+  Tensor clone() const;
+  /// tg::flatten(*this, start_dim, end_dim) (libtorch's Tensor::flatten): `x.flatten(1)`.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// The p-norm of all elements, 0-d (libtorch's Tensor::norm(p)): (sum |x|^p)^(1/p), differentiable;
+  /// p = 2 is sqrt(sum x^2). Floating x (DTypeError otherwise), p > 0 (Error otherwise).
+  Tensor norm(double p = 2) const;
+  /// Whether every element is nonzero (true), 0-d bool (libtorch's Tensor::all); true when empty.
+  Tensor all() const;
+  /// Whether some element is nonzero (true), 0-d bool (libtorch's Tensor::any); false when empty.
+  Tensor any() const;
+  /// set_requires_grad(r), libtorch's spelling: `auto w = tg::randn({3}).requires_grad_();`.
+  Tensor& requires_grad_(bool r = true) { return set_requires_grad(r); }
+
  private:
   RemovableHandle add_grad_hook(detail::GradHook hook);
   std::shared_ptr<TensorImpl> impl_;
@@ -370,6 +455,29 @@ class Tensor {
 
 /// Prints the value like PyTorch, with ", grad_fn=<op>" or ", requires_grad=true" when they apply.
 std::ostream& operator<<(std::ostream& os, const Tensor& v);
+
+/// What max(dim) and min(dim) return: the values as a Tensor (so `Tensor m = x.max(1)` and
+/// `x.max(1).sizes()` read them), and also the tuple (values, indices) libtorch returns:
+/// `auto [values, indices] = x.max(1)`, `std::get<1>(x.max(1))`, `std::tie(v, i) = x.max(1)`. values
+/// carries the gradient; indices is int64 (argmax/argmin of the same dim) and needs none.
+class ValuesWithIndices : public Tensor, public std::tuple<Tensor, Tensor> {
+ public:
+  /// values and their int64 indices along the reduced dim.
+  ValuesWithIndices(Tensor values, Tensor indices)
+      : Tensor(values), std::tuple<Tensor, Tensor>(std::move(values), std::move(indices)) {}
+  /// The values (the Tensor this is).
+  const Tensor& values() const { return std::get<0>(tuple()); }
+  /// The int64 positions of the values along the reduced dim.
+  const Tensor& indices() const { return std::get<1>(tuple()); }
+  /// values() for I = 0, indices() for I = 1: what a structured binding reads.
+  template <std::size_t I>
+  const Tensor& get() const { return std::get<I>(static_cast<const std::tuple<Tensor, Tensor>&>(*this)); }
+  /// The same, for a structured binding of a non-const result.
+  template <std::size_t I>
+  Tensor& get() { return std::get<I>(static_cast<std::tuple<Tensor, Tensor>&>(*this)); }
+ private:
+  const std::tuple<Tensor, Tensor>& tuple() const { return *this; }
+};
 
 // ------------------------------------------------------------------------------------------------
 // The graph. See Note [Graph ownership].
@@ -485,11 +593,22 @@ class InputRef {
   const Tensor* v_;
 };
 
+/// The Node of a recorded op as grad_fn() shows it: every member of Node, and libtorch's name(), the
+/// name PyTorch gives the op's backward ("MulBackward0", "AddmmBackward0"), which hides the op-name
+/// field (Node::name, "mul"; a Node& sees the field as before). Every Node record() makes is one.
+struct RecordedNode : Node {
+  /// PyTorch's name of this op's backward node: CamelCase of the op and "Backward0", or the name of
+  /// the kernel PyTorch runs where it differs (matmul: "MmBackward0", linear: "AddmmBackward0",
+  /// cross_entropy: "NllLossBackward0", conv2d: "ConvolutionBackward0", ...). PyTorch's overload
+  /// numbers are not followed (a sum over a dim is "SumBackward1" there, "SumBackward0" here).
+  std::string name() const;
+};
+
 namespace detail {
 /// A Node with its rule F stored inline: one allocation per recorded op. record() makes these with
 /// make_shared, whose control block destroys the NodeWith (so ~Node need not be virtual).
 template <class F>
-struct NodeWith final : Node {
+struct NodeWith final : RecordedNode {
   explicit NodeWith(F&& f) : rule(std::move(f)) { bind(); }
   explicit NodeWith(const F& f) : rule(f) { bind(); }
   ~NodeWith() { backward.release(); }
@@ -501,7 +620,8 @@ struct NodeWith final : Node {
   std::optional<F> rule;
 };
 /// Links a fresh Node to the inputs that require grad and returns the recorded output (variable.cpp).
-Tensor attach_node(const char* name, RawTensor out, const InputRef* inputs, std::size_t n, std::shared_ptr<Node> node);
+Tensor attach_node(const char* name, RawTensor out, const InputRef* inputs, std::size_t n,
+                   std::shared_ptr<RecordedNode> node);
 /// Names the op in out's storage for OutOfMemoryError reports unless the storage is an input's (a
 /// view). Inline: only storages of at least Storage::kReportedBytes are compared (Note [Live tensor report]).
 inline void name_result(const char* name, const RawTensor& out, const InputRef* inputs, std::size_t n) noexcept {
@@ -635,3 +755,14 @@ void run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink&
 }  // namespace detail
 
 }  // namespace tg
+
+namespace std {
+/// ValuesWithIndices is a pair for structured bindings: `auto [values, indices] = x.max(1)`.
+template <>
+struct tuple_size<tg::ValuesWithIndices> : std::integral_constant<std::size_t, 2> {};
+/// Both elements are Tensors.
+template <std::size_t I>
+struct tuple_element<I, tg::ValuesWithIndices> {
+  using type = tg::Tensor;   ///< values or indices
+};
+}  // namespace std

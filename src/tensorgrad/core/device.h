@@ -61,6 +61,12 @@ class Device {
   int index_ = 0;
 };
 
+/// DeviceType::CPU, as libtorch's torch::kCPU: `x.to(tg::kCPU)`, `tg::Device(tg::kCPU)`.
+constexpr DeviceType kCPU = DeviceType::CPU;
+/// DeviceType::CUDA, as libtorch's torch::kCUDA: `tg::Device(tg::kCUDA, 0)`, `x.to(tg::kCUDA)` (the
+/// current CUDA device).
+constexpr DeviceType kCUDA = DeviceType::CUDA;
+
 /// `device` with its index: "cuda" becomes cuda:N for the calling thread's current device N
 /// (cuda::current_device()); every other device is returned as it is.
 Device with_index(Device device);
@@ -129,6 +135,23 @@ constexpr DType kInt8 = DType::Int8;
 constexpr DType kUInt8 = DType::UInt8;
 /// DType::Bool, as PyTorch's torch::kBool.
 constexpr DType kBool = DType::Bool;
+
+// libtorch's other names for the same dtypes (torch::kFloat, ...). There is no kShort, kInt16,
+// kUInt16 or complex: the dtype table has no such row.
+/// kFloat32, as libtorch's torch::kFloat.
+constexpr DType kFloat = DType::Float32;
+/// kFloat64, as libtorch's torch::kDouble.
+constexpr DType kDouble = DType::Float64;
+/// kFloat16, as libtorch's torch::kHalf.
+constexpr DType kHalf = DType::Float16;
+/// kInt64, as libtorch's torch::kLong.
+constexpr DType kLong = DType::Int64;
+/// kInt32, as libtorch's torch::kInt.
+constexpr DType kInt = DType::Int32;
+/// kInt8, as libtorch's torch::kChar.
+constexpr DType kChar = DType::Int8;
+/// kUInt8, as libtorch's torch::kByte.
+constexpr DType kByte = DType::UInt8;
 
 /// Bytes per element (sizeof the table's C++ type). DTypeError outside the table.
 std::size_t dtype_size(DType t);

@@ -107,6 +107,8 @@ class SmallVector {
   }
   /// A std::vector with the same elements; implicit, so that a Shape passes where a vector is expected.
   operator std::vector<T>() const { return std::vector<T>(begin(), end()); }   // NOLINT: implicit
+  /// The elements as a std::vector, as libtorch's ArrayRef::vec(): `x.sizes().vec()`.
+  std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
 
   // ---- access: as the std::vector members of the same names; operator[], front() and back() do
   // not check bounds.
@@ -322,8 +324,8 @@ class SmallVector {
   }
 
   union {
-    alignas(T) unsigned char inline_[N * sizeof(T)];   // the first N elements
-    T* heap_;                                          // all elements once capacity_ > N
+    alignas(T) unsigned char inline_[N * sizeof(T)];   ///< the first N elements
+    T* heap_;                                          ///< all elements once capacity_ > N
   };
   uint32_t size_ = 0;
   uint32_t capacity_ = N;

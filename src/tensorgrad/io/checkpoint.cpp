@@ -127,6 +127,43 @@ void load(optim::Optimizer& optimizer, const std::string& path, const LoadOption
   }
 }
 
+void save(const std::vector<Tensor>& tensors, const std::string& path) {
+  std::vector<std::pair<std::string, RawTensor>> named;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    TG_CHECK(tensors[i].defined(), SerializationError, "save: tensor ", i, " is undefined (writing ", path, ")");
+    named.emplace_back(std::to_string(i), tensors[i].data());
+  }
+  save_tensors(named, path);
+}
+
+void save(const Tensor& tensor, const std::string& path) {
+  TG_CHECK(tensor.defined(), SerializationError, "save: the tensor is undefined (writing ", path, ")");
+  save(std::vector<Tensor>{tensor}, path);
+}
+
+void load(std::vector<Tensor>& tensors, const std::string& path, const LoadOptions& options) {
+  auto loaded = load_tensors(path, nullptr, options);
+  std::vector<Tensor> out(loaded.size());
+  for (auto& [name, value] : loaded) {
+    std::size_t i = loaded.size();
+    const bool digits = !name.empty() && name.size() < 10 &&
+                        std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) i = std::stoul(name);
+    TG_CHECK(i < loaded.size() && !out[i].defined(), SerializationError, "load: ", path, " holds a tensor named \"",
+             name, "\"; a list of ", loaded.size(), " tensors is named \"0\" to \"", loaded.size() - 1,
+             "\" (tg::save(tensors, path) writes that; a module's file loads with tg::load(module, path))");
+    out[i] = Tensor(std::move(value));
+  }
+  tensors = std::move(out);
+}
+
+void load(Tensor& tensor, const std::string& path, const LoadOptions& options) {
+  auto loaded = load_tensors(path, nullptr, options);
+  TG_CHECK(loaded.size() == 1, SerializationError, "load: ", path, " holds ", loaded.size(),
+           " tensors, not one; load a list into a std::vector<tg::Tensor>");
+  tensor = Tensor(std::move(loaded[0].second));
+}
+
 void save(const amp::GradScaler& scaler, const std::string& path) { save_tensors(scaler.state_dict(), path); }
 
 void load(amp::GradScaler& scaler, const std::string& path, const LoadOptions& options) {

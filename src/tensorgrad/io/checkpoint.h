@@ -1,12 +1,14 @@
 /// \file
 /// io/checkpoint.h: tg::save / tg::load of a Module's parameters and buffers (strict or not,
-/// all-or-nothing), of an Optimizer's state and of a GradScaler's, as safetensors files
+/// all-or-nothing), of an Optimizer's state, of a GradScaler's, and of a Tensor or a list of them
+/// (libtorch's torch::save(tensor, path)), as safetensors files
 /// (io/safetensors.h). Implemented in io/checkpoint.cpp. Not here: the Module, Optimizer and
 /// GradScaler classes themselves, and any other file format (pickle, PyTorch .pt).
 #pragma once
 #include <string>
 #include <vector>
 
+#include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/io/safetensors.h"
 
 namespace tg {
@@ -35,6 +37,20 @@ void save(const optim::Optimizer& optimizer, const std::string& path);
 /// Loads a file written by save(optimizer, ...) through Optimizer::set_state: on a mismatch the
 /// optimizer is unchanged and tg::SerializationError names the path.
 void load(optim::Optimizer& optimizer, const std::string& path, const LoadOptions& options = {});
+
+/// Saves one tensor (libtorch's torch::save(tensor, path)): a safetensors file holding it under the
+/// name "0", its value copied to the CPU. SerializationError naming the path for an undefined tensor
+/// or a failed write.
+void save(const Tensor& tensor, const std::string& path);
+/// Saves tensors in order under the names "0", "1", ... (libtorch's torch::save(std::vector<Tensor>, path)).
+void save(const std::vector<Tensor>& tensors, const std::string& path);
+/// Loads a file holding exactly one tensor (what save(tensor, path) wrote, or any safetensors file of
+/// one tensor) into tensor, which becomes a new CPU leaf that does not require grad (libtorch's
+/// torch::load(tensor, path)); SerializationError naming the path otherwise, tensor unchanged.
+void load(Tensor& tensor, const std::string& path, const LoadOptions& options = {});
+/// Loads what save(tensors, path) wrote: the tensors named "0" ... "n-1", in that order, as CPU
+/// leaves. SerializationError naming the path for other names; tensors is unchanged then.
+void load(std::vector<Tensor>& tensors, const std::string& path, const LoadOptions& options = {});
 
 /// Saves scaler.state_dict() as a safetensors file (an empty one for a disabled scaler).
 void save(const amp::GradScaler& scaler, const std::string& path);

@@ -87,6 +87,19 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int6
   make_conv_parameters(*this, "Conv2d", in_, out_, kernel_, options_, weight, bias);
 }
 
+namespace {
+/// options of libtorch's form, checked for the required arguments (Conv2dOptions(in, out, k)).
+const Conv2dOptions& with_sizes(const char* layer, const Conv2dOptions& options) {
+  TG_CHECK(options.in_channels_ >= 0 && options.out_channels_ >= 0 && !options.kernel_size_.empty(), Error, layer,
+           ": the options name no channels or kernel size; build them as ", layer, "Options(in_channels, "
+           "out_channels, kernel_size), or pass those first: ", layer, "(in, out, kernel_size, options)");
+  return options;
+}
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& options)
+    : Conv2d(with_sizes("Conv2d", options).in_channels_, options.out_channels_, options.kernel_size_, options) {}
+
 Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_, options_.groups_);
 }
@@ -106,6 +119,18 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, c
     TG_CHECK(v->size() == 1, ShapeError, "Conv1d: stride, padding and dilation must be single numbers, got ", tuple(*v));
   make_conv_parameters(*this, "Conv1d", in_, out_, {kernel_}, options_, weight, bias);
 }
+
+namespace {
+/// The one kernel size of Conv1dOptions(in, out, k).
+int64_t single_kernel(const Conv1dOptions& options) {
+  TG_CHECK(with_sizes("Conv1d", options).kernel_size_.size() == 1, ShapeError,
+           "Conv1d: kernel_size must be a single number, got ", tuple(options.kernel_size_));
+  return options.kernel_size_[0];
+}
+}  // namespace
+
+Conv1d::Conv1d(const Conv1dOptions& options)
+    : Conv1d(options.in_channels_, options.out_channels_, single_kernel(options), options) {}
 
 Tensor Conv1d::forward(const Tensor& x) {
   return conv1d(x, weight, bias, options_.stride_[0], options_.padding_[0], options_.dilation_[0], options_.groups_);

@@ -15,8 +15,15 @@ namespace tg {
 namespace nn {
 
 /// Options of Conv1d / Conv2d, PyTorch style: Conv2dOptions().stride(2).padding(1).bias(false).
-/// A size is one number (both spatial dims) or {h, w}.
+/// A size is one number (both spatial dims) or {h, w}. libtorch's form names the layer's required
+/// arguments first, Conv2dOptions(in, out, kernel_size).stride(1), and builds the layer alone:
+/// Conv2d(Conv2dOptions(1, 32, 3).stride(1)).
 struct Conv2dOptions {
+  /// Only the optional settings: for Conv2d(in, out, kernel_size, options).
+  Conv2dOptions() = default;
+  /// libtorch's form: the channels and the kernel size ({k} or {kH, kW}, or one number) too.
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, IntArrayRef kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
   /// Step between windows (default 1).
   Conv2dOptions& stride(int64_t s) { stride_ = {s}; return *this; }
   /// Step between windows, {h, w}.
@@ -43,6 +50,12 @@ struct Conv2dOptions {
   int64_t groups_ = 1;
   /// See bias().
   bool bias_ = true;
+  /// The input channels of Conv2dOptions(in, out, k); -1 when not given.
+  int64_t in_channels_ = -1;
+  /// The output channels of Conv2dOptions(in, out, k); -1 when not given.
+  int64_t out_channels_ = -1;
+  /// The kernel size of Conv2dOptions(in, out, k); empty when not given.
+  std::vector<int64_t> kernel_size_;
 };
 /// Conv1d takes the same options (each size a single number).
 using Conv1dOptions = Conv2dOptions;
@@ -57,6 +70,9 @@ class Conv2d : public Module {
   /// A kernel of {kH, kW}.
   Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
          const Conv2dOptions& options = {});
+  /// libtorch's form: Conv2d(Conv2dOptions(1, 32, 3).stride(1)). Error naming Conv2d when options
+  /// were built without the channels and kernel size (Conv2dOptions()).
+  explicit Conv2d(const Conv2dOptions& options);
   /// x (N, in, H, W) or (in, H, W) -> (N, out, OH, OW).
   Tensor forward(const Tensor& x) override;
   /// "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))", as PyTorch prints it.
@@ -78,6 +94,9 @@ class Conv1d : public Module {
   /// A kernel of kernel_size taps; ShapeError for non-positive sizes or channels not divisible by
   /// groups, or options with {h, w} pairs.
   Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options = {});
+  /// libtorch's form: Conv1d(Conv1dOptions(3, 8, 3).padding(1)). Error naming Conv1d when options
+  /// were built without the channels and kernel size, ShapeError for a kernel of two sizes.
+  explicit Conv1d(const Conv1dOptions& options);
   /// x (N, in, L) or (in, L) -> (N, out, OL).
   Tensor forward(const Tensor& x) override;
   /// "Conv1d(3, 8, kernel_size=(3,), stride=(1,))".
@@ -100,12 +119,12 @@ struct MaxPool2dOptions {
   MaxPool2dOptions(std::vector<int64_t> kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT: implicit, as libtorch's
   /// Square windows.
   MaxPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size} {}  // NOLINT: implicit, as libtorch's
-  /// Step between windows (default kernel_size).
-  MaxPool2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  /// Step between windows (default kernel_size): one number or {h, w}, as libtorch's .stride(2).
+  MaxPool2dOptions& stride(IntArrayRef s) { stride_ = s; return *this; }
   /// -inf padding on each side (default 0), at most half the kernel.
-  MaxPool2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  MaxPool2dOptions& padding(IntArrayRef p) { padding_ = p; return *this; }
   /// Spacing between the window's taps (default 1).
-  MaxPool2dOptions& dilation(const std::vector<int64_t>& d) { dilation_ = d; return *this; }
+  MaxPool2dOptions& dilation(IntArrayRef d) { dilation_ = d; return *this; }
   /// Round the output size up (default false): see tg::max_pool2d.
   MaxPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
   /// See the constructors.
@@ -127,10 +146,10 @@ struct AvgPool2dOptions {
   AvgPool2dOptions(std::vector<int64_t> kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT: implicit, as libtorch's
   /// Square windows.
   AvgPool2dOptions(int64_t kernel_size) : kernel_size_{kernel_size} {}  // NOLINT: implicit, as libtorch's
-  /// Step between windows (default kernel_size).
-  AvgPool2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  /// Step between windows (default kernel_size): one number or {h, w}.
+  AvgPool2dOptions& stride(IntArrayRef s) { stride_ = s; return *this; }
   /// Zero padding on each side (default 0), at most half the kernel.
-  AvgPool2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  AvgPool2dOptions& padding(IntArrayRef p) { padding_ = p; return *this; }
   /// Round the output size up (default false): see tg::avg_pool2d.
   AvgPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
   /// Count the padding in each window's divisor (default true).

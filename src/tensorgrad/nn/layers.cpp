@@ -85,6 +85,27 @@ Dropout::Dropout(double p) : p_(p) {
   TG_CHECK(p >= 0 && p <= 1, Error, "Dropout: probability has to be between 0 and 1, but got ", p);
 }
 
+Dropout2d::Dropout2d(double p) : p_(p) {
+  TG_CHECK(p >= 0 && p <= 1, Error, "Dropout2d: probability has to be between 0 and 1, but got ", p);
+}
+
+Dropout2d::Dropout2d(const DropoutOptions& options) : Dropout2d(options.p_) {
+  TG_CHECK(!options.inplace_, Error, "Dropout2d: Dropout2dOptions().inplace(true) is not supported: the layer "
+           "returns a new tensor (drop .inplace(true))");
+}
+
+Tensor Dropout2d::forward(const Tensor& x) {
+  TG_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, "Dropout2d: expected a 3-D or 4-D input, got ", x.dim(), "-D");
+  // a 3-D input is (N, C, L), one draw per (n, c), as PyTorch 2.x reads it (with a warning there)
+  return dropout2d(x, p_, is_training());
+}
+
+std::string Dropout2d::name() const {
+  std::ostringstream os;
+  os << "Dropout2d(p=" << p_ << ")";
+  return os.str();
+}
+
 std::string Dropout::name() const {
   std::ostringstream os;
   os << "Dropout(p=" << p_ << ")";

@@ -15,6 +15,17 @@
 namespace tg {
 namespace nn {
 
+/// Options of Linear, as libtorch's: LinearOptions(in_features, out_features).bias(false).
+struct LinearOptions {
+  /// The sizes Linear(in_features, out_features) takes.
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  /// Whether the layer has a bias (default true).
+  LinearOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_features_;    ///< See the constructor.
+  int64_t out_features_;   ///< See the constructor.
+  bool bias_ = true;       ///< See bias().
+};
+
 /// y = x . weight^T + bias: x (N, in), weight (out, in), bias (out).
 /// Init as PyTorch: weight and bias uniform in +-1/sqrt(in).
 /// x may have more leading dims: (..., in) -> (..., out), as torch::nn::Linear.
@@ -23,6 +34,8 @@ class Linear : public Module {
   /// float32 parameters on the CPU, drawn from the manual_seed stream; ShapeError unless both sizes
   /// are positive.
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  /// libtorch's form: Linear(LinearOptions(784, 64).bias(false)).
+  explicit Linear(const LinearOptions& options) : Linear(options.in_features_, options.out_features_, options.bias_) {}
   /// linear(x, weight, bias): x (..., in_features) -> (..., out_features).
   Tensor forward(const Tensor& x) override { return linear(x, weight, bias); }
   /// "Linear(in_features=784, out_features=128, bias=true)".
@@ -36,6 +49,30 @@ class Linear : public Module {
   TG_LAYER_HANDLE(Linear)
 };
 
+/// Options of Embedding, as libtorch's: EmbeddingOptions(num_embeddings, embedding_dim).padding_idx(0).
+/// libtorch's max_norm is not supported (calling it fails to compile with a message saying so), nor
+/// sparse(true) (Embedding(options) throws Error).
+struct EmbeddingOptions {
+  /// The sizes Embedding(num_embeddings, embedding_dim) takes.
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  /// The row that is zero and gets no gradient (negative counts from num_embeddings).
+  EmbeddingOptions& padding_idx(int64_t i) { padding_idx_ = i; return *this; }
+  /// Not supported (libtorch renormalizes looked-up rows in place); fails to compile.
+  template <class T>
+  EmbeddingOptions& max_norm(T) {
+    static_assert(sizeof(T) == 0, "EmbeddingOptions::max_norm is not supported by tensorgrad: renormalize the "
+                                  "weight yourself under tg::NoGradGuard");
+    return *this;
+  }
+  /// false (the default) only: the gradient of the weight is always dense.
+  EmbeddingOptions& sparse(bool s) { sparse_ = s; return *this; }
+  int64_t num_embeddings_;                ///< See the constructor.
+  int64_t embedding_dim_;                 ///< See the constructor.
+  std::optional<int64_t> padding_idx_;    ///< See padding_idx().
+  bool sparse_ = false;                   ///< See sparse().
+};
+
 /// A lookup table of num_embeddings vectors of embedding_dim (torch::nn::Embedding): int64 indices
 /// (*) -> (*, embedding_dim) through embedding(). weight is drawn from N(0, 1) as PyTorch's, and the
 /// row padding_idx (negative counts from num_embeddings), when given, is zero and gets no gradient.
@@ -44,6 +81,12 @@ class Embedding : public Module {
   /// float32 weight on the CPU from the manual_seed stream; ShapeError unless both sizes are positive,
   /// IndexError for a padding_idx outside [-num_embeddings, num_embeddings).
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt);
+  /// libtorch's form: Embedding(EmbeddingOptions(10, 3).padding_idx(0)).
+  explicit Embedding(const EmbeddingOptions& options)
+      : Embedding(options.num_embeddings_, options.embedding_dim_, options.padding_idx_) {
+    TG_CHECK(!options.sparse_, Error, "Embedding: EmbeddingOptions().sparse(true) is not supported: the gradient "
+             "of the weight is always dense (drop .sparse(true))");
+  }
   /// An Embedding whose weight is a copy of embeddings (V, D) (torch.nn.Embedding.from_pretrained):
   /// freeze (the default) makes it a parameter that does not require grad. The padding_idx row is kept
   /// as given (PyTorch does not zero it either) and gets no gradient. ShapeError unless embeddings is 2-D.
@@ -98,11 +141,29 @@ class Tanh : public Module {
   TG_LAYER_HANDLE_DEFAULT(Tanh)
 };
 
+/// Options of Dropout, as libtorch's: DropoutOptions(0.2), DropoutOptions().p(0.2). libtorch's
+/// inplace(true) is not supported by the layer (Dropout(options) throws Error saying so).
+struct DropoutOptions {
+  /// The probability of zeroing an element (default 0.5).
+  DropoutOptions(double p = 0.5) : p_(p) {}   // NOLINT(google-explicit-constructor): as libtorch's
+  /// Sets the probability.
+  DropoutOptions& p(double p) { p_ = p; return *this; }
+  /// false (the default) only: the layer returns a new tensor.
+  DropoutOptions& inplace(bool i) { inplace_ = i; return *this; }
+  double p_;               ///< See p().
+  bool inplace_ = false;   ///< See inplace().
+};
+
 /// Zeroes elements with probability p while training; the identity in eval().
 class Dropout : public Module {
  public:
   /// Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5);
+  /// libtorch's form: Dropout(DropoutOptions().p(0.2)).
+  explicit Dropout(const DropoutOptions& options) : Dropout(options.p_) {
+    TG_CHECK(!options.inplace_, Error, "Dropout: DropoutOptions().inplace(true) is not supported: the layer returns "
+             "a new tensor (drop .inplace(true), or call tg::nn::functional::dropout with inplace(true))");
+  }
   /// dropout(x, p, is_training()): scaled by 1/(1-p) while training, x itself in eval().
   Tensor forward(const Tensor& x) override { return dropout(x, p_, is_training()); }
   /// "Dropout(p=0.5)".
@@ -113,6 +174,28 @@ class Dropout : public Module {
   double p_;
   TG_LAYER_HANDLE(Dropout)
 };
+
+/// Zeroes whole channels with probability p while training (torch::nn::Dropout2d, tg::dropout2d): input
+/// (N, C, H, W) or (N, C, L), as PyTorch 2.x reads a 3-D input; each channel of each sample kept
+/// (scaled by 1/(1-p)) or zeroed as one, from the manual_seed stream; the identity in eval().
+class Dropout2d : public Module {
+ public:
+  /// Error unless 0 <= p <= 1.
+  explicit Dropout2d(double p = 0.5);
+  /// libtorch's form: Dropout2d(Dropout2dOptions(0.2)); inplace(true) throws Error.
+  explicit Dropout2d(const DropoutOptions& options);
+  /// x times a (N, C, 1, 1) mask of 0 and 1/(1-p) while training; x itself in eval(). ShapeError
+  /// unless x is 3-D or 4-D.
+  Tensor forward(const Tensor& x) override;
+  /// "Dropout2d(p=0.5)".
+  std::string name() const override;
+  /// A Dropout2d with the same p (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Dropout2d>(p_); }
+ private:
+  double p_;
+};
+/// Dropout2d's options (libtorch's name): Dropout2dOptions(0.2).
+using Dropout2dOptions = DropoutOptions;
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class Flatten : public Module {

@@ -1,7 +1,7 @@
 /// \file
 /// nn/loss.h: the loss objects of torch::nn beside CrossEntropyLoss and MSELoss (nn/layers.h): NLLLoss,
-/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss and HuberLoss, each with libtorch's *Options, and
-/// libtorch's reduction constants tg::kNone, tg::kMean, tg::kSum. Like CrossEntropyLoss they are not
+/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss and HuberLoss, each with libtorch's *Options (the
+/// reduction constants tg::kNone, tg::kMean, tg::kSum are in ops/ops.h). Like CrossEntropyLoss they are not
 /// Modules (they hold no parameters or buffers: a weight is an option); they are called as
 /// `criterion(input, target)` or, in libtorch's spelling, `criterion->forward(input, target)`. The
 /// functions they call: ops/loss.cpp.
@@ -11,13 +11,6 @@
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
-
-/// libtorch's torch::kNone: no reduction (Reduction::None).
-constexpr Reduction kNone = Reduction::None;
-/// libtorch's torch::kMean (Reduction::Mean).
-constexpr Reduction kMean = Reduction::Mean;
-/// libtorch's torch::kSum (Reduction::Sum).
-constexpr Reduction kSum = Reduction::Sum;
 
 namespace nn {
 

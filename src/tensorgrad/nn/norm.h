@@ -13,6 +13,45 @@
 namespace tg {
 namespace nn {
 
+/// Options of BatchNorm1d / BatchNorm2d, as libtorch's: BatchNorm2dOptions(64).eps(1e-3).momentum(0.01)
+/// .affine(false).track_running_stats(false). libtorch's momentum may be unset (a cumulative average);
+/// here it is always a number.
+struct BatchNormOptions {
+  /// The channels, C.
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}   // NOLINT: as libtorch's
+  /// Added to the variance (default 1e-5).
+  BatchNormOptions& eps(double e) { eps_ = e; return *this; }
+  /// The weight of a batch's statistics in the running ones (default 0.1).
+  BatchNormOptions& momentum(double m) { momentum_ = m; return *this; }
+  /// Whether weight and bias exist (default true).
+  BatchNormOptions& affine(bool a) { affine_ = a; return *this; }
+  /// Whether the running statistics exist (default true).
+  BatchNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  int64_t num_features_;              ///< See the constructor.
+  double eps_ = 1e-5;                 ///< See eps().
+  double momentum_ = 0.1;             ///< See momentum().
+  bool affine_ = true;                ///< See affine().
+  bool track_running_stats_ = true;   ///< See track_running_stats().
+};
+/// BatchNorm1d's options (libtorch's name).
+using BatchNorm1dOptions = BatchNormOptions;
+/// BatchNorm2d's options (libtorch's name).
+using BatchNorm2dOptions = BatchNormOptions;
+
+/// Options of LayerNorm, as libtorch's: LayerNormOptions({256}).eps(1e-6).elementwise_affine(false).
+struct LayerNormOptions {
+  /// The trailing dims normalized over.
+  LayerNormOptions(std::vector<int64_t> normalized_shape)   // NOLINT: as libtorch's
+      : normalized_shape_(std::move(normalized_shape)) {}
+  /// Added to the variance (default 1e-5).
+  LayerNormOptions& eps(double e) { eps_ = e; return *this; }
+  /// Whether weight and bias exist (default true).
+  LayerNormOptions& elementwise_affine(bool a) { elementwise_affine_ = a; return *this; }
+  std::vector<int64_t> normalized_shape_;   ///< See the constructor.
+  double eps_ = 1e-5;                       ///< See eps().
+  bool elementwise_affine_ = true;          ///< See elementwise_affine().
+};
+
 /// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): weight (ones) and bias (zeros) of
 /// num_features when affine; buffers running_mean (zeros), running_var (ones) and
 /// num_batches_tracked (int64 0-d, counting training batches) when track_running_stats. In training
@@ -50,6 +89,9 @@ class BatchNorm1d : public BatchNorm {
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: BatchNorm1d(BatchNorm1dOptions(64).momentum(0.01)).
+  explicit BatchNorm1d(const BatchNormOptions& o)
+      : BatchNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
   /// "BatchNorm1d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string name() const override { return describe("BatchNorm1d"); }
   /// A BatchNorm1d of the same configuration (for clone()).
@@ -69,6 +111,9 @@ class BatchNorm2d : public BatchNorm {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
                        bool track_running_stats = true)
       : BatchNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: BatchNorm2d(BatchNorm2dOptions(64).momentum(0.01)).
+  explicit BatchNorm2d(const BatchNormOptions& o)
+      : BatchNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
   /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string name() const override { return describe("BatchNorm2d"); }
   /// A BatchNorm2d of the same configuration (for clone()).
@@ -87,6 +132,8 @@ class LayerNorm : public Module {
  public:
   /// ShapeError for an empty or non-positive normalized_shape.
   explicit LayerNorm(const std::vector<int64_t>& normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  /// libtorch's form: LayerNorm(LayerNormOptions({256}).eps(1e-6)).
+  explicit LayerNorm(const LayerNormOptions& o) : LayerNorm(o.normalized_shape_, o.eps_, o.elementwise_affine_) {}
   /// x (*, normalized_shape) -> the same shape.
   Tensor forward(const Tensor& x) override { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
   /// "LayerNorm((256,), eps=1e-05, elementwise_affine=True)".

@@ -96,8 +96,8 @@ Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 }  // namespace
 
 Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
-                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                const std::vector<int64_t>& dilation, int64_t groups) {
+                IntArrayRef stride, IntArrayRef padding,
+                IntArrayRef dilation, int64_t groups) {
   // the lower precision under autocast (Note [Autocast op lists]); a parameter's cast is cached
   using amp::detail::AutocastOp;
   const Tensor input = amp::detail::cast(AutocastOp::Conv2d, input_in),
@@ -282,8 +282,8 @@ void check_pool_rank(const char* op, const Tensor& x) {
 
 }  // namespace
 
-Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode) {
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   check_pool_rank("max_pool2d", input);
   const bool batched = input.dim() == 4;
   const Tensor x = batched ? input : unsqueeze(input, 0);
@@ -307,8 +307,8 @@ Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a) {
 }
 }  // namespace
 
-Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding, bool count_include_pad, bool ceil_mode) {
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                    IntArrayRef padding, bool count_include_pad, bool ceil_mode) {
   check_pool_rank("avg_pool2d", input);
   const bool batched = input.dim() == 4;
   const Tensor x = batched ? input : unsqueeze(input, 0);
@@ -317,7 +317,7 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, 
   return batched ? y : squeeze(y, 0);
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size) {
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   check_pool_rank("adaptive_avg_pool2d", input);
   const bool batched = input.dim() == 4;
   const Tensor x = batched ? input : unsqueeze(input, 0);

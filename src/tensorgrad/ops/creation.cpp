@@ -15,27 +15,27 @@ void manual_seed(uint64_t seed) { prim::manual_seed(seed); }
 RngState get_rng_state() { return prim::get_rng_state(); }
 void set_rng_state(RngState state) { prim::set_rng_state(state); }
 
-Tensor empty(const Shape& shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
-Tensor zeros(const Shape& shape, const TensorOptions& o) { return full(shape, 0.0, o); }
-Tensor ones(const Shape& shape, const TensorOptions& o) { return full(shape, 1.0, o); }
-Tensor full(const Shape& shape, double value, const TensorOptions& o) {
+Tensor empty(IntArrayRef shape, const TensorOptions& o) { return leaf(prim::empty(shape, o.dtype(), o.device()), o); }
+Tensor zeros(IntArrayRef shape, const TensorOptions& o) { return full(shape, 0.0, o); }
+Tensor ones(IntArrayRef shape, const TensorOptions& o) { return full(shape, 1.0, o); }
+Tensor full(IntArrayRef shape, double value, const TensorOptions& o) {
   return leaf(prim::full(shape, value, o.dtype(), o.device()), o);
 }
 Tensor arange(int64_t n, const TensorOptions& o) { return leaf(prim::arange(n, o.dtype(), o.device()), o); }
 Tensor eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dtype(), o.device()), o); }
 
-Tensor rand(const Shape& shape, const TensorOptions& o) {
+Tensor rand(IntArrayRef shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "rand: expected a floating point dtype, got ", dtype_name(o.dtype()));
   return leaf(prim::random(philox::Distribution::uniform(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
-Tensor randn(const Shape& shape, const TensorOptions& o) {
+Tensor randn(IntArrayRef shape, const TensorOptions& o) {
   TG_CHECK(is_floating(o.dtype()), DTypeError, "randn: expected a floating point dtype, got ", dtype_name(o.dtype()));
   return leaf(prim::random(philox::Distribution::normal(0.0, 1.0), shape, o.dtype(), o.device()), o);
 }
 
 // low < high, and low and high - 1 values of the dtype: checked by prim::random, in PyTorch's words.
-Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
+Tensor randint(int64_t low, int64_t high, IntArrayRef shape, const TensorOptions& o) {
   const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
   return leaf(prim::random(philox::Distribution::integer(low, high), shape, dtype, o.device()), o);
 }
@@ -57,6 +57,54 @@ template Tensor from_vector<int8_t>(const std::vector<int8_t>&, const Shape&, co
 template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, const TensorOptions&);
 template Tensor from_vector<Half>(const std::vector<Half>&, const Shape&, const TensorOptions&);
 template Tensor from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&, const TensorOptions&);
+
+void TensorData::collect(std::size_t depth, Shape& shape, std::vector<const TensorData*>& leaves) const {
+  if (kind_ != Kind::List) {
+    TG_CHECK(depth == shape.size(), ShapeError, "tensor: a number at dim ", depth,
+             " where the other elements are lists");
+    leaves.push_back(this);
+    return;
+  }
+  const auto n = static_cast<int64_t>(elements_.size());
+  if (depth == shape.size()) {
+    TG_CHECK(leaves.empty(), ShapeError, "tensor: a list at dim ", depth, " where the other elements are numbers");
+    shape.push_back(n);
+  } else {
+    TG_CHECK(shape[depth] == n, ShapeError, "tensor: expected a list of length ", shape[depth], " at dim ", depth,
+             " (got ", n, ")");
+  }
+  for (const TensorData& e : elements_) e.collect(depth + 1, shape, leaves);
+}
+
+Tensor TensorData::make(const TensorOptions& options) const {
+  Shape shape;
+  std::vector<const TensorData*> leaves;
+  collect(0, shape, leaves);
+  // the dtype libtorch infers: one kind for every value (a std::vector's element type decides alone)
+  Kind kind = leaves.empty() ? Kind::Floating : leaves[0]->kind_;
+  for (const TensorData* v : leaves)
+    TG_CHECK(v->kind_ == kind, DTypeError,
+             "tensor: expected all values to have the same kind (bool, integer or floating); write 1.0, not 1, "
+             "among floating values");
+  DType dtype = kind == Kind::Bool ? kBool : kind == Kind::Integer ? kInt64 : kFloat32;
+  if (vector_dtype_ >= 0) dtype = static_cast<DType>(vector_dtype_);
+  if (options.has_dtype()) dtype = options.dtype();
+  RawTensor t;
+  if (kind == Kind::Floating) {
+    std::vector<double> values;
+    values.reserve(leaves.size());
+    for (const TensorData* v : leaves) values.push_back(v->value_);
+    t = prim::from_host(values.data(), shape, kFloat64, options.device());
+  } else {
+    std::vector<int64_t> values;
+    values.reserve(leaves.size());
+    for (const TensorData* v : leaves) values.push_back(v->integer_);
+    t = prim::from_host(values.data(), shape, kInt64, options.device());
+  }
+  return leaf(t.to(dtype), options);
+}
+
+Tensor tensor(const TensorData& values, const TensorOptions& options) { return values.make(options); }
 
 namespace {
 TensorOptions like(const Tensor& x) { return TensorOptions().dtype(x.dtype()).device(x.device()); }

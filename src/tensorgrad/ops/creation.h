@@ -4,6 +4,8 @@
 /// Defined in ops/creation.cpp; the Philox generator behind them is kernels/philox.h.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "tensorgrad/prim/prim.h"
@@ -23,28 +25,29 @@ void set_rng_state(RngState state);
 
 // Every factory below returns a leaf with options' dtype (float32 unless set) and device (cpu
 // unless set) that requires grad when options say so (floating dtypes only). A negative size throws
-// ShapeError, an unusable device DeviceError.
+// ShapeError, an unusable device DeviceError. The sizes are an IntArrayRef, as libtorch's: `{2, 3}`,
+// a Shape, or one integer (`tg::randn(3)` is `tg::randn({3})`, `tg::empty(n, device)`).
 
 /// Unspecified contents (torch.empty).
-Tensor empty(const Shape& shape, const TensorOptions& options = {});
+Tensor empty(IntArrayRef shape, const TensorOptions& options = {});
 /// All zeros (torch.zeros).
-Tensor zeros(const Shape& shape, const TensorOptions& options = {});
+Tensor zeros(IntArrayRef shape, const TensorOptions& options = {});
 /// All ones (torch.ones).
-Tensor ones(const Shape& shape, const TensorOptions& options = {});
+Tensor ones(IntArrayRef shape, const TensorOptions& options = {});
 /// Every element value (torch.full).
-Tensor full(const Shape& shape, double value, const TensorOptions& options = {});
+Tensor full(IntArrayRef shape, double value, const TensorOptions& options = {});
 /// 0, 1, ..., n-1, 1-D (torch.arange(n)).
 Tensor arange(int64_t n, const TensorOptions& options = {});
 /// The (n, n) identity matrix (torch.eye).
 Tensor eye(int64_t n, const TensorOptions& options = {});
 /// Uniform in [0, 1) (torch.rand); DTypeError for int64.
-Tensor rand(const Shape& shape, const TensorOptions& options = {});
+Tensor rand(IntArrayRef shape, const TensorOptions& options = {});
 /// Standard normal (torch.randn); DTypeError for int64.
-Tensor randn(const Shape& shape, const TensorOptions& options = {});
+Tensor randn(IntArrayRef shape, const TensorOptions& options = {});
 /// Integers uniform in [low, high); int64 unless options set another dtype. Error unless low < high
 /// and low and high - 1 are values of the dtype (torch.randint: "from is out of bounds for unsigned
 /// char" for uint8 and low = -1; bool holds [0, 1], float16 [-65504, 65504]).
-Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options = {});
+Tensor randint(int64_t low, int64_t high, IntArrayRef shape, const TensorOptions& options = {});
 /// Copies values into a tensor of `shape` (default: 1-D). The dtype follows T unless options set one.
 /// T is float, double or int64_t; ShapeError unless values.size() is shape's element count.
 template <class T>
@@ -52,6 +55,54 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, const Tenso
 /// from_vector(values, shape) with the 1-D shape {values.size()}.
 template <class T>
 Tensor from_vector(const std::vector<T>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}); }
+
+/// The values of tg::tensor(): a number, a braced list of them, a braced list of such lists (nested to
+/// any depth, each level of one length), or a std::vector (libtorch's TensorDataContainer).
+class TensorData {
+ public:
+  /// A 0-d value of dtype bool.
+  TensorData(bool v) : kind_(Kind::Bool), value_(v), integer_(v) {}   // NOLINT(google-explicit-constructor)
+  /// A 0-d integer value (int64 unless options say otherwise).
+  template <class T, std::enable_if_t<std::is_integral<T>::value && !std::is_same<T, bool>::value, int> = 0>
+  TensorData(T v)   // NOLINT(google-explicit-constructor)
+      : kind_(Kind::Integer), value_(static_cast<double>(v)), integer_(static_cast<int64_t>(v)) {}
+  /// A 0-d floating value (float32 unless options say otherwise).
+  TensorData(double v) : kind_(Kind::Floating), value_(v) {}   // NOLINT(google-explicit-constructor)
+  /// A 0-d float32 value.
+  TensorData(float v) : kind_(Kind::Floating), value_(v) {}   // NOLINT(google-explicit-constructor)
+  /// One more dim: its elements, all of one shape.
+  TensorData(std::initializer_list<TensorData> elements) : kind_(Kind::List), elements_(elements) {}
+  /// A 1-D list of T; float64 for double, float32 for float, int64 for the integers, bool for bool.
+  template <class T>
+  TensorData(const std::vector<T>& values)   // NOLINT(google-explicit-constructor)
+      : kind_(Kind::List), elements_(values.begin(), values.end()), vector_dtype_(vector_dtype<T>()) {}
+  /// The tensor these values make (tg::tensor).
+  Tensor make(const TensorOptions& options) const;
+
+ private:
+  enum class Kind : uint8_t { Bool, Integer, Floating, List };
+  template <class T>
+  static int vector_dtype() {
+    if (std::is_same<T, double>::value) return static_cast<int>(kFloat64);
+    if (std::is_same<T, bool>::value) return static_cast<int>(kBool);
+    if (std::is_integral<T>::value) return static_cast<int>(kInt64);
+    return static_cast<int>(kFloat32);
+  }
+  void collect(std::size_t depth, Shape& shape, std::vector<const TensorData*>& leaves) const;
+  Kind kind_;
+  double value_ = 0;
+  int64_t integer_ = 0;
+  std::vector<TensorData> elements_;
+  int vector_dtype_ = -1;   // the dtype a std::vector's element type gives; -1: inferred
+};
+
+/// A tensor of the given values (libtorch's torch::tensor): `tg::tensor({1, 2, 3})` is int64,
+/// `tg::tensor({{1.0, 2.0}, {3.0, 4.0}})` float32 (2, 2), `tg::tensor(3.5)` a 0-d float32, as
+/// libtorch infers them: floating values give float32 (a std::vector<double> float64), integers
+/// int64, bools bool; options' dtype, device and requires_grad apply. ShapeError for lists of
+/// unequal lengths or an empty list that is not the only one, DTypeError for values of mixed kinds
+/// (integers with floating values; write 1.0 for 1).
+Tensor tensor(const TensorData& values, const TensorOptions& options = {});
 
 /// zeros() with x's shape, dtype and device (torch.zeros_like).
 Tensor zeros_like(const Tensor& x);

@@ -1,6 +1,8 @@
 // ops/methods.cpp: Tensor's op methods and the operators, each a one-line call of the free
-// function in ops/ops.h, plus the differentiable device/dtype moves Tensor::to.
+// function in ops/ops.h, plus the differentiable device/dtype moves Tensor::to, and the methods
+// spelled as libtorch spells them (eq, mm, operator[], new_zeros, ...).
 #include "tensorgrad/prim/prim.h"
+#include "tensorgrad/ops/creation.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -27,9 +29,9 @@ Tensor Tensor::sum(int64_t dim, bool keepdim) const { return tg::sum(*this, dim,
 Tensor Tensor::mean() const { return tg::mean(*this); }
 Tensor Tensor::mean(int64_t dim, bool keepdim) const { return tg::mean(*this, dim, keepdim); }
 Tensor Tensor::max() const { return tg::max(*this); }
-Tensor Tensor::max(int64_t dim, bool keepdim) const { return tg::max(*this, dim, keepdim); }
+ValuesWithIndices Tensor::max(int64_t dim, bool keepdim) const { return tg::max(*this, dim, keepdim); }
 Tensor Tensor::min() const { return tg::min(*this); }
-Tensor Tensor::min(int64_t dim, bool keepdim) const { return tg::min(*this, dim, keepdim); }
+ValuesWithIndices Tensor::min(int64_t dim, bool keepdim) const { return tg::min(*this, dim, keepdim); }
 Tensor Tensor::argmax() const { return tg::argmax(*this); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return tg::argmax(*this, dim, keepdim); }
 Tensor Tensor::matmul(const Tensor& o) const { return tg::matmul(*this, o); }
@@ -47,6 +49,81 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return tg:
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return tg::gather(*this, dim, index); }
 Tensor Tensor::softmax(int64_t dim) const { return tg::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return tg::log_softmax(*this, dim); }
+
+// ---- libtorch's spellings
+Tensor Tensor::eq(const Tensor& o) const { return tg::eq(*this, o); }
+Tensor Tensor::eq(double s) const { return tg::eq(*this, scalar_like(s, *this)); }
+Tensor Tensor::ne(const Tensor& o) const { return tg::ne(*this, o); }
+Tensor Tensor::ne(double s) const { return tg::ne(*this, scalar_like(s, *this)); }
+Tensor Tensor::gt(const Tensor& o) const { return tg::gt(*this, o); }
+Tensor Tensor::gt(double s) const { return tg::gt(*this, scalar_like(s, *this)); }
+Tensor Tensor::lt(const Tensor& o) const { return tg::lt(*this, o); }
+Tensor Tensor::lt(double s) const { return tg::lt(*this, scalar_like(s, *this)); }
+Tensor Tensor::ge(const Tensor& o) const { return tg::ge(*this, o); }
+Tensor Tensor::ge(double s) const { return tg::ge(*this, scalar_like(s, *this)); }
+Tensor Tensor::le(const Tensor& o) const { return tg::le(*this, o); }
+Tensor Tensor::le(double s) const { return tg::le(*this, scalar_like(s, *this)); }
+
+Tensor Tensor::mm(const Tensor& o) const {
+  TG_CHECK(dim() == 2, ShapeError, "mm: self must be a matrix (got a ", dim(), "-D tensor)");
+  TG_CHECK(o.dim() == 2, ShapeError, "mm: mat2 must be a matrix (got a ", o.dim(), "-D tensor)");
+  return tg::matmul(*this, o);
+}
+
+Tensor Tensor::operator[](int64_t i) const { return select(0, i); }
+Tensor Tensor::operator[](const Tensor& i) const {
+  TG_CHECK(i.defined() && i.dim() == 0 && !is_floating(i.dtype()) && i.dtype() != kBool, IndexError,
+           "operator[]: can only index with a 0-d integer tensor (got ",
+           i.defined() ? tensor_meta_str(i.data()) : std::string("an undefined tensor"), ")");
+  return select(0, i.item<int64_t>());
+}
+
+Tensor& Tensor::uniform_(double from, double to) {
+  TG_CHECK(is_floating(dtype()), DTypeError, "uniform_: expected a floating point tensor, got ", dtype_name(dtype()));
+  TG_CHECK(from <= to, Error, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  const Tensor u = tg::rand(sizes(), TensorOptions().dtype(dtype()).device(device()));
+  return copy_(from == 0 && to == 1 ? u : u * (to - from) + from);
+}
+
+Tensor& Tensor::normal_(double mean, double std) {
+  TG_CHECK(is_floating(dtype()), DTypeError, "normal_: expected a floating point tensor, got ", dtype_name(dtype()));
+  TG_CHECK(std >= 0, Error, "normal_: expects std >= 0.0, but found std ", std);
+  const Tensor n = tg::randn(sizes(), TensorOptions().dtype(dtype()).device(device()));
+  return copy_(mean == 0 && std == 1 ? n : n * std + mean);
+}
+
+namespace {
+/// options over like's dtype and device: what options sets wins (the new_* methods).
+TensorOptions over(const Tensor& like, const TensorOptions& o) {
+  return TensorOptions()
+      .dtype(o.has_dtype() ? o.dtype() : like.dtype())
+      .device(o.has_device() ? o.device() : like.device())
+      .requires_grad(o.requires_grad());
+}
+}  // namespace
+
+Tensor Tensor::new_zeros(IntArrayRef size, const TensorOptions& o) const { return tg::zeros(size, over(*this, o)); }
+Tensor Tensor::new_ones(IntArrayRef size, const TensorOptions& o) const { return tg::ones(size, over(*this, o)); }
+Tensor Tensor::new_full(IntArrayRef size, double value, const TensorOptions& o) const {
+  return tg::full(size, value, over(*this, o));
+}
+Tensor Tensor::new_empty(IntArrayRef size, const TensorOptions& o) const { return tg::empty(size, over(*this, o)); }
+Tensor Tensor::clone() const { return tg::clone(*this); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return tg::flatten(*this, start_dim, end_dim); }
+
+Tensor Tensor::norm(double p) const {
+  TG_CHECK(is_floating(dtype()), DTypeError, "norm: expected a floating point tensor, got ", dtype_name(dtype()));
+  TG_CHECK(p > 0, Error, "norm: p must be positive, got ", p);
+  if (p == 2) return tg::sqrt(tg::sum(tg::mul(*this, *this)));
+  if (p == 1) return tg::sum(tg::abs(*this));
+  return tg::pow(tg::sum(tg::pow(tg::abs(*this), p)), 1.0 / p);
+}
+Tensor Tensor::all() const { return tg::sum(ne(0.0)) == static_cast<double>(numel()); }
+Tensor Tensor::any() const { return tg::sum(ne(0.0)) > 0.0; }
+
+Tensor Tensor::view_as(const Tensor& other) const { return view(other.sizes()); }
+Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sizes()); }
+Tensor Tensor::reshape_as(const Tensor& other) const { return reshape(other.sizes()); }
 
 Tensor Tensor::to(Device target, bool non_blocking) const {
   // non_blocking: host-to-device copies from pinned memory (DataLoader pin_memory) are asynchronous.

@@ -17,6 +17,12 @@ namespace tg {
 
 /// How a loss combines its per-element (or per-row) values (PyTorch's reduction= argument).
 enum class Reduction { None, Mean, Sum };
+/// Reduction::None, as libtorch's torch::kNone: `CrossEntropyLossOptions().reduction(tg::kNone)`.
+constexpr Reduction kNone = Reduction::None;
+/// Reduction::Mean, as libtorch's torch::kMean.
+constexpr Reduction kMean = Reduction::Mean;
+/// Reduction::Sum, as libtorch's torch::kSum.
+constexpr Reduction kSum = Reduction::Sum;
 
 // ---- elementwise (ops/elementwise.cpp); binary ops broadcast (NumPy rules)
 /// \name Elementwise
@@ -142,8 +148,9 @@ Tensor le(const Tensor& a, const Tensor& b);
 // ---- reductions (ops/reduce.cpp); max/min split the gradient among ties
 /// \name Reductions
 /// Without dim: over all elements, a 0-d result. With dim (negative counts from the end): over that
-/// dim, which is removed unless keepdim. max and min give the values only (no indices, unlike
-/// PyTorch's max(dim)); they and argmax throw IndexError on an empty tensor or a size-0 dim.
+/// dim, which is removed unless keepdim. max and min over a dim give the values, which are also the
+/// tuple (values, indices) of PyTorch's max(dim); they and argmax throw IndexError on an empty tensor or
+/// a size-0 dim.
 ///@{
 
 /// The sum of all elements (torch.sum); a floating x keeps its dtype, an integer or bool x sums in int64.
@@ -156,12 +163,14 @@ Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The largest element (torch.max); NaN when any element is NaN. The gradient is split evenly among ties.
 Tensor max(const Tensor& x);
-/// The largest values along dim (torch.max(x, dim).values); ties share the gradient.
-Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);
+/// The largest values along dim (torch.max(x, dim)): the values as a Tensor, which is also the tuple
+/// (values, int64 indices) that libtorch returns (ValuesWithIndices: `auto [v, i] = tg::max(x, 1)`);
+/// ties share the gradient, the index is the first of them.
+ValuesWithIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The smallest element (torch.min); NaN when any element is NaN. The gradient is split evenly among ties.
 Tensor min(const Tensor& x);
-/// The smallest values along dim (torch.min(x, dim).values); ties share the gradient.
-Tensor min(const Tensor& x, int64_t dim, bool keepdim = false);
+/// The smallest values along dim (torch.min(x, dim)), also the tuple (values, indices) as max(x, dim).
+ValuesWithIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
 /// The index of the largest element in the flattened x, int64, 0-d (torch.argmax); the first one
 /// on ties, a NaN when there is one. Not differentiable.
 Tensor argmax(const Tensor& x);
@@ -230,6 +239,8 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor expand(const Tensor& x, const Shape& shape);
 /// x itself when contiguous, else a contiguous copy (torch.Tensor.contiguous).
 Tensor contiguous(const Tensor& x);
+/// A fresh contiguous copy of x, never a view (torch.clone); the gradient passes through unchanged.
+Tensor clone(const Tensor& x);
 /// Merges dims start_dim..end_dim into one (torch.flatten), through reshape(); a 0-d x becomes (1).
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 /// Concatenates xs along dim (torch.cat): at least one, same rank, dtype and device, equal sizes off dim.
@@ -382,8 +393,8 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
 /// OH = (H + 2 padding - dilation (KH - 1) - 1) / stride + 1 (torch.nn.functional.conv2d: a
 /// cross-correlation). im2col + GEMM on both backends.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
-                const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
-                const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+                IntArrayRef stride = {1}, IntArrayRef padding = {0},
+                IntArrayRef dilation = {1}, int64_t groups = 1);
 /// input (N, C, L) or (C, L), weight (O, C / groups, K), bias (O) or undefined -> (N, O, OL)
 /// (torch.nn.functional.conv1d), computed as conv2d over a height of 1.
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
@@ -402,20 +413,20 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 /// ceil_mode rounds the output size up, PyTorch's rule: OH = ceil((H + 2 padding - dilation (KH - 1)
 /// - 1) / stride) + 1, less one when the last window would start past the input and its left padding.
 /// NaN propagates. The gradient goes to the position of each maximum (indices saved by the forward).
-Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
-                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
-                    const std::vector<int64_t>& dilation = {1}, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size,
+                    IntArrayRef stride = {}, IntArrayRef padding = {0},
+                    IntArrayRef dilation = {1}, bool ceil_mode = false);
 /// The mean of each kernel_size window (torch.nn.functional.avg_pool2d); stride defaults to
 /// kernel_size; zero padding, counted in the divisor when count_include_pad. ceil_mode: the output
 /// size rule of max_pool2d; a window reaching past the padded input divides by the part inside it
 /// (as PyTorch). Note the order: PyTorch's ceil_mode comes before count_include_pad; here it comes
 /// last, so that calls written before it existed keep their meaning.
-Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
-                    const std::vector<int64_t>& stride = {}, const std::vector<int64_t>& padding = {0},
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size,
+                    IntArrayRef stride = {}, IntArrayRef padding = {0},
                     bool count_include_pad = true, bool ceil_mode = false);
 /// Means over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_avg_pool2d):
 /// window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)).
-Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 ///@}
 
 // ---- normalization (ops/norm.cpp)

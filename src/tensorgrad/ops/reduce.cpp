@@ -67,9 +67,15 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return sum_impl(x, dim,
 Tensor mean(const Tensor& x) { return mean_impl(x, 0, false, true); }
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) { return mean_impl(x, dim, keepdim, false); }
 Tensor max(const Tensor& x) { return extreme_impl(ReduceOp::Max, "max", x, 0, false, true); }
-Tensor max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_impl(ReduceOp::Max, "max", x, dim, keepdim, false); }
+ValuesWithIndices max(const Tensor& x, int64_t dim, bool keepdim) {
+  Tensor values = extreme_impl(ReduceOp::Max, "max", x, dim, keepdim, false);
+  return ValuesWithIndices(std::move(values), Tensor(prim::reduce(ReduceOp::ArgMax, x.data(), {dim}, keepdim, "max")));
+}
 Tensor min(const Tensor& x) { return extreme_impl(ReduceOp::Min, "min", x, 0, false, true); }
-Tensor min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_impl(ReduceOp::Min, "min", x, dim, keepdim, false); }
+ValuesWithIndices min(const Tensor& x, int64_t dim, bool keepdim) {
+  Tensor values = extreme_impl(ReduceOp::Min, "min", x, dim, keepdim, false);
+  return ValuesWithIndices(std::move(values), Tensor(prim::reduce(ReduceOp::ArgMin, x.data(), {dim}, keepdim, "min")));
+}
 
 Tensor argmax(const Tensor& x) { return Tensor(prim::reduce(ReduceOp::ArgMax, x.data(), {}, false, "argmax")); }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {

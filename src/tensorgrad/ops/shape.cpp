@@ -73,6 +73,12 @@ Tensor contiguous(const Tensor& x) {
   });
 }
 
+Tensor clone(const Tensor& x) {
+  return record("clone", x.data().clone(), {x}, [](const RawTensor& grad, Grads& g) {
+    g.set(0, grad);                                                       // identity
+  });
+}
+
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   std::vector<RawTensor> ts;
   ts.reserve(xs.size());

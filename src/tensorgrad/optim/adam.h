@@ -1,6 +1,7 @@
 // optim/adam.h: Adam and AdamW with PyTorch's formulas (bias correction, optional amsgrad). Each
 // update is one fused Backend::adam_step per (device, dtype). The base class is in optim/optimizer.h.
 #pragma once
+#include <tuple>
 #include <vector>
 
 #include "tensorgrad/optim/optimizer.h"
@@ -15,6 +16,14 @@ struct AdamOptions {
   AdamOptions(double lr = 1e-3) : lr_(lr) {}   // NOLINT: Adam(params, 1e-3) reads naturally
   /// The decay rates of the first and second moment averages (default 0.9, 0.999).
   AdamOptions& betas(double b1, double b2) { beta1_ = b1; beta2_ = b2; return *this; }
+  /// The same as a tuple, libtorch's spelling: AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.999)).
+  AdamOptions& betas(const std::tuple<double, double>& b) { return betas(std::get<0>(b), std::get<1>(b)); }
+  /// The decay rates (beta1, beta2), as libtorch's getter.
+  std::tuple<double, double> betas() const { return {beta1_, beta2_}; }
+  /// Sets the learning rate (libtorch's setter).
+  AdamOptions& lr(double lr) { lr_ = lr; return *this; }
+  /// The learning rate (libtorch's getter).
+  double lr() const { return lr_; }
   /// Added to the denominator for stability (default 1e-8).
   AdamOptions& eps(double e) { eps_ = e; return *this; }
   /// Weight decay: an L2 term in the gradient for Adam, decoupled for AdamW (default 0).
@@ -63,6 +72,13 @@ class Adam : public Optimizer {
   AdamOptions options_;
   bool decoupled_;
   std::vector<State> state_;
+};
+
+/// Options of AdamW, as libtorch's AdamWOptions: AdamOptions with libtorch's AdamW default
+/// weight_decay 1e-2 (AdamWOptions(1e-3) decays; AdamOptions(1e-3) would not).
+struct AdamWOptions : AdamOptions {
+  /// The learning rate (default 1e-3), with weight_decay 1e-2.
+  AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay_ = 1e-2; }   // NOLINT: as AdamOptions
 };
 
 /// torch.optim.AdamW: Adam with decoupled weight decay, w *= 1 - lr wd before the update.

@@ -1,0 +1,168 @@
+/// \file
+/// nn/functional.h: tg::nn::functional, libtorch's torch::nn::functional: the ops of ops/ops.h with
+/// their options objects, so that `namespace F = tg::nn::functional;` and `F::dropout(x,
+/// F::DropoutFuncOptions().p(0.5).training(is_training()))` port unchanged. Each function is one call
+/// of the op in ops/ops.h; the options are the layers' own where libtorch shares them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensorgrad/nn/activation.h"
+#include "tensorgrad/nn/conv.h"
+#include "tensorgrad/nn/layers.h"
+#include "tensorgrad/ops/ops.h"
+
+namespace tg {
+namespace nn {
+namespace functional {
+
+/// Options of relu (libtorch's ReLUFuncOptions): inplace(true) writes the result into x.
+struct ReLUFuncOptions {
+  /// Whether to write the result into x and return x (default false).
+  ReLUFuncOptions& inplace(bool i) { inplace_ = i; return *this; }
+  bool inplace_ = false;   ///< See inplace().
+};
+/// max(x, 0) (torch::nn::functional::relu); with inplace(true) x itself, overwritten (copy_, so the
+/// in-place rules apply: AutogradError for a leaf that requires grad).
+inline Tensor relu(const Tensor& x, const ReLUFuncOptions& options = {}) {
+  if (!options.inplace_) return tg::relu(x);
+  Tensor out = x;
+  out.copy_(tg::relu(x));
+  return out;
+}
+
+/// Options of leaky_relu: LeakyReLUFuncOptions().negative_slope(0.2).
+using LeakyReLUFuncOptions = LeakyReLUOptions;
+/// x where x > 0, negative_slope x elsewhere (torch::nn::functional::leaky_relu).
+inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options = {}) {
+  return tg::leaky_relu(x, options.negative_slope_);
+}
+
+/// Options of gelu: GELUFuncOptions().approximate("tanh").
+using GELUFuncOptions = GELUOptions;
+/// x Phi(x) (torch::nn::functional::gelu).
+inline Tensor gelu(const Tensor& x, const GELUFuncOptions& options = {}) { return tg::gelu(x, options.approximate_); }
+
+/// x sigmoid(x) (torch::nn::functional::silu).
+inline Tensor silu(const Tensor& x) { return tg::silu(x); }
+
+/// Options of dropout (libtorch's DropoutFuncOptions): p 0.5 and training true by default, as
+/// libtorch's (pass .training(is_training()) from a module).
+struct DropoutFuncOptions {
+  /// The probability of zeroing an element (default 0.5).
+  DropoutFuncOptions& p(double p) { p_ = p; return *this; }
+  /// Whether to drop at all (default true).
+  DropoutFuncOptions& training(bool t) { training_ = t; return *this; }
+  /// Whether to write the result into x and return x (default false).
+  DropoutFuncOptions& inplace(bool i) { inplace_ = i; return *this; }
+  double p_ = 0.5;         ///< See p().
+  bool training_ = true;   ///< See training().
+  bool inplace_ = false;   ///< See inplace().
+};
+/// tg::dropout(x, p, training) (torch::nn::functional::dropout); with inplace(true) x itself,
+/// overwritten (copy_, as F::relu's).
+inline Tensor dropout(const Tensor& x, const DropoutFuncOptions& options = {}) {
+  if (!options.inplace_) return tg::dropout(x, options.p_, options.training_);
+  Tensor out = x;
+  out.copy_(tg::dropout(x, options.p_, options.training_));
+  return out;
+}
+
+/// Options of softmax: the dim, which a bare integer converts to (`F::softmax(x, 1)`).
+struct SoftmaxFuncOptions {
+  /// Over dim.
+  SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}   // NOLINT(google-explicit-constructor): as libtorch's
+  int64_t dim_;   ///< See the constructor.
+};
+/// tg::softmax(x, dim) (torch::nn::functional::softmax).
+inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options) { return tg::softmax(x, options.dim_); }
+
+/// Options of log_softmax: the dim, which a bare integer converts to (`F::log_softmax(x, 1)`).
+struct LogSoftmaxFuncOptions {
+  /// Over dim.
+  LogSoftmaxFuncOptions(int64_t dim) : dim_(dim) {}   // NOLINT(google-explicit-constructor): as libtorch's
+  int64_t dim_;   ///< See the constructor.
+};
+/// tg::log_softmax(x, dim) (torch::nn::functional::log_softmax).
+inline Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options) {
+  return tg::log_softmax(x, options.dim_);
+}
+
+/// Options of max_pool2d: MaxPool2dFuncOptions(2).stride(2), the layer's.
+using MaxPool2dFuncOptions = MaxPool2dOptions;
+/// tg::max_pool2d with the options' sizes (torch::nn::functional::max_pool2d).
+inline Tensor max_pool2d(const Tensor& x, const MaxPool2dFuncOptions& o) {
+  return tg::max_pool2d(x, o.kernel_size_, o.stride_, o.padding_, o.dilation_, o.ceil_mode_);
+}
+
+/// Options of avg_pool2d: AvgPool2dFuncOptions(2).stride(2), the layer's.
+using AvgPool2dFuncOptions = AvgPool2dOptions;
+/// tg::avg_pool2d with the options' sizes (torch::nn::functional::avg_pool2d).
+inline Tensor avg_pool2d(const Tensor& x, const AvgPool2dFuncOptions& o) {
+  return tg::avg_pool2d(x, o.kernel_size_, o.stride_, o.padding_, o.count_include_pad_, o.ceil_mode_);
+}
+
+/// Options of adaptive_avg_pool2d: the output size, one number or {OH, OW}.
+struct AdaptiveAvgPool2dFuncOptions {
+  /// Windows covering the input to give output_size.
+  AdaptiveAvgPool2dFuncOptions(IntArrayRef output_size)   // NOLINT(google-explicit-constructor): as libtorch's
+      : output_size_(std::move(output_size)) {}
+  IntArrayRef output_size_;   ///< See the constructor.
+};
+/// tg::adaptive_avg_pool2d (torch::nn::functional::adaptive_avg_pool2d).
+inline Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOptions& o) {
+  return tg::adaptive_avg_pool2d(x, o.output_size_);
+}
+
+/// Options of conv2d (libtorch's Conv2dFuncOptions): stride, padding, dilation, groups, and the bias
+/// tensor.
+struct Conv2dFuncOptions {
+  /// The bias tensor (out_channels); none by default.
+  Conv2dFuncOptions& bias(Tensor b) { bias_ = std::move(b); return *this; }
+  /// Step between windows (default 1): one number or {h, w}.
+  Conv2dFuncOptions& stride(IntArrayRef s) { stride_ = std::move(s); return *this; }
+  /// Zero padding on each side (default 0).
+  Conv2dFuncOptions& padding(IntArrayRef p) { padding_ = std::move(p); return *this; }
+  /// Spacing between kernel taps (default 1).
+  Conv2dFuncOptions& dilation(IntArrayRef d) { dilation_ = std::move(d); return *this; }
+  /// Channel groups (default 1).
+  Conv2dFuncOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Tensor bias_;                ///< See bias().
+  IntArrayRef stride_{1};      ///< See stride().
+  IntArrayRef padding_{0};     ///< See padding().
+  IntArrayRef dilation_{1};    ///< See dilation().
+  int64_t groups_ = 1;         ///< See groups().
+};
+/// tg::conv2d with the options (torch::nn::functional::conv2d).
+inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o = {}) {
+  return tg::conv2d(x, weight, o.bias_, o.stride_, o.padding_, o.dilation_, o.groups_);
+}
+
+/// x . weight^T + bias (torch::nn::functional::linear).
+inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
+  return tg::linear(x, weight, bias);
+}
+
+/// Options of cross_entropy: the layer's (reduction, ignore_index, label_smoothing).
+using CrossEntropyFuncOptions = CrossEntropyLossOptions;
+/// tg::cross_entropy with the options (torch::nn::functional::cross_entropy).
+inline Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyFuncOptions& o = {}) {
+  return tg::cross_entropy(logits, target, o.reduction_, o.ignore_index_, o.label_smoothing_);
+}
+
+/// Options of mse_loss: the reduction (default the mean).
+struct MSELossFuncOptions {
+  /// Sets how the elements combine.
+  MSELossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Reduction reduction_ = Reduction::Mean;   ///< See reduction().
+};
+/// tg::mse_loss with the options (torch::nn::functional::mse_loss).
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o = {}) {
+  return tg::mse_loss(input, target, o.reduction_);
+}
+
+}  // namespace functional
+}  // namespace nn
+}  // namespace tg
