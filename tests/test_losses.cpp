@@ -216,3 +216,36 @@ TEST_CASE("losses: the loss objects of torch::nn call the functions with their o
   check_close(tg::nn::HuberLoss(tg::nn::HuberLossOptions(tg::kSum).delta(0.4))->forward(logits, t),
               tg::huber_loss(logits, t, tg::Reduction::Sum, 0.4).to_vector<double>());
 }
+
+TEST_CASE("losses: nn::ConvTranspose2d in both styles, PyTorch's parameters and printing") {
+  // print(torch.nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1, output_padding=1, groups=2, bias=False,
+  //                                dilation=2)), print(torch.nn.ConvTranspose2d(8, 4, 3))
+  tg::nn::ConvTranspose2d up(64, 32, 4,
+                             tg::nn::ConvTranspose2dOptions().stride(2).padding(1).output_padding(1).groups(2).bias(false).dilation(2));
+  CHECK(up.name() == "ConvTranspose2d(64, 32, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1), dilation=(2, 2), "
+                     "output_padding=(1, 1), groups=2, bias=False)");
+  CHECK(up.weight.shape() == tg::Shape{64, 16, 4, 4});
+  CHECK(!up.bias.defined());
+  tg::nn::ConvTranspose2d plain(tg::nn::ConvTranspose2dOptions(8, 4, 3));   // libtorch's form
+  CHECK(plain.name() == "ConvTranspose2d(8, 4, kernel_size=(3, 3), stride=(1, 1))");
+  CHECK(plain.bias.shape() == tg::Shape{4});
+  // U(+-1/sqrt(fan_in)), fan_in = weight.size(1) kH kW = 4 * 9 (PyTorch's _calculate_fan_in_and_fan_out)
+  const double bound = 1.0 / std::sqrt(36.0);
+  for (const Tensor& p : {plain.weight, plain.bias}) {
+    CHECK(tg::max(p).item() <= bound);
+    CHECK(tg::min(p).item() >= -bound);
+  }
+  const Tensor x = tg::randn({2, 8, 5, 5});
+  check_close(plain(x).to(tg::kFloat64), tg::conv_transpose2d(x, plain.weight, plain.bias).to(tg::kFloat64).to_vector<double>(), 1e-15);
+  // the handle form: a temporary registered into a module and reached through ->
+  struct Net : tg::nn::Module {
+    tg::nn::ConvTranspose2d deconv{nullptr};
+    Net() { deconv = register_module("deconv", tg::nn::ConvTranspose2d(tg::nn::ConvTranspose2dOptions(3, 2, 2).stride(2))); }
+  } net;
+  CHECK(net.deconv->forward(tg::ones({1, 3, 4, 4})).shape() == tg::Shape{1, 2, 8, 8});
+  CHECK(net.parameters().size() == 2);
+  TG_CHECK_THROWS(tg::nn::ConvTranspose2d(tg::nn::ConvTranspose2dOptions()), tg::Error,
+                  "ConvTranspose2d: the options name no channels or kernel size");
+  TG_CHECK_THROWS(tg::nn::ConvTranspose2d(6, 4, 3, tg::nn::ConvTranspose2dOptions().groups(4)), tg::ShapeError,
+                  "in_channels must be divisible by groups");
+}

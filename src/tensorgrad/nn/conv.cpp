@@ -1,6 +1,7 @@
 // nn/conv.cpp: the constructors (PyTorch's reset_parameters) and printing of nn/conv.h's layers.
 #include "tensorgrad/nn/conv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -29,15 +30,17 @@ std::string tuple(const std::vector<int64_t>& v) {
 }
 
 /// weight (out, in / groups, *kernel) and bias (out) as PyTorch's _ConvNd.reset_parameters draws them:
-/// kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)), for both.
+/// kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)), for both. A transposed convolution's
+/// weight is (in, out / groups, *kernel), its fan_in read from those dims the same way.
+template <class Options>
 void make_conv_parameters(Module& m, const char* who, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
-                          const Conv2dOptions& o, Tensor& weight, Tensor& bias) {
+                          const Options& o, Tensor& weight, Tensor& bias, bool transposed = false) {
   TG_CHECK(in > 0 && out > 0, ShapeError, who, ": in_channels and out_channels must be positive, got ", in, " and ", out);
   TG_CHECK(o.groups_ > 0, ShapeError, who, ": groups must be a positive integer, got ", o.groups_);
   TG_CHECK(in % o.groups_ == 0, ShapeError, who, ": in_channels must be divisible by groups (", in, " and ", o.groups_, ")");
   TG_CHECK(out % o.groups_ == 0, ShapeError, who, ": out_channels must be divisible by groups (", out, " and ", o.groups_,
            ")");
-  Shape shape{out, in / o.groups_};
+  Shape shape = transposed ? Shape{in, out / o.groups_} : Shape{out, in / o.groups_};
   for (int64_t k : kernel) {
     TG_CHECK(k > 0, ShapeError, who, ": kernel_size must be positive, got ", tuple(kernel));
     shape.push_back(k);
@@ -89,7 +92,8 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, const std::vector<int6
 
 namespace {
 /// options of libtorch's form, checked for the required arguments (Conv2dOptions(in, out, k)).
-const Conv2dOptions& with_sizes(const char* layer, const Conv2dOptions& options) {
+template <class Options>
+const Options& with_sizes(const char* layer, const Options& options) {
   TG_CHECK(options.in_channels_ >= 0 && options.out_channels_ >= 0 && !options.kernel_size_.empty(), Error, layer,
            ": the options name no channels or kernel size; build them as ", layer, "Options(in_channels, "
            "out_channels, kernel_size), or pass those first: ", layer, "(in, out, kernel_size, options)");
@@ -111,6 +115,47 @@ std::string Conv2d::name() const {
 
 std::unique_ptr<Module> Conv2d::new_instance() const {
   return std::make_unique<Conv2d>(in_, out_, kernel_, options_);
+}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                 const ConvTranspose2dOptions& options)
+    : ConvTranspose2d(in_channels, out_channels, std::vector<int64_t>{kernel_size}, options) {}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+                                 const ConvTranspose2dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(two("ConvTranspose2d", "kernel_size", kernel_size)), options_(options) {
+  options_.stride_ = two("ConvTranspose2d", "stride", options.stride_);
+  options_.padding_ = two("ConvTranspose2d", "padding", options.padding_);
+  options_.dilation_ = two("ConvTranspose2d", "dilation", options.dilation_);
+  options_.output_padding_ = two("ConvTranspose2d", "output_padding", options.output_padding_);
+  make_conv_parameters(*this, "ConvTranspose2d", in_, out_, kernel_, options_, weight, bias, /*transposed=*/true);
+}
+
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options)
+    : ConvTranspose2d(with_sizes("ConvTranspose2d", options).in_channels_, options.out_channels_, options.kernel_size_,
+                      options) {}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return conv_transpose2d(x, weight, bias, options_.stride_, options_.padding_, options_.output_padding_,
+                          options_.groups_, options_.dilation_);
+}
+
+std::string ConvTranspose2d::name() const {
+  std::string r = conv_repr("ConvTranspose2d", in_, out_, kernel_, options_.stride_, options_.padding_,
+                            options_.dilation_, options_.groups_, bias.defined());
+  bool zero = true;
+  for (int64_t v : options_.output_padding_) zero = zero && v == 0;
+  // PyTorch prints output_padding after dilation: insert it before ", groups", ", bias" or the ")"
+  if (!zero) {
+    std::size_t at = r.size() - 1;
+    for (const char* next : {", groups=", ", bias="}) at = std::min(at, r.find(next));
+    r.insert(at, ", output_padding=" + tuple(options_.output_padding_));
+  }
+  return r;
+}
+
+std::unique_ptr<Module> ConvTranspose2d::new_instance() const {
+  return std::make_unique<ConvTranspose2d>(in_, out_, kernel_, options_);
 }
 
 Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv1dOptions& options)

@@ -14,32 +14,27 @@
 namespace tg {
 namespace nn {
 
-/// Options of Conv1d / Conv2d, PyTorch style: Conv2dOptions().stride(2).padding(1).bias(false).
-/// A size is one number (both spatial dims) or {h, w}. libtorch's form names the layer's required
-/// arguments first, Conv2dOptions(in, out, kernel_size).stride(1), and builds the layer alone:
-/// Conv2d(Conv2dOptions(1, 32, 3).stride(1)).
-struct Conv2dOptions {
-  /// Only the optional settings: for Conv2d(in, out, kernel_size, options).
-  Conv2dOptions() = default;
-  /// libtorch's form: the channels and the kernel size ({k} or {kH, kW}, or one number) too.
-  Conv2dOptions(int64_t in_channels, int64_t out_channels, IntArrayRef kernel_size)
-      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+/// The settings every convolution's options share (Conv2dOptions, ConvTranspose2dOptions): each
+/// setter returns the derived options, so that chains keep their type. A size is one number (both
+/// spatial dims) or {h, w}.
+template <class Self>
+struct ConvOptionsBase {
   /// Step between windows (default 1).
-  Conv2dOptions& stride(int64_t s) { stride_ = {s}; return *this; }
+  Self& stride(int64_t s) { stride_ = {s}; return self(); }
   /// Step between windows, {h, w}.
-  Conv2dOptions& stride(const std::vector<int64_t>& s) { stride_ = s; return *this; }
+  Self& stride(const std::vector<int64_t>& s) { stride_ = s; return self(); }
   /// Zero padding on each side (default 0).
-  Conv2dOptions& padding(int64_t p) { padding_ = {p}; return *this; }
+  Self& padding(int64_t p) { padding_ = {p}; return self(); }
   /// Zero padding on each side, {h, w}.
-  Conv2dOptions& padding(const std::vector<int64_t>& p) { padding_ = p; return *this; }
+  Self& padding(const std::vector<int64_t>& p) { padding_ = p; return self(); }
   /// Spacing between kernel taps (default 1).
-  Conv2dOptions& dilation(int64_t d) { dilation_ = {d}; return *this; }
+  Self& dilation(int64_t d) { dilation_ = {d}; return self(); }
   /// Spacing between kernel taps, {h, w}.
-  Conv2dOptions& dilation(const std::vector<int64_t>& d) { dilation_ = d; return *this; }
+  Self& dilation(const std::vector<int64_t>& d) { dilation_ = d; return self(); }
   /// Channel groups (default 1): in and out channels must both be divisible by it.
-  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Self& groups(int64_t g) { groups_ = g; return self(); }
   /// Whether the layer has a bias (default true).
-  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Self& bias(bool b) { bias_ = b; return self(); }
   /// See stride().
   std::vector<int64_t> stride_{1};
   /// See padding().
@@ -50,12 +45,32 @@ struct Conv2dOptions {
   int64_t groups_ = 1;
   /// See bias().
   bool bias_ = true;
-  /// The input channels of Conv2dOptions(in, out, k); -1 when not given.
+  /// The input channels of libtorch's form (in, out, k); -1 when not given.
   int64_t in_channels_ = -1;
-  /// The output channels of Conv2dOptions(in, out, k); -1 when not given.
+  /// The output channels of libtorch's form (in, out, k); -1 when not given.
   int64_t out_channels_ = -1;
-  /// The kernel size of Conv2dOptions(in, out, k); empty when not given.
+  /// The kernel size of libtorch's form (in, out, k); empty when not given.
   std::vector<int64_t> kernel_size_;
+
+ protected:
+  ConvOptionsBase() = default;
+  /// libtorch's form: the channels and the kernel size too.
+  ConvOptionsBase(int64_t in_channels, int64_t out_channels, IntArrayRef kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size.vec()) {}
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+};
+
+/// Options of Conv1d / Conv2d, PyTorch style: Conv2dOptions().stride(2).padding(1).bias(false).
+/// libtorch's form names the layer's required arguments first, Conv2dOptions(in, out,
+/// kernel_size).stride(1), and builds the layer alone: Conv2d(Conv2dOptions(1, 32, 3).stride(1)).
+struct Conv2dOptions : ConvOptionsBase<Conv2dOptions> {
+  /// Only the optional settings: for Conv2d(in, out, kernel_size, options).
+  Conv2dOptions() = default;
+  /// libtorch's form: the channels and the kernel size ({k} or {kH, kW}, or one number) too.
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, IntArrayRef kernel_size)
+      : ConvOptionsBase(in_channels, out_channels, kernel_size) {}
 };
 /// Conv1d takes the same options (each size a single number).
 using Conv1dOptions = Conv2dOptions;
@@ -109,6 +124,54 @@ class Conv1d : public Module {
   int64_t in_, out_, kernel_;
   Conv1dOptions options_;
   TG_LAYER_HANDLE(Conv1d)
+};
+
+/// Options of ConvTranspose2d (torch::nn::ConvTranspose2dOptions): the settings of Conv2dOptions and
+/// output_padding, in either form: ConvTranspose2dOptions().stride(2) for ConvTranspose2d(in, out, k,
+/// options), or libtorch's ConvTranspose2dOptions(in, out, k).stride(2) for ConvTranspose2d(options).
+struct ConvTranspose2dOptions : ConvOptionsBase<ConvTranspose2dOptions> {
+  /// Only the optional settings.
+  ConvTranspose2dOptions() = default;
+  /// libtorch's form: the channels and the kernel size too.
+  ConvTranspose2dOptions(int64_t in_channels, int64_t out_channels, IntArrayRef kernel_size)
+      : ConvOptionsBase(in_channels, out_channels, kernel_size) {}
+  /// Rows and columns added to one side of the output (default 0): below the stride or the dilation.
+  ConvTranspose2dOptions& output_padding(int64_t p) { output_padding_ = {p}; return *this; }
+  /// output_padding, {h, w}.
+  ConvTranspose2dOptions& output_padding(const std::vector<int64_t>& p) { output_padding_ = p; return *this; }
+  /// See output_padding().
+  std::vector<int64_t> output_padding_{0};
+};
+
+/// conv_transpose2d(x, weight, bias, ...) as a module (torch::nn::ConvTranspose2d): weight (in, out /
+/// groups, kH, kW) and bias (out), initialised like PyTorch (uniform in +-1/sqrt(fan_in), fan_in = out
+/// / groups kH kW, the weight's dims 1.. as PyTorch reads them).
+class ConvTranspose2d : public Module {
+ public:
+  /// A kernel_size x kernel_size transposed convolution; ShapeError for non-positive sizes or channels
+  /// not divisible by groups.
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                  const ConvTranspose2dOptions& options = {});
+  /// A kernel of {kH, kW}.
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+                  const ConvTranspose2dOptions& options = {});
+  /// libtorch's form: ConvTranspose2d(ConvTranspose2dOptions(64, 32, 4).stride(2)). Error naming the
+  /// layer when the options name no channels or kernel size.
+  explicit ConvTranspose2d(const ConvTranspose2dOptions& options);
+  /// x (N, in, H, W) or (in, H, W) -> (N, out, OH, OW), OH = (H - 1) stride - 2 padding + dilation
+  /// (kH - 1) + output_padding + 1.
+  Tensor forward(const Tensor& x) override;
+  /// "ConvTranspose2d(64, 32, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1))", as PyTorch prints it.
+  std::string name() const override;
+  /// A ConvTranspose2d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Tensor weight;   ///< (in_channels, out_channels / groups, kH, kW), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_;
+  std::vector<int64_t> kernel_;
+  ConvTranspose2dOptions options_;
+  TG_LAYER_HANDLE(ConvTranspose2d)
 };
 
 /// Options of MaxPool2d, as libtorch names them: MaxPool2dOptions(3).stride(2).padding(1).dilation(2)
@@ -238,6 +301,8 @@ class AdaptiveAvgPool2d : public Module {
 using Conv2dImpl = Conv2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using Conv1dImpl = Conv1d;
+/// libtorch's name of the module class (Note [Value modules and handles]).
+using ConvTranspose2dImpl = ConvTranspose2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using MaxPool2dImpl = MaxPool2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
