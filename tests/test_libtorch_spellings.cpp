@@ -438,3 +438,50 @@ TEST_CASE("libtorch spellings: tg::save and tg::load of a tensor and of a list o
   TG_CHECK_THROWS(tg::save(Tensor(), one), tg::SerializationError, "the tensor is undefined");
   for (const auto& p : {one, list, module_file}) std::filesystem::remove(p);
 }
+
+TEST_CASE("libtorch spellings: += -= *=, allclose, equal, mutable_grad, Dropout2d handles, save and load of a holder") {
+  Tensor x = tg::ones({2, 3});
+  x += tg::full({3}, 2.0);   // x.add_(y): 3 everywhere
+  x *= 2.0;
+  x -= tg::ones({2, 3});
+  check_close(x, tg::full({2, 3}, 5.0), 0);
+  // torch.allclose / torch.equal: python3 -c "import torch; print(torch.allclose(torch.tensor([1., 2.]),
+  //   torch.tensor([1.000001, 2.])), torch.equal(torch.tensor([1., float('nan')]), torch.tensor([1., float('nan')])))"
+  //   -> True False
+  const Tensor a = tg::from_vector(std::vector<float>{1.0f, 2.0f}), b = tg::from_vector(std::vector<float>{1.000001f, 2.0f});
+  CHECK(tg::allclose(a, b));
+  CHECK(!tg::allclose(a, b, 0, 1e-9));
+  CHECK(a.allclose(tg::from_vector(std::vector<float>{1.0f, 2.0f}).reshape({1, 2})));   // broadcasts, as torch
+  const Tensor nan = tg::from_vector(std::vector<float>{1.0f, std::nanf("")});
+  CHECK(!tg::equal(nan, nan));
+  CHECK(!tg::allclose(nan, nan));
+  CHECK(tg::allclose(nan, nan, 1e-5, 1e-8, /*equal_nan=*/true));
+  CHECK(tg::equal(a, a.clone()));
+  CHECK(!a.equal(a.to(tg::kFloat64)));   // another dtype
+  // x.mutable_grad().reset() drops the gradient, = sets it
+  Tensor w = tg::ones({3}).requires_grad_();
+  tg::sum(w * 2.0).backward();
+  CHECK(w.mutable_grad().defined());
+  w.mutable_grad().reset();
+  CHECK(!w.grad().defined());
+  w.mutable_grad() = tg::full({3}, 7.0);
+  check_close(w.grad(), tg::full({3}, 7.0), 0);
+  // Dropout2d as a handle; torch::save / torch::load of a TORCH_MODULE holder
+  struct NetImpl : tg::nn::Module {
+    tg::nn::Linear fc{nullptr};
+    tg::nn::Dropout2d drop{nullptr};
+    NetImpl() {
+      fc = register_module("fc", tg::nn::Linear(3, 2));
+      drop = register_module("drop", tg::nn::Dropout2d(0.5));
+    }
+  };
+  TORCH_MODULE(Net);
+  Net net, other;
+  CHECK(net->drop->name() == "Dropout2d(p=0.5)");
+  testing::TempDir dir;
+  const std::string path = dir.path + "/holder.safetensors";
+  tg::save(net, path);
+  tg::load(other, path);
+  check_close(other->fc->weight, net->fc->weight, 0);
+  check_close(other->fc->bias, net->fc->bias, 0);
+}

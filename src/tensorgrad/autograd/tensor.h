@@ -382,7 +382,44 @@ class Tensor {
   Tensor& fill_(double value);
   /// Copies src's values into this (src broadcast to this shape; any dtype and device).
   Tensor& copy_(const Tensor& src);
+  /// add_(o), as libtorch's x += y.
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  /// add_(s).
+  Tensor& operator+=(double s) { return add_(s); }
+  /// sub_(o), as libtorch's x -= y.
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  /// sub_(s).
+  Tensor& operator-=(double s) { return sub_(s); }
+  /// mul_(o), as libtorch's x *= y.
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  /// mul_(s).
+  Tensor& operator*=(double s) { return mul_(s); }
   ///@}
+
+  /// The gradient slot itself, as libtorch's mutable_grad(): read it, assign it, or reset() it
+  /// (`x.mutable_grad().reset()` drops the gradient, as x.set_grad(Tensor()) does).
+  class GradSlot {
+   public:
+    /// The slot of t.
+    explicit GradSlot(Tensor& t) : t_(t) {}
+    /// Drops the gradient.
+    void reset() { t_.set_grad(Tensor()); }
+    /// Sets the gradient (Tensor::set_grad's checks).
+    GradSlot& operator=(const Tensor& g) { t_.set_grad(g); return *this; }
+    /// The gradient (undefined when there is none).
+    operator Tensor() const { return t_.grad(); }   // NOLINT(google-explicit-constructor): reads as the Tensor&
+    /// Whether there is a gradient.
+    bool defined() const { return t_.grad().defined(); }
+
+   private:
+    Tensor& t_;
+  };
+  /// The gradient slot (libtorch's Tensor::mutable_grad).
+  GradSlot mutable_grad() { return GradSlot(*this); }
+  /// True when other has this shape and dtype and equal values (torch.equal).
+  bool equal(const Tensor& other) const;
+  /// |this - other| <= atol + rtol |other| everywhere, NaNs equal only with equal_nan (torch.allclose).
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
 
   // ---- libtorch's spellings of the ops above (ops/methods.cpp), so that a libtorch program ports by
   // renaming torch:: to tg::. The comparison methods give bool Tensors, as the operators do.

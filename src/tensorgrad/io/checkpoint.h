@@ -10,6 +10,7 @@
 
 #include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/io/safetensors.h"
+#include "tensorgrad/nn/module.h"   // nn::Module and nn::ModuleHolder (nn/pimpl.h)
 
 namespace tg {
 
@@ -31,6 +32,16 @@ void save(const nn::Module& module, const std::string& path);
 /// checksums that do not match throw from load_tensors first. After any error the module is unchanged.
 /// Not strict: the keys both have are loaded and the others returned.
 IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOptions& options = {});
+/// save() of the module a holder holds (libtorch's torch::save(model, path) with a TORCH_MODULE).
+template <class M>
+void save(const nn::ModuleHolder<M>& holder, const std::string& path) {
+  save(static_cast<const nn::Module&>(*holder), path);
+}
+/// load() into the module a holder holds (libtorch's torch::load(model, path)).
+template <class M>
+IncompatibleKeys load(nn::ModuleHolder<M>& holder, const std::string& path, const LoadOptions& options = {}) {
+  return load(static_cast<nn::Module&>(*holder), path, options);
+}
 
 /// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...).
 void save(const optim::Optimizer& optimizer, const std::string& path);

@@ -193,6 +193,7 @@ class Dropout2d : public Module {
   std::unique_ptr<Module> new_instance() const override { return std::make_unique<Dropout2d>(p_); }
  private:
   double p_;
+  TG_LAYER_HANDLE(Dropout2d)
 };
 /// Dropout2d's options (libtorch's name): Dropout2dOptions(0.2).
 using Dropout2dOptions = DropoutOptions;
@@ -273,6 +274,8 @@ using SigmoidImpl = Sigmoid;
 using TanhImpl = Tanh;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using DropoutImpl = Dropout;
+/// libtorch's name of the module class (Note [Value modules and handles]).
+using Dropout2dImpl = Dropout2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using FlattenImpl = Flatten;
 

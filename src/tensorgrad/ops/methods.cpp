@@ -1,6 +1,8 @@
 // ops/methods.cpp: Tensor's op methods and the operators, each a one-line call of the free
 // function in ops/ops.h, plus the differentiable device/dtype moves Tensor::to, and the methods
 // spelled as libtorch spells them (eq, mm, operator[], new_zeros, ...).
+#include <cmath>
+
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/creation.h"
 #include "tensorgrad/ops/ops.h"
@@ -120,6 +122,41 @@ Tensor Tensor::norm(double p) const {
 }
 Tensor Tensor::all() const { return tg::sum(ne(0.0)) == static_cast<double>(numel()); }
 Tensor Tensor::any() const { return tg::sum(ne(0.0)) > 0.0; }
+
+bool Tensor::equal(const Tensor& other) const {
+  TG_CHECK(defined() && other.defined(), Error, "equal: got an undefined tensor");
+  prim::check_same_device("equal", data(), other.data());
+  if (shape() != other.shape() || dtype() != other.dtype()) return false;
+  if (numel() == 0) return true;
+  // NaN differs from everything, itself included, as torch.equal
+  return prim::sum(prim::binary(BinaryOp::Ne, data(), other.data(), "equal")).item() == 0;
+}
+
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  TG_CHECK(defined() && other.defined(), Error, "allclose: got an undefined tensor");
+  prim::check_same_device("allclose", data(), other.data());
+  // in float64 on the host, both broadcast to their common shape (torch.allclose broadcasts too)
+  const Shape common = prim::binary(BinaryOp::Eq, data(), other.data(), "allclose").shape();
+  auto host = [&common](const RawTensor& t) {
+    return t.to(kFloat64).to(Device::cpu()).expand(common).contiguous();
+  };
+  const RawTensor a = host(data()), b = host(other.data());
+  const double* x = a.data<double>();
+  const double* y = b.data<double>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (x[i] == y[i]) continue;   // equal values, infinities of one sign included
+    if (std::isnan(x[i]) || std::isnan(y[i])) {
+      if (equal_nan && std::isnan(x[i]) && std::isnan(y[i])) continue;
+      return false;
+    }
+    if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) return false;   // an infinity fails here
+  }
+  return true;
+}
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return a.allclose(b, rtol, atol, equal_nan);
+}
+bool equal(const Tensor& a, const Tensor& b) { return a.equal(b); }
 
 Tensor Tensor::view_as(const Tensor& other) const { return view(other.sizes()); }
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sizes()); }

@@ -533,6 +533,11 @@ Tensor operator!=(const Tensor& a, double s);
 
 ///@}
 
+/// a.allclose(b, rtol, atol, equal_nan) (torch.allclose): not an op (no graph), a bool.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+/// a.equal(b) (torch.equal): same shape, dtype and values; a bool.
+bool equal(const Tensor& a, const Tensor& b);
+
 /// A 0-d constant on like's device, of prim::scalar_dtype(value, like's dtype) (scalar operands of
 /// the operators above).
 Tensor scalar_like(double value, const Tensor& like);
