@@ -156,7 +156,8 @@ TEST_CASE("clip_grad_norm: random float16, bfloat16 and float32 gradients above 
       {tg::kFloat16, tg::kFloat16}, {tg::kBFloat16, tg::kBFloat16}, {tg::kFloat16, tg::kFloat32},
       {tg::kFloat16, tg::kBFloat16}, {tg::kFloat32, tg::kFloat32}};
   uint64_t seed = 4101;
-  for (const auto& [da, db] : pairs) {
+  for (const auto& pair : pairs) {
+    const tg::DType da = pair.first, db = pair.second;   // not a structured binding: CAPTURE's lambda reads them
     CAPTURE(std::string(tg::dtype_name(da)));
     CAPTURE(std::string(tg::dtype_name(db)));
     std::vector<Tensor> params{random_grad({37}, da, 300, seed++), random_grad({5, 9}, db, 300, seed++),
