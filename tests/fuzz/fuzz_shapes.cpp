@@ -402,10 +402,10 @@ void decode(Reader& in) {
       c.detail = " dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
       Ref ref = ref_reduce_dim(x(0).shape(), dim, keepdim, c.op == kMaxDim);
       if (c.op == kMeanDim && !floating(x(0).dtype())) ref = Ref::fail();
-      c.run(ref, [&] {
+      c.run(ref, [&]() -> Tensor {
         if (c.op == kSumDim) return tg::sum(x(0), dim, keepdim);
         if (c.op == kMeanDim) return tg::mean(x(0), dim, keepdim);
-        return tg::max(x(0), dim, keepdim);
+        return tg::max(x(0), dim, keepdim);   // the values of (values, indices)
       });
       return;
     }
