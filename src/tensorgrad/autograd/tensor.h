@@ -382,18 +382,6 @@ class Tensor {
   Tensor& fill_(double value);
   /// Copies src's values into this (src broadcast to this shape; any dtype and device).
   Tensor& copy_(const Tensor& src);
-  /// add_(o), as libtorch's x += y.
-  Tensor& operator+=(const Tensor& o) { return add_(o); }
-  /// add_(s).
-  Tensor& operator+=(double s) { return add_(s); }
-  /// sub_(o), as libtorch's x -= y.
-  Tensor& operator-=(const Tensor& o) { return sub_(o); }
-  /// sub_(s).
-  Tensor& operator-=(double s) { return sub_(s); }
-  /// mul_(o), as libtorch's x *= y.
-  Tensor& operator*=(const Tensor& o) { return mul_(o); }
-  /// mul_(s).
-  Tensor& operator*=(double s) { return mul_(s); }
   ///@}
 
   /// The gradient slot itself, as libtorch's mutable_grad(): read it, assign it, or reset() it

@@ -30,7 +30,9 @@ constexpr Reduction kSum = Reduction::Sum;
 /// Their dtypes may differ: the op computes in PyTorch's result type of the two (torch.result_type:
 /// float32 + float64 is float64, int64 + float32 is float32, a 0-d operand counts only when its category
 /// is higher, bool < integer < floating; Note [Type promotion]). Unary ops need a floating x (DTypeError
-/// for integer and bool x). Each is also a Tensor method: tg::add(a, b) is a.add(b).
+/// for integer and bool x; floor, ceil and trunc return an integer x's values). The arithmetic and the
+/// ops up to clamp are also Tensor methods (tg::add(a, b) is a.add(b)); the math functions sin ... frac
+/// are free functions only.
 ///@{
 
 /// a + b (torch.add).
@@ -532,6 +534,19 @@ Tensor operator==(const Tensor& a, double s);
 Tensor operator!=(const Tensor& a, double s);
 
 ///@}
+
+/// a.add_(b), as libtorch's a += b (the in-place rules of Tensor::add_).
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+/// a.add_(s).
+inline Tensor& operator+=(Tensor& a, double s) { return a.add_(s); }
+/// a.sub_(b), as libtorch's a -= b.
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+/// a.sub_(s).
+inline Tensor& operator-=(Tensor& a, double s) { return a.sub_(s); }
+/// a.mul_(b), as libtorch's a *= b.
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+/// a.mul_(s).
+inline Tensor& operator*=(Tensor& a, double s) { return a.mul_(s); }
 
 /// a.allclose(b, rtol, atol, equal_nan) (torch.allclose): not an op (no graph), a bool.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
