@@ -212,7 +212,10 @@ Val unary(Un op, const Val& x, DType t, double lo, double hi) {
     case Un::kNeg: return Val{-x.v, x.err};
     case Un::kAbs: return Val{std::abs(x.v), x.err};
     case Un::kRelu: return Val{x.v < 0 ? 0.0 : x.v, x.err};
-    case Un::kClamp: return Val{x.v < lo ? lo : (x.v > hi ? hi : x.v), x.err};
+    case Un::kClamp: {   // min(max(x, lo), hi): with lo > hi every element is hi, as torch.clamp
+      const double y = x.v < lo ? lo : x.v;
+      return Val{y > hi ? hi : y, x.err};
+    }
     case Un::kExp: {
       const double y = std::exp(x.v);
       if (!f) return exact(y);
@@ -781,10 +784,8 @@ class Program {
       args = ", " + num(lo) + ", " + num(hi);
     }
     const DType t = x.r->dtype();
-    Ref ref;
-    if (!(lo > hi))
-      ref = elementwise({x.r.get()}, x.r->shape, t, x.r->requires_grad,
-                        [&](const std::vector<Val>& v) { return unary(op, v[0], t, lo, hi); });
+    const Ref ref = elementwise({x.r.get()}, x.r->shape, t, x.r->requires_grad,
+                                [&](const std::vector<Val>& v) { return unary(op, v[0], t, lo, hi); });
     produce(std::string(kUnNames[int(op)]) + "(" + desc(x) + args + ")", ref, [&] {
       switch (op) {
         case Un::kNeg: return tg::neg(x.v);
