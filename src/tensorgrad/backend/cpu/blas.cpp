@@ -49,6 +49,22 @@ void over_blocks(int64_t M, int64_t N, int64_t K, const Block& block) {
   }
 }
 
+#if TENSORGRAD_HAVE_DNNL
+// Note [float32 GEMMs through oneDNN]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Where the build has oneDNN, a float32 product block of at least kOneDnnSgemmMacs multiply-adds runs
+// through oneDNN's dnnl_sgemm (single-threaded on the calling thread, Note [oneDNN threads]) instead of
+// OpenBLAS's cblas_sgemm; smaller blocks, float64, and a failed oneDNN call take the BLAS. Measured
+// per call on one core of an AMD EPYC (Zen 4, 2026-12-05, CPU time over repeated calls, Debian's
+// OpenBLAS 0.3.21 and oneDNN 2.6): the transformer shapes (M, N, K) of a GPT-2 block at 4 x 128 tokens
+// (512 x 2304 x 768 and its two backward products, 512 x 3072 x 768, 128 x 128 x 64 attention scores)
+// take 0.87-0.96x of OpenBLAS's time, the character transformer's (2048 x 384 x 128 and its backward)
+// 0.86-0.96x, while the 64 x 64 x 32 attention products of that model take 1.12-1.14x, which is why
+// small blocks stay on the BLAS (128 x 128 x 32, at the threshold, took 0.84x). The two sum in another
+// order, so a product's bits may change with the threshold, not beyond a float32 GEMM's rounding.
+constexpr int64_t kOneDnnSgemmMacs = int64_t(1) << 19;
+#endif
+
 template <class T>
 void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
   if (g.K == 1 && g.beta == 0 && g.M > 0 && g.N > 0) {   // outer product: the weight gradient at batch 1
@@ -73,6 +89,16 @@ void gemm_one(const GemmArgs& g, const T* A, const T* B, T* C) {
       const T* a = A + i0 * (g.trans_a ? 1 : g.lda);
       const T* b = B + j0 * (g.trans_b ? g.ldb : 1);
       T* c = C + i0 * g.ldc + j0;
+#if TENSORGRAD_HAVE_DNNL
+      if constexpr (std::is_same<T, float>::value) {
+        if ((i1 - i0) * (j1 - j0) * g.K >= kOneDnnSgemmMacs) {   // Note [float32 GEMMs through oneDNN]
+          detail::SingleThreadedOneDnn one_thread;
+          if (dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', i1 - i0, j1 - j0, g.K, 1.f, a, g.lda, b, g.ldb,
+                         float(g.beta), c, g.ldc) == dnnl_success)
+            return;
+        }
+      }
+#endif
       if constexpr (std::is_same<T, float>::value)
         cblas_sgemm(CblasRowMajor, ta, tb, int(i1 - i0), int(j1 - j0), int(g.K), 1.f, a, int(g.lda), b,
                     int(g.ldb), float(g.beta), c, int(g.ldc));
