@@ -10,8 +10,8 @@
 // on CUDA and on the CPU backend (the reference). In the integer dtypes and bool the results must be
 // equal exactly, and where the CPU raises (an op that needs floating input: DTypeError) CUDA must
 // raise the same error class and message. Then end-to-end training, linear's bias folded into the
-// GEMM (both paths against the CPU), the fused attention kernels against the CPU, the launch count of
-// a training step, the fused SGD and Adam steps (one launch per 24 parameters), Philox parity,
+// GEMM (both paths against the CPU), the fused attention kernels against the CPU, the launch counts of
+// a training step and of a transformer block, the fused SGD and Adam steps (one launch per 24 parameters), Philox parity,
 // determinism, the device error flag (raised by one synchronizing thread), "cuda" as the current
 // device, allocator statistics and pinned DataLoader batches. The allocator's pool logic is tested
 // GPU-free in test_cuda_allocator.cpp.
@@ -1555,6 +1555,68 @@ TEST_CASE("cuda: one training step of the tutorial MLP queues 11 launches at bat
       CHECK(unfolded == (batch == 64 ? 15u : 17u));
     }
   }
+}
+
+namespace {
+/// The most launches one pre-norm block may queue, forward and backward (see the case below): 14
+/// forward (2 layer_norms, 4 GEMMs with their bias, the copies of q, k, v and of the heads' output,
+/// attention, gelu, 2 residual adds) and 31 backward.
+constexpr uint64_t kBlockLaunchBudget = 45;
+
+/// GPT-2's pre-norm block: x + proj(attention(qkv(ln1(x)))), then h + fc2(gelu(fc1(ln2(h)))), with
+/// causal scaled_dot_product_attention over `heads` heads, as examples/models.h writes it.
+struct PreNormBlock : tg::nn::Module {
+  tg::nn::LayerNorm ln1, ln2;
+  tg::nn::Linear qkv, proj, fc1, fc2;
+  int64_t heads;
+  PreNormBlock(int64_t d, int64_t h)
+      : ln1(std::vector<int64_t>{d}), ln2(std::vector<int64_t>{d}), qkv(d, 3 * d), proj(d, d), fc1(d, 4 * d),
+        fc2(4 * d, d), heads(h) {
+    register_module("ln1", ln1);
+    register_module("ln2", ln2);
+    register_module("qkv", qkv);
+    register_module("proj", proj);
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Tensor forward(const Tensor& x) override {
+    const int64_t B = x.size(0), L = x.size(1), D = x.size(2);
+    const Tensor all = qkv(ln1(x).reshape({B * L, D})).reshape({B, L, 3, heads, D / heads}).permute({2, 0, 3, 1, 4});
+    const Tensor y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2), {}, 0.0, true);
+    const Tensor h = x + proj(y.transpose(1, 2).reshape({B * L, D})).reshape({B, L, D});
+    return h + fc2(tg::gelu(fc1(ln2(h).reshape({B * L, D})))).reshape({B, L, D});
+  }
+};
+}  // namespace
+
+// The launch budget of a transformer: every launch of one pre-norm block's forward and of its backward
+// (the second pass: the first allocates). Today's count is the bound, so a change that adds launches
+// fails here and says how many; the kernels the count is made of are listed with
+// TG_CUDA_EMULATE_TRACE=1 on the emulator. Nothing of the loss is counted: the upstream gradient is
+// given to backward.
+TEST_CASE("cuda: launches per pre-norm transformer block, forward and backward") {
+  TG_NEED_CUDA();
+  tg::manual_seed(3);
+  PreNormBlock block(64, 4);
+  block.to(kGpu);
+  Tensor x = tg::randn({2, 16, 64}).to(kGpu).requires_grad_(true);
+  const Tensor up = tg::randn({2, 16, 64}).to(kGpu);
+  uint64_t forward = 0, backward = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    block.zero_grad();
+    x.zero_grad();
+    tg::cuda::synchronize();
+    uint64_t before = tg::cuda::detail::launch_count();
+    const Tensor y = block(x);
+    forward = tg::cuda::detail::launch_count() - before;
+    before = tg::cuda::detail::launch_count();
+    y.backward(up);
+    backward = tg::cuda::detail::launch_count() - before;
+    CHECK(x.grad().defined());
+  }
+  MESSAGE("pre-norm transformer block (float32, batch 2 x 16 tokens, width 64, 4 heads): " << forward
+          << " launches forward, " << backward << " backward, " << forward + backward << " in all");
+  CHECK(forward + backward <= kBlockLaunchBudget);
 }
 
 // Note [Bias folded into the GEMM]: linear's forward with its bias, and its weight gradient with the

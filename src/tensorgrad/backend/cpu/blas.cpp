@@ -278,8 +278,17 @@ void CpuBackend::gemm(const GemmArgs& g) {
     const T* A = static_cast<const T*>(g.a);
     const T* B = static_cast<const T*>(g.b);
     T* C = static_cast<T*>(g.c);
-    for (int64_t i = 0; i < g.batch; ++i)
-      gemm_one(g, A + i * g.stride_a, B + i * g.stride_b, C + i * g.stride_c);
+    auto matrices = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) gemm_one(g, A + i * g.stride_a, B + i * g.stride_b, C + i * g.stride_c);
+    };
+    // A batch of products too small to split one by one (attention's per-head products) is split
+    // over the pool by whole matrices: each is still one call on one thread, so its bits do not
+    // depend on the thread count.
+    const int64_t macs = g.M * g.N * std::max<int64_t>(g.K, 1);
+    if (g.batch > 1 && macs < kGemmParallelMacs)
+      parallel_for(g.batch, macs, matrices);
+    else
+      matrices(0, g.batch);
   });
 }
 
