@@ -62,10 +62,12 @@ __global__ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* m
   }
 }
 
-/// dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (dy when w is null).
+/// dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (dy when w is null): the rows of x
+/// by teams of the blocks with blockIdx.y == 0 (Team: a grid-stride loop, so blocks past the rows'
+/// need are idle).
 template <class T, bool kWarp>
-__global__ void layer_norm_backward_kernel(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
-                                           int64_t M, int64_t D) {
+__device__ void layer_norm_dx_rows(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, int64_t M,
+                                   int64_t D) {
   __shared__ double scratch[32];
   const Team<kWarp> team;
   for (int64_t row = team.first; row < M; row += team.stride) {
@@ -88,17 +90,20 @@ __global__ void layer_norm_backward_kernel(const T* dy, const T* x, const T* mea
   }
 }
 
-/// The first pass of dw and db: block (x, y) sums dy xhat and dy over rows [y rows_per_part, (y + 1)
-/// rows_per_part) for the 32 columns starting at 32 x; its 256 threads are 32 columns by 8 row lanes,
-/// summed in lane order. Writes partial_w and partial_b (parts, D).
+/// The first pass of dw and db: block `part_block` = (column block cb, part p) sums dy xhat and dy
+/// over rows [p rows_per_part, (p + 1) rows_per_part) for the 32 columns starting at 32 cb; its 256
+/// threads are 32 columns by 8 row lanes, summed in lane order. Writes partial_w and partial_b
+/// (parts, D).
 template <class T>
-__global__ void layer_norm_param_partials_kernel(const T* dy, const T* x, const T* mean, const T* rstd, int64_t M,
-                                                 int64_t D, int64_t rows_per_part, double* partial_w,
-                                                 double* partial_b) {
+__device__ void layer_norm_param_partials(const T* dy, const T* x, const T* mean, const T* rstd, int64_t M, int64_t D,
+                                          int64_t rows_per_part, int64_t part_block, double* partial_w,
+                                          double* partial_b) {
   __shared__ double sw[8][32], sb[8][32];
+  const int64_t column_blocks = (D + 31) / 32;
+  const int64_t cb = part_block % column_blocks, p = part_block / column_blocks;
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int64_t c = int64_t(blockIdx.x) * 32 + tx;
-  const int64_t r0 = int64_t(blockIdx.y) * rows_per_part;
+  const int64_t c = cb * 32 + tx;
+  const int64_t r0 = p * rows_per_part;
   const int64_t r1 = r0 + rows_per_part < M ? r0 + rows_per_part : M;
   double aw = 0, ab = 0;
   if (c < D)
@@ -116,8 +121,31 @@ __global__ void layer_norm_param_partials_kernel(const T* dy, const T* x, const 
       a += sw[k][tx];
       s += sb[k][tx];
     }
-    partial_w[int64_t(blockIdx.y) * D + c] = a;
-    partial_b[int64_t(blockIdx.y) * D + c] = s;
+    partial_w[p * D + c] = a;
+    partial_b[p * D + c] = s;
+  }
+}
+
+// Note [Launches of layer_norm's backward]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// dx (a team per row) and the first pass of dw and db (a block per 32 columns and chunk of rows) read
+// the same inputs and nothing of each other, so they share one launch, the blocks split by
+// blockIdx.y; the second pass, which needs every chunk's partial sums, is the only other launch. A
+// transformer block has two layer_norms, so this is two of the launches a block's backward queues
+// (tests/test_cuda.cpp counts them). The results are those of two separate kernels, bit for bit.
+
+/// layer_norm's backward but the final column sums, in one launch: the blocks of row y == 0 compute
+/// dx (when dx is not null), those of the next row the partial sums of dw and db (when partial_w is
+/// not null), part_blocks of them; a block's role is uniform, so its barriers are too.
+template <class T, bool kWarp>
+__global__ void layer_norm_backward_kernel(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
+                                           int64_t M, int64_t D, int64_t rows_per_part, int64_t part_blocks,
+                                           double* partial_w, double* partial_b) {
+  const bool dx_role = dx != nullptr && blockIdx.y == 0;
+  if (dx_role) {
+    layer_norm_dx_rows<T, kWarp>(dy, x, mean, rstd, w, dx, M, D);
+  } else if (blockIdx.x < part_blocks) {
+    layer_norm_param_partials<T>(dy, x, mean, rstd, M, D, rows_per_part, int64_t(blockIdx.x), partial_w, partial_b);
   }
 }
 
@@ -177,30 +205,29 @@ void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x, c
   dispatch_only<kFloat32, kFloat64>(x.dtype(), "layer_norm", [&](auto t) {
     using T = decltype(t);
     const T *dyp = dy.data<T>(), *xp = x.data<T>(), *mp = mean.data<T>(), *rp = rstd.data<T>();
-    if (dx.defined()) {
-      const T* wp = data_or_null<T>(w);
-      T* dxp = dx.data<T>();
-      by_team(D, [&](auto warp) {
-        constexpr bool kWarp = decltype(warp)::value;
-        TG_LAUNCH(team_grid(M, kWarp), kBlock, 0, stream, layer_norm_backward_kernel<T, kWarp>)(dyp, xp, mp, rp, wp,
-                                                                                               dxp, M, D);
-        TG_CUDA_CHECK(cudaGetLastError());
-      });
-    }
-    if (!dw.defined() && !db.defined()) return;
+    const bool params = dw.defined() || db.defined();
+    if (!dx.defined() && !params) return;
     // Chunks of at least 32 rows, at most 128 of them: the partial sums stay small and their order
     // depends only on M.
     const int64_t rows_per_part = std::max<int64_t>(32, (M + 127) / 128);
     const int64_t parts = (M + rows_per_part - 1) / rows_per_part;
+    const int64_t part_blocks = params ? (D + 31) / 32 * parts : 0;
     // The partial sums live until this function returns; the kernels that read them are queued on
     // the same stream first, so the caching allocator hands the block out again only after them.
-    const RawTensor partial = RawTensor::empty({2 * parts * D}, kFloat64, x.device());
-    double* pw = partial.data<double>();
-    double* pb = pw + parts * D;
-    const dim3 grid(static_cast<unsigned>((D + 31) / 32), static_cast<unsigned>(parts));
-    TG_LAUNCH(grid, kBlock, 0, stream, layer_norm_param_partials_kernel<T>)(dyp, xp, mp, rp, M, D, rows_per_part, pw,
-                                                                            pb);
-    TG_CUDA_CHECK(cudaGetLastError());
+    const RawTensor partial = params ? RawTensor::empty({2 * parts * D}, kFloat64, x.device()) : RawTensor();
+    double* pw = params ? partial.data<double>() : nullptr;
+    double* pb = params ? pw + parts * D : nullptr;
+    // dx and the partial sums in one launch (Note [Launches of layer_norm's backward]), then the sums.
+    by_team(D, [&](auto warp) {
+      constexpr bool kWarp = decltype(warp)::value;
+      const unsigned dx_blocks = dx.defined() ? team_grid(M, kWarp) : 0u;
+      const dim3 grid(std::max<unsigned>({dx_blocks, static_cast<unsigned>(part_blocks), 1u}),
+                      (dx.defined() ? 1u : 0u) + (params ? 1u : 0u));
+      TG_LAUNCH(grid, kBlock, 0, stream, layer_norm_backward_kernel<T, kWarp>)(
+          dyp, xp, mp, rp, data_or_null<T>(w), mutable_or_null<T>(dx), M, D, rows_per_part, part_blocks, pw, pb);
+      TG_CUDA_CHECK(cudaGetLastError());
+    });
+    if (!params) return;
     TG_LAUNCH(grid_for(D), kBlock, 0, stream, layer_norm_param_sums_kernel<T>)(pw, pb, parts, D, mutable_or_null<T>(dw),
                                                                                mutable_or_null<T>(db));
     TG_CUDA_CHECK(cudaGetLastError());
