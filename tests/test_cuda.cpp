@@ -1113,6 +1113,28 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
   const RawTensor wide = randn_t({2, 5, 160}, 407, tg::kFloat32);
   const Tensor yw = tg::scaled_dot_product_attention(Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)));
   check_same(yw, tg::scaled_dot_product_attention(Tensor(wide), Tensor(wide), Tensor(wide)), 1e-4, 1e-4);
+  // the heads of one packed projection, read in place (Note [Attention operands in place]): q, k, v are
+  // strided views of one (B, L, 3, H, E) leaf, the output merges its heads by a view, and the gradient
+  // reaches the leaf through the selects; against the CPU's composition
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    const RawTensor packed = randn_t({2, 19, 3, 4, 16}, 408, dt);
+    const RawTensor up = randn_t({2, 19, 64}, 409, dt);
+    auto run = [&](Device d) {
+      Tensor leaf(packed.to(d), true);
+      const Tensor all = leaf.permute({2, 0, 3, 1, 4});
+      const Tensor y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2), {}, 0,
+                                                        /*is_causal=*/true);
+      const Tensor merged = y.transpose(1, 2).reshape({2, 19, 64});
+      tg::sum(merged * Tensor(up.to(d))).backward();
+      return std::make_pair(merged, leaf.grad());
+    };
+    const auto [yg, gg] = run(kGpu);
+    const auto [yc, gc] = run(kCpu);
+    const double tol = dt == tg::kFloat64 ? 1e-7 : 1e-4;
+    check_same(yg, yc, tol, tol);
+    check_same(gg, gc, tol, tol);
+  }
 }
 
 TEST_CASE("cuda: under autocast scaled_dot_product_attention runs fused in the lower precision") {
@@ -1558,10 +1580,12 @@ TEST_CASE("cuda: one training step of the tutorial MLP queues 11 launches at bat
 }
 
 namespace {
-/// The most launches one pre-norm block may queue, forward and backward (see the case below): 14
-/// forward (2 layer_norms, 4 GEMMs with their bias, the copies of q, k, v and of the heads' output,
-/// attention, gelu, 2 residual adds) and 29 backward.
-constexpr uint64_t kBlockLaunchBudget = 43;
+/// The most launches one pre-norm block may queue, forward and backward (see the case below): 10
+/// forward (2 layer_norms, 4 GEMMs with their bias, attention reading q, k and v in place, gelu, 2
+/// residual adds) and 28 backward (the GEMMs' input and weight gradients with the bias gradients
+/// folded in, 2 x 2 for the layer_norms, attention's 3, gelu's, the residual and the q, k, v gradients'
+/// sums, and the copy that makes the packed qkv gradient contiguous).
+constexpr uint64_t kBlockLaunchBudget = 38;
 
 /// GPT-2's pre-norm block: x + proj(attention(qkv(ln1(x)))), then h + fc2(gelu(fc1(ln2(h)))), with
 /// causal scaled_dot_product_attention over `heads` heads, as examples/models.h writes it.

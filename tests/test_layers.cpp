@@ -564,6 +564,58 @@ TEST_CASE("layers: the fused attention's host reference (prim::attention) matche
   }
 }
 
+TEST_CASE("layers: the fused attention reads strided heads in place, bit for bit as from contiguous copies") {
+  // Note [Attention operands in place] (prim/attention.cpp): the heads of one packed projection, a
+  // (B, L, 3, H, E) tensor permuted to (3, B, H, L, E), are read through their strides; a batch that does
+  // not fold into two strides is copied first. Either way the arithmetic is that of contiguous operands,
+  // so the results must be equal exactly. out has the heads innermost: out.transpose(1, 2) is
+  // contiguous, and the gradient arriving in that layout is read in place too.
+  const int64_t B = 2, L = 7, H = 3, E = 8;
+  for (tg::DType dt : {tg::kFloat64, tg::kFloat32}) {
+    CAPTURE(tg::dtype_name(dt));
+    tg::manual_seed(41);
+    const tg::RawTensor packed = tg::randn({B, L, 3, H, E}, tg::TensorOptions().dtype(dt)).data();
+    const tg::RawTensor all = packed.permute({2, 0, 3, 1, 4});   // (3, B, H, L, E)
+    const tg::RawTensor q = all.select(0, 0), k = all.select(0, 1), v = all.select(0, 2);
+    CHECK_FALSE(q.is_contiguous());
+    // a batch of three dims that do not fold into two strides: (2, 2, 2, L, E) cut from (4, 3, 5, L, E)
+    const tg::RawTensor wide = tg::randn({4, 3, 5, L, E}, tg::TensorOptions().dtype(dt)).data();
+    const tg::RawTensor unfoldable = wide.narrow(0, 0, 2).narrow(1, 0, 2).narrow(2, 0, 2);
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      tg::AttentionArgs a;
+      a.B = B * H;
+      a.L = L;
+      a.S = L;
+      a.E = E;
+      a.Ev = E;
+      a.scale = 0.3;
+      a.causal = causal;
+      const tg::prim::Attention strided = tg::prim::attention(q, k, v, a);
+      const tg::prim::Attention copied = tg::prim::attention(q.contiguous(), k.contiguous(), v.contiguous(), a);
+      CHECK(strided.out.shape() == tg::Shape{B, H, L, E});
+      CHECK(strided.out.transpose(1, 2).is_contiguous());
+      CHECK(Tensor(strided.out).equal(Tensor(copied.out)));
+      CHECK(Tensor(strided.lse).equal(Tensor(copied.lse)));
+      // dout as the backward of y.transpose(1, 2).reshape(B, L, H E) delivers it: (B, L, H, E) memory
+      const tg::RawTensor dout = tg::randn({B, L, H, E}, tg::TensorOptions().dtype(dt)).data().transpose(1, 2);
+      const tg::prim::AttentionGrads gs = tg::prim::attention_backward(q, k, v, strided.out, strided.lse, dout, a);
+      const tg::prim::AttentionGrads gc = tg::prim::attention_backward(
+          q.contiguous(), k.contiguous(), v.contiguous(), copied.out, copied.lse, dout.contiguous(), a);
+      CHECK(Tensor(gs.dq).equal(Tensor(gc.dq)));
+      CHECK(Tensor(gs.dk).equal(Tensor(gc.dk)));
+      CHECK(Tensor(gs.dv).equal(Tensor(gc.dv)));
+      // three batch dims that do not fold: copied, with the same results as a contiguous input
+      tg::AttentionArgs u = a;
+      u.B = 2 * 2 * 2;
+      const tg::prim::Attention from_view = tg::prim::attention(unfoldable, unfoldable, unfoldable, u);
+      const tg::RawTensor c = unfoldable.contiguous();
+      const tg::prim::Attention from_copy = tg::prim::attention(c, c, c, u);
+      CHECK(Tensor(from_view.out).equal(Tensor(from_copy.out)));
+    }
+  }
+}
+
 TEST_CASE("layers: MultiheadAttention has PyTorch's names, init, layouts and masks") {
   tg::manual_seed(8);
   tg::nn::MultiheadAttention mha(16, 4);

@@ -155,6 +155,23 @@ struct AdamParam {
 /// The geometry of one fused scaled-dot-product attention (Backend::attention): q (B, L, E), k (B, S,
 /// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
 /// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
+/// Where the rows of one attention operand (batch..., rows, width) lie: the batch dims folded into an
+/// outer and an inner step, batch entry b = outer * inner + in; row r of entry b starts at(b, r)
+/// elements after the operand's first element, and its width elements are contiguous. prim::attention
+/// sets these from the operands' strides (a contiguous copy where they do not fold), so that views
+/// such as the heads of one packed qkv projection are read in place (Note [Attention operands in place]
+/// in prim/attention.cpp).
+struct AttentionRows {
+  int64_t inner = 1;          ///< Batch entries per outer step (at least 1).
+  int64_t stride_outer = 0;   ///< Elements between outer steps.
+  int64_t stride_inner = 0;   ///< Elements between batch entries inside one outer step.
+  int64_t stride_row = 0;     ///< Elements between rows.
+  /// The offset of row r of batch entry b.
+  TG_HD int64_t at(int64_t b, int64_t r) const {
+    return (b / inner) * stride_outer + (b % inner) * stride_inner + r * stride_row;
+  }
+};
+
 struct AttentionArgs {
   int64_t B = 0;   ///< Batch (every leading dim merged).
   int64_t L = 0;   ///< Query rows.
@@ -176,6 +193,8 @@ struct AttentionArgs {
   int64_t mask_stride_inner = 0;   ///< Elements between consecutive batch entries inside one outer step.
   int64_t mask_stride_l = 0;   ///< Elements between mask rows (query i).
   int64_t mask_stride_s = 0;   ///< Elements between consecutive keys of one mask row.
+  /// The rows of q, k, v, out and dout (prim::attention and attention_backward set them).
+  AttentionRows q_rows, k_rows, v_rows, out_rows, dout_rows;
 };
 
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
@@ -273,8 +292,8 @@ class Backend {
   virtual void avg_pool2d(const RawTensor& x, const Pool2dArgs& args, const RawTensor& out) = 0;
   /// dx (P, H, W) = each dy spread evenly over its window. Sets dx.
   virtual void avg_pool2d_backward(const RawTensor& dy, const Pool2dArgs& args, const RawTensor& dx) = 0;
-  /// Fused attention forward (see AttentionArgs): q, k, v, out contiguous of one floating dtype; sets
-  /// out (B, L, Ev) and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
+  /// Fused attention forward (see AttentionArgs): q, k, v and out of one floating dtype, their rows
+  /// where args' q_rows, k_rows, v_rows and out_rows say; sets out's B x L rows of Ev and lse (B, L), the log-sum-exp of each row of scores (float32 for float32,
   /// float16 and bfloat16 inputs, float64 for float64). A row whose scores are all -inf (every key
   /// masked) has out 0 and lse +inf, PyTorch's rule (Note [Fused attention] in ops/attention.cpp);
   /// its gradients in attention_backward are 0. CPU: the reference loops (backend/cpu/attention.cpp),
@@ -282,9 +301,9 @@ class Backend {
   /// (backend/cuda/attention.cu).
   virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args,
                          const RawTensor& out, const RawTensor& lse) = 0;
-  /// Fused attention backward from dout (B, L, Ev), with out and lse of the forward, all contiguous:
-  /// the probabilities are recomputed from q, k and lse; sets dq (B, L, E), dk (B, S, E) and dv (B, S,
-  /// Ev).
+  /// Fused attention backward from dout, with out and lse of the forward (rows as args says; lse, dq,
+  /// dk and dv contiguous): the probabilities are recomputed from q, k and lse; sets dq (B, L, E), dk
+  /// (B, S, E) and dv (B, S, Ev).
   virtual void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
                                   const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args, const RawTensor& dq,
                                   const RawTensor& dk, const RawTensor& dv) = 0;

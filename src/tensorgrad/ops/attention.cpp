@@ -131,7 +131,7 @@ void set_mask(AttentionArgs& a, const RawTensor& mask, const Shape& scores_shape
   a.mask_stride_s = 1;
 }
 
-/// The fused path: q (B, L, E), k (B, S, E), v (B, S, Ev) -> (B, L, Ev).
+/// The fused path: q (batch..., L, E), k (batch..., S, E), v (batch..., S, Ev) -> (batch..., L, Ev).
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args) {
   prim::Attention r = prim::attention(q.data(), k.data(), v.data(), args);
   const char* name = "scaled_dot_product_attention";
@@ -197,11 +197,14 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   int64_t B = 1;
   for (int64_t s : batch) B *= s;
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
-  const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
   if (use_fused_attention(query, attn_mask, dropout_p, B, L, S, E, Ev)) {   // Note [Fused attention]
-    // under autocast, in the lower precision (Note [Autocast op lists]); else these are q, k, v
+    // q, k, v with the batch dims broadcast, read in place where their strides allow (Note [Attention
+    // operands in place] in prim/attention.cpp); under autocast, in the lower precision (Note
+    // [Autocast op lists])
     constexpr amp::detail::AutocastOp kOp = amp::detail::AutocastOp::ScaledDotProductAttention;
-    const Tensor ql = amp::detail::cast(kOp, q), kl = amp::detail::cast(kOp, k), vl = amp::detail::cast(kOp, v);
+    const Tensor ql = amp::detail::cast(kOp, expand(query, with_matrix(batch, L, E))),
+                 kl = amp::detail::cast(kOp, expand(key, with_matrix(batch, S, E))),
+                 vl = amp::detail::cast(kOp, expand(value, with_matrix(batch, S, Ev)));
     const Tensor mask =
         attn_mask.defined() && attn_mask.dtype() != kBool ? amp::detail::cast(kOp, attn_mask) : attn_mask;
     AttentionArgs args;
@@ -213,8 +216,9 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     args.scale = factor;
     args.causal = is_causal;
     if (mask.defined()) set_mask(args, mask.data(), scores_shape);
-    return reshape(fused_attention(ql, kl, vl, args), with_matrix(batch, L, Ev));
+    return fused_attention(ql, kl, vl, args);   // (batch..., L, Ev), the heads innermost in memory
   }
+  const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
   // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
   Tensor scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
   const Tensor minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);

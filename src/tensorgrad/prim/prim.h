@@ -230,15 +230,17 @@ LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, cons
                                    const RawTensor& w, bool want_dx, bool want_dw, bool want_db);
 
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
-/// The forward of the fused attention: out (B, L, Ev) and the log-sum-exp of each row of scores.
+/// The forward of the fused attention: out and the log-sum-exp of each row of scores.
 struct Attention {
-  RawTensor out;   ///< (B, L, Ev), q's dtype
+  RawTensor out;   ///< (batch..., L, Ev), q's dtype; for 4-D and wider, the heads innermost in memory
   RawTensor lse;   ///< (B, L), attention_lse_dtype(q's dtype)
 };
 /// The dtype of the saved log-sum-exp: float64 for float64 inputs, else float32.
 DType attention_lse_dtype(DType dtype);
-/// softmax(q k^T scale + mask) v for q (B, L, E), k (B, S, E), v (B, S, Ev) as args describes
-/// (S > 0, E > 0), through Backend::attention; one floating dtype and device.
+/// softmax(q k^T scale + mask) v for q (batch..., L, E), k (batch..., S, E), v (batch..., S, Ev) with
+/// the same batch dims, B their product, as args describes (S > 0, E > 0), through Backend::attention;
+/// one floating dtype and device. Operands are read in place where their strides allow (Note
+/// [Attention operands in place] in prim/attention.cpp).
 Attention attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args);
 /// The gradients of attention.
 struct AttentionGrads {
@@ -246,7 +248,8 @@ struct AttentionGrads {
   RawTensor dk;   ///< k's shape
   RawTensor dv;   ///< v's shape
 };
-/// attention's backward from dout (B, L, Ev), with its out and lse: the probabilities recomputed.
+/// attention's backward from dout (out's shape, any strides), with its out and lse: the probabilities
+/// recomputed.
 AttentionGrads attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& out,
                                   const RawTensor& lse, const RawTensor& dout, const AttentionArgs& args);
 

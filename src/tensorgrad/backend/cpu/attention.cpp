@@ -19,7 +19,7 @@ namespace {
 /// rule and the mask (-inf where a key is not attended). Sets s.
 template <class T, class M>
 void score_row(const T* q, const T* k, const AttentionArgs& a, int64_t b, int64_t i, std::vector<M>& s) {
-  const T* qi = q + (b * a.L + i) * a.E;
+  const T* qi = q + a.q_rows.at(b, i);
   const char* mask_base = nullptr;
   if (a.mask.defined()) {
     const int64_t off = (b / a.mask_inner) * a.mask_stride_outer + (b % a.mask_inner) * a.mask_stride_inner +
@@ -27,7 +27,7 @@ void score_row(const T* q, const T* k, const AttentionArgs& a, int64_t b, int64_
     mask_base = static_cast<const char*>(a.mask.raw_data()) + off * static_cast<int64_t>(dtype_size(a.mask.dtype()));
   }
   for (int64_t j = 0; j < a.S; ++j) {
-    const T* kj = k + (b * a.S + j) * a.E;
+    const T* kj = k + a.k_rows.at(b, j);
     M dot = 0;
     for (int64_t e = 0; e < a.E; ++e) dot += static_cast<M>(qi[e]) * static_cast<M>(kj[e]);
     M v = static_cast<M>(a.scale) * dot;
@@ -56,7 +56,7 @@ void attention_ref(const RawTensor& qt, const RawTensor& kt, const RawTensor& vt
       score_row<T, M>(q, k, a, b, i, s);
       M m = -std::numeric_limits<M>::infinity();
       for (M x : s) m = x > m ? x : m;
-      T* oi = out + (b * a.L + i) * a.Ev;
+      T* oi = out + a.out_rows.at(b, i);
       if (m == -std::numeric_limits<M>::infinity()) {   // every key masked: out 0, lse +inf (Note [Fused attention])
         lse[b * a.L + i] = std::numeric_limits<M>::infinity();
         for (int64_t d = 0; d < a.Ev; ++d) oi[d] = static_cast<T>(M(0));
@@ -66,7 +66,7 @@ void attention_ref(const RawTensor& qt, const RawTensor& kt, const RawTensor& vt
       for (M& x : s) l += (x = std::exp(x - m));   // s becomes exp(s - m)
       std::fill(o.begin(), o.end(), M(0));
       for (int64_t j = 0; j < a.S; ++j) {
-        const T* vj = v + (b * a.S + j) * a.Ev;
+        const T* vj = v + a.v_rows.at(b, j);
         for (int64_t d = 0; d < a.Ev; ++d) o[d] += s[j] * static_cast<M>(vj[d]);
       }
       for (int64_t d = 0; d < a.Ev; ++d) oi[d] = static_cast<T>(o[d] / l);   // out = sum_j p_j v_j, p = exp(s - m) / l
@@ -89,7 +89,7 @@ void attention_backward_ref(const RawTensor& qt, const RawTensor& kt, const RawT
     std::fill(dv.begin(), dv.end(), M(0));
     for (int64_t i = 0; i < a.L; ++i) {
       score_row<T, M>(q, k, a, b, i, s);
-      const T *qi = q + (b * a.L + i) * a.E, *oi = out + (b * a.L + i) * a.Ev, *gi = dout + (b * a.L + i) * a.Ev;
+      const T *qi = q + a.q_rows.at(b, i), *oi = out + a.out_rows.at(b, i), *gi = dout + a.dout_rows.at(b, i);
       const M row_lse = lse[b * a.L + i];
       M D = 0;   // D_i = dout_i . out_i = sum_j p_ij dp_ij
       for (int64_t d = 0; d < a.Ev; ++d) D += static_cast<M>(gi[d]) * static_cast<M>(oi[d]);
@@ -98,8 +98,8 @@ void attention_backward_ref(const RawTensor& qt, const RawTensor& kt, const RawT
         // p_ij recomputed from the saved log-sum-exp; 0 for a masked key (every key of a fully masked
         // row, whose out and so D_i are 0: its gradients are 0)
         const M p = s[j] == -std::numeric_limits<M>::infinity() ? M(0) : std::exp(s[j] - row_lse);
-        const T* vj = v + (b * a.S + j) * a.Ev;
-        const T* kj = k + (b * a.S + j) * a.E;
+        const T* vj = v + a.v_rows.at(b, j);
+        const T* kj = k + a.k_rows.at(b, j);
         M dp = 0;   // dp_ij = dout_i . v_j
         for (int64_t d = 0; d < a.Ev; ++d) {
           dp += static_cast<M>(gi[d]) * static_cast<M>(vj[d]);

@@ -61,6 +61,7 @@ struct Geometry {
   int mask_kind;   // 0 none, 1 bool (false: not attended), 2 additive of the inputs' dtype
   const void* mask;
   int64_t mask_inner, mask_stride_outer, mask_stride_inner, mask_stride_l, mask_stride_s;
+  AttentionRows q, k, v, out, dout;   // where each operand's rows lie (Note [Attention operands in place])
 };
 
 template <class M>
@@ -86,14 +87,15 @@ __device__ __forceinline__ M score(const Geometry& g, M dot, int64_t b, int64_t 
   return s;
 }
 
-/// dst[r][c] (rows of width `width`, row pitch P) = src row (first + r), columns c < width, as M; 0
-/// for rows at or beyond `end`. All threads of the block take part.
+/// dst[r][c] (rows of width `width`, row pitch P) = row (first + r) of batch entry b of src (laid out
+/// as `rows_of` says), columns c < width, as M; 0 for rows at or beyond `end`. All threads of the
+/// block take part.
 template <class T, class M, int P>
-__device__ __forceinline__ void load_rows(M (*dst)[P], int rows, const T* src, int64_t first, int64_t end,
-                                          int64_t width) {
+__device__ __forceinline__ void load_rows(M (*dst)[P], int rows, const T* src, const AttentionRows& rows_of, int64_t b,
+                                          int64_t first, int64_t end, int64_t width) {
   for (int64_t x = threadIdx.x; x < rows * width; x += kThreads) {
     const int64_t r = x / width, c = x % width;
-    dst[r][c] = first + r < end ? static_cast<M>(src[(first + r) * width + c]) : M(0);
+    dst[r][c] = first + r < end ? static_cast<M>(src[rows_of.at(b, first + r) + c]) : M(0);
   }
 }
 
@@ -108,7 +110,7 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
   __shared__ M vs[kTile][D];
   const int64_t b = blockIdx.x / row_blocks, i0 = (blockIdx.x % row_blocks) * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  load_rows<T, M, D>(qs, kRows, q + b * g.L * g.E, i0, g.L, g.E);
+  load_rows<T, M, D>(qs, kRows, q, g.q, b, i0, g.L, g.E);
   M m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][C];
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     m[rr] = minus_inf<M>();
@@ -119,8 +121,8 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
   const int64_t s_end = g.causal ? (i0 + kRows < g.S ? i0 + kRows : g.S) : g.S;
   for (int64_t j0 = 0; j0 < s_end; j0 += kTile) {
     __syncthreads();   // the previous tile is consumed (the first time: qs is written)
-    load_rows<T, M, D + 1>(ks, kTile, k + b * g.S * g.E, j0, g.S, g.E);
-    load_rows<T, M, D>(vs, kTile, v + b * g.S * g.Ev, j0, g.S, g.Ev);
+    load_rows<T, M, D + 1>(ks, kTile, k, g.k, b, j0, g.S, g.E);
+    load_rows<T, M, D>(vs, kTile, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp * kRowsPerWarp + rr;
@@ -150,7 +152,7 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t i = i0 + warp * kRowsPerWarp + rr;
     if (i >= g.L) continue;
-    T* oi = out + (b * g.L + i) * g.Ev;
+    T* oi = out + g.out.at(b, i);
     // every key masked (l is at least 1 once any score is finite): out 0 and lse +inf, so that the
     // backward's exp(s - lse) is 0 for each of its keys (Note [Fused attention])
     const bool empty = l[rr] == M(0);
@@ -168,11 +170,13 @@ struct RowDot {
   const T* dout;
   const T* out;
   opmath_t<T>* delta;
-  int64_t Ev;
+  Geometry g;
   __device__ void operator()(int64_t r) const {
     using M = opmath_t<T>;
+    const int64_t b = r / g.L, i = r % g.L;
+    const T *gr = dout + g.dout.at(b, i), *orow = out + g.out.at(b, i);
     M s = M(0);
-    for (int64_t d = 0; d < Ev; ++d) s += static_cast<M>(dout[r * Ev + d]) * static_cast<M>(out[r * Ev + d]);
+    for (int64_t d = 0; d < g.Ev; ++d) s += static_cast<M>(gr[d]) * static_cast<M>(orow[d]);
     delta[r] = s;
   }
 };
@@ -197,8 +201,8 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
   __shared__ M vs[kTile][D + 1];
   const int64_t b = blockIdx.x / row_blocks, i0 = (blockIdx.x % row_blocks) * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  load_rows<T, M, D>(qs, kRows, q + b * g.L * g.E, i0, g.L, g.E);
-  load_rows<T, M, D>(gs, kRows, dout + b * g.L * g.Ev, i0, g.L, g.Ev);
+  load_rows<T, M, D>(qs, kRows, q, g.q, b, i0, g.L, g.E);
+  load_rows<T, M, D>(gs, kRows, dout, g.dout, b, i0, g.L, g.Ev);
   M row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], acc[kRowsPerWarp][C];
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t i = i0 + warp * kRowsPerWarp + rr;
@@ -210,8 +214,8 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
   const int64_t s_end = g.causal ? (i0 + kRows < g.S ? i0 + kRows : g.S) : g.S;
   for (int64_t j0 = 0; j0 < s_end; j0 += kTile) {
     __syncthreads();
-    load_rows<T, M, D + 1>(ks, kTile, k + b * g.S * g.E, j0, g.S, g.E);
-    load_rows<T, M, D + 1>(vs, kTile, v + b * g.S * g.Ev, j0, g.S, g.Ev);
+    load_rows<T, M, D + 1>(ks, kTile, k, g.k, b, j0, g.S, g.E);
+    load_rows<T, M, D + 1>(vs, kTile, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp * kRowsPerWarp + rr;
@@ -258,8 +262,8 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
   __shared__ M tile_delta[kTile];
   const int64_t b = blockIdx.x / row_blocks, j0 = (blockIdx.x % row_blocks) * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  load_rows<T, M, D>(ks, kRows, k + b * g.S * g.E, j0, g.S, g.E);
-  load_rows<T, M, D>(vs, kRows, v + b * g.S * g.Ev, j0, g.S, g.Ev);
+  load_rows<T, M, D>(ks, kRows, k, g.k, b, j0, g.S, g.E);
+  load_rows<T, M, D>(vs, kRows, v, g.v, b, j0, g.S, g.Ev);
   M dk_acc[kRowsPerWarp][C], dv_acc[kRowsPerWarp][C];
   for (int rr = 0; rr < kRowsPerWarp; ++rr)
     for (int c = 0; c < C; ++c) dk_acc[rr][c] = dv_acc[rr][c] = M(0);
@@ -268,8 +272,8 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
   const int64_t i_begin = g.causal ? j0 : 0;
   for (int64_t i0 = i_begin; i0 < g.L; i0 += kTile) {
     __syncthreads();
-    load_rows<T, M, D + 1>(qs, kTile, q + b * g.L * g.E, i0, g.L, g.E);
-    load_rows<T, M, D + 1>(gs, kTile, dout + b * g.L * g.Ev, i0, g.L, g.Ev);
+    load_rows<T, M, D + 1>(qs, kTile, q, g.q, b, i0, g.L, g.E);
+    load_rows<T, M, D + 1>(gs, kTile, dout, g.dout, b, i0, g.L, g.Ev);
     if (threadIdx.x < kTile) {
       const int64_t i = i0 + threadIdx.x;
       tile_lse[threadIdx.x] = i < g.L ? lse[b * g.L + i] : M(0);
@@ -310,7 +314,8 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
 
 Geometry geometry(const AttentionArgs& a) {
   Geometry g{a.B, a.L, a.S, a.E, a.Ev, a.scale, a.causal, 0, nullptr, a.mask_inner, a.mask_stride_outer,
-             a.mask_stride_inner, a.mask_stride_l, a.mask_stride_s};
+             a.mask_stride_inner, a.mask_stride_l, a.mask_stride_s, a.q_rows, a.k_rows, a.v_rows, a.out_rows,
+             a.dout_rows};
   if (a.mask.defined()) {
     g.mask_kind = a.mask.dtype() == kBool ? 1 : 2;
     g.mask = a.mask.raw_data();
@@ -353,7 +358,7 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
     check_width<M>(a);
     const Geometry g = geometry(a);
     const RawTensor delta = RawTensor::empty({a.B, a.L}, lse.dtype(), q.device());
-    launch_flat(ctx_.stream(), a.B * a.L, RowDot<T>{dout.data<T>(), out.data<T>(), delta.data<M>(), a.Ev});
+    launch_flat(ctx_.stream(), a.B * a.L, RowDot<T>{dout.data<T>(), out.data<T>(), delta.data<M>(), g});
     const int64_t q_blocks = (a.L + kRows - 1) / kRows, k_blocks = (a.S + kRows - 1) / kRows;
     if (a.B * q_blocks > 0) {
       TG_LAUNCH(static_cast<unsigned>(a.B * q_blocks), kThreads, 0, ctx_.stream(), attention_dq_kernel<T>)(
