@@ -54,6 +54,7 @@
 #include "tensorgrad/optim/optimizer.h"
 #include "tensorgrad/optim/optimizers.h"
 #include "tensorgrad/optim/scheduler.h"
+#include "tensorgrad/optim/schedulers.h"
 #include "tensorgrad/nn/prune.h"
 #include "tensorgrad/quantization/dynamic.h"
 #include "tensorgrad/quantization/observer.h"
