@@ -310,7 +310,9 @@ TEST_CASE("optimizers: the new optimizers' state round-trips through a checkpoin
       {"RAdam", {"exp_avg.0", "exp_avg_sq.0", "step.0"}},
   };
   const std::string path = (std::filesystem::temp_directory_path() / "tg_optimizers_state.safetensors").string();
-  for (const auto& [name, make] : factories()) {
+  for (const auto& entry : factories()) {
+    const std::string& name = entry.first;   // not a structured binding: clang 14 refuses one in CAPTURE
+    const Factory& make = entry.second;
     CAPTURE(name);
     Tensor wa = testing::randn64({5}, 11), wa2 = testing::randn64({2, 3}, 12);
     auto a = make({wa, wa2});
@@ -359,7 +361,9 @@ TEST_CASE("optimizers: 16-bit parameters step through float32 master weights") {
   // The same float32 gradients (exact in bfloat16) on a float32 parameter and on a bfloat16 one: the
   // bfloat16 parameter's master copy follows the float32 run exactly, and the parameter is its rounding.
   const std::vector<float> w0{0.5f, -1.25f, 2.0f, 0.0078125f}, g0{0.25f, -0.5f, 1.0f, -0.125f};
-  for (const auto& [name, make] : factories()) {
+  for (const auto& entry : factories()) {
+    const std::string& name = entry.first;   // not a structured binding: clang 14 refuses one in CAPTURE
+    const Factory& make = entry.second;
     CAPTURE(name);
     Tensor w32 = tg::from_vector(w0, {4}, tg::TensorOptions().requires_grad(true));
     Tensor w16(tg::from_vector(w0, {4}).data().to(tg::kBFloat16), true);
