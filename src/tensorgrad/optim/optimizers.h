@@ -299,7 +299,8 @@ struct NAdamOptions : AdamLikeOptions<NAdamOptions> {
 /// torch.optim.NAdam (PyTorch 2.x): wd as L2 term or decoupled; mu_t = b1 (1 - 0.96^(t psi) / 2),
 /// P = prod mu; m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2; d = sqrt(v / (1 - b2^t)) + eps;
 /// w -= lr (1 - mu_t) / (1 - P) g / d + lr mu_(t+1) / (1 - P mu_(t+1)) m / d.
-/// State: "exp_avg", "exp_avg_sq", "mu_product", "step".
+/// State: "exp_avg", "exp_avg_sq", "mu_product", "step". mu_product is kept in double (PyTorch keeps
+/// it in its default dtype: float32 unless torch.set_default_dtype(torch.float64)).
 class NAdam : public BufferedOptimizer {
  public:
   /// One group with every parameter at options.
