@@ -71,3 +71,34 @@ run("RAdam", lambda w: O.RAdam(g(w, g0=dict(), g1=dict(betas=(0.8, 0.9), weight_
 # Adamax/NAdam 2e-3, RAdam 1e-3)
 for name in ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]:
     run(name + " defaults", lambda w, name=name: getattr(O, name)(w), steps=3)
+
+
+# LBFGS: w1 (2) on Rosenbrock, w2 (3) on sum(a (w2 - c)^2) + 0.1 sum(w2^4); each row: w1, w2 after a
+# step(closure), then the loss step() returned (the one before the step's iterations)
+def run_lbfgs(name, steps, **kw):
+    w1 = torch.tensor([-1.2, 1.0], requires_grad=True)
+    w2 = torch.tensor([0.5, -0.3, 0.8], requires_grad=True)
+    a, c = torch.tensor([1.0, 2.0, 0.5]), torch.tensor([0.2, -0.4, 1.0])
+    opt = O.LBFGS([w1, w2], **kw)
+
+    def closure():
+        opt.zero_grad()
+        loss = (1 - w1[0]) ** 2 + 100 * (w1[1] - w1[0] ** 2) ** 2 + (a * (w2 - c) ** 2).sum() + 0.1 * (w2 ** 4).sum()
+        loss.backward()
+        return loss
+
+    rows = []
+    for _ in range(steps):
+        loss = opt.step(closure)
+        rows.append([float(x) for x in torch.cat([w1.detach(), w2.detach()])] + [float(loss.detach())])
+    print(f'    {{"{name}",\n     {{' + ",\n      ".join("{" + ", ".join(repr(x) for x in r) + "}" for r in rows) + "}},")
+
+
+run_lbfgs("LBFGS", 4, lr=1, max_iter=5)
+run_lbfgs("LBFGS lr 0.5 history 3", 4, lr=0.5, max_iter=7, history_size=3)
+run_lbfgs("LBFGS strong_wolfe", 4, lr=1, max_iter=10, history_size=4, line_search_fn="strong_wolfe")
+run_lbfgs("LBFGS strong_wolfe max_eval", 3, lr=1, max_iter=20, max_eval=9, line_search_fn="strong_wolfe")
+# trial steps far too long (the zoom phase, with its steps away from a bracket end) and far too short
+# (extrapolation by cubic interpolation)
+run_lbfgs("LBFGS strong_wolfe lr 300", 3, lr=300, max_iter=20, line_search_fn="strong_wolfe")
+run_lbfgs("LBFGS strong_wolfe lr 0.01", 3, lr=0.01, max_iter=6, line_search_fn="strong_wolfe")
