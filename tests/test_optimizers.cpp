@@ -517,3 +517,34 @@ TEST_CASE("optimizers: LBFGS state, errors and a stationary start") {
   CHECK(calls == 1);
   CHECK(w.to_vector<double>() == std::vector<double>{0.0, 0.0});
 }
+
+namespace {
+/// An optimizer written outside the library on the base's learning-rate constructors: w -= lr g.
+struct PlainDescent : optim::Optimizer {
+  PlainDescent(std::vector<optim::ParamGroup> groups, double lr) : Optimizer(std::move(groups), lr) {}
+  void step() override {
+    check_grads("PlainDescent");
+    tg::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].grad().defined())
+        tg::prim::binary_(tg::BinaryOp::Sub, params_[i].data(), tg::prim::mul(params_[i].grad().data(), lr_of(i)), "sub_");
+  }
+};
+}  // namespace
+
+TEST_CASE("optimizers: an optimizer on the base's learning-rate constructors gets LROptions per group") {
+  Tensor a = tg::from_vector(std::vector<double>{1.0}, {1}, tg::TensorOptions().requires_grad(true));
+  Tensor b = tg::from_vector(std::vector<double>{1.0}, {1}, tg::TensorOptions().requires_grad(true));
+  PlainDescent opt({{{a}}, {{b}, 0.25}}, 0.5);
+  CHECK(std::string(opt.param_groups()[0].options().type_name()) == "LROptions");
+  CHECK(opt.lr(0) == 0.5);
+  CHECK(opt.lr(1) == 0.25);
+  (a * 2.0 + b * 4.0).sum().backward();
+  opt.step();
+  CHECK(a.item() == 0.0);   // 1 - 0.5 * 2
+  CHECK(b.item() == 0.0);   // 1 - 0.25 * 4
+  opt.param_groups()[1].options().set_lr(-1);
+  TG_CHECK_THROWS(opt.step(), tg::Error, "PlainDescent (parameter group 1): invalid learning rate -1");
+  TG_CHECK_THROWS(opt.add_param_group({{testing::randn64({1}, 3)}, optim::SGDOptions(0.1)}), tg::Error,
+                  "the group's options are SGDOptions, options of another optimizer; give it LROptions");
+}

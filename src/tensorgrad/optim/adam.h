@@ -1,5 +1,6 @@
 // optim/adam.h: Adam and AdamW with PyTorch's formulas (bias correction, optional amsgrad). Each
-// update is one fused Backend::adam_step per (device, dtype). The base class is in optim/optimizer.h.
+// update is one fused Backend::adam_step per group and (device, dtype). The base class is in
+// optim/optimizer.h.
 #pragma once
 #include <tuple>
 #include <vector>

@@ -1,5 +1,6 @@
-// optim/optimizer.cpp: Optimizer::zero_grad and SGD::step. Validation of every parameter happens
-// before any is updated, so a step either completes for all parameters or changes none.
+// optim/optimizer.cpp: the Optimizer base (parameter groups and their options, zero_grad, the checks
+// and master-weight helpers every step uses) and SGD. Validation of every parameter and every group's
+// options happens before any is updated, so a step either completes for all parameters or changes none.
 #include "tensorgrad/optim/optimizer.h"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
-// optim/optimizer.h: Optimizer base (parameter groups with their own learning rate, zero_grad, step,
-// checkpoint state) and SGD with PyTorch's update formulas. Each update is one fused
-// Backend::sgd_step per parameter (backend/cpu/optim.cpp, backend/cuda/optim.cu). Adam/AdamW: optim/adam.h.
+// optim/optimizer.h: Optimizer base (parameter groups, each with its own options: OptimizerOptions,
+// ParamGroup; zero_grad, step, checkpoint state) and SGD with PyTorch's update formulas. Each update
+// is one fused Backend::sgd_step per group (backend/cpu/optim.cpp, backend/cuda/optim.cu).
+// Adam/AdamW: optim/adam.h; RMSprop and the others: optim/optimizers.h; LBFGS: optim/lbfgs.h.
 #pragma once
 #include <memory>
 #include <optional>
