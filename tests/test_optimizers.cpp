@@ -181,7 +181,7 @@ TEST_CASE("optimizers: RMSprop Adagrad Adadelta Adamax NAdam RAdam follow torch 
   CHECK(optim::RAdamOptions().lr() == 1e-3);
 }
 
-TEST_CASE("optimizers: param_groups() reads and sets each group's options; bad options raise before any update") {
+TEST_CASE("optimizers: param_groups() reads and sets each group's options, and bad options raise before any update") {
   Problem p;
   optim::AdamW opt({{{p.w[0]}, optim::AdamWOptions(6e-4).weight_decay(0.1)},
                     {{p.w[1], p.w[2]}, optim::AdamWOptions(6e-4).weight_decay(0.0)}});
