@@ -40,20 +40,28 @@ void Adam::step() {
     check_state_matches(who, i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
   }
   NoGradGuard no_grad;
-  // One fused update per group (each has its own hyperparameters) of every parameter with a gradient:
-  // prim::adam_step groups them by (device, dtype), one launch per group on CUDA.
+  // One fused update of every parameter with a gradient per run of consecutive groups with the same
+  // hyperparameters (the learning rate and amsgrad travel with each parameter, so groups that differ
+  // only in them share the call): prim::adam_step groups them by (device, dtype), one launch per 24
+  // on CUDA.
   std::vector<AdamParam> update;
   std::vector<std::size_t> updated;   // their indices
+  AdamHyper hyper;
+  hyper.decoupled = decoupled_;
+  auto flush = [&] {
+    if (!update.empty()) prim::adam_step(update, hyper);
+    update.clear();
+  };
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
     const AdamOptions& o = options_of<AdamOptions>(i);
-    const bool last_of_group = i + 1 == params_.size() || group_of(i + 1) != group_of(i);
-    if (p.grad().defined()) update_one(i, o, update, updated);   // else not reached by this backward
-    if (last_of_group && !update.empty()) {
-      prim::adam_step(update, AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_});
-      update.clear();
+    if (o.beta1_ != hyper.beta1 || o.beta2_ != hyper.beta2 || o.eps_ != hyper.eps ||
+        o.weight_decay_ != hyper.weight_decay) {
+      flush();
+      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
     }
+    if (params_[i].grad().defined()) update_one(i, o, update, updated);   // else not reached by this backward
   }
+  flush();
   for (std::size_t i : updated) finish_update(i);
 }
 

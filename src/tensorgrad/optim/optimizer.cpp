@@ -171,13 +171,25 @@ void SGD::step() {
   for (std::size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
-  // One fused update per group (each has its own hyperparameters) of every parameter with a gradient:
-  // prim::sgd_step groups them by (device, dtype), one launch per group on CUDA.
+  // One fused update of every parameter with a gradient per run of consecutive groups with the same
+  // hyperparameters (the learning rate travels with each parameter, so groups that differ only in it
+  // share the call): prim::sgd_step groups them by (device, dtype), one launch per 24 on CUDA.
   std::vector<SgdParam> update;
   std::vector<std::size_t> updated;   // their indices
+  SgdHyper hyper;
+  auto flush = [&] {
+    if (!update.empty()) prim::sgd_step(update, hyper);
+    update.clear();
+  };
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const SGDOptions& o = options_of<SGDOptions>(i);
+    const SgdHyper h{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_};
+    if (h.momentum != hyper.momentum || h.dampening != hyper.dampening || h.weight_decay != hyper.weight_decay ||
+        h.nesterov != hyper.nesterov) {
+      flush();
+      hyper = h;
+    }
     const Tensor g = p.grad();
     if (g.defined()) {   // else not reached by this backward
       bool first = false;
@@ -193,11 +205,8 @@ void SGD::step() {
           SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i), first});
       updated.push_back(i);
     }
-    if (i + 1 == params_.size() || group_of(i + 1) != group_of(i)) {   // the group's last parameter
-      if (!update.empty()) prim::sgd_step(update, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
-      update.clear();
-    }
   }
+  flush();
   for (std::size_t i : updated) finish_update(i);
 }
 
