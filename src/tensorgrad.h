@@ -52,7 +52,10 @@
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/optim/adam.h"
 #include "tensorgrad/optim/optimizer.h"
+#include "tensorgrad/optim/lbfgs.h"
+#include "tensorgrad/optim/optimizers.h"
 #include "tensorgrad/optim/scheduler.h"
+#include "tensorgrad/optim/schedulers.h"
 #include "tensorgrad/nn/prune.h"
 #include "tensorgrad/quantization/dynamic.h"
 #include "tensorgrad/quantization/observer.h"
@@ -93,7 +96,7 @@
 /// \namespace tg::nn::init
 /// In-place parameter initialisers (PyTorch's torch.nn.init).
 /// \namespace tg::optim
-/// Optimizers (SGD, Adam, AdamW), learning-rate schedulers and clip_grad_norm (PyTorch's torch.optim).
+/// Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS) with per-group options, learning-rate schedulers and clip_grad_norm (PyTorch's torch.optim).
 /// \namespace tg::parallel
 /// The CPU thread pool that runs tensorgrad's parallel loops.
 /// \namespace tg::philox

@@ -1301,6 +1301,39 @@ TEST_CASE("cuda: optimizer updates match the CPU (SGD with momentum and Adam and
   }
 }
 
+TEST_CASE("cuda: RMSprop Adagrad Adadelta Adamax NAdam RAdam (compositions of prim ops) match the CPU") {
+  TG_NEED_CUDA();
+  using Factory = std::function<std::unique_ptr<tg::optim::Optimizer>(std::vector<Tensor>)>;
+  const std::vector<Factory> make = {
+      [](std::vector<Tensor> w) {
+        return std::make_unique<tg::optim::RMSprop>(w, tg::optim::RMSpropOptions(1e-2).momentum(0.9).centered(true).weight_decay(1e-2));
+      },
+      [](std::vector<Tensor> w) {
+        return std::make_unique<tg::optim::Adagrad>(w, tg::optim::AdagradOptions(1e-1).lr_decay(0.01).initial_accumulator_value(0.1));
+      },
+      [](std::vector<Tensor> w) { return std::make_unique<tg::optim::Adadelta>(w, tg::optim::AdadeltaOptions().weight_decay(1e-2)); },
+      [](std::vector<Tensor> w) { return std::make_unique<tg::optim::Adamax>(w, tg::optim::AdamaxOptions(1e-2).weight_decay(1e-2)); },
+      [](std::vector<Tensor> w) {
+        return std::make_unique<tg::optim::NAdam>(w, tg::optim::NAdamOptions(1e-2).weight_decay(1e-2).decoupled_weight_decay(true));
+      },
+      [](std::vector<Tensor> w) { return std::make_unique<tg::optim::RAdam>(w, tg::optim::RAdamOptions(1e-2).weight_decay(1e-2)); },
+  };
+  for (std::size_t which = 0; which < make.size(); ++which) {
+    CAPTURE(which);
+    const RawTensor w0 = randn_t({257, 33}, 20, tg::kFloat32), g0 = randn_t({257, 33}, 21, tg::kFloat32);
+    Tensor wc(w0.clone(), true), wg(w0.to(kGpu), true);
+    auto oc = make[which]({wc});
+    auto og = make[which]({wg});
+    for (int step = 0; step < 8; ++step) {   // 8 steps: RAdam's rectified branch starts at step 6
+      wc.set_grad(Tensor(tg::prim::mul(g0, 1.0 + step)));
+      wg.set_grad(Tensor(tg::prim::mul(g0.to(kGpu), 1.0 + step)));
+      oc->step();
+      og->step();
+    }
+    check_same(wg, wc, 1e-5, 1e-6);
+  }
+}
+
 namespace {
 struct Net : tg::nn::Module {   // the tutorial MLP (README's first program)
   tg::nn::Linear fc1{784, 128}, fc2{128, 10};

@@ -18,56 +18,73 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, false) {}
 
-double Adam::checked_lr(const AdamOptions& o) {
-  TG_CHECK(o.lr_ >= 0, Error, "Adam: invalid learning rate ", o.lr_);
-  TG_CHECK(o.eps_ >= 0, Error, "Adam: invalid epsilon ", o.eps_);
-  TG_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1, Error, "Adam: invalid betas (", o.beta1_,
-           ", ", o.beta2_, "): each must be in [0, 1)");
-  TG_CHECK(o.weight_decay_ >= 0, Error, "Adam: invalid weight_decay ", o.weight_decay_);
-  return o.lr_;
+void AdamOptions::check(const std::string& who) const {
+  TG_CHECK(eps_ >= 0, Error, who, ": invalid epsilon ", eps_);
+  TG_CHECK(beta1_ >= 0 && beta1_ < 1 && beta2_ >= 0 && beta2_ < 1, Error, who, ": invalid betas (", beta1_, ", ",
+           beta2_, "): each must be in [0, 1)");
+  TG_CHECK(weight_decay_ >= 0, Error, who, ": invalid weight_decay ", weight_decay_);
 }
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
-    : Optimizer(std::move(groups), checked_lr(options)), options_(options), decoupled_(decoupled) {
+    : Optimizer(std::move(groups), options, decoupled ? "AdamW" : "Adam"), decoupled_(decoupled) {
   state_.resize(params_.size());
 }
 
 void Adam::step() {
-  check_grads("Adam");   // a step updates all parameters or none
+  const char* who = decoupled_ ? "AdamW" : "Adam";
+  check_grads(who);   // a step updates all parameters or none
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
-    check_state_matches("Adam", i, "exp_avg", state_[i].exp_avg);
-    check_state_matches("Adam", i, "exp_avg_sq", state_[i].exp_avg_sq);
-    check_state_matches("Adam", i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
+    check_state_matches(who, i, "exp_avg", state_[i].exp_avg);
+    check_state_matches(who, i, "exp_avg_sq", state_[i].exp_avg_sq);
+    check_state_matches(who, i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
   }
   NoGradGuard no_grad;
-  const AdamOptions& o = options_;
-  // One fused update of every parameter with a gradient: prim::adam_step groups them by (device, dtype),
-  // one launch per group on CUDA.
+  // One fused update of every parameter with a gradient per run of consecutive groups with the same
+  // hyperparameters (the learning rate and amsgrad travel with each parameter, so groups that differ
+  // only in them share the call): prim::adam_step groups them by (device, dtype), one launch per 24
+  // on CUDA.
   std::vector<AdamParam> update;
   std::vector<std::size_t> updated;   // their indices
+  AdamHyper hyper;
+  hyper.decoupled = decoupled_;
+  auto flush = [&] {
+    if (!update.empty()) prim::adam_step(update, hyper);
+    update.clear();
+  };
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;   // not reached by this backward
-    State& s = state_[i];
-    const DType sd = state_dtype(p.dtype());   // Note [Master weights]
-    if (!s.exp_avg.defined()) {
-      s.exp_avg = prim::full(p.shape(), 0.0, sd, p.device());
-      s.exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
-      if (o.amsgrad_) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
-    } else if (s.exp_avg.device() != p.device() || s.exp_avg.dtype() != sd) {   // the module moved
-      s.exp_avg = s.exp_avg.to(p.device()).to(sd);
-      s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(sd);
-      if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
+    const AdamOptions& o = options_of<AdamOptions>(i);
+    if (o.beta1_ != hyper.beta1 || o.beta2_ != hyper.beta2 || o.eps_ != hyper.eps ||
+        o.weight_decay_ != hyper.weight_decay) {
+      flush();
+      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
     }
-    if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;   // a loaded step may be at int64's limit
-    update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, lr_of(i),
-                               s.step});
-    updated.push_back(i);
+    if (params_[i].grad().defined()) update_one(i, o, update, updated);   // else not reached by this backward
   }
-  prim::adam_step(update, AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_});
+  flush();
   for (std::size_t i : updated) finish_update(i);
+}
+
+void Adam::update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam>& update,
+                      std::vector<std::size_t>& updated) {
+  Tensor& p = params_[i];
+  State& s = state_[i];
+  const DType sd = state_dtype(p.dtype());   // Note [Master weights]
+  if (!s.exp_avg.defined()) {
+    s.exp_avg = prim::full(p.shape(), 0.0, sd, p.device());
+    s.exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
+  } else if (s.exp_avg.device() != p.device() || s.exp_avg.dtype() != sd) {   // the module moved
+    s.exp_avg = s.exp_avg.to(p.device()).to(sd);
+    s.exp_avg_sq = s.exp_avg_sq.to(p.device()).to(sd);
+    if (s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = s.max_exp_avg_sq.to(p.device()).to(sd);
+  }
+  // Zeros also when the group's amsgrad was turned on after some steps (where PyTorch raises a
+  // KeyError): max(0, v) is v, so the maximum starts from the next average.
+  if (o.amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
+  if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;   // a loaded step may be at int64's limit
+  update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
+                             o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step});
+  updated.push_back(i);
 }
 
 std::vector<std::pair<std::string, RawTensor>> Adam::state() const {
@@ -117,9 +134,9 @@ void Adam::set_state(const std::vector<std::pair<std::string, RawTensor>>& entri
     const bool any = s.exp_avg.defined() || s.exp_avg_sq.defined() || s.max_exp_avg_sq.defined() || has_step[i];
     if (!any) continue;
     TG_CHECK(s.exp_avg.defined() && s.exp_avg_sq.defined() && has_step[i] &&
-                 s.max_exp_avg_sq.defined() == options_.amsgrad_,
+                 s.max_exp_avg_sq.defined() == options_of<AdamOptions>(i).amsgrad_,
              Error, "Adam::set_state: the state of parameter ", i, " is incomplete (needs exp_avg, exp_avg_sq, step",
-             options_.amsgrad_ ? " and max_exp_avg_sq with amsgrad" : " and no max_exp_avg_sq without amsgrad", ")");
+             options_of<AdamOptions>(i).amsgrad_ ? " and max_exp_avg_sq with amsgrad" : " and no max_exp_avg_sq without amsgrad", ")");
   }
   for (std::size_t i = 0; i < next.size(); ++i) {
     State& s = next[i];

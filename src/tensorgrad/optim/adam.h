@@ -1,5 +1,6 @@
 // optim/adam.h: Adam and AdamW with PyTorch's formulas (bias correction, optional amsgrad). Each
-// update is one fused Backend::adam_step per (device, dtype). The base class is in optim/optimizer.h.
+// update is one fused Backend::adam_step per group and (device, dtype). The base class is in
+// optim/optimizer.h.
 #pragma once
 #include <tuple>
 #include <vector>
@@ -7,11 +8,14 @@
 #include "tensorgrad/optim/optimizer.h"
 
 namespace tg {
+struct AdamParam;   // kernels/optim.h
+
 namespace optim {
 
 /// Options of Adam and AdamW, PyTorch style: AdamOptions(1e-3).betas(0.9, 0.98).weight_decay(0.01).
-/// The constructors throw Error for betas outside [0, 1) or a negative eps or weight_decay.
-struct AdamOptions {
+/// The constructors throw Error for betas outside [0, 1) or a negative eps or weight_decay. Each
+/// setter but amsgrad has a getter of the same name (libtorch's TORCH_ARG).
+struct AdamOptions : OptionsBase<AdamOptions> {
   /// The learning rate (default 1e-3); implicit, so that Adam(params, 1e-3) works.
   AdamOptions(double lr = 1e-3) : lr_(lr) {}   // NOLINT: Adam(params, 1e-3) reads naturally
   /// The decay rates of the first and second moment averages (default 0.9, 0.999).
@@ -26,10 +30,23 @@ struct AdamOptions {
   double lr() const { return lr_; }
   /// Added to the denominator for stability (default 1e-8).
   AdamOptions& eps(double e) { eps_ = e; return *this; }
+  /// The denominator's epsilon.
+  double eps() const { return eps_; }
   /// Weight decay: an L2 term in the gradient for Adam, decoupled for AdamW (default 0).
   AdamOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
-  /// Uses the maximum of the second moment average over all steps (default off).
+  /// The weight decay.
+  double weight_decay() const { return weight_decay_; }
+  /// Uses the maximum of the second moment average over all steps (default off). amsgrad() turns it
+  /// on (so there is no getter of that name: read amsgrad_).
   AdamOptions& amsgrad(bool a = true) { amsgrad_ = a; return *this; }
+  /// AdamOptions and AdamWOptions serve Adam and AdamW alike.
+  bool accepts(const OptimizerOptions& other) const override {
+    return dynamic_cast<const AdamOptions*>(&other) != nullptr;
+  }
+  /// "AdamOptions".
+  const char* type_name() const override { return "AdamOptions"; }
+  /// PyTorch's checks: eps and weight_decay >= 0, each beta in [0, 1).
+  void check(const std::string& who) const override;
   double lr_;   ///< The learning rate, the default for groups without one.
   double beta1_ = 0.9;   ///< See betas().
   double beta2_ = 0.999;   ///< See betas().
@@ -43,14 +60,14 @@ struct AdamOptions {
 /// w -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps)   (v -> max(v) over steps with amsgrad).
 class Adam : public Optimizer {
  public:
-  /// One group with every parameter at options' learning rate.
+  /// One group with every parameter at options.
   Adam(std::vector<Tensor> params, AdamOptions options = {});
-  /// Several groups; a group without lr uses options' learning rate.
+  /// Several groups; a group without options uses `options` (with its own lr when it gives one).
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
   /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
-  /// The options it was built with.
-  const AdamOptions& options() const { return options_; }
+  /// The default options (those it was built with; each group's are in param_groups()).
+  const AdamOptions& options() const { return static_cast<const AdamOptions&>(defaults()); }
   /// `exp_avg.<i>`, `exp_avg_sq.<i>`, `max_exp_avg_sq.<i>` (amsgrad) and `step.<i>` (0-d int64) per parameter.
   std::vector<std::pair<std::string, RawTensor>> state() const override;
   /// Loads entries named as state() names them; nothing changes when one does not fit.
@@ -61,34 +78,53 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
 
  private:
-  /// Validates the options (before the base class sees the parameters, as PyTorch orders its errors)
-  /// and returns the learning rate.
-  static double checked_lr(const AdamOptions& options);
   void on_params_added() override { state_.resize(params_.size()); }
   struct State {
     int64_t step = 0;
     RawTensor exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
-  AdamOptions options_;
+  /// Creates or moves parameter i's state and appends its update (its group's options o).
+  void update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam>& update, std::vector<std::size_t>& updated);
   bool decoupled_;
   std::vector<State> state_;
 };
 
 /// Options of AdamW, as libtorch's AdamWOptions: AdamOptions with libtorch's AdamW default
 /// weight_decay 1e-2 (AdamWOptions(1e-3) decays; AdamOptions(1e-3) would not).
-struct AdamWOptions : AdamOptions {
+struct AdamWOptions : OptionsBase<AdamWOptions, AdamOptions> {
   /// The learning rate (default 1e-3), with weight_decay 1e-2.
-  AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay_ = 1e-2; }   // NOLINT: as AdamOptions
+  AdamWOptions(double lr = 1e-3) : OptionsBase<AdamWOptions, AdamOptions>(lr) { weight_decay_ = 1e-2; }   // NOLINT
+  /// "AdamWOptions".
+  const char* type_name() const override { return "AdamWOptions"; }
+  // The setters again, returning AdamWOptions& (as libtorch's), so that a chain stays AdamWOptions:
+  // std::make_unique<AdamWOptions>(AdamWOptions(1e-3).weight_decay(0.1)).
+  using AdamOptions::betas;
+  using AdamOptions::lr;
+  using AdamOptions::eps;
+  using AdamOptions::weight_decay;
+  using AdamOptions::amsgrad;
+  /// See AdamOptions::betas.
+  AdamWOptions& betas(double b1, double b2) { AdamOptions::betas(b1, b2); return *this; }
+  /// See AdamOptions::betas.
+  AdamWOptions& betas(const std::tuple<double, double>& b) { AdamOptions::betas(b); return *this; }
+  /// See AdamOptions::lr.
+  AdamWOptions& lr(double lr) { AdamOptions::lr(lr); return *this; }
+  /// See AdamOptions::eps.
+  AdamWOptions& eps(double e) { AdamOptions::eps(e); return *this; }
+  /// See AdamOptions::weight_decay.
+  AdamWOptions& weight_decay(double w) { AdamOptions::weight_decay(w); return *this; }
+  /// See AdamOptions::amsgrad.
+  AdamWOptions& amsgrad(bool a = true) { AdamOptions::amsgrad(a); return *this; }
 };
 
 /// torch.optim.AdamW: Adam with decoupled weight decay, w *= 1 - lr wd before the update.
 /// Default weight_decay 1e-2 as in PyTorch.
 class AdamW : public Adam {
  public:
-  /// One group with every parameter at options' learning rate.
+  /// One group with every parameter at options.
   AdamW(std::vector<Tensor> params, AdamOptions options = AdamOptions().weight_decay(1e-2))
       : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, /*decoupled=*/true) {}
-  /// Several groups; a group without lr uses options' learning rate.
+  /// Several groups; a group without options uses `options` (with its own lr when it gives one).
   AdamW(std::vector<ParamGroup> groups, AdamOptions options = AdamOptions().weight_decay(1e-2))
       : Adam(std::move(groups), options, /*decoupled=*/true) {}
 };

@@ -1,5 +1,6 @@
-// optim/optimizer.cpp: Optimizer::zero_grad and SGD::step. Validation of every parameter happens
-// before any is updated, so a step either completes for all parameters or changes none.
+// optim/optimizer.cpp: the Optimizer base (parameter groups and their options, zero_grad, the checks
+// and master-weight helpers every step uses) and SGD. Validation of every parameter and every group's
+// options happens before any is updated, so a step either completes for all parameters or changes none.
 #include "tensorgrad/optim/optimizer.h"
 
 #include <algorithm>
@@ -11,63 +12,100 @@
 namespace tg {
 namespace optim {
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr)
-    : Optimizer(std::vector<ParamGroup>{ParamGroup{std::move(params), lr}}, lr) {}
+OptimizerOptions& ParamGroup::options() {
+  TG_CHECK(options_ != nullptr, Error, "param_groups: this parameter group has no options (only a group inside an "
+           "optimizer always has them)");
+  return *options_;
+}
 
-Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr) : default_lr_(default_lr) {
-  TG_CHECK(default_lr >= 0, Error, "optimizer: invalid learning rate ", default_lr);
+const OptimizerOptions& ParamGroup::options() const {
+  TG_CHECK(options_ != nullptr, Error, "param_groups: this parameter group has no options (only a group inside an "
+           "optimizer always has them)");
+  return *options_;
+}
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr)
+    : Optimizer(std::vector<ParamGroup>{ParamGroup{std::move(params), lr}}, LROptions(lr), "optimizer") {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr)
+    : Optimizer(std::move(groups), LROptions(default_lr), "optimizer") {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, const OptimizerOptions& defaults, std::string name)
+    : defaults_(defaults.clone()), name_(std::move(name)) {
+  // The defaults are checked before the parameters, as PyTorch's constructors order their errors.
+  check_options(*defaults_, std::size_t(-1), name_.c_str());
   for (ParamGroup& g : groups) add_param_group(std::move(g));
   // PyTorch's check: an optimizer over a model with no registered parameters would silently do nothing
   TG_CHECK(!params_.empty(), Error, "optimizer got an empty parameter list (did the model register its parameters "
            "with register_parameter / register_module?)");
 }
 
+void Optimizer::check_options(const OptimizerOptions& o, std::size_t group, const char* who) const {
+  const std::string at = group == std::size_t(-1) ? std::string(who)
+                                                   : std::string(who) + " (parameter group " + std::to_string(group) + ")";
+  TG_CHECK(defaults_->accepts(o), Error, at, ": the group's options are ", o.type_name(), ", options of another "
+           "optimizer; give it ", defaults_->type_name());
+  TG_CHECK(o.get_lr() >= 0, Error, at, ": invalid learning rate ", o.get_lr());   // NaN too
+  o.check(at);
+}
+
 void Optimizer::add_param_group(ParamGroup group) {
-  const double lr = group.lr.value_or(default_lr_);
-  TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr, " for parameter group ", group_lr_.size());
-  for (std::size_t i = 0; i < group.params.size(); ++i) {
-    const Tensor& p = group.params[i];
-    TG_CHECK(p.defined() && p.is_leaf(), Error, "optimizer: parameter ", i, " of group ", group_lr_.size(),
+  const std::size_t g = groups_.size();
+  std::unique_ptr<OptimizerOptions> options;
+  if (group.has_options()) {
+    options = group.options().clone();
+  } else {
+    options = defaults_->clone();
+    if (group.lr()) options->set_lr(*group.lr());
+  }
+  check_options(*options, g, name_.c_str());
+  for (std::size_t i = 0; i < group.params().size(); ++i) {
+    const Tensor& p = group.params()[i];
+    TG_CHECK(p.defined() && p.is_leaf(), Error, name_, ": parameter ", i, " of group ", g,
              " must be a defined leaf Tensor");
     for (const Tensor& q : params_)
-      TG_CHECK(q.impl() != p.impl(), Error, "optimizer: some parameters appear in more than one parameter group");
+      TG_CHECK(q.impl() != p.impl(), Error, name_, ": some parameters appear in more than one parameter group");
+    for (std::size_t j = 0; j < i; ++j)
+      TG_CHECK(group.params()[j].impl() != p.impl(), Error, name_, ": some parameters appear more than once in "
+               "parameter group ", g);
   }
-  for (Tensor& p : group.params) {
-    params_.push_back(std::move(p));
-    group_of_.push_back(group_lr_.size());
+  for (const Tensor& p : group.params()) {
+    params_.push_back(p);
+    group_of_.push_back(g);
   }
-  group_lr_.push_back(lr);
+  group.set_options(std::move(options));
+  groups_.push_back(std::move(group));
   group_initial_lr_.emplace_back();
   on_params_added();
 }
 
 double Optimizer::lr(std::size_t group) const {
-  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
-           group_lr_.size(), " groups)");
-  return group_lr_[group];
+  TG_CHECK(group < groups_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           groups_.size(), " groups)");
+  return groups_[group].options().get_lr();
 }
 
 std::optional<double> Optimizer::initial_lr(std::size_t group) const {
-  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
-           group_lr_.size(), " groups)");
+  TG_CHECK(group < groups_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           groups_.size(), " groups)");
   return group_initial_lr_[group];
 }
 
 void Optimizer::set_initial_lr(std::size_t group, double lr) {
-  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
-           group_lr_.size(), " groups)");
+  TG_CHECK(group < groups_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           groups_.size(), " groups)");
   group_initial_lr_[group] = lr;
 }
 
 void Optimizer::set_lr(double lr) {
-  for (std::size_t g = 0; g < group_lr_.size(); ++g) set_lr(g, lr);
+  for (std::size_t g = 0; g < groups_.size(); ++g) set_lr(g, lr);
 }
 
 void Optimizer::set_lr(std::size_t group, double lr) {
-  TG_CHECK(group < group_lr_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
-           group_lr_.size(), " groups)");
+  TG_CHECK(group < groups_.size(), IndexError, "optimizer: parameter group ", group, " does not exist (",
+           groups_.size(), " groups)");
   TG_CHECK(lr >= 0, Error, "optimizer: invalid learning rate ", lr);
-  group_lr_[group] = lr;
+  groups_[group].options().set_lr(lr);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -84,21 +122,32 @@ void Optimizer::zero_grad(bool set_to_none) {
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
 
-double SGD::checked_lr(const SGDOptions& options) {
-  TG_CHECK(options.lr_ >= 0, Error, "SGD: invalid learning rate ", options.lr_);
-  TG_CHECK(options.momentum_ >= 0, Error, "SGD: invalid momentum ", options.momentum_);
-  TG_CHECK(options.weight_decay_ >= 0, Error, "SGD: invalid weight_decay value ", options.weight_decay_);
-  TG_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0), Error,
-           "SGD: Nesterov momentum requires a momentum and zero dampening");
-  return options.lr_;
+void SGDOptions::check(const std::string& who) const {
+  TG_CHECK(momentum_ >= 0, Error, who, ": invalid momentum ", momentum_);
+  TG_CHECK(weight_decay_ >= 0, Error, who, ": invalid weight_decay value ", weight_decay_);
+  TG_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), Error,
+           who, ": Nesterov momentum requires a momentum and zero dampening");
 }
 
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
-    : Optimizer(std::move(groups), checked_lr(options)), options_(options) {
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::move(groups), options, "SGD") {
   momentum_buffer_.resize(params_.size());
 }
 
 void Optimizer::check_grads(const char* who) const {
+  // The groups may have been changed through param_groups() since the last step: options of another
+  // type or with a bad value, or a group replaced by one with other parameters.
+  std::size_t k = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const ParamGroup& group = groups_[g];
+    TG_CHECK(group.has_options(), Error, who, ": parameter group ", g, " has no options");
+    check_options(group.options(), g, who);
+    bool same = true;
+    for (const Tensor& p : group.params()) same = same && k < params_.size() && params_[k++].impl() == p.impl();
+    TG_CHECK(same, Error, who, ": the parameters of group ", g, " changed since the optimizer was built; use "
+             "add_param_group to add parameters");
+  }
+  TG_CHECK(k == params_.size(), Error, who, ": the parameter groups changed since the optimizer was built; use "
+           "add_param_group to add parameters");
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     const Tensor g = p.grad();
@@ -122,28 +171,42 @@ void SGD::step() {
   for (std::size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
-  const SGDOptions& o = options_;
-  // One fused update of every parameter with a gradient: prim::sgd_step groups them by (device, dtype),
-  // one launch per group on CUDA.
+  // One fused update of every parameter with a gradient per run of consecutive groups with the same
+  // hyperparameters (the learning rate travels with each parameter, so groups that differ only in it
+  // share the call): prim::sgd_step groups them by (device, dtype), one launch per 24 on CUDA.
   std::vector<SgdParam> update;
   std::vector<std::size_t> updated;   // their indices
+  SgdHyper hyper;
+  auto flush = [&] {
+    if (!update.empty()) prim::sgd_step(update, hyper);
+    update.clear();
+  };
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;   // not reached by this backward
-    bool first = false;
-    RawTensor& buf = momentum_buffer_[i];
-    const DType sd = state_dtype(p.dtype());   // Note [Master weights]
-    if (o.momentum_ != 0 && !buf.defined()) {
-      buf = prim::empty(p.shape(), sd, p.device());   // set by the first step: v = d
-      first = true;
-    } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
-      buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
+    const SGDOptions& o = options_of<SGDOptions>(i);
+    const SgdHyper h{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_};
+    if (h.momentum != hyper.momentum || h.dampening != hyper.dampening || h.weight_decay != hyper.weight_decay ||
+        h.nesterov != hyper.nesterov) {
+      flush();
+      hyper = h;
     }
-    update.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i), first});
-    updated.push_back(i);
+    const Tensor g = p.grad();
+    if (g.defined()) {   // else not reached by this backward
+      bool first = false;
+      RawTensor& buf = momentum_buffer_[i];
+      const DType sd = state_dtype(p.dtype());   // Note [Master weights]
+      if (o.momentum_ != 0 && !buf.defined()) {
+        buf = prim::empty(p.shape(), sd, p.device());   // set by the first step: v = d
+        first = true;
+      } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
+        buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
+      }
+      update.push_back(
+          SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i), first});
+      updated.push_back(i);
+    }
   }
-  prim::sgd_step(update, SgdHyper{o.momentum_, o.dampening_, o.weight_decay_, o.nesterov_});
+  flush();
   for (std::size_t i : updated) finish_update(i);
 }
 

@@ -58,24 +58,33 @@ double LRScheduler::get_last_lr(std::size_t group) const {
   return last_lrs_[group];
 }
 
-void LRScheduler::step() {
-  ++epoch_;
+void LRScheduler::step() { set_epoch_and_apply(epoch_ + 1, false); }
+
+double LRScheduler::restart_lr(std::size_t group, double) const {
+  TG_CHECK(group < base_lrs_.size(), Error, "scheduler: parameter group ", group, " was added after the scheduler "
+           "was built and has no base_lr (PyTorch: zip() argument 2 is longer than argument 1)");
+  return get_lr(group, base_lrs_[group]);
+}
+
+void LRScheduler::set_epoch_and_apply(int64_t epoch, bool restart) {
+  const int64_t old = epoch_;
+  epoch_ = epoch;
   try {
-    apply();
+    apply(restart);
   } catch (...) {
-    --epoch_;   // a step that raises changes nothing
+    epoch_ = old;   // a step that raises changes nothing
     throw;
   }
 }
 
-void LRScheduler::apply() {
+void LRScheduler::apply(bool restart) {
   // Every rate is computed before any is set, and the old ones come back when the optimizer refuses
   // one (a negative rate): a step that raises leaves every learning rate as it was.
   const std::size_t n = optimizer_.num_param_groups();
   std::vector<double> old(n), next(n);
   for (std::size_t g = 0; g < n; ++g) {
     old[g] = optimizer_.lr(g);
-    next[g] = get_lr(g, old[g]);
+    next[g] = restart ? restart_lr(g, old[g]) : get_lr(g, old[g]);
   }
   try {
     for (std::size_t g = 0; g < n; ++g) optimizer_.set_lr(g, next[g]);

@@ -34,7 +34,7 @@ class LRScheduler {
   virtual ~LRScheduler() = default;
   /// Advances one epoch and sets every group's learning rate from its current one. A step that
   /// raises changes no learning rate and no epoch.
-  void step();
+  virtual void step();
   /// The number of step() calls so far (0 after construction).
   int64_t last_epoch() const { return epoch_; }
   /// A group's initial_lr when the scheduler was built; IndexError for a group it was not built with.
@@ -53,9 +53,20 @@ class LRScheduler {
   void init() { apply(); }
   /// The optimizer whose learning rates it sets.
   const Optimizer& optimizer() const { return optimizer_; }
+  /// The optimizer, writable (OneCycleLR cycles the momentum in its groups' options).
+  Optimizer& mutable_optimizer() { return optimizer_; }
+  /// PyTorch's closed form at epoch 0 (what SequentialLR's step(0) at a milestone sets), called with
+  /// last_epoch() == 0: by default get_lr(group, base_lr(group)), which is the closed form for every
+  /// scheduler whose epoch-0 rate is a function of the base rate.
+  virtual double restart_lr(std::size_t group, double lr) const;
+  /// Steps like step() but from `epoch` (without advancing past it) through get_lr or restart_lr.
+  void set_epoch_and_apply(int64_t epoch, bool restart);
 
  private:
-  void apply();
+  friend class SequentialLR;   // moves its schedulers' epochs (PyTorch's recursive_undo and step(0))
+  /// PyTorch's recursive_undo: the epoch before the initial step (SequentialLR: of each scheduler).
+  virtual void undo_initial_step() { --epoch_; }
+  void apply(bool restart = false);
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   std::vector<double> last_lrs_;
