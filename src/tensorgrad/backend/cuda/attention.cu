@@ -164,23 +164,6 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
   }
 }
 
-/// delta (B L) = sum_d dout[r][d] out[r][d], the row term of the softmax backward. Sets delta.
-template <class T>
-struct RowDot {
-  const T* dout;
-  const T* out;
-  opmath_t<T>* delta;
-  Geometry g;
-  __device__ void operator()(int64_t r) const {
-    using M = opmath_t<T>;
-    const int64_t b = r / g.L, i = r % g.L;
-    const T *gr = dout + g.dout.at(b, i), *orow = out + g.out.at(b, i);
-    M s = M(0);
-    for (int64_t d = 0; d < g.Ev; ++d) s += static_cast<M>(gr[d]) * static_cast<M>(orow[d]);
-    delta[r] = s;
-  }
-};
-
 /// p = exp(s - lse) for a score s, 0 where the key is masked (every key of a fully masked row, whose lse
 /// is +inf).
 template <class M>
@@ -189,10 +172,12 @@ __device__ __forceinline__ M prob(M s, M row_lse) {
 }
 
 /// dq (B, L, E) of a block of kRows query rows, walking tiles of keys:
-/// dq_i = scale sum_j p_ij (dout_i . v_j - delta_i) k_j. Sets dq.
+/// dq_i = scale sum_j p_ij (dout_i . v_j - delta_i) k_j. Computes delta_i = dout_i . out_i, the row term
+/// of the softmax backward, for its rows first and stores it for attention_dkv_kernel, queued after it
+/// (one launch fewer than a pass of its own). Sets dq and delta (B L).
 template <class T>
-__global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T* dout, const opmath_t<T>* lse,
-                                    const opmath_t<T>* delta, T* dq, Geometry g, int64_t row_blocks) {
+__global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T* dout, const T* out,
+                                    const opmath_t<T>* lse, opmath_t<T>* delta, T* dq, Geometry g, int64_t row_blocks) {
   using M = opmath_t<T>;
   constexpr int D = MaxDim<M>::value, C = D / 32;
   __shared__ M qs[kRows][D];
@@ -204,10 +189,18 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
   load_rows<T, M, D>(qs, kRows, q, g.q, b, i0, g.L, g.E);
   load_rows<T, M, D>(gs, kRows, dout, g.dout, b, i0, g.L, g.Ev);
   M row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], acc[kRowsPerWarp][C];
+  __syncthreads();   // gs is written
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-    const int64_t i = i0 + warp * kRowsPerWarp + rr;
+    const int r = warp * kRowsPerWarp + rr;
+    const int64_t i = i0 + r;
+    M part = M(0);   // this lane's share of dout_i . out_i
+    if (i < g.L) {
+      const T* orow = out + g.out.at(b, i);
+      for (int64_t d = lane; d < g.Ev; d += 32) part += gs[r][d] * static_cast<M>(orow[d]);
+    }
+    row_delta[rr] = warp_allreduce(part, SumOp());
+    if (i < g.L && lane == 0) delta[b * g.L + i] = row_delta[rr];
     row_lse[rr] = i < g.L ? lse[b * g.L + i] : M(0);
-    row_delta[rr] = i < g.L ? delta[b * g.L + i] : M(0);
     for (int c = 0; c < C; ++c) acc[rr][c] = M(0);
   }
   const M scale = static_cast<M>(g.scale);
@@ -357,13 +350,12 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
     using M = opmath_t<T>;
     check_width<M>(a);
     const Geometry g = geometry(a);
-    const RawTensor delta = RawTensor::empty({a.B, a.L}, lse.dtype(), q.device());
-    launch_flat(ctx_.stream(), a.B * a.L, RowDot<T>{dout.data<T>(), out.data<T>(), delta.data<M>(), g});
+    const RawTensor delta = RawTensor::empty({a.B, a.L}, lse.dtype(), q.device());   // written by the dq kernel
     const int64_t q_blocks = (a.L + kRows - 1) / kRows, k_blocks = (a.S + kRows - 1) / kRows;
     if (a.B * q_blocks > 0) {
       TG_LAUNCH(static_cast<unsigned>(a.B * q_blocks), kThreads, 0, ctx_.stream(), attention_dq_kernel<T>)(
-          q.data<T>(), k.data<T>(), v.data<T>(), dout.data<T>(), lse.data<M>(), delta.data<M>(), dq.data<T>(), g,
-          q_blocks);
+          q.data<T>(), k.data<T>(), v.data<T>(), dout.data<T>(), out.data<T>(), lse.data<M>(), delta.data<M>(),
+          dq.data<T>(), g, q_blocks);
       TG_CUDA_CHECK(cudaGetLastError());
     }
     if (a.B * k_blocks > 0) {
