@@ -152,9 +152,6 @@ struct AdamParam {
   int64_t step;            ///< its step count after this step (1-based): the bias corrections
 };
 
-/// The geometry of one fused scaled-dot-product attention (Backend::attention): q (B, L, E), k (B, S,
-/// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
-/// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
 /// Where the rows of one attention operand (batch..., rows, width) lie: the batch dims folded into an
 /// outer and an inner step, batch entry b = outer * inner + in; row r of entry b starts at(b, r)
 /// elements after the operand's first element, and its width elements are contiguous. prim::attention
@@ -172,6 +169,9 @@ struct AttentionRows {
   }
 };
 
+/// The geometry of one fused scaled-dot-product attention (Backend::attention): q (B, L, E), k (B, S,
+/// E), v (B, S, Ev) -> out (B, L, Ev) = softmax(q k^T scale + mask) v, row by row, with the row's
+/// log-sum-exp saved for the backward. See Note [Fused attention] in ops/attention.cpp.
 struct AttentionArgs {
   int64_t B = 0;   ///< Batch (every leading dim merged).
   int64_t L = 0;   ///< Query rows.
@@ -193,8 +193,11 @@ struct AttentionArgs {
   int64_t mask_stride_inner = 0;   ///< Elements between consecutive batch entries inside one outer step.
   int64_t mask_stride_l = 0;   ///< Elements between mask rows (query i).
   int64_t mask_stride_s = 0;   ///< Elements between consecutive keys of one mask row.
-  /// The rows of q, k, v, out and dout (prim::attention and attention_backward set them).
-  AttentionRows q_rows, k_rows, v_rows, out_rows, dout_rows;
+  AttentionRows q_rows;      ///< Where q's rows lie (prim::attention and attention_backward set these five).
+  AttentionRows k_rows;      ///< Where k's rows lie.
+  AttentionRows v_rows;      ///< Where v's rows lie.
+  AttentionRows out_rows;    ///< Where out's rows lie.
+  AttentionRows dout_rows;   ///< Where dout's rows lie (attention_backward).
 };
 
 /// The kernels of one device type. tensorgrad's ops reach them through tg::prim, which validates
