@@ -403,6 +403,26 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
 /// manual_seed stream (torch.nn.functional.dropout).
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+
+/// \name Sampling
+/// Draws from the manual_seed stream (ops/random.cpp): the same seed gives the same samples on the CPU
+/// and on CUDA. Not differentiable. Bad probabilities are found by reading a count back from the
+/// device, a synchronization on CUDA.
+///@{
+
+/// num_samples category indices per row of input (C) or (R, C), int64 (num_samples) or (R,
+/// num_samples), drawn with probabilities proportional to the row (torch.multinomial; rows need not sum
+/// to 1). Without replacement each index at most once per row (PyTorch's exponential race: the largest
+/// p / q, q ~ Exponential(1)). Error for num_samples <= 0, num_samples > C without replacement, a NaN,
+/// infinite or negative entry or a row summing to 0; ShapeError for other ranks; DTypeError for
+/// integer input.
+Tensor multinomial(const Tensor& input, int64_t num_samples, bool replacement = false);
+/// 1 with probability p[i], else 0, in p's dtype (torch.bernoulli(p)). Error unless every p is in
+/// [0, 1]; DTypeError for integer p.
+Tensor bernoulli(const Tensor& p);
+/// 1 with probability p, else 0, of x's shape and dtype (torch.bernoulli(x, p)). Error unless 0 <= p <= 1.
+Tensor bernoulli(const Tensor& x, double p);
+///@}
 /// dropout of whole channels (torch.nn.functional.dropout2d): x (N, C, ...) with at least 2 dims, each
 /// (n, c) plane zeroed with probability p, the others scaled by 1/(1-p). x itself when not training or
 /// p == 0; Error unless 0 <= p <= 1, ShapeError for fewer than 2 dims.
