@@ -336,3 +336,42 @@ TEST_CASE("reductions and rearrangements: errors name the op and the shapes") {
   TG_CHECK_THROWS(tg::repeat_interleave(x, -1, 0), tg::Error, "repeat_interleave: repeats can not be negative");
   TG_CHECK_THROWS(tg::repeat_interleave(x, 2, 3), tg::IndexError, "repeat_interleave");
 }
+
+TEST_CASE("cumsum and cumprod: long lines (the CPU's chunked chains and their tails) against a sequential loop") {
+  // lengths around the kernel's segment and chunk sizes (8 x 32 = 256, 8 x 512 = 4096), each forward and,
+  // through the backward (the gradient of sum(cumsum(x) * w) is w summed from the end), reverse
+  for (int64_t n : {255, 256, 257, 1000, 4095, 4096, 4097, 3 * 4096 + 5, 70001}) {
+    CAPTURE(n);
+    Tensor x = testing::randn64({2, n}, 400 + static_cast<uint64_t>(n));
+    Tensor w = testing::randn64({2, n}, 500 + static_cast<uint64_t>(n), false);
+    const std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
+    Tensor y = tg::cumsum(x, 1);
+    tg::sum(y * w).backward();
+    const std::vector<double> yv = y.to_vector<double>(), gv = x.grad().to_vector<double>();
+    double worst_y = 0, worst_g = 0;
+    for (int64_t r = 0; r < 2; ++r) {
+      double acc = 0, back = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        acc += xv[r * n + k];
+        worst_y = std::max(worst_y, std::fabs(yv[r * n + k] - acc));
+        back += wv[r * n + (n - 1 - k)];
+        worst_g = std::max(worst_g, std::fabs(gv[r * n + (n - 1 - k)] - back));
+      }
+    }
+    // float64 sums of up to 70001 standard normals in another association: far below 1e-9
+    CHECK(worst_y < 1e-9);
+    CHECK(worst_g < 1e-9);
+    // int64 exactly, and products of values near 1 (no overflow over 70001 factors)
+    const Tensor i = tg::randint(-1000, 1000, {n});
+    const std::vector<int64_t> iv = i.to_vector<int64_t>(), ic = tg::cumsum(i, 0).to_vector<int64_t>();
+    int64_t isum = 0;
+    bool exact = true;
+    for (int64_t k = 0; k < n; ++k) exact = exact && ic[static_cast<std::size_t>(k)] == (isum += iv[static_cast<std::size_t>(k)]);
+    CHECK(exact);
+    const Tensor near_one = tg::exp(testing::randn64({n}, 600 + static_cast<uint64_t>(n), false) * 1e-3);
+    const std::vector<double> pv = near_one.to_vector<double>(), pc = tg::cumprod(near_one, 0).to_vector<double>();
+    double prod = 1, worst_p = 0;
+    for (int64_t k = 0; k < n; ++k) worst_p = std::max(worst_p, std::fabs(pc[static_cast<std::size_t>(k)] / (prod *= pv[static_cast<std::size_t>(k)]) - 1));
+    CHECK(worst_p < 1e-11);
+  }
+}

@@ -116,7 +116,7 @@ TEST_CASE("multinomial: PyTorch's errors") {
   CHECK(tg::multinomial(tg::ones({0, 3}), 2).shape() == tg::Shape{0, 2});
 }
 
-TEST_CASE("bernoulli: frequencies p, exact at 0 and 1, p's dtype; PyTorch's errors") {
+TEST_CASE("bernoulli: frequencies p, exact at 0 and 1, p's dtype, and PyTorch's errors") {
   tg::manual_seed(3);
   const int64_t n = 20000;
   const std::vector<double> ps{0.0, 0.25, 0.5, 0.9, 1.0};
@@ -139,7 +139,7 @@ TEST_CASE("bernoulli: frequencies p, exact at 0 and 1, p's dtype; PyTorch's erro
   TG_CHECK_THROWS(tg::bernoulli(tg::zeros({2}, tg::kInt64)), tg::DTypeError, "bernoulli");
 }
 
-TEST_CASE("normal: mean and standard deviation within 5 standard errors; PyTorch's errors") {
+TEST_CASE("normal: mean and standard deviation within 5 standard errors, and PyTorch's errors") {
   tg::manual_seed(4);
   const int64_t n = 100000;
   const Tensor x = tg::normal(2.0, 3.0, {n}, tg::kFloat64);
@@ -157,7 +157,7 @@ TEST_CASE("normal: mean and standard deviation within 5 standard errors; PyTorch
   TG_CHECK_THROWS(tg::normal(0, 1, {3}, tg::kInt64), tg::DTypeError, "normal: expected a floating point dtype");
 }
 
-TEST_CASE("randperm: a permutation, int64, each position uniform; PyTorch's errors") {
+TEST_CASE("randperm: a permutation, int64, each position uniform, and PyTorch's errors") {
   tg::manual_seed(5);
   const Tensor p = tg::randperm(1000);
   CHECK(p.dtype() == tg::kInt64);

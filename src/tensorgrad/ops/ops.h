@@ -247,8 +247,9 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim = false);
 Tensor prod(const Tensor& x);
 /// The product along dim (torch.prod(x, dim, keepdim)); a size-0 dim gives 1.
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false);
-/// The running sum along dim, y_i = x_0 + ... + x_i (torch.cumsum); integer and bool x sum in int64.
-/// Composed of elementwise kernels in ceil(log2 n) passes (Note [Scans by doubling] in ops/scan.cpp).
+/// The running sum along dim, y_i = x_0 + ... + x_i (torch.cumsum); integer and bool x sum in int64,
+/// float16 and bfloat16 in float32 (rounded once). Backend::scan: one pass on the CPU, ceil(log2 n)
+/// elementwise passes on CUDA (Note [Scans by doubling] in ops/scan.cpp).
 Tensor cumsum(const Tensor& x, int64_t dim);
 /// The running product along dim (torch.cumprod); integers in int64. The gradient is exact with zeros
 /// in x (no division), as PyTorch's.

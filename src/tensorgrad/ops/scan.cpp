@@ -1,7 +1,7 @@
 // ops/scan.cpp: the running reductions cumsum and cumprod, and prod (whose gradient needs running
-// products). No kernel of their own: the scans are Hillis-Steele passes of the elementwise kernels over
-// narrow views, so they run on every backend; prod's forward is a tree of elementwise products. The
-// other reductions are in ops/reduce.cpp.
+// products). The scans are Backend::scan (prim::scan: one pass per line on the CPU, Note [Scans by
+// doubling] on CUDA); prod's forward is a tree of elementwise products, cumprod's backward a doubling
+// of elementwise kernels. The other reductions are in ops/reduce.cpp.
 #include <utility>
 #include <vector>
 
@@ -12,24 +12,20 @@ namespace tg {
 
 namespace {
 
-/// Note [Scans by doubling]: an inclusive scan along dim, y_i = x_0 op x_1 op ... op x_i (or, reverse,
-/// y_i = x_i op ... op x_{n-1}), in ceil(log2 n) passes: pass k combines each element with the one 2^k
-/// before it (after it when reverse). Each pass is one copy and one elementwise kernel on views, so
-/// the scan runs wherever those run (CPU and CUDA alike, with the same association order, hence the
-/// same rounding). It does O(n log n) work and moves about 3 log2(n) times the bytes of a one-pass
-/// kernel: fine for the sequence lengths of models (a dedicated scan kernel per backend would be the
-/// next step if a profile asks for it). Always returns a fresh tensor.
+// Note [Scans by doubling]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// An inclusive scan along dim, y_i = x_0 op x_1 op ... op x_i, can be computed in ceil(log2 n) passes:
+// pass k combines each element with the one 2^k before it (after it for a reverse scan). Each pass is
+// one elementwise kernel over narrow views, so it needs no kernel of its own and is parallel over the
+// whole tensor, however few and long the lines are; it does O(n log n) work. The CUDA backend's scan
+// (backend/cuda/reduce.cu) is computed this way, where every pass runs at the GPU's bandwidth and a
+// thread per line would leave a long 1-D line serial; the CPU backend's is one sequential pass per
+// line (backend/cpu/reduce.cpp), memory-bound. cumprod's backward needs an affine recurrence that no
+// backend scan computes, and runs it by doubling here (reverse_affine_scan).
+
+/// scan() on the backend: see prim::scan for the dtypes.
 RawTensor scan(const RawTensor& x, int64_t dim, BinaryOp op, bool reverse) {
-  const int64_t n = x.shape()[dim];
-  RawTensor y = x.clone();
-  for (int64_t s = 1; s < n; s *= 2) {
-    RawTensor next = y.clone();
-    const int64_t m = n - s;
-    if (reverse) prim::binary_(op, next.narrow(dim, 0, m), y.narrow(dim, s, m), "scan");   // y_i op= y_{i+s}
-    else prim::binary_(op, next.narrow(dim, s, m), y.narrow(dim, 0, m), "scan");           // y_i op= y_{i-s}
-    y = std::move(next);
-  }
-  return y;
+  return prim::scan(op, x, dim, reverse, op == BinaryOp::Add ? "cumsum" : "cumprod");
 }
 
 /// The exclusive scan from an inclusive one: shifted by one along dim (towards the end, or towards the
@@ -44,7 +40,7 @@ RawTensor exclusive(const RawTensor& inclusive, int64_t dim, double identity, bo
   return out;
 }
 
-/// S along dim with S_i = b_i + a_i S_{i+1} and S_n = 0, by doubling as scan(): each pass composes every
+/// S along dim with S_i = b_i + a_i S_{i+1} and S_n = 0, by doubling (Note [Scans by doubling]): each pass composes every
 /// affine map with the one 2^k after it, (a_i, b_i) <- (a_i a_{i+s}, b_i + a_i b_{i+s}).
 RawTensor reverse_affine_scan(RawTensor a, RawTensor b, int64_t dim) {
   const int64_t n = b.shape()[dim];
