@@ -14,7 +14,8 @@
 
 namespace testing {
 
-/// Every name declared in ops/ops.h as `Tensor name(` or `SortResult name(` at the start of a line
+/// Every name declared in ops/ops.h as `Tensor name(`, `SortResult name(` or `std::vector<Tensor> name(`
+/// (the splitting ops) at the start of a line
 /// (overloads count once). The operators (`Tensor operator+(`) do not match: each is spelled in terms of a named op.
 inline std::set<std::string> declared_ops() {
   std::ifstream header(TG_SOURCE_DIR "/src/tensorgrad/ops/ops.h");
@@ -22,7 +23,7 @@ inline std::set<std::string> declared_ops() {
   std::stringstream text;
   text << header.rdbuf();
   const std::string s = text.str();
-  const std::regex decl(R"(^(?:Tensor|SortResult) ([a-z_0-9]+)\()", std::regex::multiline);
+  const std::regex decl(R"(^(?:Tensor|SortResult|std::vector<Tensor>) ([a-z_0-9]+)\()", std::regex::multiline);
   std::set<std::string> declared;
   for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it)
     declared.insert((*it)[1]);

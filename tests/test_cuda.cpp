@@ -687,6 +687,66 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"scaled_dot_product_attention", "(2, 3, 33, 16) x (2, 3, 65, 16), causal",
                {normal({2, 3, 33, 16}, 185, dt), normal({2, 3, 65, 16}, 186, dt), normal({2, 3, 65, 8}, 187, dt)},
                [](auto& in) { return tg::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0, true); }, R});
+  // ---- splitting: the pieces put back in another order, so a piece read from the wrong place shows
+  {
+    auto reorder = [](const std::vector<Tensor>& ps, int64_t d) {
+      std::vector<Tensor> r(ps.rbegin(), ps.rend());
+      return tg::cat(r, d);
+    };
+    t.push_back({"split", "(257, 33) by 100 along 0", {normal({257, 33}, 300, dt)},
+                 [reorder](auto& in) { return reorder(tg::split(in[0], 100, 0), 0); }});
+    t.push_back({"split", "sizes {5, 20, 8} along 1 of a transposed view", {transposed(257, 33, 301, dt)},
+                 [reorder](auto& in) { return reorder(tg::split(in[0], {5, 20, 8}, 1), 1); }});
+    t.push_back({"split_with_sizes", "sizes {1, 0, 32} along -1", {normal({17, 33}, 302, dt)},
+                 [reorder](auto& in) { return reorder(tg::split_with_sizes(in[0], {1, 0, 32}, -1), -1); }});
+    t.push_back({"chunk", "(257, 33) in 4 along 0", {normal({257, 33}, 303, dt)},
+                 [reorder](auto& in) { return reorder(tg::chunk(in[0], 4, 0), 0); }});
+    t.push_back({"unbind", "(5, 33, 7) along 2", {normal({5, 33, 7}, 304, dt)},
+                 [](auto& in) { return tg::stack(tg::unbind(in[0], 2), 0); }});
+  }
+  // ---- more reductions (compositions and scans: ops/reduce.cpp, ops/scan.cpp)
+  red("amax", "dims {0, 2} of (33, 5, 257)", W({33, 5, 257}, 310, dt), [](auto& in) { return tg::amax(in[0], {0, 2}); });
+  red("amin", "dim 1 keepdim of a transposed view", transposed(257, 33, 311, dt, kWideBound),
+      [](auto& in) { return tg::amin(in[0], 1, true); });
+  red("all", "dim 1 of (257, 33), few distinct values", ties({257, 33}, 312, dt), [](auto& in) { return tg::all(in[0], 1); });
+  red("any", "all of (257, 33) and dim 0 of (0, 33)", ties({257, 33}, 313, dt),
+      [](auto& in) { return tg::cat({tg::reshape(tg::any(in[0]), {1}), tg::any(tg::narrow(in[0], 0, 0, 0), 0)}, 0); });
+  red("logsumexp", "dim 1 of (257, 33)", normal({257, 33}, 314, dt), [](auto& in) { return tg::logsumexp(in[0], 1); });
+  red("logsumexp", "dims {0, 1} keepdim of (33, 257, 3)", normal({33, 257, 3}, 315, dt),
+      [](auto& in) { return tg::logsumexp(in[0], {0, 1}, true); });
+  red("var", "dim 0 of (257, 33)", normal({257, 33}, 316, dt), [](auto& in) { return tg::var(in[0], 0); });
+  red("var", "all, correction 0", normal({257, 33}, 317, dt), [](auto& in) { return tg::var(in[0], {}, 0); });
+  red("std", "dim 1 keepdim of a transposed view", transposed(257, 33, 318, dt), [](auto& in) { return tg::std(in[0], 1, true, true); });
+  red("norm", "p 2 dim 1", normal({257, 33}, 319, dt), [](auto& in) { return tg::norm(in[0], 2, 1); });
+  red("norm", "p 1, p inf and p 3 over dims {0, 1}", normal({33, 7, 5}, 320, dt),
+      [](auto& in) { return tg::norm(in[0], 1, {0, 1}) + tg::norm(in[0], INFINITY, {0, 1}) + tg::norm(in[0], 3, {0, 1}); });
+  red("prod", "dim 1 of (257, 33), few distinct values (zeros among them)", ties({257, 33}, 321, dt),
+      [](auto& in) { return tg::prod(in[0], 1); });
+  red("prod", "all of (7, 9)", ties({7, 9}, 322, dt), [](auto& in) { return tg::prod(in[0]); });
+  red("cumsum", "dim 0 of (257, 33)", normal({257, 33}, 323, dt), [](auto& in) { return tg::cumsum(in[0], 0); });
+  red("cumsum", "dim 1 of a transposed view", transposed(257, 33, 324, dt), [](auto& in) { return tg::cumsum(in[0], 1); });
+  red("cumprod", "dim 1 of (65, 33), few distinct values (zeros among them)", ties({65, 33}, 325, dt),
+      [](auto& in) { return tg::cumprod(in[0], 1); });
+  // ---- rearranging (ops/shape.cpp)
+  t.push_back({"flip", "dims {0, 1} of (257, 33)", {normal({257, 33}, 326, dt)}, [](auto& in) { return tg::flip(in[0], {0, 1}); }});
+  t.push_back({"roll", "shifts {5, -40} of a transposed view", {transposed(257, 33, 327, dt)},
+               [](auto& in) { return tg::roll(in[0], {5, -40}, {0, 1}); }});
+  t.push_back({"repeat", "(33, 7) by {2, 3, 1}", {normal({33, 7}, 328, dt)}, [](auto& in) { return tg::repeat(in[0], {2, 3, 1}); }, R});
+  t.push_back({"repeat_interleave", "3 along 0 of (257, 5)", {normal({257, 5}, 329, dt)},
+               [](auto& in) { return tg::repeat_interleave(in[0], 3, 0); }, R});
+  // ---- sampling: the same seed draws the same samples on both devices
+  t.push_back({"multinomial", "(5, 257) 40 samples with replacement, 33 without", {positive({5, 257}, 330, dt)},
+               [](auto& in) {
+                 tg::manual_seed(21);
+                 const Tensor with = tg::multinomial(in[0], 40, true);
+                 return tg::cat({with, tg::multinomial(in[0], 33)}, 1);
+               }});
+  t.push_back({"bernoulli", "(257, 33) probabilities, and p 0.3", {constant(tg::prim::unary(tg::UnaryOp::Sigmoid, randn_t({257, 33}, 331, tg::kFloat64)).to(dt))},
+               [](auto& in) {
+                 tg::manual_seed(22);
+                 const Tensor a = tg::bernoulli(in[0]);
+                 return a + tg::bernoulli(in[0], 0.3);
+               }});
   t.push_back({"scaled_dot_product_attention", "bool mask (33, 65), float mask, dropout 0.2",
                {normal({4, 33, 16}, 188, dt), normal({4, 65, 16}, 189, dt), normal({4, 65, 8}, 190, dt), W({33, 65}, 191, dt), normal({4, 1, 65}, 192, dt)},
                [](auto& in) {
@@ -742,7 +802,8 @@ const std::set<std::string> kFloatingOnly = {
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "square", "frac", "hardtanh", "relu6", "hardswish",
     "hardsigmoid", "elu", "selu", "celu", "mish", "softsign",
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
-    "scaled_dot_product_attention"};   // float kernels only
+    "scaled_dot_product_attention",   // float kernels only
+    "var", "std", "norm", "multinomial", "bernoulli"};
 
 /// Ops outside kFloatingOnly that both backends refuse in one integer dtype, as PyTorch does: bool
 /// subtraction, floor, ceil and trunc of bool, and a fill of -3 into uint8 (scalar_like's case). Their

@@ -190,6 +190,147 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                  {"dim 1 of (0, 3): empty result", {randn64({0, 3}, 45)}, f_d1}};
     };
   }
+  // ---- splitting (ops/slicing.cpp): the pieces weighted differently and flattened into one output, so
+  // that a piece sent to the wrong positions changes the Jacobian
+  const auto pieces = [](const std::vector<Tensor>& ps) {
+    std::vector<Tensor> flat;
+    for (std::size_t i = 0; i < ps.size(); ++i) flat.push_back(tg::reshape(ps[i] * (1.0 + static_cast<double>(i)), {-1}));
+    return tg::cat(flat, 0);
+  };
+  t["split"] = [pieces] {
+    Fn by3 = [pieces](const std::vector<Tensor>& in) { return pieces(tg::split(in[0], 3, 0)); };
+    Fn sizes = [pieces](const std::vector<Tensor>& in) { return pieces(tg::split(in[0], {1, 3, 1}, -1)); };
+    return std::vector<Sample>{{"(7, 5) by 3 along 0", {randn64({7, 5}, 300)}, by3},
+                               {"sizes {1, 3, 1} along -1, non-contiguous", {transposed64(4, 5, 301)}, sizes}};
+  };
+  t["split_with_sizes"] = [pieces] {
+    Fn f = [pieces](const std::vector<Tensor>& in) { return pieces(tg::split_with_sizes(in[0], {2, 0, 3}, 1)); };
+    return std::vector<Sample>{{"(3, 5) sizes {2, 0, 3} along 1", {randn64({3, 5}, 302)}, f}};
+  };
+  t["chunk"] = [pieces] {
+    Fn f = [pieces](const std::vector<Tensor>& in) { return pieces(tg::chunk(in[0], 4, 0)); };
+    Fn g = [pieces](const std::vector<Tensor>& in) { return pieces(tg::chunk(in[0], 2, 2)); };
+    return std::vector<Sample>{{"(7, 3) in 4 chunks: 2, 2, 2, 1", {randn64({7, 3}, 303)}, f},
+                               {"(2, 3, 5) in 2 along 2", {randn64({2, 3, 5}, 304)}, g}};
+  };
+  t["unbind"] = [pieces] {
+    Fn f = [pieces](const std::vector<Tensor>& in) { return pieces(tg::unbind(in[0], 1)); };
+    return std::vector<Sample>{{"(3, 4) along 1", {randn64({3, 4}, 305)}, f},
+                               {"non-contiguous (4, 3) along 1", {transposed64(4, 3, 306)}, f}};
+  };
+  // ---- more reductions (ops/reduce.cpp, ops/scan.cpp); inputs away from ties and kinks
+  t["amax"] = [] {
+    Fn d02 = [](const std::vector<Tensor>& in) { return tg::amax(in[0], {0, 2}); };
+    Fn all = [](const std::vector<Tensor>& in) { return tg::amax(in[0]); };
+    Fn k1 = [](const std::vector<Tensor>& in) { return tg::amax(in[0], 1, true); };
+    return std::vector<Sample>{{"dims {0, 2} of (3, 4, 2)", {randn64({3, 4, 2}, 310)}, d02},
+                               {"all (3, 4)", {randn64({3, 4}, 311)}, all},
+                               {"dim 1 keepdim non-contiguous", {transposed64(3, 5, 312)}, k1}};
+  };
+  t["amin"] = [] {
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::amin(in[0], {-1}); };
+    return std::vector<Sample>{{"dim -1 of (3, 4)", {randn64({3, 4}, 313)}, d1}};
+  };
+  t["logsumexp"] = [] {
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::logsumexp(in[0], 1); };
+    Fn d02k = [](const std::vector<Tensor>& in) { return tg::logsumexp(in[0], {0, 2}, true); };
+    Fn all = [](const std::vector<Tensor>& in) { return tg::logsumexp(in[0], {}); };
+    return std::vector<Sample>{{"dim 1 (3, 5)", {randn64({3, 5}, 314)}, d1},
+                               {"dims {0, 2} keepdim (2, 3, 4)", {randn64({2, 3, 4}, 315)}, d02k},
+                               {"all, non-contiguous", {transposed64(4, 3, 316)}, all},
+                               {"0-d", {randn64({}, 317)}, all}};
+  };
+  t["var"] = [] {
+    Fn all = [](const std::vector<Tensor>& in) { return tg::var(in[0]); };
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::var(in[0], 1, false, true); };
+    Fn c2 = [](const std::vector<Tensor>& in) { return tg::var(in[0], {0, 2}, 2); };
+    return std::vector<Sample>{{"all (3, 4)", {randn64({3, 4}, 318)}, all},
+                               {"dim 1 biased keepdim, non-contiguous", {transposed64(4, 5, 319)}, d1},
+                               {"dims {0, 2} correction 2 (3, 2, 4)", {randn64({3, 2, 4}, 320)}, c2}};
+  };
+  t["std"] = [] {
+    Fn all = [](const std::vector<Tensor>& in) { return tg::std(in[0]); };
+    Fn d0 = [](const std::vector<Tensor>& in) { return tg::std(in[0], 0, true, false); };
+    Fn c0 = [](const std::vector<Tensor>& in) { return tg::std(in[0], {1}, 0, true); };
+    return std::vector<Sample>{{"all (3, 4)", {randn64({3, 4}, 321)}, all},
+                               {"dim 0 (5, 3)", {randn64({5, 3}, 322)}, d0},
+                               {"dim 1 correction 0 keepdim", {randn64({2, 6}, 323)}, c0}};
+  };
+  t["norm"] = [] {
+    Fn two = [](const std::vector<Tensor>& in) { return tg::norm(in[0]); };
+    Fn one = [](const std::vector<Tensor>& in) { return tg::norm(in[0], 1, 1); };
+    Fn inf = [](const std::vector<Tensor>& in) { return tg::norm(in[0], INFINITY, {0}, true); };
+    Fn three = [](const std::vector<Tensor>& in) { return tg::norm(in[0], 3, {0, 1}); };
+    Fn half = [](const std::vector<Tensor>& in) { return tg::norm(in[0], 0.5, 1); };
+    Fn minus_inf = [](const std::vector<Tensor>& in) { return tg::norm(in[0], -INFINITY, 1); };
+    return std::vector<Sample>{{"p 2 all (3, 4)", {randn64({3, 4}, 324)}, two},
+                               {"p 1 dim 1 (away from 0)", {nonzero()({3, 4}, 325)}, one},
+                               {"p inf dim 0 keepdim", {randn64({4, 3}, 326)}, inf},
+                               {"p 3 dims {0, 1} of (2, 3, 2)", {randn64({2, 3, 2}, 327)}, three},
+                               {"p 0.5 dim 1 (away from 0)", {nonzero()({3, 4}, 328)}, half},
+                               {"p -inf dim 1 (away from 0)", {nonzero()({3, 4}, 329)}, minus_inf}};
+  };
+  t["prod"] = [] {
+    Fn all = [](const std::vector<Tensor>& in) { return tg::prod(in[0]); };
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::prod(in[0], 1); };
+    Fn d0k = [](const std::vector<Tensor>& in) { return tg::prod(in[0], 0, true); };
+    // a zero at [1][2]: the finite differences see the product of the others there, 0 elsewhere in its row
+    Tensor z = randn64({3, 5}, 333, false);
+    {
+      tg::NoGradGuard g;
+      z.index({1, 2}) = 0.0;
+    }
+    return std::vector<Sample>{{"all (3, 4)", {randn64({3, 4}, 330)}, all},
+                               {"dim 1 (odd 7 columns)", {randn64({3, 7}, 331)}, d1},
+                               {"dim 0 keepdim non-contiguous", {transposed64(5, 3, 332)}, d0k},
+                               {"dim 1 with a zero", {Tensor(z.data(), true)}, d1},
+                               {"0-d", {randn64({}, 334)}, all}};
+  };
+  t["cumsum"] = [] {
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::cumsum(in[0], 1); };
+    Fn d0 = [](const std::vector<Tensor>& in) { return tg::cumsum(in[0], 0); };
+    return std::vector<Sample>{{"dim 1 (3, 9)", {randn64({3, 9}, 335)}, d1},
+                               {"dim 0 non-contiguous", {transposed64(6, 4, 336)}, d0},
+                               {"0-d", {randn64({}, 337)}, d0}};
+  };
+  t["cumprod"] = [] {
+    Fn d1 = [](const std::vector<Tensor>& in) { return tg::cumprod(in[0], 1); };
+    Fn d0 = [](const std::vector<Tensor>& in) { return tg::cumprod(in[0], 0); };
+    Tensor z = randn64({2, 9}, 340, false);
+    {
+      tg::NoGradGuard g;
+      z.index({0, 3}) = 0.0;
+      z.index({1, 2}) = 0.0;
+      z.index({1, 6}) = 0.0;
+    }
+    return std::vector<Sample>{{"dim 1 (3, 9)", {randn64({3, 9}, 338)}, d1},
+                               {"dim 0 non-contiguous", {transposed64(6, 4, 339)}, d0},
+                               {"dim 1 with zeros (one and two per row)", {Tensor(z.data(), true)}, d1}};
+  };
+  // ---- rearranging (ops/shape.cpp)
+  t["flip"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::flip(in[0], {0, 2}); };
+    Fn g = [](const std::vector<Tensor>& in) { return tg::flip(in[0], {-1}); };
+    return std::vector<Sample>{{"dims {0, 2} of (2, 3, 4)", {randn64({2, 3, 4}, 341)}, f},
+                               {"dim -1 non-contiguous", {transposed64(3, 4, 342)}, g}};
+  };
+  t["roll"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::roll(in[0], {-2, 5}, {1, 2}); };
+    Fn flat = [](const std::vector<Tensor>& in) { return tg::roll(in[0], 4); };
+    return std::vector<Sample>{{"shifts {-2, 5} dims {1, 2} of (2, 3, 4)", {randn64({2, 3, 4}, 343)}, f},
+                               {"flattened, non-contiguous", {transposed64(3, 4, 344)}, flat}};
+  };
+  t["repeat"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::repeat(in[0], {2, 1, 3}); };
+    return std::vector<Sample>{{"(2, 3) to (2, 2, 9)", {randn64({2, 3}, 345)}, f},
+                               {"non-contiguous", {transposed64(2, 3, 346)}, f}};
+  };
+  t["repeat_interleave"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::repeat_interleave(in[0], 3, 1); };
+    Fn flat = [](const std::vector<Tensor>& in) { return tg::repeat_interleave(in[0], 2); };
+    return std::vector<Sample>{{"3 along 1 of (2, 3)", {randn64({2, 3}, 347)}, f},
+                               {"2 flattened, non-contiguous", {transposed64(2, 3, 348)}, flat}};
+  };
   // ---- linear algebra
   t["matmul"] = [] {
     Fn f = [](const std::vector<Tensor>& in) { return tg::matmul(in[0], in[1]); };
@@ -643,7 +784,8 @@ std::map<std::string, SampleMaker> gradcheck_table() {
 const std::map<std::string, std::string> kNotDifferentiable = {
     {"eq", "comparison"}, {"ne", "comparison"}, {"gt", "comparison"}, {"lt", "comparison"},
     {"ge", "comparison"}, {"le", "comparison"}, {"argmax", "integer result"},
-    {"scalar_like", "constant factory"}};
+    {"scalar_like", "constant factory"}, {"all", "bool result"}, {"any", "bool result"},
+    {"multinomial", "random integer result"}, {"bernoulli", "random 0 / 1 result (PyTorch's gradient is 0)"}};
 
 }  // namespace
 

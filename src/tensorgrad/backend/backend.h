@@ -225,6 +225,10 @@ class Backend {
   /// out (contiguous) has x's rank with size 1 on every reduced dim and x's size elsewhere; reduces
   /// x over the dims where the sizes differ. ArgMax/ArgMin need exactly one reduced dim and an int64 out.
   virtual void reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) = 0;
+  /// The inclusive scan of x along dim into out: out_i = x_0 op ... op x_i, or x_i op ... op x_{n-1}
+  /// when reverse; op is Add or Mul. x and out contiguous, of one shape and dtype (float32, float64 or
+  /// int64: prim::scan converts the others). Sets out.
+  virtual void scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const RawTensor& out) = 0;
   /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
   /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for

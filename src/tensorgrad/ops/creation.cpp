@@ -2,6 +2,9 @@
 // so the same manual_seed gives the same values on every device.
 #include "tensorgrad/ops/creation.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "tensorgrad/kernels/philox.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -38,6 +41,36 @@ Tensor randn(IntArrayRef shape, const TensorOptions& o) {
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, const TensorOptions& o) {
   const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
   return leaf(prim::random(philox::Distribution::integer(low, high), shape, dtype, o.device()), o);
+}
+
+Tensor normal(double mean, double std, IntArrayRef size, const TensorOptions& o) {
+  TG_CHECK(is_floating(o.dtype()), DTypeError, "normal: expected a floating point dtype, got ", dtype_name(o.dtype()));
+  TG_CHECK(std >= 0.0, Error, "normal: expects std >= 0.0, but found std ", std);
+  return leaf(prim::random(philox::Distribution::normal(mean, std), size, o.dtype(), o.device()), o);
+}
+
+Tensor randperm(int64_t n, const TensorOptions& o) {
+  TG_CHECK(n >= 0, Error, "randperm: n must be non-negative, got ", n);
+  const DType dtype = o.has_dtype() ? o.dtype() : kInt64;
+  // the largest index the dtype holds exactly (PyTorch's check in randperm: "n must be ... for dtype")
+  int64_t largest = std::numeric_limits<int64_t>::max();
+  switch (dtype) {
+    case kBool: largest = 1; break;
+    case kUInt8: largest = 255; break;
+    case kInt8: largest = 127; break;
+    case kInt32: largest = std::numeric_limits<int32_t>::max(); break;
+    case kFloat16: largest = 2048; break;
+    case kBFloat16: largest = 256; break;
+    case kFloat32: largest = int64_t(1) << 24; break;
+    case kFloat64: largest = int64_t(1) << 53; break;
+    default: break;
+  }
+  TG_CHECK(n == 0 || n - 1 <= largest, Error, "randperm: n (", n, ") is too large for the result dtype ",
+           dtype_name(dtype), " (indices up to ", largest, ")");
+  // the stable sort of n independent uniform draws: every order equally likely (two equal float64 draws,
+  // about n^2 / 2^54 likely, keep their index order)
+  const RawTensor u = prim::random(philox::Distribution::uniform(0.0, 1.0), {n}, kFloat64, o.device());
+  return leaf(prim::sort(u, 0, false).indices.to(dtype), o);
 }
 
 template <class T>

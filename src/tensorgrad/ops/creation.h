@@ -48,6 +48,12 @@ Tensor randn(IntArrayRef shape, const TensorOptions& options = {});
 /// and low and high - 1 are values of the dtype (torch.randint: "from is out of bounds for unsigned
 /// char" for uint8 and low = -1; bool holds [0, 1], float16 [-65504, 65504]).
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, const TensorOptions& options = {});
+/// Normal with this mean and standard deviation (torch.normal(mean, std, size)); floating dtypes only
+/// (DTypeError). Error for a negative or NaN std.
+Tensor normal(double mean, double std, IntArrayRef size, const TensorOptions& options = {});
+/// A random permutation of 0 .. n-1 (torch.randperm), int64 unless options set another dtype: the
+/// positions that sort n uniform float64 draws. Error for a negative n.
+Tensor randperm(int64_t n, const TensorOptions& options = {});
 /// Copies values into a tensor of `shape` (default: 1-D). The dtype follows T unless options set one.
 /// T is float, double or int64_t; ShapeError unless values.size() is shape's element count.
 template <class T>

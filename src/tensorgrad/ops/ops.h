@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensorgrad/core/indexing.h"
@@ -180,6 +181,81 @@ Tensor argmax(const Tensor& x);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 ///@}
 
+/// \name More reductions
+/// dims: a list of dims (negative count from the end; IndexError out of range, ShapeError when repeated),
+/// or one integer; the empty list (the default) reduces over every dim, PyTorch's dim=None. The reduced
+/// dims are removed unless keepdim. Composed of sum, amax and the elementwise ops where noted, so
+/// they run on every backend.
+///@{
+
+/// The largest values over dims (torch.amax); the gradient is split evenly among ties. IndexError for a
+/// size-0 reduced dim.
+Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+/// The smallest values over dims (torch.amin); the gradient as amax's.
+Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+/// Whether every element is nonzero, a bool 0-d tensor (torch.all); NaN counts as true, an empty x
+/// gives true. Not differentiable.
+Tensor all(const Tensor& x);
+/// Whether every element along dim is nonzero (torch.all(x, dim)), bool.
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Whether some element is nonzero, a bool 0-d tensor (torch.any); an empty x gives false.
+Tensor any(const Tensor& x);
+/// Whether some element along dim is nonzero (torch.any(x, dim)), bool.
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+/// log(sum(exp(x))) over dims, computed as m + log(sum(exp(x - m))) with m the max over dims
+/// (torch.logsumexp): no overflow for large x; a slice of -inf gives -inf, one holding +inf gives +inf,
+/// an empty one -inf. The gradient is softmax(x) over dims. Integer and bool x are computed in float32.
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
+/// The variance of all elements with Bessel's correction, sum((x - mean)^2) / (N - 1) (torch.var);
+/// floating x only (DTypeError). N - correction <= 0 divides by 0: NaN (or inf), as PyTorch.
+Tensor var(const Tensor& x);
+/// The variance over dims, unbiased (correction 1) or not (0) (torch.var(x, dim, unbiased, keepdim)).
+/// Unlike libtorch there is no var(x, unbiased) without dims: var(x, 1) is the variance over dim 1;
+/// write var(x, {}, false) for the biased variance of all elements.
+Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
+/// The variance over dims divided by N - correction (torch.var(x, dim, correction=c, keepdim=k));
+/// std::nullopt is PyTorch's default, 1.
+Tensor var(const Tensor& x, IntArrayRef dims, std::optional<double> correction, bool keepdim = false);
+/// var(x, dims, correction, keepdim) for a numeric correction: `tg::var(x, {1}, 0, true)` and
+/// `tg::var(x, 1, 2.0)` take the correction form, where libtorch would convert the number to the bool
+/// unbiased (true and false still pick the unbiased form).
+template <class T, typename std::enable_if<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value, int>::type = 0>
+Tensor var(const Tensor& x, IntArrayRef dims, T correction, bool keepdim = false) {
+  return var(x, dims, std::optional<double>(static_cast<double>(correction)), keepdim);
+}
+/// sqrt(var(x)) (torch.std), with var's forms and corrections; the gradient is 0 where the result is 0,
+/// as PyTorch (not inf).
+Tensor std(const Tensor& x);
+/// The standard deviation over dims, unbiased or not.
+Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
+/// The standard deviation over dims with a correction.
+Tensor std(const Tensor& x, IntArrayRef dims, std::optional<double> correction, bool keepdim = false);
+/// std(x, dims, correction, keepdim) for a numeric correction (as var's).
+template <class T, typename std::enable_if<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value, int>::type = 0>
+Tensor std(const Tensor& x, IntArrayRef dims, T correction, bool keepdim = false) {
+  return std(x, dims, std::optional<double>(static_cast<double>(correction)), keepdim);
+}
+/// The p-norm of all elements, (sum |x|^p)^(1/p) (torch.norm, torch.linalg.vector_norm): p = 2 by
+/// default; INFINITY is max |x|, -INFINITY min |x|, 0 the count of nonzero entries (gradient 0).
+/// Floating x only (DTypeError). The gradient is sgn(x) |x|^(p-1) / norm^(p-1), and 0 where the norm
+/// is 0, as PyTorch.
+Tensor norm(const Tensor& x, double p = 2);
+/// The p-norm over dims (torch.norm(x, p, dim, keepdim)).
+Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim = false);
+/// The product of all elements, 0-d (torch.prod); integer and bool x multiply in int64. The gradient is
+/// the product of the other elements (exact with zeros in x, as PyTorch). ops/scan.cpp.
+Tensor prod(const Tensor& x);
+/// The product along dim (torch.prod(x, dim, keepdim)); a size-0 dim gives 1.
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false);
+/// The running sum along dim, y_i = x_0 + ... + x_i (torch.cumsum); integer and bool x sum in int64,
+/// float16 and bfloat16 in float32 (rounded once). Backend::scan: one pass on the CPU, ceil(log2 n)
+/// elementwise passes on CUDA (Note [Scans by doubling] in ops/scan.cpp).
+Tensor cumsum(const Tensor& x, int64_t dim);
+/// The running product along dim (torch.cumprod); integers in int64. The gradient is exact with zeros
+/// in x (no division), as PyTorch's.
+Tensor cumprod(const Tensor& x, int64_t dim);
+///@}
+
 // ---- sorting (ops/sort.cpp); Note [Sort order] in prim/sort.cpp
 /// The values and int64 indices of sort(), topk() and kthvalue() (torch.return_types.sort, ...):
 /// `auto [values, indices] = tg::sort(x);`. values has the gradient: it flows back to the positions
@@ -249,6 +325,19 @@ Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
 /// Stacks equal-shape xs along a new dim (torch.stack): (S...) x n -> (n, S...) for dim 0.
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
+/// x with the order of the elements along each of dims reversed (torch.flip), a copy; ShapeError for a
+/// dim listed twice.
+Tensor flip(const Tensor& x, IntArrayRef dims);
+/// x with its elements shifted by shifts[i] along dims[i], those pushed past the end coming back at the
+/// start (torch.roll), a copy; with no dims, x is rolled flattened (one shift). ShapeError unless
+/// shifts and dims have the same length.
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+/// x tiled repeats[i] times along dim i (torch.Tensor.repeat), a copy; more repeats than x has dims
+/// add leading dims. ShapeError for fewer repeats than dims, Error for a negative one.
+Tensor repeat(const Tensor& x, IntArrayRef repeats);
+/// Each element repeated `repeats` times in place along dim (torch.repeat_interleave with an integer
+/// repeats): [a, b] -> [a, a, b, b]; without dim over the flattened x. Error for a negative repeats.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
 ///@}
 
 // ---- indexing (ops/index.cpp); index is int64
@@ -315,6 +404,26 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
 /// manual_seed stream (torch.nn.functional.dropout).
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+
+/// \name Sampling
+/// Draws from the manual_seed stream (ops/random.cpp): the same seed gives the same samples on the CPU
+/// and on CUDA. Not differentiable. Bad probabilities are found by reading a count back from the
+/// device, a synchronization on CUDA.
+///@{
+
+/// num_samples category indices per row of input (C) or (R, C), int64 (num_samples) or (R,
+/// num_samples), drawn with probabilities proportional to the row (torch.multinomial; rows need not sum
+/// to 1). Without replacement each index at most once per row (PyTorch's exponential race: the largest
+/// p / q, q ~ Exponential(1)). Error for num_samples <= 0, num_samples > C without replacement, a NaN,
+/// infinite or negative entry or a row summing to 0; ShapeError for other ranks; DTypeError for
+/// integer input.
+Tensor multinomial(const Tensor& input, int64_t num_samples, bool replacement = false);
+/// 1 with probability p[i], else 0, in p's dtype (torch.bernoulli(p)). Error unless every p is in
+/// [0, 1]; DTypeError for integer p.
+Tensor bernoulli(const Tensor& p);
+/// 1 with probability p, else 0, of x's shape and dtype (torch.bernoulli(x, p)). Error unless 0 <= p <= 1.
+Tensor bernoulli(const Tensor& x, double p);
+///@}
 /// dropout of whole channels (torch.nn.functional.dropout2d): x (N, C, ...) with at least 2 dims, each
 /// (n, c) plane zeroed with probability p, the others scaled by 1/(1-p). x itself when not training or
 /// p == 0; Error unless 0 <= p <= 1, ShapeError for fewer than 2 dims.
@@ -381,6 +490,31 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index);
 /// `x.index({tg::Slice(0, 4), 1})` is x[0:4, 1]. IndexError for an integer out of range (naming the
 /// dim and its size), a step below 1, more indices than dims, or two Ellipses.
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
+///@}
+
+/// \name Splitting
+/// Lists of views of x (ops/slicing.cpp), composed of narrow and select: each piece shares x's storage
+/// and sends its gradient back to its own positions. Free functions only (torch.split(x, 2) is
+/// tg::split(x, 2), not a method). IndexError for a 0-d x or a dim out of range.
+///@{
+
+/// x cut along dim into pieces of split_size, the last one smaller when split_size does not divide
+/// x.size(dim) (torch.split with an integer): ceil(size / split_size) pieces; a size-0 dim gives one
+/// empty piece. Error for a negative split_size, or 0 with a non-empty dim. Note: `split(x, {2})` is
+/// this form (a braced single integer converts to int64_t first); a list of one size is
+/// split_with_sizes(x, {2}).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+/// x cut along dim into pieces of the listed sizes (torch.split with a list): split_with_sizes.
+std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim = 0);
+/// x cut along dim into pieces of the listed sizes (torch.split_with_sizes). ShapeError unless the sizes
+/// sum to x.size(dim); Error for a negative size.
+std::vector<Tensor> split_with_sizes(const Tensor& x, IntArrayRef split_sizes, int64_t dim = 0);
+/// x cut along dim into at most chunks pieces of ceil(size / chunks) (torch.chunk): fewer pieces when
+/// that does not divide evenly (size 6 in 4 chunks gives 3 pieces of 2), chunks empty pieces for a
+/// size-0 dim. Error unless chunks > 0.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+/// The x.size(dim) slices select(x, dim, i), each without dim (torch.unbind).
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
 ///@}
 
 // ---- convolution and pooling (ops/conv.cpp); sizes given as {n} (both dims) or {h, w}

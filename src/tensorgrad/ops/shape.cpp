@@ -1,6 +1,10 @@
 // ops/shape.cpp: views (reshape, view, transpose, permute, squeeze, unsqueeze, expand), contiguous,
-// flatten, cat and stack. Views share storage with their input (RawTensor view methods in
+// flatten, cat and stack; flip, roll, repeat and repeat_interleave, which copy and are compositions of
+// index_select, narrow, cat, expand and reshape (no kernel of their own: they run on every backend). Views share storage with their input (RawTensor view methods in
 // core/raw_tensor.cpp); their backward maps the gradient back to the input's layout.
+#include <algorithm>
+#include <vector>
+
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 
@@ -106,6 +110,94 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   parts.reserve(xs.size());
   for (const Tensor& v : xs) parts.push_back(unsqueeze(v, dim));   // composite: no backward of its own
   return cat(parts, dim);
+}
+
+namespace {
+/// Each of dims wrapped against rank, once each (ShapeError naming op for a repeat).
+std::vector<int64_t> distinct_dims(const Shape& dims, const Shape& shape, const char* op) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, static_cast<int64_t>(shape.size()), op);
+    for (int64_t seen : out)
+      TG_CHECK(seen != w, ShapeError, op, ": dim ", w, " appears multiple times in the list of dims ", shape_str(dims),
+               " (input of shape ", shape_str(shape), ")");
+    out.push_back(w);
+  }
+  return out;
+}
+}  // namespace
+
+Tensor flip(const Tensor& x, IntArrayRef dims) {
+  const std::vector<int64_t> ds = distinct_dims(dims, x.shape(), "flip");
+  if (x.dim() == 0) return clone(x);
+  Tensor y = x;
+  for (int64_t d : ds) {
+    // the positions n-1, ..., 0 along d through index_select (its gradient adds back to the same positions)
+    const int64_t n = x.shape()[d];
+    const RawTensor up = prim::arange(n, kInt64, x.device());
+    y = index_select(y, d, Tensor(prim::sub(prim::full({}, static_cast<double>(n - 1), kInt64, x.device()), up)));
+  }
+  return ds.empty() ? clone(x) : y;
+}
+
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  if (dims.empty()) {   // over the flattened x, then back to its shape
+    TG_CHECK(shifts.size() == 1, ShapeError, "roll: shifts ", shape_str(shifts),
+             " must have one entry when no dims are given (input of shape ", shape_str(x.shape()), ")");
+    return reshape(roll(flatten(x), shifts, {0}), x.shape());
+  }
+  TG_CHECK(shifts.size() == dims.size(), ShapeError, "roll: shifts and dimensions must align. shifts: ", shifts.size(),
+           ", dims: ", dims.size());
+  TG_CHECK(x.dim() > 0, IndexError, "roll: cannot roll a 0-dim tensor along dims ", shape_str(dims));
+  Tensor y = x;
+  bool copied = false;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], x.dim(), "roll"), n = x.shape()[d];
+    if (n == 0) continue;
+    const int64_t s = ((shifts[i] % n) + n) % n;   // element j moves to (j + s) mod n
+    if (s == 0) continue;
+    y = cat({narrow(y, d, n - s, s), narrow(y, d, 0, n - s)}, d);
+    copied = true;
+  }
+  return copied ? y : clone(x);
+}
+
+Tensor repeat(const Tensor& x, IntArrayRef repeats) {
+  const int64_t m = static_cast<int64_t>(repeats.size());
+  TG_CHECK(m >= x.dim(), ShapeError, "repeat: number of dimensions of repeat dims ", shape_str(repeats),
+           " can not be smaller than number of dimensions of tensor ", shape_str(x.shape()));
+  for (int64_t r : repeats)
+    TG_CHECK(r >= 0, Error, "repeat: trying to create tensor with negative dimension ", r, ": repeats ", shape_str(repeats));
+  // x padded with leading 1s to m dims (s_0, ..., s_m-1), viewed as (1, s_0, 1, s_1, ...), expanded to
+  // (r_0, s_0, r_1, s_1, ...) and reshaped (a copy) to (r_0 s_0, r_1 s_1, ...): the tiles in order
+  Shape padded(static_cast<std::size_t>(m - x.dim()), 1);
+  padded.insert(padded.end(), x.shape().begin(), x.shape().end());
+  Shape interleaved, expanded, out;
+  for (int64_t i = 0; i < m; ++i) {
+    interleaved.push_back(1);
+    interleaved.push_back(padded[i]);
+    expanded.push_back(repeats[i]);
+    expanded.push_back(padded[i]);
+    out.push_back(checked_numel({repeats[i], padded[i]}, "repeat"));
+  }
+  checked_numel(out, "repeat");
+  // all ones: the reshape below would be a view of x, and repeat always copies
+  if (std::all_of(repeats.begin(), repeats.end(), [](int64_t r) { return r == 1; })) return clone(reshape(x, out));
+  return contiguous(reshape(expand(reshape(x, interleaved), expanded), out));
+}
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+  TG_CHECK(repeats >= 0, Error, "repeat_interleave: repeats can not be negative, got ", repeats);
+  if (!dim) return repeat_interleave(flatten(x), repeats, 0);   // over the flattened x, as PyTorch
+  const int64_t d = wrap_dim(*dim, x.dim(), "repeat_interleave");
+  if (x.dim() == 0) return repeat_interleave(reshape(x, {1}), repeats, 0);
+  if (repeats == 1) return clone(x);   // the reshape below would be a view of x; repeat_interleave copies
+  // (..., n, ...) -> (..., n, 1, ...) -> expanded (..., n, repeats, ...) -> (..., n repeats, ...), a copy
+  Shape expanded = x.shape(), out = x.shape();
+  expanded.insert(expanded.begin() + d + 1, repeats);
+  out[d] = checked_numel({x.shape()[d], repeats}, "repeat_interleave");
+  checked_numel(out, "repeat_interleave");
+  return contiguous(reshape(expand(unsqueeze(x, d + 1), expanded), out));
 }
 
 }  // namespace tg

@@ -1,7 +1,8 @@
-// ops/slicing.cpp: the differentiable views narrow, select and index (Python's x[0:4, 1]), and their
-// Tensor methods. Each forward is a strided view of the input (RawTensor::narrow, select, as_strided:
+// ops/slicing.cpp: the differentiable views narrow, select and index (Python's x[0:4, 1]), their
+// Tensor methods, and split / split_with_sizes / chunk / unbind (lists of narrow and select views). Each forward is a strided view of the input (RawTensor::narrow, select, as_strided:
 // no copy); each backward writes the gradient into the same view of a zero tensor of the input's
 // shape. The index types are in core/indexing.h; the other views are in ops/shape.cpp.
+#include <algorithm>
 #include <limits>
 #include <ostream>
 #include <vector>
@@ -157,6 +158,72 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
                             g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return indexing_view(t, resolved); }));
                           }),
                    x);
+}
+
+// split, split_with_sizes, chunk and unbind are compositions of narrow and select: each piece is a view
+// with its own node, so a piece's gradient reaches x through its own narrow (zeros elsewhere). Pieces
+// that get no gradient cost nothing in backward.
+
+std::vector<Tensor> split_with_sizes(const Tensor& x, IntArrayRef split_sizes, int64_t dim) {
+  TG_CHECK(x.dim() > 0, IndexError, "split_with_sizes: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, x.dim(), "split_with_sizes");
+  const int64_t size = x.shape()[dim];
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    TG_CHECK(s >= 0, Error, "split_with_sizes: expects split_sizes have only non-negative entries, but got split_sizes=",
+             shape_str(split_sizes), " for input of shape ", shape_str(x.shape()));
+    TG_CHECK(!__builtin_add_overflow(total, s, &total), ShapeError, "split_with_sizes: split_sizes=",
+             shape_str(split_sizes), " overflow int64");
+  }
+  TG_CHECK(total == size, ShapeError, "split_with_sizes: expects split_sizes to sum exactly to ", size,
+           " (input tensor's size at dimension ", dim, "), but got split_sizes=", shape_str(split_sizes),
+           " for input of shape ", shape_str(x.shape()));
+  std::vector<Tensor> out;
+  out.reserve(split_sizes.size());
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    out.push_back(narrow(x, dim, start, s));
+    start += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  TG_CHECK(x.dim() > 0, IndexError, "split: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, x.dim(), "split");
+  const int64_t size = x.shape()[dim];
+  TG_CHECK(split_size >= 0, Error, "split: expects split_size be non-negative, but got split_size=", split_size);
+  TG_CHECK(split_size > 0 || size == 0, Error, "split: split_size can only be 0 if dimension size is 0, but got ",
+           "dimension size of ", size, " (input of shape ", shape_str(x.shape()), ", dim ", dim, ")");
+  // PyTorch's rule: ceil(size / split_size) pieces, the last one smaller; one empty piece for size 0
+  const int64_t pieces = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  Shape sizes(static_cast<std::size_t>(pieces), split_size);
+  sizes.back() = size - split_size * (pieces - 1);
+  return split_with_sizes(x, sizes, dim);
+}
+
+std::vector<Tensor> split(const Tensor& x, IntArrayRef split_sizes, int64_t dim) {
+  return split_with_sizes(x, split_sizes, dim);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  TG_CHECK(x.dim() > 0, IndexError, "chunk: cannot be applied to a 0-dim tensor");
+  TG_CHECK(chunks > 0, Error, "chunk: expects `chunks` to be greater than 0, got: ", chunks);
+  dim = wrap_dim(dim, x.dim(), "chunk");
+  const int64_t size = x.shape()[dim];
+  // PyTorch's rule: pieces of ceil(size / chunks), so fewer than chunks pieces when they do not divide
+  // evenly (size 5 in 4 chunks: 2, 2, 1); a size-0 dim gives chunks empty pieces
+  if (size == 0) return split_with_sizes(x, Shape(static_cast<std::size_t>(chunks), 0), dim);
+  return split(x, (size + chunks - 1) / chunks, dim);
+}
+
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
+  TG_CHECK(x.dim() > 0, IndexError, "unbind: dimension specified as ", dim, " but tensor has no dimensions");
+  dim = wrap_dim(dim, x.dim(), "unbind");
+  std::vector<Tensor> out;
+  out.reserve(static_cast<std::size_t>(x.shape()[dim]));
+  for (int64_t i = 0; i < x.shape()[dim]; ++i) out.push_back(select(x, dim, i));
+  return out;
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const { return tg::narrow(*this, dim, start, length); }

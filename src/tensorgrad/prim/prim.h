@@ -108,6 +108,11 @@ RawTensor where(const RawTensor& cond, const RawTensor& a, const RawTensor& b);
 RawTensor reduce(ReduceOp op, const RawTensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name);
 /// The sum of all elements, 0-d.
 inline RawTensor sum(const RawTensor& x) { return reduce(ReduceOp::Sum, x, {}, false, "sum"); }
+/// The inclusive scan of x along dim (op Add: running sums, Mul: running products; from the end when
+/// reverse), a fresh tensor of x's shape: float16 and bfloat16 are accumulated in float32 and rounded
+/// once (their result keeps their dtype), integers and bool give int64 (PyTorch's cumsum dtypes); a
+/// 0-d x is one element. name is the op in messages.
+RawTensor scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const char* name);
 /// Sums x down to `shape`, which x's shape broadcasts from (the engine's undoing of broadcasting).
 RawTensor sum_to(const RawTensor& x, const Shape& shape);
 

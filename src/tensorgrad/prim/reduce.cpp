@@ -1,5 +1,5 @@
 // prim/reduce.cpp: the reduction family (kernels/reduce.h): sum, mean, max, min, argmax and argmin
-// over dims, and sum_to (a broadcast gradient summed back to its input's shape).
+// over dims, sum_to (a broadcast gradient summed back to its input's shape), and scan (cumsum, cumprod).
 #include "tensorgrad/prim/prim.h"
 
 #include <algorithm>
@@ -48,6 +48,19 @@ RawTensor reduce(ReduceOp op, const RawTensor& x, const std::vector<int64_t>& di
   RawTensor out = RawTensor::empty(keep_shape, arg ? kInt64 : x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).reduce(op, x, out);
   return out.view(final_shape);
+}
+
+RawTensor scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const char* name) {
+  check_defined(name, x);
+  dim = wrap_dim(dim, x.dim(), name);
+  const DType dt = x.dtype();
+  const DType work = !is_floating(dt) ? kInt64 : dt == kFloat64 ? kFloat64 : kFloat32;
+  RawTensor in = x.to(work).contiguous();
+  if (in.dim() == 0) in = in.reshape({1});
+  RawTensor out = RawTensor::empty(in.shape(), work, x.device());
+  if (out.numel() > 0) backend_for(x.device()).scan(op, in, dim, reverse, out);
+  out = out.view(x.shape());
+  return is_floating(dt) && dt != work ? out.to(dt) : out;
 }
 
 RawTensor sum_to(const RawTensor& x, const Shape& shape) {

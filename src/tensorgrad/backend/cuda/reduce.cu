@@ -285,6 +285,31 @@ void CudaBackend::reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) 
   });
 }
 
+// The scan by doubling (Note [Scans by doubling] in ops/scan.cpp): ceil(log2 n) passes of the binary
+// kernel over views, out and a scratch buffer taking turns. Each pass is a bandwidth-bound elementwise
+// launch; a kernel giving each line to one thread would leave the long lines of a few rows (a 1-D
+// cumsum) serial. Add and Mul are commutative, so the order of the two operands does not matter.
+void CudaBackend::scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const RawTensor& out) {
+  const int64_t n = x.shape()[dim];
+  copy(x, out);
+  if (x.numel() == 0 || n <= 1) return;
+  RawTensor scratch = RawTensor::empty(x.shape(), x.dtype(), x.device());
+  RawTensor cur = out, next = scratch;
+  for (int64_t s = 1; s < n; s *= 2) {
+    const int64_t m = n - s;
+    // the s elements with nothing s before them (after them, reversed) are carried over unchanged
+    if (reverse) {
+      copy(cur.narrow(dim, m, s), next.narrow(dim, m, s));
+      binary(op, cur.narrow(dim, 0, m), cur.narrow(dim, s, m), next.narrow(dim, 0, m));
+    } else {
+      copy(cur.narrow(dim, 0, s), next.narrow(dim, 0, s));
+      binary(op, cur.narrow(dim, s, m), cur.narrow(dim, 0, m), next.narrow(dim, s, m));
+    }
+    std::swap(cur, next);
+  }
+  if (cur.raw_data() != out.raw_data()) copy(cur, out);
+}
+
 }  // namespace detail
 }  // namespace cuda
 }  // namespace tg
