@@ -5,6 +5,7 @@
 // on it, nn::MultiheadAttention, is in nn/attention.h.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,42 +94,22 @@ bool use_fused_attention(const Tensor& query, const Tensor& attn_mask, double dr
   return B > 0 && L > 0 && S > 0 && E > 0 && Ev > 0 && E <= max_dim && Ev <= max_dim;
 }
 
-/// args' mask fields for attn_mask (broadcastable to scores_shape = (batch..., L, S), B = the product
-/// of batch): its batch dims folded into an outer and an inner stride when they fold, else a
-/// contiguous (B, L, S) copy.
+/// args' mask fields for attn_mask (broadcastable to scores_shape = (batch..., L, S)): its batch dims
+/// folded into an outer and an inner stride when they fold (prim::attention_rows), else a contiguous
+/// copy's.
 void set_mask(AttentionArgs& a, const RawTensor& mask, const Shape& scores_shape) {
-  const RawTensor m = mask.expand(scores_shape);
-  const int64_t nd = m.dim();
-  a.mask_stride_l = m.strides()[nd - 2];
-  a.mask_stride_s = m.strides()[nd - 1];
-  // the batch dims of size > 1, outer to inner, merged where one steps over the next exactly
-  std::vector<std::pair<int64_t, int64_t>> dims;   // (size, stride)
-  for (int64_t d = 0; d < nd - 2; ++d) {
-    const int64_t size = m.shape()[d], stride = m.strides()[d];
-    if (size == 1) continue;
-    if (!dims.empty() && dims.back().second == stride * size) {
-      dims.back() = {dims.back().first * size, stride};
-      continue;
-    }
-    dims.emplace_back(size, stride);
+  RawTensor m = mask.expand(scores_shape);
+  std::optional<AttentionRows> r = prim::attention_rows(m);
+  if (!r) {
+    m = m.contiguous();
+    r = prim::attention_rows(m);
   }
-  if (dims.size() <= 2) {
-    a.mask = m;
-    if (dims.size() == 2) {
-      a.mask_inner = dims[1].first;
-      a.mask_stride_outer = dims[0].second;
-      a.mask_stride_inner = dims[1].second;
-    } else if (dims.size() == 1) {
-      a.mask_inner = dims[0].first;
-      a.mask_stride_inner = dims[0].second;
-    }
-    return;
-  }
-  a.mask = m.contiguous();
-  a.mask_inner = a.B;
-  a.mask_stride_inner = a.L * a.S;
-  a.mask_stride_l = a.S;
-  a.mask_stride_s = 1;
+  a.mask = m;
+  a.mask_inner = r->inner;
+  a.mask_stride_outer = r->stride_outer;
+  a.mask_stride_inner = r->stride_inner;
+  a.mask_stride_l = r->stride_row;
+  a.mask_stride_s = m.strides()[m.dim() - 1];
 }
 
 /// The fused path: q (batch..., L, E), k (batch..., S, E), v (batch..., S, Ev) -> (batch..., L, Ev).

@@ -13,6 +13,33 @@
 namespace tg {
 namespace prim {
 
+std::optional<AttentionRows> attention_rows(const RawTensor& t) {
+  const int64_t nd = t.dim();
+  if (nd < 2) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> dims;   // (size, stride) of the batch dims, outer to inner
+  for (int64_t d = 0; d < nd - 2; ++d) {
+    const int64_t size = t.shape()[d], stride = t.strides()[d];
+    if (size == 1) continue;
+    if (!dims.empty() && dims.back().second == stride * size) {   // the dim before steps over this one
+      dims.back() = {dims.back().first * size, stride};
+      continue;
+    }
+    dims.emplace_back(size, stride);
+  }
+  if (dims.size() > 2) return std::nullopt;
+  AttentionRows r;
+  r.stride_row = t.strides()[nd - 2];
+  if (dims.size() == 2) {
+    r.inner = dims[1].first;
+    r.stride_outer = dims[0].second;
+    r.stride_inner = dims[1].second;
+  } else if (dims.size() == 1) {
+    r.inner = dims[0].first;
+    r.stride_inner = dims[0].second;
+  }
+  return r;
+}
+
 namespace {
 
 // Note [Attention operands in place]
@@ -33,31 +60,8 @@ namespace {
 /// How the rows of t (batch..., rows, width) lie, when its batch folds into two strides and its rows
 /// are contiguous; std::nullopt otherwise.
 std::optional<AttentionRows> rows_in_place(const RawTensor& t) {
-  const int64_t nd = t.dim();
-  if (nd < 2) return std::nullopt;
-  if (t.shape()[nd - 1] > 1 && t.strides()[nd - 1] != 1) return std::nullopt;
-  std::vector<std::pair<int64_t, int64_t>> dims;   // (size, stride) of the batch dims, outer to inner
-  for (int64_t d = 0; d < nd - 2; ++d) {
-    const int64_t size = t.shape()[d], stride = t.strides()[d];
-    if (size == 1) continue;
-    if (!dims.empty() && dims.back().second == stride * size) {
-      dims.back() = {dims.back().first * size, stride};
-      continue;
-    }
-    dims.emplace_back(size, stride);
-  }
-  if (dims.size() > 2) return std::nullopt;
-  AttentionRows r;
-  r.stride_row = t.strides()[nd - 2];
-  if (dims.size() == 2) {
-    r.inner = dims[1].first;
-    r.stride_outer = dims[0].second;
-    r.stride_inner = dims[1].second;
-  } else if (dims.size() == 1) {
-    r.inner = dims[0].first;
-    r.stride_inner = dims[0].second;
-  }
-  return r;
+  if (t.dim() < 2 || (t.shape()[t.dim() - 1] > 1 && t.strides()[t.dim() - 1] != 1)) return std::nullopt;
+  return attention_rows(t);
 }
 
 /// t itself when its rows can be read in place, else a contiguous copy; sets rows.

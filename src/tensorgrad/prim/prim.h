@@ -4,6 +4,7 @@
 /// Differentiable ops (ops/) are built from these; backward closures call them too.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -240,6 +241,11 @@ struct Attention {
   RawTensor out;   ///< (batch..., L, Ev), q's dtype; for 4-D and wider, the heads innermost in memory
   RawTensor lse;   ///< (B, L), attention_lse_dtype(q's dtype)
 };
+/// The batch dims of t (batch..., rows, width) folded into at most two steps, as AttentionArgs reads its
+/// operands and mask: dims of size 1 dropped, a dim merged into the one before it where that one steps
+/// over it exactly (broadcast dims of stride 0 included); stride_row is t's stride of its dim -2.
+/// std::nullopt when more than two steps remain (or t has fewer than 2 dims).
+std::optional<AttentionRows> attention_rows(const RawTensor& t);
 /// The dtype of the saved log-sum-exp: float64 for float64 inputs, else float32.
 DType attention_lse_dtype(DType dtype);
 /// softmax(q k^T scale + mask) v for q (batch..., L, E), k (batch..., S, E), v (batch..., S, Ev) with
