@@ -358,6 +358,51 @@ TEST_CASE("habits: gelu, silu, softplus, leaky_relu, log_sigmoid match PyTorch's
   TG_CHECK_THROWS(tg::silu(tg::zeros({1}, tg::kInt64)), tg::DTypeError, "silu: expected a floating point tensor, got int64");
 }
 
+TEST_CASE("habits: ELU, CELU, SELU, Hardtanh, ReLU6, Hardswish, Hardsigmoid, Mish, Softsign, Softmax, LogSoftmax and Identity modules") {
+  // reprs printed by pip's torch 2.15: print(torch.nn.ELU(), torch.nn.Hardtanh(-2.0, 3.0), ...)
+  CHECK(printed(tg::nn::ELU()) == "ELU(alpha=1.0)");
+  CHECK(printed(tg::nn::ELU(0.5)) == "ELU(alpha=0.5)");
+  CHECK(printed(tg::nn::CELU(2.0)) == "CELU(alpha=2.0)");
+  CHECK(printed(tg::nn::SELU()) == "SELU()");
+  CHECK(printed(tg::nn::Hardtanh()) == "Hardtanh(min_val=-1.0, max_val=1.0)");
+  CHECK(printed(tg::nn::Hardtanh(-2.0, 3.0)) == "Hardtanh(min_val=-2.0, max_val=3.0)");
+  CHECK(printed(tg::nn::ReLU6()) == "ReLU6()");
+  CHECK(printed(tg::nn::Hardswish()) == "Hardswish()");
+  CHECK(printed(tg::nn::Hardsigmoid()) == "Hardsigmoid()");
+  CHECK(printed(tg::nn::Mish()) == "Mish()");
+  CHECK(printed(tg::nn::Softsign()) == "Softsign()");
+  CHECK(printed(tg::nn::Softmax(1)) == "Softmax(dim=1)");
+  CHECK(printed(tg::nn::LogSoftmax(-1)) == "LogSoftmax(dim=-1)");
+  CHECK(printed(tg::nn::Identity()) == "Identity()");
+  // torch.nn.Hardtanh(1.0, 1.0): AssertionError; here an Error naming the module
+  TG_CHECK_THROWS(tg::nn::Hardtanh(1.0, 1.0), tg::Error, "Hardtanh: max_val must be greater than min_val");
+  // each forward is its function (whose values the unary math tests check against PyTorch)
+  const Tensor x = tg::randn({3, 4}, tg::kFloat64);
+  CHECK(tg::nn::ELU(0.5)(x).equal(tg::elu(x, 0.5)));
+  CHECK(tg::nn::CELU(2.0)(x).equal(tg::celu(x, 2.0)));
+  CHECK(tg::nn::SELU()(x).equal(tg::selu(x)));
+  CHECK(tg::nn::Hardtanh(-0.5, 0.25)(x).equal(tg::hardtanh(x, -0.5, 0.25)));
+  CHECK(tg::nn::ReLU6()(x * 5.0).equal(tg::relu6(x * 5.0)));
+  CHECK(tg::nn::Hardswish()(x).equal(tg::hardswish(x)));
+  CHECK(tg::nn::Hardsigmoid()(x).equal(tg::hardsigmoid(x)));
+  CHECK(tg::nn::Mish()(x).equal(tg::mish(x)));
+  CHECK(tg::nn::Softsign()(x).equal(tg::softsign(x)));
+  CHECK(tg::nn::Softmax(1)(x).equal(tg::softmax(x, 1)));
+  CHECK(tg::nn::LogSoftmax(0)(x).equal(tg::log_softmax(x, 0)));
+  CHECK(tg::nn::Identity()(x).equal(x));
+  // in a Sequential, cloned with their options
+  tg::nn::Sequential seq;
+  seq.add<tg::nn::Linear>(4, 3);
+  seq.add<tg::nn::ELU>(0.5);
+  seq.add<tg::nn::Hardtanh>(-0.5, 0.5);
+  seq.add<tg::nn::LogSoftmax>(1);
+  seq.add<tg::nn::Identity>();
+  seq.to(tg::kFloat64);
+  auto copy = seq.clone();
+  CHECK(printed(*copy) == printed(seq));
+  CHECK((*copy)(x).equal(seq(x)));
+}
+
 TEST_CASE("habits: activation modules with PyTorch's options and printing") {
   // printed by /usr/bin/python3: print(torch.nn.GELU(), torch.nn.SiLU(), torch.nn.Softplus(), ...)
   CHECK(printed(tg::nn::GELU()) == "GELU(approximate='none')");

@@ -4,6 +4,9 @@
 /// Messages name the op and the operands (docs/guarantees.md, "Errors"), in PyTorch's words where PyTorch has
 /// a message for the same failure. Catch tg::Error for any of them.
 #pragma once
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -54,6 +57,19 @@ std::string cat(const Parts&... parts) {
   std::ostringstream os;
   stream_all(os, parts...);
   return os.str();
+}
+/// p as Python prints a float (in PyTorch's messages and module reprs): 2.0, 0.01, inf, nan.
+inline std::string python_float(double p) {
+  if (std::isnan(p)) return "nan";
+  if (std::isinf(p)) return p > 0 ? "inf" : "-inf";
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {   // the shortest form that reads back as p
+    std::snprintf(buf, sizeof buf, "%.*g", digits, p);
+    if (std::strtod(buf, nullptr) == p) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
 }
 }  // namespace detail
 

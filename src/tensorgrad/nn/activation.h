@@ -1,7 +1,8 @@
 /// \file
-/// nn/activation.h: the activation modules GELU, SiLU, Softplus and LeakyReLU with PyTorch's options
-/// (torch::nn::GELUOptions, ...), each forward one call into ops/ops.h. ReLU, Sigmoid and Tanh are in
-/// nn/layers.h; the math is in kernels/elementwise.h.
+/// nn/activation.h: the activation modules GELU, SiLU, Softplus, LeakyReLU, ELU, CELU, SELU, Hardtanh,
+/// ReLU6, Hardswish, Hardsigmoid, Mish, Softsign, Softmax, LogSoftmax and Identity with PyTorch's options
+/// and reprs, each forward one call into ops/ops.h. ReLU, Sigmoid and Tanh are in nn/layers.h; the math
+/// is in kernels/elementwise.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -106,6 +107,176 @@ class LeakyReLU : public Module {
   TG_LAYER_HANDLE(LeakyReLU)
 };
 
+/// selu(x) as a module (torch::nn::SELU).
+class SELU : public Module {
+ public:
+  /// selu(x), any shape.
+  Tensor forward(const Tensor& x) override { return selu(x); }
+  /// "SELU()".
+  std::string name() const override { return "SELU()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<SELU>(); }
+  TG_LAYER_HANDLE_DEFAULT(SELU)
+};
+
+/// relu6(x) as a module (torch::nn::ReLU6).
+class ReLU6 : public Module {
+ public:
+  /// relu6(x), any shape.
+  Tensor forward(const Tensor& x) override { return relu6(x); }
+  /// "ReLU6()".
+  std::string name() const override { return "ReLU6()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<ReLU6>(); }
+  TG_LAYER_HANDLE_DEFAULT(ReLU6)
+};
+
+/// hardswish(x) as a module (torch::nn::Hardswish).
+class Hardswish : public Module {
+ public:
+  /// hardswish(x), any shape.
+  Tensor forward(const Tensor& x) override { return hardswish(x); }
+  /// "Hardswish()".
+  std::string name() const override { return "Hardswish()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Hardswish>(); }
+  TG_LAYER_HANDLE_DEFAULT(Hardswish)
+};
+
+/// hardsigmoid(x) as a module (torch::nn::Hardsigmoid).
+class Hardsigmoid : public Module {
+ public:
+  /// hardsigmoid(x), any shape.
+  Tensor forward(const Tensor& x) override { return hardsigmoid(x); }
+  /// "Hardsigmoid()".
+  std::string name() const override { return "Hardsigmoid()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Hardsigmoid>(); }
+  TG_LAYER_HANDLE_DEFAULT(Hardsigmoid)
+};
+
+/// mish(x) as a module (torch::nn::Mish).
+class Mish : public Module {
+ public:
+  /// mish(x), any shape.
+  Tensor forward(const Tensor& x) override { return mish(x); }
+  /// "Mish()".
+  std::string name() const override { return "Mish()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Mish>(); }
+  TG_LAYER_HANDLE_DEFAULT(Mish)
+};
+
+/// softsign(x) as a module (torch::nn::Softsign).
+class Softsign : public Module {
+ public:
+  /// softsign(x), any shape.
+  Tensor forward(const Tensor& x) override { return softsign(x); }
+  /// "Softsign()".
+  std::string name() const override { return "Softsign()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Softsign>(); }
+  TG_LAYER_HANDLE_DEFAULT(Softsign)
+};
+
+/// Its input, unchanged (torch::nn::Identity): a placeholder where a model's layer is optional.
+class Identity : public Module {
+ public:
+  /// x itself.
+  Tensor forward(const Tensor& x) override { return x; }
+  /// "Identity()".
+  std::string name() const override { return "Identity()"; }
+  /// A new one (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Identity>(); }
+  TG_LAYER_HANDLE_DEFAULT(Identity)
+};
+
+/// elu(x, alpha) as a module (torch::nn::ELU); prints "ELU(alpha=1.0)".
+class ELU : public Module {
+ public:
+  /// The saturation value for x < 0 is -alpha.
+  explicit ELU(double alpha = 1.0) : alpha_(alpha) {}
+  /// elu(x, alpha), any shape.
+  Tensor forward(const Tensor& x) override { return elu(x, alpha_); }
+  /// "ELU(alpha=1.0)".
+  std::string name() const override { return "ELU(alpha=" + detail::python_float(alpha_) + ")"; }
+  /// An ELU with the same alpha (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<ELU>(alpha_); }
+ private:
+  double alpha_;
+  TG_LAYER_HANDLE(ELU)
+};
+
+/// celu(x, alpha) as a module (torch::nn::CELU); prints "CELU(alpha=1.0)".
+class CELU : public Module {
+ public:
+  /// alpha of max(0, x) + min(0, alpha (e^(x / alpha) - 1)); celu raises for alpha 0.
+  explicit CELU(double alpha = 1.0) : alpha_(alpha) {}
+  /// celu(x, alpha), any shape.
+  Tensor forward(const Tensor& x) override { return celu(x, alpha_); }
+  /// "CELU(alpha=1.0)".
+  std::string name() const override { return "CELU(alpha=" + detail::python_float(alpha_) + ")"; }
+  /// A CELU with the same alpha (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<CELU>(alpha_); }
+ private:
+  double alpha_;
+  TG_LAYER_HANDLE(CELU)
+};
+
+/// hardtanh(x, min_val, max_val) as a module (torch::nn::Hardtanh); prints
+/// "Hardtanh(min_val=-1.0, max_val=1.0)".
+class Hardtanh : public Module {
+ public:
+  /// The clamp range; Error when max_val <= min_val, as PyTorch's constructor asserts.
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0) : min_val_(min_val), max_val_(max_val) {
+    TG_CHECK(max_val > min_val, Error, "Hardtanh: max_val must be greater than min_val, got min_val ",
+             detail::python_float(min_val), " and max_val ", detail::python_float(max_val));
+  }
+  /// hardtanh(x, min_val, max_val), any shape.
+  Tensor forward(const Tensor& x) override { return hardtanh(x, min_val_, max_val_); }
+  /// "Hardtanh(min_val=-1.0, max_val=1.0)".
+  std::string name() const override {
+    return "Hardtanh(min_val=" + detail::python_float(min_val_) + ", max_val=" + detail::python_float(max_val_) + ")";
+  }
+  /// A Hardtanh with the same range (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Hardtanh>(min_val_, max_val_); }
+ private:
+  double min_val_, max_val_;
+  TG_LAYER_HANDLE(Hardtanh)
+};
+
+/// softmax(x, dim) as a module (torch::nn::Softmax); prints "Softmax(dim=1)".
+class Softmax : public Module {
+ public:
+  /// The dim the probabilities sum to 1 along (negative: from the end).
+  explicit Softmax(int64_t dim) : dim_(dim) {}
+  /// softmax(x, dim).
+  Tensor forward(const Tensor& x) override { return softmax(x, dim_); }
+  /// "Softmax(dim=1)".
+  std::string name() const override { return "Softmax(dim=" + std::to_string(dim_) + ")"; }
+  /// A Softmax over the same dim (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Softmax>(dim_); }
+ private:
+  int64_t dim_;
+  TG_LAYER_HANDLE(Softmax)
+};
+
+/// log_softmax(x, dim) as a module (torch::nn::LogSoftmax); prints "LogSoftmax(dim=1)".
+class LogSoftmax : public Module {
+ public:
+  /// The dim normalized along (negative: from the end).
+  explicit LogSoftmax(int64_t dim) : dim_(dim) {}
+  /// log_softmax(x, dim).
+  Tensor forward(const Tensor& x) override { return log_softmax(x, dim_); }
+  /// "LogSoftmax(dim=1)".
+  std::string name() const override { return "LogSoftmax(dim=" + std::to_string(dim_) + ")"; }
+  /// A LogSoftmax over the same dim (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<LogSoftmax>(dim_); }
+ private:
+  int64_t dim_;
+  TG_LAYER_HANDLE(LogSoftmax)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using GELUImpl = GELU;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -114,6 +285,30 @@ using SiLUImpl = SiLU;
 using SoftplusImpl = Softplus;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using LeakyReLUImpl = LeakyReLU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using ELUImpl = ELU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using CELUImpl = CELU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using HardtanhImpl = Hardtanh;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SoftmaxImpl = Softmax;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using LogSoftmaxImpl = LogSoftmax;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using IdentityImpl = Identity;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SELUImpl = SELU;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using ReLU6Impl = ReLU6;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using HardswishImpl = Hardswish;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using HardsigmoidImpl = Hardsigmoid;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using MishImpl = Mish;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using SoftsignImpl = Softsign;
 
 }  // namespace nn
 }  // namespace tg

@@ -165,19 +165,6 @@ DType opmath(DType d) { return is_low_precision(d) ? kFloat32 : d; }
 /// x (of opmath(d)) rounded to d's precision; x itself when d is its own opmath dtype.
 RawTensor round_to(const RawTensor& x, DType d) { return is_low_precision(d) ? prim::round_to_precision(x, d) : x; }
 
-/// p as Python prints a float in PyTorch's message: 2.0, inf, 0.5.
-std::string python_float(double p) {
-  if (std::isnan(p)) return "nan";
-  if (std::isinf(p)) return p > 0 ? "inf" : "-inf";
-  char buf[40];
-  for (int digits = 1; digits <= 17; ++digits) {   // the shortest form that reads back as p
-    std::snprintf(buf, sizeof buf, "%.*g", digits, p);
-    if (std::strtod(buf, nullptr) == p) break;
-  }
-  std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
 
 /// torch.linalg.vector_norm(x, p) as clip_grad_norm_ takes it of each tensor: 0-d, in x's dtype,
 /// computed in opmath(x's dtype). `index` names the tensor in messages.
@@ -228,7 +215,7 @@ RawTensor total_norm(const std::vector<RawTensor>& tensors, double p, bool error
   const RawTensor total = vector_norm(prim::cat(norms, 0), p, who, 0);
   if (error_if_nonfinite) {
     const double v = total.item();
-    TG_CHECK(std::isfinite(v), Error, who, ": The total norm of order ", python_float(p), " for gradients from "
+    TG_CHECK(std::isfinite(v), Error, who, ": The total norm of order ", detail::python_float(p), " for gradients from "
              "`parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by "
              "the non-finite norm anyway, set `error_if_nonfinite=false` (the total norm is ", v, ")");
   }
