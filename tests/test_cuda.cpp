@@ -1097,6 +1097,50 @@ bool graph_has(const Tensor& y, const std::string& name) {
 }
 }  // namespace
 
+TEST_CASE("cuda: mma fragment layouts are the hardware's (layout conformance)") {
+  TG_NEED_CUDA();
+  // Note [Tensor-core fragments]: the tensor-core kernels place operands by layout functions that the
+  // emulator also computes with, so a wrong table would pass every emulated test; on a GPU this product
+  // of integer-valued matrices placed by the same functions equals the host's product only if the
+  // table is the hardware's
+  for (int kind : {0, 1, 2}) {
+    CAPTURE(kind);
+    const std::vector<float> d = tg::cuda::detail::mma_layout_probe(kind);
+    REQUIRE(d.size() == 128u);
+    const int K = kind == 0 ? 8 : 16;
+    for (int r = 0; r < 16; ++r)
+      for (int n = 0; n < 8; ++n) {
+        double want = 0;
+        for (int k = 0; k < K; ++k) want += double((3 * r + k) % 7 - 3) * double((5 * k + 2 * n) % 5 - 2);
+        CAPTURE(r);
+        CAPTURE(n);
+        CHECK(d[static_cast<std::size_t>(r * 8 + n)] == want);
+      }
+  }
+  TG_CHECK_THROWS(tg::cuda::detail::mma_layout_probe(3), tg::Error, "kind 3");
+}
+
+/// Sets an environment variable for a scope, then restores what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in every floating dtype") {
   TG_NEED_CUDA();
   // Note [Fused attention]: on CUDA the op records one fused node (the kernels of backend/cuda/attention.cu);
@@ -1105,7 +1149,8 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
   struct Sample {
     const char* what;
     tg::Shape q, k, v;
-    int mask;   // 0 none, 1 bool key padding (N, 1, 1, S), 2 float (L, S), 3 bool (N, 1, L, S) over 3 batch dims
+    int mask;   // 0 none, 1 bool key padding (N, 1, 1, S), 2 float (L, S), 3 bool (N, 1, L, S) over 3 batch
+                // dims, 4 bool (L, S) with the rows i % 4 == 1 masked whole
     bool causal;
     double scale;   // 0: 1 / sqrt(E)
   };
@@ -1115,11 +1160,19 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
       {"head dim 64, key padding mask", {2, 4, 40, 64}, {2, 4, 40, 64}, {2, 4, 40, 64}, 1, false, 0},
       {"float mask, Ev 24, scale 0.3", {3, 33, 16}, {3, 70, 16}, {3, 70, 24}, 2, false, 0.3},
       {"bool mask copied: batch dims that do not fold", {2, 3, 2, 17, 8}, {2, 3, 2, 19, 8}, {2, 3, 2, 19, 8}, 3, false, 0},
+      {"head dim 128, causal, odd lengths", {2, 2, 37, 128}, {2, 2, 37, 128}, {2, 2, 37, 128}, 0, true, 0},
+      {"head dim 72, Ev 100, masked rows", {3, 21, 72}, {3, 45, 72}, {3, 45, 100}, 4, false, 0},
   };
+  // Note [Attention providers]: the default choice (the tensor cores for float32 and the 16-bit types
+  // on the emulator's sm_90), then the CUDA-core kernels by the override; both against the CPU
+  const std::string info = tg::cuda::info();
+  CHECK(info.find("attention (float32, float16, bfloat16): tensor cores") != std::string::npos);
+  for (const char* provider : {"auto", "cuda-cores"})
   for (tg::DType dt : {tg::kFloat32, tg::kFloat64, tg::kFloat16, tg::kBFloat16}) {
+    const ScopedEnv env("TG_CUDA_ATTENTION", provider);
     const tg::DType ref_dt = dt == tg::kFloat64 ? tg::kFloat64 : tg::kFloat32;
     for (const Sample& sm : samples) {
-      const std::string what = std::string(sm.what) + " " + tg::dtype_name(dt);
+      const std::string what = std::string(sm.what) + " " + tg::dtype_name(dt) + " " + provider;
       CAPTURE(what);
       const RawTensor q = randn_t(sm.q, 400, dt), k = randn_t(sm.k, 401, dt), v = randn_t(sm.v, 402, dt);
       const int64_t L = sm.q[sm.q.size() - 2], S = sm.k[sm.k.size() - 2];
@@ -1129,6 +1182,7 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
       if (sm.mask == 2) mask = randn_t({L, S}, 403, dt);
       if (sm.mask == 3) mask = tg::prim::binary(tg::BinaryOp::Gt, randn_t({2, 1, 2, L, S}, 403, tg::kFloat32),
                                                 tg::prim::full({}, -1.0, tg::kFloat32), "gt");
+      if (sm.mask == 4) mask = rows_masked(L, S);
       const std::optional<double> scale = sm.scale > 0 ? std::optional<double>(sm.scale) : std::nullopt;
       auto run = [&](Device d, tg::DType t, std::vector<Tensor>& in) {
         in = {Tensor(q.to(t).to(d), true), Tensor(k.to(t).to(d), true), Tensor(v.to(t).to(d), true)};
@@ -1138,7 +1192,9 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
       };
       std::vector<Tensor> gin, cin;
       const Tensor yg = run(kGpu, dt, gin), yc = run(kCpu, ref_dt, cin);
-      CHECK(graph_has(yg, "scaled_dot_product_attention"));         // the fused node
+      // the fused node (float64's tiles hold head dims up to 64: wider ones compose on CUDA too)
+      const bool fits = dt != tg::kFloat64 || std::max(sm.q.back(), sm.v.back()) <= 64;
+      CHECK(graph_has(yg, "scaled_dot_product_attention") == fits);
       CHECK_FALSE(graph_has(yc, "scaled_dot_product_attention"));   // the CPU composes
       CHECK(graph_has(yc, "softmax"));
       const RawTensor w = randn_t(yc.shape(), 404, dt);
@@ -1170,6 +1226,13 @@ TEST_CASE("cuda: scaled_dot_product_attention runs fused and matches the CPU in 
   CHECK_FALSE(graph_has(y, "scaled_dot_product_attention"));
   tg::sum(y).backward();
   CHECK(m.grad().defined());
+  {
+    // a misspelt override is an error naming the choices, not a silent default
+    const ScopedEnv env("TG_CUDA_ATTENTION", "tensor");
+    const Tensor x = Tensor(randn_t({2, 9, 8}, 408, tg::kFloat32).to(kGpu));
+    CHECK_THROWS_WITH_AS(tg::scaled_dot_product_attention(x, x, x), doctest::Contains("expected auto, mma or cuda-cores"),
+                         tg::Error);
+  }
   // a head dim above the kernels' tiles (128 here) composes too, and agrees with the CPU
   const RawTensor wide = randn_t({2, 5, 160}, 407, tg::kFloat32);
   const Tensor yw = tg::scaled_dot_product_attention(Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)), Tensor(wide.to(kGpu)));

@@ -10,9 +10,10 @@ both medians and the ratio tensorgrad / PyTorch (below 1: tensorgrad is faster):
   bmm_f32                 shape BxMxKxN: torch.matmul of (B, M, K) and (B, K, N)
   mlp_step                shape Bx784x128x10: README's MLP (Linear, ReLU, Linear), SGD lr 0.01 momentum
                           0.9, cross-entropy; one step = zero_grad, forward, loss, backward, step
-  sdpa_causal_fwd_f32,    shape BxHxLxE: torch.nn.functional.scaled_dot_product_attention(q, k, v,
-  sdpa_causal_fwd_bwd_f32 is_causal=True) on (B, H, L, E) float32 (PyTorch picks its kernel), with
-                          sum().backward() for the second
+  sdpa_causal_fwd_DT,     shape BxHxLxE: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+  sdpa_causal_fwd_bwd_DT  is_causal=True) on (B, H, L, E) of dtype DT (f32 or bf16; PyTorch picks its
+                          kernel), with sum().backward() for the second; a key ending in _cudacores
+                          (tensorgrad's CUDA-core kernels) is compared with the same PyTorch call
 
 Exit status: 0 after printing the table, 77 when PyTorch has no CUDA device (tools/gpu_check.sh records
 SKIP), 1 on a bad TSV. Usage: gpu_torch_bench.py TSV [--reps N] [--device cpu] (cpu: to try the script
@@ -101,10 +102,16 @@ def main():
 
             fn = step
             what = f"MLP step, batch {batch}"
-        elif key in ("sdpa_causal_fwd_f32", "sdpa_causal_fwd_bwd_f32"):
+        elif key.startswith("sdpa_causal_"):
+            parts = key[len("sdpa_causal_"):].replace("_cudacores", "").split("_")
+            backward = parts[:2] == ["fwd", "bwd"]
+            tag = parts[-1]
+            if tag not in ("f32", "bf16"):
+                continue
+            dtype = torch.float32 if tag == "f32" else torch.bfloat16
             bsz, heads, seq, width = shape
-            backward = key == "sdpa_causal_fwd_bwd_f32"
-            q, k, v = (torch.randn(bsz, heads, seq, width, device=dev, requires_grad=backward) for _ in range(3))
+            q, k, v = (torch.randn(bsz, heads, seq, width, device=dev, dtype=dtype, requires_grad=backward)
+                       for _ in range(3))
 
             def attend(q=q, k=k, v=v, backward=backward):
                 out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -112,7 +119,9 @@ def main():
                     out.sum().backward()
 
             fn = attend
-            what = f"torch sdpa causal f32{' fwd+bwd' if backward else ''}"
+            what = f"torch sdpa causal {tag}{' fwd+bwd' if backward else ''}"
+            if key.endswith("_cudacores"):
+                what += " (ours: CUDA cores)"
         else:
             continue
         theirs = median_ms(fn, args.reps, sync)

@@ -407,6 +407,9 @@ struct Warp {
   unsigned mask = 0;
   int buffer = 0;
   unsigned long long values[2][32] = {};
+  std::size_t gather_bytes = 0;   // of the warp_gather in progress (arrived > 0)
+  bool gathering = false;         // the lanes waiting are in warp_gather, not in a shuffle
+  unsigned char gathered[2][32 * kMaxGatherBytes] = {};
 };
 
 struct Block {
@@ -673,8 +676,13 @@ unsigned long long shuffle(unsigned mask, unsigned long long bits, Shuffle kind,
               std::to_string(w.size) + " lanes, called by lane " + std::to_string(f.lane);
     yield(FiberState::AtShuffle);   // abandoned
   }
-  if (w.arrived == 0) w.mask = mask;
-  else if (w.mask != mask) {
+  if (w.arrived == 0) {
+    w.mask = mask;
+    w.gathering = false;
+  } else if (w.gathering) {
+    b.error = "lanes of warp " + std::to_string(f.warp) + " meet at a shuffle and a warp-collective call at " + site;
+    yield(FiberState::AtShuffle);
+  } else if (w.mask != mask) {
     b.error = "lanes of warp " + std::to_string(f.warp) + " shuffle with different masks at " + site;
     yield(FiberState::AtShuffle);
   }
@@ -702,6 +710,43 @@ unsigned long long shuffle(unsigned mask, unsigned long long bits, Shuffle kind,
     yield(FiberState::AtShuffle);
   }
   return w.values[f.read_buffer][f.read_lane];
+}
+
+void warp_gather(const void* mine, std::size_t bytes, void* all, const char* file, int line) {
+  Block& b = synchronizing_block("a warp-collective instruction", file, line);
+  Fiber& f = b.fibers[static_cast<std::size_t>(t_fiber)];
+  Warp& w = b.warps[static_cast<std::size_t>(f.warp)];
+  const std::string site = std::string(file) + ":" + std::to_string(line);
+  if (bytes > kMaxGatherBytes) fatal("warp_gather of " + std::to_string(bytes) + " bytes at " + site);
+  if (w.size != 32) {
+    b.error = "warp-collective instruction at " + site + " in a warp of " + std::to_string(w.size) +
+              " lanes (it needs all 32)";
+    yield(FiberState::AtShuffle);   // abandoned
+  }
+  if (w.arrived == 0) {
+    w.mask = 0xffffffffu;
+    w.gathering = true;
+    w.gather_bytes = bytes;
+  } else if (!w.gathering || w.gather_bytes != bytes) {
+    b.error = "lanes of warp " + std::to_string(f.warp) + " meet at different warp-collective calls at " + site;
+    yield(FiberState::AtShuffle);
+  }
+  if (bytes > 0) std::memcpy(&w.gathered[w.buffer][static_cast<std::size_t>(f.lane) * bytes], mine, bytes);
+  f.read_buffer = w.buffer;
+  f.file = file;
+  f.line = line;
+  if (++w.arrived == 32) {
+    for (int l = 0; l < 32; ++l) {
+      Fiber& other = b.fibers[static_cast<std::size_t>(f.warp * 32 + l)];
+      if (other.state == FiberState::AtShuffle) other.state = FiberState::Runnable;
+    }
+    w.arrived = 0;
+    w.gathering = false;
+    w.buffer ^= 1;
+  } else {
+    yield(FiberState::AtShuffle);
+  }
+  if (bytes > 0) std::memcpy(all, w.gathered[f.read_buffer], 32 * bytes);
 }
 
 }  // namespace tg_emu

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -230,23 +231,42 @@ void bench(Table& t, int log2n) {
     t.flops("bmm_f32", "batched matmul f32 (strided)", dims({batch, s, s, s}), 2.0 * batch * s * s * s,
             [&] { c = tg::matmul(x, y); });
   }
-  // fused causal attention (backend/cuda/attention.cu): (B, H, L, E) = (4, 8, L, 64), L = m / 4; the FLOPs
-  // counted are the useful ones, 4 B H L^2 E / 2 for the forward (q k^T and p v under the causal
-  // triangle) and 2.5x that for forward and backward; tools/gpu_torch_bench.py times
-  // torch.nn.functional.scaled_dot_product_attention on the same shape
+  // fused causal attention: (B, H, L, E) = (4, 8, L, 64), L = m / 4, in float32 and bfloat16 on the kernels
+  // chosen by default (the tensor cores from sm_80: backend/cuda/attention_mma.cu) and in float32 on the
+  // CUDA-core kernels too (TG_CUDA_ATTENTION=cuda-cores, backend/cuda/attention.cu); the FLOPs counted are
+  // the useful ones, 4 B H L^2 E / 2 for the forward (q k^T and p v under the causal triangle) and 2.5x
+  // that for forward and backward; tools/gpu_torch_bench.py times
+  // torch.nn.functional.scaled_dot_product_attention on the same shape and dtype
   std::printf("\n");
-  for (const bool backward : {false, true}) {
-    const int64_t B = 4, H = 8, L = std::max<int64_t>(m / 4, 32), E = 64;
-    tg::Tensor q(tg::randn({B, H, L, E}, on).data(), backward), k(tg::randn({B, H, L, E}, on).data(), backward),
-        v(tg::randn({B, H, L, E}, on).data(), backward);
-    const double fwd = 4.0 * B * H * L * L * E / 2;
-    t.flops(backward ? "sdpa_causal_fwd_bwd_f32" : "sdpa_causal_fwd_f32",
-            backward ? "sdpa causal f32 fwd+bwd (fused)" : "sdpa causal f32 forward (fused)", dims({B, H, L, E}),
-            backward ? 2.5 * fwd : fwd, [&] {
-              c = tg::scaled_dot_product_attention(q, k, v, {}, 0, true);
-              if (backward) tg::sum(c).backward();
-            });
-  }
+  struct Sdpa {
+    tg::DType dtype;
+    const char* tag;
+    bool cuda_cores;
+  };
+  for (const Sdpa& a : {Sdpa{tg::kFloat32, "f32", false}, Sdpa{tg::kBFloat16, "bf16", false},
+                        Sdpa{tg::kFloat32, "f32", true}})
+    for (const bool backward : {false, true}) {
+      const char* before = std::getenv("TG_CUDA_ATTENTION");
+      const std::string saved = before == nullptr ? "" : before;
+      if (a.cuda_cores) ::setenv("TG_CUDA_ATTENTION", "cuda-cores", 1);
+      const int64_t B = 4, H = 8, L = std::max<int64_t>(m / 4, 32), E = 64;
+      const auto opt = tg::TensorOptions().device(gpu).dtype(a.dtype);
+      tg::Tensor q(tg::randn({B, H, L, E}, opt).data(), backward), k(tg::randn({B, H, L, E}, opt).data(), backward),
+          v(tg::randn({B, H, L, E}, opt).data(), backward);
+      const double fwd = 4.0 * B * H * L * L * E / 2;
+      const std::string key = std::string("sdpa_causal_") + (backward ? "fwd_bwd_" : "fwd_") + a.tag +
+                              (a.cuda_cores ? "_cudacores" : "");
+      const std::string what = std::string("sdpa causal ") + a.tag + (backward ? " fwd+bwd" : " forward") +
+                               (a.cuda_cores ? " (CUDA cores)" : "");
+      t.flops(key.c_str(), what.c_str(), dims({B, H, L, E}), backward ? 2.5 * fwd : fwd, [&] {
+        c = tg::scaled_dot_product_attention(q, k, v, {}, 0, true);
+        if (backward) tg::sum(c).backward();
+      });
+      if (a.cuda_cores) {
+        if (before == nullptr) ::unsetenv("TG_CUDA_ATTENTION");
+        else ::setenv("TG_CUDA_ATTENTION", saved.c_str(), 1);
+      }
+    }
   // the README's MLP step; tools/gpu_torch_bench.py times PyTorch eager on the same model
   std::printf("\n");
   for (int64_t batch : {64, 1024}) mlp_step_row(t, batch);

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -73,6 +74,13 @@ uint64_t launch_count() noexcept;
 /// with false every GEMM takes the cuBLAS path and the bias its own launch, as without cuBLASLt. Returns
 /// the previous setting; the tests use it to run both paths. A no-op returning false without CUDA.
 bool set_gemm_epilogues(bool enabled) noexcept;
+/// One warp-level tensor-core product on cuda:0 of kind 0 (.tf32 m16n8k8), 1 (.f16 m16n8k16) or 2
+/// (.bf16 m16n8k16), its operands placed by the fragment layouts of backend/cuda/mma.cuh (Note
+/// [Tensor-core fragments]) from A(r, c) = (3r + c) % 7 - 3 and B(k, n) = (5k + 2n) % 5 - 2 (exact in
+/// every input type), and D (16 x 8, row-major) stored by the same layouts. D equals A B on the host
+/// exactly when those layouts are the hardware's: the layout-conformance test. DeviceError where no
+/// GPU of compute capability 8.0 or newer is usable.
+std::vector<float> mma_layout_probe(int kind);
 }  // namespace detail
 
 }  // namespace cuda

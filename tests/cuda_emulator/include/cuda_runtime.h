@@ -42,6 +42,13 @@ enum class Shuffle { Index, Down };
 unsigned long long shuffle(unsigned mask, unsigned long long bits, Shuffle kind, int arg, int width, const char* file,
                            int line);
 
+/// A warp-collective exchange: each of the 32 lanes of a full warp contributes `bytes` (at most
+/// kMaxGatherBytes) from `mine`; once every lane has, each receives all of them in `all` (lane l's at
+/// all + l * bytes). The emulator's form of the instructions that read other lanes' registers
+/// (mma.sync in backend/cuda/mma.cuh); with bytes 0 it is __syncwarp.
+constexpr std::size_t kMaxGatherBytes = 64;
+void warp_gather(const void* mine, std::size_t bytes, void* all, const char* file, int line);
+
 /// Runs body once per CUDA thread of grid x block on `stream` (now, or when the stream is
 /// synchronized in deferred mode). Launch errors go to cudaGetLastError, as on a GPU.
 void launch(const dim3& grid, const dim3& block, std::size_t smem, cudaStream_t stream, std::uintptr_t kernel,
@@ -103,6 +110,15 @@ cudaError_t cudaHostAlloc(T** ptr, std::size_t size, unsigned int flags) {
   return ::cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
 }
 
+/// A kernel's attributes (cudaFuncAttributes): every emulated kernel is sm_90 code.
+template <class T>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* entry) {
+  if (attr == nullptr || entry == nullptr) return cudaErrorInvalidValue;
+  attr->binaryVersion = 90;
+  attr->ptxVersion = 90;
+  return cudaSuccess;
+}
+
 /// A barrier among every thread of the block; the emulator also names the call site in reports.
 void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE());
 
@@ -115,6 +131,12 @@ template <class T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32, const char* file = __builtin_FILE(),
                    int line = __builtin_LINE()) {
   return ::tg_emu::shuffle_value(mask, v, ::tg_emu::Shuffle::Down, static_cast<int>(delta), width, file, line);
+}
+
+/// A barrier among the 32 lanes of the calling thread's warp (the full mask only).
+inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  (void)mask;
+  ::tg_emu::warp_gather(nullptr, 0, nullptr, file, line);
 }
 
 // Atomics: the threads of a grid are fibers of one host thread that switch only at barriers and

@@ -71,6 +71,13 @@ struct cudaDeviceProp {
   int multiProcessorCount;
 };
 
+/// The fields of a kernel's attributes tensorgrad reads: the emulator runs every kernel as compiled for
+/// sm_90 (binaryVersion and ptxVersion 90, the compute capability it reports).
+struct cudaFuncAttributes {
+  int binaryVersion;
+  int ptxVersion;
+};
+
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);

@@ -4,10 +4,12 @@
 // scores never reach global memory; it saves each row's log-sum-exp. The backward recomputes the
 // probabilities from q, k and that log-sum-exp in two kernels without atomics: one per block of
 // query rows for dq, one per block of key rows for dk and dv. float16/bfloat16 accumulate in float32.
-// The host reference of the same arithmetic is backend/cpu/attention.cpp.
+// The host reference of the same arithmetic is backend/cpu/attention.cpp. The tensor-core kernels of
+// the same computation are attention_mma.cu; Note [Attention providers] there says which family runs.
 #include <cmath>
 #include <cstdint>
 
+#include "tensorgrad/backend/cuda/attention.cuh"
 #include "tensorgrad/backend/cuda/kernels.cuh"
 #include "tensorgrad/core/half.h"
 
@@ -15,6 +17,8 @@ namespace tg {
 namespace cuda {
 namespace detail {
 namespace {
+
+using namespace attention;   // NOLINT(google-build-using-namespace): Geometry, score, prob
 
 // Note [Attention kernel geometry]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -52,40 +56,6 @@ struct SumOp {
     return a + b;
   }
 };
-
-/// AttentionArgs as kernel parameters: the mask as a pointer and its strides.
-struct Geometry {
-  int64_t B, L, S, E, Ev;
-  double scale;
-  bool causal;
-  int mask_kind;   // 0 none, 1 bool (false: not attended), 2 additive of the inputs' dtype
-  const void* mask;
-  int64_t mask_inner, mask_stride_outer, mask_stride_inner, mask_stride_l, mask_stride_s;
-  AttentionRows q, k, v, out, dout;   // where each operand's rows lie (Note [Attention operands in place])
-};
-
-template <class M>
-__device__ __forceinline__ M minus_inf() {
-  return -M(INFINITY);
-}
-
-/// The score of query i against key j of batch b from their dot product: scale dot, then the causal
-/// rule and the mask (-inf where key j is not attended).
-template <class T, class M>
-__device__ __forceinline__ M score(const Geometry& g, M dot, int64_t b, int64_t i, int64_t j) {
-  M s = static_cast<M>(g.scale) * dot;
-  if (g.causal && j > i) return minus_inf<M>();
-  if (g.mask_kind != 0) {
-    const int64_t off = (b / g.mask_inner) * g.mask_stride_outer + (b % g.mask_inner) * g.mask_stride_inner +
-                        i * g.mask_stride_l + j * g.mask_stride_s;
-    if (g.mask_kind == 1) {
-      if (!static_cast<const bool*>(g.mask)[off]) return minus_inf<M>();
-    } else {
-      s += static_cast<M>(static_cast<const T*>(g.mask)[off]);
-    }
-  }
-  return s;
-}
 
 /// dst[r][c] (rows of width `width`, row pitch P) = row (first + r) of batch entry b of src (laid out
 /// as `rows_of` says), columns c < width, as M; 0 for rows at or beyond `end`. All threads of the
@@ -162,13 +132,6 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
     }
     if (lane == 0) lse[b * g.L + i] = empty ? M(INFINITY) : m[rr] + tlog(l[rr]);
   }
-}
-
-/// p = exp(s - lse) for a score s, 0 where the key is masked (every key of a fully masked row, whose lse
-/// is +inf).
-template <class M>
-__device__ __forceinline__ M prob(M s, M row_lse) {
-  return s == minus_inf<M>() ? M(0) : texp(s - row_lse);
 }
 
 /// dq (B, L, E) of a block of kRows query rows, walking tiles of keys:
@@ -305,17 +268,6 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
   }
 }
 
-Geometry geometry(const AttentionArgs& a) {
-  Geometry g{a.B, a.L, a.S, a.E, a.Ev, a.scale, a.causal, 0, nullptr, a.mask_inner, a.mask_stride_outer,
-             a.mask_stride_inner, a.mask_stride_l, a.mask_stride_s, a.q_rows, a.k_rows, a.v_rows, a.out_rows,
-             a.dout_rows};
-  if (a.mask.defined()) {
-    g.mask_kind = a.mask.dtype() == kBool ? 1 : 2;
-    g.mask = a.mask.raw_data();
-  }
-  return g;
-}
-
 /// Error unless the kernels' tiles hold rows of E and Ev elements of accumulator M.
 template <class M>
 void check_width(const AttentionArgs& a) {
@@ -330,6 +282,11 @@ void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTen
                             const RawTensor& out, const RawTensor& lse) {
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_.device());
+  if (attention_kernels(ctx_.major, q.dtype()).mma) {
+    check_width<float>(a);
+    attention_mma(ctx_, q, k, v, a, out, lse);
+    return;
+  }
   dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto t) {
     using T = decltype(t);
     using M = opmath_t<T>;
@@ -345,6 +302,11 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
                                      const RawTensor& lse, const RawTensor& dout, const AttentionArgs& a, const RawTensor& dq,
                                      const RawTensor& dk, const RawTensor& dv) {
   DeviceGuard guard(ctx_.device());
+  if (attention_kernels(ctx_.major, q.dtype()).mma) {
+    check_width<float>(a);
+    attention_mma_backward(ctx_, q, k, v, out, lse, dout, a, dq, dk, dv);
+    return;
+  }
   dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto t) {
     using T = decltype(t);
     using M = opmath_t<T>;

@@ -125,6 +125,16 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
+/// The kernels an attention of dtype dt runs on a device of compute capability `major` (the
+/// TG_CUDA_ATTENTION override included), and why in words: Note [Attention providers] in
+/// backend/cuda/attention_mma.cu. Asks the runtime whether the tensor-core kernels were compiled for
+/// such a device (which needs one) when the rest allows them.
+struct AttentionChoice {
+  bool mma;
+  std::string why;
+};
+AttentionChoice attention_kernels(int major, DType dt);
+
 /// The CUDA Backend of one device (backend/backend.h has the contract of every method). Each method
 /// sets the device, launches on the context's stream and returns without synchronizing.
 class CudaBackend final : public Backend {

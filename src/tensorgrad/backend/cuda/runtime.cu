@@ -616,6 +616,13 @@ std::string info() {
       }
       os << "\n  cuda:" << i << " " << prop.name << ", compute capability " << prop.major << "." << prop.minor << ", "
          << (prop.totalGlobalMem >> 20) << " MiB, " << prop.multiProcessorCount << " SMs";
+      std::string attention;
+      try {
+        attention = detail::attention_kernels(prop.major, kFloat32).why;
+      } catch (const Error& e) {
+        attention = e.what();
+      }
+      os << "\n    attention (float32, float16, bfloat16): " << attention;
     }
     os << "\n  compiled for architectures: " << TENSORGRAD_CUDA_ARCHS << " (SASS and PTX each)";
     const char* mode = std::getenv("TG_CUDA_ALLOCATOR");

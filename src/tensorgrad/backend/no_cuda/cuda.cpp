@@ -46,6 +46,7 @@ RawTensor pin(const RawTensor& t) { return t; }
 bool is_pinned(const RawTensor&) noexcept { return false; }
 uint64_t launch_count() noexcept { return 0; }
 bool set_gemm_epilogues(bool) noexcept { return false; }
+std::vector<float> mma_layout_probe(int) { throw DeviceError("mma_layout_probe: tensorgrad was built without CUDA"); }
 }  // namespace detail
 }  // namespace cuda
 
