@@ -116,6 +116,17 @@ std::vector<ListCase> list_cases() {
        [](DType d, Device v) { return tg::smooth_l1_loss(input({3, 5}, d, v), input({3, 5}, d, v)); }},
       {"huber_loss", Op::HuberLoss, "fffd fffd", "fffd fffd",
        [](DType d, Device v) { return tg::huber_loss(input({3, 5}, d, v), input({3, 5}, d, v)); }},
+      {"kl_div", Op::KlDiv, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) { return tg::kl_div(input({3, 5}, d, v), tg::abs(input({3, 5}, d, v)), tg::kBatchMean); }},
+      {"margin_ranking_loss", Op::MarginRankingLoss, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) {
+         return tg::margin_ranking_loss(input({3, 5}, d, v), input({3, 5}, d, v), tg::sign(input({3, 5}, d, v)));
+       }},
+      {"cosine_embedding_loss", Op::CosineEmbeddingLoss, "fffd fffd", "fffd fffd",
+       [](DType d, Device v) {
+         return tg::cosine_embedding_loss(input({3, 5}, d, v), input({3, 5}, d, v),
+                                          tg::from_vector(std::vector<double>{1, -1, 1}).to(d).to(v));
+       }},
   };
 }
 

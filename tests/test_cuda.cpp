@@ -542,6 +542,10 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({n, "(64, 2000): block rows", {normal({64, 2000}, 146, dt), random_index({64}, 2000, 147)},
                  ce(tg::Reduction::Mean, -100, 0.05), R});
     t.push_back({n, "non-contiguous logits", {transposed(257, 33, 148, dt), tgt}, ce(tg::Reduction::Sum, -100, 0), R});
+    t.push_back({n, "(4, 7, 3, 5) logits, (4, 3, 5) targets", {normal({4, 7, 3, 5}, 152, dt), random_index({4, 3, 5}, 7, 153)},
+                 ce(tg::Reduction::Mean, -100, 0.1), R});
+    t.push_back({n, "class probabilities (57, 33) with their gradient", {normal({57, 33}, 154, dt), normal({57, 33}, 155, dt)},
+                 [](auto& in) { return tg::cross_entropy(in[0], tg::softmax(in[1], 1), tg::Reduction::Mean, -100, 0.1); }, R});
     Input off = normal({65, 37}, 151, dt);
     off.view = [](const RawTensor& x) { return x.narrow(0, 1, 64); };
     t.push_back({n, "(64, 37) narrowed by a row: misaligned rows, label smoothing", {off, random_index({64}, 37, 152)},
@@ -578,6 +582,16 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::smooth_l1_loss(in[0], in[1], tg::Reduction::Mean, 0.5); }, R});
   t.push_back({"huber_loss", "(257, 33), delta 0.7, sum", {normal({257, 33}, 233, dt), normal({257, 33}, 234, dt)},
                [](auto& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Sum, 0.7); }, R});
+  t.push_back({"kl_div", "(257, 33) log-probabilities, batchmean", {normal({257, 33}, 236, dt), normal({257, 33}, 237, dt)},
+               [](auto& in) { return tg::kl_div(tg::log_softmax(in[0], 1), tg::softmax(in[1], 1), tg::kBatchMean); }, R});
+  t.push_back({"kl_div", "(257, 33) log_target, none", {normal({257, 33}, 238, dt), normal({257, 33}, 239, dt)},
+               [](auto& in) { return tg::kl_div(in[0], in[1], tg::Reduction::None, true); }});
+  t.push_back({"margin_ranking_loss", "(257, 33), margin 0.2",
+               {normal({257, 33}, 240, dt), normal({257, 33}, 241, dt), constant(normal({257, 33}, 242, dt).base)},
+               [](auto& in) { return tg::margin_ranking_loss(in[0], in[1], tg::sign(in[2]), 0.2); }, R});
+  t.push_back({"cosine_embedding_loss", "(257, 33), margin 0.1, sum",
+               {normal({257, 33}, 243, dt), normal({257, 33}, 244, dt), constant(normal({257}, 245, dt).base)},
+               [](auto& in) { return tg::cosine_embedding_loss(in[0], in[1], tg::sign(in[2]), 0.1, tg::Reduction::Sum); }, R});
   t.push_back({"dropout2d", "(8, 16, 5, 5), p = 0.4 with the same seed", {normal({8, 16, 5, 5}, 235, dt)}, [](auto& in) {
                  tg::manual_seed(10);
                  return tg::dropout2d(in[0], 0.4, true);
@@ -796,6 +810,7 @@ const std::set<std::string> kFloatingOnly = {
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
     "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "kl_div", "margin_ranking_loss", "cosine_embedding_loss",
     "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "log1p",

@@ -491,6 +491,13 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn both = [tgt_ign](const std::vector<Tensor>& in) {
       return tg::cross_entropy(in[0], tgt_ign, tg::Reduction::None, -100, 0.1);
     };
+    Tensor tgt_nd = tg::from_vector(std::vector<int64_t>{0, 2, 1, -100, 2, 2, 0, 1}, {2, 2, 2});
+    Fn nd = [tgt_nd](const std::vector<Tensor>& in) {
+      return tg::cross_entropy(in[0], tgt_nd, tg::Reduction::Mean, -100, 0.1);
+    };
+    Fn probabilities = [](const std::vector<Tensor>& in) {   // the target's own gradient too
+      return tg::cross_entropy(in[0], tg::softmax(in[1], 1), tg::Reduction::Sum, -100, 0.2);
+    };
     return std::vector<Sample>{{"mean (5, 5)", {randn64({5, 5}, 140)}, mean},
                                {"ignore_index rows", {randn64({5, 5}, 145)}, ignored},
                                {"label smoothing 0.2", {randn64({5, 5}, 146)}, smooth},
@@ -498,7 +505,10 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"sum", {randn64({5, 5}, 142)}, sum},
                                {"none", {randn64({5, 5}, 143)}, none},
                                {"non-contiguous logits", {transposed64(3, 4, 144)}, nc},
-                               {"logits of magnitude 1e4", {big_leaf}, sum}};
+                               {"logits of magnitude 1e4", {big_leaf}, sum},
+                               {"(N, C, d1, d2) logits", {randn64({2, 3, 2, 2}, 148)}, nd},
+                               {"class probabilities, with their gradient", {randn64({3, 4}, 149), randn64({3, 4}, 139)},
+                                probabilities}};
   };
   t["mse_loss"] = [] {
     Fn mean = [](const std::vector<Tensor>& in) { return tg::mse_loss(in[0], in[1]); };
@@ -562,6 +572,26 @@ std::map<std::string, SampleMaker> gradcheck_table() {
   t["huber_loss"] = [] {
     Fn delta = [](const std::vector<Tensor>& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Mean, 0.6); };
     return std::vector<Sample>{{"delta 0.6", {randn64({4, 5}, 350), randn64({4, 5}, 351)}, delta}};
+  };
+  t["kl_div"] = [] {
+    Fn batchmean = [](const std::vector<Tensor>& in) {
+      return tg::kl_div(tg::log_softmax(in[0], 1), tg::softmax(in[1], 1), tg::kBatchMean);
+    };
+    Fn log_target = [](const std::vector<Tensor>& in) { return tg::kl_div(in[0], in[1], tg::Reduction::None, true); };
+    return std::vector<Sample>{{"batchmean, both arguments", {randn64({3, 4}, 352), randn64({3, 4}, 353)}, batchmean},
+                               {"log_target, none", {randn64({3, 4}, 354), randn64({3, 4}, 355)}, log_target}};
+  };
+  t["margin_ranking_loss"] = [] {
+    const Tensor y = tg::from_vector(std::vector<double>{1, -1, 1, -1, 1}, {5});
+    Fn f = [y](const std::vector<Tensor>& in) { return tg::margin_ranking_loss(in[0], in[1], y, 0.1); };
+    return std::vector<Sample>{{"margin 0.1", {randn64({5}, 356), randn64({5}, 357)}, f}};
+  };
+  t["cosine_embedding_loss"] = [] {
+    const Tensor y = tg::from_vector(std::vector<double>{1, -1, -1, 1}, {4});
+    Fn f = [y](const std::vector<Tensor>& in) {
+      return tg::cosine_embedding_loss(in[0], in[1], y, -0.5, tg::Reduction::Sum);
+    };
+    return std::vector<Sample>{{"margin -0.5, sum", {randn64({4, 3}, 358), randn64({4, 3}, 359)}, f}};
   };
   t["dropout2d"] = [] {
     Fn f = [](const std::vector<Tensor>& in) { tg::manual_seed(9); return tg::dropout2d(in[0], 0.4, true); };

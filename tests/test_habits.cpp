@@ -80,6 +80,34 @@ TEST_CASE("habits: Shape prints as [2, 3] and sizes() is shape()") {
   CHECK(x.t().strides() == tg::Shape{1, 3});
 }
 
+TEST_CASE("habits: arange is int64 for integer bounds and float32 otherwise, as torch.arange") {
+  // torch.arange(5).dtype == torch.int64: emb(arange(t)) works without a cast
+  CHECK(tg::arange(5).dtype() == tg::kInt64);
+  CHECK(tg::arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(tg::arange(4, tg::kFloat64).dtype() == tg::kFloat64);
+  // torch.arange(0, 5, 2) -> [0, 2, 4]; torch.arange(5, 0, -2) -> [5, 3, 1]; torch.arange(2, 7) -> [2 .. 6]
+  CHECK(tg::arange(0, 5, 2).to_vector<int64_t>() == std::vector<int64_t>{0, 2, 4});
+  CHECK(tg::arange(5, 0, -2).to_vector<int64_t>() == std::vector<int64_t>{5, 3, 1});
+  CHECK(tg::arange(2, 7).to_vector<int64_t>() == std::vector<int64_t>{2, 3, 4, 5, 6});
+  CHECK(tg::arange(2, 7).dtype() == tg::kInt64);
+  // int64 exactly beyond 2^53: start + i step in integers
+  const int64_t big = (int64_t(1) << 53) + 1;
+  CHECK(tg::arange(big, big + 3).to_vector<int64_t>() == std::vector<int64_t>{big, big + 1, big + 2});
+  // torch.arange(0., 1., 0.3) -> float32 [0, 0.3, 0.6, 0.9]; torch.arange(1, 2.5, 0.5) -> float32 [1, 1.5, 2]
+  const Tensor f = tg::arange(0.0, 1.0, 0.3);
+  CHECK(f.dtype() == tg::kFloat32);
+  CHECK(f.numel() == 4);
+  CHECK(f.to_vector<float>()[3] == doctest::Approx(0.9f));
+  CHECK(tg::arange(1, 2.5, 0.5).to_vector<float>() == std::vector<float>{1.0f, 1.5f, 2.0f});
+  CHECK(tg::arange(0, 5, 1, tg::kFloat64).dtype() == tg::kFloat64);
+  CHECK(tg::arange(0, 3, tg::kFloat32).to_vector<float>() == std::vector<float>{0, 1, 2});
+  CHECK(tg::arange(3, 3).numel() == 0);
+  // PyTorch's errors
+  TG_CHECK_THROWS(tg::arange(0, 5, 0), tg::Error, "step must be nonzero");
+  TG_CHECK_THROWS(tg::arange(0, 5, -1), tg::Error, "upper bound and lower bound inconsistent with step sign");
+  TG_CHECK_THROWS(tg::arange(0.0, INFINITY), tg::Error, "unsupported range: 0 -> inf");
+}
+
 TEST_CASE("habits: factories take a dtype, a device or TensorOptions, libtorch style") {
   CHECK(tg::zeros({1}, tg::kInt64).dtype() == tg::kInt64);
   CHECK(tg::ones({2}, tg::kFloat64).dtype() == tg::kFloat64);

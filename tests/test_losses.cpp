@@ -1,5 +1,6 @@
 // tests/test_losses.cpp: nll_loss, binary_cross_entropy (with and without logits), l1_loss,
-// smooth_l1_loss, huber_loss, dropout2d and conv_transpose2d against values PyTorch 2.15 computed in
+// smooth_l1_loss, huber_loss, kl_div, margin_ranking_loss, cosine_embedding_loss, cross_entropy over
+// (N, C, d...) and with probability targets, dropout2d and conv_transpose2d against values PyTorch 2.15 computed in
 // float64 on the same inputs, and their errors. The inputs are closed forms, vals(n, a, b)[i] =
 // a + b sin(1.3 i + 0.4), so that the Python that printed the reference values is short:
 //   d = torch.float64; vals = lambda n, a, b: a + b * torch.sin(1.3 * torch.arange(n, dtype=d) + 0.4)
@@ -248,4 +249,140 @@ TEST_CASE("losses: nn::ConvTranspose2d in both styles, PyTorch's parameters and 
                   "ConvTranspose2d: the options name no channels or kernel size");
   TG_CHECK_THROWS(tg::nn::ConvTranspose2d(6, 4, 3, tg::nn::ConvTranspose2dOptions().groups(4)), tg::ShapeError,
                   "in_channels must be divisible by groups");
+}
+
+namespace {
+/// softmax(vals(12, a, b).reshape(3, 4), 1) as float64 values, row by row.
+std::vector<double> softmax_rows(double a, double b) {
+  std::vector<double> v = vals(12, a, b, {12}).to_vector<double>();
+  for (int r = 0; r < 3; ++r) {
+    double z = 0;
+    for (int c = 0; c < 4; ++c) z += std::exp(v[static_cast<size_t>(4 * r + c)]);
+    for (int c = 0; c < 4; ++c) v[static_cast<size_t>(4 * r + c)] = std::exp(v[static_cast<size_t>(4 * r + c)]) / z;
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("losses: kl_div against PyTorch, batchmean, log_target and a zero target") {
+  // tests/data/losses_more_reference.py: x = log_softmax(vals(12, 0, 2).reshape(3, 4), 1),
+  // t = softmax(vals(12, 1, 1.5).reshape(3, 4), 1) with t[1, 2] = 0
+  Tensor x = Tensor(tg::log_softmax(vals(12, 0, 2, {3, 4}), 1).data(), true);
+  std::vector<double> tv = softmax_rows(1, 1.5);
+  tv[6] = 0.0;
+  Tensor t = Tensor(tg::from_vector(tv, {3, 4}).data(), true);
+  Tensor loss = tg::kl_div(x, t, tg::kBatchMean);
+  check_close(loss, {0.04450673597407817});
+  loss.backward();
+  check_close(x.grad(), {-0.07755476019074871, -0.1913977976016375, -0.053438783684805244, -0.010941991856141906,
+                         -0.016657481820673385, -0.10224982439211375, -0.0, -0.0383606713133406, -0.01043975483192633,
+                         -0.0231629552711283, -0.13804631967734032, -0.16168430355293836});
+  // the target's gradient log t + 1 - x, NaN at t == 0 as PyTorch's xlogy gives
+  const std::vector<double> dt = t.grad().to_vector<double>();
+  CHECK(std::isnan(dt[6]));
+  CHECK(dt[0] == doctest::Approx(0.3848987572867985).epsilon(1e-12));
+  CHECK(dt[11] == doctest::Approx(0.3080165727950474).epsilon(1e-12));
+  check_close(tg::kl_div(x, t), {0.011126683993519543});   // 'mean': over every element
+  check_close(tg::kl_div(x, t, tg::Reduction::None),
+              {0.03599229679960758, -0.0840773942303456, 0.044703483286207824, 0.02650659486405693, 0.03267049291031954,
+               0.015005246728353516, 0.0, 0.04323773806459805, 0.026226478013563995, 0.03973004126625651,
+               -0.00963486461774038, -0.03683990516264346});
+  check_close(tg::kl_div(x, vals(12, -1, 0.5, {3, 4}), tg::Reduction::Sum, /*log_target=*/true), {4.197839550991537});
+  // the module, with libtorch's options
+  tg::nn::KLDivLoss batchmean(tg::nn::KLDivLossOptions(tg::kBatchMean));
+  check_close(batchmean(x, t), {0.04450673597407817});
+  tg::nn::KLDivLoss summed(tg::nn::KLDivLossOptions().reduction(tg::kSum).log_target(true));
+  check_close(summed->forward(x, vals(12, -1, 0.5, {3, 4})), {4.197839550991537});
+  TG_CHECK_THROWS(tg::kl_div(x, tg::ones({4})), tg::ShapeError, "kl_div");
+}
+
+TEST_CASE("losses: margin_ranking_loss and cosine_embedding_loss against PyTorch") {
+  // a = vals(6, 0, 1), b = vals(6, 0.2, 0.8).flip(0), y = [1, -1, 1, 1, -1, -1], margin 0.3
+  Tensor a = vals(6, 0, 1, {6}, true);
+  std::vector<double> bv = vals(6, 0.2, 0.8, {6}).to_vector<double>();
+  Tensor b = Tensor(tg::from_vector(std::vector<double>(bv.rbegin(), bv.rend()), {6}).data(), true);
+  const Tensor y = tg::from_vector(std::vector<double>{1, -1, 1, 1, -1, -1}, {6});
+  Tensor loss = tg::margin_ranking_loss(a, b, y, 0.3);
+  check_close(loss, {0.6776631039484773});
+  loss.backward();
+  const double s = 1.0 / 6;
+  check_close(a.grad(), {-s, s, 0, -s, 0, s});   // 0 where the hinge is inactive
+  check_close(b.grad(), {s, -s, 0, s, 0, -s});
+  check_close(tg::nn::MarginRankingLoss(tg::nn::MarginRankingLossOptions().margin(0.3).reduction(tg::kNone))(a, b, y),
+              {0.5733334692019096, 1.5966781207503253, 0.0, 1.5290619431973491, 0.0, 0.3669050905412797});
+  TG_CHECK_THROWS(tg::margin_ranking_loss(a, tg::reshape(b, {2, 3}), y), tg::ShapeError,
+                  "All input tensors should have same dimension");
+
+  // p = vals(12, 0, 1).reshape(3, 4), q = vals(12, 0.5, 1).flip(0).reshape(3, 4), y = [1, -1, -1]
+  Tensor p = vals(12, 0, 1, {3, 4}, true);
+  std::vector<double> qv = vals(12, 0.5, 1, {12}).to_vector<double>();
+  Tensor q = Tensor(tg::from_vector(std::vector<double>(qv.rbegin(), qv.rend()), {3, 4}).data(), true);
+  const Tensor y3 = tg::from_vector(std::vector<double>{1, -1, -1}, {3});
+  loss = tg::cosine_embedding_loss(p, q, y3, -0.2);
+  check_close(loss, {0.6392768092785175});
+  loss.backward();
+  check_close(p.grad(), {-0.11419304524287163, -0.018146685799831586, 0.013148646627832015, -0.0661547832835738,
+                         0.14715893838258864, 0.12339720477415338, 0.022224030165357872, -0.00814164761837426,
+                         0.04311706861764385, 0.11355435103330616, 0.10021943009028855, 0.02264799621050881});
+  check_close(q.grad(), {0.05454897294344929, -0.02861856369356193, -0.013738519100230022, 0.07738980653397698,
+                         -0.11681150948130076, -0.012415687340562892, 0.0623563420797254, -0.002036619493391746,
+                         -0.08483590380006487, -0.09037765414892754, -0.008854582499960018, 0.04030182019285701});
+  check_close(tg::nn::CosineEmbeddingLoss(tg::nn::CosineEmbeddingLossOptions().margin(0.1).reduction(tg::kNone))
+                  ->forward(p, q, y3),
+              {0.17636210954218223, 0.5729286012476309, 0.5685397170457391});
+  check_close(tg::cosine_embedding_loss(tg::select(p, 0, 0), tg::select(q, 0, 0), tg::full({}, -1.0, tg::kFloat64), 0.1),
+              {0.7236378904578178});
+  TG_CHECK_THROWS(tg::cosine_embedding_loss(p, q, tg::ones({3, 1}, tg::kFloat64)), tg::ShapeError,
+                  "0D or 1D target tensor expected, multi-target not supported");
+  TG_CHECK_THROWS(tg::cosine_embedding_loss(tg::select(p, 0, 0), tg::select(q, 0, 0), y3), tg::ShapeError,
+                  "1D target tensor expects 2D input tensors, but found inputs with sizes [4] and [4].");
+}
+
+TEST_CASE("losses: cross_entropy over (N, C, d1, d2) and with class-probability targets, against PyTorch") {
+  // z = vals(24, 0, 2).reshape(2, 3, 2, 2), target [[[0, 2], [1, -100]], [[2, 2], [0, 1]]], label_smoothing 0.1
+  Tensor z = vals(24, 0, 2, {2, 3, 2, 2}, true);
+  const Tensor tgt = tg::from_vector(std::vector<int64_t>{0, 2, 1, -100, 2, 2, 0, 1}, {2, 2, 2});
+  Tensor loss = tg::cross_entropy(z, tgt, tg::Reduction::Mean, -100, 0.1);
+  check_close(loss, {1.0963144730502468});
+  loss.backward();
+  check_close(z.grad(), {-0.013725077705027193, 0.09088507497683711, 0.010658179585893875, 0.0, 0.01076931079708892,
+                         0.03709321088240282, -0.05701662202515148, 0.0, 0.0029557669079382748, -0.12797828585923993,
+                         0.04635844243925763, 0.0, 0.0022515924787971813, 0.0008012433118442639, -0.04775202282756953,
+                         0.11484166677789237, 0.04696435347754019, 0.010746218771631571, 0.01531996399510993,
+                         -0.11357799513204586, -0.049215945956337374, -0.011547462083475844, 0.03243205883245962,
+                         -0.0012636716458464487},
+              1e-10);
+  const Tensor none = tg::cross_entropy(z, tgt, tg::Reduction::None);
+  CHECK(none.shape() == tg::Shape{2, 2, 2});
+  check_close(none, {0.1776232638000195, 3.2838055606894847, 0.6269531945409385, 0.0, 0.5296318378604733,
+                     0.1595807809701609, 0.5123782058307697, 1.9784213864283113});
+  TG_CHECK_THROWS(tg::cross_entropy(z, tg::zeros({2, 2}, tg::kInt64)), tg::ShapeError, "Expected target size [2, 2, 2], got [2, 2]");
+
+  // probabilities: z2 = vals(12, 0, 2).reshape(3, 4), tp = softmax(vals(12, 1, 1.5).reshape(3, 4), 1), smoothing 0.2
+  Tensor z2 = vals(12, 0, 2, {3, 4}, true);
+  Tensor tp = Tensor(tg::from_vector(softmax_rows(1, 1.5), {3, 4}).data(), true);
+  loss = tg::cross_entropy(z2, tp, tg::Reduction::Mean, -100, 0.2);
+  check_close(loss, {1.284766360674085});
+  loss.backward();
+  check_close(z2.grad(), {-0.012271224700197302, 0.05179448286959427, -0.018982872213583777, -0.020540385955813197,
+                          -0.02132940742210478, -0.0010980861586922458, 0.04343659446382356, -0.021009100883026554,
+                          -0.020499745644042743, -0.022120653088166655, 0.014191869100846207, 0.028428529631363164},
+              1e-10);
+  check_close(tp.grad(), {0.43009466459226736, 0.10889654824889777, 0.5625204428582852, 1.1264062800899237,
+                          0.9733476429632143, 0.32817089509093644, 0.1349491392020978, 0.6767527003442749,
+                          1.1469101708418914, 0.8635561625582157, 0.2288770401651232, 0.17267920486353133},
+              1e-10);
+  // (N, C, d) probabilities: classes along dim 1
+  std::vector<double> t3 = vals(24, 1, 1.5, {24}).to_vector<double>();
+  for (int n = 0; n < 2; ++n)
+    for (int d = 0; d < 4; ++d) {
+      double zs = 0;
+      for (int c = 0; c < 3; ++c) zs += std::exp(t3[static_cast<size_t>(12 * n + 4 * c + d)]);
+      for (int c = 0; c < 3; ++c)
+        t3[static_cast<size_t>(12 * n + 4 * c + d)] = std::exp(t3[static_cast<size_t>(12 * n + 4 * c + d)]) / zs;
+    }
+  check_close(tg::cross_entropy(vals(24, 0, 2, {2, 3, 4}), tg::from_vector(t3, {2, 3, 4}), tg::Reduction::Sum),
+              {6.733529023676887}, 1e-10);
+  // a floating target of another shape is not probabilities: refused as class indices
+  TG_CHECK_THROWS(tg::cross_entropy(z2, tg::ones({3}, tg::kFloat64)), tg::DTypeError, "int64 class indices");
 }

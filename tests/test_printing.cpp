@@ -304,7 +304,7 @@ TEST_CASE("printing: the autograd suffix comes last and wraps at 80 columns like
                    "       dtype=float64, requires_grad=true)");
   // (torch.arange(6.) * 1e9).requires_grad_() * 1.0
   //   -> "tensor([0.0000e+00, ..., 5.0000e+09],\n       grad_fn=<MulBackward0>)"
-  b << Tensor((tg::arange(6) * 1e9).data(), true) * 1.0;
+  b << Tensor((tg::arange(6, tg::kFloat32) * 1e9).data(), true) * 1.0;
   CHECK(b.str() == "tensor([0.0000e+00, 1.0000e+09, 2.0000e+09, 3.0000e+09, 4.0000e+09, 5.0000e+09],\n"
                    "       grad_fn=<mul>)");
   // torch.tensor([1.5, float('nan')], requires_grad=True) -> "tensor([1.5000,    nan], requires_grad=True)"

@@ -53,6 +53,10 @@ def ops(dev):
         ("l1_loss", lambda d: F.l1_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
         ("smooth_l1_loss", lambda d: F.smooth_l1_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
         ("huber_loss", lambda d: F.huber_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("kl_div", lambda d: F.kl_div(t(3, 5, dt=d), t(3, 5, dt=d).abs(), reduction="batchmean")),
+        ("margin_ranking_loss", lambda d: F.margin_ranking_loss(t(3, 5, dt=d), t(3, 5, dt=d), t(3, 5, dt=d).sign())),
+        ("cosine_embedding_loss",
+         lambda d: F.cosine_embedding_loss(t(3, 5, dt=d), t(3, 5, dt=d), torch.tensor([1.0, -1.0, 1.0], device=dev))),
     ]
 
 

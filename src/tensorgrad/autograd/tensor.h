@@ -85,7 +85,7 @@ class TensorOptions {
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
   /// The element type (float32 unless set).
   DType dtype() const { return dtype_; }
-  bool has_dtype() const { return has_dtype_; }   ///< randint defaults to int64 when no dtype was set
+  bool has_dtype() const { return has_dtype_; }   ///< whether dtype() was set (arange, randint, randperm default to int64)
   /// The device (cpu unless set).
   Device device() const { return device_; }
   /// Whether the result requires grad (false unless set).

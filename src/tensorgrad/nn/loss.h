@@ -1,6 +1,7 @@
 /// \file
 /// nn/loss.h: the loss objects of torch::nn beside CrossEntropyLoss and MSELoss (nn/layers.h): NLLLoss,
-/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss and HuberLoss, each with libtorch's *Options (the
+/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, MarginRankingLoss and
+/// CosineEmbeddingLoss, each with libtorch's *Options (the
 /// reduction constants tg::kNone, tg::kMean, tg::kSum are in ops/ops.h). Like CrossEntropyLoss they are not
 /// Modules (they hold no parameters or buffers: a weight is an option); they are called as
 /// `criterion(input, target)` or, in libtorch's spelling, `criterion->forward(input, target)`. The
@@ -177,6 +178,96 @@ class HuberLoss : public detail::LossCall<HuberLoss> {
 
  private:
   HuberLossOptions options_;
+};
+
+/// Options of KLDivLoss (torch::nn::KLDivLossOptions).
+struct KLDivLossOptions {
+  /// With the given reduction (implicit, as libtorch's).
+  KLDivLossOptions(Reduction r = kMean) : reduction_(r) {}   // NOLINT
+  /// libtorch's KLDivLossOptions(torch::kBatchMean).
+  KLDivLossOptions(BatchMean) : batch_mean_(true) {}   // NOLINT
+  /// How the elements combine (default kMean: over every element, as PyTorch's 'mean').
+  KLDivLossOptions& reduction(Reduction r) { reduction_ = r; batch_mean_ = false; return *this; }
+  /// The sum divided by the batch size (kBatchMean).
+  KLDivLossOptions& reduction(BatchMean) { batch_mean_ = true; return *this; }
+  /// Whether the target holds log-probabilities (default false).
+  KLDivLossOptions& log_target(bool b) { log_target_ = b; return *this; }
+  Reduction reduction_ = kMean;   ///< See reduction().
+  bool batch_mean_ = false;       ///< See reduction(BatchMean).
+  bool log_target_ = false;       ///< See log_target().
+};
+/// kl_div(input, target, reduction, log_target) (torch::nn::KLDivLoss).
+class KLDivLoss : public detail::LossCall<KLDivLoss> {
+ public:
+  /// With the given options (default: mean over elements, probabilities as target).
+  explicit KLDivLoss(const KLDivLossOptions& options = {}) : options_(options) {}
+  /// input log-probabilities, target of input's shape.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    if (options_.batch_mean_) return kl_div(input, target, kBatchMean, options_.log_target_);
+    return kl_div(input, target, options_.reduction_, options_.log_target_);
+  }
+  const KLDivLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  KLDivLossOptions options_;
+};
+
+/// Options of MarginRankingLoss (torch::nn::MarginRankingLossOptions).
+struct MarginRankingLossOptions {
+  /// The margin (default 0).
+  MarginRankingLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// How the elements combine (default kMean).
+  MarginRankingLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 0;             ///< See margin().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// margin_ranking_loss(input1, input2, target, margin, reduction) (torch::nn::MarginRankingLoss).
+class MarginRankingLoss {
+ public:
+  /// With the given options (default: margin 0, mean).
+  explicit MarginRankingLoss(const MarginRankingLossOptions& options = {}) : options_(options) {}
+  /// x1, x2 and target (1 or -1) of one number of dims, broadcast.
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) const {
+    return margin_ranking_loss(input1, input2, target, options_.margin_, options_.reduction_);
+  }
+  /// forward(input1, input2, target).
+  Tensor operator()(const Tensor& input1, const Tensor& input2, const Tensor& target) const {
+    return forward(input1, input2, target);
+  }
+  const MarginRankingLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const MarginRankingLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  MarginRankingLossOptions options_;
+};
+
+/// Options of CosineEmbeddingLoss (torch::nn::CosineEmbeddingLossOptions).
+struct CosineEmbeddingLossOptions {
+  /// The margin of the dissimilar pairs (default 0).
+  CosineEmbeddingLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// How the rows combine (default kMean).
+  CosineEmbeddingLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 0;             ///< See margin().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// cosine_embedding_loss(input1, input2, target, margin, reduction) (torch::nn::CosineEmbeddingLoss).
+class CosineEmbeddingLoss {
+ public:
+  /// With the given options (default: margin 0, mean).
+  explicit CosineEmbeddingLoss(const CosineEmbeddingLossOptions& options = {}) : options_(options) {}
+  /// x1, x2 (N, D) or (D), target (N) or 0-d of 1 (similar) and -1 (dissimilar).
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) const {
+    return cosine_embedding_loss(input1, input2, target, options_.margin_, options_.reduction_);
+  }
+  /// forward(input1, input2, target).
+  Tensor operator()(const Tensor& input1, const Tensor& input2, const Tensor& target) const {
+    return forward(input1, input2, target);
+  }
+  const CosineEmbeddingLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const CosineEmbeddingLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  CosineEmbeddingLossOptions options_;
 };
 
 }  // namespace nn

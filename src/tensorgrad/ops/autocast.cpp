@@ -74,7 +74,7 @@ namespace {
 using detail::AutocastOp;
 using detail::CastPolicy;
 
-constexpr int kOps = static_cast<int>(AutocastOp::HuberLoss) + 1;
+constexpr int kOps = static_cast<int>(AutocastOp::CosineEmbeddingLoss) + 1;
 // kPolicy[op] = {CPU, CUDA}: Note [Autocast op lists]
 constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::Lower, CastPolicy::Lower},       // Matmul
@@ -100,6 +100,9 @@ constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::Float32, CastPolicy::Float32},   // L1Loss
     {CastPolicy::Float32, CastPolicy::Float32},   // SmoothL1Loss
     {CastPolicy::Float32, CastPolicy::Float32},   // HuberLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // KlDiv
+    {CastPolicy::Float32, CastPolicy::Float32},   // MarginRankingLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // CosineEmbeddingLoss
 };
 
 /// One parameter's copies in the region: Note [Autocast cast cache].

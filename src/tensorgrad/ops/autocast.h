@@ -63,6 +63,9 @@ enum class AutocastOp : uint8_t {
   L1Loss,
   SmoothL1Loss,
   HuberLoss,
+  KlDiv,
+  MarginRankingLoss,
+  CosineEmbeddingLoss,
 };
 /// What autocast does to an op's floating inputs.
 enum class CastPolicy : uint8_t {

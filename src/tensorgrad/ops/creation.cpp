@@ -2,6 +2,7 @@
 // so the same manual_seed gives the same values on every device.
 #include "tensorgrad/ops/creation.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -24,7 +25,39 @@ Tensor ones(IntArrayRef shape, const TensorOptions& o) { return full(shape, 1.0,
 Tensor full(IntArrayRef shape, double value, const TensorOptions& o) {
   return leaf(prim::full(shape, value, o.dtype(), o.device()), o);
 }
-Tensor arange(int64_t n, const TensorOptions& o) { return leaf(prim::arange(n, o.dtype(), o.device()), o); }
+Tensor arange(int64_t n, const TensorOptions& o) {
+  return leaf(prim::arange(n, o.has_dtype() ? o.dtype() : kInt64, o.device()), o);
+}
+
+namespace {
+/// The element count of arange(start, end, step), with PyTorch's checks.
+int64_t arange_size(double start, double end, double step) {
+  TG_CHECK(std::isfinite(start) && std::isfinite(end), Error, "unsupported range: ", start, " -> ", end);
+  TG_CHECK(step != 0, Error, "step must be nonzero");
+  TG_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), Error,
+           "upper bound and lower bound inconsistent with step sign");
+  return static_cast<int64_t>(std::ceil((end - start) / step));
+}
+}  // namespace
+
+// Both fill the values on the host (start + i step, exactly in int64 for integer bounds, in double
+// for floating ones, as PyTorch's CPU kernel) and convert them once to the dtype and device.
+Tensor detail::arange_integral(int64_t start, int64_t end, int64_t step, const TensorOptions& o) {
+  arange_size(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step));   // the checks
+  // the count in integers: exact where the bounds are beyond double's 2^53
+  const int64_t n = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+  RawTensor host = prim::empty({n}, kInt64, Device());
+  int64_t* p = host.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = start + i * step;
+  return leaf(host.to(o.has_dtype() ? o.dtype() : kInt64).to(o.device()), o);
+}
+Tensor detail::arange_floating(double start, double end, double step, const TensorOptions& o) {
+  const int64_t n = arange_size(start, end, step);
+  RawTensor host = prim::empty({n}, kFloat64, Device());
+  double* p = host.data<double>();
+  for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<double>(i) * step;
+  return leaf(host.to(o.has_dtype() ? o.dtype() : kFloat32).to(o.device()), o);
+}
 Tensor eye(int64_t n, const TensorOptions& o) { return leaf(prim::eye(n, o.dtype(), o.device()), o); }
 
 Tensor rand(IntArrayRef shape, const TensorOptions& o) {

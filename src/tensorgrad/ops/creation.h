@@ -36,8 +36,36 @@ Tensor zeros(IntArrayRef shape, const TensorOptions& options = {});
 Tensor ones(IntArrayRef shape, const TensorOptions& options = {});
 /// Every element value (torch.full).
 Tensor full(IntArrayRef shape, double value, const TensorOptions& options = {});
-/// 0, 1, ..., n-1, 1-D (torch.arange(n)).
+/// 0, 1, ..., n-1, 1-D, int64 unless options set a dtype (torch.arange(n)); ShapeError for n < 0.
 Tensor arange(int64_t n, const TensorOptions& options = {});
+namespace detail {
+/// The ranges of arange(start, end, step): one for integer bounds (int64 by default), one for any
+/// floating one (float32 by default).
+Tensor arange_integral(int64_t start, int64_t end, int64_t step, const TensorOptions& options);
+Tensor arange_floating(double start, double end, double step, const TensorOptions& options);
+template <class... A>
+constexpr bool all_arithmetic = (std::is_arithmetic<A>::value && ...);
+template <class... A>
+constexpr bool all_integral = (std::is_integral<A>::value && ...);
+}  // namespace detail
+/// start, start + step, ... up to end (excluded), 1-D, as torch.arange(start, end, step): int64 when
+/// start, end and step are all integers and options set no dtype, else float32; ceil((end - start) /
+/// step) elements. Error for step 0, a step whose sign leads away from end, or an infinite bound
+/// (PyTorch's messages).
+template <class S, class E, class P, std::enable_if_t<detail::all_arithmetic<S, E, P>, int> = 0>
+Tensor arange(S start, E end, P step, const TensorOptions& options = {}) {
+  if constexpr (detail::all_integral<S, E, P>)
+    return detail::arange_integral(static_cast<int64_t>(start), static_cast<int64_t>(end), static_cast<int64_t>(step),
+                                   options);
+  else
+    return detail::arange_floating(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step),
+                                   options);
+}
+/// arange(start, end, 1, options).
+template <class S, class E, std::enable_if_t<detail::all_arithmetic<S, E>, int> = 0>
+Tensor arange(S start, E end, const TensorOptions& options = {}) {
+  return arange(start, end, 1, options);
+}
 /// The (n, n) identity matrix (torch.eye).
 Tensor eye(int64_t n, const TensorOptions& options = {});
 /// Uniform in [0, 1) (torch.rand); DTypeError for int64.

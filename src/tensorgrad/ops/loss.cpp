@@ -1,5 +1,6 @@
 // ops/loss.cpp: the losses beside cross_entropy and mse_loss (ops/softmax_loss.cpp): nll_loss,
-// binary_cross_entropy (with and without logits), l1_loss, smooth_l1_loss and huber_loss, with
+// binary_cross_entropy (with and without logits), l1_loss, smooth_l1_loss, huber_loss, kl_div,
+// margin_ranking_loss and cosine_embedding_loss, with
 // PyTorch's arguments, checks and messages. They are compositions of differentiable ops, whose
 // gradients are PyTorch's, except binary_cross_entropy, whose own backward avoids the 0/0 of the
 // composed one where the input is exactly 0 or 1 (Note [binary_cross_entropy at 0 and 1]). Modules
@@ -196,6 +197,77 @@ Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, Reduction red
   const Tensor quadratic = mul(mul(d, d), scalar_like(0.5, d));
   const Tensor linear = mul(sub(a, scalar_like(0.5 * delta, a)), scalar_like(delta, a));
   return reduce_loss(where(lt(a, scalar_like(delta, a)), quadratic, linear), reduction);
+}
+
+Tensor kl_div(const Tensor& input_in, const Tensor& target_in, Reduction reduction, bool log_target) {
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::KlDiv, input_in), target = f32(AutocastOp::KlDiv, target_in);
+  check_pair("kl_div", input, target);
+  prim::check_floating("kl_div", target.data());
+  Tensor loss;
+  if (log_target) {
+    loss = mul(exp(target), sub(target, input));
+  } else {
+    // xlogy(t, t) - t input: t log t is 0 at t == 0 (its gradient there is NaN, as PyTorch's xlogy)
+    const Tensor zero = scalar_like(0.0, target);
+    loss = sub(where(eq(target, zero), zero, mul(target, log(target))), mul(target, input));
+  }
+  return reduce_loss(loss, reduction);
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, BatchMean, bool log_target) {
+  const Tensor total = kl_div(input, target, Reduction::Sum, log_target);
+  if (input.dim() == 0) return total;
+  return div(total, scalar_like(static_cast<double>(input.size(0)), total));
+}
+
+Tensor margin_ranking_loss(const Tensor& input1_in, const Tensor& input2_in, const Tensor& target_in, double margin,
+                           Reduction reduction) {
+  const char* op = "margin_ranking_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input1 = f32(AutocastOp::MarginRankingLoss, input1_in), input2 = f32(AutocastOp::MarginRankingLoss, input2_in),
+               target = f32(AutocastOp::MarginRankingLoss, target_in);
+  TG_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), ShapeError, op,
+           ": All input tensors should have same dimension but got sizes: input1: ", shape_str(input1.shape()),
+           ", input2: ", shape_str(input2.shape()), ", target: ", shape_str(target.shape()));
+  prim::check_floating(op, input1.data());
+  // max(0, -y (x1 - x2) + margin); relu's gradient is 0 at the kink, as PyTorch's clamp_min there
+  const Tensor d = sub(input1, input2);
+  return reduce_loss(relu(add(mul(neg(target), d), scalar_like(margin, d))), reduction);
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1_in, const Tensor& input2_in, const Tensor& target_in, double margin,
+                             Reduction reduction) {
+  const char* op = "cosine_embedding_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input1 = f32(AutocastOp::CosineEmbeddingLoss, input1_in),
+               input2 = f32(AutocastOp::CosineEmbeddingLoss, input2_in),
+               target = f32(AutocastOp::CosineEmbeddingLoss, target_in);
+  const int64_t td = target.dim();
+  TG_CHECK(td == 0 || td == 1, ShapeError, op, ": 0D or 1D target tensor expected, multi-target not supported");
+  if (td == 1) {
+    TG_CHECK(input1.dim() == 2 && input2.dim() == 2, ShapeError, op,
+             ": 1D target tensor expects 2D input tensors, but found inputs with sizes ", shape_str(input1.shape()),
+             " and ", shape_str(input2.shape()), ".");
+  } else {
+    TG_CHECK(input1.dim() == 1 && input2.dim() == 1, ShapeError, op,
+             ": 0D target tensor expects 1D input tensors, but found inputs with sizes ", shape_str(input1.shape()),
+             " and ", shape_str(input2.shape()), ".");
+  }
+  TG_CHECK(input1.shape() == input2.shape(), ShapeError, op, ": the inputs must have one shape, got ",
+           shape_str(input1.shape()), " and ", shape_str(input2.shape()));
+  TG_CHECK(td == 0 || target.size(0) == input1.size(0), ShapeError, op, ": expected a target of size (",
+           input1.size(0), "), got ", shape_str(target.shape()));
+  prim::check_floating(op, input1.data());
+  // PyTorch's arithmetic: cos = sum(x1 x2) / sqrt((sum(x1^2) + eps) (sum(x2^2) + eps)), eps = 1e-12
+  const int64_t dim = input1.dim() - 1;
+  const Tensor dot = sum(mul(input1, input2), dim);
+  const Tensor eps = scalar_like(1e-12, dot);
+  const Tensor cos = div(dot, sqrt(mul(add(sum(mul(input1, input1), dim), eps), add(sum(mul(input2, input2), dim), eps))));
+  const Tensor zero = scalar_like(0.0, cos);
+  const Tensor positive = where(eq(target, scalar_like(1.0, target)), sub(scalar_like(1.0, cos), cos), zero);
+  const Tensor negative = where(eq(target, scalar_like(-1.0, target)), relu(sub(cos, scalar_like(margin, cos))), zero);
+  return reduce_loss(add(positive, negative), reduction);
 }
 
 }  // namespace tg

@@ -365,6 +365,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 /// Result: (N) per row for Reduction::None, else 0-d; Mean divides by the rows not ignored (NaN when
 /// there are none), as torch.nn.functional.cross_entropy. Other targets outside [0, C) throw
 /// IndexError (for CUDA tensors at the next sync); a target that requires grad throws AutogradError.
+/// Also as PyTorch: logits (N, C, d1, ...) with target (N, d1, ...) (each position a row; None gives
+/// (N, d1, ...)), and class probabilities as a floating target of the logits' shape (classes along
+/// dim 1; -sum_c t_c log_softmax(x)_c, differentiable in the target too; Mean divides by the positions;
+/// ignore_index does not apply).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction = Reduction::Mean,
                        int64_t ignore_index = -100, double label_smoothing = 0);
 /// (input - target)^2 elementwise, then reduced (torch.nn.functional.mse_loss); ShapeError unless the
@@ -399,6 +403,32 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 /// unless delta > 0.
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
                   double delta = 1.0);
+
+/// Reduction of kl_div that divides the sum by the batch size (input.size(0)), as libtorch's
+/// torch::kBatchMean: the mathematically correct KL divergence per sample.
+struct BatchMean {};
+/// BatchMean{}, libtorch's spelling.
+constexpr BatchMean kBatchMean{};
+/// The Kullback-Leibler divergence loss (torch.nn.functional.kl_div): input holds log-probabilities;
+/// target probabilities (log-probabilities with log_target), elementwise target (log target - input)
+/// (xlogy(t, t) - t input: 0 where t == 0), or exp(t) (t - input) with log_target, then reduced. Mean
+/// averages over every element, as PyTorch's 'mean'; kl_div(input, target, kBatchMean) divides the
+/// sum by input.size(0). Input and target of one shape (ShapeError), floating.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+              bool log_target = false);
+/// kl_div with reduction 'batchmean' (see above).
+Tensor kl_div(const Tensor& input, const Tensor& target, BatchMean, bool log_target = false);
+/// max(0, -y (x1 - x2) + margin) elementwise, y = 1 or -1 ranking x1 above or below x2, then reduced
+/// (torch.nn.functional.margin_ranking_loss). x1, x2 and target broadcast; ShapeError unless they
+/// have one number of dims.
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0,
+                           Reduction reduction = Reduction::Mean);
+/// 1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1, 0 elsewhere, then reduced
+/// (torch.nn.functional.cosine_embedding_loss): the cosine along the last dim of x1 and x2 (N, D) or
+/// (D), with PyTorch's epsilon (1e-12 added to each squared norm); target (N) or 0-d. ShapeError for
+/// other ranks or sizes.
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0,
+                             Reduction reduction = Reduction::Mean);
 
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the

@@ -29,8 +29,48 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, t
 
 // logits (N, C), target (N) int64 -> loss: (N) for None, 0-d for Mean and Sum. Rows whose target is
 // ignore_index count for nothing (the mean divides by the rows that are not ignored, as in PyTorch).
+namespace {
+/// cross_entropy with class probabilities as targets (a floating target of the logits' shape: PyTorch's
+/// rule; another floating target is refused as indices would be), classes along dim 1: -sum_c t_c log_softmax(x)_c per position, t mixed with the uniform distribution by
+/// label_smoothing; composed, so the target gets a gradient too, as in PyTorch.
+Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, Reduction reduction,
+                                   double label_smoothing) {
+  TG_CHECK(label_smoothing >= 0 && label_smoothing <= 1, Error,
+           "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  const Tensor t = amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, target);
+  Tensor mixed = t;
+  if (label_smoothing > 0) {
+    const double C = static_cast<double>(logits.size(class_dim));
+    mixed = add(mul(t, scalar_like(1.0 - label_smoothing, t)), scalar_like(label_smoothing / C, t));
+  }
+  const Tensor loss = neg(sum(mul(log_softmax(logits, class_dim), mixed), class_dim));
+  if (reduction == Reduction::None) return loss;
+  return reduction == Reduction::Sum ? sum(loss) : mean(loss);
+}
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction reduction, int64_t ignore_index,
                        double label_smoothing) {
+  if (target.defined() && is_floating(target.dtype()) && target.shape() == logits_in.shape())
+    return cross_entropy_probabilities(amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, logits_in), target,
+                                       reduction, label_smoothing);
+  if (logits_in.dim() > 2) {
+    // (N, C, d1, ...) with target (N, d1, ...): every position is a row of C logits
+    Shape want = logits_in.shape();
+    want.erase(want.begin() + 1);
+    TG_CHECK(target.shape() == want, ShapeError, "cross_entropy: Expected target size ", shape_str(want), ", got ",
+             shape_str(target.shape()));
+    std::vector<int64_t> order(static_cast<std::size_t>(logits_in.dim()));
+    for (int64_t d = 0; d < logits_in.dim(); ++d) order[static_cast<std::size_t>(d)] = d;
+    order.erase(order.begin() + 1);
+    order.push_back(1);   // the classes last
+    const int64_t C = logits_in.size(1);
+    const Tensor rows = reshape(permute(logits_in, order), Shape{target.numel(), C});
+    const Tensor loss = cross_entropy(rows, reshape(target, Shape{target.numel()}), reduction, ignore_index,
+                                      label_smoothing);
+    return reduction == Reduction::None ? reshape(loss, target.shape()) : loss;
+  }
   TG_CHECK(!target.requires_grad(), AutogradError, "cross_entropy: no gradient with respect to targets");
   // Note [Autocast op lists]: float32
   const Tensor logits = amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, logits_in);
