@@ -582,6 +582,18 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::smooth_l1_loss(in[0], in[1], tg::Reduction::Mean, 0.5); }, R});
   t.push_back({"huber_loss", "(257, 33), delta 0.7, sum", {normal({257, 33}, 233, dt), normal({257, 33}, 234, dt)},
                [](auto& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Sum, 0.7); }, R});
+  t.push_back({"pad", "(4, 3, 17, 9) reflect (2, 3, 1, 4)", {normal({4, 3, 17, 9}, 246, dt)},
+               [](auto& in) { return tg::pad(in[0], {2, 3, 1, 4}, "reflect"); }});
+  t.push_back({"pad", "(4, 3, 17, 9) constant (1, -2, 3, 0), value 2", {normal({4, 3, 17, 9}, 247, dt)},
+               [](auto& in) { return tg::pad(in[0], {1, -2, 3, 0}, "constant", 2.0); }});
+  t.push_back({"pad", "(5, 33) circular and replicate", {normal({5, 33}, 248, dt)},
+               [](auto& in) { return tg::pad(tg::pad(in[0], {4, 7}, "circular"), {2, 2}, "replicate"); }});
+  t.push_back({"interpolate", "(2, 3, 9, 7) bilinear to (17, 12)", {normal({2, 3, 9, 7}, 249, dt)},
+               [](auto& in) { return tg::interpolate(in[0], {17, 12}, {}, "bilinear"); }, R});
+  t.push_back({"interpolate", "(2, 3, 9, 7) nearest, scale 2.5", {normal({2, 3, 9, 7}, 250, dt)},
+               [](auto& in) { return tg::interpolate(in[0], {}, {2.5}); }});
+  t.push_back({"interpolate", "(3, 4, 33) linear, align_corners, to 50", {normal({3, 4, 33}, 251, dt)},
+               [](auto& in) { return tg::interpolate(in[0], {50}, {}, "linear", true); }, R});
   t.push_back({"kl_div", "(257, 33) log-probabilities, batchmean", {normal({257, 33}, 236, dt), normal({257, 33}, 237, dt)},
                [](auto& in) { return tg::kl_div(tg::log_softmax(in[0], 1), tg::softmax(in[1], 1), tg::kBatchMean); }, R});
   t.push_back({"kl_div", "(257, 33) log_target, none", {normal({257, 33}, 238, dt), normal({257, 33}, 239, dt)},
@@ -810,7 +822,7 @@ const std::set<std::string> kFloatingOnly = {
     "linear", "softmax", "log_softmax", "cross_entropy", "dropout",
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
     "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "kl_div", "margin_ranking_loss", "cosine_embedding_loss",
+    "kl_div", "margin_ranking_loss", "cosine_embedding_loss", "interpolate",
     "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "log1p",

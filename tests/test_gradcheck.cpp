@@ -573,6 +573,26 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn delta = [](const std::vector<Tensor>& in) { return tg::huber_loss(in[0], in[1], tg::Reduction::Mean, 0.6); };
     return std::vector<Sample>{{"delta 0.6", {randn64({4, 5}, 350), randn64({4, 5}, 351)}, delta}};
   };
+  t["pad"] = [] {
+    Fn reflect = [](const std::vector<Tensor>& in) { return tg::pad(in[0], {1, 2, 2, 0}, "reflect"); };
+    Fn circular = [](const std::vector<Tensor>& in) { return tg::pad(in[0], {2, 1}, "circular"); };
+    Fn constant = [](const std::vector<Tensor>& in) { return tg::pad(in[0], {-1, 2, 1, 1}, "constant", 0.5); };
+    Fn replicate = [](const std::vector<Tensor>& in) { return tg::pad(in[0], {2, 1, 1, 1}, "replicate"); };
+    return std::vector<Sample>{{"reflect (1, 2, 3, 4)", {randn64({1, 2, 3, 4}, 361)}, reflect},
+                               {"circular (2, 3)", {randn64({2, 3}, 362)}, circular},
+                               {"constant with a crop", {randn64({2, 3}, 363)}, constant},
+                               {"replicate (1, 2, 3)", {randn64({1, 2, 3}, 364)}, replicate}};
+  };
+  t["interpolate"] = [] {
+    Fn nearest = [](const std::vector<Tensor>& in) { return tg::interpolate(in[0], {}, {1.7}); };
+    Fn linear = [](const std::vector<Tensor>& in) { return tg::interpolate(in[0], {7}, {}, "linear"); };
+    Fn bilinear = [](const std::vector<Tensor>& in) { return tg::interpolate(in[0], {5, 3}, {}, "bilinear"); };
+    Fn corners = [](const std::vector<Tensor>& in) { return tg::interpolate(in[0], {}, {2.0}, "bilinear", true); };
+    return std::vector<Sample>{{"nearest, scale 1.7", {randn64({1, 2, 3, 2}, 365)}, nearest},
+                               {"linear, size 7", {randn64({2, 1, 4}, 366)}, linear},
+                               {"bilinear, size (5, 3)", {randn64({1, 2, 3, 4}, 367)}, bilinear},
+                               {"bilinear, align_corners", {randn64({1, 1, 2, 3}, 368)}, corners}};
+  };
   t["kl_div"] = [] {
     Fn batchmean = [](const std::vector<Tensor>& in) {
       return tg::kl_div(tg::log_softmax(in[0], 1), tg::softmax(in[1], 1), tg::kBatchMean);

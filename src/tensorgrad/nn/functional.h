@@ -5,6 +5,7 @@
 /// of the op in ops/ops.h; the options are the layers' own where libtorch shares them.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,30 @@
 namespace tg {
 namespace nn {
 namespace functional {
+
+/// Options of pad (libtorch's PadFuncOptions): the pad list, then mode ("constant", "reflect",
+/// "replicate", "circular") and value.
+struct PadFuncOptions {
+  /// pad()'s list: (left, right) pairs from the last dim backwards.
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}   // NOLINT: implicit, as libtorch's
+  /// The mode (default "constant").
+  PadFuncOptions& mode(std::string m) { mode_ = std::move(m); return *this; }
+  /// The fill of mode "constant" (default 0).
+  PadFuncOptions& value(double v) { value_ = v; return *this; }
+  std::vector<int64_t> pad_;           ///< See the constructor.
+  std::string mode_ = "constant";      ///< See mode().
+  std::optional<double> value_;        ///< See value().
+};
+/// tg::pad(x, pad, mode, value) (torch::nn::functional::pad).
+inline Tensor pad(const Tensor& x, const PadFuncOptions& options) {
+  return tg::pad(x, options.pad_, options.mode_, options.value_);
+}
+/// Options of interpolate (libtorch's InterpolateFuncOptions): Upsample's.
+using InterpolateFuncOptions = UpsampleOptions;
+/// tg::interpolate(x, size, scale_factor, mode, align_corners) (torch::nn::functional::interpolate).
+inline Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& options) {
+  return tg::interpolate(x, options.size_, options.scale_factor_, options.mode_, options.align_corners_);
+}
 
 /// Options of relu (libtorch's ReLUFuncOptions): inplace(true) writes the result into x.
 struct ReLUFuncOptions {

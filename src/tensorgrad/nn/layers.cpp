@@ -106,6 +106,30 @@ std::string Dropout2d::name() const {
   return os.str();
 }
 
+std::string Upsample::name() const {
+  // PyTorch's repr: one value bare, several as a tuple; floats as Python prints them
+  std::ostringstream os;
+  os << "Upsample(";
+  auto list = [&os](const auto& v, auto show) {
+    if (v.size() == 1) {
+      os << show(v[0]);
+      return;
+    }
+    os << "(";
+    for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << show(v[i]);
+    os << ")";
+  };
+  if (!options_.size_.empty()) {
+    os << "size=";
+    list(options_.size_, [](int64_t x) { return std::to_string(x); });
+  } else {
+    os << "scale_factor=";
+    list(options_.scale_factor_, [](double x) { return tg::detail::python_float(x); });
+  }
+  os << ", mode='" << options_.mode_ << "')";
+  return os.str();
+}
+
 std::string Dropout::name() const {
   std::ostringstream os;
   os << "Dropout(p=" << p_ << ")";

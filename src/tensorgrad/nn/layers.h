@@ -198,6 +198,41 @@ class Dropout2d : public Module {
 /// Dropout2d's options (libtorch's name): Dropout2dOptions(0.2).
 using Dropout2dOptions = DropoutOptions;
 
+/// Options of Upsample (torch::nn::UpsampleOptions): a size or a scale factor, a mode ("nearest",
+/// "linear", "bilinear") and align_corners for the interpolating modes.
+struct UpsampleOptions {
+  /// The output's spatial size (one value for every spatial dim, or one each).
+  UpsampleOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
+  /// The factor of each spatial dim (one value for all, or one each).
+  UpsampleOptions& scale_factor(std::vector<double> f) { scale_factor_ = std::move(f); return *this; }
+  /// "nearest" (default), "linear" or "bilinear".
+  UpsampleOptions& mode(std::string m) { mode_ = std::move(m); return *this; }
+  /// Corner-aligned sampling (linear modes only).
+  UpsampleOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  std::vector<int64_t> size_;          ///< See size().
+  std::vector<double> scale_factor_;   ///< See scale_factor().
+  std::string mode_ = "nearest";       ///< See mode().
+  std::optional<bool> align_corners_;  ///< See align_corners().
+};
+/// interpolate(x, size, scale_factor, mode, align_corners) (torch::nn::Upsample).
+class Upsample : public Module {
+ public:
+  /// With the given options (one of size and scale_factor must be set).
+  explicit Upsample(const UpsampleOptions& options = {}) : options_(options) {}
+  /// x (N, C, ...) resized.
+  Tensor forward(const Tensor& x) override {
+    return interpolate(x, options_.size_, options_.scale_factor_, options_.mode_, options_.align_corners_);
+  }
+  /// "Upsample(scale_factor=2.0, mode='nearest')", PyTorch's repr.
+  std::string name() const override;
+  /// An Upsample with the same options (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<Upsample>(options_); }
+  const UpsampleOptions& options() const { return options_; }   ///< The options.
+ private:
+  UpsampleOptions options_;
+  TG_LAYER_HANDLE(Upsample)
+};
+
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class Flatten : public Module {
  public:

@@ -332,6 +332,22 @@ Tensor flip(const Tensor& x, IntArrayRef dims);
 /// start (torch.roll), a copy; with no dims, x is rolled flattened (one shift). ShapeError unless
 /// shifts and dims have the same length.
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+/// x padded (torch.nn.functional.pad): pad lists (left, right) pairs from the last dim backwards,
+/// {l_last, r_last, l_prev, r_prev, ...}. Mode "constant" fills with value (default 0) and takes
+/// negative pads, which crop; "reflect" mirrors about the edge element, "replicate" repeats it,
+/// "circular" wraps around: those pad the last 1, 2 or 3 dims of an input with one or two more
+/// (PyTorch's combinations), without a value. A copy, differentiable (index_select or cat). ShapeError
+/// for an odd pad length, a reflect pad not below its dim, a circular one above it, or a negative size.
+Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode = "constant",
+           std::optional<double> value = std::nullopt);
+/// input (N, C, ...) resized over its spatial dims (torch.nn.functional.interpolate): to `size`, or by
+/// `scale_factor` (output floor(in factor); one value for every spatial dim or one each), in mode
+/// "nearest" (any number of spatial dims: PyTorch's legacy nearest, source floor(o in / out)),
+/// "linear" (N, C, L) or "bilinear" (N, C, H, W), half-pixel centres unless align_corners. Exactly
+/// one of size and scale_factor; align_corners only for the interpolating modes. Composed of
+/// index_select and blends: differentiable, on every backend.
+Tensor interpolate(const Tensor& input, IntArrayRef size = {}, const std::vector<double>& scale_factor = {},
+                   const std::string& mode = "nearest", std::optional<bool> align_corners = std::nullopt);
 /// x tiled repeats[i] times along dim i (torch.Tensor.repeat), a copy; more repeats than x has dims
 /// add leading dims. ShapeError for fewer repeats than dims, Error for a negative one.
 Tensor repeat(const Tensor& x, IntArrayRef repeats);

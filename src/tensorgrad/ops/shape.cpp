@@ -1,8 +1,10 @@
 // ops/shape.cpp: views (reshape, view, transpose, permute, squeeze, unsqueeze, expand), contiguous,
-// flatten, cat and stack; flip, roll, repeat and repeat_interleave, which copy and are compositions of
+// flatten, cat and stack; flip, roll, repeat, repeat_interleave and pad, which copy and are compositions of
 // index_select, narrow, cat, expand and reshape (no kernel of their own: they run on every backend). Views share storage with their input (RawTensor view methods in
 // core/raw_tensor.cpp); their backward maps the gradient back to the input's layout.
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tensorgrad/prim/prim.h"
@@ -198,6 +200,81 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
   out[d] = checked_numel({x.shape()[d], repeats}, "repeat_interleave");
   checked_numel(out, "repeat_interleave");
   return contiguous(reshape(expand(unsqueeze(x, d + 1), expanded), out));
+}
+
+namespace {
+/// The input position each output position of dim d reads under a non-constant pad of (left, right):
+/// reflect mirrors about the edge element, replicate repeats it, circular wraps around.
+RawTensor pad_positions(int64_t n, int64_t left, int64_t right, const std::string& mode, Device device) {
+  RawTensor index = prim::empty({n + left + right}, kInt64, Device());
+  int64_t* p = index.data<int64_t>();
+  for (int64_t o = 0; o < n + left + right; ++o) {
+    int64_t i = o - left;
+    if (mode == "reflect") i = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+    else if (mode == "replicate") i = i < 0 ? 0 : (i >= n ? n - 1 : i);
+    else i = ((i % n) + n) % n;   // circular
+    p[o] = i;
+  }
+  return index.to(device);
+}
+}  // namespace
+
+Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optional<double> value) {
+  const int64_t m = static_cast<int64_t>(pad.size());
+  TG_CHECK(m % 2 == 0, ShapeError, "pad: Padding length must be divisible by 2, got ", shape_str(pad));
+  TG_CHECK(m / 2 <= x.dim(), ShapeError, "pad: Padding length should be less than or equal to two times the input dimension but got padding length ",
+           m, " and input of dimension ", x.dim());
+  TG_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", Error,
+           "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got '", mode, "'");
+  if (mode == "constant") {
+    // pad[2k], pad[2k + 1] widen (or, negative, narrow) dim x.dim() - 1 - k on the left and right
+    Tensor y = x;
+    const double fill = value.value_or(0.0);
+    for (int64_t k = 0; k < m / 2; ++k) {
+      const int64_t d = x.dim() - 1 - k, l = pad[2 * k], r = pad[2 * k + 1];
+      const int64_t n = y.shape()[d];
+      TG_CHECK(n + l + r >= 0, ShapeError, "pad: The input size ", n, ", plus negative padding ", l, " and ", r,
+               " resulted in a negative output size, which is invalid. Check dimension ", d, " of your input.");
+      const int64_t keep_from = l < 0 ? -l : 0, keep = n - keep_from - (r < 0 ? -r : 0);
+      if (keep_from > 0 || keep < n) y = narrow(y, d, keep_from, std::max<int64_t>(keep, 0));
+      std::vector<Tensor> parts;
+      Shape side = y.shape();
+      if (l > 0) {
+        side[d] = l;
+        parts.push_back(Tensor(prim::full(side, fill, x.dtype(), x.device())));
+      }
+      parts.push_back(y);
+      if (r > 0) {
+        side[d] = r;
+        parts.push_back(Tensor(prim::full(side, fill, x.dtype(), x.device())));
+      }
+      if (parts.size() > 1) y = cat(parts, d);
+    }
+    return y.data().storage() == x.data().storage() ? clone(y) : y;   // pad copies, as PyTorch's
+  }
+  TG_CHECK(!value.has_value() || *value == 0, Error, "pad: Padding mode \"", mode,
+           "\" doesn't take in value argument");
+  const int64_t padded = m / 2, rank = x.dim();
+  TG_CHECK((padded == 1 && (rank == 2 || rank == 3)) || (padded == 2 && (rank == 3 || rank == 4)) ||
+               (padded == 3 && (rank == 4 || rank == 5)),
+           ShapeError, "pad: Padding size ", m, " is not supported for ", rank,
+           "D input tensor. Supported combinations for non-constant padding: 2D or 3D input: padding size = 2 (pads "
+           "last dimension); 3D or 4D input: padding size = 4 (pads last 2 dimensions); 4D or 5D input: padding "
+           "size = 6 (pads last 3 dimensions)");
+  Tensor y = x;
+  for (int64_t k = 0; k < padded; ++k) {
+    const int64_t d = rank - 1 - k, l = pad[2 * k], r = pad[2 * k + 1], n = x.shape()[d];
+    TG_CHECK(l >= 0 && r >= 0, ShapeError, "pad: negative padding (", l, ", ", r, ") is only for mode 'constant'");
+    if (mode == "reflect")
+      TG_CHECK(l < n && r < n, ShapeError, "pad: Padding size should be less than the corresponding input dimension, but got: padding (",
+               l, ", ", r, ") at dimension ", d, " of input ", shape_str(x.shape()));
+    if (mode == "replicate") TG_CHECK(n > 0, ShapeError, "pad: cannot replicate-pad the empty dimension ", d);
+    if (mode == "circular")
+      TG_CHECK(l <= n && r <= n, ShapeError, "pad: Padding value causes wrapping around more than once.");
+    // index_select reads each output position's source (its gradient adds back into the same positions)
+    y = index_select(y, d, Tensor(pad_positions(n, l, r, mode, x.device())));
+  }
+  return y;
 }
 
 }  // namespace tg
