@@ -34,6 +34,7 @@
 #include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/nn/activation.h"
 #include "tensorgrad/nn/attention.h"
+#include "tensorgrad/nn/rnn.h"
 #include "tensorgrad/nn/checkpoint.h"
 #include "tensorgrad/nn/container.h"
 #include "tensorgrad/nn/data_parallel.h"

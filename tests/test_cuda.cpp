@@ -2035,3 +2035,40 @@ TEST_CASE("cuda: one fused Adam step over more parameters than one launch holds 
     for (std::size_t i = 0; i < wc.size(); ++i) check_same(wg[i], wc[i], 1e-5, 1e-6);
   }
 }
+
+TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients") {
+  TG_NEED_CUDA();
+  // the recurrent layers are compositions (linear, sigmoid, tanh, chunk, stack): the same module on both
+  // devices, bidirectional over two layers, forward and backward through time
+  tg::manual_seed(31);
+  tg::nn::LSTM lstm(tg::nn::LSTMOptions(5, 6).num_layers(2).bidirectional(true).batch_first(true));
+  tg::nn::GRU gru(tg::nn::GRUOptions(5, 6).num_layers(2));
+  const RawTensor x = randn_t({3, 7, 5}, 501, tg::kFloat32), w = randn_t({3, 7, 12}, 502, tg::kFloat32);
+  auto run_lstm = [&](Device d) {
+    lstm.to(d);
+    lstm.zero_grad();
+    Tensor xi(x.to(d), true);
+    auto [y, state] = lstm.forward(xi);
+    tg::sum(y * Tensor(w.to(d))).backward();
+    return std::vector<Tensor>{y, std::get<0>(state), std::get<1>(state), xi.grad(),
+                               lstm.named_parameters()[0].second.grad()};
+  };
+  const std::vector<Tensor> c = run_lstm(kCpu), g = run_lstm(kGpu);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    CAPTURE(i);
+    check_same(g[i], c[i], 1e-4, 1e-5);
+  }
+  auto run_gru = [&](Device d) {
+    gru.to(d);
+    gru.zero_grad();
+    Tensor xi(x.to(d).transpose(0, 1).contiguous(), true);   // (7, 3, 5): sequence first
+    auto [y, h] = gru.forward(xi);
+    tg::sum(y).backward();
+    return std::vector<Tensor>{y, h, xi.grad(), gru.named_parameters()[1].second.grad()};
+  };
+  const std::vector<Tensor> cg = run_gru(kCpu), gg = run_gru(kGpu);
+  for (std::size_t i = 0; i < cg.size(); ++i) {
+    CAPTURE(i);
+    check_same(gg[i], cg[i], 1e-4, 1e-5);
+  }
+}

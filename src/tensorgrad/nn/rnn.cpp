@@ -1,0 +1,262 @@
+// nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). Each time step is composed of differentiable
+// ops; the input projection of a whole layer is one linear over every step (one GEMM instead of one per
+// step), the recurrent projection one linear per step.
+#include "tensorgrad/nn/rnn.h"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "tensorgrad/nn/init.h"
+#include "tensorgrad/prim/prim.h"
+
+namespace tg {
+namespace nn {
+
+namespace {
+
+using detail::CellKind;
+
+int64_t gates_of(CellKind k) { return k == CellKind::Lstm ? 4 : k == CellKind::Gru ? 3 : 1; }
+
+/// One step from xp = W_ih x + b_ih (already computed) and the state (h, c): the new (h, c) (c
+/// undefined except for LSTM), PyTorch's gate order and formulas.
+std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                               const Tensor& b_hh) {
+  const Tensor hp = linear(h, w_hh, b_hh);
+  switch (k) {
+    case CellKind::RnnTanh: return {tanh(add(xp, hp)), Tensor()};
+    case CellKind::RnnRelu: return {relu(add(xp, hp)), Tensor()};
+    case CellKind::Lstm: {
+      const std::vector<Tensor> g = chunk(add(xp, hp), 4, -1);   // input, forget, cell, output
+      const Tensor c_new = add(mul(sigmoid(g[1]), c), mul(sigmoid(g[0]), tanh(g[2])));
+      return {mul(sigmoid(g[3]), tanh(c_new)), c_new};
+    }
+    case CellKind::Gru: {
+      const std::vector<Tensor> x3 = chunk(xp, 3, -1), h3 = chunk(hp, 3, -1);   // reset, update, new
+      const Tensor r = sigmoid(add(x3[0], h3[0])), z = sigmoid(add(x3[1], h3[1]));
+      const Tensor n = tanh(add(x3[2], mul(r, h3[2])));
+      return {add(n, mul(z, sub(h, n))), Tensor()};   // (1 - z) n + z h
+    }
+  }
+  throw Error("recurrent step: unknown cell");
+}
+
+const char* cell_name(CellKind k) {
+  switch (k) {
+    case CellKind::RnnTanh:
+    case CellKind::RnnRelu: return "RNN";
+    case CellKind::Lstm: return "LSTM";
+    case CellKind::Gru: return "GRU";
+  }
+  return "RNN";
+}
+
+/// slot = a fresh float32 tensor of `shape` from U(-bound, bound), registered on owner as name (the
+/// module keeps a reference to slot, which must outlive it: a member).
+void uniform_parameter(Module& owner, const std::string& name, Tensor& slot, const Shape& shape, double bound) {
+  slot = Tensor(prim::empty(shape));
+  init::uniform_(slot, -bound, bound);
+  owner.register_parameter(name, slot);
+}
+
+void check_options(const char* layer, int64_t input_size, int64_t hidden_size, int64_t num_layers, double dropout) {
+  TG_CHECK(input_size > 0 && hidden_size > 0, ShapeError, layer, ": input_size and hidden_size must be positive, got ",
+           input_size, " and ", hidden_size);
+  TG_CHECK(num_layers > 0, ShapeError, layer, ": num_layers must be greater than or equal to 1, got ", num_layers);
+  TG_CHECK(dropout >= 0 && dropout <= 1, Error, layer,
+           ": dropout should be a number in range [0, 1] representing the probability of an element being zeroed, got ",
+           dropout);
+}
+
+}  // namespace
+
+// ---- layers
+
+void detail::RecurrentBase::make_parameters(Module& owner, const char* layer) {
+  check_options(layer, input_size_, hidden_size_, num_layers_, dropout_);
+  const int64_t G = gates_of(kind_) * hidden_size_, dirs = bidirectional_ ? 2 : 1;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size_));
+  weights_.clear();
+  for (int64_t l = 0; l < num_layers_; ++l)
+    for (int64_t d = 0; d < dirs; ++d) {
+      const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+      const int64_t in = l == 0 ? input_size_ : hidden_size_ * dirs;
+      Weights& w = weights_.emplace_back();   // a deque: the registered references stay valid
+      uniform_parameter(owner, "weight_ih" + suffix, w.w_ih, {G, in}, bound);
+      uniform_parameter(owner, "weight_hh" + suffix, w.w_hh, {G, hidden_size_}, bound);
+      if (bias_) {
+        uniform_parameter(owner, "bias_ih" + suffix, w.b_ih, {G}, bound);
+        uniform_parameter(owner, "bias_hh" + suffix, w.b_hh, {G}, bound);
+      }
+    }
+}
+
+std::string detail::RecurrentBase::repr(const char* layer) const {
+  std::ostringstream os;
+  os << layer << "(" << input_size_ << ", " << hidden_size_;
+  if (num_layers_ != 1) os << ", num_layers=" << num_layers_;
+  if (!bias_) os << ", bias=False";
+  if (batch_first_) os << ", batch_first=True";
+  if (dropout_ != 0) os << ", dropout=" << tg::detail::python_float(dropout_);
+  if (bidirectional_) os << ", bidirectional=True";
+  os << ")";
+  return os.str();
+}
+
+std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run(const Tensor& input_in, const Tensor& h0_in,
+                                                              const Tensor& c0_in, bool training,
+                                                              const char* layer) const {
+  TG_CHECK(input_in.defined() && (input_in.dim() == 2 || input_in.dim() == 3), ShapeError, layer,
+           ": Expected input to be 2D or 3D, got ", input_in.defined() ? input_in.dim() : 0, "D tensor instead");
+  const DType dtype = weights_.front().w_ih.dtype();
+  TG_CHECK(input_in.dtype() == dtype, DTypeError, layer, ": input must have the type ", dtype_name(dtype), ", got type ",
+           dtype_name(input_in.dtype()));
+  TG_CHECK(input_in.size(-1) == input_size_, ShapeError, layer, ": input.size(-1) must be equal to input_size. Expected ",
+           input_size_, ", got ", input_in.size(-1));
+  const bool batched = input_in.dim() == 3;
+  // (L, N, input_size) from every layout
+  Tensor input = batched ? (batch_first_ ? transpose(input_in, 0, 1) : input_in) : unsqueeze(input_in, 1);
+  const int64_t L = input.size(0), N = input.size(1), dirs = bidirectional_ ? 2 : 1;
+  const Shape state_shape = batched ? Shape{num_layers_ * dirs, N, hidden_size_} : Shape{num_layers_ * dirs, hidden_size_};
+  auto initial = [&](const Tensor& s, const char* what) {
+    if (!s.defined()) return Tensor(prim::full({num_layers_ * dirs, N, hidden_size_}, 0.0, dtype, input.device()));
+    TG_CHECK(s.shape() == state_shape, ShapeError, layer, ": Expected ", what, " size ", shape_str(state_shape), ", got ",
+             shape_str(s.shape()));
+    return batched ? s : unsqueeze(s, 1);
+  };
+  const Tensor h0 = initial(h0_in, kind_ == CellKind::Lstm ? "hidden[0]" : "hidden");
+  const Tensor c0 = kind_ == CellKind::Lstm ? initial(c0_in, "hidden[1]") : Tensor();
+  std::vector<Tensor> h_n, c_n;
+  Tensor layer_input = input;
+  for (int64_t l = 0; l < num_layers_; ++l) {
+    std::vector<Tensor> direction_outputs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const Weights& w = weights_[static_cast<std::size_t>(l * dirs + d)];
+      const Tensor xp = linear(layer_input, w.w_ih, w.b_ih);   // (L, N, G hidden): every step at once
+      Tensor h = select(h0, 0, l * dirs + d), c = c0.defined() ? select(c0, 0, l * dirs + d) : Tensor();
+      std::vector<Tensor> outputs(static_cast<std::size_t>(L));
+      for (int64_t s = 0; s < L; ++s) {
+        const int64_t t = d == 0 ? s : L - 1 - s;
+        std::pair<Tensor, Tensor> hc = step(kind_, select(xp, 0, t), h, c, w.w_hh, w.b_hh);
+        h = hc.first;
+        c = hc.second;
+        outputs[static_cast<std::size_t>(t)] = h;
+      }
+      direction_outputs.push_back(L > 0 ? stack(outputs, 0) : Tensor(prim::empty({0, N, hidden_size_}, dtype, input.device())));
+      h_n.push_back(h);
+      if (c.defined()) c_n.push_back(c);
+    }
+    layer_input = dirs == 1 ? direction_outputs[0] : cat(direction_outputs, 2);
+    if (l + 1 < num_layers_ && dropout_ > 0) layer_input = tg::dropout(layer_input, dropout_, training);
+  }
+  Tensor output = layer_input, hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+  if (!batched) {
+    output = squeeze(output, 1);
+    hn = squeeze(hn, 1);
+    if (cn.defined()) cn = squeeze(cn, 1);
+  } else if (batch_first_) {
+    output = transpose(output, 0, 1);
+  }
+  return {output, hn, cn};
+}
+
+RNN::RNN(const RNNOptions& options) : options_(options) {
+  configure(*this, options.nonlinearity_ == kReLU ? CellKind::RnnRelu : CellKind::RnnTanh, options, "RNN");
+}
+std::tuple<Tensor, Tensor> RNN::forward(const Tensor& input, const Tensor& h0) {
+  auto [out, hn, cn] = run(input, h0, Tensor(), is_training(), "RNN");
+  (void)cn;
+  return {out, hn};
+}
+std::string RNN::name() const { return repr("RNN"); }
+
+LSTM::LSTM(const LSTMOptions& options) : options_(options) {
+  TG_CHECK(options.proj_size_ == 0, Error, "LSTM: proj_size ", options.proj_size_,
+           " is not supported by tensorgrad (only 0: no projection)");
+  configure(*this, CellKind::Lstm, options, "LSTM");
+}
+std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state) {
+  auto [out, hn, cn] = run(input, std::get<0>(state), std::get<1>(state), is_training(), "LSTM");
+  return {out, {hn, cn}};
+}
+std::string LSTM::name() const { return repr("LSTM"); }
+
+GRU::GRU(const GRUOptions& options) : options_(options) { configure(*this, CellKind::Gru, options, "GRU"); }
+std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0) {
+  auto [out, hn, cn] = run(input, h0, Tensor(), is_training(), "GRU");
+  (void)cn;
+  return {out, hn};
+}
+std::string GRU::name() const { return repr("GRU"); }
+
+// ---- cells
+
+void detail::CellBase::make(Module& owner, const RNNCellOptions& o, int64_t gates, const char* cell) {
+  check_options(cell, o.input_size_, o.hidden_size_, 1, 0);
+  input_size_ = o.input_size_;
+  hidden_size_ = o.hidden_size_;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size_));
+  uniform_parameter(owner, "weight_ih", weight_ih, {gates * hidden_size_, input_size_}, bound);
+  uniform_parameter(owner, "weight_hh", weight_hh, {gates * hidden_size_, hidden_size_}, bound);
+  if (o.bias_) {
+    uniform_parameter(owner, "bias_ih", bias_ih, {gates * hidden_size_}, bound);
+    uniform_parameter(owner, "bias_hh", bias_hh, {gates * hidden_size_}, bound);
+  }
+}
+
+Tensor detail::CellBase::state_or_zeros(const Tensor& input, const Tensor& state, const char* cell) const {
+  TG_CHECK(input.defined() && (input.dim() == 1 || input.dim() == 2), ShapeError, cell,
+           ": Expected input to be 1D or 2D, got ", input.defined() ? input.dim() : 0, "D instead");
+  TG_CHECK(input.size(-1) == input_size_, ShapeError, cell, ": input has inconsistent input_size: got ",
+           input.size(-1), " expected ", input_size_);
+  Shape want = input.dim() == 2 ? Shape{input.size(0), hidden_size_} : Shape{hidden_size_};
+  if (!state.defined()) return Tensor(prim::full(want, 0.0, input.dtype(), input.device()));
+  TG_CHECK(state.shape() == want, ShapeError, cell, ": Expected hidden of size ", shape_str(want), ", got ",
+           shape_str(state.shape()));
+  return state;
+}
+
+RNNCell::RNNCell(const RNNCellOptions& options) : options_(options) { make(*this, options, 1, "RNNCell"); }
+Tensor RNNCell::forward(const Tensor& input, const Tensor& h) {
+  const Tensor hx = state_or_zeros(input, h, "RNNCell");
+  const CellKind k = options_.nonlinearity_ == kReLU ? CellKind::RnnRelu : CellKind::RnnTanh;
+  return step(k, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh, bias_hh).first;
+}
+std::string RNNCell::name() const {
+  std::ostringstream os;
+  os << "RNNCell(" << options_.input_size_ << ", " << options_.hidden_size_;
+  if (!options_.bias_) os << ", bias=False";
+  if (options_.nonlinearity_ == kReLU) os << ", nonlinearity='relu'";
+  os << ")";
+  return os.str();
+}
+
+LSTMCell::LSTMCell(const LSTMCellOptions& options) : options_(options) { make(*this, options, 4, "LSTMCell"); }
+std::tuple<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state) {
+  const Tensor h = state_or_zeros(input, std::get<0>(state), "LSTMCell");
+  const Tensor c = state_or_zeros(input, std::get<1>(state), "LSTMCell");
+  std::pair<Tensor, Tensor> hc = step(CellKind::Lstm, linear(input, weight_ih, bias_ih), h, c, weight_hh, bias_hh);
+  return {hc.first, hc.second};
+}
+std::string LSTMCell::name() const {
+  std::ostringstream os;
+  os << "LSTMCell(" << options_.input_size_ << ", " << options_.hidden_size_ << (options_.bias_ ? "" : ", bias=False")
+     << ")";
+  return os.str();
+}
+
+GRUCell::GRUCell(const GRUCellOptions& options) : options_(options) { make(*this, options, 3, "GRUCell"); }
+Tensor GRUCell::forward(const Tensor& input, const Tensor& h) {
+  const Tensor hx = state_or_zeros(input, h, "GRUCell");
+  return step(CellKind::Gru, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh, bias_hh).first;
+}
+std::string GRUCell::name() const {
+  std::ostringstream os;
+  os << "GRUCell(" << options_.input_size_ << ", " << options_.hidden_size_ << (options_.bias_ ? "" : ", bias=False")
+     << ")";
+  return os.str();
+}
+
+}  // namespace nn
+}  // namespace tg
