@@ -42,16 +42,6 @@ std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, co
   throw Error("recurrent step: unknown cell");
 }
 
-const char* cell_name(CellKind k) {
-  switch (k) {
-    case CellKind::RnnTanh:
-    case CellKind::RnnRelu: return "RNN";
-    case CellKind::Lstm: return "LSTM";
-    case CellKind::Gru: return "GRU";
-  }
-  return "RNN";
-}
-
 /// slot = a fresh float32 tensor of `shape` from U(-bound, bound), registered on owner as name (the
 /// module keeps a reference to slot, which must outlive it: a member).
 void uniform_parameter(Module& owner, const std::string& name, Tensor& slot, const Shape& shape, double bound) {
