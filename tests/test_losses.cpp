@@ -289,7 +289,7 @@ TEST_CASE("losses: kl_div against PyTorch, batchmean, log_target and a zero targ
                -0.00963486461774038, -0.03683990516264346});
   check_close(tg::kl_div(x, vals(12, -1, 0.5, {3, 4}), tg::Reduction::Sum, /*log_target=*/true), {4.197839550991537});
   // the module, with libtorch's options
-  tg::nn::KLDivLoss batchmean(tg::nn::KLDivLossOptions(tg::kBatchMean));
+  tg::nn::KLDivLoss batchmean{tg::nn::KLDivLossOptions(tg::kBatchMean)};
   check_close(batchmean(x, t), {0.04450673597407817});
   tg::nn::KLDivLoss summed(tg::nn::KLDivLossOptions().reduction(tg::kSum).log_target(true));
   check_close(summed->forward(x, vals(12, -1, 0.5, {3, 4})), {4.197839550991537});

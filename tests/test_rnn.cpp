@@ -251,10 +251,16 @@ TEST_CASE("rnn: PyTorch's parameter names, reprs, shapes and errors") {
   CHECK(tg::nn::GRU(3, 4).name() == "GRU(3, 4)");
   CHECK(tg::nn::LSTMCell(tg::nn::LSTMCellOptions(3, 4)).name() == "LSTMCell(3, 4)");
   // every parameter in U(-1/sqrt(hidden), 1/sqrt(hidden)), as PyTorch's reset_parameters
-  for (const auto& [name, p] : lstm.named_parameters()) {
+  for (const auto& np : lstm.named_parameters()) {
+    const std::string& name = np.first;
     CAPTURE(name);
-    for (float v : p.to_vector<float>()) CHECK(std::fabs(v) <= 1.0f / std::sqrt(20.0f));
+    for (float v : np.second.to_vector<float>()) CHECK(std::fabs(v) <= 1.0f / std::sqrt(20.0f));
   }
+  // a cell returning a Tensor is also called as cell(x), with zeros for the state
+  tg::nn::GRUCell gcell(tg::nn::GRUCellOptions(10, 20));
+  const Tensor xc = tg::randn({3, 10});
+  CHECK(tg::equal(gcell(xc), gcell.forward(xc, tg::zeros({3, 20}))));
+  TG_CHECK_THROWS(lstm(tg::randn({3, 7, 10})), tg::Error, "forward");
   // eval: the dropout between layers is off, so two calls agree; shapes of a batch-first call
   lstm.eval();
   const Tensor x = tg::randn({3, 7, 10});

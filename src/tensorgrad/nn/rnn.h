@@ -4,7 +4,10 @@
 /// PyTorch's parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), gate order, init and
 /// shapes, so that a PyTorch state_dict loads and gives PyTorch's outputs. Each step is composed of
 /// differentiable ops (linear, sigmoid, tanh, chunk): autograd differentiates through time, on every
-/// backend. Defined in nn/rnn.cpp.
+/// backend. Their forward returns libtorch's tuples, so a layer is called as `lstm->forward(x)` (or
+/// `lstm.forward(x)`); `lstm(x)` is Module's one-tensor call, which RNN, LSTM, GRU and LSTMCell do not
+/// implement (tg::Error). RNNCell and GRUCell return a Tensor and take `cell(x)` too. Defined in
+/// nn/rnn.cpp.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -117,6 +120,17 @@ struct GRUOptions : detail::RecurrentOptions<GRUOptions> {
   using RecurrentOptions::RecurrentOptions;
 };
 
+// RNN, LSTM, GRU and LSTMCell declare forward(input, state = {}) returning libtorch's tuples: it hides
+// Module's one-tensor forward on purpose (bringing that one in with a using-declaration would make
+// forward(x) ambiguous), so the compilers' warning about hiding a virtual is switched off for them.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Woverloaded-virtual"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverloaded-virtual"
+#endif
+
 /// An Elman RNN (torch::nn::RNN): h_t = act(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh), act tanh or ReLU.
 class RNN : public Cloneable<RNN>, private detail::RecurrentBase {
  public:
@@ -125,7 +139,6 @@ class RNN : public Cloneable<RNN>, private detail::RecurrentBase {
   explicit RNN(const RNNOptions& options);
   /// RNN(RNNOptions(input_size, hidden_size)).
   RNN(int64_t input_size, int64_t hidden_size) : RNN(RNNOptions(input_size, hidden_size)) {}
-  using Module::forward;
   /// input (L, N, input_size) ((N, L, .) batch_first; (L, input_size) unbatched), h0 (D num_layers, N,
   /// hidden_size) or undefined for zeros -> (output (L, N, D hidden_size), h_n (D num_layers, N,
   /// hidden_size)), D = 2 when bidirectional. ShapeError / DTypeError in PyTorch's words.
@@ -150,7 +163,6 @@ class LSTM : public Cloneable<LSTM>, private detail::RecurrentBase {
   explicit LSTM(const LSTMOptions& options);
   /// LSTM(LSTMOptions(input_size, hidden_size)).
   LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
-  using Module::forward;
   /// input as RNN's, state (h0, c0) each (D num_layers, N, hidden_size) or undefined for zeros ->
   /// (output, (h_n, c_n)), libtorch's nesting.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
@@ -174,7 +186,6 @@ class GRU : public Cloneable<GRU>, private detail::RecurrentBase {
   explicit GRU(const GRUOptions& options);
   /// GRU(GRUOptions(input_size, hidden_size)).
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
-  using Module::forward;
   /// As RNN::forward.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
   /// "GRU(10, 20)", PyTorch's repr.
@@ -187,6 +198,12 @@ class GRU : public Cloneable<GRU>, private detail::RecurrentBase {
  private:
   GRUOptions options_;
 };
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 /// Options of the cells (torch::nn::RNNCellOptions, LSTMCellOptions, GRUCellOptions).
 struct RNNCellOptions {
@@ -229,9 +246,10 @@ class RNNCell : public Cloneable<RNNCell>, public detail::CellBase {
  public:
   /// float32 parameters from U(-1/sqrt(hidden), 1/sqrt(hidden)).
   explicit RNNCell(const RNNCellOptions& options);
-  using Module::forward;
   /// input (N, input_size) or (input_size), h (N, hidden_size) or (hidden_size), undefined for zeros -> h'.
-  Tensor forward(const Tensor& input, const Tensor& h = Tensor());
+  Tensor forward(const Tensor& input, const Tensor& h);
+  /// forward(input, zeros): also what cell(input) calls, with the module's hooks.
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
   /// "RNNCell(10, 20)".
   std::string name() const override;
   /// An RNNCell with the same options (for clone()).
@@ -242,12 +260,18 @@ class RNNCell : public Cloneable<RNNCell>, public detail::CellBase {
   RNNCellOptions options_;
 };
 
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Woverloaded-virtual"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverloaded-virtual"
+#endif
 /// One step of LSTM (torch::nn::LSTMCell).
 class LSTMCell : public Cloneable<LSTMCell>, public detail::CellBase {
  public:
   /// float32 parameters from U(-1/sqrt(hidden), 1/sqrt(hidden)).
   explicit LSTMCell(const LSTMCellOptions& options);
-  using Module::forward;
   /// input as RNNCell's, state (h, c) (undefined: zeros) -> (h', c').
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state = {});
   /// "LSTMCell(10, 20)".
@@ -260,14 +284,21 @@ class LSTMCell : public Cloneable<LSTMCell>, public detail::CellBase {
   LSTMCellOptions options_;
 };
 
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
 /// One step of GRU (torch::nn::GRUCell).
 class GRUCell : public Cloneable<GRUCell>, public detail::CellBase {
  public:
   /// float32 parameters from U(-1/sqrt(hidden), 1/sqrt(hidden)).
   explicit GRUCell(const GRUCellOptions& options);
-  using Module::forward;
   /// input and h as RNNCell's -> h'.
-  Tensor forward(const Tensor& input, const Tensor& h = Tensor());
+  Tensor forward(const Tensor& input, const Tensor& h);
+  /// forward(input, zeros): also what cell(input) calls, with the module's hooks.
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
   /// "GRUCell(10, 20)".
   std::string name() const override;
   /// A GRUCell with the same options (for clone()).
