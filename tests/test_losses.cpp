@@ -14,12 +14,7 @@ using tg::Tensor;
 
 namespace {
 
-Tensor vals(int64_t n, double a, double b, const tg::Shape& shape, bool grad = false) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + b * std::sin(1.3 * static_cast<double>(i) + 0.4);
-  Tensor t = tg::from_vector(v, shape);
-  return grad ? Tensor(t.data(), true) : t;
-}
+using testing::vals;
 
 /// f applied to each of vals(n, a, b), as a (shape) float64 tensor.
 template <class F>

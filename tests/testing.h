@@ -206,6 +206,16 @@ inline bool require_cuda() {
   return v != nullptr && std::string(v) == "1";
 }
 
+/// The closed-form values the tests against PyTorch use, so that the Python printing the reference is
+/// short: vals(n, a, b)[i] = a + b sin(1.3 i + 0.4) as a float64 tensor of `shape` (a leaf requiring grad
+/// when grad); in Python `a + b * torch.sin(1.3 * torch.arange(n, dtype=torch.float64) + 0.4)`.
+inline tg::Tensor vals(int64_t n, double a, double b, const tg::Shape& shape, bool grad = false) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + b * std::sin(1.3 * static_cast<double>(i) + 0.4);
+  tg::Tensor t = tg::from_vector(v, shape);
+  return grad ? tg::Tensor(t.data(), true) : t;
+}
+
 }  // namespace testing
 
 /// First statement of every case that needs a GPU: skips visibly without one, fails under TG_REQUIRE_CUDA=1.
