@@ -19,7 +19,7 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a benchmark adds 
 echo "libtorch: $(dpkg-query -W -f='${Package} ${Version}' libtorch-dev 2>/dev/null || echo 'not installed')"
 
 for threads in 1 2; do
-  for name in overhead mlp matmul elementwise softmax_ce fashion_mnist; do
+  for name in overhead mlp matmul elementwise softmax_ce fashion_mnist double_backward; do
     # Fashion-MNIST: 3 epochs, so that the cosine schedule ends at a small learning rate and the engines'
     # accuracies compare (after 1 epoch at lr 0.05 rounding noise alone moves them ~1 point); a later
     # --epochs N among the extra flags overrides it.

@@ -133,6 +133,51 @@ Work mlp_step(int64_t batch, bool autocast) {
   };
 }
 
+Work mlp_hvp(int64_t batch, int64_t in) {
+  auto net = std::make_shared<torch::nn::Sequential>(torch::nn::Linear(in, 128), torch::nn::Tanh(),
+                                                     torch::nn::Linear(128, 128), torch::nn::Tanh(),
+                                                     torch::nn::Linear(128, 1));
+  std::vector<torch::Tensor> params = (*net)->parameters(), v;
+  for (const auto& p : params) v.push_back(torch::randn(p.sizes()));
+  torch::Tensor x = torch::randn({batch, in}), y = torch::randn({batch, 1});
+  return [=] {
+    restore_blas_threads();
+    torch::Tensor loss = torch::mse_loss((*net)->forward(x), y);
+    std::vector<torch::Tensor> g = torch::autograd::grad({loss}, params, {}, true, true);
+    torch::Tensor dot = torch::zeros({});
+    for (size_t i = 0; i < g.size(); ++i) dot = dot + (g[i] * v[i]).sum();
+    torch::autograd::grad({dot}, params);
+  };
+}
+
+Work pinn_step(int64_t points, int64_t width) {
+  struct State {
+    torch::nn::Sequential u;
+    std::unique_ptr<torch::optim::Adam> adam;
+    std::vector<torch::Tensor> params;
+    torch::Tensor x, rhs, boundary;
+  };
+  auto s = std::make_shared<State>();
+  s->u = torch::nn::Sequential(torch::nn::Linear(1, width), torch::nn::Tanh(), torch::nn::Linear(width, width),
+                               torch::nn::Tanh(), torch::nn::Linear(width, 1));
+  s->params = s->u->parameters();
+  s->adam = std::make_unique<torch::optim::Adam>(s->params, torch::optim::AdamOptions(1e-3));
+  s->x = ((torch::arange(points, torch::kFloat) + 0.5) / static_cast<double>(points)).unsqueeze(1).requires_grad_(true);
+  const double pi = 3.14159265358979323846;
+  s->rhs = torch::sin(s->x.detach() * pi) * (-pi * pi);
+  s->boundary = torch::tensor({0.0f, 1.0f}).unsqueeze(1);
+  return [s] {
+    restore_blas_threads();
+    reset_grads(s->params);
+    torch::Tensor ux = s->u->forward(s->x);
+    torch::Tensor du = torch::autograd::grad({ux.sum()}, {s->x}, {}, true, true)[0];
+    torch::Tensor d2u = torch::autograd::grad({du.sum()}, {s->x}, {}, true, true)[0];
+    torch::Tensor loss = torch::mse_loss(d2u, s->rhs) + s->u->forward(s->boundary).pow(2).mean() * 10.0;
+    loss.backward();
+    s->adam->step();
+  };
+}
+
 Work matmul(int64_t n) {
   torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
   return [=] {
@@ -502,6 +547,8 @@ void set_flush_denormal(bool) {}
 Work op_chain(int64_t, int, ChainMode) { return {}; }
 Work mlp_step(int64_t, bool) { return {}; }
 Work matmul(int64_t) { return {}; }
+Work mlp_hvp(int64_t, int64_t) { return {}; }
+Work pinn_step(int64_t, int64_t) { return {}; }
 Work elementwise(Elementwise, int64_t) { return {}; }
 Work softmax_cross_entropy(int64_t, int64_t) { return {}; }
 Work conv2d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }

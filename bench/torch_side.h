@@ -63,6 +63,15 @@ Work embedding(int64_t vocab, int64_t dim, int64_t tokens);
 /// to undefined before the step.
 Work cnn_step(int64_t batch);
 
+/// A Hessian-vector product of an MSE loss: MLP in-128-128-1 with tanh on random (batch, in) float32
+/// inputs and targets; torch::autograd::grad of the loss with create_graph, then of the gradient's dot
+/// product with fixed random vectors, with respect to every parameter.
+Work mlp_hvp(int64_t batch, int64_t in);
+/// One Adam step (lr 1e-3) of examples/16's physics-informed network in float32: MLP 1-width-width-1
+/// with tanh on (points, 1) collocation points; u'' by two torch::autograd::grad calls with
+/// create_graph, loss mse(u'', rhs) + 10 mean(u(boundary)^2); gradients reset before the step.
+Work pinn_step(int64_t points, int64_t width);
+
 /// The sizes of examples/10's character transformer (its defaults) and of its training batch.
 struct CharModel {
   int64_t vocab = 96, context = 64, embed = 128, heads = 4, layers = 2, batch = 32;   ///< as named

@@ -18,6 +18,7 @@
 #include "tensorgrad/distributed/distributed.h"
 #include "tensorgrad/distributed/tcp_store.h"
 #include "tensorgrad/autograd/function.h"
+#include "tensorgrad/autograd/functional.h"
 #include "tensorgrad/autograd/tools.h"
 #include "tensorgrad/backend/backend.h"
 #include "tensorgrad/core/cpu_capability.h"

@@ -403,6 +403,9 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({op, what, {std::move(in)}, std::move(f), R});
   };
   red("sum", "all (257, 33)", normal({257, 33}, 41, dt), [](auto& in) { return tg::sum(in[0]); });
+  red("sum_to_size", "(257, 33) to (1, 33)", normal({257, 33}, 46, dt), [](auto& in) { return tg::sum_to_size(in[0], {1, 33}); });
+  red("sum_to_size", "(4, 257, 33) to (257, 1)", normal({4, 257, 33}, 47, dt),
+      [](auto& in) { return tg::sum_to_size(in[0], {257, 1}); });
   red("sum", "all (517, 1031): split rows", normal({517, 1031}, 42, dt), [](auto& in) { return tg::sum(in[0]); });
   red("sum", "dim 0 (257, 33): columns", normal({257, 33}, 43, dt), [](auto& in) { return tg::sum(in[0], 0); });
   red("sum", "dim 1 (257, 33): rows", normal({257, 33}, 44, dt), [](auto& in) { return tg::sum(in[0], 1); });
@@ -1030,6 +1033,55 @@ void run_table(tg::DType dt) {
 TEST_CASE("cuda parity: every op and gradient in float64 against the CPU") {
   TG_NEED_CUDA();
   run_table(tg::kFloat64);
+}
+
+TEST_CASE("cuda parity: second derivatives of every twice-differentiable op in float64 against the CPU") {
+  // For each case of the float64 table whose op is in testing::kTwice: the gradient of sum(y * w) with
+  // create_graph, then the gradient of sum_k (g_k * v_k) (w, v fixed), on both devices.
+  TG_NEED_CUDA();
+  const char* filter = std::getenv("TG_CUDA_PARITY_FILTER");
+  int cases = 0;
+  for (const Case& c : parity_table(tg::kFloat64)) {
+    if (testing::kTwice.count(c.op) == 0) continue;
+    if (filter != nullptr && c.name().find(filter) == std::string::npos) continue;
+    const std::string name = c.name();
+    CAPTURE(name);
+    auto second = [&c](Device d, std::vector<Tensor>& first) {
+      std::vector<Tensor> in, wrt;
+      for (const Input& i : c.inputs) in.push_back(i.on(d));
+      for (const Tensor& t : in)
+        if (t.requires_grad()) wrt.push_back(t);
+      const Tensor y = c.fn(in);
+      std::vector<Tensor> out;
+      if (!y.requires_grad() || wrt.empty()) return out;
+      const Tensor w(randn_t(y.shape(), 999, y.dtype()).to(d));
+      first = tg::autograd::grad({tg::sum(y * w)}, wrt, {}, true, /*create_graph=*/true, /*allow_unused=*/true);
+      Tensor s = tg::zeros({}, tg::TensorOptions().dtype(tg::kFloat64).device(d));
+      for (std::size_t k = 0; k < first.size(); ++k)
+        if (first[k].defined() && first[k].requires_grad())
+          s = s + tg::sum(first[k] * Tensor(randn_t(first[k].shape(), 1000 + k, first[k].dtype()).to(d)));
+      if (!s.requires_grad()) return out;
+      return tg::autograd::grad({s}, wrt, {}, false, false, /*allow_unused=*/true);
+    };
+    std::vector<Tensor> g_cpu, g_gpu;
+    const std::vector<Tensor> cpu = second(kCpu, g_cpu), gpu = second(kGpu, g_gpu);
+    REQUIRE(cpu.size() == gpu.size());
+    const Tolerance tol = tolerance(tg::kFloat64, Tol::Reduction);
+    for (std::size_t k = 0; k < g_cpu.size(); ++k) {
+      REQUIRE(g_cpu[k].defined() == g_gpu[k].defined());
+      if (g_cpu[k].defined()) check_same(g_gpu[k], g_cpu[k], tol.rtol, tol.atol);
+    }
+    for (std::size_t k = 0; k < cpu.size(); ++k) {
+      CAPTURE(k);
+      REQUIRE(cpu[k].defined() == gpu[k].defined());
+      if (!cpu[k].defined()) continue;
+      CHECK(gpu[k].device() == kGpu);
+      check_same(gpu[k], cpu[k], tol.rtol, tol.atol);
+    }
+    ++cases;
+  }
+  MESSAGE(cases << " float64 double-backward parity cases");
+  CHECK(cases > 0);
 }
 
 TEST_CASE("cuda parity: every op and gradient in float32 against the CPU") {

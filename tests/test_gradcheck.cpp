@@ -827,6 +827,14 @@ std::map<std::string, SampleMaker> gradcheck_table() {
          {transposed64(3, 3, 241), randn64({2, 4, 3}, 242), randn64({2, 4, 2}, 243), randn64({2, 1, 4}, 244)}, float_mask},
         {"dropout 0.3 with a fixed seed", {randn64({3, 4}, 245), randn64({5, 4}, 246), randn64({5, 3}, 247)}, drop}};
   };
+  t["sum_to_size"] = [] {
+    Fn rows = [](const std::vector<Tensor>& in) { return tg::sum_to_size(in[0], {1, 4}); };
+    Fn lead = [](const std::vector<Tensor>& in) { return tg::sum_to_size(in[0], {3, 1}); };
+    Fn all = [](const std::vector<Tensor>& in) { return tg::sum_to_size(in[0], {}); };
+    return std::vector<Sample>{{"(3, 4) to (1, 4)", {randn64({3, 4}, 250)}, rows},
+                               {"(2, 3, 4) to (3, 1)", {randn64({2, 3, 4}, 251)}, lead},
+                               {"(2, 3) to 0-d", {randn64({2, 3}, 252)}, all}};
+  };
   return t;
 }
 
@@ -838,6 +846,60 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"multinomial", "random integer result"}, {"bernoulli", "random 0 / 1 result (PyTorch's gradient is 0)"}};
 
 }  // namespace
+
+TEST_CASE("gradgradcheck table covers every op in ops/ops.h") {
+  std::map<std::string, std::string> excluded = testing::kFirstOrderOnly;
+  excluded.insert(kNotDifferentiable.begin(), kNotDifferentiable.end());
+  testing::check_covers_declared_ops(testing::kTwice, excluded, "kTwice (the twice-differentiable ops) of tests/ops_coverage.h");
+}
+
+TEST_CASE("gradgradcheck: every twice-differentiable op, float64 central differences of the first derivative") {
+  const auto table = gradcheck_table();
+  for (const std::string& op : testing::kTwice) {
+    REQUIRE(table.count(op) == 1);
+    for (const Sample& sample : table.at(op)()) {
+      CAPTURE(op);
+      CAPTURE(sample.what);
+      try {
+        CHECK(tg::autograd::gradgradcheck(sample.fn, sample.inputs));
+      } catch (const tg::Error& e) {
+        FAIL_CHECK(op << " [" << sample.what << "]: " << std::string(e.what()));
+      }
+    }
+  }
+}
+
+TEST_CASE("gradgradcheck: an op with a first-order rule refuses a double backward by name") {
+  const auto table = gradcheck_table();
+  for (const auto& entry : testing::kFirstOrderOnly) {
+    CAPTURE(entry.first);
+    int refused = 0;
+    for (const Sample& sample : table.at(entry.first)()) {
+      try {
+        tg::autograd::gradgradcheck(sample.fn, sample.inputs);
+      } catch (const tg::AutogradError& e) {
+        if (std::string(e.what()).find("is not implemented twice") != std::string::npos) ++refused;
+      }
+    }
+    CHECK_MESSAGE(refused > 0, entry.first << ": no sample was refused; does it belong in kTwice (tests/ops_coverage.h)?");
+  }
+}
+
+TEST_CASE("gradgradcheck reports a wrong second derivative") {
+  // A differentiable rule with the right first derivative and a wrong graph: gradcheck passes, gradgradcheck must not.
+  Tensor x = randn64({4}, 171);
+  Fn wrong = [](const std::vector<Tensor>& in) {
+    tg::SavedTensor xs(in[0]);
+    const tg::RawTensor cube = tg::prim::mul(tg::prim::mul(in[0].data(), in[0].data()), in[0].data());
+    return tg::record("bad_cube", cube, {in[0]}, [xs](const Tensor& grad, tg::VarGrads& g) {
+      const Tensor v = g.input(0, xs);
+      // right value, wrong graph: 3 x^2 computed as 3 x * x.detach() differentiates to 3 x, not 6 x
+      g.set(0, grad * (v * 3.0) * v.detach());
+    });
+  };
+  CHECK(tg::autograd::gradcheck(wrong, {x}));   // the first derivative is right
+  TG_CHECK_THROWS(tg::autograd::gradgradcheck(wrong, {x}), tg::AutogradError, "Jacobian mismatch");
+}
 
 TEST_CASE("gradcheck table covers every op in ops/ops.h") {
   std::set<std::string> covered;
@@ -875,3 +937,6 @@ TEST_CASE("gradcheck reports a wrong gradient with the worst element") {
   Tensor f32(tg::randn({3}).data(), true);
   TG_CHECK_THROWS(tg::autograd::gradcheck(wrong, {f32}), tg::DTypeError, "float64");
 }
+
+
+

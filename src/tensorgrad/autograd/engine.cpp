@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
+#include <type_traits>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,7 +29,12 @@ struct SweepContext {
   detail::GradientSink* sink = nullptr;
 };
 thread_local SweepContext t_sweep;
+thread_local bool t_in_backward_rule = false;
 }  // namespace
+
+bool detail::in_backward_rule() { return t_in_backward_rule; }
+detail::BackwardRuleScope::BackwardRuleScope() : prev_(t_in_backward_rule) { t_in_backward_rule = true; }
+detail::BackwardRuleScope::~BackwardRuleScope() { t_in_backward_rule = prev_; }
 
 bool GradMode::is_enabled() { return t_grad_enabled; }
 void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
@@ -63,12 +70,36 @@ void accumulate(TensorImpl& impl, RawTensor g) {
       g = g.clone();
     impl.grad = std::make_shared<TensorImpl>();
     impl.grad->data = std::move(g);
-  } else if (prim::has_internal_overlap(impl.grad->data) || impl.grad->data.storage() == g.storage()) {
-    // a grad the user set to an expanded view, or one aliasing the incoming gradient: adding in place
-    // would write one element several times (Note [Overlapping writes]); replace it with the sum
-    impl.grad->data = prim::add(impl.grad->data, g);
+  } else if (impl.grad->requires_grad || prim::has_internal_overlap(impl.grad->data) ||
+             impl.grad->data.storage() == g.storage()) {
+    // a grad with a graph (create_graph), which the user may hold and must not change; a grad the user
+    // set to an expanded view, or one aliasing the incoming gradient: adding in place would write one
+    // element several times (Note [Overlapping writes]); replace it with the sum
+    auto sum = std::make_shared<TensorImpl>();
+    sum->data = prim::add(impl.grad->data, g);
+    impl.grad = std::move(sum);
   } else {
     prim::binary_(BinaryOp::Add, impl.grad->data, g, "backward");   // accumulates into .grad
+  }
+}
+
+/// The same under create_graph: .grad becomes a Tensor with a graph, and a second gradient is added
+/// out of place (recorded), as in PyTorch.
+void accumulate(TensorImpl& impl, const Tensor& g) {
+  if (!g.requires_grad()) return accumulate(impl, g.data());
+  std::lock_guard<std::mutex> lock(detail::grad_mutex());
+  if (!impl.grad || !impl.grad->data.defined()) {
+    if (g.is_leaf()) {   // a gradient that is a leaf requiring grad (a grad_outputs passed through): itself
+      impl.grad = g.impl();
+      return;
+    }
+    auto fresh = std::make_shared<TensorImpl>();   // a handle of its own on the same value and history
+    fresh->data = g.data();
+    fresh->requires_grad = true;
+    fresh->grad_fn = g.impl()->grad_fn;
+    impl.grad = std::move(fresh);
+  } else {
+    impl.grad = Tensor(impl.grad).add(g).impl();
   }
 }
 
@@ -84,6 +115,8 @@ void add_gradient(RawTensor& sum, const RawTensor& g) {
     sum = prim::add(sum, g);
   }
 }
+/// Under create_graph: a recorded sum.
+void add_gradient(Tensor& sum, const Tensor& g) { sum = sum.add(g); }
 
 bool has_non_finite(const RawTensor& t) {
   if (!is_floating(t.dtype())) return false;
@@ -196,7 +229,33 @@ class RuleRun {
   bool done_ = false;
 };
 
-void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_graph, detail::GradientSink* sink);
+/// Where a backward starts: a Node with the gradient of its output, or a leaf with its own.
+template <class G>
+struct Root {
+  std::shared_ptr<Node> fn;
+  std::shared_ptr<TensorImpl> leaf;
+  G seed;
+};
+
+/// The tensors autograd::grad returns gradients for instead of accumulating into .grad: a non-leaf
+/// by its grad_fn (whose one output it is), a leaf by its TensorImpl. See Note [Differentiable rules].
+template <class G>
+struct Capture {
+  std::vector<const void*> keys;
+  std::vector<G> grads;   // one per key; undefined while none arrived
+  int find(const void* key) const {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return static_cast<int>(i);
+    return -1;
+  }
+  void add(int i, G g) {
+    if (!grads[i].defined()) grads[i] = std::move(g);
+    else add_gradient(grads[i], g);
+  }
+};
+
+template <class G>
+void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture);
 
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
@@ -236,14 +295,24 @@ struct LaterFirst {   // newest node first (highest sequence number), as PyTorch
 
 namespace {
 
+Tensor as_tensor(const RawTensor& g) { return Tensor(g); }
+const Tensor& as_tensor(const Tensor& g) { return g; }
+const RawTensor& raw(const RawTensor& g) { return g; }
+const RawTensor& raw(const Tensor& g) { return g.data(); }
+void set_from(RawTensor& g, const Tensor& r) { g = r.data(); }
+void set_from(Tensor& g, const Tensor& r) { g = r; }
+RawTensor sum_to_shape(const RawTensor& g, const Shape& shape) { return prim::sum_to(g, shape); }
+Tensor sum_to_shape(const Tensor& g, const Shape& shape) { return g.sum_to_size(shape); }
+
 /// Runs the gradient hooks of table on g (its tensor's complete gradient, replaced in place) in
 /// registration order, each on the previous one's result; checks every replacement, as PyTorch's
-/// check_single_result.
-void run_grad_hooks(const detail::TensorHooks* table, RawTensor& g) {
+/// check_single_result. Under create_graph the hooks see (and may return) gradients with a graph.
+template <class G>
+void run_grad_hooks(const detail::TensorHooks* table, G& g) {
   if (table == nullptr || table->grad.empty()) return;
   const auto hooks = table->grad.snapshot();
   for (std::size_t k = 0; k < hooks.size(); ++k) {
-    Tensor r = (*hooks[k])(Tensor(g));
+    Tensor r = (*hooks[k])(as_tensor(g));
     if (!r.defined()) continue;   // the hook only looked
     TG_CHECK(r.shape() == g.shape(), ShapeError, "hook 'register_hook #", k, "' has changed the size of value (was ",
              shape_str(g.shape()), ", got ", shape_str(r.shape()), ")");
@@ -251,13 +320,14 @@ void run_grad_hooks(const detail::TensorHooks* table, RawTensor& g) {
              dtype_name(g.dtype()), ", got ", dtype_name(r.dtype()), ")");
     TG_CHECK(r.device() == g.device(), DeviceError, "hook 'register_hook #", k,
              "' has changed the device of value (was ", g.device(), ", got ", r.device(), ")");
-    g = r.data();
+    set_from(g, r);
   }
 }
 
 /// A leaf's complete gradient g: its gradient hooks, accumulation into .grad, then its post-accumulate
 /// hooks. See Note [Hook order].
-void finish_leaf(const std::shared_ptr<TensorImpl>& leaf, RawTensor g) {
+template <class G>
+void finish_leaf(const std::shared_ptr<TensorImpl>& leaf, G g) {
   const detail::TensorHooks* table = leaf->hooks.get();
   run_grad_hooks(table, g);
   accumulate(*leaf, std::move(g));
@@ -272,31 +342,111 @@ bool leaf_has_hooks(const TensorImpl& leaf) {
   return table != nullptr && (!table->grad.empty() || !table->post_accumulate.empty());
 }
 
+/// Checks one (output, gradient) pair of a backward or grad call and returns the gradient to start
+/// from: grad itself, or ones for a one-element output without one. `what` names the call.
+Tensor seed_for(const Tensor& root, const Tensor& grad, std::size_t i, const char* what) {
+  TG_CHECK(root.defined(), AutogradError, what, ": output ", i, " is an undefined Tensor");
+  TG_CHECK(root.requires_grad(), AutogradError, "element ", i,
+           " of tensors does not require grad and does not have a grad_fn");
+  if (grad.defined()) {
+    TG_CHECK(grad.shape() == root.shape(), ShapeError, what, ": grad of shape ", shape_str(grad.shape()),
+             " does not match the shape ", shape_str(root.shape()), " of output ", i);
+    prim::check_same_device(what, root.data(), grad.data());
+    prim::check_same_dtype(what, root.data(), grad.data());
+    return grad;
+  }
+  TG_CHECK(root.numel() == 1, AutogradError, "grad can be implicitly created only for scalar outputs (output ", i,
+           " has shape ", shape_str(root.shape()), "; pass a gradient of that shape)");
+  return Tensor(prim::full(root.shape(), 1.0, root.dtype(), root.device()));
+}
+
+/// The roots of a backward from roots with gradients grads (checked), as the sweep takes them.
+template <class G>
+std::vector<Root<G>> make_roots(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, const char* what) {
+  TG_CHECK(grads.empty() || grads.size() == roots.size(), AutogradError, what, ": got ", grads.size(),
+           " gradients for ", roots.size(), " outputs");
+  std::vector<Root<G>> out;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const Tensor seed = seed_for(roots[i], grads.empty() ? Tensor() : grads[i], i, what);
+    Root<G> r;
+    if (roots[i].is_leaf()) r.leaf = roots[i].impl();
+    else r.fn = roots[i].impl()->grad_fn;
+    if constexpr (std::is_same<G, Tensor>::value) r.seed = seed;
+    else r.seed = seed.data();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
-void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  TG_CHECK(root.defined(), AutogradError, "backward: called on an undefined Tensor");
-  TG_CHECK(root.requires_grad(), AutogradError,
-           "element 0 of tensors does not require grad and does not have a grad_fn");
-  RawTensor seed;
-  if (grad.defined()) {
-    TG_CHECK(grad.shape() == root.shape(), ShapeError, "backward: grad of shape ", shape_str(grad.shape()),
-             " does not match the output's shape ", shape_str(root.shape()));
-    prim::check_same_device("backward", root.data(), grad.data());
-    prim::check_same_dtype("backward", root.data(), grad.data());
-    seed = grad.data();
-  } else {
-    TG_CHECK(root.numel() == 1, AutogradError, "grad can be implicitly created only for scalar outputs (the output has shape ",
-             shape_str(root.shape()), "; pass a gradient of that shape to backward)");
-    seed = prim::full(root.shape(), 1.0, root.dtype(), root.device());
-  }
-  NoGradGuard no_grad;   // rules call prims only, but a user's custom rule must not record either
-  const std::shared_ptr<Node>& root_fn = root.grad_fn();
-  if (!root_fn) {   // backward() on a leaf: dL/dL = seed
-    finish_leaf(root.impl(), std::move(seed));
+void autograd::run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                            bool create_graph) {
+  TG_CHECK(!roots.empty(), AutogradError, "backward: no tensors to differentiate");
+  if (create_graph) {   // the rules' ops are recorded: the gradients get a graph
+    EnableGradGuard enable;
+    sweep<Tensor>(make_roots<Tensor>(roots, grads, "backward"), retain_graph, nullptr, nullptr);
     return;
   }
-  sweep(root_fn, std::move(seed), retain_graph, nullptr);
+  std::vector<Root<RawTensor>> r = make_roots<RawTensor>(roots, grads, "backward");
+  NoGradGuard no_grad;   // rules call prims only, but a user's custom rule must not record either
+  sweep<RawTensor>(r, retain_graph, nullptr, nullptr);
+}
+
+void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  run_backward(std::vector<Tensor>{root}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
+               retain_graph, false);
+}
+
+std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                                   bool create_graph, bool allow_unused) {
+  TG_CHECK(!outputs.empty(), AutogradError, "grad: no outputs to differentiate");
+  TG_CHECK(!inputs.empty(), AutogradError, "grad requires non-empty inputs.");
+  const bool retain = retain_graph.value_or(create_graph);
+  std::vector<const void*> keys;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    TG_CHECK(x.defined(), AutogradError, "grad: input ", i, " is an undefined Tensor");
+    TG_CHECK(x.requires_grad(), AutogradError, "One of the differentiated Tensors (input ", i,
+             ") does not require grad");
+    keys.push_back(x.is_leaf() ? static_cast<const void*>(x.impl().get()) : x.impl()->grad_fn.get());
+  }
+  auto run = [&](auto tag) {
+    using G = decltype(tag);
+    std::vector<Root<G>> roots = make_roots<G>(outputs, grad_outputs, "grad");
+    Capture<G> capture;
+    capture.keys = keys;
+    capture.grads.resize(keys.size());
+    // a root that is itself an input gets its seed; the sweep adds what flows to it from the others
+    std::vector<Root<G>> node_roots;
+    for (Root<G>& r : roots) {
+      const void* key = r.leaf ? static_cast<const void*>(r.leaf.get()) : r.fn.get();
+      if (r.leaf) {
+        const int c = capture.find(key);
+        if (c >= 0) capture.add(c, r.seed);
+      } else {
+        node_roots.push_back(std::move(r));
+      }
+    }
+    if (!node_roots.empty()) sweep<G>(node_roots, retain, nullptr, &capture);
+    std::vector<Tensor> out(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      TG_CHECK(capture.grads[i].defined() || allow_unused, AutogradError, "One of the differentiated Tensors (input ",
+               i, ") appears to not have been used in the graph. Set allow_unused=true if this is the desired behavior.");
+      if (capture.grads[i].defined()) {
+        if constexpr (std::is_same<G, Tensor>::value) out[i] = capture.grads[i];
+        else out[i] = Tensor(capture.grads[i]);
+      }
+    }
+    return out;
+  };
+  if (create_graph) {
+    EnableGradGuard enable;
+    return run(Tensor());
+  }
+  NoGradGuard no_grad;
+  return run(RawTensor());
 }
 
 void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink& sink) {
@@ -305,7 +455,7 @@ void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, Gradi
   std::sort(sink.to_grad.begin(), sink.to_grad.end());
   sink.parent = t_sweep.sink;                             // the sweep whose rule called this one, if any
   sink.in_whole_backward = t_sweep.running && t_sweep.sink == nullptr;
-  sweep(root, std::move(seed), /*retain_graph=*/false, &sink);
+  sweep<RawTensor>({Root<RawTensor>{std::move(root), nullptr, std::move(seed)}}, /*retain_graph=*/false, &sink, nullptr);
 }
 
 bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
@@ -322,102 +472,225 @@ RawTensor* detail::GradientSink::find(const void* key) {
   return nullptr;
 }
 
+// Note [Differentiable rules]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rule is first-order, void(const RawTensor& grad, Grads&), written with prims, or differentiable,
+// void(const Tensor& grad, VarGrads&), written with the Tensor ops of ops/ops.h (PyTorch's
+// derivatives.yaml formulas). Without create_graph both run under no-grad and record nothing: a
+// differentiable rule's ops return plain Tensors (one TensorImpl per result is its whole extra cost).
+// With create_graph (backward(..., create_graph=true), autograd::grad) the engine sweeps Tensors:
+// grad mode is on, so a differentiable rule's ops record the gradient's own graph, whose leaves are
+// the op's inputs (VarGrads::input gives a saved input back with the history of the edge it came
+// through) and the op itself for a saved output (VarGrads::output); the sums of fan-out, the sum back
+// to a broadcast input's shape and the cast to its dtype are recorded ops too. A first-order rule
+// still runs there (under no-grad), and each gradient it returns gets a Node that raises AutogradError
+// naming the op if a later backward reaches it: PyTorch's "derivative ... is not implemented" for a
+// double backward, raised only when the second derivative is actually needed. Which ops have
+// differentiable rules is listed, and enforced, by tests/ops_coverage.h (gradgradcheck entries).
+//
+// autograd::grad returns gradients instead of accumulating them: its inputs are captured as the sweep
+// reaches them (a leaf by its TensorImpl, a non-leaf by its grad_fn, the Node whose one output it
+// is), .grad is never touched, and only Nodes from which some input can be reached run their rules.
+
 namespace {
 
-/// Steps 1 and 2 of backward from root_fn with dL/d(root) = seed. With a sink, see Note [Partial backward].
-void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_graph, detail::GradientSink* sink) {
+}  // namespace
+
+/// Under create_graph, what a first-order rule returned for one input, as a Tensor whose Node refuses
+/// to be differentiated (Note [Differentiable rules]): it depends on the incoming gradient and on the
+/// op's inputs, so it requires grad whenever they do.
+Tensor detail::refusing_double_backward(const std::shared_ptr<Node>& node, const Tensor& g, RawTensor value) {
+  std::vector<Tensor> inputs{g};
+  for (const Edge& e : node->next)
+    if (e.needs_grad()) inputs.push_back(detail::with_history(value, e));
+  const char* name = node->name;
+  return record(name, std::move(value), inputs, [name](const RawTensor&, Grads&) {
+    throw AutogradError(detail::cat("the derivative of '", name, "' is not implemented twice: its backward is not "
+                                    "differentiable, so a gradient computed with create_graph=true through ",
+                                    name, " cannot be differentiated again (docs/autograd.md lists the ops that can)"));
+  });
+}
+
+namespace {
+
+/// Runs node's rule on g into out: the rule as written, or, under create_graph, a first-order rule
+/// wrapped as refusing_double_backward says.
+void call_rule(const std::shared_ptr<Node>& node, const RawTensor& g, Grads& out) {
+  if (!node->backward.differentiable()) return node->backward(g, out);
+  detail::BackwardRuleScope in_rule;   // autocast leaves the rule's ops alone
+  VarGrads v(out.size(), &node, /*create_graph=*/false);
+  v.needed() = out.needed();
+  node->backward(Tensor(g), v);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (v.values()[i].defined()) out.set(i, v.values()[i].data());
+}
+void call_rule(const std::shared_ptr<Node>& node, const Tensor& g, BasicGrads<Tensor>& out) {
+  if (node->backward.differentiable()) {
+    detail::BackwardRuleScope in_rule;   // autocast leaves the rule's ops alone
+    VarGrads v(out.size(), &node, /*create_graph=*/true);
+    v.needed() = out.needed();
+    node->backward(g, v);
+    for (std::size_t i = 0; i < out.size(); ++i) out.set(i, std::move(v.values()[i]));
+    return;
+  }
+  Grads r(out.size());
+  r.needed() = out.needed();
+  {
+    NoGradGuard no_grad;
+    node->backward(g.data(), r);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (r.values()[i].defined()) out.set(i, detail::refusing_double_backward(node, g, std::move(r.values()[i])));
+}
+
+/// Steps 1 and 2 of backward from roots. With a sink, see Note [Partial backward]; with a capture,
+/// Note [Differentiable rules]. G is RawTensor, or Tensor under create_graph.
+template <class G>
+void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture) {
+  constexpr bool kGraph = std::is_same<G, Tensor>::value;
   struct Enter {   // this sweep is t_sweep while it runs, the enclosing one again after (exceptions too)
     SweepContext saved = t_sweep;
     explicit Enter(detail::GradientSink* s) { t_sweep = SweepContext{true, s}; }
     ~Enter() { t_sweep = saved; }
   } enter(sink);
+  // 0. Leaf roots: backward() on a leaf gives dL/dL = seed.
+  for (const Root<G>& r : roots)
+    if (r.leaf) finish_leaf(r.leaf, r.seed);
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
-  index.insert(root_fn.get());
-  std::vector<int> dependencies{0};
+  std::vector<int> dependencies;
+  std::vector<Node*> nodes;   // by index; null for a hooked leaf
+  std::vector<Node*> stack;
+  for (const Root<G>& r : roots) {
+    if (!r.fn) continue;
+    if (index.insert(r.fn.get()).second) {
+      dependencies.push_back(0);
+      nodes.push_back(r.fn.get());
+      stack.push_back(r.fn.get());
+    }
+  }
   std::size_t hooked_leaves = 0;
-  {
-    std::vector<Node*> stack{root_fn.get()};
-    while (!stack.empty()) {
-      Node* node = stack.back();
-      stack.pop_back();
-      for (const Edge& e : node->next) {
-        if (e.fn) {
-          if (sink != nullptr && sink->outside(*e.fn)) continue;   // Note [Partial backward]
-          const auto [i, added] = index.insert(e.fn.get());
-          if (added) {
-            dependencies.push_back(0);
-            stack.push_back(e.fn.get());
-          }
-          ++dependencies[i];
-        } else if (e.leaf && sink == nullptr && leaf_has_hooks(*e.leaf)) {   // a sink takes every leaf's gradient
-          const auto [i, added] = index.insert(e.leaf.get());
-          if (added) {
-            dependencies.push_back(0);
-            ++hooked_leaves;
-          }
-          ++dependencies[i];
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge& e : node->next) {
+      if (e.fn) {
+        if (sink != nullptr && sink->outside(*e.fn)) continue;   // Note [Partial backward]
+        const auto [i, added] = index.insert(e.fn.get());
+        if (added) {
+          dependencies.push_back(0);
+          nodes.push_back(e.fn.get());
+          stack.push_back(e.fn.get());
         }
+        ++dependencies[i];
+      } else if (e.leaf && sink == nullptr && capture == nullptr && leaf_has_hooks(*e.leaf)) {
+        const auto [i, added] = index.insert(e.leaf.get());   // a sink or a capture takes every leaf's gradient
+        if (added) {
+          dependencies.push_back(0);
+          nodes.push_back(nullptr);
+          ++hooked_leaves;
+        }
+        ++dependencies[i];
+      }
+    }
+  }
+  // With a capture, only Nodes from which an input can be reached run (inputs have older sequence
+  // numbers than their consumers, so one pass in creation order settles it).
+  std::vector<char> runs;
+  if (capture != nullptr) {
+    runs.assign(nodes.size(), 0);
+    std::vector<int> order(nodes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return nodes[a]->sequence_nr < nodes[b]->sequence_nr; });
+    for (int i : order) {
+      for (const Edge& e : nodes[i]->next) {
+        const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
+        if (key == nullptr) continue;
+        const int j = e.fn ? index.find_index(key) : -1;
+        if (capture->find(key) >= 0 || (j >= 0 && runs[j])) runs[i] = 1;
       }
     }
   }
 
   // 2. Sweep, newest first. The queue owns its Nodes so that none dies while queued. pending[i] is
   //    the gradient summed so far for Node (or hooked leaf) i; it is moved out (freed) when it runs.
-  std::vector<RawTensor> pending(index.size());
-  pending[0] = std::move(seed);
-  std::vector<std::shared_ptr<Node>> ready{root_fn};   // a heap under LaterFirst
-  std::vector<std::pair<int, const std::shared_ptr<TensorImpl>*>> ready_leaves;   // completed by this node
+  std::vector<G> pending(index.size());
+  std::vector<std::shared_ptr<Node>> ready;   // a heap under LaterFirst
   const LaterFirst later_first;
+  for (const Root<G>& r : roots) {
+    if (!r.fn) continue;
+    const int i = index.at(r.fn.get());
+    G& p = pending[i];
+    const bool first = !p.defined();
+    if (first) p = r.seed;
+    else add_gradient(p, r.seed);
+    if (first && dependencies[i] == 0) {
+      ready.push_back(r.fn);
+      std::push_heap(ready.begin(), ready.end(), later_first);
+    }
+  }
+  std::vector<std::pair<int, const std::shared_ptr<TensorImpl>*>> ready_leaves;   // completed by this node
   const bool anomaly = autograd::AnomalyMode::is_enabled();
   const autograd::BackwardObserver* observer = autograd::BackwardTraceGuard::current();
   while (!ready.empty()) {
     std::pop_heap(ready.begin(), ready.end(), later_first);
     std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
-    RawTensor g = std::move(pending[index.at(node.get())]);
-    Grads out(node->next.size());
+    const int at = index.at(node.get());
+    G g = std::move(pending[at]);
+    BasicGrads<G> out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
-      RuleRun run(*node, retain_graph);   // throws when the rule was (or is being) freed
+      const bool run_rule = runs.empty() || runs[at] != 0;
+      std::optional<RuleRun> run;
+      if (run_rule) run.emplace(*node, retain_graph);   // throws when the rule was (or is being) freed
       if (const detail::TensorHooks* hooks = node->hooks.get()) run_grad_hooks(hooks, g);   // Note [Hook order]
-      if (observer != nullptr) (*observer)(*node, g);
-      if (auto kept = node->retained.lock()) accumulate(*kept, g);
-      for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
-      {
-        memory::detail::OpScope op(node->name, /*backward=*/true);   // Note [Live tensor report]
-        node->backward(g, out);
+      if (capture != nullptr) {
+        const int c = capture->find(node.get());
+        if (c >= 0) capture->add(c, g);
+      } else if (auto kept = node->retained.lock()) {
+        accumulate(*kept, g);
       }
-      if (!retain_graph) run.release_rule();   // frees the saved tensors now
+      if (run_rule) {
+        if (observer != nullptr) (*observer)(*node, raw(g));
+        for (std::size_t i = 0; i < node->next.size(); ++i) out.needed()[i] = node->next[i].needs_grad();
+        {
+          memory::detail::OpScope op(node->name, /*backward=*/true);   // Note [Live tensor report]
+          call_rule(node, g, out);
+        }
+        if (!retain_graph) run->release_rule();   // frees the saved tensors now
+      }
     }
     for (std::size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];
-      RawTensor gi = std::move(out.values()[i]);
+      G gi = std::move(out.values()[i]);
       if (gi.defined() && e.needs_grad()) {
-        if (anomaly && has_non_finite(gi))
+        if (anomaly && has_non_finite(raw(gi)))
           throw AutogradError(detail::cat("Function '", node->name, "' returned nan values in its ", i,
                                           "th output (anomaly detection: the backward of ", node->name,
                                           " produced NaN or Inf for input ", i, ")"));
-        if (gi.shape() != e.shape) gi = prim::sum_to(gi, e.shape);   // undo broadcasting
+        if (gi.shape() != e.shape) gi = sum_to_shape(gi, e.shape);   // undo broadcasting
         if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);   // PyTorch casts a gradient to its input's dtype
         TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
                  i, " - expected device ", e.device, " but got ", gi.device());
       }
-      if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
-        const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
-        if (!gi.defined()) continue;
-        if (e.leaf && sink->straight_to_grad(*e.leaf)) {
-          accumulate(*e.leaf, std::move(gi));
+      if constexpr (!kGraph) {
+        if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
+          const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
+          if (!gi.defined()) continue;
+          if (e.leaf && sink->straight_to_grad(*e.leaf)) {
+            accumulate(*e.leaf, std::move(gi));
+            continue;
+          }
+          if (RawTensor* p = sink->find(key)) add_gradient(*p, gi);
+          else sink->grads.emplace_back(key, std::move(gi));
           continue;
         }
-        if (RawTensor* p = sink->find(key)) add_gradient(*p, gi);
-        else sink->grads.emplace_back(key, std::move(gi));
-        continue;
       }
       const int j = e.fn ? index.at(e.fn.get()) : (e.leaf && hooked_leaves != 0 ? index.find_index(e.leaf.get()) : -1);
       if (j >= 0) {
         if (gi.defined()) {
-          RawTensor& p = pending[j];
+          G& p = pending[j];
           if (!p.defined()) p = std::move(gi);
           else add_gradient(p, gi);   // fan-out: gradients from several consumers add up
         }
@@ -430,7 +703,12 @@ void sweep(const std::shared_ptr<Node>& root_fn, RawTensor seed, bool retain_gra
           }
         }
       } else if (e.leaf && gi.defined()) {
-        accumulate(*e.leaf, std::move(gi));
+        if (capture == nullptr) {
+          accumulate(*e.leaf, std::move(gi));
+        } else {
+          const int c = capture->find(e.leaf.get());
+          if (c >= 0) capture->add(c, std::move(gi));   // autograd::grad leaves .grad alone
+        }
       }
     }
     for (const auto& [j, leaf] : ready_leaves) finish_leaf(*leaf, std::move(pending[j]));   // Note [Hook order]

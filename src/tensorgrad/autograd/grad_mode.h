@@ -68,4 +68,21 @@ class DetectAnomalyGuard {
 };
 }  // namespace autograd
 
+namespace detail {
+/// Whether a differentiable backward rule runs on this thread: autocast leaves its ops alone, so a
+/// backward inside an autocast region computes each gradient in the dtypes its forward saved, as a
+/// first-order rule's prims do (ops/autocast.cpp reads it).
+bool in_backward_rule();
+/// Marks the calling thread as running a differentiable rule while alive (the engine's).
+class BackwardRuleScope {
+ public:
+  BackwardRuleScope();
+  ~BackwardRuleScope();
+  BackwardRuleScope(const BackwardRuleScope&) = delete;
+  BackwardRuleScope& operator=(const BackwardRuleScope&) = delete;
+ private:
+  bool prev_;
+};
+}  // namespace detail
+
 }  // namespace tg

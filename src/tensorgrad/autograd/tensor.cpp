@@ -175,8 +175,15 @@ RemovableHandle Tensor::register_post_accumulate_grad_hook(detail::PostAccumulat
   return RemovableHandle(std::shared_ptr<detail::HookRegistry>(table, &table->post_accumulate), id);
 }
 
-void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  autograd::run_backward(*this, grad, retain_graph);
+void Tensor::backward(const Tensor& grad, std::optional<bool> retain_graph, bool create_graph) const {
+  TG_CHECK(defined(), AutogradError, "backward: called on an undefined Tensor");
+  autograd::run_backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
+                         retain_graph.value_or(create_graph), create_graph);
+}
+
+void autograd::backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+                        std::optional<bool> retain_graph, bool create_graph) {
+  run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph), create_graph);
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& v) {
@@ -275,6 +282,37 @@ Tensor detail::attach_node(const char* name, RawTensor out, const InputRef* inpu
   impl->data = std::move(out);
   impl->requires_grad = true;
   impl->grad_fn = std::move(node);
+  return Tensor(std::move(impl));
+}
+
+Tensor detail::with_history(RawTensor data, const Edge& e) {
+  if (e.leaf) return Tensor(e.leaf);   // the leaf itself, so that a gradient reaching it accumulates there
+  if (!e.fn) return Tensor(std::move(data));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->data = std::move(data);
+  impl->requires_grad = true;
+  impl->grad_fn = e.fn;
+  return Tensor(std::move(impl));
+}
+
+Tensor VarGrads::input(std::size_t i, const SavedTensor& s) const {
+  if (!s.defined()) return Tensor();
+  if (!create_graph_) return Tensor(s.get());
+  return detail::with_history(s.get(), (*node_)->next[i]);
+}
+
+Tensor VarGrads::first_order_only(RawTensor value, const Tensor& grad) const {
+  if (!create_graph_) return Tensor(std::move(value));
+  return detail::refusing_double_backward(*node_, grad, std::move(value));
+}
+
+Tensor VarGrads::output(const SavedTensor& s) const {
+  if (!s.defined()) return Tensor();
+  if (!create_graph_) return Tensor(s.get());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->data = s.get();
+  impl->requires_grad = true;
+  impl->grad_fn = *node_;
   return Tensor(std::move(impl));
 }
 

@@ -209,7 +209,10 @@ class Tensor {
   /// The gradients of the leaves that require grad accumulate into their grad(). Without
   /// retain_graph the graph's saved tensors are freed as it goes, and a second backward through it
   /// throws AutogradError. Also AutogradError when this does not require grad.
-  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// With create_graph the gradients get a graph of their own (they can be differentiated again);
+  /// retain_graph defaults to create_graph, as in PyTorch.
+  void backward(const Tensor& grad = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
 
   /// Registers a gradient hook (PyTorch's RawTensor.register_hook): backward calls hook(grad) with this
   /// Tensor's complete gradient, summed over all its uses, every time it computes one. hook returns
@@ -285,6 +288,8 @@ class Tensor {
   Tensor sum() const;
   /// tg::sum(*this, dim, keepdim)
   Tensor sum(int64_t dim, bool keepdim = false) const;
+  /// tg::sum_to_size(*this, shape)
+  Tensor sum_to_size(const Shape& shape) const;
   /// tg::mean(*this): all elements
   Tensor mean() const;
   /// tg::mean(*this, dim, keepdim)
@@ -526,24 +531,55 @@ struct Edge {
   bool needs_grad() const { return fn != nullptr || leaf != nullptr; }
 };
 
-/// What a backward closure sees: which inputs want a gradient, and where to put it.
-class Grads {
+/// What a backward closure sees: which inputs want a gradient, and where to put it. G is RawTensor
+/// for a first-order rule (Grads) and Tensor for a differentiable one (VarGrads).
+template <class G>
+class BasicGrads {
  public:
   /// n inputs, none needed yet, no gradients set (the engine fills in need()).
-  explicit Grads(std::size_t n) : needed_(n, false), values_(n) {}
+  explicit BasicGrads(std::size_t n) : needed_(n, false), values_(n) {}
   /// The number of inputs of the op.
   std::size_t size() const { return needed_.size(); }
   /// Whether input i wants a gradient; a rule may skip computing the others.
   bool need(std::size_t i) const { return needed_[i]; }
   /// Sets input i's gradient; it may have the broadcast shape: the engine sums it to the input's shape.
-  void set(std::size_t i, RawTensor g) { values_[i] = std::move(g); }
+  void set(std::size_t i, G g) { values_[i] = std::move(g); }
   /// The need() flags, for the engine to set.
   SmallVector<bool, 4>& needed() { return needed_; }
   /// The gradients set so far (undefined: none), for the engine to read.
-  SmallVector<RawTensor, 2>& values() { return values_; }
+  SmallVector<G, 2>& values() { return values_; }
  private:
   SmallVector<bool, 4> needed_;
-  SmallVector<RawTensor, 2> values_;   // undefined = no gradient
+  SmallVector<G, 2> values_;   // undefined = no gradient
+};
+/// What a first-order rule (void(const RawTensor& grad, Grads& out)) fills in.
+using Grads = BasicGrads<RawTensor>;
+
+class SavedTensor;
+
+/// What a differentiable rule (void(const Tensor& grad, VarGrads& out), Note [Differentiable rules]
+/// in autograd/engine.cpp) fills in: the gradients as Tensors, and the saved tensors back as Tensors.
+/// Under create_graph, input() and output() carry the history of the value they saved, so that the
+/// rule's Tensor ops record the gradient's own graph; otherwise they are plain values and nothing is
+/// recorded.
+class VarGrads : public BasicGrads<Tensor> {
+ public:
+  /// n inputs of node; create_graph says whether the rule's ops are recorded.
+  VarGrads(std::size_t n, const std::shared_ptr<Node>* node, bool create_graph)
+      : BasicGrads<Tensor>(n), node_(node), create_graph_(create_graph) {}
+  /// Whether this backward records the gradient's graph (create_graph = true).
+  bool create_graph() const { return create_graph_; }
+  /// s, a saved copy of input i of the op, as a Tensor: with that input's history under create_graph.
+  Tensor input(std::size_t i, const SavedTensor& s) const;
+  /// s, the op's own saved output, as a Tensor: with this op as its grad_fn under create_graph.
+  Tensor output(const SavedTensor& s) const;
+  /// A gradient that a rule computed without Tensor ops (a fused kernel with no differentiable
+  /// formula): as it is without create_graph; under create_graph a Tensor whose Node raises
+  /// AutogradError naming the op if a later backward reaches it.
+  Tensor first_order_only(RawTensor value, const Tensor& grad) const;
+ private:
+  const std::shared_ptr<Node>* node_;
+  bool create_graph_;
 };
 
 /// grad = dL/d(output), with the output's shape. Must capture RawTensors only, never Tensors.
@@ -552,18 +588,29 @@ using BackwardFn = std::function<void(const RawTensor& grad, Grads& out)>;
 
 /// A Node's handle on its backward rule, which lives inside the Node's own allocation (see
 /// detail::NodeWith): calling it runs the rule; release() destroys the rule and what it captured.
+/// A rule is first-order (RawTensors in and out) or differentiable (Tensors in and out).
 class BackwardRule {
  public:
   BackwardRule() = default;
   BackwardRule(const BackwardRule&) = delete;
   BackwardRule& operator=(const BackwardRule&) = delete;
   explicit operator bool() const { return rule_ != nullptr; }   ///< false once released
-  /// Runs the rule; it must be bound and not released.
+  /// Whether the rule is written with Tensor ops (so its gradient can itself be differentiated).
+  bool differentiable() const { return call_var_ != nullptr; }
+  /// Runs a first-order rule; it must be bound and not released.
   void operator()(const RawTensor& grad, Grads& out) const { call_(rule_, grad, out); }
-  /// Points the handle at a rule: call(rule, grad, out) runs it, destroy(rule) destroys it.
+  /// Runs a differentiable rule; it must be bound and not released.
+  void operator()(const Tensor& grad, VarGrads& out) const { call_var_(rule_, grad, out); }
+  /// Points the handle at a first-order rule: call(rule, grad, out) runs it, destroy(rule) destroys it.
   void bind(void* rule, void (*call)(void*, const RawTensor&, Grads&), void (*destroy)(void*)) {
     rule_ = rule;
     call_ = call;
+    destroy_ = destroy;
+  }
+  /// Points the handle at a differentiable rule.
+  void bind(void* rule, void (*call)(void*, const Tensor&, VarGrads&), void (*destroy)(void*)) {
+    rule_ = rule;
+    call_var_ = call;
     destroy_ = destroy;
   }
   /// Destroys the rule and what it captured (saved tensors); a no-op when already released.
@@ -574,6 +621,7 @@ class BackwardRule {
  private:
   void* rule_ = nullptr;
   void (*call_)(void*, const RawTensor&, Grads&) = nullptr;
+  void (*call_var_)(void*, const Tensor&, VarGrads&) = nullptr;
   void (*destroy_)(void*) = nullptr;
 };
 
@@ -638,9 +686,15 @@ struct NodeWith final : RecordedNode {
   explicit NodeWith(const F& f) : rule(f) { bind(); }
   ~NodeWith() { backward.release(); }
   void bind() {
-    backward.bind(
-        &rule, [](void* r, const RawTensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
-        [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
+    if constexpr (std::is_invocable<F&, const Tensor&, VarGrads&>::value) {
+      backward.bind(
+          &rule, [](void* r, const Tensor& grad, VarGrads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
+          [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
+    } else {
+      backward.bind(
+          &rule, [](void* r, const RawTensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
+          [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
+    }
   }
   std::optional<F> rule;
 };
@@ -715,8 +769,10 @@ inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
 template <class F>
 Tensor record(const char* name, RawTensor out, const InputRef* inputs, std::size_t n, F&& backward) {
   using Rule = std::decay_t<F>;
-  static_assert(std::is_invocable<Rule&, const RawTensor&, Grads&>::value,
-                "record: the backward rule must be callable as void(const Tensor& grad, Grads& out)");
+  static_assert(std::is_invocable<Rule&, const RawTensor&, Grads&>::value ||
+                    std::is_invocable<Rule&, const Tensor&, VarGrads&>::value,
+                "record: the backward rule must be callable as void(const RawTensor& grad, Grads& out) "
+                "or, differentiable, as void(const Tensor& grad, VarGrads& out)");
   detail::name_result(name, out, inputs, n);   // Note [Live tensor report]
   if (!any_requires_grad(inputs, n)) return Tensor(std::move(out));
   return detail::attach_node(name, std::move(out), inputs, n,
@@ -737,8 +793,29 @@ Tensor record(const char* name, RawTensor out, const std::vector<Tensor>& inputs
 Tensor mark_view(Tensor out, const Tensor& base);
 
 namespace autograd {
-/// The backward pass (autograd/engine.cpp). Tensor::backward calls it.
+/// The backward pass (autograd/engine.cpp) from several outputs at once (libtorch's
+/// torch::autograd::backward): grads holds one gradient per root, or is empty when every root has
+/// one element. Under create_graph the gradients that accumulate into .grad have a graph of their own.
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                  bool create_graph);
+/// run_backward from one root (grad undefined: ones), without create_graph.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/// libtorch's torch::autograd::backward(tensors, grad_tensors, retain_graph, create_graph): accumulates
+/// the gradients of the sum of tensors (each weighted by its grad_tensors entry) into the leaves' .grad.
+/// retain_graph defaults to create_graph.
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+/// libtorch's torch::autograd::grad: the gradients of outputs (weighted by grad_outputs, which may be
+/// empty when every output has one element) with respect to inputs, returned instead of accumulated
+/// into .grad. With create_graph they have a graph, so they can be differentiated again (Hessian-vector
+/// products, gradient penalties, higher derivatives; Note [Differentiable rules] in autograd/engine.cpp).
+/// retain_graph defaults to create_graph. AutogradError, in PyTorch's words, for an input that does not
+/// require grad, for an input the outputs do not depend on (unless allow_unused: an undefined Tensor
+/// comes back for it), for a non-scalar output without its grad_outputs entry, and for a graph already
+/// freed by an earlier backward.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
+                         bool create_graph = false, bool allow_unused = false);
 }  // namespace autograd
 
 namespace detail {
@@ -772,6 +849,12 @@ struct GradientSink {
   const GradientSink* parent = nullptr;   ///< the sink of the partial backward whose rule started this one
   bool in_whole_backward = false;         ///< started by a rule of a whole backward (parent null)
 };
+/// data as a Tensor with the history of the input that edge e points at: that leaf itself, a non-leaf
+/// whose grad_fn is e.fn, or a plain Tensor for an input that wants no gradient (Note [Differentiable rules]).
+Tensor with_history(RawTensor data, const Edge& e);
+/// value, a gradient node's first-order rule computed from grad, as a Tensor that depends on grad and
+/// on node's inputs and refuses to be differentiated (Note [Differentiable rules]).
+Tensor refusing_double_backward(const std::shared_ptr<Node>& node, const Tensor& grad, RawTensor value);
 /// The sequence number the next recorded Node gets (Node::sequence_nr counts up from 0).
 uint64_t next_sequence_nr();
 /// Backward from the Node root with dL/d(its output) = seed, into sink. Takes the Node rather than

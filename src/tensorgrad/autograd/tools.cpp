@@ -114,6 +114,42 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, cons
   return true;
 }
 
+bool gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                   const GradcheckOptions& opt) {
+  std::vector<std::size_t> wrt;   // the inputs that require grad
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].requires_grad()) wrt.push_back(i);
+  TG_CHECK(!wrt.empty(), AutogradError, "gradgradcheck: no input requires grad");
+  Tensor y0;
+  {
+    NoGradGuard no_grad;
+    y0 = fn(inputs);
+  }
+  TG_CHECK(y0.defined() && y0.dtype() == kFloat64, DTypeError, "gradgradcheck: the function must return a float64 Tensor");
+  // grad_outputs: fixed, distinct values (not ones, which would hide a transposed rule), differentiated too
+  RawTensor v0 = projection_weights(y0.data());
+  for (int64_t i = 0; i < v0.numel(); ++i) v0.data<double>()[i] -= 0.75;
+  std::vector<Tensor> extended = inputs;
+  extended.push_back(Tensor(v0, /*requires_grad=*/true));
+  // The first derivatives, projected on fixed weights w_k to one number (gradcheck projects a
+  // non-scalar output the same way), as a function of the inputs and of v.
+  auto first_order = [&fn, &wrt](const std::vector<Tensor>& in) {
+    EnableGradGuard enable;   // gradcheck's finite differences call this under no-grad: the gradient needs a graph
+    std::vector<Tensor> xs(in.begin(), in.end() - 1);
+    const Tensor y = fn(xs);
+    std::vector<Tensor> targets;
+    for (std::size_t i : wrt) targets.push_back(xs[i]);
+    Tensor total(prim::full({}, 0.0, kFloat64, Device::cpu()));
+    if (!y.requires_grad()) return total;
+    const std::vector<Tensor> g = grad({y}, targets, {in.back()}, /*retain_graph=*/true, /*create_graph=*/true,
+                                       /*allow_unused=*/true);
+    for (std::size_t k = 0; k < g.size(); ++k)
+      if (g[k].defined()) total = total.add(g[k].mul(Tensor(projection_weights(g[k].data()))).sum());
+    return total;
+  };
+  return gradcheck(first_order, extended, opt);
+}
+
 namespace {
 /// ||t||_2 in float64 (syncs with t's device).
 double l2_norm(const RawTensor& t) {

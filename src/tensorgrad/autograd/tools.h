@@ -28,6 +28,15 @@ struct GradcheckOptions {
 bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options = {});
 
+/// Checks second derivatives (torch.autograd.gradgradcheck): the gradient of fn's output, weighted by
+/// fixed float64 grad_outputs v, with respect to the inputs that require grad, computed by
+/// autograd::grad with create_graph, is itself gradchecked with respect to those inputs and v. So every
+/// op fn uses must have a differentiable rule (Note [Differentiable rules] in autograd/engine.cpp), and
+/// the rules' second derivatives are compared with central differences of their first ones. Same
+/// input requirements and errors as gradcheck.
+bool gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                   const GradcheckOptions& options = {});
+
 /// Called by backward for each op just before its rule runs, in the engine's order, with the
 /// gradient of the op's output.
 using BackwardObserver = std::function<void(const Node& node, const RawTensor& grad)>;

@@ -234,7 +234,9 @@ Tensor detail::cast(AutocastOp op, const Tensor& x) {
   return x;
 }
 
-bool detail::active_for(const Tensor& x) { return x.defined() && t_state.enabled[slot(x.device().type())]; }
+bool detail::active_for(const Tensor& x) {
+  return x.defined() && t_state.enabled[slot(x.device().type())] && !tg::detail::in_backward_rule();
+}
 
 bool detail::product_through_float32(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (!active_for(a) || !b.defined()) return false;

@@ -14,7 +14,88 @@ using amp::detail::AutocastOp;
 
 namespace {
 
-/// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads.
+/// The derivative of unary op `op` as Tensor ops, for a backward under create_graph (Note
+/// [Differentiable rules] in autograd/engine.cpp): dx given grad, with x and y the op's input and
+/// output as VarGrads gives them back (undefined where the op saves none: fn::*::uses_x/uses_y).
+/// Undefined for the ops whose rule is first-order only (the fused kernel without a formula here).
+Tensor unary_derivative(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad, UnaryArgs args) {
+  auto k = [](double v, const Tensor& like) { return scalar_like(v, like); };   // a constant
+  const Tensor zero = grad.defined() ? k(0.0, grad) : Tensor();
+  // v where a < x < b, else 0 (the clamps' gradient; false at a NaN x or bound, as the kernels)
+  auto inside = [&](double a, double b, const Tensor& v) { return where(gt(x, k(a, x)), where(lt(x, k(b, x)), v, zero), zero); };
+  switch (op) {
+    case UnaryOp::Neg: return -grad;
+    case UnaryOp::Exp: return grad * y;
+    case UnaryOp::Log: return grad / x;
+    case UnaryOp::Sqrt: return grad / (y * 2.0);
+    case UnaryOp::Relu: return where(gt(y, scalar_like(0.0, y)), grad, scalar_like(0.0, grad));
+    case UnaryOp::Sigmoid: return grad * (y * (1.0 - y));
+    case UnaryOp::Tanh: return grad * (1.0 - y * y);
+    case UnaryOp::Sin: return grad * cos(x);
+    case UnaryOp::Cos: return -(grad * sin(x));
+    case UnaryOp::Sinh: return grad * cosh(x);
+    case UnaryOp::Cosh: return grad * sinh(x);
+    case UnaryOp::Atan: return grad / (x * x + 1.0);
+    case UnaryOp::Log1p: return grad / (x + 1.0);
+    case UnaryOp::Expm1: return grad * (y + 1.0);
+    case UnaryOp::Rsqrt: return grad * (y * y * y) * -0.5;
+    case UnaryOp::Reciprocal: return -(grad * (y * y));
+    case UnaryOp::Square: return grad * (x * 2.0);
+    case UnaryOp::PowScalar: return args.a == 0 ? grad * 0.0 : grad * (pow(x, args.a - 1) * args.a);
+    case UnaryOp::Abs: return grad * sign(x);
+    case UnaryOp::Sign:
+    case UnaryOp::Round:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Trunc: return grad * 0.0;
+    case UnaryOp::Frac: return grad;
+    case UnaryOp::Erf: return grad * (exp(-(x * x)) * 1.1283791670955126);   // 2/sqrt(pi) e^(-x^2)
+    case UnaryOp::Gelu: {   // Phi(x) + x phi(x)
+      const Tensor cdf = (erf(x * 0.70710678118654752) + 1.0) * 0.5;
+      const Tensor pdf = exp(x * x * -0.5) * 0.39894228040143268;
+      return grad * (cdf + x * pdf);
+    }
+    case UnaryOp::Silu: {
+      const Tensor s = sigmoid(x);
+      return grad * (s * (x * (1.0 - s) + 1.0));
+    }
+    case UnaryOp::LogSigmoid: return grad * sigmoid(-x);
+    case UnaryOp::LeakyRelu: return where(gt(x, scalar_like(0.0, x)), grad, grad * args.a);
+    case UnaryOp::Softplus: {   // sigmoid(beta x), 1 above the threshold where softplus is x
+      const Tensor bx = x * args.a;
+      return where(gt(bx, scalar_like(args.b, bx)), grad, grad * sigmoid(bx));
+    }
+    case UnaryOp::Tan: return grad * (y * y + 1.0);
+    case UnaryOp::Asin: return grad / sqrt(1.0 - x * x);
+    case UnaryOp::Acos: return -(grad / sqrt(1.0 - x * x));
+    case UnaryOp::Asinh: return grad / sqrt(x * x + 1.0);
+    case UnaryOp::Acosh: return grad / sqrt(x * x - 1.0);
+    case UnaryOp::Atanh: return grad / (1.0 - x * x);
+    case UnaryOp::Erfc: return grad * (exp(-(x * x)) * -1.1283791670955126);
+    case UnaryOp::Log2: return grad / (x * 0.69314718055994530942);
+    case UnaryOp::Log10: return grad / (x * 2.30258509299404568402);
+    case UnaryOp::Clamp:
+    case UnaryOp::Hardtanh: return inside(args.a, args.b, grad);
+    case UnaryOp::Hardsigmoid: return inside(-3.0, 3.0, grad * (1.0 / 6.0));
+    case UnaryOp::Hardswish:
+      return where(lt(x, k(-3.0, x)), zero, where(le(x, k(3.0, x)), grad * (x * (1.0 / 3.0) + 0.5), grad));
+    case UnaryOp::Elu: return where(gt(x, k(0.0, x)), grad * args.b, grad * (exp(x) * (args.a * args.b)));
+    case UnaryOp::Celu: return where(gt(x, k(0.0, x)), grad, grad * exp(x * (1.0 / args.a)));
+    case UnaryOp::Mish: {
+      const Tensor t = tanh(log1p(exp(x)));
+      return grad * (t + x * sigmoid(x) * (1.0 - t * t));
+    }
+    case UnaryOp::GeluTanh: {   // 1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 x^2)
+      const Tensor t = tanh((x + x * x * x * 0.044715) * 0.79788456080286535588);
+      return grad * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * 0.79788456080286535588 * (x * x * 0.134145 + 1.0));
+    }
+    default: return Tensor();
+  }
+}
+
+/// Every unary op: y = f(x); dx = f'(x, y) * grad, saving only what f's backward reads. The rule runs
+/// the fused kernel (fn::*::backward); under create_graph it records unary_derivative's formula
+/// instead, or, for an op without one, gives a gradient that refuses a second backward.
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryArgs args = {}) {
   if (x.defined()) prim::check_floating(name, x.data());   // the error names the op ("sin: expected a floating ...")
   RawTensor y = prim::unary(op, x.data(), args);
@@ -27,8 +108,11 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryArgs args = {})
   SavedTensor xs = uses_x ? SavedTensor(x) : SavedTensor();
   SavedTensor ys = uses_y ? SavedTensor(y, name) : SavedTensor();
   return record(name, std::move(y), {x},
-                [op, args, xs = std::move(xs), ys = std::move(ys)](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::unary_backward(op, xs.get(), ys.get(), grad, args));   // dx = f'(x) * grad (fn::*::backward)
+                [op, args, xs = std::move(xs), ys = std::move(ys)](const Tensor& grad, VarGrads& g) {
+    Tensor dx = g.create_graph() ? unary_derivative(op, g.input(0, xs), g.output(ys), grad, args) : Tensor();
+    // dx = f'(x) * grad in one kernel (fn::*::backward); under create_graph for an op without a formula
+    if (!dx.defined()) dx = g.first_order_only(prim::unary_backward(op, xs.get(), ys.get(), grad.data(), args), grad);
+    g.set(0, std::move(dx));
   });
 }
 
@@ -56,16 +140,16 @@ Tensor clamp(const Tensor& x, double min, double max) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return record("add", prim::add(a.data(), b.data()), {a, b}, [](const RawTensor& grad, Grads& g) {
+  return record("add", prim::add(a.data(), b.data()), {a, b}, [](const Tensor& grad, VarGrads& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a+b)/da = 1
     if (g.need(1)) g.set(1, grad);                                        // d(a+b)/db = 1
   });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return record("sub", prim::sub(a.data(), b.data()), {a, b}, [](const RawTensor& grad, Grads& g) {
+  return record("sub", prim::sub(a.data(), b.data()), {a, b}, [](const Tensor& grad, VarGrads& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a-b)/da = 1
-    if (g.need(1)) g.set(1, prim::unary(UnaryOp::Neg, grad));            // d(a-b)/db = -1
+    if (g.need(1)) g.set(1, -grad);                                       // d(a-b)/db = -1
   });
 }
 
@@ -76,9 +160,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
   SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
   return record("mul", std::move(out), {a, b},
-                [a_saved = std::move(a_saved), b_saved = std::move(b_saved)](const RawTensor& grad, Grads& g) {
-    if (g.need(0)) g.set(0, prim::mul(grad, b_saved.get()));              // d(a*b)/da = b
-    if (g.need(1)) g.set(1, prim::mul(grad, a_saved.get()));              // d(a*b)/db = a
+                [a_saved = std::move(a_saved), b_saved = std::move(b_saved)](const Tensor& grad, VarGrads& g) {
+    if (g.need(0)) g.set(0, grad * g.input(1, b_saved));                  // d(a*b)/da = b
+    if (g.need(1)) g.set(1, grad * g.input(0, a_saved));                  // d(a*b)/db = a
   });
 }
 
@@ -88,10 +172,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
   SavedTensor b_saved = need ? SavedTensor(b) : SavedTensor();
   SavedTensor out_saved = need && b.requires_grad() ? SavedTensor(out, "div") : SavedTensor();
   return record("div", std::move(out), {a, b},
-                [b_saved = std::move(b_saved), out_saved = std::move(out_saved)](const RawTensor& grad, Grads& g) {
-    const RawTensor& bt = b_saved.get();
-    if (g.need(0)) g.set(0, prim::div(grad, bt));                                          // d(a/b)/da = 1/b
-    if (g.need(1)) g.set(1, prim::unary(UnaryOp::Neg, prim::div(prim::mul(grad, out_saved.get()), bt)));  // -a/b^2 = -out/b
+                [b_saved = std::move(b_saved), out_saved = std::move(out_saved)](const Tensor& grad, VarGrads& g) {
+    const Tensor bt = g.input(1, b_saved);
+    if (g.need(0)) g.set(0, grad / bt);                                   // d(a/b)/da = 1/b
+    if (g.need(1)) g.set(1, -(grad * g.output(out_saved) / bt));          // -a/b^2 = -out/b
   });
 }
 
@@ -128,11 +212,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TG_CHECK(!cond.requires_grad(), AutogradError, "where: the condition is not differentiable; detach() it");
   RawTensor out = prim::where(cond.data(), a.data(), b.data());
   SavedTensor c_saved = any_requires_grad({a, b}) ? SavedTensor(cond) : SavedTensor();
-  return record("where", out, {a, b}, [c_saved](const RawTensor& grad, Grads& g) {
-    const RawTensor& c = c_saved.get();
-    const RawTensor zero = prim::scalar_like(0.0, grad);
-    if (g.need(0)) g.set(0, prim::where(c, grad, zero));                  // d/da = [cond]
-    if (g.need(1)) g.set(1, prim::where(c, zero, grad));                  // d/db = [not cond]
+  return record("where", out, {a, b}, [c_saved](const Tensor& grad, VarGrads& g) {
+    const Tensor c(c_saved.get());
+    const Tensor zero = scalar_like(0.0, grad);
+    if (g.need(0)) g.set(0, where(c, grad, zero));                        // d/da = [cond]
+    if (g.need(1)) g.set(1, where(c, zero, grad));                        // d/db = [not cond]
   });
 }
 

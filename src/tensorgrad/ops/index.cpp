@@ -7,16 +7,31 @@
 
 namespace tg {
 
+namespace {
+/// The backward of a gathering op as a differentiable op of its own: scatter(grad) adds the gradient
+/// into zeros (a RawTensor), and its gradient gathers the incoming gradient again (gather_again, with
+/// Tensor ops), so it is linear in grad and differentiable to any order. Without create_graph grad
+/// requires no grad and this is scatter(grad).
+template <class Scatter, class Gather>
+Tensor scatter_backward(const char* name, const Tensor& grad, Scatter scatter, Gather gather_again) {
+  return record(name, scatter(grad.data()), {grad},
+                [gather_again](const Tensor& g2, VarGrads& g) { g.set(0, gather_again(g2)); });
+}
+}  // namespace
+
 // x (..., D, ...), index (K) -> out (..., K, ...)
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   RawTensor out = prim::index_select(x.data(), dim, index.data());
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "index_select");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("index_select", out, {x}, [idx, dim, in_shape](const RawTensor& grad, Grads& g) {
-    RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
-    prim::index_add_(dx, dim, idx.get(), grad);                           // dx[index[k]] += grad[k]
-    g.set(0, dx);
+  return record("index_select", out, {x}, [idx, dim, in_shape](const Tensor& grad, VarGrads& g) {
+    const RawTensor index = idx.get();
+    g.set(0, scatter_backward("index_select_backward", grad, [&](const RawTensor& gr) {
+            RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
+            prim::index_add_(dx, dim, index, gr);                         // dx[index[k]] += grad[k]
+            return dx;
+          }, [index, dim](const Tensor& g2) { return index_select(g2, dim, Tensor(index)); }));
   });
 }
 
@@ -26,10 +41,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "gather");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("gather", out, {x}, [idx, dim, in_shape](const RawTensor& grad, Grads& g) {
-    RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
-    prim::scatter_add_(dx, dim, idx.get(), grad.contiguous());            // dx[index[i]] += grad[i]
-    g.set(0, dx);
+  return record("gather", out, {x}, [idx, dim, in_shape](const Tensor& grad, VarGrads& g) {
+    const RawTensor index = idx.get();
+    g.set(0, scatter_backward("gather_backward", grad, [&](const RawTensor& gr) {
+            RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
+            prim::scatter_add_(dx, dim, index, gr.contiguous());          // dx[index[i]] += grad[i]
+            return dx;
+          }, [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); }));
   });
 }
 
@@ -59,12 +77,23 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   }
   SavedTensor idx = any_requires_grad({weight}) ? SavedTensor(input) : SavedTensor();
   const int64_t pad = padding_idx ? *padding_idx : -1;
-  return record("embedding", out, {weight}, [idx, V, D, pad](const RawTensor& grad, Grads& g) {
-    RawTensor dw = prim::full({V, D}, 0.0, grad.dtype(), grad.device());
+  return record("embedding", out, {weight}, [idx, V, D, pad](const Tensor& grad, VarGrads& g) {
     const RawTensor index = idx.get();
-    prim::index_add_(dw, 0, index.reshape({index.numel()}), grad.reshape({index.numel(), D}));   // dw[input[i]] += grad[i]
-    if (pad >= 0) prim::fill_(dw.select(0, pad), 0.0);                                            // dw[padding_idx] = 0
-    g.set(0, dw);
+    const Shape out_shape = grad.shape();
+    g.set(0, scatter_backward("embedding_backward", grad, [&](const RawTensor& gr) {
+            RawTensor dw = prim::full({V, D}, 0.0, gr.dtype(), gr.device());
+            prim::index_add_(dw, 0, index.reshape({index.numel()}), gr.reshape({index.numel(), D}));   // dw[input[i]] += grad[i]
+            if (pad >= 0) prim::fill_(dw.select(0, pad), 0.0);                                          // dw[padding_idx] = 0
+            return dw;
+          }, [index, pad, out_shape](const Tensor& g2) {   // the rows gathered back; the padding row got none
+            const Tensor rows = pad >= 0 ? where(Tensor(prim::binary(BinaryOp::Ne, index.reshape({index.numel(), 1}),
+                                                                     prim::scalar_like(static_cast<double>(pad), index),
+                                                                     "embedding")),
+                                                 index_select(g2, 0, Tensor(index.reshape({index.numel()}))),
+                                                 scalar_like(0.0, g2))
+                                         : index_select(g2, 0, Tensor(index.reshape({index.numel()})));
+            return rows.reshape(out_shape);
+          }));
   });
 }
 

@@ -27,6 +27,7 @@ Tensor Tensor::sigmoid() const { return tg::sigmoid(*this); }
 Tensor Tensor::tanh() const { return tg::tanh(*this); }
 Tensor Tensor::clamp(double lo, double hi) const { return tg::clamp(*this, lo, hi); }
 Tensor Tensor::sum() const { return tg::sum(*this); }
+Tensor Tensor::sum_to_size(const Shape& shape) const { return tg::sum_to_size(*this, shape); }
 Tensor Tensor::sum(int64_t dim, bool keepdim) const { return tg::sum(*this, dim, keepdim); }
 Tensor Tensor::mean() const { return tg::mean(*this); }
 Tensor Tensor::mean(int64_t dim, bool keepdim) const { return tg::mean(*this, dim, keepdim); }
@@ -167,7 +168,7 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
   const Device device = with_index(target);   // "cuda": the current device
   if (device == this->device()) return *this;
   const Device from = this->device();
-  return record("to", data().to(device, non_blocking), {*this}, [from](const RawTensor& grad, Grads& g) {
+  return record("to", data().to(device, non_blocking), {*this}, [from](const Tensor& grad, VarGrads& g) {
     g.set(0, grad.to(from));                                              // the gradient goes back
   });
 }
@@ -176,7 +177,7 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
   const DType from = this->dtype();
   if (!is_floating(dtype)) return Tensor(data().to(dtype));            // int64 results carry no gradient
-  return record("to", data().to(dtype), {*this}, [from](const RawTensor& grad, Grads& g) {
+  return record("to", data().to(dtype), {*this}, [from](const Tensor& grad, VarGrads& g) {
     g.set(0, grad.to(from));                                              // cast back
   });
 }

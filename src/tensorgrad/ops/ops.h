@@ -160,6 +160,9 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor sum(const Tensor& x);
 /// The sum along dim.
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+/// x summed down to shape (Tensor.sum_to_size): shape must broadcast to x's; the dims where it has
+/// size 1 (or that it lacks in front) are summed. What backward does to a broadcast input's gradient.
+Tensor sum_to_size(const Tensor& x, const Shape& shape);
 /// The mean of all elements (torch.mean); floating x only; NaN for an empty tensor.
 Tensor mean(const Tensor& x);
 /// The mean along dim.

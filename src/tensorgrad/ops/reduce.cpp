@@ -14,9 +14,9 @@ namespace tg {
 namespace {
 
 /// grad of a reduction output, reshaped so that it broadcasts against the input (size 1 on dim).
-RawTensor unreduce(const RawTensor& grad, const Shape& in_shape, int64_t dim, bool keepdim, bool all) {
-  if (all || in_shape.empty()) return grad.reshape(Shape(in_shape.size(), 1));
-  return keepdim ? grad : grad.unsqueeze(dim);
+Tensor unreduce(const Tensor& grad, const Shape& in_shape, int64_t dim, bool keepdim, bool all) {
+  if (all || in_shape.empty()) return reshape(grad, Shape(in_shape.size(), 1));
+  return keepdim ? grad : unsqueeze(grad, dim);
 }
 
 Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
@@ -25,8 +25,8 @@ Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
   if (!all) dim = wrap_dim(dim, x.dim(), "sum");
   RawTensor out = prim::reduce(ReduceOp::Sum, x.data(), all ? std::vector<int64_t>{} : std::vector<int64_t>{dim},
                             keepdim && !all, "sum");
-  return record("sum", out, {x}, [in_shape, dim, keepdim, all](const RawTensor& grad, Grads& g) {
-    g.set(0, unreduce(grad, in_shape, dim, keepdim, all).expand(in_shape));   // d(sum x)/dx = 1
+  return record("sum", out, {x}, [in_shape, dim, keepdim, all](const Tensor& grad, VarGrads& g) {
+    g.set(0, expand(unreduce(grad, in_shape, dim, keepdim, all), in_shape));   // d(sum x)/dx = 1
   });
 }
 
@@ -43,8 +43,8 @@ Tensor mean_impl(const Tensor& x, int64_t dim, bool keepdim, bool all) {
   RawTensor s = prim::reduce(ReduceOp::Sum, low ? x.data().to(kFloat32) : x.data(),
                           all ? std::vector<int64_t>{} : std::vector<int64_t>{dim}, keepdim && !all, "mean");
   RawTensor out = low ? prim::mul(s, scale).to(dt) : prim::mul(s, scale);
-  return record("mean", out, {x}, [in_shape, dim, keepdim, all, scale](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::mul(unreduce(grad, in_shape, dim, keepdim, all), scale).expand(in_shape));   // 1/n
+  return record("mean", out, {x}, [in_shape, dim, keepdim, all, scale](const Tensor& grad, VarGrads& g) {
+    g.set(0, expand(unreduce(grad, in_shape, dim, keepdim, all) * scale, in_shape));   // 1/n
   });
 }
 
@@ -78,8 +78,8 @@ Shape keep_shape(const Shape& in_shape, const std::vector<int64_t>& dims) {
 Tensor sum_over(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
   const Shape in_shape = x.shape();
   RawTensor out = prim::reduce(ReduceOp::Sum, x.data(), dims, keepdim, name);
-  return record(name, out, {x}, [in_shape, dims](const RawTensor& grad, Grads& g) {
-    g.set(0, grad.reshape(keep_shape(in_shape, dims)).expand(in_shape));   // d(sum x)/dx = 1
+  return record(name, out, {x}, [in_shape, dims](const Tensor& grad, VarGrads& g) {
+    g.set(0, expand(reshape(grad, keep_shape(in_shape, dims)), in_shape));   // d(sum x)/dx = 1
   });
 }
 
@@ -90,13 +90,15 @@ Tensor extreme_impl(ReduceOp op, const char* name, const Tensor& x, const std::v
   const bool need = any_requires_grad({x});
   SavedTensor x_saved = need ? SavedTensor(x) : SavedTensor();
   SavedTensor out_saved = need ? SavedTensor(out, name) : SavedTensor();
-  return record(name, out, {x}, [x_saved, out_saved, dims, name](const RawTensor& grad, Grads& g) {
+  return record(name, out, {x}, [x_saved, out_saved, dims, name](const Tensor& grad, VarGrads& g) {
     const RawTensor& xt = x_saved.get();
     const Shape keep = keep_shape(xt.shape(), dims);
     const RawTensor y = out_saved.get().reshape(keep);
-    const RawTensor mask = prim::binary(BinaryOp::Eq, xt, y, name);             // [x == max]
-    const RawTensor count = prim::reduce(ReduceOp::Sum, mask, dims, true, name);  // ties share the gradient
-    g.set(0, prim::mul(mask, prim::div(grad.reshape(keep), count)));
+    // constants of the gradient: which elements are the extreme, and how many share it (the second
+    // derivative is 0 wherever the extreme is unique, as PyTorch's)
+    const Tensor mask(prim::binary(BinaryOp::Eq, xt, y, name));                           // [x == max]
+    const Tensor count(prim::reduce(ReduceOp::Sum, mask.data(), dims, true, name));      // ties share the gradient
+    g.set(0, mask * (grad.reshape(keep) / count));
   });
 }
 
@@ -137,6 +139,20 @@ Tensor var_impl(const Tensor& x, const Shape& dims_in, double correction, bool k
 }  // namespace
 
 Tensor sum(const Tensor& x) { return sum_impl(x, 0, false, true); }
+Tensor sum_to_size(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const Shape in_shape = x.shape();
+  TG_CHECK(shape.size() <= in_shape.size(), ShapeError, "sum_to_size: size ", shape_str(shape),
+           " is not expandable to size ", shape_str(in_shape));
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const int64_t s = shape[d], t = in_shape[in_shape.size() - shape.size() + d];
+    TG_CHECK(s == t || s == 1, ShapeError, "sum_to_size: size ", shape_str(shape), " is not expandable to size ",
+             shape_str(in_shape));
+  }
+  return record("sum_to_size", prim::sum_to(x.data(), shape), {x}, [in_shape](const Tensor& grad, VarGrads& g) {
+    g.set(0, expand(grad, in_shape));                                     // every summed element gets it
+  });
+}
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return sum_impl(x, dim, keepdim, false); }
 Tensor mean(const Tensor& x) { return mean_impl(x, 0, false, true); }
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) { return mean_impl(x, dim, keepdim, false); }
@@ -197,10 +213,11 @@ namespace {
 Tensor std_of(const Tensor& v) {
   RawTensor out = prim::unary(UnaryOp::Sqrt, v.data());
   SavedTensor out_saved = any_requires_grad({v}) ? SavedTensor(out, "std") : SavedTensor();
-  return record("std", out, {v}, [out_saved](const RawTensor& grad, Grads& g) {
-    const RawTensor y = out_saved.get();
-    const RawTensor d = prim::div(grad, prim::mul(y, 2.0));                         // d sqrt(v)/dv = 1 / (2 sqrt(v))
-    g.set(0, prim::where(prim::binary(BinaryOp::Eq, y, prim::scalar_like(0.0, y), "std"), prim::scalar_like(0.0, d), d));
+  return record("std", out, {v}, [out_saved](const Tensor& grad, VarGrads& g) {
+    const Tensor y = g.output(out_saved);
+    const Tensor d = grad / (y * 2.0);                                    // d sqrt(v)/dv = 1 / (2 sqrt(v))
+    g.set(0, where(Tensor(prim::binary(BinaryOp::Eq, y.data(), prim::scalar_like(0.0, y.data()), "std")),
+                   scalar_like(0.0, d), d));
   });
 }
 }  // namespace
@@ -228,8 +245,8 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims_in, bool keepdim) {
     const RawTensor nonzero = prim::binary(BinaryOp::Ne, xt, prim::scalar_like(0.0, xt), "norm");
     const Shape in_shape = x.shape();
     return record("norm", prim::reduce(ReduceOp::Sum, nonzero, dims, keepdim, "norm").to(x.dtype()), {x},
-                  [in_shape](const RawTensor& grad, Grads& g) {
-                    g.set(0, prim::full(in_shape, 0.0, grad.dtype(), grad.device()));   // piecewise constant
+                  [in_shape](const Tensor& grad, VarGrads& g) {
+                    g.set(0, Tensor(prim::full(in_shape, 0.0, grad.dtype(), grad.device())));   // piecewise constant
                   });
   }
   // (sum |x|^p)^(1/p); p = 2 as sqrt(sum x^2)
@@ -238,24 +255,21 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims_in, bool keepdim) {
   const RawTensor s = prim::reduce(ReduceOp::Sum, powered, dims, true, "norm");
   const RawTensor y = p == 2 ? prim::unary(UnaryOp::Sqrt, s) : prim::binary(BinaryOp::Pow, s, prim::scalar_like(1.0 / p, s), "norm");
   const bool need = any_requires_grad({x});
+  const RawTensor out = keepdim ? y : y.reshape(dropped_shape(x.shape(), dims));
   SavedTensor x_saved = need ? SavedTensor(x) : SavedTensor();
-  SavedTensor y_saved = need ? SavedTensor(y, "norm") : SavedTensor();
+  SavedTensor y_saved = need ? SavedTensor(out, "norm") : SavedTensor();
   const Shape keep = keep_shape(x.shape(), dims);
-  return record("norm", keepdim ? y : y.reshape(dropped_shape(x.shape(), dims)), {x},
-                [x_saved, y_saved, keep, p](const RawTensor& grad, Grads& g) {
-    const RawTensor xs = x_saved.get(), ys = y_saved.get();
+  return record("norm", out, {x}, [x_saved, y_saved, keep, p](const Tensor& grad, VarGrads& g) {
+    const Tensor xs = g.input(0, x_saved), ys = g.output(y_saved).reshape(keep);
     // d ||x||_p / dx = sgn(x) |x|^(p-1) / ||x||^(p-1): x / ||x|| for p = 2; sgn(x) |x|^(p-1) is 0 at
     // x = 0 (also for p < 1, where |x|^(p-1) is inf), and the gradient is 0 where the norm is 0 (PyTorch's
-    // convention at the origin, not 0 / 0)
-    RawTensor scaled = xs;
-    if (p != 2) {
-      scaled = prim::mul(prim::unary(UnaryOp::Sign, xs),
-                         prim::binary(BinaryOp::Pow, prim::unary(UnaryOp::Abs, xs), prim::scalar_like(p - 1, xs), "norm"));
-      scaled = prim::where(prim::binary(BinaryOp::Eq, xs, prim::scalar_like(0.0, xs), "norm"), prim::scalar_like(0.0, xs), scaled);
-    }
-    const RawTensor denom = p == 2 ? ys : prim::binary(BinaryOp::Pow, ys, prim::scalar_like(p - 1, ys), "norm");
-    const RawTensor gx = prim::mul(prim::div(grad.reshape(keep), denom), scaled);
-    g.set(0, prim::where(prim::binary(BinaryOp::Eq, ys, prim::scalar_like(0.0, ys), "norm"), prim::scalar_like(0.0, gx), gx));
+    // convention at the origin, not 0 / 0). The masks are constants.
+    auto zero_where = [](const RawTensor& at, const Tensor& v) {
+      return where(Tensor(prim::binary(BinaryOp::Eq, at, prim::scalar_like(0.0, at), "norm")), scalar_like(0.0, v), v);
+    };
+    const Tensor scaled = p == 2 ? xs : zero_where(xs.data(), sign(xs) * pow(abs(xs), p - 1));
+    const Tensor denom = p == 2 ? ys : pow(ys, p - 1);
+    g.set(0, zero_where(ys.data(), grad.reshape(keep) / denom * scaled));
   });
 }
 

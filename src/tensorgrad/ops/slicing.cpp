@@ -24,6 +24,15 @@ RawTensor scatter_into_zeros(const Shape& in_shape, const RawTensor& grad, ViewO
   return gx;
 }
 
+/// The backward of a view op as a differentiable op of its own: grad placed into zeros of in_shape where
+/// view_of (callable on a RawTensor and on a Tensor) looks; its gradient is the same view of the incoming
+/// gradient. Without create_graph nothing requires grad here and it is scatter_into_zeros.
+template <class ViewOf>
+Tensor into_zeros(const char* name, const Shape& in_shape, const Tensor& grad, ViewOf view_of) {
+  return record(name, scatter_into_zeros(in_shape, grad.data(), view_of), {grad},
+                [view_of](const Tensor& g2, VarGrads& g) { g.set(0, view_of(g2)); });
+}
+
 /// One resolved entry of an index list against the input's shape: a new size-1 dim, an integer
 /// position (the dim is removed), or start / length / step along an input dim.
 struct Resolved {
@@ -127,9 +136,10 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
            ") exceeds the size (", size, ") of dimension ", dim);
   const Shape in_shape = x.shape();
   return mark_view(record("narrow", x.data().narrow(dim, start, length), {x},
-                          [in_shape, dim, start, length](const RawTensor& grad, Grads& g) {
+                          [in_shape, dim, start, length](const Tensor& grad, VarGrads& g) {
                             // d/dx: the gradient in the narrowed positions, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return t.narrow(dim, start, length); }));
+                            g.set(0, into_zeros("narrow_backward", in_shape, grad,
+                                                [=](const auto& t) { return t.narrow(dim, start, length); }));
                           }),
                    x);
 }
@@ -141,9 +151,10 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   if (index < 0) index += x.shape()[dim];
   const Shape in_shape = x.shape();
   return mark_view(record("select", std::move(out), {x},
-                          [in_shape, dim, index](const RawTensor& grad, Grads& g) {
+                          [in_shape, dim, index](const Tensor& grad, VarGrads& g) {
                             // d/dx: the gradient in the selected slice, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return t.select(dim, index); }));
+                            g.set(0, into_zeros("select_backward", in_shape, grad,
+                                                [=](const auto& t) { return t.select(dim, index); }));
                           }),
                    x);
 }
@@ -152,10 +163,17 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
   std::vector<Resolved> resolved = resolve(x.shape(), indices);
   RawTensor out = indexing_view(x.data(), resolved);
   const Shape in_shape = x.shape();
+  // the view again, of a RawTensor (the first-order scatter) or of a Tensor (its differentiable form)
+  struct View {
+    std::vector<Resolved> resolved;
+    std::vector<TensorIndex> indices;
+    RawTensor operator()(const RawTensor& t) const { return indexing_view(t, resolved); }
+    Tensor operator()(const Tensor& t) const { return tg::index(t, indices); }
+  };
   return mark_view(record("index", std::move(out), {x},
-                          [in_shape, resolved = std::move(resolved)](const RawTensor& grad, Grads& g) {
-                            // d/dx: the gradient in the indexed positions, 0 elsewhere
-                            g.set(0, scatter_into_zeros(in_shape, grad, [&](const RawTensor& t) { return indexing_view(t, resolved); }));
+                          [in_shape, view = View{std::move(resolved), indices}](const Tensor& grad, VarGrads& g) {
+                            // d/dx: the gradient at the indexed positions, 0 elsewhere
+                            g.set(0, into_zeros("index_backward", in_shape, grad, view));
                           }),
                    x);
 }

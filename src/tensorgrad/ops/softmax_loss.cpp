@@ -17,9 +17,14 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
   RawTensor y = prim::softmax(x.data(), dim, log);
   dim = wrap_dim(dim, x.dim(), name);
   SavedTensor y_saved = any_requires_grad({x}) ? SavedTensor(y, name) : SavedTensor();
-  return record(name, y, {x}, [y_saved, dim, log](const RawTensor& grad, Grads& g) {
+  return record(name, y, {x}, [y_saved, dim, log](const Tensor& grad, VarGrads& g) {
     // softmax: dx = y (grad - sum(grad y));  log_softmax: dx = grad - exp(y) sum(grad)
-    g.set(0, prim::softmax_backward(y_saved.get(), grad, dim, log));
+    if (!g.create_graph()) {   // one fused kernel
+      g.set(0, Tensor(prim::softmax_backward(y_saved.get(), grad.data(), dim, log)));
+      return;
+    }
+    const Tensor yt = g.output(y_saved);   // the same formulas, recorded (Note [Differentiable rules])
+    g.set(0, log ? grad - exp(yt) * sum(grad, dim, true) : yt * (grad - sum(grad * yt, dim, true)));
   });
 }
 }  // namespace
@@ -47,6 +52,25 @@ Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, R
   const Tensor loss = neg(sum(mul(log_softmax(logits, class_dim), mixed), class_dim));
   if (reduction == Reduction::None) return loss;
   return reduction == Reduction::Sum ? sum(loss) : mean(loss);
+}
+}  // namespace
+
+namespace {
+/// cross_entropy's gradient with respect to logits x (N, C) as recorded ops, for a backward under
+/// create_graph: (softmax(x) - q) times each row's weight, q = (1 - s) onehot(target) + s / C the target
+/// distribution and the weight grad (per row, or the total's, divided by the count for the mean), 0
+/// for ignored rows. q and the weights' masks are constants.
+Tensor cross_entropy_grad(const Tensor& x, const RawTensor& target, const CrossEntropyArgs& args, const Tensor& grad,
+                          const RawTensor& count) {
+  const int64_t N = x.size(0), C = x.size(1);
+  const RawTensor valid = prim::binary(BinaryOp::Ne, target, prim::scalar_like(static_cast<double>(args.ignore_index), target),
+                                       "cross_entropy");
+  const RawTensor safe = prim::where(valid, target, prim::scalar_like(0.0, target)).reshape({N, 1});
+  RawTensor q = prim::full({N, C}, args.label_smoothing / static_cast<double>(C), x.dtype(), x.device());
+  prim::scatter_add_(q, 1, safe, prim::full({N, 1}, 1.0 - args.label_smoothing, x.dtype(), x.device()));
+  Tensor weight = Tensor(valid.to(x.dtype()).reshape({N, 1})) * (args.total ? grad : grad.reshape({N, 1}));
+  if (args.mean) weight = weight / Tensor(count.to(x.dtype()));
+  return (softmax(x, 1) - Tensor(q)) * weight;
 }
 }  // namespace
 
@@ -84,9 +108,15 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction re
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
   SavedTensor lse_saved = need ? SavedTensor(r.lse, "cross_entropy") : SavedTensor();        // (N)
   SavedTensor count_saved = need && r.count.defined() ? SavedTensor(r.count, "cross_entropy") : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const RawTensor& grad, Grads& g) {
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const Tensor& grad, VarGrads& g) {
     // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * grad per row (/ count for the mean)
-    g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(), grad, count_saved.get()));
+    if (g.create_graph() && x_saved.get().dim() == 2) {   // the same formula as recorded ops
+      g.set(0, cross_entropy_grad(g.input(0, x_saved), t_saved.get(), args, grad, count_saved.get()));
+      return;
+    }
+    g.set(0, g.first_order_only(prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(),
+                                                             grad.data(), count_saved.get()),
+                                grad));
   });
 }
 
@@ -115,9 +145,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   const philox::Distribution uniform = philox::Distribution::uniform(0.0, 1.0);
   RngState drawn_at;
   RawTensor out = prim::mul(x.data(), make_mask(prim::random(uniform, x.shape(), x.dtype(), x.device(), &drawn_at)));
-  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const RawTensor& grad, Grads& g) {
+  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const Tensor& grad, VarGrads& g) {
     const RawTensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
-    g.set(0, prim::mul(grad, make_mask(u)));                             // d(x * mask)/dx = mask
+    g.set(0, grad * Tensor(make_mask(u)));                               // d(x * mask)/dx = mask
   });
 }
 
