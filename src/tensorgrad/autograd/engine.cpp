@@ -474,27 +474,27 @@ RawTensor* detail::GradientSink::find(const void* key) {
 
 // Note [Differentiable rules]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A rule is first-order, void(const RawTensor& grad, Grads&), written with prims, or differentiable,
-// void(const Tensor& grad, VarGrads&), written with the Tensor ops of ops/ops.h (PyTorch's
-// derivatives.yaml formulas). Without create_graph both run under no-grad and record nothing: a
-// differentiable rule's ops return plain Tensors (one TensorImpl per result is its whole extra cost).
-// With create_graph (backward(..., create_graph=true), autograd::grad) the engine sweeps Tensors:
-// grad mode is on, so a differentiable rule's ops record the gradient's own graph, whose leaves are
-// the op's inputs (VarGrads::input gives a saved input back with the history of the edge it came
-// through) and the op itself for a saved output (VarGrads::output); the sums of fan-out, the sum back
-// to a broadcast input's shape and the cast to its dtype are recorded ops too. A first-order rule
-// still runs there (under no-grad), and each gradient it returns gets a Node that raises AutogradError
-// naming the op if a later backward reaches it: PyTorch's "derivative ... is not implemented" for a
-// double backward, raised only when the second derivative is actually needed. Which ops have
-// differentiable rules is listed, and enforced, by tests/ops_coverage.h (gradgradcheck entries).
+// A rule has a first-order form, void(const RawTensor& grad, Grads&) on prims, a differentiable form,
+// void(const Tensor& grad, VarGrads&) on the Tensor ops of ops/ops.h (PyTorch's derivatives.yaml
+// formulas), or both: most rules are written once as a generic lambda, [](const auto& grad, auto& g),
+// whose arithmetic goes through ops/rules.h (prims for RawTensors, ops for Tensors) and whose views use
+// the methods both types share; `if constexpr (first_order_v<decltype(g)>)` lets a rule keep a fused
+// kernel for its first-order form (the unary ops, softmax, linear, layer_norm, cross_entropy). A
+// backward without create_graph runs the first-order form: no Tensor handles, nothing recorded, as fast
+// as a prim rule (a rule with only the differentiable form runs it on plain Tensors under no-grad).
+// With create_graph (backward(..., create_graph=true), autograd::grad) the engine sweeps Tensors with
+// grad mode on, so the differentiable form's ops record the gradient's own graph, whose leaves are the
+// op's inputs (VarGrads::input gives a saved input back with the history of the edge it came through)
+// and the op itself for a saved output (VarGrads::output); the sums of fan-out, the sum back to a
+// broadcast input's shape and the cast to its dtype are recorded ops too. A rule with only a first-order
+// form still runs there (under no-grad), and each gradient it returns gets a Node that raises
+// AutogradError naming the op if a later backward reaches it: PyTorch's "derivative ... is not
+// implemented" for a double backward, raised only when the second derivative is actually needed. Which
+// ops are differentiable twice is listed, and enforced, by tests/ops_coverage.h (gradgradcheck entries).
 //
 // autograd::grad returns gradients instead of accumulating them: its inputs are captured as the sweep
 // reaches them (a leaf by its TensorImpl, a non-leaf by its grad_fn, the Node whose one output it
 // is), .grad is never touched, and only Nodes from which some input can be reached run their rules.
-
-namespace {
-
-}  // namespace
 
 /// Under create_graph, what a first-order rule returned for one input, as a Tensor whose Node refuses
 /// to be differentiated (Note [Differentiable rules]): it depends on the incoming gradient and on the
@@ -516,7 +516,7 @@ namespace {
 /// Runs node's rule on g into out: the rule as written, or, under create_graph, a first-order rule
 /// wrapped as refusing_double_backward says.
 void call_rule(const std::shared_ptr<Node>& node, const RawTensor& g, Grads& out) {
-  if (!node->backward.differentiable()) return node->backward(g, out);
+  if (node->backward.first_order()) return node->backward(g, out);   // a prim rule, or a generic one's RawTensor form
   detail::BackwardRuleScope in_rule;   // autocast leaves the rule's ops alone
   VarGrads v(out.size(), &node, /*create_graph=*/false);
   v.needed() = out.needed();
@@ -639,7 +639,7 @@ void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::Gradien
     ready.pop_back();
     const int at = index.at(node.get());
     G g = std::move(pending[at]);
-    BasicGrads<G> out(node->next.size());
+    std::conditional_t<kGraph, BasicGrads<Tensor>, Grads> out(node->next.size());
     if (g.defined()) {   // no gradient reached this node: its inputs get none from it
       const bool run_rule = runs.empty() || runs[at] != 0;
       std::optional<RuleRun> run;

@@ -301,6 +301,9 @@ Tensor VarGrads::input(std::size_t i, const SavedTensor& s) const {
   return detail::with_history(s.get(), (*node_)->next[i]);
 }
 
+RawTensor Grads::input(std::size_t, const SavedTensor& s) const { return s.get(); }
+RawTensor Grads::output(const SavedTensor& s) const { return s.get(); }
+
 Tensor VarGrads::first_order_only(RawTensor value, const Tensor& grad) const {
   if (!create_graph_) return Tensor(std::move(value));
   return detail::refusing_double_backward(*node_, grad, std::move(value));

@@ -552,10 +552,21 @@ class BasicGrads {
   SmallVector<bool, 4> needed_;
   SmallVector<G, 2> values_;   // undefined = no gradient
 };
-/// What a first-order rule (void(const RawTensor& grad, Grads& out)) fills in.
-using Grads = BasicGrads<RawTensor>;
-
 class SavedTensor;
+
+/// What a first-order rule (void(const RawTensor& grad, Grads& out)) fills in. It offers VarGrads's
+/// accessors on RawTensors, so that one generic rule, `[](const auto& grad, auto& g)`, can be
+/// instantiated both ways (Note [Differentiable rules] in autograd/engine.cpp).
+class Grads : public BasicGrads<RawTensor> {
+ public:
+  using BasicGrads<RawTensor>::BasicGrads;
+  /// False: a first-order backward records nothing.
+  static constexpr bool create_graph() { return false; }
+  /// s, a saved input of the op.
+  RawTensor input(std::size_t i, const SavedTensor& s) const;
+  /// s, the op's saved output.
+  RawTensor output(const SavedTensor& s) const;
+};
 
 /// What a differentiable rule (void(const Tensor& grad, VarGrads& out), Note [Differentiable rules]
 /// in autograd/engine.cpp) fills in: the gradients as Tensors, and the saved tensors back as Tensors.
@@ -597,6 +608,8 @@ class BackwardRule {
   explicit operator bool() const { return rule_ != nullptr; }   ///< false once released
   /// Whether the rule is written with Tensor ops (so its gradient can itself be differentiated).
   bool differentiable() const { return call_var_ != nullptr; }
+  /// Whether the rule has a first-order form on RawTensors (a prim rule, or a generic one).
+  bool first_order() const { return call_ != nullptr; }
   /// Runs a first-order rule; it must be bound and not released.
   void operator()(const RawTensor& grad, Grads& out) const { call_(rule_, grad, out); }
   /// Runs a differentiable rule; it must be bound and not released.
@@ -685,16 +698,16 @@ struct NodeWith final : RecordedNode {
   explicit NodeWith(F&& f) : rule(std::move(f)) { bind(); }
   explicit NodeWith(const F& f) : rule(f) { bind(); }
   ~NodeWith() { backward.release(); }
-  void bind() {
-    if constexpr (std::is_invocable<F&, const Tensor&, VarGrads&>::value) {
-      backward.bind(
-          &rule, [](void* r, const Tensor& grad, VarGrads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
-          [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
-    } else {
+  void bind() {   // a generic rule binds both forms: Note [Differentiable rules]
+    auto destroy = [](void* r) { static_cast<std::optional<F>*>(r)->reset(); };
+    if constexpr (std::is_invocable<F&, const RawTensor&, Grads&>::value)
       backward.bind(
           &rule, [](void* r, const RawTensor& grad, Grads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
-          [](void* r) { static_cast<std::optional<F>*>(r)->reset(); });
-    }
+          destroy);
+    if constexpr (std::is_invocable<F&, const Tensor&, VarGrads&>::value)
+      backward.bind(
+          &rule, [](void* r, const Tensor& grad, VarGrads& out) { (**static_cast<std::optional<F>*>(r))(grad, out); },
+          destroy);
   }
   std::optional<F> rule;
 };

@@ -7,6 +7,7 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -108,11 +109,14 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryArgs args = {})
   SavedTensor xs = uses_x ? SavedTensor(x) : SavedTensor();
   SavedTensor ys = uses_y ? SavedTensor(y, name) : SavedTensor();
   return record(name, std::move(y), {x},
-                [op, args, xs = std::move(xs), ys = std::move(ys)](const Tensor& grad, VarGrads& g) {
-    Tensor dx = g.create_graph() ? unary_derivative(op, g.input(0, xs), g.output(ys), grad, args) : Tensor();
-    // dx = f'(x) * grad in one kernel (fn::*::backward); under create_graph for an op without a formula
-    if (!dx.defined()) dx = g.first_order_only(prim::unary_backward(op, xs.get(), ys.get(), grad.data(), args), grad);
-    g.set(0, std::move(dx));
+                [op, args, xs = std::move(xs), ys = std::move(ys)](const auto& grad, auto& g) {
+    if constexpr (first_order_v<decltype(g)>) {   // dx = f'(x) * grad in one kernel (fn::*::backward)
+      g.set(0, prim::unary_backward(op, xs.get(), ys.get(), grad, args));
+    } else {
+      Tensor dx = g.create_graph() ? unary_derivative(op, g.input(0, xs), g.output(ys), grad, args) : Tensor();
+      if (!dx.defined()) dx = g.first_order_only(prim::unary_backward(op, xs.get(), ys.get(), grad.data(), args), grad);
+      g.set(0, std::move(dx));
+    }
   });
 }
 
@@ -140,16 +144,16 @@ Tensor clamp(const Tensor& x, double min, double max) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return record("add", prim::add(a.data(), b.data()), {a, b}, [](const Tensor& grad, VarGrads& g) {
+  return record("add", prim::add(a.data(), b.data()), {a, b}, [](const auto& grad, auto& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a+b)/da = 1
     if (g.need(1)) g.set(1, grad);                                        // d(a+b)/db = 1
   });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return record("sub", prim::sub(a.data(), b.data()), {a, b}, [](const Tensor& grad, VarGrads& g) {
+  return record("sub", prim::sub(a.data(), b.data()), {a, b}, [](const auto& grad, auto& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a-b)/da = 1
-    if (g.need(1)) g.set(1, -grad);                                       // d(a-b)/db = -1
+    if (g.need(1)) g.set(1, rules::neg(grad));                            // d(a-b)/db = -1
   });
 }
 
@@ -160,9 +164,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
   SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
   return record("mul", std::move(out), {a, b},
-                [a_saved = std::move(a_saved), b_saved = std::move(b_saved)](const Tensor& grad, VarGrads& g) {
-    if (g.need(0)) g.set(0, grad * g.input(1, b_saved));                  // d(a*b)/da = b
-    if (g.need(1)) g.set(1, grad * g.input(0, a_saved));                  // d(a*b)/db = a
+                [a_saved = std::move(a_saved), b_saved = std::move(b_saved)](const auto& grad, auto& g) {
+    if (g.need(0)) g.set(0, rules::mul(grad, g.input(1, b_saved)));       // d(a*b)/da = b
+    if (g.need(1)) g.set(1, rules::mul(grad, g.input(0, a_saved)));       // d(a*b)/db = a
   });
 }
 
@@ -172,10 +176,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
   SavedTensor b_saved = need ? SavedTensor(b) : SavedTensor();
   SavedTensor out_saved = need && b.requires_grad() ? SavedTensor(out, "div") : SavedTensor();
   return record("div", std::move(out), {a, b},
-                [b_saved = std::move(b_saved), out_saved = std::move(out_saved)](const Tensor& grad, VarGrads& g) {
-    const Tensor bt = g.input(1, b_saved);
-    if (g.need(0)) g.set(0, grad / bt);                                   // d(a/b)/da = 1/b
-    if (g.need(1)) g.set(1, -(grad * g.output(out_saved) / bt));          // -a/b^2 = -out/b
+                [b_saved = std::move(b_saved), out_saved = std::move(out_saved)](const auto& grad, auto& g) {
+    const auto bt = g.input(1, b_saved);
+    if (g.need(0)) g.set(0, rules::div(grad, bt));                        // d(a/b)/da = 1/b
+    if (g.need(1)) g.set(1, rules::neg(rules::div(rules::mul(grad, g.output(out_saved)), bt)));   // -a/b^2 = -out/b
   });
 }
 
@@ -212,11 +216,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TG_CHECK(!cond.requires_grad(), AutogradError, "where: the condition is not differentiable; detach() it");
   RawTensor out = prim::where(cond.data(), a.data(), b.data());
   SavedTensor c_saved = any_requires_grad({a, b}) ? SavedTensor(cond) : SavedTensor();
-  return record("where", out, {a, b}, [c_saved](const Tensor& grad, VarGrads& g) {
-    const Tensor c(c_saved.get());
-    const Tensor zero = scalar_like(0.0, grad);
-    if (g.need(0)) g.set(0, where(c, grad, zero));                        // d/da = [cond]
-    if (g.need(1)) g.set(1, where(c, zero, grad));                        // d/db = [not cond]
+  return record("where", out, {a, b}, [c_saved](const auto& grad, auto& g) {
+    const RawTensor c = c_saved.get();
+    const auto zero = rules::scalar(0.0, grad);
+    if (g.need(0)) g.set(0, rules::where(c, grad, zero));                 // d/da = [cond]
+    if (g.need(1)) g.set(1, rules::where(c, zero, grad));                 // d/db = [not cond]
   });
 }
 

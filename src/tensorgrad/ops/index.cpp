@@ -13,6 +13,11 @@ namespace {
 /// Tensor ops), so it is linear in grad and differentiable to any order. Without create_graph grad
 /// requires no grad and this is scatter(grad).
 template <class Scatter, class Gather>
+RawTensor scatter_backward(const char*, const RawTensor& grad, Scatter scatter, Gather) {
+  return scatter(grad);
+}
+/// See scatter_backward above: its form under create_graph.
+template <class Scatter, class Gather>
 Tensor scatter_backward(const char* name, const Tensor& grad, Scatter scatter, Gather gather_again) {
   return record(name, scatter(grad.data()), {grad},
                 [gather_again](const Tensor& g2, VarGrads& g) { g.set(0, gather_again(g2)); });
@@ -25,7 +30,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "index_select");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("index_select", out, {x}, [idx, dim, in_shape](const Tensor& grad, VarGrads& g) {
+  return record("index_select", out, {x}, [idx, dim, in_shape](const auto& grad, auto& g) {
     const RawTensor index = idx.get();
     g.set(0, scatter_backward("index_select_backward", grad, [&](const RawTensor& gr) {
             RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
@@ -41,7 +46,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const Shape in_shape = x.shape();
   dim = wrap_dim(dim, x.dim(), "gather");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
-  return record("gather", out, {x}, [idx, dim, in_shape](const Tensor& grad, VarGrads& g) {
+  return record("gather", out, {x}, [idx, dim, in_shape](const auto& grad, auto& g) {
     const RawTensor index = idx.get();
     g.set(0, scatter_backward("gather_backward", grad, [&](const RawTensor& gr) {
             RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
@@ -77,7 +82,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   }
   SavedTensor idx = any_requires_grad({weight}) ? SavedTensor(input) : SavedTensor();
   const int64_t pad = padding_idx ? *padding_idx : -1;
-  return record("embedding", out, {weight}, [idx, V, D, pad](const Tensor& grad, VarGrads& g) {
+  return record("embedding", out, {weight}, [idx, V, D, pad](const auto& grad, auto& g) {
     const RawTensor index = idx.get();
     const Shape out_shape = grad.shape();
     g.set(0, scatter_backward("embedding_backward", grad, [&](const RawTensor& gr) {

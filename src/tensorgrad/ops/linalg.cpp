@@ -38,6 +38,7 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -139,9 +140,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const bool grad_mode = GradMode::is_enabled();
   SavedTensor a_saved = grad_mode && b.requires_grad() ? SavedTensor(a) : SavedTensor();
   SavedTensor b_saved = grad_mode && a.requires_grad() ? SavedTensor(b) : SavedTensor();
-  return record("matmul", out, {a, b}, [a_saved, b_saved](const Tensor& grad, VarGrads& g) {
-    if (g.need(0)) g.set(0, matmul(grad, transpose(g.input(1, b_saved), -1, -2)));   // da = grad . b^T
-    if (g.need(1)) g.set(1, matmul(transpose(g.input(0, a_saved), -1, -2), grad));   // db = a^T . grad (summed over a broadcast batch)
+  return record("matmul", out, {a, b}, [a_saved, b_saved](const auto& grad, auto& g) {
+    if (g.need(0)) g.set(0, rules::matmul(grad, g.input(1, b_saved).transpose(-1, -2)));   // da = grad . b^T
+    if (g.need(1)) g.set(1, rules::matmul(g.input(0, a_saved).transpose(-1, -2), grad));   // db = a^T . grad (summed over a broadcast batch)
   });
 }
 
@@ -179,8 +180,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   const DType x_dtype = x.dtype();
-  return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O, x_dtype](const Tensor& grad_t, VarGrads& g) {
-    if (g.create_graph()) {   // the same formulas as recorded ops (Note [Differentiable rules])
+  return record("linear", y.view(out_shape), inputs, [x_saved, w_saved, in_shape, I, O, x_dtype](const auto& grad_t, auto& g) {
+    if constexpr (!first_order_v<decltype(g)>) {   // the same formulas as recorded ops (Note [Differentiable rules])
       const Tensor g2 = reshape(grad_t, {-1, O});
       if (g.need(0)) g.set(0, reshape(matmul(g2, g.input(1, w_saved)), in_shape));
       if (g.need(1)) {
@@ -189,24 +190,24 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
         g.set(1, matmul(t(g2), xs));
       }
       if (g.size() > 2 && g.need(2)) g.set(2, sum_to_size(g2, {O}));
-      return;
-    }
-    const RawTensor& grad = grad_t.data();
-    const RawTensor g2 = grad.reshape({-1, O});
-    auto saved_x = [&] {   // x as the forward multiplied it: (N, I) in x_dtype
-      const RawTensor xs = x_saved.get().reshape({-1, I});
-      return xs.dtype() == x_dtype ? xs : xs.to(x_dtype);
-    };
-    const bool need_bias = g.size() > 2 && g.need(2);
-    if (g.need(0)) g.set(0, Tensor(prim::matmul(g2, w_saved.get()).view(in_shape)));   // dx = grad . W   (N, I)
-    if (g.need(1) && need_bias) {   // dW = grad^T . x (O, I) and db = sum_n grad (O): one GEMM where it folds
-      std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), saved_x());
-      g.set(1, Tensor(wb.first));
-      g.set(2, Tensor(wb.second));
-    } else if (g.need(1)) {
-      g.set(1, Tensor(prim::matmul(g2.transpose(0, 1), saved_x())));
-    } else if (need_bias) {
-      g.set(2, Tensor(prim::sum_to(g2, {O})));
+    } else {   // first order: dW and db in one GEMM where they fold
+      const RawTensor& grad = grad_t;
+      const RawTensor g2 = grad.reshape({-1, O});
+      auto saved_x = [&] {   // x as the forward multiplied it: (N, I) in x_dtype
+        const RawTensor xs = x_saved.get().reshape({-1, I});
+        return xs.dtype() == x_dtype ? xs : xs.to(x_dtype);
+      };
+      const bool need_bias = g.size() > 2 && g.need(2);
+      if (g.need(0)) g.set(0, prim::matmul(g2, w_saved.get()).view(in_shape));   // dx = grad . W   (N, I)
+      if (g.need(1) && need_bias) {   // dW = grad^T . x (O, I) and db = sum_n grad (O): one GEMM where it folds
+        std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), saved_x());
+        g.set(1, wb.first);
+        g.set(2, wb.second);
+      } else if (g.need(1)) {
+        g.set(1, prim::matmul(g2.transpose(0, 1), saved_x()));
+      } else if (need_bias) {
+        g.set(2, prim::sum_to(g2, {O}));
+      }
     }
   });
 }

@@ -4,6 +4,7 @@
 // ops/elementwise.cpp, its kernels in the backends.
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -35,8 +36,8 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
            shape_str(x.shape()));
   const RawTensor keep = triangle_mask(x.size(-2), x.size(-1), diagonal, lower, x.device());   // over the last two dims
   const RawTensor zero = prim::full({}, 0.0, x.dtype(), x.device());
-  return record(name, prim::where(keep, x.data(), zero), {x}, [keep](const Tensor& grad, VarGrads& g) {
-    g.set(0, where(Tensor(keep), grad, scalar_like(0.0, grad)));          // d/dx = [kept]
+  return record(name, prim::where(keep, x.data(), zero), {x}, [keep](const auto& grad, auto& g) {
+    g.set(0, rules::where(keep, grad, rules::scalar(0.0, grad)));         // d/dx = [kept]
   });
 }
 
@@ -46,8 +47,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_mask(x, mask);
   const RawTensor fill = prim::full({}, value, x.dtype(), x.device());      // value in x's dtype, as PyTorch
   const RawTensor m = mask.data();
-  return record("masked_fill", prim::where(m, fill, x.data()), {x}, [m](const Tensor& grad, VarGrads& g) {
-    g.set(0, where(Tensor(m), scalar_like(0.0, grad), grad));            // d/dx = [not mask]
+  return record("masked_fill", prim::where(m, fill, x.data()), {x}, [m](const auto& grad, auto& g) {
+    g.set(0, rules::where(m, rules::scalar(0.0, grad), grad));           // d/dx = [not mask]
   });
 }
 
@@ -59,10 +60,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   prim::check_same_device("masked_fill", x.data(), value.data());
   const Tensor v = value.to(x.dtype());                                  // recorded: the gradient casts back
   const RawTensor m = mask.data();
-  return record("masked_fill", prim::where(m, v.data(), x.data()), {x, v}, [m](const Tensor& grad, VarGrads& g) {
-    const Tensor zero = scalar_like(0.0, grad);
-    if (g.need(0)) g.set(0, where(Tensor(m), zero, grad));                // d/dx = [not mask]
-    if (g.need(1)) g.set(1, where(Tensor(m), grad, zero));                // d/dvalue = sum over the mask (engine's sum_to)
+  return record("masked_fill", prim::where(m, v.data(), x.data()), {x, v}, [m](const auto& grad, auto& g) {
+    const auto zero = rules::scalar(0.0, grad);
+    if (g.need(0)) g.set(0, rules::where(m, zero, grad));                 // d/dx = [not mask]
+    if (g.need(1)) g.set(1, rules::where(m, grad, zero));                 // d/dvalue = sum over the mask (engine's sum_to)
   });
 }
 

@@ -168,7 +168,7 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
   const Device device = with_index(target);   // "cuda": the current device
   if (device == this->device()) return *this;
   const Device from = this->device();
-  return record("to", data().to(device, non_blocking), {*this}, [from](const Tensor& grad, VarGrads& g) {
+  return record("to", data().to(device, non_blocking), {*this}, [from](const auto& grad, auto& g) {
     g.set(0, grad.to(from));                                              // the gradient goes back
   });
 }
@@ -177,7 +177,7 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
   const DType from = this->dtype();
   if (!is_floating(dtype)) return Tensor(data().to(dtype));            // int64 results carry no gradient
-  return record("to", data().to(dtype), {*this}, [from](const Tensor& grad, VarGrads& g) {
+  return record("to", data().to(dtype), {*this}, [from](const auto& grad, auto& g) {
     g.set(0, grad.to(from));                                              // cast back
   });
 }

@@ -13,6 +13,7 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -208,8 +209,8 @@ Tensor layer_norm(const Tensor& input_in, const std::vector<int64_t>& normalized
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("layer_norm", r.y.to(input.dtype()).view(in_shape), in.list,
-                [saved, wi, bi, M, D, dt, in_shape, ns, eps](const Tensor& grad_t, VarGrads& g) {
-    if (g.create_graph()) {   // the same formulas as recorded ops, the statistics recomputed from x
+                [saved, wi, bi, M, D, dt, in_shape, ns, eps](const auto& grad_t, auto& g) {
+    if constexpr (!first_order_v<decltype(g)>) {   // the same formulas as recorded ops, the statistics recomputed from x
       const Tensor x = g.input(0, saved.x).to(dt).reshape({M, D});
       const Tensor xc = x - mean(x, 1, true);
       const Tensor rstd = pow(mean(xc * xc, 1, true) + eps, -0.5);
@@ -219,16 +220,16 @@ Tensor layer_norm(const Tensor& input_in, const std::vector<int64_t>& normalized
       if (g.need(0)) g.set(0, (rstd * (gx - mean(gx, 1, true) - xhat * mean(gx * xhat, 1, true))).reshape(in_shape));
       if (wi >= 0 && g.need(wi)) g.set(wi, sum(gy * xhat, 0).reshape(ns));
       if (bi >= 0 && g.need(bi)) g.set(bi, sum(gy, 0).reshape(ns));
-      return;
+    } else {   // first order: one fused kernel
+      const RawTensor& grad = grad_t;
+      const RawTensor ws = saved.w.defined() ? saved.w.get().reshape({D}) : RawTensor();
+      const prim::LayerNormGrads d =
+          prim::layer_norm_backward(grad.reshape({M, D}), rows_of(saved.x.get(), dt, M, D), saved.mean, saved.rstd, ws,
+                                    g.need(0), wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
+      if (d.dx.defined()) g.set(0, d.dx.view(in_shape));   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
+      if (d.dw.defined()) g.set(wi, d.dw.view(ns));        // dw = sum over rows of dy xhat
+      if (d.db.defined()) g.set(bi, d.db.view(ns));        // db = sum over rows of dy
     }
-    const RawTensor& grad = grad_t.data();
-    const RawTensor ws = saved.w.defined() ? saved.w.get().reshape({D}) : RawTensor();
-    const prim::LayerNormGrads d =
-        prim::layer_norm_backward(grad.reshape({M, D}), rows_of(saved.x.get(), dt, M, D), saved.mean, saved.rstd, ws,
-                                  g.need(0), wi >= 0 && g.need(wi), bi >= 0 && g.need(bi));
-    if (d.dx.defined()) g.set(0, Tensor(d.dx.view(in_shape)));   // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w
-    if (d.dw.defined()) g.set(wi, Tensor(d.dw.view(ns)));        // dw = sum over rows of dy xhat
-    if (d.db.defined()) g.set(bi, Tensor(d.db.view(ns)));        // db = sum over rows of dy
   });
 }
 

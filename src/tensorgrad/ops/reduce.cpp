@@ -8,15 +8,18 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
 namespace {
 
-/// grad of a reduction output, reshaped so that it broadcasts against the input (size 1 on dim).
-Tensor unreduce(const Tensor& grad, const Shape& in_shape, int64_t dim, bool keepdim, bool all) {
-  if (all || in_shape.empty()) return reshape(grad, Shape(in_shape.size(), 1));
-  return keepdim ? grad : unsqueeze(grad, dim);
+/// grad of a reduction output (a RawTensor or a Tensor), reshaped so that it broadcasts against the
+/// input (size 1 on dim).
+template <class T>
+T unreduce(const T& grad, const Shape& in_shape, int64_t dim, bool keepdim, bool all) {
+  if (all || in_shape.empty()) return grad.reshape(Shape(in_shape.size(), 1));
+  return keepdim ? grad : grad.unsqueeze(dim);
 }
 
 Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
@@ -25,8 +28,8 @@ Tensor sum_impl(const Tensor& x_in, int64_t dim, bool keepdim, bool all) {
   if (!all) dim = wrap_dim(dim, x.dim(), "sum");
   RawTensor out = prim::reduce(ReduceOp::Sum, x.data(), all ? std::vector<int64_t>{} : std::vector<int64_t>{dim},
                             keepdim && !all, "sum");
-  return record("sum", out, {x}, [in_shape, dim, keepdim, all](const Tensor& grad, VarGrads& g) {
-    g.set(0, expand(unreduce(grad, in_shape, dim, keepdim, all), in_shape));   // d(sum x)/dx = 1
+  return record("sum", out, {x}, [in_shape, dim, keepdim, all](const auto& grad, auto& g) {
+    g.set(0, unreduce(grad, in_shape, dim, keepdim, all).expand(in_shape));   // d(sum x)/dx = 1
   });
 }
 
@@ -43,8 +46,8 @@ Tensor mean_impl(const Tensor& x, int64_t dim, bool keepdim, bool all) {
   RawTensor s = prim::reduce(ReduceOp::Sum, low ? x.data().to(kFloat32) : x.data(),
                           all ? std::vector<int64_t>{} : std::vector<int64_t>{dim}, keepdim && !all, "mean");
   RawTensor out = low ? prim::mul(s, scale).to(dt) : prim::mul(s, scale);
-  return record("mean", out, {x}, [in_shape, dim, keepdim, all, scale](const Tensor& grad, VarGrads& g) {
-    g.set(0, expand(unreduce(grad, in_shape, dim, keepdim, all) * scale, in_shape));   // 1/n
+  return record("mean", out, {x}, [in_shape, dim, keepdim, all, scale](const auto& grad, auto& g) {
+    g.set(0, rules::mul(unreduce(grad, in_shape, dim, keepdim, all), scale).expand(in_shape));   // 1/n
   });
 }
 
@@ -78,8 +81,8 @@ Shape keep_shape(const Shape& in_shape, const std::vector<int64_t>& dims) {
 Tensor sum_over(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, const char* name) {
   const Shape in_shape = x.shape();
   RawTensor out = prim::reduce(ReduceOp::Sum, x.data(), dims, keepdim, name);
-  return record(name, out, {x}, [in_shape, dims](const Tensor& grad, VarGrads& g) {
-    g.set(0, expand(reshape(grad, keep_shape(in_shape, dims)), in_shape));   // d(sum x)/dx = 1
+  return record(name, out, {x}, [in_shape, dims](const auto& grad, auto& g) {
+    g.set(0, grad.reshape(keep_shape(in_shape, dims)).expand(in_shape));   // d(sum x)/dx = 1
   });
 }
 
@@ -90,15 +93,16 @@ Tensor extreme_impl(ReduceOp op, const char* name, const Tensor& x, const std::v
   const bool need = any_requires_grad({x});
   SavedTensor x_saved = need ? SavedTensor(x) : SavedTensor();
   SavedTensor out_saved = need ? SavedTensor(out, name) : SavedTensor();
-  return record(name, out, {x}, [x_saved, out_saved, dims, name](const Tensor& grad, VarGrads& g) {
+  return record(name, out, {x}, [x_saved, out_saved, dims, name](const auto& grad, auto& g) {
+    using T = std::decay_t<decltype(grad)>;
     const RawTensor& xt = x_saved.get();
     const Shape keep = keep_shape(xt.shape(), dims);
     const RawTensor y = out_saved.get().reshape(keep);
     // constants of the gradient: which elements are the extreme, and how many share it (the second
     // derivative is 0 wherever the extreme is unique, as PyTorch's)
-    const Tensor mask(prim::binary(BinaryOp::Eq, xt, y, name));                           // [x == max]
-    const Tensor count(prim::reduce(ReduceOp::Sum, mask.data(), dims, true, name));      // ties share the gradient
-    g.set(0, mask * (grad.reshape(keep) / count));
+    const RawTensor mask = prim::binary(BinaryOp::Eq, xt, y, name);                // [x == max]
+    const RawTensor count = prim::reduce(ReduceOp::Sum, mask, dims, true, name);     // ties share the gradient
+    g.set(0, rules::mul(T(mask), rules::div(grad.reshape(keep), T(count))));
   });
 }
 
@@ -149,8 +153,8 @@ Tensor sum_to_size(const Tensor& x, const Shape& shape) {
     TG_CHECK(s == t || s == 1, ShapeError, "sum_to_size: size ", shape_str(shape), " is not expandable to size ",
              shape_str(in_shape));
   }
-  return record("sum_to_size", prim::sum_to(x.data(), shape), {x}, [in_shape](const Tensor& grad, VarGrads& g) {
-    g.set(0, expand(grad, in_shape));                                     // every summed element gets it
+  return record("sum_to_size", prim::sum_to(x.data(), shape), {x}, [in_shape](const auto& grad, auto& g) {
+    g.set(0, grad.expand(in_shape));                                      // every summed element gets it
   });
 }
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return sum_impl(x, dim, keepdim, false); }
@@ -213,11 +217,11 @@ namespace {
 Tensor std_of(const Tensor& v) {
   RawTensor out = prim::unary(UnaryOp::Sqrt, v.data());
   SavedTensor out_saved = any_requires_grad({v}) ? SavedTensor(out, "std") : SavedTensor();
-  return record("std", out, {v}, [out_saved](const Tensor& grad, VarGrads& g) {
-    const Tensor y = g.output(out_saved);
-    const Tensor d = grad / (y * 2.0);                                    // d sqrt(v)/dv = 1 / (2 sqrt(v))
-    g.set(0, where(Tensor(prim::binary(BinaryOp::Eq, y.data(), prim::scalar_like(0.0, y.data()), "std")),
-                   scalar_like(0.0, d), d));
+  return record("std", out, {v}, [out_saved](const auto& grad, auto& g) {
+    const auto y = g.output(out_saved);
+    const auto d = rules::div(grad, rules::mul(y, 2.0));                  // d sqrt(v)/dv = 1 / (2 sqrt(v))
+    const RawTensor& yr = out_saved.get();
+    g.set(0, rules::where(prim::binary(BinaryOp::Eq, yr, prim::scalar_like(0.0, yr), "std"), rules::scalar(0.0, d), d));
   });
 }
 }  // namespace

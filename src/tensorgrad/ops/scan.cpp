@@ -7,6 +7,7 @@
 
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -113,14 +114,14 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   const RawTensor out = scan(xt, d, BinaryOp::Add, false).reshape(x.shape());
   if (!is_floating(xt.dtype())) return Tensor(out);
   const Shape in_shape = x.shape(), shape = xt.shape();
-  return record("cumsum", out, {x}, [d, in_shape, shape](const Tensor& grad, VarGrads& g) {
+  return record("cumsum", out, {x}, [d, in_shape, shape](const auto& grad, auto& g) {
     // d/dx_i sum_k dy_k y_k = sum_{k >= i} dy_k: the gradient summed from the end (one reverse scan;
     // under create_graph the same as recorded ops: flip, cumsum, flip)
-    if (g.create_graph()) {
+    if constexpr (first_order_v<decltype(g)>) {
+      g.set(0, scan(grad.reshape(shape), d, BinaryOp::Add, true).reshape(in_shape));
+    } else {
       g.set(0, flip(cumsum(flip(grad.reshape(shape), {d}), d), {d}).reshape(in_shape));
-      return;
     }
-    g.set(0, Tensor(scan(grad.data().reshape(shape), d, BinaryOp::Add, true).reshape(in_shape)));
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -16,8 +17,8 @@ namespace {
 /// A view op whose gradient is the output gradient reshaped to the input's shape.
 Tensor reshaping_view(const char* name, const Tensor& x, RawTensor out) {
   const Shape in_shape = x.shape();
-  return mark_view(record(name, std::move(out), {x}, [in_shape](const Tensor& grad, VarGrads& g) {
-                     g.set(0, reshape(grad, in_shape));                  // same elements, input's shape
+  return mark_view(record(name, std::move(out), {x}, [in_shape](const auto& grad, auto& g) {
+                     g.set(0, grad.reshape(in_shape));                   // same elements, input's shape
                    }),
                    x);
 }
@@ -43,8 +44,8 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 }
 
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
-  return mark_view(record("transpose", x.data().transpose(d0, d1), {x}, [d0, d1](const Tensor& grad, VarGrads& g) {
-                     g.set(0, transpose(grad, d0, d1));                   // swap the dims back
+  return mark_view(record("transpose", x.data().transpose(d0, d1), {x}, [d0, d1](const auto& grad, auto& g) {
+                     g.set(0, grad.transpose(d0, d1));                   // swap the dims back
                    }),
                    x);
 }
@@ -58,15 +59,15 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   RawTensor out = x.data().permute(dims);
   std::vector<int64_t> inverse(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], x.dim(), "permute")] = static_cast<int64_t>(i);
-  return mark_view(record("permute", out, {x}, [inverse](const Tensor& grad, VarGrads& g) {
-                     g.set(0, permute(grad, inverse));                    // the inverse permutation
+  return mark_view(record("permute", out, {x}, [inverse](const auto& grad, auto& g) {
+                     g.set(0, grad.permute(inverse));                    // the inverse permutation
                    }),
                    x);
 }
 
 Tensor expand(const Tensor& x, const Shape& shape) {
   // The gradient keeps the expanded shape: the engine sums it back to the input's shape.
-  return mark_view(record("expand", x.data().expand(shape), {x}, [](const Tensor& grad, VarGrads& g) {
+  return mark_view(record("expand", x.data().expand(shape), {x}, [](const auto& grad, auto& g) {
                      g.set(0, grad);                                     // summed over broadcast dims by the engine
                    }),
                    x);
@@ -74,13 +75,13 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 
 Tensor contiguous(const Tensor& x) {
   if (x.is_contiguous()) return x;
-  return record("contiguous", x.data().contiguous(), {x}, [](const Tensor& grad, VarGrads& g) {
+  return record("contiguous", x.data().contiguous(), {x}, [](const auto& grad, auto& g) {
     g.set(0, grad);                                                       // identity
   });
 }
 
 Tensor clone(const Tensor& x) {
-  return record("clone", x.data().clone(), {x}, [](const Tensor& grad, VarGrads& g) {
+  return record("clone", x.data().clone(), {x}, [](const auto& grad, auto& g) {
     g.set(0, grad);                                                       // identity
   });
 }
@@ -93,10 +94,10 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   dim = wrap_dim(dim, out.dim(), "cat");
   std::vector<int64_t> sizes;
   for (const RawTensor& t : ts) sizes.push_back(t.shape()[dim]);
-  return record("cat", out, xs, [sizes, dim](const Tensor& grad, VarGrads& g) {
+  return record("cat", out, xs, [sizes, dim](const auto& grad, auto& g) {
     int64_t at = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (g.need(i)) g.set(i, narrow(grad, dim, at, sizes[i]));          // each input's slice of the output
+      if (g.need(i)) g.set(i, grad.narrow(dim, at, sizes[i]));          // each input's slice of the output
       at += sizes[i];
     }
   });

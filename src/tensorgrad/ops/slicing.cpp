@@ -24,9 +24,14 @@ RawTensor scatter_into_zeros(const Shape& in_shape, const RawTensor& grad, ViewO
   return gx;
 }
 
-/// The backward of a view op as a differentiable op of its own: grad placed into zeros of in_shape where
-/// view_of (callable on a RawTensor and on a Tensor) looks; its gradient is the same view of the incoming
-/// gradient. Without create_graph nothing requires grad here and it is scatter_into_zeros.
+/// The backward of a view op: grad placed into zeros of in_shape where view_of (callable on a
+/// RawTensor and on a Tensor) looks. The first-order form is scatter_into_zeros; under create_graph
+/// it is a differentiable op of its own, whose gradient is the same view of the incoming gradient.
+template <class ViewOf>
+RawTensor into_zeros(const char*, const Shape& in_shape, const RawTensor& grad, ViewOf view_of) {
+  return scatter_into_zeros(in_shape, grad, view_of);
+}
+/// See into_zeros above.
 template <class ViewOf>
 Tensor into_zeros(const char* name, const Shape& in_shape, const Tensor& grad, ViewOf view_of) {
   return record(name, scatter_into_zeros(in_shape, grad.data(), view_of), {grad},
@@ -136,7 +141,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
            ") exceeds the size (", size, ") of dimension ", dim);
   const Shape in_shape = x.shape();
   return mark_view(record("narrow", x.data().narrow(dim, start, length), {x},
-                          [in_shape, dim, start, length](const Tensor& grad, VarGrads& g) {
+                          [in_shape, dim, start, length](const auto& grad, auto& g) {
                             // d/dx: the gradient in the narrowed positions, 0 elsewhere
                             g.set(0, into_zeros("narrow_backward", in_shape, grad,
                                                 [=](const auto& t) { return t.narrow(dim, start, length); }));
@@ -151,7 +156,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   if (index < 0) index += x.shape()[dim];
   const Shape in_shape = x.shape();
   return mark_view(record("select", std::move(out), {x},
-                          [in_shape, dim, index](const Tensor& grad, VarGrads& g) {
+                          [in_shape, dim, index](const auto& grad, auto& g) {
                             // d/dx: the gradient in the selected slice, 0 elsewhere
                             g.set(0, into_zeros("select_backward", in_shape, grad,
                                                 [=](const auto& t) { return t.select(dim, index); }));
@@ -171,7 +176,7 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
     Tensor operator()(const Tensor& t) const { return tg::index(t, indices); }
   };
   return mark_view(record("index", std::move(out), {x},
-                          [in_shape, view = View{std::move(resolved), indices}](const Tensor& grad, VarGrads& g) {
+                          [in_shape, view = View{std::move(resolved), indices}](const auto& grad, auto& g) {
                             // d/dx: the gradient at the indexed positions, 0 elsewhere
                             g.set(0, into_zeros("index_backward", in_shape, grad, view));
                           }),

@@ -5,6 +5,7 @@
 #include "tensorgrad/kernels/philox.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -17,14 +18,14 @@ Tensor softmax_impl(const Tensor& x_in, int64_t dim, bool log) {
   RawTensor y = prim::softmax(x.data(), dim, log);
   dim = wrap_dim(dim, x.dim(), name);
   SavedTensor y_saved = any_requires_grad({x}) ? SavedTensor(y, name) : SavedTensor();
-  return record(name, y, {x}, [y_saved, dim, log](const Tensor& grad, VarGrads& g) {
+  return record(name, y, {x}, [y_saved, dim, log](const auto& grad, auto& g) {
     // softmax: dx = y (grad - sum(grad y));  log_softmax: dx = grad - exp(y) sum(grad)
-    if (!g.create_graph()) {   // one fused kernel
-      g.set(0, Tensor(prim::softmax_backward(y_saved.get(), grad.data(), dim, log)));
-      return;
+    if constexpr (first_order_v<decltype(g)>) {   // one fused kernel
+      g.set(0, prim::softmax_backward(y_saved.get(), grad, dim, log));
+    } else {   // the same formulas, recorded (Note [Differentiable rules])
+      const Tensor yt = g.output(y_saved);
+      g.set(0, log ? grad - exp(yt) * sum(grad, dim, true) : yt * (grad - sum(grad * yt, dim, true)));
     }
-    const Tensor yt = g.output(y_saved);   // the same formulas, recorded (Note [Differentiable rules])
-    g.set(0, log ? grad - exp(yt) * sum(grad, dim, true) : yt * (grad - sum(grad * yt, dim, true)));
   });
 }
 }  // namespace
@@ -108,15 +109,17 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction re
   SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
   SavedTensor lse_saved = need ? SavedTensor(r.lse, "cross_entropy") : SavedTensor();        // (N)
   SavedTensor count_saved = need && r.count.defined() ? SavedTensor(r.count, "cross_entropy") : SavedTensor();
-  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const Tensor& grad, VarGrads& g) {
+  return record("cross_entropy", out, {logits}, [x_saved, t_saved, lse_saved, count_saved, args](const auto& grad, auto& g) {
     // dlogits = (softmax(logits) - (1 - s) onehot(target) - s / C) * grad per row (/ count for the mean)
-    if (g.create_graph() && x_saved.get().dim() == 2) {   // the same formula as recorded ops
+    if constexpr (first_order_v<decltype(g)>) {   // one fused kernel
+      g.set(0, prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(), grad, count_saved.get()));
+    } else if (x_saved.get().dim() == 2) {   // the same formula as recorded ops
       g.set(0, cross_entropy_grad(g.input(0, x_saved), t_saved.get(), args, grad, count_saved.get()));
-      return;
+    } else {
+      g.set(0, g.first_order_only(prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(),
+                                                               grad.data(), count_saved.get()),
+                                  grad));
     }
-    g.set(0, g.first_order_only(prim::cross_entropy_backward(x_saved.get(), t_saved.get(), args, lse_saved.get(),
-                                                             grad.data(), count_saved.get()),
-                                grad));
   });
 }
 
@@ -145,9 +148,10 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   const philox::Distribution uniform = philox::Distribution::uniform(0.0, 1.0);
   RngState drawn_at;
   RawTensor out = prim::mul(x.data(), make_mask(prim::random(uniform, x.shape(), x.dtype(), x.device(), &drawn_at)));
-  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const Tensor& grad, VarGrads& g) {
+  return record("dropout", out, {x}, [make_mask, uniform, drawn_at, dtype = x.dtype()](const auto& grad, auto& g) {
+    using T = std::decay_t<decltype(grad)>;
     const RawTensor u = prim::random_at(uniform, grad.shape(), dtype, grad.device(), drawn_at);
-    g.set(0, grad * Tensor(make_mask(u)));                               // d(x * mask)/dx = mask
+    g.set(0, rules::mul(grad, T(make_mask(u))));                         // d(x * mask)/dx = mask
   });
 }
 
