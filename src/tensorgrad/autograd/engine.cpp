@@ -237,6 +237,15 @@ struct Root {
   G seed;
 };
 
+/// [begin, end) of an array of Roots, for range-for.
+template <class G>
+struct RootRange {
+  const Root<G>* b;
+  const Root<G>* e;
+  const Root<G>* begin() const { return b; }
+  const Root<G>* end() const { return e; }
+};
+
 /// The tensors autograd::grad returns gradients for instead of accumulating into .grad: a non-leaf
 /// by its grad_fn (whose one output it is), a leaf by its TensorImpl. See Note [Differentiable rules].
 template <class G>
@@ -255,7 +264,7 @@ struct Capture {
 };
 
 template <class G>
-void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture);
+void sweep(const Root<G>* roots, std::size_t n_roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture);
 
 struct LaterFirst {   // newest node first (highest sequence number), as PyTorch does
   bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
@@ -342,22 +351,29 @@ bool leaf_has_hooks(const TensorImpl& leaf) {
   return table != nullptr && (!table->grad.empty() || !table->post_accumulate.empty());
 }
 
-/// Checks one (output, gradient) pair of a backward or grad call and returns the gradient to start
-/// from: grad itself, or ones for a one-element output without one. `what` names the call.
-Tensor seed_for(const Tensor& root, const Tensor& grad, std::size_t i, const char* what) {
+/// Checks one (output, gradient) pair of a backward or grad call and returns where the sweep starts:
+/// its Node (or leaf) and grad, or ones for a one-element output without one. `what` names the call.
+template <class G>
+Root<G> make_root(const Tensor& root, const Tensor& grad, std::size_t i, const char* what) {
   TG_CHECK(root.defined(), AutogradError, what, ": output ", i, " is an undefined Tensor");
   TG_CHECK(root.requires_grad(), AutogradError, "element ", i,
            " of tensors does not require grad and does not have a grad_fn");
+  Root<G> r;
+  if (root.is_leaf()) r.leaf = root.impl();
+  else r.fn = root.impl()->grad_fn;
   if (grad.defined()) {
     TG_CHECK(grad.shape() == root.shape(), ShapeError, what, ": grad of shape ", shape_str(grad.shape()),
              " does not match the shape ", shape_str(root.shape()), " of output ", i);
     prim::check_same_device(what, root.data(), grad.data());
     prim::check_same_dtype(what, root.data(), grad.data());
-    return grad;
+    if constexpr (std::is_same<G, Tensor>::value) r.seed = grad;
+    else r.seed = grad.data();
+    return r;
   }
   TG_CHECK(root.numel() == 1, AutogradError, "grad can be implicitly created only for scalar outputs (output ", i,
            " has shape ", shape_str(root.shape()), "; pass a gradient of that shape)");
-  return Tensor(prim::full(root.shape(), 1.0, root.dtype(), root.device()));
+  r.seed = G(prim::full(root.shape(), 1.0, root.dtype(), root.device()));
+  return r;
 }
 
 /// The roots of a backward from roots with gradients grads (checked), as the sweep takes them.
@@ -366,15 +382,9 @@ std::vector<Root<G>> make_roots(const std::vector<Tensor>& roots, const std::vec
   TG_CHECK(grads.empty() || grads.size() == roots.size(), AutogradError, what, ": got ", grads.size(),
            " gradients for ", roots.size(), " outputs");
   std::vector<Root<G>> out;
-  for (std::size_t i = 0; i < roots.size(); ++i) {
-    const Tensor seed = seed_for(roots[i], grads.empty() ? Tensor() : grads[i], i, what);
-    Root<G> r;
-    if (roots[i].is_leaf()) r.leaf = roots[i].impl();
-    else r.fn = roots[i].impl()->grad_fn;
-    if constexpr (std::is_same<G, Tensor>::value) r.seed = seed;
-    else r.seed = seed.data();
-    out.push_back(std::move(r));
-  }
+  out.reserve(roots.size());
+  for (std::size_t i = 0; i < roots.size(); ++i)
+    out.push_back(make_root<G>(roots[i], grads.empty() ? Tensor() : grads[i], i, what));
   return out;
 }
 
@@ -385,17 +395,25 @@ void autograd::run_backward(const std::vector<Tensor>& roots, const std::vector<
   TG_CHECK(!roots.empty(), AutogradError, "backward: no tensors to differentiate");
   if (create_graph) {   // the rules' ops are recorded: the gradients get a graph
     EnableGradGuard enable;
-    sweep<Tensor>(make_roots<Tensor>(roots, grads, "backward"), retain_graph, nullptr, nullptr);
+    const std::vector<Root<Tensor>> r = make_roots<Tensor>(roots, grads, "backward");
+    sweep<Tensor>(r.data(), r.size(), retain_graph, nullptr, nullptr);
     return;
   }
-  std::vector<Root<RawTensor>> r = make_roots<RawTensor>(roots, grads, "backward");
+  const std::vector<Root<RawTensor>> r = make_roots<RawTensor>(roots, grads, "backward");
   NoGradGuard no_grad;   // rules call prims only, but a user's custom rule must not record either
-  sweep<RawTensor>(r, retain_graph, nullptr, nullptr);
+  sweep<RawTensor>(r.data(), r.size(), retain_graph, nullptr, nullptr);
 }
 
-void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  run_backward(std::vector<Tensor>{root}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
-               retain_graph, false);
+void autograd::run_backward(const Tensor& root, const Tensor& grad, bool retain_graph, bool create_graph) {
+  if (create_graph) {
+    EnableGradGuard enable;
+    const Root<Tensor> r = make_root<Tensor>(root, grad, 0, "backward");
+    sweep<Tensor>(&r, 1, retain_graph, nullptr, nullptr);
+    return;
+  }
+  const Root<RawTensor> r = make_root<RawTensor>(root, grad, 0, "backward");   // no vectors: the common call
+  NoGradGuard no_grad;
+  sweep<RawTensor>(&r, 1, retain_graph, nullptr, nullptr);
 }
 
 std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -429,7 +447,7 @@ std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std
         node_roots.push_back(std::move(r));
       }
     }
-    if (!node_roots.empty()) sweep<G>(node_roots, retain, nullptr, &capture);
+    if (!node_roots.empty()) sweep<G>(node_roots.data(), node_roots.size(), retain, nullptr, &capture);
     std::vector<Tensor> out(keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) {
       TG_CHECK(capture.grads[i].defined() || allow_unused, AutogradError, "One of the differentiated Tensors (input ",
@@ -455,7 +473,8 @@ void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, Gradi
   std::sort(sink.to_grad.begin(), sink.to_grad.end());
   sink.parent = t_sweep.sink;                             // the sweep whose rule called this one, if any
   sink.in_whole_backward = t_sweep.running && t_sweep.sink == nullptr;
-  sweep<RawTensor>({Root<RawTensor>{std::move(root), nullptr, std::move(seed)}}, /*retain_graph=*/false, &sink, nullptr);
+  const Root<RawTensor> r{std::move(root), nullptr, std::move(seed)};
+  sweep<RawTensor>(&r, 1, /*retain_graph=*/false, &sink, nullptr);
 }
 
 bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
@@ -546,7 +565,8 @@ void call_rule(const std::shared_ptr<Node>& node, const Tensor& g, BasicGrads<Te
 /// Steps 1 and 2 of backward from roots. With a sink, see Note [Partial backward]; with a capture,
 /// Note [Differentiable rules]. G is RawTensor, or Tensor under create_graph.
 template <class G>
-void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture) {
+void sweep(const Root<G>* roots, std::size_t n_roots, bool retain_graph, detail::GradientSink* sink, Capture<G>* capture) {
+  const Root<G>* const roots_end = roots + n_roots;
   constexpr bool kGraph = std::is_same<G, Tensor>::value;
   struct Enter {   // this sweep is t_sweep while it runs, the enclosing one again after (exceptions too)
     SweepContext saved = t_sweep;
@@ -554,19 +574,19 @@ void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::Gradien
     ~Enter() { t_sweep = saved; }
   } enter(sink);
   // 0. Leaf roots: backward() on a leaf gives dL/dL = seed.
-  for (const Root<G>& r : roots)
+  for (const Root<G>& r : RootRange<G>{roots, roots_end})
     if (r.leaf) finish_leaf(r.leaf, r.seed);
   // 1. Index every Node of this graph and count its consumers inside it (iteratively: graphs can
   //    be 1e6 deep). Leaves with hooks are indexed and counted too (Note [Hook order]).
   NodeIndex index;
   std::vector<int> dependencies;
-  std::vector<Node*> nodes;   // by index; null for a hooked leaf
+  std::vector<Node*> nodes;   // by index, kept only for a capture (which indexes no leaves)
   std::vector<Node*> stack;
-  for (const Root<G>& r : roots) {
+  for (const Root<G>& r : RootRange<G>{roots, roots_end}) {
     if (!r.fn) continue;
     if (index.insert(r.fn.get()).second) {
       dependencies.push_back(0);
-      nodes.push_back(r.fn.get());
+      if (capture != nullptr) nodes.push_back(r.fn.get());
       stack.push_back(r.fn.get());
     }
   }
@@ -580,7 +600,7 @@ void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::Gradien
         const auto [i, added] = index.insert(e.fn.get());
         if (added) {
           dependencies.push_back(0);
-          nodes.push_back(e.fn.get());
+          if (capture != nullptr) nodes.push_back(e.fn.get());
           stack.push_back(e.fn.get());
         }
         ++dependencies[i];
@@ -588,7 +608,6 @@ void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::Gradien
         const auto [i, added] = index.insert(e.leaf.get());   // a sink or a capture takes every leaf's gradient
         if (added) {
           dependencies.push_back(0);
-          nodes.push_back(nullptr);
           ++hooked_leaves;
         }
         ++dependencies[i];
@@ -618,7 +637,7 @@ void sweep(const std::vector<Root<G>>& roots, bool retain_graph, detail::Gradien
   std::vector<G> pending(index.size());
   std::vector<std::shared_ptr<Node>> ready;   // a heap under LaterFirst
   const LaterFirst later_first;
-  for (const Root<G>& r : roots) {
+  for (const Root<G>& r : RootRange<G>{roots, roots_end}) {
     if (!r.fn) continue;
     const int i = index.at(r.fn.get());
     G& p = pending[i];

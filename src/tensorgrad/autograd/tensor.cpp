@@ -177,8 +177,7 @@ RemovableHandle Tensor::register_post_accumulate_grad_hook(detail::PostAccumulat
 
 void Tensor::backward(const Tensor& grad, std::optional<bool> retain_graph, bool create_graph) const {
   TG_CHECK(defined(), AutogradError, "backward: called on an undefined Tensor");
-  autograd::run_backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
-                         retain_graph.value_or(create_graph), create_graph);
+  autograd::run_backward(*this, grad, retain_graph.value_or(create_graph), create_graph);
 }
 
 void autograd::backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,

@@ -811,8 +811,8 @@ namespace autograd {
 /// one element. Under create_graph the gradients that accumulate into .grad have a graph of their own.
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
                   bool create_graph);
-/// run_backward from one root (grad undefined: ones), without create_graph.
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/// run_backward from one root (grad undefined: ones): Tensor::backward.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph, bool create_graph = false);
 /// libtorch's torch::autograd::backward(tensors, grad_tensors, retain_graph, create_graph): accumulates
 /// the gradients of the sum of tensors (each weighted by its grad_tensors entry) into the leaves' .grad.
 /// retain_graph defaults to create_graph.
