@@ -105,6 +105,30 @@ TEST_CASE("double backward: the functional API matches PyTorch (float64)") {
               1e-14);
 }
 
+TEST_CASE("double backward: a Hessian-vector product through conv2d, layer_norm, attention and cross_entropy matches PyTorch") {
+  // values: tests/data/double_backward_reference.py (composite_loss, composite_hvp)
+  const Tensor X = vals(50, 0.0, 1.0, {2, 1, 5, 5}), W = vals(27, 0.1, 0.4, {3, 1, 3, 3}), b = vals(3, 0.0, 0.1, {3}),
+               Wl = vals(300, 0.0, 0.2, {4, 75}), V = vals(27, 0.0, 1.0, {3, 1, 3, 3});
+  const Tensor targets = tg::from_vector(std::vector<int64_t>{1, 3});
+  auto loss_of = [&](const Tensor& w) {
+    Tensor h = tg::tanh(tg::conv2d(X, w, b, {1}, {1})).reshape({2, 3, 25});
+    h = tg::layer_norm(h, {25});
+    h = tg::scaled_dot_product_attention(h, h, h);
+    return tg::cross_entropy(tg::linear(h.reshape({2, 75}), Wl), targets);
+  };
+  auto [loss, hv] = F::hvp(loss_of, W, V);
+  CHECK(loss.item() == doctest::Approx(8.6951541984185514).epsilon(1e-13));
+  check_close(hv, t64({2.1652090655904788, 1.4145588210573437, -0.61514972710429316, 3.5514372386218453,
+                       2.1224946692230819, -1.198476607756167, 2.416682918523581, 1.6905878290628547,
+                       -0.67641247024800299, 3.1155186178024268, 1.0422685038481616, -1.9652827980629939,
+                       4.0008165476472097, 0.41243553769190011, -2.8781545960921937, 3.3139324849408269,
+                       -0.24942820136612689, -2.7187290048196866, 3.6040080352286736, -0.77715528065620809,
+                       -3.3303330698327249, 3.9580302184119103, -1.9705155071701945, -4.1704721190084548,
+                       3.2184706731175403, -2.3091166168432271, -3.7699946416456696},
+                      {3, 1, 3, 3}),
+              1e-10, 1e-13);
+}
+
 TEST_CASE("double backward: the functional API's shapes, several inputs, create_graph and strict") {
   const Tensor a = vals(3, 0.5, 0.4, {3}), b = vals(2, -0.2, 0.6, {2});
   F::FnN f = [](const std::vector<Tensor>& in) { return tg::sum(in[0] * in[0]) * tg::sum(tg::exp(in[1])); };

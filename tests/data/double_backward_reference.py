@@ -46,3 +46,25 @@ A = vals(12, 0.0, 0.7, (3, 4))
 u = vals(4, 0.5, 0.5, (4,))
 show("sigmoid_jvp", jvp(lambda x: torch.sigmoid(A @ x), x, u)[1])
 show("scalar_vhp", vhp(scalar, x, u)[1])
+
+# A composite of conv2d, tanh, layer_norm, attention, linear and cross_entropy: the Hessian-vector
+# product with respect to the convolution's weight.
+Xc = vals(50, 0.0, 1.0, (2, 1, 5, 5))
+Wc = vals(27, 0.1, 0.4, (3, 1, 3, 3))
+bc = vals(3, 0.0, 0.1, (3,))
+Wl = vals(300, 0.0, 0.2, (4, 75))
+Vc = vals(27, 0.0, 1.0, (3, 1, 3, 3))
+targets = torch.tensor([1, 3])
+
+
+def composite_loss(w):
+    h = torch.tanh(F.conv2d(Xc, w, bc, padding=1)).reshape(2, 3, 25)
+    h = F.layer_norm(h, (25,))
+    # scaled_dot_product_attention's math (PyTorch's fused CPU kernel has no double backward)
+    h = torch.softmax(h @ h.transpose(-1, -2) / math.sqrt(25.0), -1) @ h
+    return F.cross_entropy(F.linear(h.reshape(2, 75), Wl), targets)
+
+
+closs, chv = hvp(composite_loss, Wc, Vc)
+show("composite_loss", closs)
+show("composite_hvp", chv)

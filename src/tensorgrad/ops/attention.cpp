@@ -14,6 +14,7 @@
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -57,7 +58,10 @@ Tensor as_batched(const Tensor& x, const Shape& batch, int64_t B) {
 // lists scaled_dot_product_attention among the lower-precision ops (Note [Autocast op lists]); the
 // composed path keeps its per-op casts (matmul lower; softmax float32 on CUDA, in its input's dtype on
 // the CPU), which give the lower-precision output too.
-// The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape.
+// The fused node is named "scaled_dot_product_attention"; the composed one ends in a reshape. Under
+// create_graph the fused node's differentiable form runs the composed path again on its saved inputs
+// and differentiates that with create_graph (autograd::grad inside the rule): the fused kernels have
+// no second derivative of their own, and this costs a recomputation only in a double backward.
 // A query row whose scores are all -inf (every key masked: a bool mask false along it, a float mask -inf
 // along it, or -inf scores from infinite inputs) attends nothing: its output row is 0 and it passes zero
 // gradients to q, k, v and the mask, on both paths and devices, as PyTorch's scaled_dot_product_attention
@@ -112,6 +116,45 @@ void set_mask(AttentionArgs& a, const RawTensor& mask, const Shape& scores_shape
   a.mask_stride_s = m.strides()[m.dim() - 1];
 }
 
+/// The composed path (Note [Fused attention]): query (batch..., L, E) etc. through matmul, the mask,
+/// softmax, dropout and matmul, each a differentiable op. `batch` is the broadcast batch shape (B
+/// elements); factor the scale.
+Tensor composed_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
+                          double dropout_p, bool is_causal, double factor, const Shape& batch, int64_t B, int64_t L,
+                          int64_t S, int64_t Ev) {
+  const Shape scores_shape = with_matrix(batch, L, S);
+  const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
+  // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
+  Tensor scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
+  const Tensor minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);
+  if (is_causal) {
+    // keep key j for query i when j <= i (col - row <= 0 over (L, S)), as an additive bias of 0 and
+    // -inf (PyTorch's reference does the same): its backward passes the gradient through unchanged,
+    // where a where() would write a masked copy of it (the softmax already gives 0 at -inf).
+    const RawTensor row = prim::arange(L, kInt64, query.device()).reshape({L, 1});
+    const RawTensor col = prim::arange(S, kInt64, query.device());
+    const RawTensor keep = prim::binary(BinaryOp::Le, prim::sub(col, row), prim::full({}, 0.0, kInt64, query.device()),
+                                           "scaled_dot_product_attention");
+    const RawTensor bias = prim::where(keep, prim::scalar_like(0.0, scores.data()), minus_inf.data());
+    scores = scores + Tensor(bias);
+  } else if (attn_mask.defined()) {
+    scores = attn_mask.dtype() == kBool ? where(attn_mask, scores, minus_inf) : scores + attn_mask;
+  }
+  // Rows whose scores are all -inf attend nothing: their probabilities are 0, as PyTorch's _safe_softmax
+  // (Note [Fused attention]). Their scores are replaced by zeros before the softmax (finite weights and
+  // gradients) and their output rows set to 0 below, so they pass no gradient to q, k, v or the mask.
+  // The causal mask keeps key 0 on every row, so it leaves no such row, and the search (a max over the
+  // scores and a sum read back) is skipped: about 2% of a small transformer's CPU training step.
+  const Tensor dead = is_causal ? Tensor() : fully_masked_rows(scores);
+  if (dead.defined()) scores = where(dead, scalar_like(0.0, scores), scores);
+  Tensor attn = softmax(scores, -1);
+  if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
+  // out (B, L, Ev) = attn v, then the batch dims back
+  Tensor out = reshape(matmul(reshape(attn, {B, L, S}), v), with_matrix(batch, L, Ev));
+  if (dead.defined()) out = where(dead, scalar_like(0.0, out), out);
+  return out;
+}
+
 /// The fused path: q (batch..., L, E), k (batch..., S, E), v (batch..., S, Ev) -> (batch..., L, Ev).
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionArgs& args) {
   prim::Attention r = prim::attention(q.data(), k.data(), v.data(), args);
@@ -123,14 +166,32 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   SavedTensor out_saved = need ? SavedTensor(r.out, name) : SavedTensor();
   SavedTensor lse_saved = need ? SavedTensor(r.lse, name) : SavedTensor();   // (B, L)
   return record(name, r.out, {q, k, v},
-                [q_saved, k_saved, v_saved, out_saved, lse_saved, args](const RawTensor& grad, Grads& g) {
-                  // p = softmax(s), s = q k^T scale + mask; D_i = sum_d grad_id out_id;
-                  // ds = p (grad v^T - D); dq = ds k scale; dk = ds^T q scale; dv = p^T grad
-                  prim::AttentionGrads d = prim::attention_backward(q_saved.get(), k_saved.get(), v_saved.get(),
-                                                                    out_saved.get(), lse_saved.get(), grad, args);
-                  if (g.need(0)) g.set(0, d.dq);
-                  if (g.need(1)) g.set(1, d.dk);
-                  if (g.need(2)) g.set(2, d.dv);
+                [q_saved, k_saved, v_saved, out_saved, lse_saved, args](const auto& grad, auto& g) {
+                  if constexpr (first_order_v<decltype(g)>) {
+                    // p = softmax(s), s = q k^T scale + mask; D_i = sum_d grad_id out_id;
+                    // ds = p (grad v^T - D); dq = ds k scale; dk = ds^T q scale; dv = p^T grad
+                    prim::AttentionGrads d = prim::attention_backward(q_saved.get(), k_saved.get(), v_saved.get(),
+                                                                      out_saved.get(), lse_saved.get(), grad, args);
+                    if (g.need(0)) g.set(0, d.dq);
+                    if (g.need(1)) g.set(1, d.dk);
+                    if (g.need(2)) g.set(2, d.dv);
+                  } else {
+                    // Under create_graph: the composed path again on the saved inputs (with their
+                    // history), differentiated with create_graph, so that the gradient's graph is made of
+                    // differentiable ops (the fused kernels have no second derivative of their own).
+                    const Tensor in[3] = {g.input(0, q_saved), g.input(1, k_saved), g.input(2, v_saved)};
+                    const Shape batch(in[0].shape().begin(), in[0].shape().end() - 2);
+                    const Tensor out = composed_attention(in[0], in[1], in[2], args.mask.defined() ? Tensor(args.mask) : Tensor(),
+                                                          0.0, args.causal, args.scale, batch, args.B, args.L, args.S, args.Ev);
+                    std::vector<Tensor> wrt;
+                    for (int i = 0; i < 3; ++i)
+                      if (g.need(i) && in[i].requires_grad()) wrt.push_back(in[i]);
+                    if (wrt.empty() || !out.requires_grad()) return;
+                    const std::vector<Tensor> d = autograd::grad({out}, wrt, {grad}, true, true, /*allow_unused=*/true);
+                    std::size_t at = 0;
+                    for (int i = 0; i < 3; ++i)
+                      if (g.need(i) && in[i].requires_grad()) g.set(i, d[at++]);
+                  }
                 });
 }
 
@@ -199,35 +260,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     if (mask.defined()) set_mask(args, mask.data(), scores_shape);
     return fused_attention(ql, kl, vl, args);   // (batch..., L, Ev), the heads innermost in memory
   }
-  const Tensor q = as_batched(query, batch, B), k = as_batched(key, batch, B), v = as_batched(value, batch, B);
-  // scores (B, L, S) = (q scale) k^T, viewed with the batch dims so that the mask broadcasts
-  Tensor scores = reshape(matmul(q * factor, transpose(k, 1, 2)), scores_shape);
-  const Tensor minus_inf = scalar_like(-std::numeric_limits<double>::infinity(), scores);
-  if (is_causal) {
-    // keep key j for query i when j <= i (col - row <= 0 over (L, S)), as an additive bias of 0 and
-    // -inf (PyTorch's reference does the same): its backward passes the gradient through unchanged,
-    // where a where() would write a masked copy of it (the softmax already gives 0 at -inf).
-    const RawTensor row = prim::arange(L, kInt64, query.device()).reshape({L, 1});
-    const RawTensor col = prim::arange(S, kInt64, query.device());
-    const RawTensor keep = prim::binary(BinaryOp::Le, prim::sub(col, row), prim::full({}, 0.0, kInt64, query.device()), op);
-    const RawTensor bias = prim::where(keep, prim::scalar_like(0.0, scores.data()), minus_inf.data());
-    scores = scores + Tensor(bias);
-  } else if (attn_mask.defined()) {
-    scores = attn_mask.dtype() == kBool ? where(attn_mask, scores, minus_inf) : scores + attn_mask;
-  }
-  // Rows whose scores are all -inf attend nothing: their probabilities are 0, as PyTorch's _safe_softmax
-  // (Note [Fused attention]). Their scores are replaced by zeros before the softmax (finite weights and
-  // gradients) and their output rows set to 0 below, so they pass no gradient to q, k, v or the mask.
-  // The causal mask keeps key 0 on every row, so it leaves no such row, and the search (a max over the
-  // scores and a sum read back) is skipped: about 2% of a small transformer's CPU training step.
-  const Tensor dead = is_causal ? Tensor() : fully_masked_rows(scores);
-  if (dead.defined()) scores = where(dead, scalar_like(0.0, scores), scores);
-  Tensor attn = softmax(scores, -1);
-  if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
-  // out (B, L, Ev) = attn v, then the batch dims back
-  Tensor out = reshape(matmul(reshape(attn, {B, L, S}), v), with_matrix(batch, L, Ev));
-  if (dead.defined()) out = where(dead, scalar_like(0.0, out), out);
-  return out;
+  return composed_attention(query, key, value, attn_mask, dropout_p, is_causal, factor, batch, B, L, S, Ev);
 }
 
 }  // namespace tg

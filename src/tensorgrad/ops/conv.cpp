@@ -8,6 +8,7 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -74,6 +75,41 @@ Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w
   return a;
 }
 
+Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args);
+
+// Note [Convolution gradients as ops]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Under create_graph conv2d's two gradients are ops of their own, each bilinear: dx = Gx(dy, W) and
+// dW = Gw(dy, x), the kernels of prim::conv2d_backward. Their own gradients come from the identity
+// <u, Gx(dy, W)> = <conv2d(u, W), dy> = <Gw(dy, u), W> (and the same for Gw with x and W swapped), so
+// the gradient of Gx with respect to dy is a convolution and with respect to W is a Gw, and the
+// gradient of Gw with respect to dy is a convolution and with respect to x is a Gx: conv2d, Gx and Gw
+// are closed under differentiation, to any order, with no kernel beyond the first-order ones.
+
+/// Gx(dy, W): dL/dx of conv2d for dy = dL/d(output), differentiable (Note [Convolution gradients as ops]).
+Tensor conv2d_input_grad(const Tensor& dy, const Tensor& weight, const Conv2dArgs& args);
+
+/// Gw(dy, x): dL/dW of conv2d for dy = dL/d(output), differentiable (Note [Convolution gradients as ops]).
+Tensor conv2d_weight_grad(const Tensor& dy, const Tensor& x, const Conv2dArgs& args) {
+  RawTensor dw = prim::conv2d_backward(x.data(), RawTensor(), dy.data(), args, false, true, false).dweight;
+  const bool need = any_requires_grad({dy, x});
+  SavedTensor dy_saved = need ? SavedTensor(dy) : SavedTensor(), x_saved = need ? SavedTensor(x) : SavedTensor();
+  return record("conv2d_weight_grad", std::move(dw), {dy, x}, [dy_saved, x_saved, args](const Tensor& v, VarGrads& g) {
+    if (g.need(0)) g.set(0, conv2d_node(g.input(1, x_saved), v, Tensor(), args));     // <v, Gw(dy, x)> = <conv2d(x, v), dy>
+    if (g.need(1)) g.set(1, conv2d_input_grad(g.input(0, dy_saved), v, args));         //                = <Gx(dy, v), x>
+  });
+}
+
+Tensor conv2d_input_grad(const Tensor& dy, const Tensor& weight, const Conv2dArgs& args) {
+  RawTensor dx = prim::conv2d_backward(RawTensor(), weight.data(), dy.data(), args, true, false, false).dx;
+  const bool need = any_requires_grad({dy, weight});
+  SavedTensor dy_saved = need ? SavedTensor(dy) : SavedTensor(), w_saved = need ? SavedTensor(weight) : SavedTensor();
+  return record("conv2d_input_grad", std::move(dx), {dy, weight}, [dy_saved, w_saved, args](const Tensor& u, VarGrads& g) {
+    if (g.need(0)) g.set(0, conv2d_node(u, g.input(1, w_saved), Tensor(), args));     // <u, Gx(dy, W)> = <conv2d(u, W), dy>
+    if (g.need(1)) g.set(1, conv2d_weight_grad(g.input(0, dy_saved), u, args));        //                = <Gw(dy, u), W>
+  });
+}
+
 /// The recorded conv2d of x (N, C, H, W) and weight (O, C / groups, KH, KW) as args describes.
 Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
   RawTensor out = prim::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : RawTensor(), args);
@@ -82,14 +118,20 @@ Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
   std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("conv2d", out, inputs, [x_saved, w_saved, args](const RawTensor& grad, Grads& g) {
+  return record("conv2d", out, inputs, [x_saved, w_saved, args](const auto& grad, auto& g) {
     // x is read only for dweight and weight only for dx (each saved only then).
     // dx = sum over taps of W^T dy (col2im; with stride 1 on the CPU a convolution of dy with the
     // flipped weight);  dW = dy . im2col(x)^T;  db = sum of dy over (N, OH, OW)
-    prim::Conv2dGrads r = prim::conv2d_backward(x_saved.get(), w_saved.get(), grad, args, g.need(0), g.need(1), g.size() > 2 && g.need(2));
-    if (g.need(0)) g.set(0, r.dx);
-    if (g.need(1)) g.set(1, r.dweight);
-    if (g.size() > 2 && g.need(2)) g.set(2, r.dbias);
+    if constexpr (first_order_v<decltype(g)>) {   // the three in one call
+      prim::Conv2dGrads r = prim::conv2d_backward(x_saved.get(), w_saved.get(), grad, args, g.need(0), g.need(1), g.size() > 2 && g.need(2));
+      if (g.need(0)) g.set(0, r.dx);
+      if (g.need(1)) g.set(1, r.dweight);
+      if (g.size() > 2 && g.need(2)) g.set(2, r.dbias);
+    } else {   // Note [Convolution gradients as ops]
+      if (g.need(0)) g.set(0, conv2d_input_grad(grad, g.input(1, w_saved), args));
+      if (g.need(1)) g.set(1, conv2d_weight_grad(grad, g.input(0, x_saved), args));
+      if (g.size() > 2 && g.need(2)) g.set(2, grad.sum_to_size({1, args.O, 1, 1}).reshape({args.O}));
+    }
   });
 }
 
