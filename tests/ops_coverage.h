@@ -58,35 +58,29 @@ inline void check_covers_declared_ops(const std::set<std::string>& covered,
 /// are differentiable (Note [Differentiable rules] in autograd/engine.cpp), directly or through the
 /// ops they are composed of.
 inline const std::set<std::string> kTwice = {
-    "abs", "acos", "acosh", "add", "amax", "amin", "asin", "asinh", "atan", "atanh",
-    "binary_cross_entropy_with_logits", "cat", "ceil", "celu", "chunk", "clamp", "clone", "contiguous", "conv1d",
-    "conv2d", "cos", "cosh", "cosine_embedding_loss", "cross_entropy", "cumsum", "div", "dropout", "dropout2d",
-    "elu", "embedding", "erf", "erfc", "exp", "expand", "expm1", "flatten", "flip", "floor", "frac", "gather",
-    "gelu", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "index", "index_select", "interpolate", "kl_div",
-    "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax",
-    "logsumexp", "margin_ranking_loss", "masked_fill", "matmul", "max", "mean", "min", "mish", "mse_loss", "mul",
-    "narrow", "neg", "nll_loss", "norm", "pad", "permute", "reciprocal", "relu", "relu6", "repeat",
-    "repeat_interleave", "reshape", "roll", "round", "rsqrt", "scaled_dot_product_attention", "select", "selu",
-    "sigmoid", "sign", "silu", "sin", "sinh", "smooth_l1_loss", "softmax", "softplus", "softsign", "split",
-    "split_with_sizes", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "sum_to_size", "t", "tan",
-    "tanh", "transpose", "tril", "triu", "trunc", "unbind", "unsqueeze", "var", "view", "where"};
+    "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "amin", "asin", "asinh", "atan", "atanh",
+    "avg_pool2d", "binary_cross_entropy_with_logits", "cat", "ceil", "celu", "chunk", "clamp", "clone",
+    "contiguous", "conv1d", "conv2d", "cos", "cosh", "cosine_embedding_loss", "cross_entropy", "cumsum", "div",
+    "dropout", "dropout2d", "elu", "embedding", "erf", "erfc", "exp", "expand", "expm1", "flatten", "flip", "floor",
+    "frac", "gather", "gelu", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "index", "index_select",
+    "interpolate", "kl_div", "kthvalue", "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log10", "log1p",
+    "log2", "log_sigmoid", "log_softmax", "logsumexp", "margin_ranking_loss", "masked_fill", "matmul", "max",
+    "max_pool2d", "mean", "min", "mish", "mse_loss", "mul", "narrow", "neg", "nll_loss", "norm", "pad", "permute",
+    "pow", "reciprocal", "relu", "relu6", "repeat", "repeat_interleave", "reshape", "roll", "round", "rsqrt",
+    "scaled_dot_product_attention", "select", "selu", "sigmoid", "sign", "silu", "sin", "sinh", "smooth_l1_loss",
+    "softmax", "softplus", "softsign", "sort", "split", "split_with_sizes", "sqrt", "square", "squeeze", "stack",
+    "std", "sub", "sum", "sum_to_size", "t", "tan", "tanh", "topk", "transpose", "tril", "triu", "trunc", "unbind",
+    "unsqueeze", "var", "view", "where"};
 
 /// Differentiable ops whose gradient cannot yet be differentiated again: a backward with create_graph
 /// through them works, and a second backward that reaches their gradient raises AutogradError naming
 /// the op (tests/test_gradcheck.cpp checks that, so an op that gains a differentiable rule must move to kTwice).
 inline const std::map<std::string, std::string> kFirstOrderOnly = {
-    {"adaptive_avg_pool2d", "first-order rule"},
-    {"avg_pool2d", "first-order rule"},
     {"batch_norm", "first-order rule"},
     {"binary_cross_entropy", "first-order rule"},
     {"conv_transpose2d", "first-order rule"},
     {"cumprod", "first-order rule"},
     {"group_norm", "first-order rule"},
-    {"kthvalue", "first-order rule"},
-    {"max_pool2d", "first-order rule"},
-    {"pow", "pow(Tensor, Tensor): first-order rule (pow(Tensor, double) is differentiable)"},
-    {"prod", "first-order rule"},
-    {"sort", "first-order rule"},
-    {"topk", "first-order rule"}};
+    {"prod", "first-order rule"}};
 
 }  // namespace testing

@@ -324,6 +324,24 @@ void check_pool_rank(const char* op, const Tensor& x) {
 
 }  // namespace
 
+namespace {
+/// max_pool2d's gradient: dy added at each window's argmax (indices: flat positions in each H x W
+/// plane). Under create_graph an op of its own, whose gradient gathers the incoming one at the same
+/// positions (the second derivative of a max is 0).
+RawTensor max_pool_grad(const RawTensor& grad, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& a) {
+  return prim::max_pool2d_backward(grad, indices, x_shape, a);
+}
+Tensor max_pool_grad(const Tensor& grad, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& a) {
+  const Shape out_shape = grad.shape();
+  return record("max_pool2d_backward", prim::max_pool2d_backward(grad.data(), indices, x_shape, a), {grad},
+                [indices, x_shape, out_shape](const Tensor& u, VarGrads& g) {
+                  const int64_t N = x_shape[0], C = x_shape[1];
+                  const Tensor flat_index(indices.reshape({N, C, -1}));
+                  g.set(0, gather(u.reshape({N, C, -1}), 2, flat_index).reshape(out_shape));
+                });
+}
+}  // namespace
+
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                     IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   check_pool_rank("max_pool2d", input);
@@ -333,19 +351,31 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   std::pair<RawTensor, RawTensor> r = prim::max_pool2d(x.data(), a);
   const RawTensor indices = any_requires_grad({x}) ? r.second : RawTensor();   // int64 positions, not visible to users
   const Shape x_shape = x.shape();
-  const Tensor y = record("max_pool2d", r.first, {x}, [indices, x_shape, a](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::max_pool2d_backward(grad, indices, x_shape, a));   // dx[argmax of each window] += dy
+  const Tensor y = record("max_pool2d", r.first, {x}, [indices, x_shape, a](const auto& grad, auto& g) {
+    g.set(0, max_pool_grad(grad, indices, x_shape, a));               // dx[argmax of each window] += dy
   });
   return batched ? y : squeeze(y, 0);
 }
 
 namespace {
+Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a);
+
+/// avg_pool2d's gradient (a linear map, the pooling's transpose). Under create_graph an op of its own,
+/// whose gradient is the pooling itself.
+RawTensor avg_pool_grad(const RawTensor& grad, const Shape& x_shape, const Pool2dArgs& a) {
+  return prim::avg_pool2d_backward(grad, x_shape, a);   // dx[window] += dy / divisor
+}
+Tensor avg_pool_grad(const Tensor& grad, const Shape& x_shape, const Pool2dArgs& a) {
+  return record(a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward",
+                prim::avg_pool2d_backward(grad.data(), x_shape, a), {grad}, [a](const Tensor& u, VarGrads& g) {
+                  g.set(0, avg_pool_node(a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", u, a));
+                });
+}
+
 Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a) {
   const RawTensor out = prim::avg_pool2d(x.data(), a);
   const Shape x_shape = x.shape();
-  return record(name, out, {x}, [x_shape, a](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::avg_pool2d_backward(grad, x_shape, a));   // dx[window] += dy / divisor
-  });
+  return record(name, out, {x}, [x_shape, a](const auto& grad, auto& g) { g.set(0, avg_pool_grad(grad, x_shape, a)); });
 }
 }  // namespace
 

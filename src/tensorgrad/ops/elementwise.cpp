@@ -193,21 +193,20 @@ Tensor pow(const Tensor& a_in, const Tensor& b_in) {
   // The formulas are 0 * inf = NaN where the limit is 0, so those points are set to 0, as PyTorch
   // does (Note [NaN and infinity] in kernels/elementwise.h): d/da where b == 0 (a^0 is constant in a, even
   // at a = 0), d/db where a == 0 and b >= 0 (0^b is constant in b there).
-  return record("pow", out, {a, b}, [a_saved, b_saved, out_saved](const RawTensor& grad, Grads& g) {
-    const RawTensor& at = a_saved.get();
+  return record("pow", out, {a, b}, [a_saved, b_saved, out_saved](const auto& grad, auto& g) {
+    const auto at = g.input(0, a_saved), bt = g.input(1, b_saved);
+    const RawTensor& ar = a_saved.get();
+    const RawTensor& br = b_saved.get();
     if (g.need(0)) {                                                      // d(a^b)/da = b a^(b-1)
-      const RawTensor& bt = b_saved.get();
-      const RawTensor zero = prim::scalar_like(0.0, bt);
-      const RawTensor bm1 = prim::sub(bt, prim::scalar_like(1.0, bt));
-      const RawTensor da = prim::mul(grad, prim::mul(bt, prim::binary(BinaryOp::Pow, at, bm1, "pow")));
-      g.set(0, prim::where(prim::binary(BinaryOp::Eq, bt, zero, "pow"), zero, da));
+      const auto da = rules::mul(grad, rules::mul(bt, rules::pow(at, rules::sub(bt, 1.0))));
+      const RawTensor flat = prim::binary(BinaryOp::Eq, br, prim::scalar_like(0.0, br), "pow");   // a constant mask
+      g.set(0, rules::where(flat, rules::scalar(0.0, da), da));
     }
     if (g.need(1)) {                                                      // d(a^b)/db = a^b log(a)
-      const RawTensor& bt = b_saved.get();
-      const RawTensor zero = prim::scalar_like(0.0, at);
-      const RawTensor db = prim::mul(grad, prim::mul(out_saved.get(), prim::unary(UnaryOp::Log, at)));
-      const RawTensor flat = prim::mul(prim::binary(BinaryOp::Eq, at, zero, "pow"), prim::binary(BinaryOp::Ge, bt, zero, "pow"));
-      g.set(1, prim::where(flat, zero, db));
+      const auto db = rules::mul(grad, rules::mul(g.output(out_saved), rules::log(at)));
+      const RawTensor zero = prim::scalar_like(0.0, ar);
+      const RawTensor flat = prim::mul(prim::binary(BinaryOp::Eq, ar, zero, "pow"), prim::binary(BinaryOp::Ge, br, zero, "pow"));
+      g.set(1, rules::where(flat, rules::scalar(0.0, db), db));
     }
   });
 }

@@ -4,6 +4,7 @@
 
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -47,13 +48,20 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   dim = wrap_dim(dim, x.dim(), "gather");
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
   return record("gather", out, {x}, [idx, dim, in_shape](const auto& grad, auto& g) {
-    const RawTensor index = idx.get();
-    g.set(0, scatter_backward("gather_backward", grad, [&](const RawTensor& gr) {
-            RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
-            prim::scatter_add_(dx, dim, index, gr.contiguous());          // dx[index[i]] += grad[i]
-            return dx;
-          }, [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); }));
+    g.set(0, rules::gather_grad(grad, dim, idx.get(), in_shape));         // dx[index[i]] += grad[i]
   });
+}
+
+RawTensor rules::gather_grad(const RawTensor& grad, int64_t dim, const RawTensor& index, const Shape& in_shape) {
+  RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+  prim::scatter_add_(dx, dim, index, grad.contiguous());                  // dx[index[i]] += grad[i]
+  return dx;
+}
+
+Tensor rules::gather_grad(const Tensor& grad, int64_t dim, const RawTensor& index, const Shape& in_shape) {
+  return scatter_backward("gather_backward", grad,
+                          [&](const RawTensor& gr) { return gather_grad(gr, dim, index, in_shape); },
+                          [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); });
 }
 
 // input (*) int64, weight (V, D) -> out (*, D): out[i] = weight[input[i]]

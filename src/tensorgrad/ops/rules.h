@@ -33,6 +33,18 @@ inline Tensor matmul(const Tensor& a, const Tensor& b) { return tg::matmul(a, b)
 inline RawTensor where(const RawTensor& cond, const RawTensor& a, const RawTensor& b) { return prim::where(cond, a, b); }
 /// cond ? a : b, cond a constant bool tensor.
 inline Tensor where(const RawTensor& cond, const Tensor& a, const Tensor& b) { return tg::where(Tensor(cond), a, b); }
+/// a^b, elementwise.
+inline RawTensor pow(const RawTensor& a, const RawTensor& b) { return prim::binary(BinaryOp::Pow, a, b, "pow"); }
+/// a^b, elementwise.
+inline Tensor pow(const Tensor& a, const Tensor& b) { return tg::pow(a, b); }
+/// The natural logarithm.
+inline RawTensor log(const RawTensor& a) { return prim::unary(UnaryOp::Log, a); }
+/// The natural logarithm.
+inline Tensor log(const Tensor& a) { return tg::log(a); }
+/// a - s.
+inline RawTensor sub(const RawTensor& a, double s) { return prim::sub(a, prim::scalar_like(s, a)); }
+/// a - s.
+inline Tensor sub(const Tensor& a, double s) { return a - s; }
 /// A 0-d constant of like's dtype and device.
 inline RawTensor scalar(double v, const RawTensor& like) { return prim::scalar_like(v, like); }
 /// A 0-d constant of like's dtype and device.
@@ -41,6 +53,13 @@ inline Tensor scalar(double v, const Tensor& like) { return tg::scalar_like(v, l
 inline RawTensor sum_to_size(const RawTensor& x, const Shape& shape) { return prim::sum_to(x, shape); }
 /// x summed down to shape.
 inline Tensor sum_to_size(const Tensor& x, const Shape& shape) { return tg::sum_to_size(x, shape); }
+
+/// The gradient of gather(x, dim, index) for dL/d(out) = grad: grad scatter-added into zeros of
+/// in_shape (x's). Its Tensor form is a differentiable op whose own gradient gathers again
+/// (ops/index.cpp); sort, topk and kthvalue use it too.
+RawTensor gather_grad(const RawTensor& grad, int64_t dim, const RawTensor& index, const Shape& in_shape);
+/// See gather_grad above.
+Tensor gather_grad(const Tensor& grad, int64_t dim, const RawTensor& index, const Shape& in_shape);
 
 }  // namespace rules
 }  // namespace tg

@@ -3,6 +3,7 @@
 // back to the positions they were taken from, as gather's is. Indices get no gradient.
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -12,10 +13,8 @@ namespace {
 Tensor record_selection(const char* name, const Tensor& x, RawTensor values, const Tensor& idx, int64_t dim) {
   const Shape in_shape = x.shape();
   SavedTensor idx_saved = any_requires_grad({x}) ? SavedTensor(idx) : SavedTensor();   // in-place edits of it are caught
-  return record(name, std::move(values), {x}, [idx_saved, dim, in_shape](const RawTensor& grad, Grads& g) {
-    RawTensor dx = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
-    prim::scatter_add_(dx, dim, idx_saved.get(), grad.contiguous());      // dx[idx[i]] += grad[i]
-    g.set(0, dx);
+  return record(name, std::move(values), {x}, [idx_saved, dim, in_shape](const auto& grad, auto& g) {
+    g.set(0, rules::gather_grad(grad, dim, idx_saved.get(), in_shape));   // dx[idx[i]] += grad[i]
   });
 }
 
