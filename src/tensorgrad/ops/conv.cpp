@@ -257,12 +257,18 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
   std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  const Tensor y = record(op, out, inputs, [x_saved, w_saved, a](const RawTensor& grad, Grads& g) {
+  const Tensor y = record(op, out, inputs, [x_saved, w_saved, a](const auto& grad, auto& g) {
     // dx = conv2d(dy, weight); dweight = conv2d's weight gradient with dy as its input and x as its
     // output gradient; dbias = the sum of dy over (N, OH, OW)
-    if (g.need(0)) g.set(0, prim::conv2d(grad, w_saved.get(), RawTensor(), a));
-    if (g.need(1)) g.set(1, prim::conv2d_backward(grad, RawTensor(), x_saved.get(), a, false, true, false).dweight);
-    if (g.size() > 2 && g.need(2)) g.set(2, prim::reduce(ReduceOp::Sum, grad, {0, 2, 3}, false, "conv_transpose2d"));
+    if constexpr (first_order_v<decltype(g)>) {
+      if (g.need(0)) g.set(0, prim::conv2d(grad, w_saved.get(), RawTensor(), a));
+      if (g.need(1)) g.set(1, prim::conv2d_backward(grad, RawTensor(), x_saved.get(), a, false, true, false).dweight);
+      if (g.size() > 2 && g.need(2)) g.set(2, prim::reduce(ReduceOp::Sum, grad, {0, 2, 3}, false, "conv_transpose2d"));
+    } else {   // the same as recorded ops: the forward is a Gx, so Note [Convolution gradients as ops] applies
+      if (g.need(0)) g.set(0, conv2d_node(grad, g.input(1, w_saved), Tensor(), a));
+      if (g.need(1)) g.set(1, conv2d_weight_grad(g.input(0, x_saved), grad, a));
+      if (g.size() > 2 && g.need(2)) g.set(2, grad.sum_to_size({1, a.C, 1, 1}).reshape({a.C}));
+    }
   });
   return batched ? y : squeeze(y, 0);
 }

@@ -270,20 +270,35 @@ Tensor group_norm(const Tensor& input_in, int64_t num_groups, const Tensor& weig
   const RowsSaved saved(r, input, weight, bias);
   const Shape in_shape = input.shape();
   return record("group_norm", y.to(input.dtype()).view(in_shape), in.list,
-                [saved, wi, bi, M, D, dt, ncs, cshape, in_shape](const RawTensor& grad, Grads& g) {
-    const RawTensor dy = grad.reshape(ncs);
-    const RawTensor x = rows_of(saved.x.get(), dt, M, D);
-    if (g.need(0)) {   // dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (w per channel)
-      const RawTensor gy = saved.w.defined() ? prim::mul(dy, saved.w.get().reshape(cshape)) : dy;
-      g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, saved.mean, saved.rstd, RawTensor(), true, false, false)
-                   .dx.view(in_shape));
+                [saved, wi, bi, M, D, dt, ncs, cshape, in_shape, eps](const auto& grad_t, auto& g) {
+    if constexpr (!first_order_v<decltype(g)>) {   // the same formulas as recorded ops, the statistics recomputed from x
+      const Tensor x = g.input(0, saved.x).to(dt).reshape({M, D});
+      const Tensor xc = x - mean(x, 1, true);
+      const Tensor rstd = pow(mean(xc * xc, 1, true) + eps, -0.5);
+      const Tensor xhat = xc * rstd;                                              // rows (M, D)
+      const Tensor dy = grad_t.to(dt).reshape(ncs);
+      if (g.need(0)) {
+        const Tensor gy = (wi >= 0 ? dy * g.input(wi, saved.w).to(dt).reshape(cshape) : dy).reshape({M, D});
+        g.set(0, (rstd * (gy - mean(gy, 1, true) - xhat * mean(gy * xhat, 1, true))).reshape(in_shape));
+      }
+      if (wi >= 0 && g.need(wi)) g.set(wi, sum(sum(dy * xhat.reshape(ncs), 2), 0));
+      if (bi >= 0 && g.need(bi)) g.set(bi, sum(sum(dy, 2), 0));
+    } else {   // first order: the fused row kernel
+      const RawTensor& grad = grad_t;
+      const RawTensor dy = grad.reshape(ncs);
+      const RawTensor x = rows_of(saved.x.get(), dt, M, D);
+      if (g.need(0)) {   // dx = rstd (g - mean(g) - xhat mean(g xhat)) per row, g = dy w (w per channel)
+        const RawTensor gy = saved.w.defined() ? prim::mul(dy, saved.w.get().reshape(cshape)) : dy;
+        g.set(0, prim::layer_norm_backward(gy.reshape({M, D}), x, saved.mean, saved.rstd, RawTensor(), true, false, false)
+                     .dx.view(in_shape));
+      }
+      if (wi >= 0 && g.need(wi)) {   // dw = sum over samples and positions of dy xhat
+        const RawTensor xhat =
+            prim::mul(prim::sub(x, saved.mean.view({M, 1})), saved.rstd.view({M, 1})).reshape(ncs);
+        g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 2}, false, "group_norm"));
+      }
+      if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 2}, false, "group_norm"));   // db = sum dy
     }
-    if (wi >= 0 && g.need(wi)) {   // dw = sum over samples and positions of dy xhat
-      const RawTensor xhat =
-          prim::mul(prim::sub(x, saved.mean.view({M, 1})), saved.rstd.view({M, 1})).reshape(ncs);
-      g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), {0, 2}, false, "group_norm"));
-    }
-    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, {0, 2}, false, "group_norm"));   // db = sum dy
   });
 }
 
