@@ -210,7 +210,9 @@ class Tensor {
   /// retain_graph the graph's saved tensors are freed as it goes, and a second backward through it
   /// throws AutogradError. Also AutogradError when this does not require grad.
   /// With create_graph the gradients get a graph of their own (they can be differentiated again);
-  /// retain_graph defaults to create_graph, as in PyTorch.
+  /// retain_graph defaults to create_graph, as in PyTorch. As there, a leaf's .grad with a graph
+  /// usually leads back to the leaf (a reference cycle): clear it (zero_grad()) when done, or use
+  /// autograd::grad, which returns the gradients instead of storing them.
   void backward(const Tensor& grad = Tensor(), std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
 
