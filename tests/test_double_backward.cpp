@@ -37,8 +37,8 @@ TEST_CASE("double backward: d/dx of x^3 sin x by nested grad calls, to the third
 }
 
 TEST_CASE("double backward: backward(create_graph) leaves a .grad with a graph, then a gradient penalty trains") {
-  const Tensor w = vals(6, 0.2, 0.7, {2, 3}, true);
-  const Tensor x = vals(12, 0.0, 1.0, {4, 3}, true);
+  Tensor w = vals(6, 0.2, 0.7, {2, 3}, true);
+  Tensor x = vals(12, 0.0, 1.0, {4, 3}, true);
   const Tensor out = tg::tanh(tg::linear(x, w)).sum();
   out.backward(Tensor(), std::nullopt, /*create_graph=*/true);
   REQUIRE(w.grad().defined());
