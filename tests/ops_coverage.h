@@ -59,14 +59,14 @@ inline void check_covers_declared_ops(const std::set<std::string>& covered,
 /// ops they are composed of.
 inline const std::set<std::string> kTwice = {
     "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "amin", "asin", "asinh", "atan", "atanh",
-    "avg_pool2d", "binary_cross_entropy_with_logits", "cat", "ceil", "celu", "chunk", "clamp", "clone",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cat", "ceil", "celu", "chunk", "clamp", "clone",
     "contiguous", "conv1d", "conv2d", "conv_transpose2d", "cos", "cosh", "cosine_embedding_loss", "cross_entropy",
-    "cumsum", "div", "dropout", "dropout2d", "elu", "embedding", "erf", "erfc", "exp", "expand", "expm1", "flatten",
+    "cumprod", "cumsum", "div", "dropout", "dropout2d", "elu", "embedding", "erf", "erfc", "exp", "expand", "expm1", "flatten",
     "flip", "floor", "frac", "gather", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
     "index", "index_select", "interpolate", "kl_div", "kthvalue", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax", "logsumexp", "margin_ranking_loss",
     "masked_fill", "matmul", "max", "max_pool2d", "mean", "min", "mish", "mse_loss", "mul", "narrow", "neg",
-    "nll_loss", "norm", "pad", "permute", "pow", "reciprocal", "relu", "relu6", "repeat", "repeat_interleave",
+    "nll_loss", "norm", "pad", "permute", "pow", "prod", "reciprocal", "relu", "relu6", "repeat", "repeat_interleave",
     "reshape", "roll", "round", "rsqrt", "scaled_dot_product_attention", "select", "selu", "sigmoid", "sign",
     "silu", "sin", "sinh", "smooth_l1_loss", "softmax", "softplus", "softsign", "sort", "split", "split_with_sizes",
     "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "sum_to_size", "t", "tan", "tanh", "topk",
@@ -75,10 +75,7 @@ inline const std::set<std::string> kTwice = {
 /// Differentiable ops whose gradient cannot yet be differentiated again: a backward with create_graph
 /// through them works, and a second backward that reaches their gradient raises AutogradError naming
 /// the op (tests/test_gradcheck.cpp checks that, so an op that gains a differentiable rule must move to kTwice).
-inline const std::map<std::string, std::string> kFirstOrderOnly = {
-    {"batch_norm", "first-order rule (it keeps xhat, not its input, to recompute the statistics from)"},
-    {"binary_cross_entropy", "first-order rule"},
-    {"cumprod", "first-order rule"},
-    {"prod", "first-order rule"}};
+/// Empty: every differentiable op of ops/ops.h is differentiable twice.
+inline const std::map<std::string, std::string> kFirstOrderOnly = {};
 
 }  // namespace testing

@@ -557,6 +557,13 @@ std::vector<Case> parity_table(tg::DType dt) {
     if (tg::is_floating(dt)) big.base = tg::prim::mul(big.base, 1e3);   // integer logits: the error case
     t.push_back({n, "logits of magnitude 1e3", {big, tgt}, ce(tg::Reduction::Sum, -100, 0), R});
     t.push_back({n, "zero rows", {normal({0, 33}, 150, dt), int_values({}, {0})}, ce(tg::Reduction::Sum, -100, 0), R});
+    auto class_weights = [](const Tensor& x) {   // 0.5, 0.6, ... on the logits' device
+      return tg::arange(x.size(1), tg::TensorOptions().dtype(x.dtype()).device(x.device())) * 0.1 + 0.5;
+    };
+    t.push_back({n, "class weights, ignore_index 3 and label smoothing 0.1", {normal({257, 33}, 156, dt), tgt},
+                 [class_weights](auto& in) {
+                   return tg::cross_entropy(in[0], in[1], class_weights(in[0]), tg::Reduction::Mean, 3, 0.1);
+                 }, R});
   }
   {
     // integers within kMseBound: the sum of 8481 squared differences fits (mse_loss is sub, mul and

@@ -2,7 +2,10 @@
 // create_graph (values, PyTorch's errors, what composes with them), the functional API against values
 // recorded from PyTorch (tests/data/double_backward_reference.py), and third derivatives by nested
 // grad calls. The per-op second derivatives are gradgradchecked in tests/test_gradcheck.cpp.
+#include <any>
 #include <cmath>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "testing.h"
@@ -177,12 +180,15 @@ TEST_CASE("autograd::grad: PyTorch's errors") {
   const Tensor y = (tg::exp(x) * x).sum();
   tg::autograd::grad({y}, {x});
   TG_CHECK_THROWS(tg::autograd::grad({y}, {x}), tg::AutogradError, "backward through the graph a second time");
-  // an op whose backward is first-order only is named when a gradient through it is differentiated
-  const Tensor g1 = tg::autograd::grad({tg::cumprod(x, 0).pow(2.0).sum()}, {x}, {}, std::nullopt, true)[0];
+  // an op whose backward is first-order only (a user's prim rule) is named when a gradient through it is differentiated
+  auto my_exp = [](const Tensor& v) {
+    const tg::RawTensor y = tg::prim::unary(tg::UnaryOp::Exp, v.data());
+    return tg::record("my_exp", y, {v}, [y](const tg::RawTensor& grad, tg::Grads& g) { g.set(0, tg::prim::mul(grad, y)); });
+  };
+  const Tensor g1 = tg::autograd::grad({my_exp(x).pow(2.0).sum()}, {x}, {}, std::nullopt, true)[0];
   CHECK(g1.requires_grad());   // the first derivative itself is fine
-  TG_CHECK_THROWS(tg::autograd::grad({g1.sum()}, {x}), tg::AutogradError, "derivative of 'cumprod' is not implemented twice");
-  const Tensor g2 = tg::autograd::grad({tg::prod(x)}, {x}, {}, std::nullopt, true)[0];
-  TG_CHECK_THROWS(tg::autograd::grad({g2.sum()}, {x}), tg::AutogradError, "derivative of 'prod' is not implemented twice");
+  check_close(g1.detach(), tg::exp(x.detach() * 2.0) * 2.0, 1e-12, 1e-14);
+  TG_CHECK_THROWS(tg::autograd::grad({g1.sum()}, {x}), tg::AutogradError, "derivative of 'my_exp' is not implemented twice");
 }
 
 TEST_CASE("autograd::grad: non-leaf inputs, several outputs, weighted outputs") {
@@ -204,7 +210,7 @@ TEST_CASE("autograd::grad: non-leaf inputs, several outputs, weighted outputs") 
   CHECK(self.item() == 1.0);
 }
 
-TEST_CASE("double backward composes with hooks, retain_grad, no_grad and checkpointing") {
+TEST_CASE("double backward composes with hooks, retain_grad and no_grad") {
   const Tensor x = vals(3, 0.4, 0.5, {3}, true);
   // a tensor hook sees a gradient with a graph under create_graph
   bool saw_graph = false;
@@ -227,11 +233,127 @@ TEST_CASE("double backward composes with hooks, retain_grad, no_grad and checkpo
     TG_CHECK_THROWS(tg::autograd::grad({tg::exp(x).sum()}, {x}, {}, std::nullopt, true), tg::AutogradError,
                     "does not require grad and does not have a grad_fn");
   }
-  // a checkpointed segment: its first-order gradient is fine, differentiating it again is refused by name
-  const Tensor seg = tg::checkpoint([](const std::vector<Tensor>& in) { return tg::tanh(in[0]) * 2.0; }, {x});
-  const Tensor gs = tg::autograd::grad({seg.sum()}, {x}, {}, std::nullopt, true)[0];
-  check_close(gs.detach(), (1.0 - tg::pow(tg::tanh(x.detach()), 2.0)) * 2.0, 1e-12, 1e-14);
-  TG_CHECK_THROWS(tg::autograd::grad({gs.sum()}, {x}), tg::AutogradError, "is not implemented twice");
+}
+
+TEST_CASE("double backward through a checkpointed segment equals the one without checkpointing") {
+  // the segment reads its input, a parameter through its closure, and a tensor computed before it
+  const Tensor x0 = vals(6, -0.8, 0.9, {2, 3}, true);
+  Tensor w = vals(3, 0.3, 1.1, {3}, true);
+  auto run = [&](bool checkpointed) {
+    const Tensor h = tg::sin(x0);   // the segment's input: a non-leaf with history
+    const Tensor older = tg::exp(w * 0.5);
+    auto segment = [w, older](const std::vector<Tensor>& in) { return tg::tanh(in[0] * w) * older + in[0] * in[0]; };
+    const Tensor y = checkpointed ? tg::checkpoint(segment, {h}) : segment({h});
+    const std::vector<Tensor> g = tg::autograd::grad({(y * y).sum()}, {x0, w}, {}, std::nullopt, /*create_graph=*/true);
+    const Tensor penalty = (g[0] * g[0]).sum() + (g[1] * g[1]).sum();
+    return std::make_pair(g, tg::autograd::grad({penalty}, {x0, w}));
+  };
+  const auto plain = run(false), ckpt = run(true);
+  CHECK_FALSE(w.grad().defined());   // autograd::grad leaves .grad alone, inside the checkpoint's recomputation too
+  {
+    // the same first-order gradients without create_graph
+    const Tensor y = tg::checkpoint([w](const std::vector<Tensor>& in) { return tg::tanh(in[0] * w); }, {tg::sin(x0)});
+    const std::vector<Tensor> g = tg::autograd::grad({y.sum()}, {x0, w});
+    const Tensor t = tg::tanh(tg::sin(x0.detach()) * w.detach());
+    check_close(g[1], ((1.0 - t * t) * tg::sin(x0.detach())).sum(0), 1e-12, 1e-14);
+    CHECK_FALSE(w.grad().defined());
+  }
+  for (int k = 0; k < 2; ++k) {
+    CAPTURE(k);
+    CHECK(ckpt.first[k].requires_grad());
+    check_close(ckpt.first[k].detach(), plain.first[k].detach(), 1e-12, 1e-14);
+    check_close(ckpt.second[k], plain.second[k], 1e-12, 1e-14);
+  }
+}
+
+namespace {
+/// x^3 with a backward written in differentiable ops on the saved input: twice differentiable.
+struct Cube : tg::autograd::Function<Cube> {
+  static Tensor forward(tg::autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return x * x * x;
+  }
+  static tg::autograd::variable_list backward(tg::autograd::AutogradContext* ctx, tg::autograd::variable_list g) {
+    const Tensor x = ctx->get_saved_variables()[0];
+    return {g[0] * 3.0 * x * x};
+  }
+};
+/// e^x saving its output.
+struct ExpSavingOutput : tg::autograd::Function<ExpSavingOutput> {
+  static Tensor forward(tg::autograd::AutogradContext* ctx, const Tensor& x) {
+    const Tensor y = tg::exp(x);
+    ctx->save_for_backward({y});
+    return y;
+  }
+  static tg::autograd::variable_list backward(tg::autograd::AutogradContext* ctx, tg::autograd::variable_list g) {
+    return {g[0] * ctx->get_saved_variables()[0]};
+  }
+};
+/// (sin x, cos x): two outputs through the hub of Note [Custom Functions on record].
+struct SinCos : tg::autograd::Function<SinCos> {
+  static tg::autograd::variable_list forward(tg::autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return {tg::sin(x), tg::cos(x)};
+  }
+  static tg::autograd::variable_list backward(tg::autograd::AutogradContext* ctx, tg::autograd::variable_list g) {
+    const Tensor x = ctx->get_saved_variables()[0];
+    return {g[0] * tg::cos(x) - g[1] * tg::sin(x)};
+  }
+};
+}  // namespace
+
+TEST_CASE("double backward through custom autograd Functions: saved inputs and outputs keep their history") {
+  const Tensor x = vals(4, -0.7, 0.8, {4}, true);
+  const Tensor xd = x.detach();
+  const Tensor d1 = tg::autograd::grad({Cube::apply(x).sum()}, {x}, {}, std::nullopt, true)[0];
+  check_close(d1.detach(), xd * xd * 3.0, 1e-12, 1e-14);
+  const Tensor d2 = tg::autograd::grad({d1.sum()}, {x}, {}, std::nullopt, true)[0];
+  check_close(d2.detach(), xd * 6.0, 1e-12, 1e-14);
+  check_close(tg::autograd::grad({d2.sum()}, {x})[0], tg::full({4}, 6.0, tg::TensorOptions().dtype(tg::kFloat64)), 1e-12, 1e-14);
+  // a saved output comes back with the Function as its grad_fn: d2/dx2 e^x = e^x
+  const Tensor e1 = tg::autograd::grad({ExpSavingOutput::apply(x).sum()}, {x}, {}, std::nullopt, true)[0];
+  check_close(tg::autograd::grad({e1.sum()}, {x})[0], tg::exp(xd), 1e-12, 1e-14);
+  // two outputs: d/dx (sin x + 2 cos x) = cos x - 2 sin x, and again: -sin x - 2 cos x
+  const auto sc = SinCos::apply(x);
+  const Tensor s1 = tg::autograd::grad({(sc[0] + sc[1] * 2.0).sum()}, {x}, {}, std::nullopt, true)[0];
+  check_close(s1.detach(), tg::cos(xd) - tg::sin(xd) * 2.0, 1e-12, 1e-14);
+  check_close(tg::autograd::grad({s1.sum()}, {x})[0], tg::neg(tg::sin(xd)) - tg::cos(xd) * 2.0, 1e-12, 1e-14);
+  // without create_graph the saved tensors come without history, as before
+  const Tensor plain = tg::autograd::grad({Cube::apply(x).sum()}, {x})[0];
+  CHECK_FALSE(plain.requires_grad());
+}
+
+TEST_CASE("double backward composes with saved-tensor hooks, anomaly detection and threads") {
+  const Tensor x = vals(5, 0.2, 1.3, {5}, true);
+  auto second = [](const Tensor& v) {
+    const Tensor d1 = tg::autograd::grad({(tg::pow(v, 3.0) * tg::sin(v)).sum()}, {v}, {}, std::nullopt, true)[0];
+    return tg::autograd::grad({d1.sum()}, {v})[0];
+  };
+  const Tensor expected = second(x);
+  {
+    // every tensor saved, by the forward and by the recorded gradient, goes through the hooks
+    int packed = 0, unpacked = 0;
+    tg::autograd::SavedTensorHooksGuard hooks(
+        [&](const tg::RawTensor& t) { ++packed; return std::any(t.clone()); },
+        [&](const std::any& p) { ++unpacked; return std::any_cast<tg::RawTensor>(p); });
+    check_close(second(x), expected, 1e-14, 0);
+    CHECK(packed > 0);
+    CHECK(unpacked > 0);
+  }
+  {
+    // a first derivative that is finite where the second is not: d/dx x^1.5 = 1.5 x^0.5 at 0, then 0.75 x^-0.5
+    const Tensor z = tg::zeros({2}, tg::TensorOptions().dtype(tg::kFloat64).requires_grad(true));
+    tg::autograd::DetectAnomalyGuard anomaly;
+    const Tensor d1 = tg::autograd::grad({tg::pow(z, 1.5).sum()}, {z}, {}, std::nullopt, true)[0];
+    CHECK(at(d1, 0) == 0.0);
+    TG_CHECK_THROWS(tg::autograd::grad({d1.sum()}, {z}), tg::AutogradError, "returned nan values");
+  }
+  // second derivatives on several threads at once, each of its own graph of shared leaves
+  std::vector<Tensor> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { results[static_cast<std::size_t>(t)] = second(x); });
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& r : results) check_close(r, expected, 1e-14, 0);
 }
 
 TEST_CASE("double backward: to_dot draws the graph of a gradient") {
@@ -240,4 +362,38 @@ TEST_CASE("double backward: to_dot draws the graph of a gradient") {
   const std::string dot = tg::autograd::to_dot(g);
   CHECK(dot.find("cos") != std::string::npos);
   CHECK(dot.find("mul") != std::string::npos);   // sin's backward: grad * cos(x)
+}
+
+TEST_CASE("double backward under CPU autocast: a gradient penalty through linear and matmul") {
+  // x (5, 3) @ W^T (3 -> 4) + b, then @ M (4, 2): float32 parameters multiplied in bfloat16
+  const Tensor x = vals(15, -1.0, 1.0, {5, 3}).to(tg::kFloat32);
+  auto params = [] {
+    return std::vector<Tensor>{vals(12, -0.6, 0.7, {4, 3}).to(tg::kFloat32).requires_grad_(true),
+                               vals(4, -0.2, 0.3, {4}).to(tg::kFloat32).requires_grad_(true),
+                               vals(8, -0.5, 0.9, {4, 2}).to(tg::kFloat32).requires_grad_(true)};
+  };
+  auto penalty_grads = [&](bool autocast, bool create_graph) {
+    std::vector<Tensor> p = params();
+    std::vector<Tensor> g;
+    {
+      tg::amp::AutocastGuard guard(tg::Device::cpu(), tg::kBFloat16, autocast);
+      const Tensor y = tg::matmul(tg::linear(x, p[0], p[1]), p[2]);
+      g = tg::autograd::grad({(y.to(tg::kFloat32) * y.to(tg::kFloat32)).sum()}, p, {}, std::nullopt, create_graph);
+    }
+    if (!create_graph) return g;
+    Tensor penalty = (g[0] * g[0]).sum() + (g[1] * g[1]).sum() + (g[2] * g[2]).sum();
+    std::vector<Tensor> out = tg::autograd::grad({penalty}, p);
+    out.insert(out.begin(), g.begin(), g.end());
+    return out;
+  };
+  const std::vector<Tensor> plain = penalty_grads(true, false), mixed = penalty_grads(true, true),
+                            full = penalty_grads(false, true);
+  for (int k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    CHECK(mixed[static_cast<std::size_t>(k)].requires_grad());
+    // the recorded first derivative has the plain backward's values (both round to bfloat16 in the same places)
+    check_close(mixed[static_cast<std::size_t>(k)].detach(), plain[static_cast<std::size_t>(k)], 1e-5, 1e-6);
+    // and the second derivative is float32's within bfloat16's rounding (8 bits of mantissa, a few roundings deep)
+    check_close(mixed[static_cast<std::size_t>(k) + 3], full[static_cast<std::size_t>(k) + 3], 5e-2, 5e-2);
+  }
 }

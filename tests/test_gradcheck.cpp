@@ -498,7 +498,17 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn probabilities = [](const std::vector<Tensor>& in) {   // the target's own gradient too
       return tg::cross_entropy(in[0], tg::softmax(in[1], 1), tg::Reduction::Sum, -100, 0.2);
     };
+    const Tensor weight = tg::from_vector(std::vector<double>{0.5, 2.0, 1.0, 1.5, 0.25}, {5});
+    Fn weighted = [tgt_ign, weight](const std::vector<Tensor>& in) {
+      return tg::cross_entropy(in[0], tgt_ign, weight, tg::Reduction::Mean, -100, 0.1);
+    };
+    Fn weighted_probabilities = [weight](const std::vector<Tensor>& in) {
+      return tg::cross_entropy(in[0], tg::softmax(in[1], 1), weight, tg::Reduction::Mean, -100, 0.2);
+    };
     return std::vector<Sample>{{"mean (5, 5)", {randn64({5, 5}, 140)}, mean},
+                               {"class weights, ignore_index and label smoothing", {randn64({5, 5}, 138)}, weighted},
+                               {"class weights, class probabilities", {randn64({4, 5}, 137), randn64({4, 5}, 136)},
+                                weighted_probabilities},
                                {"ignore_index rows", {randn64({5, 5}, 145)}, ignored},
                                {"label smoothing 0.2", {randn64({5, 5}, 146)}, smooth},
                                {"ignore_index and label smoothing", {randn64({5, 5}, 147)}, both},
@@ -870,6 +880,19 @@ TEST_CASE("gradgradcheck: every twice-differentiable op, float64 central differe
 }
 
 TEST_CASE("gradgradcheck: an op with a first-order rule refuses a double backward by name") {
+  // a user's op recorded with a prim rule only (examples/03's way): create_graph runs it, a second
+  // backward that reaches its gradient names it
+  Fn sin_op = [](const std::vector<Tensor>& in) {
+    tg::SavedTensor xs(in[0]);
+    const tg::RawTensor y = tg::prim::unary(tg::UnaryOp::Sin, in[0].data());
+    return tg::record("my_sin", y, {in[0]}, [xs](const tg::RawTensor& grad, tg::Grads& g) {
+      g.set(0, tg::prim::mul(grad, tg::prim::unary(tg::UnaryOp::Cos, xs.get())));
+    });
+  };
+  const Tensor x = randn64({4}, 172);
+  CHECK(tg::autograd::gradcheck(sin_op, {x}));
+  TG_CHECK_THROWS(tg::autograd::gradgradcheck(sin_op, {x}), tg::AutogradError,
+                  "the derivative of 'my_sin' is not implemented twice");
   const auto table = gradcheck_table();
   for (const auto& entry : testing::kFirstOrderOnly) {
     CAPTURE(entry.first);

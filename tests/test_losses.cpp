@@ -381,3 +381,50 @@ TEST_CASE("losses: cross_entropy over (N, C, d1, d2) and with class-probability 
   // a floating target of another shape is not probabilities: refused as class indices
   TG_CHECK_THROWS(tg::cross_entropy(z2, tg::ones({3}, tg::kFloat64)), tg::DTypeError, "int64 class indices");
 }
+
+TEST_CASE("losses: cross_entropy with class weights against PyTorch") {
+  // tests/data/losses_more_reference.py: zw = vals(20, 0, 2).reshape(5, 4), targets [1, 3, -100, 0, 1],
+  // weight [0.5, 2, 1, 1.5]
+  const Tensor wc = tg::from_vector(std::vector<double>{0.5, 2.0, 1.0, 1.5}, {4});
+  const Tensor tw = tg::from_vector(std::vector<int64_t>{1, 3, -100, 0, 1}, {5});
+  Tensor zw = vals(20, 0, 2, {5, 4}, true);
+  Tensor loss = tg::cross_entropy(zw, tw, wc);
+  check_close(loss, {1.879738222456916}, 1e-12);
+  loss.backward();
+  check_close(zw.grad(), {0.06643925011906833, -0.11175394571576239, 0.04043482140092708, 0.004879874195766994,
+                          0.006497433525825449, 0.07302633001624909, 0.15071665933219103, -0.23024042287426555, 0.0,
+                          0.0, 0.0, 0.0, -0.07661917056631617, 0.001616845311889221, 0.007286901716233849,
+                          0.06771542353819311, 0.24665391279999882, -0.31088279213796755, 0.00851702289261835,
+                          0.055711856445350386},
+              1e-10);
+  zw.zero_grad();
+  // with label smoothing 0.15: the module and F:: spellings with the weight option
+  loss = tg::nn::CrossEntropyLoss(tg::nn::CrossEntropyLossOptions().weight(wc).label_smoothing(0.15))(zw, tw);
+  check_close(loss, {1.8631312813737186}, 1e-12);
+  loss.backward();
+  check_close(zw.grad(), {0.059577042299870736, -0.08671778626925077, 0.03191036269712493, -0.004769618727744899,
+                          0.0032099976876798124, 0.05870067176584286, 0.14069874284888625, -0.2026094123024089, 0.0,
+                          0.0, 0.0, 0.0, -0.06573348394373732, -0.010519364492935702, 0.002676454602386466,
+                          0.07357639383428656, 0.22965463020499888, -0.2746456350802069, 0.001787940354908568,
+                          0.04320306452029943},
+              1e-10);
+  namespace F = tg::nn::functional;
+  check_close(F::cross_entropy(zw, tw, F::CrossEntropyFuncOptions().weight(wc).label_smoothing(0.15).reduction(tg::Reduction::Sum)),
+              {11.178787688242313}, 1e-12);
+  check_close(tg::cross_entropy(zw, tw, wc, tg::Reduction::None, -100, 0.15),
+              {1.071789442369284, 3.558190164340407, 0.0, 1.5163724199959987, 5.032435661536623}, 1e-12);
+  // (N, C, d1, d2) index targets and class-probability targets
+  const Tensor z = vals(24, 0, 2, {2, 3, 2, 2});
+  const Tensor tgt = tg::from_vector(std::vector<int64_t>{0, 2, 1, -100, 2, 2, 0, 1}, {2, 2, 2});
+  check_close(tg::cross_entropy(z, tgt, tg::from_vector(std::vector<double>{1.0, 0.25, 3.0}, {3}), tg::Reduction::Mean,
+                                -100, 0.1),
+              {1.1870173709393188}, 1e-12);
+  const Tensor z2 = vals(12, 0, 2, {3, 4});
+  const Tensor tp = tg::from_vector(softmax_rows(1, 1.5), {3, 4});
+  check_close(tg::cross_entropy(z2, tp, wc, tg::Reduction::Mean, -100, 0.2), {1.578296924841532}, 1e-12);
+  check_close(tg::cross_entropy(z2, tp, wc, tg::Reduction::None), {1.202750595762381, 1.551583048254825, 1.3439999762087989},
+              1e-12);
+  TG_CHECK_THROWS(tg::cross_entropy(zw, tw, tg::ones({3}, tg::kFloat64)), tg::ShapeError,
+                  "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [3]");
+  TG_CHECK_THROWS(tg::cross_entropy(zw, tw, Tensor(wc.data(), true)), tg::AutogradError, "class weights get no gradient");
+}

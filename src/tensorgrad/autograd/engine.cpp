@@ -27,6 +27,7 @@ thread_local bool t_anomaly_enabled = false;
 struct SweepContext {
   bool running = false;
   detail::GradientSink* sink = nullptr;
+  bool capturing = false;   // an autograd::grad sweep: no gradient may go to a .grad
 };
 thread_local SweepContext t_sweep;
 thread_local bool t_in_backward_rule = false;
@@ -472,9 +473,22 @@ void detail::run_backward_into(std::shared_ptr<Node> root, RawTensor seed, Gradi
   NoGradGuard no_grad;
   std::sort(sink.to_grad.begin(), sink.to_grad.end());
   sink.parent = t_sweep.sink;                             // the sweep whose rule called this one, if any
-  sink.in_whole_backward = t_sweep.running && t_sweep.sink == nullptr;
+  sink.in_whole_backward = t_sweep.running && t_sweep.sink == nullptr && !t_sweep.capturing;
   const Root<RawTensor> r{std::move(root), nullptr, std::move(seed)};
   sweep<RawTensor>(&r, 1, /*retain_graph=*/false, &sink, nullptr);
+}
+
+void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink) {
+  TG_CHECK(root != nullptr, AutogradError, "run_backward_into: no root Node");
+  EnableGradGuard grad_on;   // create_graph: the rules record the gradients' graph
+  const Root<Tensor> r{std::move(root), nullptr, std::move(seed)};
+  sweep<Tensor>(&r, 1, /*retain_graph=*/true, &sink, nullptr);   // the gradients' graph reads the saved tensors
+}
+
+Tensor* detail::GradientSink::find_graph(const void* key) {
+  for (auto& kv : graph_grads)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
 }
 
 bool detail::GradientSink::outside(const Node& n) const { return n.sequence_nr < first_sequence_nr; }
@@ -570,9 +584,9 @@ void sweep(const Root<G>* roots, std::size_t n_roots, bool retain_graph, detail:
   constexpr bool kGraph = std::is_same<G, Tensor>::value;
   struct Enter {   // this sweep is t_sweep while it runs, the enclosing one again after (exceptions too)
     SweepContext saved = t_sweep;
-    explicit Enter(detail::GradientSink* s) { t_sweep = SweepContext{true, s}; }
+    Enter(detail::GradientSink* s, bool capturing) { t_sweep = SweepContext{true, s, capturing}; }
     ~Enter() { t_sweep = saved; }
-  } enter(sink);
+  } enter(sink, capture != nullptr);
   // 0. Leaf roots: backward() on a leaf gives dL/dL = seed.
   for (const Root<G>& r : RootRange<G>{roots, roots_end})
     if (r.leaf) finish_leaf(r.leaf, r.seed);
@@ -693,18 +707,21 @@ void sweep(const Root<G>* roots, std::size_t n_roots, bool retain_graph, detail:
         TG_CHECK(gi.device() == e.device, AutogradError, "Function '", node->name, "' returned an invalid gradient at index ",
                  i, " - expected device ", e.device, " but got ", gi.device());
       }
-      if constexpr (!kGraph) {
-        if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
-          const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
-          if (!gi.defined()) continue;
+      if (sink != nullptr && (e.leaf || (e.fn && sink->outside(*e.fn)))) {   // Note [Partial backward]
+        const void* key = e.fn ? static_cast<const void*>(e.fn.get()) : e.leaf.get();
+        if (!gi.defined()) continue;
+        if constexpr (kGraph) {   // under create_graph every gradient is collected, with its graph
+          if (Tensor* p = sink->find_graph(key)) add_gradient(*p, gi);
+          else sink->graph_grads.emplace_back(key, std::move(gi));
+        } else {
           if (e.leaf && sink->straight_to_grad(*e.leaf)) {
             accumulate(*e.leaf, std::move(gi));
             continue;
           }
           if (RawTensor* p = sink->find(key)) add_gradient(*p, gi);
           else sink->grads.emplace_back(key, std::move(gi));
-          continue;
         }
+        continue;
       }
       const int j = e.fn ? index.at(e.fn.get()) : (e.leaf && hooked_leaves != 0 ? index.find_index(e.leaf.get()) : -1);
       if (j >= 0) {

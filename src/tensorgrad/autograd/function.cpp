@@ -27,8 +27,12 @@ namespace autograd {
 /// libtorch's default (materialize_grads); each output's rule also notes that it ran, so that
 /// set_materialize_grads(false) can hand undefined Tensors instead. Hence: all differentiable outputs
 /// on one device (the hub has one), gradients summed in their common dtype (float64 when they differ).
-/// The rules call T::backward under a mutex (it may write the context) with grad mode off; gradients
-/// come back without history, so there is no double backward through a Function. Inputs marked
+/// The rules call T::backward under a mutex (it may write the context). In a plain backward grad mode
+/// is off and the saved tensors come without history. The rules are generic (Note [Differentiable
+/// rules] in autograd/engine.cpp): under create_graph grad mode is on, get_saved_variables() gives
+/// each saved tensor its history (an input's edge, an output's own Node, another tensor its handle)
+/// and the gradients T::backward returns keep theirs, so a Function whose backward is written with
+/// differentiable ops can be differentiated again, as in libtorch. Inputs marked
 /// dirty take the Function's Node as their grad_fn, the Node's edge going to a copy of their old
 /// history (what ops/inplace.cpp does for add_ and the others).
 
@@ -89,9 +93,11 @@ void AutogradContext::set_materialize_grads(bool value) { materialize_grads_ = v
 variable_list AutogradContext::get_saved_variables() const {
   variable_list out;
   out.reserve(saved_.size());
-  for (const SavedTensor& s : saved_) {
-    RawTensor t = s.get();   // AutogradError when written in place since
-    out.push_back(t.defined() ? Tensor(std::move(t)) : Tensor());
+  for (size_t i = 0; i < saved_.size(); ++i) {
+    RawTensor t = saved_[i].get();   // AutogradError when written in place since
+    if (!t.defined()) out.emplace_back();
+    else if (unpack_) out.push_back(unpack_(i));
+    else out.emplace_back(std::move(t));
   }
   return out;
 }
@@ -132,8 +138,13 @@ struct FunctionState {
   std::vector<bool> received;   // per output: its rule ran since the last backward call (hub only)
   std::mutex mutex;
 
-  /// Calls T::backward with grads (one per output) and sets the input gradients g asks for.
-  void call(variable_list grads, Grads& g) {
+  std::vector<std::weak_ptr<Node>> output_nodes;   // per output: the Node it was recorded with
+
+  /// Calls T::backward with grads (one per output) and sets the input gradients g asks for. G is Grads
+  /// (a plain backward) or VarGrads (create_graph: see Note [Custom Functions on record]).
+  template <class G>
+  void call(variable_list grads, G& g) {
+    constexpr bool kGraph = std::is_same<G, VarGrads>::value;
     std::lock_guard<std::mutex> lock(mutex);
     AutogradContext& c = *ctx;
     c.needs_input_grad_.assign(g.size(), false);
@@ -145,7 +156,28 @@ struct FunctionState {
     }
     std::fill(received.begin(), received.end(), false);
     variable_list result;
-    {
+    if constexpr (kGraph) {
+      struct Unpack {   // saved tensors with their history while T::backward runs, and not after
+        AutogradContext& c;
+        ~Unpack() { c.unpack_ = nullptr; }
+      } unpack{c};
+      c.unpack_ = [this, &c, &g](size_t s) -> Tensor {
+        const AutogradContext::Origin& o = c.saved_origin_[s];
+        if (o.kind == AutogradContext::Origin::kInput) return g.input(o.index, c.saved_[s]);
+        if (o.kind == AutogradContext::Origin::kOutput) {
+          auto impl = std::make_shared<TensorImpl>();
+          impl->data = c.saved_[s].get();
+          if (std::shared_ptr<Node> node = output_nodes[o.index].lock()) {
+            impl->requires_grad = true;
+            impl->grad_fn = std::move(node);
+          }
+          return Tensor(std::move(impl));
+        }
+        c.saved_[s].get();   // the version check
+        return o.handle.defined() ? o.handle : Tensor(c.saved_[s].get());
+      };
+      result = backward(&c, std::move(grads));
+    } else {
       NoGradGuard no_grad;
       result = backward(&c, std::move(grads));
     }
@@ -164,11 +196,33 @@ struct FunctionState {
                  ", but the corresponding forward input was not a Variable");
         continue;
       }
-      if (g.need(k) && result[i].defined()) g.set(k, result[i].data());
+      if (g.need(k) && result[i].defined()) {
+        if constexpr (kGraph) g.set(k, std::move(result[i]));
+        else g.set(k, result[i].data());
+      }
       ++k;
     }
   }
 };
+
+/// grad (one output's gradient) placed at offset in zeros of total elements of dtype: the gradient of
+/// the hub of Note [Custom Functions on record] from that output; recorded under create_graph, its
+/// own gradient is the slice again.
+template <class T>
+T embed_in_hub(const T& grad, int64_t offset, int64_t total, DType dtype, const Device& device) {
+  if constexpr (std::is_same<T, RawTensor>::value) {
+    RawTensor full = prim::full({total}, 0.0, dtype, device);
+    prim::copy_(full.narrow(0, offset, grad.numel()).view(grad.shape()), grad);
+    return full;
+  } else {
+    const Shape shape = grad.shape();
+    const DType from = grad.dtype();
+    return record("FunctionOutput", embed_in_hub(grad.data(), offset, total, dtype, device), {grad},
+                  [offset, shape, from](const auto& gg, auto& g) {
+                    g.set(0, gg.narrow(0, offset, numel_of(shape)).reshape(shape).to(from));
+                  });
+  }
+}
 
 const char* function_node_name(const std::type_info& type) {
   static std::mutex mutex;
@@ -245,7 +299,16 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   }
   // Tensors saved now, with the versions they have after forward (libtorch saves them here too).
   if (executable_ && n_diff > 0)
-    for (const Tensor& t : c.to_save_) c.saved_.push_back(t.defined() ? SavedTensor(t) : SavedTensor());
+    for (const Tensor& t : c.to_save_) {
+      c.saved_.push_back(t.defined() ? SavedTensor(t) : SavedTensor());
+      AutogradContext::Origin o;   // an output (a dirty input is one), an input, or another tensor
+      for (size_t i = 0; i < outputs.size() && o.kind == AutogradContext::Origin::kOther; ++i)
+        if (t.defined() && outputs[i].impl() == t.impl()) o = {AutogradContext::Origin::kOutput, i, Tensor()};
+      for (size_t k = 0; k < vars_.size() && o.kind == AutogradContext::Origin::kOther; ++k)
+        if (t.defined() && vars_[k].impl() == t.impl()) o = {AutogradContext::Origin::kInput, k, Tensor()};
+      if (o.kind == AutogradContext::Origin::kOther && t.requires_grad()) o.handle = t;
+      c.saved_origin_.push_back(std::move(o));
+    }
   c.to_save_.clear();
 
   variable_list result(outputs.size());
@@ -262,7 +325,9 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   state->backward = std::move(backward);
 
   // The recorded output i: the dirty input itself (its history replaced) or a fresh Tensor.
+  state->output_nodes.resize(outputs.size());
   auto place = [&](size_t i, Tensor recorded) {
+    state->output_nodes[i] = recorded.grad_fn();
     if (contains(c.dirty_, outputs[i].impl().get())) {
       outputs[i].impl()->grad_fn = recorded.grad_fn();
       outputs[i].impl()->requires_grad = true;
@@ -275,7 +340,7 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   if (n_diff == 1) {
     size_t j = 0;
     while (!state->outputs[j].differentiable) ++j;
-    place(j, record(name_, outputs[j].data(), edges, [state, j](const RawTensor& grad, Grads& g) {
+    place(j, record(name_, outputs[j].data(), edges, [state, j](const auto& grad, auto& g) {
           variable_list grads(state->outputs.size());
           grads[j] = Tensor(grad);
           state->call(std::move(grads), g);
@@ -304,7 +369,7 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   }
   state->received.assign(state->outputs.size(), false);
   const RawTensor hub_value = prim::full({1}, 0.0, hub_dtype, device).expand({total});
-  const Tensor hub = record(name_, hub_value, edges, [state](const RawTensor& grad, Grads& g) {
+  const Tensor hub = record(name_, hub_value, edges, [state](const auto& grad, auto& g) {
     variable_list grads(state->outputs.size());
     for (size_t i = 0; i < state->outputs.size(); ++i) {
       const auto& o = state->outputs[i];
@@ -315,10 +380,9 @@ variable_list FunctionCall::finish(variable_list outputs, Backward backward) {
   });
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!state->outputs[i].differentiable) continue;
-    place(i, record(name_, outputs[i].data(), {hub}, [state, i, total, hub_dtype](const RawTensor& grad, Grads& g) {
+    place(i, record(name_, outputs[i].data(), {hub}, [state, i, total, hub_dtype](const auto& grad, auto& g) {
             const auto& o = state->outputs[i];
-            RawTensor full = prim::full({total}, 0.0, hub_dtype, o.device);
-            prim::copy_(full.narrow(0, o.offset, numel_of(o.shape)).view(o.shape), grad);
+            auto full = detail::embed_in_hub(grad, o.offset, total, hub_dtype, o.device);
             {
               std::lock_guard<std::mutex> lock(state->mutex);
               state->received[i] = true;

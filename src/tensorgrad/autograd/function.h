@@ -125,8 +125,9 @@ struct AutogradContext {
   /// Whether backward receives zeros (true, the default) or undefined Tensors for outputs that got
   /// no gradient.
   void set_materialize_grads(bool value);
-  /// The saved tensors, in save order, as Tensors without history; AutogradError when one was written
-  /// in place after forward returned.
+  /// The saved tensors, in save order; AutogradError when one was written in place after forward
+  /// returned. Without history, except while backward runs with create_graph: then each has its
+  /// history (an input's, the Function's own for an output), as libtorch's saved variables.
   variable_list get_saved_variables() const;
   /// In backward: whether the i-th tensor input wants a gradient (i counts tensor inputs only, as
   /// libtorch's edges). In forward: whether it requires grad.
@@ -137,8 +138,18 @@ struct AutogradContext {
  private:
   friend struct detail::FunctionState;
   friend class FunctionCall;
+  /// Where a saved tensor came from: input k of the Function, output k, or another tensor (kept by
+  /// handle when it requires grad, so that a create_graph backward sees its history).
+  struct Origin {
+    enum Kind { kInput, kOutput, kOther } kind = kOther;
+    size_t index = 0;
+    Tensor handle;
+  };
   variable_list to_save_;
   std::vector<SavedTensor> saved_;
+  std::vector<Origin> saved_origin_;
+  /// Set while T::backward runs under create_graph: a saved tensor (by position) with its history.
+  std::function<Tensor(size_t)> unpack_;
   std::vector<const TensorImpl*> dirty_, non_differentiable_;
   std::vector<bool> needs_input_grad_;
   bool materialize_grads_ = true;

@@ -63,7 +63,7 @@ std::vector<Tensor> grads_or_zeros(const std::vector<Tensor>& outputs, const std
 Tensor stack_rows(const std::vector<Tensor>& rows) {
   std::vector<RawTensor> parts;
   for (const Tensor& r : rows) parts.push_back(r.data().unsqueeze(0));
-  return record("stack", prim::cat(parts, 0), rows, [](const RawTensor& grad, Grads& g) {
+  return record("stack", prim::cat(parts, 0), rows, [](const auto& grad, auto& g) {
     for (std::size_t i = 0; i < g.size(); ++i)
       if (g.need(i)) g.set(i, grad.select(0, static_cast<int64_t>(i)));
   });

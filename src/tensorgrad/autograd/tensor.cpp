@@ -308,6 +308,12 @@ Tensor VarGrads::first_order_only(RawTensor value, const Tensor& grad) const {
   return detail::refusing_double_backward(*node_, grad, std::move(value));
 }
 
+Tensor VarGrads::history(std::size_t i) const {
+  const Edge& e = (*node_)->next[i];
+  if (!e.needs_grad()) return Tensor();
+  return detail::with_history(prim::full({1}, 0.0, e.dtype, e.device).expand(e.shape), e);
+}
+
 Tensor VarGrads::output(const SavedTensor& s) const {
   if (!s.defined()) return Tensor();
   if (!create_graph_) return Tensor(s.get());

@@ -586,6 +586,11 @@ class VarGrads : public BasicGrads<Tensor> {
   Tensor input(std::size_t i, const SavedTensor& s) const;
   /// s, the op's own saved output, as a Tensor: with this op as its grad_fn under create_graph.
   Tensor output(const SavedTensor& s) const;
+  /// A Tensor that stands for input i in a recorded computation (create_graph only): the leaf itself,
+  /// or a zero of the input's shape whose grad_fn is the input's producer; undefined when input i
+  /// wants no gradient. For a rule that differentiates a recomputation (checkpoint) with
+  /// autograd::grad, so that the gradients reach the op's inputs through their history.
+  Tensor history(std::size_t i) const;
   /// A gradient that a rule computed without Tensor ops (a fused kernel with no differentiable
   /// formula): as it is without create_graph; under create_graph a Tensor whose Node raises
   /// AutogradError naming the op if a later backward reaches it.
@@ -846,19 +851,26 @@ namespace detail {
 ///
 /// A gradient for one of the leaves listed in `to_grad` (the parameters the part reads) goes straight
 /// into that leaf's .grad as it arrives, as the backward that runs the caller's rule would put it
-/// there: when that backward is a whole one (or a partial one that does the same with this leaf) and
-/// the leaf has no gradient hooks. Collecting those gradients instead would keep one gradient per
-/// parameter of the part alive until the part's backward ends, which for a checkpointed segment of
-/// wide layers outweighs its activations. Every other gradient is collected in `grads`, and nothing
-/// else is accumulated into .grad.
+/// there: when that backward is a whole one (not autograd::grad, which leaves .grad alone; or a
+/// partial one that does the same with this leaf) and the leaf has no gradient hooks. Collecting those
+/// gradients instead would keep one gradient per parameter of the part alive until the part's backward
+/// ends, which for a checkpointed segment of wide layers outweighs its activations. Every other
+/// gradient is collected in `grads`, and nothing else is accumulated into .grad.
+///
+/// Under create_graph (run_backward_into with a Tensor seed) every gradient is collected, with its
+/// graph, in `graph_grads`, and the part's Nodes are kept: the gradients' graph reads their saved
+/// tensors.
 struct GradientSink {
   uint64_t first_sequence_nr = 0;                       ///< Nodes older than this are outside the part
   std::vector<std::pair<const void*, RawTensor>> grads;    ///< collected: key (Node* or TensorImpl*), gradient
+  std::vector<std::pair<const void*, Tensor>> graph_grads;   ///< the same, collected under create_graph
   std::vector<const void*> to_grad;   ///< TensorImpl* of the leaves that may go straight into .grad, sorted
   /// True for a Node recorded before the part began.
   bool outside(const Node& n) const;
   /// The gradient collected for key so far; null when none.
   RawTensor* find(const void* key);
+  /// The gradient collected for key so far under create_graph; null when none.
+  Tensor* find_graph(const void* key);
   /// Whether leaf's gradient goes straight into its .grad (see above); set by run_backward_into.
   bool straight_to_grad(const TensorImpl& leaf) const;
   const GradientSink* parent = nullptr;   ///< the sink of the partial backward whose rule started this one
@@ -875,6 +887,9 @@ uint64_t next_sequence_nr();
 /// Backward from the Node root with dL/d(its output) = seed, into sink. Takes the Node rather than
 /// the output Tensor so that the caller can drop the output's value first. See Note [Partial backward].
 void run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink& sink);
+/// The same under create_graph: every gradient is collected in sink.graph_grads with its graph, and the
+/// part's graph is kept (the gradients' graph reads its saved tensors).
+void run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink);
 }  // namespace detail
 
 }  // namespace tg

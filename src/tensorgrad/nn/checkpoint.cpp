@@ -1,7 +1,9 @@
 // nn/checkpoint.cpp: tg::checkpoint and tg::checkpoint_sequential. The forward runs the function once
 // to find what it reads, keeps the inputs, and records one "checkpoint" Node; that Node's rule runs
 // the function again and backpropagates through it with the partial backward of autograd/engine.cpp
-// (Note [Partial backward]). The random stream's position comes from ops/creation.h.
+// (Note [Partial backward]); under create_graph the recomputation takes the inputs with their history
+// and its gradients keep their graph, so a checkpointed segment can be differentiated twice. The
+// random stream's position comes from ops/creation.h.
 #include "tensorgrad/nn/checkpoint.h"
 
 #include <string>
@@ -83,7 +85,8 @@ struct CheckpointRule {
   Shape out_shape;
   DType out_dtype;
 
-  void operator()(const RawTensor& grad, Grads& g) const {
+  /// The inputs' values, refused when an input or a parameter fn reads was written in place since.
+  std::vector<RawTensor> checked_values() const {
     const std::size_t n = inputs.size();
     std::vector<RawTensor> values(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -104,9 +107,12 @@ struct CheckpointRule {
                "; expected version ", leaf_versions[j], " instead), so the recomputation would not match: call "
                "optimizer.step() after backward, or clone() the tensor");
     }
-    std::vector<Tensor> fresh = fresh_leaves(values, requires_grad);
-    detail::GradientSink sink;
-    sink.to_grad = leaf_keys;   // the parameters' gradients go to .grad as they come (Note [Partial backward])
+    return values;
+  }
+
+  /// fn run again on ins, its graph recorded, with the forward's random stream and autocast state;
+  /// sink->first_sequence_nr marks where the recomputed part begins.
+  Tensor recompute(const std::vector<Tensor>& ins, detail::GradientSink& sink) const {
     Tensor y;
     {
       EnableGradGuard grad_on;   // the recomputation records its graph although backward runs with grad off
@@ -115,12 +121,23 @@ struct CheckpointRule {
       amp::AutocastGuard cuda_autocast(Device::cuda(), autocast_dtype[1], autocast_on[1]);
       detail::DisableSavedTensorHooksGuard no_hooks;   // the recomputed graph lives only here
       sink.first_sequence_nr = detail::next_sequence_nr();
-      y = run_at(fn, fresh, rng);
+      y = run_at(fn, ins, rng);
     }
     TG_CHECK(y.defined() && y.shape() == out_shape && y.dtype() == out_dtype, AutogradError,
              "checkpoint: the recomputed output (", y.defined() ? tensor_meta_str(y.data()) : std::string("undefined"),
              ") differs from the forward's (", dtype_name(out_dtype), " ", shape_str(out_shape),
              "); the checkpointed function must compute the same thing when run again");
+    return y;
+  }
+
+  /// The first-order rule: fn runs on fresh leaves holding the inputs' values; the partial backward
+  /// delivers the parameters' gradients to .grad as they come (Note [Partial backward]).
+  void operator()(const RawTensor& grad, Grads& g) const {
+    const std::size_t n = inputs.size();
+    std::vector<Tensor> fresh = fresh_leaves(checked_values(), requires_grad);
+    detail::GradientSink sink;
+    sink.to_grad = leaf_keys;
+    Tensor y = recompute(fresh, sink);
     if (y.grad_fn() && !sink.outside(*y.grad_fn())) {
       std::shared_ptr<Node> root = y.grad_fn();
       y = Tensor();   // the recomputed output's value is not needed: free it before the backward
@@ -141,6 +158,38 @@ struct CheckpointRule {
     for (std::size_t j = 0; j < leaf_keys.size(); ++j) deliver(n + j, leaf_keys[j]);
     for (std::size_t k = 0; k < older_keys.size(); ++k) deliver(n + leaf_keys.size() + k, older_keys[k]);
     TG_CHECK(delivered == sink.grads.size(), AutogradError,
+             "checkpoint: the recomputation read a tensor that requires grad which the forward did not read; "
+             "the checkpointed function must compute the same thing when run again");
+  }
+
+  /// Under create_graph: fn runs on the inputs with their own history, so that the gradients it gives
+  /// (collected at the edge of the recomputed part, with their graph) depend on the inputs through it;
+  /// each goes to the edge that leads where it was collected.
+  void operator()(const Tensor& grad, VarGrads& g) const {
+    const std::size_t n = inputs.size();
+    const std::vector<RawTensor> values = checked_values();
+    std::vector<Tensor> ins(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (values[i].defined()) ins[i] = requires_grad[i] ? g.input(i, inputs[i]) : Tensor(values[i]);
+    detail::GradientSink sink;
+    const Tensor y = recompute(ins, sink);
+    if (y.grad_fn() && !sink.outside(*y.grad_fn())) {
+      detail::run_backward_into(y.grad_fn(), grad, sink);
+    } else if (y.requires_grad()) {   // fn returned an input or an older tensor as it is
+      sink.graph_grads.emplace_back(y.grad_fn() ? static_cast<const void*>(y.grad_fn().get()) : y.impl().get(), grad);
+    }
+    std::size_t delivered = 0;
+    for (std::size_t e = 0; e < g.size(); ++e) {
+      const Tensor h = g.history(e);   // the leaf, or a Tensor whose grad_fn is the producer
+      if (!h.defined()) continue;
+      const void* key = h.grad_fn() ? static_cast<const void*>(h.grad_fn().get()) : h.impl().get();
+      if (Tensor* t = sink.find_graph(key); t != nullptr && t->defined()) {
+        ++delivered;
+        if (g.need(e)) g.set(e, std::move(*t));
+        *t = Tensor();   // an edge repeated (one tensor passed twice) gets it once
+      }
+    }
+    TG_CHECK(delivered == sink.graph_grads.size(), AutogradError,
              "checkpoint: the recomputation read a tensor that requires grad which the forward did not read; "
              "the checkpointed function must compute the same thing when run again");
   }

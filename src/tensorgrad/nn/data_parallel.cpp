@@ -121,8 +121,8 @@ std::vector<std::unique_ptr<Module>> replicate(const Module& module, const std::
     for (std::size_t i = 0; i < originals.size(); ++i) {
       const Tensor& original = originals[i];
       if (!original.requires_grad()) continue;
-      Tensor link = record("broadcast", copies[i].data(), {original}, [from = original.device()](const RawTensor& grad, Grads& g) {
-        g.set(0, prim::to_device(grad, from));   // d copy / d original = identity, back on the original's device
+      Tensor link = record("broadcast", copies[i].data(), {original}, [from = original.device()](const auto& grad, auto& g) {
+        g.set(0, grad.to(from));   // d copy / d original = identity, back on the original's device
       });
       if (link.grad_fn()) copies[i].impl()->grad_fn = link.grad_fn();   // grad mode off: the copy stays a leaf
     }

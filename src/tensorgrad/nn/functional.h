@@ -170,11 +170,11 @@ inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias =
   return tg::linear(x, weight, bias);
 }
 
-/// Options of cross_entropy: the layer's (reduction, ignore_index, label_smoothing).
+/// Options of cross_entropy: the layer's (weight, reduction, ignore_index, label_smoothing).
 using CrossEntropyFuncOptions = CrossEntropyLossOptions;
 /// tg::cross_entropy with the options (torch::nn::functional::cross_entropy).
 inline Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyFuncOptions& o = {}) {
-  return tg::cross_entropy(logits, target, o.reduction_, o.ignore_index_, o.label_smoothing_);
+  return tg::cross_entropy(logits, target, o.weight_, o.reduction_, o.ignore_index_, o.label_smoothing_);
 }
 
 /// Options of mse_loss: the reduction (default the mean).

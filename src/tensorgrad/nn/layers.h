@@ -257,12 +257,16 @@ struct CrossEntropyLossOptions {
   CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
   /// Sets the label smoothing in [0, 1] (default 0).
   CrossEntropyLossOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+  /// Sets the class weights, a (C) tensor (default none: every class weighs 1).
+  CrossEntropyLossOptions& weight(const Tensor& w) { weight_ = w; return *this; }
   /// See reduction().
   Reduction reduction_ = Reduction::Mean;
   /// See ignore_index().
   int64_t ignore_index_ = -100;
   /// See label_smoothing().
   double label_smoothing_ = 0;
+  /// See weight().
+  Tensor weight_;
 };
 
 /// Mean (or sum) over the batch of -log softmax(logits)[target]; targets are int64 class indices.
@@ -278,7 +282,8 @@ class CrossEntropyLoss {
   /// cross_entropy(logits, target, ...): logits (N, C), target (N) int64 -> 0-d, or (N) with
   /// Reduction::None.
   Tensor operator()(const Tensor& logits, const Tensor& target) const {
-    return cross_entropy(logits, target, options_.reduction_, options_.ignore_index_, options_.label_smoothing_);
+    return cross_entropy(logits, target, options_.weight_, options_.reduction_, options_.ignore_index_,
+                         options_.label_smoothing_);
   }
  private:
   CrossEntropyLossOptions options_;

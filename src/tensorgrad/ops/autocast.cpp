@@ -168,7 +168,7 @@ Cached& entry(const Tensor& x) {
 /// One use of x's cached copy `value`: recorded as a cast of x, its own node (Note [Autocast cast cache]).
 Tensor use_of(const Tensor& x, const RawTensor& value) {
   const DType from = x.dtype();
-  return record("to", value, {x}, [from](const RawTensor& grad, Grads& g) {
+  return record("to", value, {x}, [from](const auto& grad, auto& g) {
     g.set(0, grad.to(from));   // cast back
   });
 }

@@ -334,17 +334,15 @@ namespace {
 /// max_pool2d's gradient: dy added at each window's argmax (indices: flat positions in each H x W
 /// plane). Under create_graph an op of its own, whose gradient gathers the incoming one at the same
 /// positions (the second derivative of a max is 0).
-RawTensor max_pool_grad(const RawTensor& grad, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& a) {
-  return prim::max_pool2d_backward(grad, indices, x_shape, a);
-}
-Tensor max_pool_grad(const Tensor& grad, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& a) {
+template <class G>
+G max_pool_grad(const G& grad, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& a) {
   const Shape out_shape = grad.shape();
-  return record("max_pool2d_backward", prim::max_pool2d_backward(grad.data(), indices, x_shape, a), {grad},
-                [indices, x_shape, out_shape](const Tensor& u, VarGrads& g) {
-                  const int64_t N = x_shape[0], C = x_shape[1];
-                  const Tensor flat_index(indices.reshape({N, C, -1}));
-                  g.set(0, gather(u.reshape({N, C, -1}), 2, flat_index).reshape(out_shape));
-                });
+  return rules::linear_backward(
+      "max_pool2d_backward", grad, [&](const RawTensor& u) { return prim::max_pool2d_backward(u, indices, x_shape, a); },
+      [indices, x_shape, out_shape](const Tensor& u) {
+        const int64_t N = x_shape[0], C = x_shape[1];
+        return gather(u.reshape({N, C, -1}), 2, Tensor(indices.reshape({N, C, -1}))).reshape(out_shape);
+      });
 }
 }  // namespace
 
@@ -368,14 +366,12 @@ Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a);
 
 /// avg_pool2d's gradient (a linear map, the pooling's transpose). Under create_graph an op of its own,
 /// whose gradient is the pooling itself.
-RawTensor avg_pool_grad(const RawTensor& grad, const Shape& x_shape, const Pool2dArgs& a) {
-  return prim::avg_pool2d_backward(grad, x_shape, a);   // dx[window] += dy / divisor
-}
-Tensor avg_pool_grad(const Tensor& grad, const Shape& x_shape, const Pool2dArgs& a) {
-  return record(a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward",
-                prim::avg_pool2d_backward(grad.data(), x_shape, a), {grad}, [a](const Tensor& u, VarGrads& g) {
-                  g.set(0, avg_pool_node(a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", u, a));
-                });
+template <class G>
+G avg_pool_grad(const G& grad, const Shape& x_shape, const Pool2dArgs& a) {
+  return rules::linear_backward(
+      a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", grad,
+      [&](const RawTensor& u) { return prim::avg_pool2d_backward(u, x_shape, a); },   // dx[window] += dy / divisor
+      [a](const Tensor& u) { return avg_pool_node(a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", u, a); });
 }
 
 Tensor avg_pool_node(const char* name, const Tensor& x, const Pool2dArgs& a) {

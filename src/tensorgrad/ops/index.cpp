@@ -8,22 +8,6 @@
 
 namespace tg {
 
-namespace {
-/// The backward of a gathering op as a differentiable op of its own: scatter(grad) adds the gradient
-/// into zeros (a RawTensor), and its gradient gathers the incoming gradient again (gather_again, with
-/// Tensor ops), so it is linear in grad and differentiable to any order. Without create_graph grad
-/// requires no grad and this is scatter(grad).
-template <class Scatter, class Gather>
-RawTensor scatter_backward(const char*, const RawTensor& grad, Scatter scatter, Gather) {
-  return scatter(grad);
-}
-/// See scatter_backward above: its form under create_graph.
-template <class Scatter, class Gather>
-Tensor scatter_backward(const char* name, const Tensor& grad, Scatter scatter, Gather gather_again) {
-  return record(name, scatter(grad.data()), {grad},
-                [gather_again](const Tensor& g2, VarGrads& g) { g.set(0, gather_again(g2)); });
-}
-}  // namespace
 
 // x (..., D, ...), index (K) -> out (..., K, ...)
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -33,7 +17,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   SavedTensor idx = any_requires_grad({x}) ? SavedTensor(index) : SavedTensor();
   return record("index_select", out, {x}, [idx, dim, in_shape](const auto& grad, auto& g) {
     const RawTensor index = idx.get();
-    g.set(0, scatter_backward("index_select_backward", grad, [&](const RawTensor& gr) {
+    g.set(0, rules::linear_backward("index_select_backward", grad, [&](const RawTensor& gr) {
             RawTensor dx = prim::full(in_shape, 0.0, gr.dtype(), gr.device());
             prim::index_add_(dx, dim, index, gr);                         // dx[index[k]] += grad[k]
             return dx;
@@ -59,9 +43,9 @@ RawTensor rules::gather_grad(const RawTensor& grad, int64_t dim, const RawTensor
 }
 
 Tensor rules::gather_grad(const Tensor& grad, int64_t dim, const RawTensor& index, const Shape& in_shape) {
-  return scatter_backward("gather_backward", grad,
-                          [&](const RawTensor& gr) { return gather_grad(gr, dim, index, in_shape); },
-                          [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); });
+  return rules::linear_backward("gather_backward", grad,
+                                [&](const RawTensor& gr) { return gather_grad(gr, dim, index, in_shape); },
+                                [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); });
 }
 
 // input (*) int64, weight (V, D) -> out (*, D): out[i] = weight[input[i]]
@@ -93,7 +77,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   return record("embedding", out, {weight}, [idx, V, D, pad](const auto& grad, auto& g) {
     const RawTensor index = idx.get();
     const Shape out_shape = grad.shape();
-    g.set(0, scatter_backward("embedding_backward", grad, [&](const RawTensor& gr) {
+    g.set(0, rules::linear_backward("embedding_backward", grad, [&](const RawTensor& gr) {
             RawTensor dw = prim::full({V, D}, 0.0, gr.dtype(), gr.device());
             prim::index_add_(dw, 0, index.reshape({index.numel()}), gr.reshape({index.numel(), D}));   // dw[input[i]] += grad[i]
             if (pad >= 0) prim::fill_(dw.select(0, pad), 0.0);                                          // dw[padding_idx] = 0

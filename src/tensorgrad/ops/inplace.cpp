@@ -4,6 +4,9 @@
 // Node, as PyTorch's rebase_history does.
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
+
+#include <utility>
 
 namespace tg {
 
@@ -20,13 +23,16 @@ void check_inplace(const Tensor& self, const char* name) {
 
 /// After self was written in place: when a gradient must flow, self's history becomes
 /// old-self -> this op (input 0), others -> this op (inputs 1..).
-void rebase(Tensor& self, const char* name, const std::vector<Tensor>& others, BackwardFn backward) {
+/// The rules are generic (Note [Differentiable rules] in autograd/engine.cpp): the same formulas on
+/// RawTensors or, under create_graph, as recorded ops.
+template <class F>
+void rebase(Tensor& self, const char* name, const std::vector<Tensor>& others, F&& backward) {
   std::vector<Tensor> inputs;
   inputs.reserve(others.size() + 1);
   inputs.push_back(Tensor(std::make_shared<TensorImpl>(*self.impl())));   // the old version's history
   inputs.insert(inputs.end(), others.begin(), others.end());
   if (!any_requires_grad(inputs)) return;
-  Tensor r = record(name, self.data(), inputs, std::move(backward));
+  Tensor r = record(name, self.data(), inputs, std::forward<F>(backward));
   self.impl()->grad_fn = r.grad_fn();
   self.impl()->requires_grad = true;
 }
@@ -36,7 +42,7 @@ void rebase(Tensor& self, const char* name, const std::vector<Tensor>& others, B
 Tensor& Tensor::add_(const Tensor& o) {
   check_inplace(*this, "add_");
   prim::binary_(BinaryOp::Add, data(), o.data(), "add_");
-  rebase(*this, "add_", {o}, [](const RawTensor& grad, Grads& g) {
+  rebase(*this, "add_", {o}, [](const auto& grad, auto& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a+b)/da = 1
     if (g.need(1)) g.set(1, grad);                                        // d(a+b)/db = 1
   });
@@ -46,9 +52,9 @@ Tensor& Tensor::add_(const Tensor& o) {
 Tensor& Tensor::sub_(const Tensor& o) {
   check_inplace(*this, "sub_");
   prim::binary_(BinaryOp::Sub, data(), o.data(), "sub_");
-  rebase(*this, "sub_", {o}, [](const RawTensor& grad, Grads& g) {
+  rebase(*this, "sub_", {o}, [](const auto& grad, auto& g) {
     if (g.need(0)) g.set(0, grad);                                        // d(a-b)/da = 1
-    if (g.need(1)) g.set(1, prim::unary(UnaryOp::Neg, grad));            // d(a-b)/db = -1
+    if (g.need(1)) g.set(1, rules::neg(grad));                           // d(a-b)/db = -1
   });
   return *this;
 }
@@ -60,9 +66,9 @@ Tensor& Tensor::mul_(const Tensor& o) {
   const SavedTensor old = record_grad && o.requires_grad() ? SavedTensor(data().clone(), "mul_") : SavedTensor();
   SavedTensor o_saved = record_grad && requires_grad() ? SavedTensor(o) : SavedTensor();
   prim::binary_(BinaryOp::Mul, data(), o.data(), "mul_");
-  rebase(*this, "mul_", {o}, [old, o_saved](const RawTensor& grad, Grads& g) {
-    if (g.need(0)) g.set(0, prim::mul(grad, o_saved.get()));             // d(a*b)/da = b
-    if (g.need(1)) g.set(1, prim::mul(grad, old.get()));                 // d(a*b)/db = a (before the write)
+  rebase(*this, "mul_", {o}, [old, o_saved](const auto& grad, auto& g) {
+    if (g.need(0)) g.set(0, rules::mul(grad, g.input(1, o_saved)));      // d(a*b)/da = b
+    if (g.need(1)) g.set(1, rules::mul(grad, g.input(0, old)));          // d(a*b)/db = a (before the write)
   });
   return *this;
 }
@@ -75,7 +81,7 @@ Tensor& Tensor::zero_() { return fill_(0.0); }
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
   prim::fill_(data(), value);
-  rebase(*this, "fill_", {}, [](const RawTensor&, Grads&) {});               // a constant: no gradient flows back
+  rebase(*this, "fill_", {}, [](const auto&, auto&) {});               // a constant: no gradient flows back
   return *this;
 }
 
@@ -84,7 +90,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   prim::copy_(data(), src.data());
   const DType src_dtype = src.defined() ? src.dtype() : dtype();
   const Device src_device = src.defined() ? src.device() : device();
-  rebase(*this, "copy_", {src}, [src_dtype, src_device](const RawTensor& grad, Grads& g) {
+  rebase(*this, "copy_", {src}, [src_dtype, src_device](const auto& grad, auto& g) {
     if (g.need(1)) g.set(1, grad.to(src_dtype).to(src_device));         // d(copy)/dsrc = 1; old self gets none
   });
   return *this;

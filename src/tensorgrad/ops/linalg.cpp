@@ -78,12 +78,21 @@ Tensor matmul_through_float32(const Tensor& a, const Tensor& b) {
     return prim::sum_to(product.to(lowp), shape).to(dtype);
   };
   return record("matmul", out, {a, b},
-                [a_saved, b_saved, a_shape, b_shape, a_dtype, b_dtype, lowp, operand_grad](const RawTensor& grad, Grads& g) {
-    const RawTensor g32 = grad.to(kFloat32);
-    if (g.need(0))   // da = grad . b^T
-      g.set(0, operand_grad(prim::matmul(g32, rounded_float32(b_saved.get(), lowp).transpose(-1, -2)), a_shape, a_dtype));
-    if (g.need(1))   // db = a^T . grad
-      g.set(1, operand_grad(prim::matmul(rounded_float32(a_saved.get(), lowp).transpose(-1, -2), g32), b_shape, b_dtype));
+                [a_saved, b_saved, a_shape, b_shape, a_dtype, b_dtype, lowp, operand_grad](const auto& grad, auto& g) {
+    if constexpr (first_order_v<decltype(g)>) {
+      const RawTensor g32 = grad.to(kFloat32);
+      if (g.need(0))   // da = grad . b^T
+        g.set(0, operand_grad(prim::matmul(g32, rounded_float32(b_saved.get(), lowp).transpose(-1, -2)), a_shape, a_dtype));
+      if (g.need(1))   // db = a^T . grad
+        g.set(1, operand_grad(prim::matmul(rounded_float32(a_saved.get(), lowp).transpose(-1, -2), g32), b_shape, b_dtype));
+    } else {   // the same products as recorded ops, the roundings as casts through lowp
+      const Tensor g32 = grad.to(kFloat32);
+      auto rounded = [lowp](const Tensor& t) { return t.to(lowp).to(kFloat32); };
+      if (g.need(0))
+        g.set(0, sum_to_size(matmul(g32, rounded(g.input(1, b_saved)).transpose(-1, -2)).to(lowp), a_shape).to(a_dtype));
+      if (g.need(1))
+        g.set(1, sum_to_size(matmul(rounded(g.input(0, a_saved)).transpose(-1, -2), g32).to(lowp), b_shape).to(b_dtype));
+    }
   });
 }
 
@@ -107,24 +116,32 @@ Tensor linear_through_float32(const Tensor& x, const Tensor& weight, const Tenso
   if (bias.defined()) inputs.push_back(bias);
   const DType x_dtype = x.dtype(), w_dtype = weight.dtype(), b_dtype = bias.defined() ? bias.dtype() : kFloat32;
   return record("linear", y.view(out_shape), inputs,
-                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, w_dtype, b_dtype](const RawTensor& grad, Grads& g) {
-    const RawTensor g2 = grad.reshape({-1, O}).to(kFloat32);
-    const bool need_bias = g.size() > 2 && g.need(2);
-    if (g.need(0)) {   // dx = grad . W   (N, I)
-      const RawTensor dx = prim::matmul(g2, rounded_float32(w_saved.get(), lowp));
-      g.set(0, rounded_grad(dx, x_dtype, lowp).view(in_shape));
-    }
-    if (g.need(1)) {   // dW = grad^T . x (O, I), with db = sum_n grad (O) in the same GEMM where it folds
-      const RawTensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
-      if (need_bias) {
-        std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
-        g.set(1, rounded_grad(wb.first, w_dtype, lowp));
-        g.set(2, rounded_grad(wb.second, b_dtype, lowp));
-      } else {
-        g.set(1, rounded_grad(prim::matmul(g2.transpose(0, 1), xs), w_dtype, lowp));
+                [x_saved, w_saved, in_shape, I, O, lowp, x_dtype, w_dtype, b_dtype](const auto& grad_t, auto& g) {
+    if constexpr (first_order_v<decltype(g)>) {
+      const RawTensor g2 = grad_t.reshape({-1, O}).to(kFloat32);
+      const bool need_bias = g.size() > 2 && g.need(2);
+      if (g.need(0)) {   // dx = grad . W   (N, I)
+        const RawTensor dx = prim::matmul(g2, rounded_float32(w_saved.get(), lowp));
+        g.set(0, rounded_grad(dx, x_dtype, lowp).view(in_shape));
       }
-    } else if (need_bias) {
-      g.set(2, rounded_grad(prim::sum_to(g2, {O}), b_dtype, lowp));
+      if (g.need(1)) {   // dW = grad^T . x (O, I), with db = sum_n grad (O) in the same GEMM where it folds
+        const RawTensor xs = rounded_float32(x_saved.get().reshape({-1, I}), lowp);
+        if (need_bias) {
+          std::pair<RawTensor, RawTensor> wb = prim::matmul_row_sums(g2.transpose(0, 1), xs);
+          g.set(1, rounded_grad(wb.first, w_dtype, lowp));
+          g.set(2, rounded_grad(wb.second, b_dtype, lowp));
+        } else {
+          g.set(1, rounded_grad(prim::matmul(g2.transpose(0, 1), xs), w_dtype, lowp));
+        }
+      } else if (need_bias) {
+        g.set(2, rounded_grad(prim::sum_to(g2, {O}), b_dtype, lowp));
+      }
+    } else {   // the same products as recorded ops, the roundings as casts through lowp
+      const Tensor g2 = grad_t.reshape({-1, O}).to(kFloat32);
+      auto rounded = [lowp](const Tensor& t) { return t.to(lowp).to(kFloat32); };
+      if (g.need(0)) g.set(0, matmul(g2, rounded(g.input(1, w_saved))).to(lowp).to(x_dtype).reshape(in_shape));
+      if (g.need(1)) g.set(1, matmul(g2.t(), rounded(g.input(0, x_saved).reshape({-1, I}))).to(lowp).to(w_dtype));
+      if (g.size() > 2 && g.need(2)) g.set(2, sum(g2, 0).to(lowp).to(b_dtype));
     }
   });
 }

@@ -11,6 +11,7 @@
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -133,19 +134,26 @@ Tensor binary_cross_entropy(const Tensor& input_in, const Tensor& target_in, con
   // -(t log x + (1 - t) log(1 - x)) = -(log(1 - x) + t (log x - log(1 - x)))
   const RawTensor loss = prim::unary(UnaryOp::Neg, prim::add(log_1mx, prim::mul(t, prim::sub(log_x, log_1mx))));
   const bool grad_mode = GradMode::is_enabled();
-  const SavedTensor x_saved = grad_mode && input.requires_grad() ? SavedTensor(input) : SavedTensor();
-  const SavedTensor t_saved = grad_mode && input.requires_grad() ? SavedTensor(target) : SavedTensor();
+  const bool need = grad_mode && (input.requires_grad() || target.requires_grad());
+  const SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
+  const SavedTensor t_saved = need ? SavedTensor(target) : SavedTensor();
   // the target's gradient, log(1 - x) - log(x) clamped, is kept only when the target requires grad
   const RawTensor dloss_dt = grad_mode && target.requires_grad() ? prim::sub(log_1mx, log_x) : RawTensor();
-  const Tensor elementwise = record(op, loss, {input, target}, [x_saved, t_saved, dloss_dt, inf](const RawTensor& grad, Grads& g) {
-    if (g.need(0)) {   // (x - t) / max(x (1 - x), 1e-12)
-      const RawTensor xv = x_saved.get(), tv = t_saved.get();
-      // PyTorch's epsilon is the float 1e-12 (9.9999999600e-13 as a double): the same here
-      const double eps = static_cast<double>(1e-12f);
-      const RawTensor denom = prim::unary(UnaryOp::Clamp, prim::mul(xv, prim::sub(prim::scalar_like(1.0, xv), xv)), {eps, inf});
-      g.set(0, prim::mul(grad, prim::div(prim::sub(xv, tv), denom)));
+  const Tensor elementwise = record(op, loss, {input, target}, [x_saved, t_saved, dloss_dt, inf](const auto& grad, auto& g) {
+    // PyTorch's epsilon is the float 1e-12 (9.9999999600e-13 as a double): the same here
+    const double eps = static_cast<double>(1e-12f);
+    if constexpr (first_order_v<decltype(g)>) {
+      if (g.need(0)) {   // (x - t) / max(x (1 - x), 1e-12)
+        const RawTensor xv = x_saved.get(), tv = t_saved.get();
+        const RawTensor denom = prim::unary(UnaryOp::Clamp, prim::mul(xv, prim::sub(prim::scalar_like(1.0, xv), xv)), {eps, inf});
+        g.set(0, prim::mul(grad, prim::div(prim::sub(xv, tv), denom)));
+      }
+      if (g.need(1)) g.set(1, prim::mul(grad, dloss_dt));
+    } else {   // the same formulas as recorded ops (clamp passes no gradient where it clamps)
+      const Tensor xv = g.input(0, x_saved), tv = g.input(1, t_saved);
+      if (g.need(0)) g.set(0, grad * ((xv - tv) / clamp(xv * (1.0 - xv), eps, inf)));
+      if (g.need(1)) g.set(1, grad * (clamp(log(1.0 - xv), -100.0, inf) - clamp(log(xv), -100.0, inf)));
     }
-    if (g.need(1)) g.set(1, prim::mul(grad, dloss_dt));
   });
   return reduce_loss(weight.defined() ? mul(elementwise, weight) : elementwise, reduction);
 }

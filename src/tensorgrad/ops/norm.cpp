@@ -24,7 +24,7 @@ RawTensor mean_keep(const RawTensor& x, const std::vector<int64_t>& dims, int64_
   return prim::mul(prim::reduce(ReduceOp::Sum, x, dims, true, "norm"), 1.0 / static_cast<double>(count));
 }
 
-/// What a normalization saves for its backward: xhat = (x - mean) rstd, rstd (size 1 on the
+/// What normalize() computes: the output, xhat = (x - mean) rstd, rstd (size 1 on the
 /// reduced dims) and the weight viewed to broadcast against x (undefined without one).
 struct Normalized {
   RawTensor y;      ///< the output
@@ -155,25 +155,53 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     prim::copy_(rm, new_mean);
     if (running_var.defined()) prim::copy_(rv, new_var);
   }
+  // Saved: the input and the statistics it was normalized with (the running mean copied: a later
+  // forward updates it in place); the rules recompute xhat from them, the recorded formulas also the
+  // batch statistics, so that under create_graph they are functions of the input.
   const bool need = any_requires_grad({input, weight, bias});
-  const RawTensor xhat = need ? r.xhat : RawTensor(), rstd = need ? r.rstd : RawTensor();
+  const SavedTensor x_saved = need ? SavedTensor(input) : SavedTensor();
+  const RawTensor mean_used = need ? (training ? batch_mean : per_channel(running_mean).clone()) : RawTensor();
+  const RawTensor rstd = need ? r.rstd : RawTensor();
   const AffineInputs in(input, weight, bias);
-  const std::vector<Tensor>& inputs = in.list;
   const int wi = in.wi, bi = in.bi;
-  const Shape in_shape = input.shape();
+  const Shape in_shape = input.shape(), xshape = x.shape();
   SavedTensor w_saved = need && weight.defined() ? SavedTensor(weight) : SavedTensor();
-  return record("batch_norm", r.y.view(in_shape), inputs,
-                [xhat, rstd, w_saved, wi, bi, training, dims, count, in_shape, cshape](const RawTensor& grad, Grads& g) {
-    const RawTensor dy = grad.reshape(xhat.shape());
-    const RawTensor w = w_saved.defined() ? w_saved.get().to(dy.dtype()).reshape(cshape) : RawTensor();
-    if (g.need(0)) {
-      // training: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w;  eval: dx = dy w rstd
-      const RawTensor dx = training ? normalize_backward_input(dy, xhat, rstd, w, dims, count)
-                                 : prim::mul(w.defined() ? prim::mul(dy, w) : dy, rstd);
-      g.set(0, dx.reshape(in_shape));
+  return record("batch_norm", r.y.view(in_shape), in.list,
+                [x_saved, mean_used, rstd, w_saved, wi, bi, training, dims, count, in_shape, xshape, cshape,
+                 eps](const auto& grad_t, auto& g) {
+    if constexpr (first_order_v<decltype(g)>) {
+      const RawTensor dy = grad_t.reshape(xshape);
+      const bool want_w = wi >= 0 && g.need(wi);
+      const RawTensor xhat = (training && g.need(0)) || want_w
+                                 ? prim::mul(prim::sub(x_saved.get().reshape(xshape), mean_used), rstd) : RawTensor();
+      const RawTensor w = w_saved.defined() ? w_saved.get().to(dy.dtype()).reshape(cshape) : RawTensor();
+      if (g.need(0)) {
+        // training: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy w;  eval: dx = dy w rstd
+        const RawTensor dx = training ? normalize_backward_input(dy, xhat, rstd, w, dims, count)
+                                      : prim::mul(w.defined() ? prim::mul(dy, w) : dy, rstd);
+        g.set(0, dx.reshape(in_shape));
+      }
+      if (want_w) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), dims, false, "batch_norm"));   // dw = sum dy xhat
+      if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, dims, false, "batch_norm"));   // db = sum dy
+    } else {   // the same formulas as recorded ops; in training the statistics are recomputed from x
+      auto channel_mean = [](const Tensor& v) { return mean(mean(v, 2, true), 0, true); };   // over N and S
+      const Tensor xv = g.input(0, x_saved).reshape(xshape);
+      Tensor xhat, rs;
+      if (training) {
+        const Tensor xc = xv - channel_mean(xv);
+        rs = pow(channel_mean(xc * xc) + eps, -0.5);
+        xhat = xc * rs;
+      } else {
+        rs = Tensor(rstd);
+        xhat = (xv - Tensor(mean_used)) * rs;
+      }
+      const Tensor dy = grad_t.reshape(xshape);
+      const Tensor gx = wi >= 0 ? dy * g.input(wi, w_saved).to(dy.dtype()).reshape(cshape) : dy;
+      if (g.need(0))
+        g.set(0, (training ? rs * (gx - channel_mean(gx) - xhat * channel_mean(gx * xhat)) : gx * rs).reshape(in_shape));
+      if (wi >= 0 && g.need(wi)) g.set(wi, sum(sum(dy * xhat, 2), 0));
+      if (bi >= 0 && g.need(bi)) g.set(bi, sum(sum(dy, 2), 0));
     }
-    if (wi >= 0 && g.need(wi)) g.set(wi, prim::reduce(ReduceOp::Sum, prim::mul(dy, xhat), dims, false, "batch_norm"));   // dw = sum dy xhat
-    if (bi >= 0 && g.need(bi)) g.set(bi, prim::reduce(ReduceOp::Sum, dy, dims, false, "batch_norm"));   // db = sum dy
   });
 }
 

@@ -390,6 +390,14 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 /// ignore_index does not apply).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction = Reduction::Mean,
                        int64_t ignore_index = -100, double label_smoothing = 0);
+/// cross_entropy with class weights (C), ATen's argument order (undefined weight: the overload above):
+/// each position's loss is scaled by the weight of its target class, and Mean divides by the sum of
+/// those weights over the positions not ignored, as nll_loss; with label smoothing the smoothing term
+/// -sum_c weight_c log p_c is normalized the same way (PyTorch's formula). For class-probability
+/// targets the loss is -sum_c weight_c t_c log p_c and Mean divides by the number of positions.
+/// ShapeError unless weight is (C); composed of log_softmax and nll_loss (weight gets no gradient).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100, double label_smoothing = 0);
 /// (input - target)^2 elementwise, then reduced (torch.nn.functional.mse_loss); ShapeError unless the
 /// shapes are equal (no broadcasting).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);

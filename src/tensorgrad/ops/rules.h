@@ -54,6 +54,21 @@ inline RawTensor sum_to_size(const RawTensor& x, const Shape& shape) { return pr
 /// x summed down to shape.
 inline Tensor sum_to_size(const Tensor& x, const Shape& shape) { return tg::sum_to_size(x, shape); }
 
+/// The backward of an op that is linear in its input, as a differentiable op of its own: apply maps
+/// the incoming gradient (a RawTensor) to the input's, adjoint (Tensor ops) is that map's own
+/// gradient. For a RawTensor grad this is apply(grad), nothing recorded; for a Tensor grad (under
+/// create_graph) a recorded op named name whose rule is adjoint, so it is differentiable to any
+/// order. The backward of a view (into zeros), of a gather (a scatter-add), of the poolings.
+template <class Apply, class Adjoint>
+RawTensor linear_backward(const char*, const RawTensor& grad, Apply apply, Adjoint) {
+  return apply(grad);
+}
+/// See linear_backward above.
+template <class Apply, class Adjoint>
+Tensor linear_backward(const char* name, const Tensor& grad, Apply apply, Adjoint adjoint) {
+  return record(name, apply(grad.data()), {grad}, [adjoint](const Tensor& u, VarGrads& g) { g.set(0, adjoint(u)); });
+}
+
 /// The gradient of gather(x, dim, index) for dL/d(out) = grad: grad scatter-added into zeros of
 /// in_shape (x's). Its Tensor form is a differentiable op whose own gradient gathers again
 /// (ops/index.cpp); sort, topk and kthvalue use it too.

@@ -94,14 +94,27 @@ Tensor prod_impl(const Tensor& x, const RawTensor& xt, int64_t dim, const Shape&
   Shape keep = xt.shape();
   keep[dim] = 1;
   SavedTensor x_saved = any_requires_grad({x}) ? SavedTensor(x) : SavedTensor();
-  return record("prod", out, {x}, [x_saved, dim, in_shape, keep, xshape = xt.shape()](const RawTensor& grad, Grads& g) {
-    const RawTensor xs = x_saved.get().reshape(xshape);
+  return record("prod", out, {x}, [x_saved, dim, in_shape, keep, xshape = xt.shape()](const auto& grad, auto& g) {
     // d(prod x)/dx_i = prod_{j != i} x_j = (x_0 ... x_{i-1}) (x_{i+1} ... x_{n-1}): exclusive running
     // products from both ends, with no division, so zeros in x give PyTorch's gradients (the product of
     // the others at a single zero, 0 everywhere for two or more)
-    const RawTensor before = exclusive(scan(xs, dim, BinaryOp::Mul, false), dim, 1.0, false);
-    const RawTensor after = exclusive(scan(xs, dim, BinaryOp::Mul, true), dim, 1.0, true);
-    g.set(0, prim::mul(prim::mul(grad.reshape(keep), before), after).reshape(in_shape));
+    if constexpr (first_order_v<decltype(g)>) {
+      const RawTensor xs = x_saved.get().reshape(xshape);
+      const RawTensor before = exclusive(scan(xs, dim, BinaryOp::Mul, false), dim, 1.0, false);
+      const RawTensor after = exclusive(scan(xs, dim, BinaryOp::Mul, true), dim, 1.0, true);
+      g.set(0, prim::mul(prim::mul(grad.reshape(keep), before), after).reshape(in_shape));
+    } else {   // the same products as recorded ops: cumprod, flip and cat
+      const Tensor xs = g.input(0, x_saved).reshape(xshape);
+      const int64_t n = xshape[dim];
+      const Tensor ones(prim::full(keep, 1.0, xs.dtype(), xs.device()));
+      Tensor others = Tensor(prim::full(xshape, 1.0, xs.dtype(), xs.device()));
+      if (n > 1) {
+        const Tensor before = cat({ones, cumprod(narrow(xs, dim, 0, n - 1), dim)}, dim);
+        const Tensor after = flip(cat({ones, cumprod(narrow(flip(xs, {dim}), dim, 0, n - 1), dim)}, dim), {dim});
+        others = before * after;
+      }
+      g.set(0, (grad.reshape(keep) * others).reshape(in_shape));
+    }
   });
 }
 
@@ -133,17 +146,37 @@ Tensor cumprod(const Tensor& x, int64_t dim) {
   if (!is_floating(xt.dtype())) return Tensor(out);
   const Shape in_shape = x.shape(), shape = xt.shape();
   SavedTensor x_saved = any_requires_grad({x}) ? SavedTensor(x) : SavedTensor();
-  return record("cumprod", out, {x}, [x_saved, d, in_shape, shape](const RawTensor& grad, Grads& g) {
-    const RawTensor xs = x_saved.get().reshape(shape);
+  return record("cumprod", out, {x}, [x_saved, d, in_shape, shape](const auto& grad, auto& g) {
     const int64_t n = shape[d];
-    // dL/dx_i = sum_{k >= i} dy_k prod_{j <= k, j != i} x_j = P_i S_i, with P_i = x_0 ... x_{i-1} (an
-    // exclusive running product) and S_i = dy_i + x_{i+1} S_{i+1} (a reverse affine recurrence). No
-    // division: exact at zeros of x, as PyTorch's cumprod_backward.
-    const RawTensor before = exclusive(scan(xs, d, BinaryOp::Mul, false), d, 1.0, false);
-    RawTensor next_x = prim::full(shape, 0.0, xs.dtype(), xs.device());   // a_i = x_{i+1}, a_{n-1} = 0
-    if (n > 1) prim::copy_(next_x.narrow(d, 0, n - 1), xs.narrow(d, 1, n - 1));
-    const RawTensor s = reverse_affine_scan(next_x, grad.reshape(shape).contiguous(), d);
-    g.set(0, prim::mul(before, s).reshape(in_shape));
+    if constexpr (first_order_v<decltype(g)>) {
+      const RawTensor xs = x_saved.get().reshape(shape);
+      // dL/dx_i = sum_{k >= i} dy_k prod_{j <= k, j != i} x_j = P_i S_i, with P_i = x_0 ... x_{i-1} (an
+      // exclusive running product) and S_i = dy_i + x_{i+1} S_{i+1} (a reverse affine recurrence). No
+      // division: exact at zeros of x, as PyTorch's cumprod_backward.
+      const RawTensor before = exclusive(scan(xs, d, BinaryOp::Mul, false), d, 1.0, false);
+      RawTensor next_x = prim::full(shape, 0.0, xs.dtype(), xs.device());   // a_i = x_{i+1}, a_{n-1} = 0
+      if (n > 1) prim::copy_(next_x.narrow(d, 0, n - 1), xs.narrow(d, 1, n - 1));
+      const RawTensor s = reverse_affine_scan(next_x, grad.reshape(shape).contiguous(), d);
+      g.set(0, prim::mul(before, s).reshape(in_shape));
+    } else {
+      // The same sum as recorded ops, O(n^2) memory along dim (a double backward through cumprod is
+      // rare, and this form has no division either): row i of Y is x with x_i replaced by 1, so
+      // cumprod(Y_i)_k = prod_{j <= k, j != i} x_j, summed against dy_k over k >= i.
+      const Tensor xs = g.input(0, x_saved).reshape(shape);
+      Shape square(shape.size() + 1, 1);   // (n, 1.., n at d + 1, 1..): row i, position k along dim
+      square[0] = n;
+      square[static_cast<std::size_t>(d) + 1] = n;
+      const RawTensor eye = prim::eye(n, xs.dtype(), xs.device());
+      const Tensor unit(eye.reshape(square));
+      const Tensor later(triu(Tensor(prim::full({n, n}, 1.0, xs.dtype(), xs.device()))).data().reshape(square));
+      const Tensor y = xs.unsqueeze(0) * (1.0 - unit) + unit;
+      const Tensor rows = sum(cumprod(y, d + 1) * later * grad.reshape(shape).unsqueeze(0), d + 1);   // (n, rest)
+      std::vector<int64_t> order;   // row i back to position d
+      for (int64_t k = 1; k <= d; ++k) order.push_back(k);
+      order.push_back(0);
+      for (int64_t k = d + 1; k < static_cast<int64_t>(shape.size()); ++k) order.push_back(k);
+      g.set(0, permute(rows, order).reshape(in_shape));
+    }
   });
 }
 

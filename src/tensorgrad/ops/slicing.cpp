@@ -10,6 +10,7 @@
 #include "tensorgrad/core/indexing.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -25,17 +26,12 @@ RawTensor scatter_into_zeros(const Shape& in_shape, const RawTensor& grad, ViewO
 }
 
 /// The backward of a view op: grad placed into zeros of in_shape where view_of (callable on a
-/// RawTensor and on a Tensor) looks. The first-order form is scatter_into_zeros; under create_graph
-/// it is a differentiable op of its own, whose gradient is the same view of the incoming gradient.
-template <class ViewOf>
-RawTensor into_zeros(const char*, const Shape& in_shape, const RawTensor& grad, ViewOf view_of) {
-  return scatter_into_zeros(in_shape, grad, view_of);
-}
-/// See into_zeros above.
-template <class ViewOf>
-Tensor into_zeros(const char* name, const Shape& in_shape, const Tensor& grad, ViewOf view_of) {
-  return record(name, scatter_into_zeros(in_shape, grad.data(), view_of), {grad},
-                [view_of](const Tensor& g2, VarGrads& g) { g.set(0, view_of(g2)); });
+/// RawTensor and on a Tensor) looks; under create_graph an op whose gradient is the same view of the
+/// incoming gradient (rules::linear_backward).
+template <class G, class ViewOf>
+G into_zeros(const char* name, const Shape& in_shape, const G& grad, ViewOf view_of) {
+  return rules::linear_backward(name, grad, [&](const RawTensor& gr) { return scatter_into_zeros(in_shape, gr, view_of); },
+                                view_of);
 }
 
 /// One resolved entry of an index list against the input's shape: a new size-1 dim, an integer

@@ -123,6 +123,46 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, Reduction re
   });
 }
 
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, const Tensor& weight, Reduction reduction,
+                     int64_t ignore_index, double label_smoothing) {
+  if (!weight.defined()) return cross_entropy(logits_in, target, reduction, ignore_index, label_smoothing);
+  TG_CHECK(logits_in.defined() && logits_in.dim() >= 1, ShapeError, "cross_entropy: expected logits of at least 1 dim");
+  const int64_t class_dim = logits_in.dim() == 1 ? 0 : 1;
+  const int64_t C = logits_in.size(class_dim);
+  TG_CHECK(weight.dim() == 1 && weight.numel() == C, ShapeError, "cross_entropy: weight tensor should be defined either ",
+           "for all ", C, " classes or no classes but got weight tensor of shape: ", shape_str(weight.shape()));
+  TG_CHECK(label_smoothing >= 0 && label_smoothing <= 1, Error,
+           "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+  TG_CHECK(!weight.requires_grad(), AutogradError, "cross_entropy: the class weights get no gradient; detach() them");
+  const Tensor logits = amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, logits_in);
+  const Tensor logp = log_softmax(logits, class_dim);
+  Shape along_classes(static_cast<std::size_t>(logits.dim()), 1);
+  along_classes[static_cast<std::size_t>(class_dim)] = C;
+  const Tensor w = reshape(weight.to(logp.dtype()), along_classes);   // broadcasts along the classes
+  const double s = label_smoothing;
+  if (target.defined() && is_floating(target.dtype()) && target.shape() == logits.shape()) {   // class probabilities
+    const Tensor t = amp::detail::cast(amp::detail::AutocastOp::CrossEntropy, target);
+    const Tensor mixed = s > 0 ? t * (1.0 - s) + s / static_cast<double>(C) : t;
+    const Tensor loss = neg(sum(logp * mixed * w, class_dim));
+    if (reduction == Reduction::None) return loss;
+    return reduction == Reduction::Sum ? sum(loss) : mean(loss);
+  }
+  const Tensor nll = nll_loss(logp, target, weight.to(logp.dtype()), reduction, ignore_index);
+  if (s == 0) return nll;
+  // the smoothing term, 0 at ignored positions, reduced as nll_loss reduces (Mean: over the weights)
+  const Tensor valid = ne(target, scalar_like(static_cast<double>(ignore_index), target));
+  const Tensor smooth = where(valid, neg(sum(logp * w, class_dim)), scalar_like(0.0, logp));
+  Tensor reduced = smooth;
+  if (reduction == Reduction::Sum) {
+    reduced = sum(smooth);
+  } else if (reduction == Reduction::Mean) {
+    const Tensor safe = where(valid, target, scalar_like(0.0, target));
+    const Tensor picked = reshape(index_select(weight.to(logp.dtype()), 0, reshape(safe, Shape{safe.numel()})), safe.shape());
+    reduced = sum(smooth) / sum(where(valid, picked, scalar_like(0.0, picked)));
+  }
+  return nll * (1.0 - s) + reduced * (s / static_cast<double>(C));
+}
+
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   TG_CHECK(input.shape() == target.shape(), ShapeError, "mse_loss: input of shape ", shape_str(input.shape()),
            " and target of shape ", shape_str(target.shape()), " must have the same shape");

@@ -11,6 +11,7 @@
 
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 
 namespace tg {
 
@@ -36,8 +37,8 @@ Tensor fake_quantize_per_tensor_affine(const Tensor& x, double scale, int64_t ze
   // the straight-through mask: 1 where q was not clamped
   const RawTensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, lo, op), prim::binary(BinaryOp::Le, q, hi, op));
   SavedTensor mask(inside, op);
-  return record(op, y, {x}, [mask](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::where(mask.get(), grad, prim::scalar_like(0.0, grad)));   // dx = dy where not clamped, else 0
+  return record(op, y, {x}, [mask](const auto& grad, auto& g) {
+    g.set(0, rules::where(mask.get(), grad, rules::scalar(0.0, grad)));   // dx = dy where not clamped, else 0
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/rules.h"
 #include "tensorgrad/quantization/dynamic.h"
 
 namespace tg {
@@ -69,8 +70,8 @@ Tensor fake_quantize_per_channel_affine(const Tensor& x, const Tensor& scale, co
   const RawTensor inside = prim::mul(prim::binary(BinaryOp::Ge, q, prim::scalar_like(double(quant_min), q), op),
                                   prim::binary(BinaryOp::Le, q, prim::scalar_like(double(quant_max), q), op));
   SavedTensor mask(inside, op);
-  return record(op, y, {x}, [mask](const RawTensor& grad, Grads& g) {
-    g.set(0, prim::where(mask.get(), grad, prim::scalar_like(0.0, grad)));   // dx = dy where not clamped, else 0
+  return record(op, y, {x}, [mask](const auto& grad, auto& g) {
+    g.set(0, rules::where(mask.get(), grad, rules::scalar(0.0, grad)));   // dx = dy where not clamped, else 0
   });
 }
 
