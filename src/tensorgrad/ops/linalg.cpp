@@ -10,9 +10,10 @@
 // One op records a product: 2-D and 3-D operands, a 2-D one (or a batch of 1) shared by every batch entry
 // (matmul_batched). Every other rank of torch.matmul is reshaped onto it, so its backward, double backward,
 // autocast and CUDA paths serve them unchanged: a 1-D operand gains a dim of 1 (prepended for the left,
-// appended for the right) that the result loses again; an N-D left operand times a right one without a
-// batch (1-D, 2-D or batch dims all 1) folds its batch into the rows, one (B*M, K) @ (K, N) GEMM, as
-// PyTorch does; a left operand without a batch times an N-D right one is the 2-D @ 3-D product; otherwise
+// appended for the right) that the result loses again (a 2-D or 3-D left operand times a 1-D right one is
+// its product with the column (K, 1), no copy); an N-D left operand times a right one without a batch
+// (1-D, 2-D or batch dims all 1) folds its batch into the rows, one (B*M, K) @ (K, N) GEMM, as PyTorch
+// does; a left operand without a batch times an N-D right one is the 2-D @ 3-D product; otherwise
 // both are expanded to the broadcast batch and flattened to 3-D (a copy where an operand is broadcast or
 // not viewable, as PyTorch's expand + reshape). 2-D and 3-D operands take matmul_batched directly.
 //
@@ -188,11 +189,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              "] to have the same number of elements, but got ", K, " and ", bs[0], " elements respectively");
     return reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{});
   }
-  if (db == 1) {   // (..., M, K) @ (K) -> (...., M): the rows folded into one (rows, K) @ (K, 1)
+  if (db == 1) {   // (..., M, K) @ (K) -> (..., M): a times the column (K, 1), above 3-D with the rows folded
     const int64_t rows = size_product(as, 0, da - 1);
     TG_CHECK(bs[0] == K, ShapeError, "matmul: size mismatch, got input (", rows, "), mat (", shape_x(as), "), vec (",
              bs[0], ")");
-    return reshape(matmul_batched(reshape(a, {rows, K}), reshape(b, {K, 1})), leading(as, 1));
+    return reshape(matmul_batched(da <= 3 ? a : reshape(a, {rows, K}), reshape(b, {K, 1})), leading(as, 1));
   }
   // From here b is at least 2-D; a 1-D a is the row (1, K) that the result drops.
   const Shape a2 = da == 1 ? Shape{1, K} : as;
