@@ -483,7 +483,10 @@ std::vector<Case> parity_table(tg::DType dt) {
       t.push_back({"einsum", "\"" + equation + "\"", std::move(in),
                    [equation](const std::vector<Tensor>& x) { return tg::einsum(equation, x); }, R});
     };
-    es("bij,bjk->bik", {normal({3, 65, 33}, 1220, dt), transposed(33, 17, 1221, dt)});
+    es("bij,jk->bik", {normal({3, 65, 33}, 1220, dt), transposed(33, 17, 1221, dt)});
+    Input batch_t = normal({3, 17, 33}, 1230, dt);
+    batch_t.view = [](const RawTensor& x) { return x.transpose(1, 2); };
+    es("bij,bjk->bik", {normal({3, 65, 33}, 1231, dt), batch_t});
     es("ii->", {normal({65, 65}, 1222, dt)});
     es("ii->i", {transposed(65, 65, 1223, dt)});
     es("bn,anm,bm->ba", {normal({5, 33}, 1224, dt), normal({7, 33, 17}, 1225, dt), normal({5, 17}, 1226, dt)});
