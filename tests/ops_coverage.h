@@ -70,7 +70,8 @@ inline const std::set<std::string> kTwice = {
     "reshape", "roll", "round", "rsqrt", "scaled_dot_product_attention", "select", "selu", "sigmoid", "sign",
     "silu", "sin", "sinh", "smooth_l1_loss", "softmax", "softplus", "softsign", "sort", "split", "split_with_sizes",
     "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "sum_to_size", "t", "tan", "tanh", "topk",
-    "transpose", "tril", "triu", "trunc", "unbind", "unsqueeze", "var", "view", "where"};
+    "transpose", "tril", "triu", "trunc", "unbind", "unsqueeze", "var", "view", "where",
+    "bmm", "dot", "einsum", "mm", "outer"};
 
 /// Differentiable ops whose gradient cannot yet be differentiated again: a backward with create_graph
 /// through them works, and a second backward that reaches their gradient raises AutogradError naming

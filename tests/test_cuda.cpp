@@ -460,6 +460,39 @@ std::vector<Case> parity_table(tg::DType dt) {
   mm("K = 0", normal({5, 0}, 80, dt), normal({0, 7}, 81, dt));
   mm("M = 0", normal({0, 33}, 82, dt), normal({33, 7}, 83, dt));
   mm("vector-like (1, 33) @ (33, 1)", normal({1, 33}, 84, dt), normal({33, 1}, 85, dt));
+  // matmul's other ranks (Note [matmul of any rank] in ops/linalg.cpp), mm, bmm, dot, outer and einsum
+  mm("1-D @ 1-D: dot", normal({257}, 1200, dt), normal({257}, 1201, dt));
+  mm("(257, 33) @ 1-D", transposed(257, 33, 1202, dt), normal({33}, 1203, dt));
+  mm("1-D @ (33, 17)", normal({33}, 1204, dt), normal({33, 17}, 1205, dt));
+  mm("(2, 3, 65, 33) @ (33, 17): folded", normal({2, 3, 65, 33}, 1206, dt), normal({33, 17}, 1207, dt));
+  mm("1-D @ (2, 3, 33, 17)", normal({33}, 1208, dt), normal({2, 3, 33, 17}, 1209, dt));
+  mm("broadcast (2, 1, 9, 33) @ (3, 33, 17)", normal({2, 1, 9, 33}, 1210, dt), normal({3, 33, 17}, 1211, dt));
+  {
+    auto two = [&](const std::string& op, const std::string& what, Input a, Input b, Fn f, Tol tol) {
+      t.push_back({op, what, {std::move(a), std::move(b)}, std::move(f), tol});
+    };
+    two("mm", "(257, 33) @ (33, 17), transposed views", transposed(257, 33, 1212, dt), transposed(33, 17, 1213, dt),
+        [](auto& in) { return tg::mm(in[0], in[1]); }, R);
+    two("bmm", "(3, 65, 33) @ (3, 33, 17)", normal({3, 65, 33}, 1214, dt), normal({3, 33, 17}, 1215, dt),
+        [](auto& in) { return tg::bmm(in[0], in[1]); }, R);
+    two("dot", "(4099) . (4099)", normal({4099}, 1216, dt), normal({4099}, 1217, dt),
+        [](auto& in) { return tg::dot(in[0], in[1]); }, R);
+    two("outer", "(257) x (33)", normal({257}, 1218, dt, kMulBound), normal({33}, 1219, dt, kMulBound),
+        [](auto& in) { return tg::outer(in[0], in[1]); }, Tol::Elementwise);
+    auto es = [&](const std::string& equation, std::vector<Input> in) {
+      t.push_back({"einsum", "\"" + equation + "\"", std::move(in),
+                   [equation](const std::vector<Tensor>& x) { return tg::einsum(equation, x); }, R});
+    };
+    es("bij,jk->bik", {normal({3, 65, 33}, 1220, dt), transposed(33, 17, 1221, dt)});
+    Input batch_t = normal({3, 17, 33}, 1230, dt);
+    batch_t.view = [](const RawTensor& x) { return x.transpose(1, 2); };
+    es("bij,bjk->bik", {normal({3, 65, 33}, 1231, dt), batch_t});
+    es("ii->", {normal({65, 65}, 1222, dt)});
+    es("ii->i", {transposed(65, 65, 1223, dt)});
+    es("bn,anm,bm->ba", {normal({5, 33}, 1224, dt), normal({7, 33, 17}, 1225, dt), normal({5, 17}, 1226, dt)});
+    es("...ij,...jk->...ik", {normal({2, 1, 9, 33}, 1227, dt), normal({3, 33, 17}, 1228, dt)});
+    es("ij->", {normal({257, 33}, 1229, dt)});
+  }
   {
     Fn f = [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1], in[2]); };
     t.push_back({"linear", "x (257, 33), W (17, 33), b (17)", {normal({257, 33}, 86, dt), normal({17, 33}, 87, dt), normal({17}, 88, dt)}, f, R});
@@ -840,7 +873,8 @@ const std::set<std::string> kFloatingOnly = {
     "hardsigmoid", "elu", "selu", "celu", "mish", "softsign",
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "scaled_dot_product_attention",   // float kernels only
-    "var", "std", "norm", "multinomial", "bernoulli"};
+    "var", "std", "norm", "multinomial", "bernoulli",
+    "mm", "bmm", "dot", "einsum"};
 
 /// Ops outside kFloatingOnly that both backends refuse in one integer dtype, as PyTorch does: bool
 /// subtraction, floor, ceil and trunc of bool, and a fill of -3 into uint8 (scalar_like's case). Their

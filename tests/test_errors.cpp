@@ -23,7 +23,9 @@ TEST_CASE("errors: shapes") {
   TG_CHECK_THROWS(tg::ones({5}) + tg::ones({6}), tg::ShapeError,
                   "add: the size of tensor a (5) must match the size of tensor b (6) at non-singleton dimension 0");
   TG_CHECK_THROWS(tg::ones({2, 3}) * tg::ones({4, 3}), tg::ShapeError, "mul: the size of tensor a (2)");
-  TG_CHECK_THROWS(tg::matmul(tg::ones({3}), tg::ones({3, 2})), tg::ShapeError, "matmul: expected 2-D or 3-D tensors");
+  TG_CHECK_THROWS(tg::matmul(tg::ones({3}), tg::ones({2, 4})), tg::ShapeError,
+                  "matmul: mat1 and mat2 shapes cannot be multiplied (1x3 and 2x4)");
+  TG_CHECK_THROWS(tg::matmul(tg::ones({}), tg::ones({3})), tg::ShapeError, "matmul: both arguments to matmul need to be at least 1D");
   TG_CHECK_THROWS(tg::matmul(tg::ones({2, 3, 4}), tg::ones({3, 4, 5})), tg::ShapeError, "batch sizes 2 and 3");
   TG_CHECK_THROWS(tg::linear(tg::ones({2, 3}), tg::ones({4, 5})), tg::ShapeError, "linear: mat1 and mat2 shapes");
   TG_CHECK_THROWS(tg::cat({tg::ones({2, 3}), tg::ones({2, 4})}, 0), tg::ShapeError, "sizes of tensors must match");

@@ -340,7 +340,52 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"batched (2, 3, 4) @ (4, 2)", {randn64({2, 3, 4}, 56), randn64({4, 2}, 57)}, f},
                                {"(3, 4) @ batched (2, 4, 2)", {randn64({3, 4}, 58), randn64({2, 4, 2}, 59)}, f},
                                {"K = 0", {randn64({3, 0}, 60), randn64({0, 2}, 61)}, f},
-                               {"M = 0", {randn64({0, 4}, 62), randn64({4, 2}, 63)}, f}};
+                               {"M = 0", {randn64({0, 4}, 62), randn64({4, 2}, 63)}, f},
+                               {"1-D @ 1-D: dot", {randn64({4}, 1100), randn64({4}, 1101)}, f},
+                               {"(3, 4) @ 1-D", {transposed64(3, 4, 1102), randn64({4}, 1103)}, f},
+                               {"1-D @ (4, 5)", {randn64({4}, 1104), randn64({4, 5}, 1105)}, f},
+                               {"(2, 2, 3, 4) @ 1-D", {randn64({2, 2, 3, 4}, 1106), randn64({4}, 1107)}, f},
+                               {"1-D @ (2, 4, 3)", {randn64({4}, 1108), randn64({2, 4, 3}, 1109)}, f},
+                               {"(2, 2, 3, 4) @ (4, 2): folded", {randn64({2, 2, 3, 4}, 1110), randn64({4, 2}, 1111)}, f},
+                               {"(1, 3, 4) @ (2, 2, 4, 2)", {randn64({1, 3, 4}, 1112), randn64({2, 2, 4, 2}, 1113)}, f},
+                               {"broadcast (2, 1, 2, 3, 2) @ (3, 1, 2, 4)", {randn64({2, 1, 2, 3, 2}, 1114), randn64({3, 1, 2, 4}, 1115)}, f}};
+  };
+  t["mm"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::mm(in[0], in[1]); };
+    return std::vector<Sample>{{"(3, 4) @ (4, 5)", {randn64({3, 4}, 1116), randn64({4, 5}, 1117)}, f},
+                               {"transposed views", {transposed64(3, 4, 1118), transposed64(4, 2, 1119)}, f}};
+  };
+  t["bmm"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::bmm(in[0], in[1]); };
+    return std::vector<Sample>{{"(2, 3, 4) @ (2, 4, 5)", {randn64({2, 3, 4}, 1120), randn64({2, 4, 5}, 1121)}, f},
+                               {"zero batch", {randn64({0, 3, 4}, 1122), randn64({0, 4, 5}, 1123)}, f}};
+  };
+  t["dot"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::dot(in[0], in[1]); };
+    return std::vector<Sample>{{"(5) . (5)", {randn64({5}, 1124), randn64({5}, 1125)}, f},
+                               {"empty", {randn64({0}, 1126), randn64({0}, 1127)}, f}};
+  };
+  t["outer"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::outer(in[0], in[1]); };
+    return std::vector<Sample>{{"(3) x (4)", {randn64({3}, 1128), randn64({4}, 1129)}, f}};
+  };
+  t["einsum"] = [] {
+    auto eq = [](const std::string& equation) {
+      return Fn([equation](const std::vector<Tensor>& in) { return tg::einsum(equation, in); });
+    };
+    return std::vector<Sample>{
+        {"ij,jk->ik", {randn64({2, 3}, 1130), transposed64(3, 4, 1131)}, eq("ij,jk->ik")},
+        {"bij,bjk->bik", {randn64({2, 3, 4}, 1132), randn64({2, 4, 2}, 1133)}, eq("bij,bjk->bik")},
+        {"trace ii->", {randn64({3, 3}, 1134)}, eq("ii->")},
+        {"diagonal ii->i", {transposed64(3, 3, 1135)}, eq("ii->i")},
+        {"ij->ji", {randn64({2, 3}, 1136)}, eq("ij->ji")},
+        {"i,j->ij", {randn64({3}, 1137), randn64({4}, 1138)}, eq("i,j->ij")},
+        {"bilinear bn,anm,bm->ba", {randn64({2, 3}, 1139), randn64({2, 3, 4}, 1140), randn64({2, 4}, 1141)}, eq("bn,anm,bm->ba")},
+        {"...ij,...jk->...ik", {randn64({2, 1, 2, 3}, 1142), randn64({3, 3, 2}, 1143)}, eq("...ij,...jk->...ik")},
+        {"implicit ij,jk", {randn64({2, 3}, 1144), randn64({3, 2}, 1145)}, eq("ij,jk")},
+        {"ij->", {randn64({2, 3}, 1146)}, eq("ij->")},
+        {"iij->ji", {randn64({2, 2, 3}, 1147)}, eq("iij->ji")},
+        {"i,i->i with a size-1 broadcast", {randn64({1}, 1148), randn64({3}, 1149)}, eq("i,i->i")}};
   };
   t["linear"] = [] {
     Fn f = [](const std::vector<Tensor>& in) { return tg::linear(in[0], in[1], in[2]); };

@@ -1,7 +1,21 @@
-// ops/linalg.cpp: matmul and the fused linear layer op. Forward and backward through prim::matmul,
-// prim::addmm and prim::matmul_row_sums, which hand transposed views to the BLAS as flags (no copies).
+// ops/linalg.cpp: matmul, mm, bmm, dot, outer and the fused linear layer op. Forward and backward of the
+// 2-D and 3-D products through prim::matmul, prim::addmm and prim::matmul_row_sums, which hand transposed
+// views to the BLAS as flags (no copies); matmul's other ranks, mm, bmm and dot are reshapes around that
+// one recorded product (Note [matmul of any rank]), outer a broadcast mul. einsum is in ops/einsum.cpp.
 // Kernels: Backend::gemm, and Backend::gemm_epilogue for linear's bias (Note [Bias folded into the GEMM]).
 // Shapes: N = rows (batch), I = in_features, O = out_features.
+//
+// Note [matmul of any rank]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// One op records a product: 2-D and 3-D operands, a 2-D one (or a batch of 1) shared by every batch entry
+// (matmul_batched). Every other rank of torch.matmul is reshaped onto it, so its backward, double backward,
+// autocast and CUDA paths serve them unchanged: a 1-D operand gains a dim of 1 (prepended for the left,
+// appended for the right) that the result loses again (a 2-D or 3-D left operand times a 1-D right one is
+// its product with the column (K, 1), no copy); an N-D left operand times a right one without a batch
+// (1-D, 2-D or batch dims all 1) folds its batch into the rows, one (B*M, K) @ (K, N) GEMM, as PyTorch
+// does; a left operand without a batch times an N-D right one is the 2-D @ 3-D product; otherwise
+// both are expanded to the broadcast batch and flattened to 3-D (a copy where an operand is broadcast or
+// not viewable, as PyTorch's expand + reshape). 2-D and 3-D operands take matmul_batched directly.
 //
 // Note [Autocast saves the caller's input]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -147,8 +161,10 @@ Tensor linear_through_float32(const Tensor& x, const Tensor& weight, const Tenso
 }
 }  // namespace
 
-// a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N)
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+namespace {
+// a (M, K) or (B, M, K), b (K, N) or (B, K, N) -> (M, N) or (B, M, N): the one recorded product
+// (Note [matmul of any rank]).
+Tensor matmul_batched(const Tensor& a_in, const Tensor& b_in) {
   if (amp::detail::product_through_float32(a_in, b_in)) return matmul_through_float32(a_in, b_in);
   // Note [Autocast op lists]: lower precision
   const Tensor a = amp::detail::cast(amp::detail::AutocastOp::Matmul, a_in),
@@ -161,6 +177,109 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     if (g.need(0)) g.set(0, rules::matmul(grad, g.input(1, b_saved).transpose(-1, -2)));   // da = grad . b^T
     if (g.need(1)) g.set(1, rules::matmul(g.input(0, a_saved).transpose(-1, -2), grad));   // db = a^T . grad (summed over a broadcast batch)
   });
+}
+
+/// The product of the dims of s in [begin, end).
+int64_t size_product(const Shape& s, std::size_t begin, std::size_t end) {
+  int64_t n = 1;
+  for (std::size_t i = begin; i < end; ++i) n *= s[i];
+  return n;
+}
+
+/// s without its last `drop` dims.
+Shape leading(const Shape& s, std::size_t drop) { return Shape(s.begin(), s.end() - static_cast<std::ptrdiff_t>(drop)); }
+}  // namespace
+
+// a (..., M, K) or (K), b (..., K, N) or (K) -> (..., M, N) with the batch dims broadcast; a 1-D operand's
+// dim is dropped from the result (Note [matmul of any rank]).
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) return matmul_batched(a, b);   // which names the undefined operand
+  const std::size_t da = a.dim(), db = b.dim();
+  if ((da == 2 || da == 3) && (db == 2 || db == 3)) return matmul_batched(a, b);
+  TG_CHECK(da >= 1 && db >= 1, ShapeError, "matmul: both arguments to matmul need to be at least 1D, but they are ", da,
+           "D and ", db, "D");
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  const int64_t K = as.back();
+  if (da == 1 && db == 1) {   // (K) . (K) -> 0-d
+    TG_CHECK(bs[0] == K, ShapeError, "matmul: inconsistent tensor size, expected tensor [", K, "] and src [", bs[0],
+             "] to have the same number of elements, but got ", K, " and ", bs[0], " elements respectively");
+    return reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{});
+  }
+  if (db == 1) {   // (..., M, K) @ (K) -> (..., M): a times the column (K, 1), above 3-D with the rows folded
+    const int64_t rows = size_product(as, 0, da - 1);
+    TG_CHECK(bs[0] == K, ShapeError, "matmul: size mismatch, got input (", rows, "), mat (", shape_x(as), "), vec (",
+             bs[0], ")");
+    return reshape(matmul_batched(da <= 3 ? a : reshape(a, {rows, K}), reshape(b, {K, 1})), leading(as, 1));
+  }
+  // From here b is at least 2-D; a 1-D a is the row (1, K) that the result drops.
+  const Shape a2 = da == 1 ? Shape{1, K} : as;
+  const int64_t M = a2[a2.size() - 2], N = bs[db - 1];
+  const Shape a_batch = leading(a2, 2), b_batch = leading(bs, 2);
+  const Shape batch = broadcast_shapes(a_batch, b_batch, "matmul");   // checked first, as PyTorch does
+  TG_CHECK(bs[db - 2] == K, ShapeError, "matmul: mat1 and mat2 shapes cannot be multiplied (", shape_x(a2), " and ",
+           shape_x(bs), ")");
+  Shape out = batch;
+  if (da > 1) out.push_back(M);
+  out.push_back(N);
+  const int64_t B = size_product(batch, 0, batch.size());
+  if (size_product(b_batch, 0, b_batch.size()) == 1) {   // b without a batch: a's batch folded into its rows
+    return reshape(matmul_batched(reshape(a, {B * M, K}), reshape(b, {K, N})), out);
+  }
+  // x (batch_x..., R, C) as (B, R, C): expanded to the broadcast batch first where its batch differs
+  auto flat_batch = [&](const Tensor& x, const Shape& x_batch, int64_t R, int64_t C) {
+    if (x_batch == batch) return reshape(x, {B, R, C});
+    Shape full = batch;
+    full.push_back(R);
+    full.push_back(C);
+    return reshape(expand(x, full), {B, R, C});
+  };
+  const Tensor a3 = size_product(a_batch, 0, a_batch.size()) == 1 ? reshape(a, {M, K})   // shared by every batch entry
+                                                                  : flat_batch(a, a_batch, M, K);
+  return reshape(matmul_batched(a3, flat_batch(b, b_batch, K, N)), out);
+}
+
+// a (M, K) @ b (K, N) -> (M, N), 2-D only (torch.mm)
+Tensor mm(const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.defined() && b.defined(), Error, "mm: undefined input");
+  TG_CHECK(a.dim() == 2, ShapeError, "mm: self must be a matrix, got ", a.dim(), "-D tensor");
+  TG_CHECK(b.dim() == 2, ShapeError, "mm: mat2 must be a matrix, got ", b.dim(), "-D tensor");
+  TG_CHECK(a.shape()[1] == b.shape()[0], ShapeError, "mm: mat1 and mat2 shapes cannot be multiplied (",
+           shape_x(a.shape()), " and ", shape_x(b.shape()), ")");
+  return matmul_batched(a, b);
+}
+
+// a (B, M, K) @ b (B, K, N) -> (B, M, N), one batch size, no broadcasting (torch.bmm)
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.defined() && b.defined(), Error, "bmm: undefined input");
+  TG_CHECK(a.dim() == 3, ShapeError, "bmm: batch1 must be a 3D tensor, got shape ", shape_str(a.shape()));
+  TG_CHECK(b.dim() == 3, ShapeError, "bmm: batch2 must be a 3D tensor, got shape ", shape_str(b.shape()));
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  TG_CHECK(bs[0] == as[0] && bs[1] == as[2], ShapeError,
+           "bmm: Expected size for first two dimensions of batch2 tensor to be: [", as[0], ", ", as[2], "] but got: [",
+           bs[0], ", ", bs[1], "] (shapes ", shape_str(as), " and ", shape_str(bs), ")");
+  return matmul_batched(a, b);
+}
+
+// a (K) . b (K) -> 0-d (torch.dot)
+Tensor dot(const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.defined() && b.defined(), Error, "dot: undefined input");
+  TG_CHECK(a.dim() == 1 && b.dim() == 1, ShapeError, "dot: 1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
+           "D tensors");
+  const int64_t K = a.shape()[0];
+  TG_CHECK(b.shape()[0] == K, ShapeError, "dot: inconsistent tensor size, expected tensor [", K, "] and src [",
+           b.shape()[0], "] to have the same number of elements, but got ", K, " and ", b.shape()[0],
+           " elements respectively");
+  return reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{});
+}
+
+// a (M) x b (N) -> (M, N), out[i][j] = a[i] * b[j] (torch.outer): a broadcast mul, so any dtype mul takes
+Tensor outer(const Tensor& a, const Tensor& b) {
+  TG_CHECK(a.defined() && b.defined(), Error, "outer: undefined input");
+  TG_CHECK(a.dim() == 1, ShapeError, "outer: Expected 1-D argument self, but got ", a.dim(), "-D");
+  TG_CHECK(b.dim() == 1, ShapeError, "outer: Expected 1-D argument vec2, but got ", b.dim(), "-D");
+  return mul(reshape(a, {a.shape()[0], 1}), reshape(b, {1, b.shape()[0]}));
 }
 
 // y (N, O) = x (N, I) . weight (O, I)^T + bias (O); x of higher rank is flattened to (N, I) and back.

@@ -283,12 +283,38 @@ SortResult topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = tru
 SortResult kthvalue(const Tensor& x, int64_t k, int64_t dim = -1, bool keepdim = false);
 ///@}
 
-// ---- linear algebra (ops/linalg.cpp)
-/// The matrix product (torch.matmul for 2-D and 3-D): a (M, K) @ b (K, N) -> (M, N); batched
-/// a (B, M, K) @ b (B, K, N) -> (B, M, N), where a batch of 1, or a 2-D operand, is shared by every
-/// batch entry. Floating, same dtype and device. ShapeError for other ranks or mismatched K, in
-/// PyTorch's words: "mat1 and mat2 shapes cannot be multiplied (3x2 and 3x2)".
+// ---- linear algebra (ops/linalg.cpp, einsum in ops/einsum.cpp)
+/// The matrix product with torch.matmul's rules: a (M, K) @ b (K, N) -> (M, N); 1-D @ 1-D is the dot
+/// product (0-d); a 1-D a is a row (1, K) and a 1-D b a column (K, 1), whose dim the result drops
+/// ((K) @ (K, N) -> (N), (M, K) @ (K) -> (M)); above 2-D the leading dims are batch dims that
+/// broadcast: (2, 1, 4, 5, 3) @ (6, 1, 3, 7) -> (2, 6, 4, 5, 7). Floating, same dtype and device.
+/// ShapeError for a 0-d operand, mismatched K ("mat1 and mat2 shapes cannot be multiplied (3x2 and
+/// 3x2)") or batches that do not broadcast. 2-D and 3-D operands run one GEMM without copies; the other
+/// ranks are reshapes around it (Note [matmul of any rank] in ops/linalg.cpp).
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// The matrix product of two matrices, a (M, K) @ b (K, N) -> (M, N) (torch.mm): no broadcasting.
+/// ShapeError for other ranks ("self must be a matrix") or mismatched K.
+Tensor mm(const Tensor& a, const Tensor& b);
+/// The batched matrix product a (B, M, K) @ b (B, K, N) -> (B, M, N) (torch.bmm): 3-D operands of one
+/// batch size, no broadcasting. ShapeError otherwise ("batch1 must be a 3D tensor").
+Tensor bmm(const Tensor& a, const Tensor& b);
+/// The dot product of two 1-D tensors of one size, sum_i a_i b_i, 0-d (torch.dot). ShapeError otherwise.
+Tensor dot(const Tensor& a, const Tensor& b);
+/// The outer product of two 1-D tensors, a (M) x b (N) -> (M, N) with out[i][j] = a[i] * b[j]
+/// (torch.outer); a broadcast mul, so the dtypes promote and integers work. ShapeError for other ranks.
+Tensor outer(const Tensor& a, const Tensor& b);
+/// Einstein summation (torch.einsum; libtorch's `torch::einsum("ij,jk->ik", {a, b})`): each operand's
+/// dims are named by letters (a-z, A-Z), `...` stands for any number of leading, trailing or middle dims
+/// (broadcast across operands, right-aligned). Letters missing from the output are summed over; a letter
+/// repeated in one operand takes its diagonal ("ii->i", trace "ii->"); a letter's sizes must match
+/// across operands or be 1 (broadcast). Without "->" the output is `...` then the letters that appear
+/// once, in ASCII order (uppercase first). Spaces are ignored. Operands are contracted left to right,
+/// each pair by one batched matmul; composed of differentiable ops (permute, reshape, expand,
+/// index_select, sum_to_size, mul, matmul), so twice differentiable and on every backend. Floating
+/// operands of one dtype (DTypeError; PyTorch also takes integers on the CPU). Errors in PyTorch's
+/// words: Error for a malformed equation or an operand count that does not match it, ShapeError for a
+/// subscript count that does not match an operand's rank and for sizes that do not match.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 /// y = x . weight^T + bias: x (..., I), weight (O, I), bias (O) or undefined -> y (..., O). Fused.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
