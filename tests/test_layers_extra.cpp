@@ -398,6 +398,7 @@ TEST_CASE("layers extra: errors name the op or module and the shapes") {
   TG_CHECK_THROWS(tg::avg_pool1d(x3, 2, {}, 2), tg::ShapeError, "avg_pool1d: padding should be at most half of kernel size");
   TG_CHECK_THROWS(tg::avg_pool1d(tg::randn({8}), 2), tg::ShapeError, "avg_pool1d: Expected 2D or 3D input tensor, but got [8]");
   TG_CHECK_THROWS(nn::MaxPool1d(nn::MaxPool1dOptions({2, 2})), tg::ShapeError, "MaxPool1d: kernel_size, stride, padding and dilation must be single numbers");
+  TG_CHECK_THROWS(nn::MaxPool1d(nn::MaxPool1dOptions(std::vector<int64_t>{})), tg::ShapeError, "MaxPool1d: kernel_size must be a single number");
   TG_CHECK_THROWS(nn::AvgPool1d(nn::AvgPool1dOptions(2).padding({1, 1})), tg::ShapeError, "AvgPool1d: kernel_size, stride, padding and dilation must be single numbers");
   // adaptive pooling
   TG_CHECK_THROWS(tg::adaptive_max_pool2d(x3.select(0, 0).select(0, 0), 2), tg::ShapeError,
@@ -430,6 +431,8 @@ TEST_CASE("layers extra: errors name the op or module and the shapes") {
                   "conv_transpose1d: output padding must be smaller than either stride or dilation, but got output_padding (2), stride (2) and dilation (1)");
   TG_CHECK_THROWS(tg::conv_transpose1d(x3, w, Tensor(), 1, 0, 0, 2), tg::ShapeError,
                   "conv_transpose1d: Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [3, 2, 3] instead");
+  TG_CHECK_THROWS(tg::conv_transpose1d(x3, w, Tensor(), 1, 0, 0, 0), tg::ShapeError,
+                  "conv_transpose1d: non-positive groups is not supported (groups=0)");
   TG_CHECK_THROWS(tg::conv_transpose1d(x3, w, Tensor(), 0), tg::ShapeError, "conv_transpose1d: non-positive stride is not supported");
   TG_CHECK_THROWS(tg::conv_transpose1d(x3, w, Tensor(), 1, -1), tg::ShapeError, "conv_transpose1d: negative padding is not supported");
   TG_CHECK_THROWS(tg::conv_transpose1d(x3, w, Tensor(), 1, 0, 0, 1, 0), tg::ShapeError, "conv_transpose1d: dilation should be greater than zero");
@@ -444,6 +447,7 @@ TEST_CASE("layers extra: errors name the op or module and the shapes") {
   TG_CHECK_THROWS(nn::ConvTranspose1d(nn::ConvTranspose1dOptions(4, 6, {3, 3})), tg::ShapeError,
                   "ConvTranspose1d: kernel_size must be a single number, got (3, 3)");
   TG_CHECK_THROWS(nn::ConvTranspose1d(4, 6, 0), tg::ShapeError, "ConvTranspose1d: kernel_size must be positive");
+  TG_CHECK_THROWS(nn::ConvTranspose1d(0, 6, 3), tg::ShapeError, "ConvTranspose1d: in_channels and out_channels must be positive, got 0 and 6");
   // the conv_transpose2d messages keep their (h x w) form
   TG_CHECK_THROWS(tg::conv_transpose2d(x4, tg::randn({3, 2, 3, 3}), Tensor(), {1}, {0}, {1}), tg::ShapeError,
                   "conv_transpose2d: output padding must be smaller than either stride or dilation, but got output_padding (1 x 1), stride (1 x 1)");
