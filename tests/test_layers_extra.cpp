@@ -481,3 +481,55 @@ TEST_CASE("layers extra: the F:: spellings call the ops with their options") {
   testing::check_close(F::conv_transpose1d(x, cw, F::ConvTranspose1dFuncOptions().bias(cb).stride(2).groups(1).padding(1)),
                        tg::conv_transpose1d(x, cw, cb, 2, 1), 0, 0);
 }
+
+namespace {
+/// The new layers in one model, for the device test below.
+struct ExtraNet : nn::Module {
+  nn::PReLU act{nn::PReLUOptions().num_parameters(4)};
+  nn::InstanceNorm1d norm{nn::InstanceNorm1dOptions(4).affine(true).track_running_stats(true)};
+  nn::ConvTranspose1d up{4, 3, 4, nn::ConvTranspose1dOptions().stride(2).padding(1)};
+  nn::ReflectionPad1d pad{2};
+  nn::AdaptiveMaxPool1d pool{7};
+  nn::AvgPool1d avg{nn::AvgPool1dOptions(2).stride(1)};
+  ExtraNet() {
+    register_module("act", act);
+    register_module("norm", norm);
+    register_module("up", up);
+    register_module("pad", pad);
+    register_module("pool", pool);
+    register_module("avg", avg);
+  }
+  Tensor forward(const Tensor& x) override { return avg(pool(pad(up(norm(act(x)))))); }   // (N, 4, L) -> (N, 3, 6)
+};
+}  // namespace
+
+TEST_CASE("cuda: the new layers as modules on the device match the CPU, running statistics included") {
+  TG_NEED_CUDA();
+  tg::manual_seed(7);
+  ExtraNet cpu;
+  tg::manual_seed(7);
+  ExtraNet gpu;
+  cpu.to(tg::kFloat64);
+  gpu.to(tg::Device::cuda(), tg::kFloat64);
+  const Tensor x = fill({3, 4, 9}, 0.2, false), w = fill({3, 3, 6}, 0.6, false);
+  Tensor xc(x.data(), true), xg(x.data().to(tg::Device::cuda()), true);
+  for (int step = 0; step < 2; ++step) {   // two training steps: the running statistics move twice
+    const Tensor yc = cpu(xc), yg = gpu(xg);
+    CHECK(yg.is_cuda());
+    testing::check_close(yg, yc, 1e-10, 1e-12);
+    tg::sum(yc * w).backward();
+    tg::sum(yg * w.to(tg::Device::cuda())).backward();
+  }
+  testing::check_close(xg.grad(), xc.grad(), 1e-10, 1e-12);
+  const auto pc = cpu.named_parameters(), pg = gpu.named_parameters();
+  REQUIRE(pc.size() == pg.size());
+  for (std::size_t i = 0; i < pc.size(); ++i) {
+    CAPTURE(pc[i].first);
+    testing::check_close(pg[i].second.grad(), pc[i].second.grad(), 1e-10, 1e-12);
+  }
+  testing::check_close(gpu.norm.running_mean, cpu.norm.running_mean, 1e-10, 1e-12);
+  testing::check_close(gpu.norm.running_var, cpu.norm.running_var, 1e-10, 1e-12);
+  cpu.eval();
+  gpu.eval();
+  testing::check_close(gpu(xg), cpu(xc), 1e-10, 1e-12);
+}
