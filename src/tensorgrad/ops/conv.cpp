@@ -1,7 +1,8 @@
-// ops/conv.cpp: conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
-// (ranks, channels, groups, kernel against the padded input) with PyTorch's messages, then the
-// forward through prim/conv.cpp and the backward right below it. Kernels: Backend::conv2d and
-// the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). Modules wrapping these: nn/conv.h.
+// ops/conv.cpp: conv1d, conv2d, conv_transpose1d, conv_transpose2d, max_pool2d, avg_pool2d and
+// adaptive_avg_pool2d: the geometry checks (ranks, channels, groups, kernel against the padded input)
+// with PyTorch's messages, then the forward through prim/conv.cpp and the backward right below it.
+// Kernels: Backend::conv2d and the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). The
+// 1-D and adaptive max poolings composed of these are in ops/pooling.cpp. Modules: nn/conv.h.
 #include <sstream>
 #include <string>
 
