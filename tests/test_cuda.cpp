@@ -663,6 +663,10 @@ std::vector<Case> parity_table(tg::DType dt) {
   add(unary_cases("softplus", [](auto& a) { return tg::softplus(a, 2, 1); }, N, dt, "beta 2 threshold 1 "));
   add(unary_cases("leaky_relu", [](auto& a) { return tg::leaky_relu(a, 0.2); }, N, dt));
   add(unary_cases("log_sigmoid", [](auto& a) { return tg::log_sigmoid(a); }, N, dt));
+  t.push_back({"prelu", "(33, 17, 9) with a weight per channel", {nonzero({33, 17, 9}, 267, dt), normal({17}, 268, dt)},
+               [](auto& in) { return tg::prelu(in[0], in[1]); }});
+  t.push_back({"prelu", "(257) with one weight", {nonzero({257}, 269, dt), normal({1}, 270, dt)},
+               [](auto& in) { return tg::prelu(in[0], in[1]); }});
   // the math functions (composed with tanh or an offset to stay inside asin's, acos's, atanh's and acosh's domains)
   add(unary_cases("sin", [](auto& a) { return tg::sin(a); }, N, dt));
   add(unary_cases("cos", [](auto& a) { return tg::cos(a); }, N, dt));
@@ -735,6 +739,22 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::avg_pool2d(in[0], {2}, {3}, {0}, false, true); }, R});
   t.push_back({"adaptive_avg_pool2d", "(3, 5, 17, 16) to (5, 7)", {normal({3, 5, 17, 16}, 170, dt)},
                [](auto& in) { return tg::adaptive_avg_pool2d(in[0], {5, 7}); }, R});
+  // the 1-D and adaptive max poolings, conv_transpose1d: compositions over the kernels above (ops/pooling.cpp)
+  t.push_back({"max_pool1d", "(3, 5, 33) kernel 3, stride 2, padding 1, dilation 2, ceil_mode", {W({3, 5, 33}, 250, dt)},
+               [](auto& in) { return tg::max_pool1d(in[0], 3, 2, 1, 2, true); }, R});
+  t.push_back({"avg_pool1d", "(3, 5, 33) kernel 4, stride 3, padding 2, count_include_pad false", {normal({3, 5, 33}, 251, dt)},
+               [](auto& in) { return tg::avg_pool1d(in[0], 4, 3, 2, false, false); }, R});
+  t.push_back({"adaptive_avg_pool1d", "(3, 5, 33) to 7", {normal({3, 5, 33}, 252, dt)},
+               [](auto& in) { return tg::adaptive_avg_pool1d(in[0], 7); }, R});
+  t.push_back({"adaptive_max_pool2d", "(3, 5, 17, 16) to (5, 7): index_select and amax", {W({3, 5, 17, 16}, 253, dt)},
+               [](auto& in) { return tg::adaptive_max_pool2d(in[0], {5, 7}); }, R});
+  t.push_back({"adaptive_max_pool2d", "(3, 5, 15, 14) to (5, 7): max_pool2d's windows", {W({3, 5, 15, 14}, 254, dt)},
+               [](auto& in) { return tg::adaptive_max_pool2d(in[0], {5, 7}); }, R});
+  t.push_back({"adaptive_max_pool1d", "(3, 5, 33) to 7", {W({3, 5, 33}, 255, dt)},
+               [](auto& in) { return tg::adaptive_max_pool1d(in[0], 7); }, R});
+  t.push_back({"conv_transpose1d", "(3, 4, 17) groups 2, stride 2, padding 1, output_padding 1, dilation 2",
+               {normal({3, 4, 17}, 256, dt), normal({4, 3, 3}, 257, dt), normal({6}, 258, dt)},
+               [](auto& in) { return tg::conv_transpose1d(in[0], in[1], in[2], 2, 1, 1, 2, 2); }, R});
   // ---- normalization (batch_norm of prims; layer_norm and group_norm rows through Backend::layer_norm)
   t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
                {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
@@ -752,6 +772,21 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::layer_norm(in[0], {7}); }, R});
   t.push_back({"group_norm", "(6, 12, 5, 7) 4 groups with weight and bias", {normal({6, 12, 5, 7}, 182, dt), normal({12}, 183, dt), normal({12}, 184, dt)},
                [](auto& in) { return tg::group_norm(in[0], 4, in[1], in[2]); }, R});
+  // instance_norm: group_norm with a group per channel, and the running statistics it updates (copies of
+  // the inputs, so that a second run starts from the same values), added to the output to be compared
+  t.push_back({"instance_norm", "training (6, 12, 35) with running stats, weight and bias",
+               {normal({6, 12, 35}, 259, dt), constant(tg::prim::full({12}, 0.0, dt)), constant(tg::prim::full({12}, 1.0, dt)),
+                normal({12}, 260, dt), normal({12}, 261, dt)},
+               [](auto& in) {
+                 const Tensor rm(in[1].data().clone()), rv(in[2].data().clone());
+                 const Tensor y = tg::instance_norm(in[0], rm, rv, in[3], in[4], true, 0.3);
+                 return y + tg::reshape(rm, {12, 1}) + tg::reshape(rv, {12, 1});
+               }, R});
+  t.push_back({"instance_norm", "eval (4, 5, 7, 9) with running stats", {normal({4, 5, 7, 9}, 262, dt), normal({5}, 263, dt),
+                                                                         positive({5}, 264, dt), normal({5}, 265, dt), normal({5}, 266, dt)},
+               [](auto& in) {
+                 return tg::instance_norm(in[0], Tensor(in[1].data()), Tensor(in[2].data()), in[3], in[4], false);
+               }, R});
   // ---- attention: matmul, where, softmax and dropout of both backends
   t.push_back({"scaled_dot_product_attention", "(2, 3, 33, 16) x (2, 3, 65, 16), causal",
                {normal({2, 3, 33, 16}, 185, dt), normal({2, 3, 65, 16}, 186, dt), normal({2, 3, 65, 8}, 187, dt)},
@@ -873,6 +908,8 @@ const std::set<std::string> kFloatingOnly = {
     "hardsigmoid", "elu", "selu", "celu", "mish", "softsign",
     "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "scaled_dot_product_attention",   // float kernels only
+    "prelu", "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool1d", "conv_transpose1d",   // compositions that check for floating input first
     "var", "std", "norm", "multinomial", "bernoulli",
     "mm", "bmm", "dot", "einsum"};
 

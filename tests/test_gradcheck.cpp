@@ -693,6 +693,14 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     for (auto& x : unary_samples([](auto& a) { return tg::softplus(a * 3.0 - 0.3, 3, 2); }, nonzero(0.4))) s.push_back(x);
     return s;
   };
+  t["prelu"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::prelu(in[0], in[1]); };
+    const auto nz = nonzero();
+    return std::vector<Sample>{{"(3, 4) with one weight", {nz({3, 4}, 380), randn64({1}, 381)}, f},
+                               {"(2, 3, 4) with a weight per channel", {nz({2, 3, 4}, 382), randn64({3}, 383)}, f},
+                               {"1-D with a 0-d weight", {nz({5}, 384), randn64({}, 385)}, f},
+                               {"non-contiguous (5, 3) view with a weight per channel", {Tensor(nz({3, 5}, 386).data().transpose(0, 1), true), randn64({3}, 387)}, f}};
+  };
   t["leaky_relu"] = [] {
     auto s = unary_samples([](auto& a) { return tg::leaky_relu(a); }, nonzero());
     for (auto& x : unary_samples([](auto& a) { return tg::leaky_relu(a, 0.3); }, nonzero())) s.push_back(x);
@@ -831,6 +839,43 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"global", {randn64({1, 2, 5, 5}, 206)}, global},
                                {"output larger than input: overlapping windows", {randn64({2, 3, 3}, 207)}, up}};
   };
+  t["max_pool1d"] = [] {
+    Fn k3 = [](const std::vector<Tensor>& in) { return tg::max_pool1d(in[0], 3, 2, 1); };
+    Fn dil = [](const std::vector<Tensor>& in) { return tg::max_pool1d(in[0], 3, 2, 1, 2, true); };
+    return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({2, 3, 9}, 390)}, k3},
+                               {"dilation 2, ceil_mode, unbatched", {randn64({2, 10}, 391)}, dil}};
+  };
+  t["avg_pool1d"] = [] {
+    Fn excl = [](const std::vector<Tensor>& in) { return tg::avg_pool1d(in[0], 3, 2, 1, true, false); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::avg_pool1d(in[0], 2); };
+    return std::vector<Sample>{{"kernel 3, stride 2, padding 1, ceil_mode, count_include_pad false", {randn64({2, 3, 10}, 392)}, excl},
+                               {"kernel 2 on a non-contiguous (3, 7) view", {transposed64(7, 3, 393)}, plain}};
+  };
+  t["adaptive_avg_pool1d"] = [] {
+    Fn o4 = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool1d(in[0], 4); };
+    return std::vector<Sample>{{"10 to 4", {randn64({2, 3, 10}, 394)}, o4}};
+  };
+  t["adaptive_max_pool2d"] = [] {
+    Fn o34 = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool2d(in[0], {3, 4}); };
+    Fn tiles = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool2d(in[0], {2, 3}); };
+    Fn up = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool2d(in[0], {5, 4}); };
+    return std::vector<Sample>{{"(7, 9) to (3, 4)", {randn64({2, 3, 7, 9}, 395)}, o34},
+                               {"(6, 9) to (2, 3): max_pool2d's windows", {randn64({1, 2, 6, 9}, 396)}, tiles},
+                               {"output larger than input, unbatched", {randn64({2, 3, 3}, 397)}, up}};
+  };
+  t["adaptive_max_pool1d"] = [] {
+    Fn o4 = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool1d(in[0], 4); };
+    Fn o5 = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool1d(in[0], 5); };
+    return std::vector<Sample>{{"10 to 4", {randn64({2, 3, 10}, 398)}, o4}, {"10 to 5, unbatched", {randn64({2, 10}, 399)}, o5}};
+  };
+  t["conv_transpose1d"] = [] {
+    Fn full = [](const std::vector<Tensor>& in) { return tg::conv_transpose1d(in[0], in[1], in[2], 2, 1, 1, 2, 2); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::conv_transpose1d(in[0], in[1]); };
+    return std::vector<Sample>{
+        {"stride 2, padding 1, output_padding 1, groups 2, dilation 2, bias",
+         {randn64({2, 4, 5}, 400), randn64({4, 3, 3}, 401), randn64({6}, 402)}, full},
+        {"unbatched, no bias", {randn64({3, 6}, 403), randn64({3, 2, 4}, 404)}, plain}};
+  };
   // ---- normalization (ops/norm.cpp)
   t["batch_norm"] = [] {
     // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.
@@ -860,6 +905,19 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"(2, 6) 3 groups, no affine", {randn64({2, 6}, 229)}, plain},
                                {"non-contiguous (2, 4, 5) view, one channel per group, weight only",
                                 {Tensor(randn64({5, 4, 2}, 230, false).data().permute({2, 1, 0}), true), randn64({4}, 231)}, per_channel}};
+  };
+  t["instance_norm"] = [] {
+    // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.
+    Fn train = [](const std::vector<Tensor>& in) {
+      const tg::TensorOptions f64 = tg::TensorOptions().dtype(tg::kFloat64);
+      return tg::instance_norm(in[0], tg::zeros({3}, f64), tg::ones({3}, f64), in[1], in[2], true, 0.2);
+    };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::instance_norm(in[0]); };
+    const Tensor rm = randn64({3}, 408, false), rv = tg::exp(randn64({3}, 409, false));
+    Fn eval = [rm, rv](const std::vector<Tensor>& in) { return tg::instance_norm(in[0], rm, rv, in[1], in[2], false); };
+    return std::vector<Sample>{{"training (2, 3, 5) with running stats, weight and bias", {randn64({2, 3, 5}, 405), randn64({3}, 406), randn64({3}, 407)}, train},
+                               {"(2, 3, 2, 3) without affine or running stats", {randn64({2, 3, 2, 3}, 410)}, plain},
+                               {"eval (2, 3, 4) with running stats", {randn64({2, 3, 4}, 411), randn64({3}, 412), randn64({3}, 413)}, eval}};
   };
   // ---- attention (ops/attention.cpp)
   t["scaled_dot_product_attention"] = [] {

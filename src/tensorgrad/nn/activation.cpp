@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace nn {
@@ -29,6 +30,12 @@ std::string LeakyReLU::name() const {
   std::ostringstream os;
   os << "LeakyReLU(negative_slope=" << negative_slope_ << ")";
   return os.str();
+}
+
+PReLU::PReLU(const PReLUOptions& options) : options_(options) {
+  TG_CHECK(options.num_parameters_ > 0, Error, "PReLU: num_parameters must be positive, got ", options.num_parameters_);
+  weight = Tensor(prim::full({options.num_parameters_}, options.init_));
+  register_parameter("weight", weight);
 }
 
 }  // namespace nn

@@ -1,5 +1,5 @@
 /// \file
-/// nn/activation.h: the activation modules GELU, SiLU, Softplus, LeakyReLU, ELU, CELU, SELU, Hardtanh,
+/// nn/activation.h: the activation modules GELU, SiLU, Softplus, LeakyReLU, PReLU, ELU, CELU, SELU, Hardtanh,
 /// ReLU6, Hardswish, Hardsigmoid, Mish, Softsign, Softmax, LogSoftmax and Identity with PyTorch's options
 /// and reprs, each forward one call into ops/ops.h. ReLU, Sigmoid and Tanh are in nn/layers.h; the math
 /// is in kernels/elementwise.h.
@@ -277,6 +277,36 @@ class LogSoftmax : public Module {
   TG_LAYER_HANDLE(LogSoftmax)
 };
 
+/// Options of PReLU (torch::nn::PReLUOptions): PReLUOptions().num_parameters(3).init(0.1).
+struct PReLUOptions {
+  /// The learned slopes: 1 (shared by every channel, the default) or the input's channels.
+  PReLUOptions& num_parameters(int64_t n) { num_parameters_ = n; return *this; }
+  /// The slopes' initial value (default 0.25).
+  PReLUOptions& init(double v) { init_ = v; return *this; }
+  /// See num_parameters().
+  int64_t num_parameters_ = 1;
+  /// See init().
+  double init_ = 0.25;
+};
+
+/// prelu(x, weight) as a module (torch::nn::PReLU): x where x > 0, weight * x elsewhere, with weight
+/// (num_parameters) learned, filled with init; one slope per channel (dim 1) when num_parameters > 1.
+class PReLU : public Module {
+ public:
+  /// Error unless num_parameters > 0.
+  explicit PReLU(const PReLUOptions& options = {});
+  /// prelu(x, weight): x of any shape with dim 1 of num_parameters when that is more than 1.
+  Tensor forward(const Tensor& x) override { return prelu(x, weight); }
+  /// "PReLU(num_parameters=1)".
+  std::string name() const override { return "PReLU(num_parameters=" + std::to_string(options_.num_parameters_) + ")"; }
+  /// A PReLU of the same options, its weight freshly filled with init (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<PReLU>(options_); }
+  Tensor weight;   ///< (num_parameters), registered as "weight"
+ private:
+  PReLUOptions options_;
+  TG_LAYER_HANDLE(PReLU)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using GELUImpl = GELU;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -309,6 +339,8 @@ using HardsigmoidImpl = Hardsigmoid;
 using MishImpl = Mish;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using SoftsignImpl = Softsign;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using PReLUImpl = PReLU;
 
 }  // namespace nn
 }  // namespace tg

@@ -243,5 +243,97 @@ AdaptiveAvgPool2d::AdaptiveAvgPool2d(const std::vector<int64_t>& output_size)
 
 std::string AdaptiveAvgPool2d::name() const { return "AdaptiveAvgPool2d(output_size=" + tuple(output_size_) + ")"; }
 
+ConvTranspose1d::ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                 const ConvTranspose1dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(kernel_size), options_(options) {
+  for (const auto* v : {&options.stride_, &options.padding_, &options.dilation_, &options.output_padding_})
+    TG_CHECK(v->size() == 1, ShapeError,
+             "ConvTranspose1d: stride, padding, output_padding and dilation must be single numbers, got ", tuple(*v));
+  make_conv_parameters(*this, "ConvTranspose1d", in_, out_, {kernel_}, options_, weight, bias, /*transposed=*/true);
+}
+
+namespace {
+/// The one kernel size of ConvTranspose1dOptions(in, out, k).
+int64_t single_transposed_kernel(const ConvTranspose1dOptions& options) {
+  TG_CHECK(with_sizes("ConvTranspose1d", options).kernel_size_.size() == 1, ShapeError,
+           "ConvTranspose1d: kernel_size must be a single number, got ", tuple(options.kernel_size_));
+  return options.kernel_size_[0];
+}
+}  // namespace
+
+ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& options)
+    : ConvTranspose1d(options.in_channels_, options.out_channels_, single_transposed_kernel(options), options) {}
+
+Tensor ConvTranspose1d::forward(const Tensor& x) {
+  return conv_transpose1d(x, weight, bias, options_.stride_[0], options_.padding_[0], options_.output_padding_[0],
+                          options_.groups_, options_.dilation_[0]);
+}
+
+std::string ConvTranspose1d::name() const {
+  std::string r = conv_repr("ConvTranspose1d", in_, out_, {kernel_}, options_.stride_, options_.padding_,
+                            options_.dilation_, options_.groups_, bias.defined());
+  // PyTorch prints output_padding after dilation: insert it before ", groups", ", bias" or the ")"
+  if (options_.output_padding_[0] != 0) {
+    std::size_t at = r.size() - 1;
+    for (const char* next : {", groups=", ", bias="}) at = std::min(at, r.find(next));
+    r.insert(at, ", output_padding=" + tuple(options_.output_padding_));
+  }
+  return r;
+}
+
+std::unique_ptr<Module> ConvTranspose1d::new_instance() const {
+  return std::make_unique<ConvTranspose1d>(in_, out_, kernel_, options_);
+}
+
+namespace {
+/// ShapeError naming who unless each of sizes is empty or has one element (a 1-D pooling's options).
+void check_single(const char* who, std::initializer_list<const std::vector<int64_t>*> sizes) {
+  for (const auto* v : sizes)
+    TG_CHECK(v->size() <= 1, ShapeError, who, ": kernel_size, stride, padding and dilation must be single numbers, got ",
+             tuple(*v));
+}
+}  // namespace
+
+MaxPool1d::MaxPool1d(const MaxPool1dOptions& options) : o_(options) {
+  check_single("MaxPool1d", {&o_.kernel_size_, &o_.stride_, &o_.padding_, &o_.dilation_});
+  TG_CHECK(o_.kernel_size_.size() == 1, ShapeError, "MaxPool1d: kernel_size must be a single number");
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
+
+std::string MaxPool1d::name() const {
+  std::ostringstream os;
+  os << "MaxPool1d(kernel_size=" << o_.kernel_size_[0] << ", stride=" << o_.stride_[0] << ", padding=" << o_.padding_[0]
+     << ", dilation=" << o_.dilation_[0] << ", ceil_mode=" << (o_.ceil_mode_ ? "True" : "False") << ")";
+  return os.str();
+}
+
+AvgPool1d::AvgPool1d(const AvgPool1dOptions& options) : o_(options) {
+  check_single("AvgPool1d", {&o_.kernel_size_, &o_.stride_, &o_.padding_});
+  TG_CHECK(o_.kernel_size_.size() == 1, ShapeError, "AvgPool1d: kernel_size must be a single number");
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
+
+std::string AvgPool1d::name() const {
+  // AvgPool1d keeps its sizes as 1-tuples, and prints ceil_mode and count_include_pad never
+  return "AvgPool1d(kernel_size=" + tuple(o_.kernel_size_) + ", stride=" + tuple(o_.stride_) +
+         ", padding=" + tuple(o_.padding_) + ")";
+}
+
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(const std::vector<int64_t>& output_size)
+    : output_size_(two("AdaptiveMaxPool2d", "output_size", output_size)) {
+  TG_CHECK(output_size_[0] > 0 && output_size_[1] > 0, ShapeError,
+           "AdaptiveMaxPool2d: elements of output_size must be positive, got ", tuple(output_size_));
+}
+
+std::string AdaptiveMaxPool2d::name() const { return "AdaptiveMaxPool2d(output_size=" + tuple(output_size_) + ")"; }
+
+AdaptiveAvgPool1d::AdaptiveAvgPool1d(int64_t output_size) : output_size_(output_size) {
+  TG_CHECK(output_size > 0, ShapeError, "AdaptiveAvgPool1d: output_size must be positive, got ", output_size);
+}
+
+AdaptiveMaxPool1d::AdaptiveMaxPool1d(int64_t output_size) : output_size_(output_size) {
+  TG_CHECK(output_size > 0, ShapeError, "AdaptiveMaxPool1d: output_size must be positive, got ", output_size);
+}
+
 }  // namespace nn
 }  // namespace tg

@@ -1,7 +1,9 @@
 /// \file
 /// nn/conv.h: the convolution and pooling layers as Modules, with PyTorch's names, options and init:
-/// Conv1d, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d. Each forward is one call into ops/ops.h
-/// (ops/conv.cpp). The normalization layers are in nn/norm.h.
+/// Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d,
+/// AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d. Each forward is one call
+/// into ops/ops.h (ops/conv.cpp, ops/pooling.cpp). The normalization layers are in nn/norm.h, the
+/// padding layers in nn/padding.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -174,6 +176,36 @@ class ConvTranspose2d : public Module {
   TG_LAYER_HANDLE(ConvTranspose2d)
 };
 
+/// ConvTranspose1d takes the same options (each size a single number).
+using ConvTranspose1dOptions = ConvTranspose2dOptions;
+
+/// conv_transpose1d(x, weight, bias, ...) as a module (torch::nn::ConvTranspose1d): weight (in, out /
+/// groups, k) and bias (out), initialised like PyTorch (uniform in +-1/sqrt(fan_in), fan_in = out /
+/// groups k).
+class ConvTranspose1d : public Module {
+ public:
+  /// A kernel of kernel_size taps; ShapeError for non-positive sizes, channels not divisible by groups,
+  /// or options with {h, w} pairs.
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                  const ConvTranspose1dOptions& options = {});
+  /// libtorch's form: ConvTranspose1d(ConvTranspose1dOptions(16, 8, 4).stride(2)). Error naming the layer
+  /// when the options name no channels or kernel size, ShapeError for a kernel of two sizes.
+  explicit ConvTranspose1d(const ConvTranspose1dOptions& options);
+  /// x (N, in, L) or (in, L) -> (N, out, OL), OL = (L - 1) stride - 2 padding + dilation (k - 1) +
+  /// output_padding + 1.
+  Tensor forward(const Tensor& x) override;
+  /// "ConvTranspose1d(16, 8, kernel_size=(4,), stride=(2,), padding=(1,))", as PyTorch prints it.
+  std::string name() const override;
+  /// A ConvTranspose1d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Tensor weight;   ///< (in_channels, out_channels / groups, kernel_size), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_, kernel_;
+  ConvTranspose1dOptions options_;
+  TG_LAYER_HANDLE(ConvTranspose1d)
+};
+
 /// Options of MaxPool2d, as libtorch names them: MaxPool2dOptions(3).stride(2).padding(1).dilation(2)
 /// .ceil_mode(true). A size is one number (both spatial dims) or {h, w}; an empty stride means
 /// kernel_size.
@@ -297,6 +329,103 @@ class AdaptiveAvgPool2d : public Module {
   TG_LAYER_HANDLE(AdaptiveAvgPool2d)
 };
 
+/// MaxPool1d's options, as libtorch names them: MaxPool1dOptions(3).stride(2).padding(1).dilation(2)
+/// .ceil_mode(true), each size a single number.
+using MaxPool1dOptions = MaxPool2dOptions;
+/// AvgPool1d's options, as libtorch names them: AvgPool1dOptions(3).stride(2).count_include_pad(false),
+/// each size a single number.
+using AvgPool1dOptions = AvgPool2dOptions;
+
+/// max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode) as a module (torch::nn::MaxPool1d);
+/// stride defaults to kernel_size.
+class MaxPool1d : public Module {
+ public:
+  /// Every option, libtorch style: MaxPool1d(MaxPool1dOptions(3).stride(2)), or MaxPool1d(3). ShapeError
+  /// for sizes of more than one element.
+  explicit MaxPool1d(const MaxPool1dOptions& options);
+  /// x (N, C, L) or (C, L) -> the window maxima.
+  Tensor forward(const Tensor& x) override {
+    return max_pool1d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.dilation_, o_.ceil_mode_);
+  }
+  /// "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)", as PyTorch prints it.
+  std::string name() const override;
+  /// A MaxPool1d of the same options (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<MaxPool1d>(o_); }
+ private:
+  MaxPool1dOptions o_;
+  TG_LAYER_HANDLE_VIA(MaxPool1d, 1)
+};
+
+/// avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad) as a module
+/// (torch::nn::AvgPool1d); stride defaults to kernel_size.
+class AvgPool1d : public Module {
+ public:
+  /// Every option, libtorch style: AvgPool1d(AvgPool1dOptions(3).stride(2)), or AvgPool1d(3). ShapeError
+  /// for sizes of more than one element.
+  explicit AvgPool1d(const AvgPool1dOptions& options);
+  /// x (N, C, L) or (C, L) -> the window means.
+  Tensor forward(const Tensor& x) override {
+    return avg_pool1d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.ceil_mode_, o_.count_include_pad_);
+  }
+  /// "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))", as PyTorch prints it.
+  std::string name() const override;
+  /// An AvgPool1d of the same options (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AvgPool1d>(o_); }
+ private:
+  AvgPool1dOptions o_;
+  TG_LAYER_HANDLE_VIA(AvgPool1d, 1)
+};
+
+/// adaptive_max_pool2d(x, output_size) as a module (torch::nn::AdaptiveMaxPool2d, without indices).
+class AdaptiveMaxPool2d : public Module {
+ public:
+  /// output_size {n} (square) or {OH, OW}; ShapeError otherwise or for a non-positive size.
+  explicit AdaptiveMaxPool2d(const std::vector<int64_t>& output_size);
+  /// A square output of output_size x output_size.
+  explicit AdaptiveMaxPool2d(int64_t output_size) : AdaptiveMaxPool2d(std::vector<int64_t>{output_size}) {}
+  /// x (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
+  Tensor forward(const Tensor& x) override { return adaptive_max_pool2d(x, output_size_); }
+  /// "AdaptiveMaxPool2d(output_size=(3, 4))".
+  std::string name() const override;
+  /// An AdaptiveMaxPool2d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveMaxPool2d>(output_size_); }
+ private:
+  std::vector<int64_t> output_size_;
+  TG_LAYER_HANDLE(AdaptiveMaxPool2d)
+};
+
+/// adaptive_avg_pool1d(x, output_size) as a module (torch::nn::AdaptiveAvgPool1d).
+class AdaptiveAvgPool1d : public Module {
+ public:
+  /// An output of output_size; ShapeError unless positive.
+  explicit AdaptiveAvgPool1d(int64_t output_size);
+  /// x (N, C, L) or (C, L) -> (N, C, output_size).
+  Tensor forward(const Tensor& x) override { return adaptive_avg_pool1d(x, output_size_); }
+  /// "AdaptiveAvgPool1d(output_size=5)".
+  std::string name() const override { return "AdaptiveAvgPool1d(output_size=" + std::to_string(output_size_) + ")"; }
+  /// An AdaptiveAvgPool1d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveAvgPool1d>(output_size_); }
+ private:
+  int64_t output_size_ = 1;
+  TG_LAYER_HANDLE(AdaptiveAvgPool1d)
+};
+
+/// adaptive_max_pool1d(x, output_size) as a module (torch::nn::AdaptiveMaxPool1d, without indices).
+class AdaptiveMaxPool1d : public Module {
+ public:
+  /// An output of output_size; ShapeError unless positive.
+  explicit AdaptiveMaxPool1d(int64_t output_size);
+  /// x (N, C, L) or (C, L) -> (N, C, output_size).
+  Tensor forward(const Tensor& x) override { return adaptive_max_pool1d(x, output_size_); }
+  /// "AdaptiveMaxPool1d(output_size=5)".
+  std::string name() const override { return "AdaptiveMaxPool1d(output_size=" + std::to_string(output_size_) + ")"; }
+  /// An AdaptiveMaxPool1d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveMaxPool1d>(output_size_); }
+ private:
+  int64_t output_size_ = 1;
+  TG_LAYER_HANDLE(AdaptiveMaxPool1d)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using Conv2dImpl = Conv2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -309,6 +438,18 @@ using MaxPool2dImpl = MaxPool2d;
 using AvgPool2dImpl = AvgPool2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using AdaptiveAvgPool2dImpl = AdaptiveAvgPool2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using ConvTranspose1dImpl = ConvTranspose1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using MaxPool1dImpl = MaxPool1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AvgPool1dImpl = AvgPool1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveMaxPool2dImpl = AdaptiveMaxPool2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveAvgPool1dImpl = AdaptiveAvgPool1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveMaxPool1dImpl = AdaptiveMaxPool1d;
 
 }  // namespace nn
 }  // namespace tg

@@ -141,6 +141,100 @@ inline Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOp
   return tg::adaptive_avg_pool2d(x, o.output_size_);
 }
 
+/// Options of max_pool1d: MaxPool1dFuncOptions(3).stride(2), the layer's.
+using MaxPool1dFuncOptions = MaxPool1dOptions;
+/// tg::max_pool1d with the options' sizes (torch::nn::functional::max_pool1d).
+inline Tensor max_pool1d(const Tensor& x, const MaxPool1dFuncOptions& o) {
+  return tg::max_pool1d(x, o.kernel_size_, o.stride_, o.padding_, o.dilation_, o.ceil_mode_);
+}
+
+/// Options of avg_pool1d: AvgPool1dFuncOptions(3).stride(2), the layer's.
+using AvgPool1dFuncOptions = AvgPool1dOptions;
+/// tg::avg_pool1d with the options' sizes (torch::nn::functional::avg_pool1d).
+inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
+  return tg::avg_pool1d(x, o.kernel_size_, o.stride_, o.padding_, o.ceil_mode_, o.count_include_pad_);
+}
+
+/// Options of adaptive_max_pool2d: the output size, one number or {OH, OW}.
+using AdaptiveMaxPool2dFuncOptions = AdaptiveAvgPool2dFuncOptions;
+/// tg::adaptive_max_pool2d (torch::nn::functional::adaptive_max_pool2d, without indices).
+inline Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return tg::adaptive_max_pool2d(x, o.output_size_);
+}
+/// Options of adaptive_avg_pool1d: the output size, one number.
+using AdaptiveAvgPool1dFuncOptions = AdaptiveAvgPool2dFuncOptions;
+/// tg::adaptive_avg_pool1d (torch::nn::functional::adaptive_avg_pool1d).
+inline Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
+  return tg::adaptive_avg_pool1d(x, o.output_size_);
+}
+/// Options of adaptive_max_pool1d: the output size, one number.
+using AdaptiveMaxPool1dFuncOptions = AdaptiveAvgPool2dFuncOptions;
+/// tg::adaptive_max_pool1d (torch::nn::functional::adaptive_max_pool1d, without indices).
+inline Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return tg::adaptive_max_pool1d(x, o.output_size_);
+}
+
+/// tg::prelu(x, weight) (torch::nn::functional::prelu).
+inline Tensor prelu(const Tensor& x, const Tensor& weight) { return tg::prelu(x, weight); }
+
+/// Options of instance_norm (libtorch's InstanceNormFuncOptions): the running statistics, weight and
+/// bias tensors (none by default), use_input_stats, momentum and eps.
+struct InstanceNormFuncOptions {
+  /// Running mean (C), updated when use_input_stats.
+  InstanceNormFuncOptions& running_mean(Tensor t) { running_mean_ = std::move(t); return *this; }
+  /// Running variance (C), updated when use_input_stats.
+  InstanceNormFuncOptions& running_var(Tensor t) { running_var_ = std::move(t); return *this; }
+  /// Per-channel scale (C).
+  InstanceNormFuncOptions& weight(Tensor t) { weight_ = std::move(t); return *this; }
+  /// Per-channel shift (C).
+  InstanceNormFuncOptions& bias(Tensor t) { bias_ = std::move(t); return *this; }
+  /// Normalize with each instance's statistics (default true) rather than the running ones.
+  InstanceNormFuncOptions& use_input_stats(bool u) { use_input_stats_ = u; return *this; }
+  /// The weight of the batch's statistics in the running ones (default 0.1).
+  InstanceNormFuncOptions& momentum(double m) { momentum_ = m; return *this; }
+  /// Added to the variance (default 1e-5).
+  InstanceNormFuncOptions& eps(double e) { eps_ = e; return *this; }
+  Tensor running_mean_;           ///< See running_mean().
+  Tensor running_var_;            ///< See running_var().
+  Tensor weight_;                 ///< See weight().
+  Tensor bias_;                   ///< See bias().
+  bool use_input_stats_ = true;   ///< See use_input_stats().
+  double momentum_ = 0.1;         ///< See momentum().
+  double eps_ = 1e-5;             ///< See eps().
+};
+/// tg::instance_norm with the options (torch::nn::functional::instance_norm).
+inline Tensor instance_norm(const Tensor& x, const InstanceNormFuncOptions& o = {}) {
+  return tg::instance_norm(x, o.running_mean_, o.running_var_, o.weight_, o.bias_, o.use_input_stats_, o.momentum_,
+                           o.eps_);
+}
+
+/// Options of conv_transpose1d (libtorch's ConvTranspose1dFuncOptions): the bias tensor, stride,
+/// padding, output_padding, groups and dilation, each size one number.
+struct ConvTranspose1dFuncOptions {
+  /// The bias tensor (out_channels); none by default.
+  ConvTranspose1dFuncOptions& bias(Tensor b) { bias_ = std::move(b); return *this; }
+  /// Step between input positions in the output (default 1).
+  ConvTranspose1dFuncOptions& stride(int64_t s) { stride_ = s; return *this; }
+  /// Cropped from each side of the output (default 0).
+  ConvTranspose1dFuncOptions& padding(int64_t p) { padding_ = p; return *this; }
+  /// Added to one side of the output (default 0): below the stride or the dilation.
+  ConvTranspose1dFuncOptions& output_padding(int64_t p) { output_padding_ = p; return *this; }
+  /// Channel groups (default 1).
+  ConvTranspose1dFuncOptions& groups(int64_t g) { groups_ = g; return *this; }
+  /// Spacing between kernel taps (default 1).
+  ConvTranspose1dFuncOptions& dilation(int64_t d) { dilation_ = d; return *this; }
+  Tensor bias_;                  ///< See bias().
+  int64_t stride_ = 1;           ///< See stride().
+  int64_t padding_ = 0;          ///< See padding().
+  int64_t output_padding_ = 0;   ///< See output_padding().
+  int64_t groups_ = 1;           ///< See groups().
+  int64_t dilation_ = 1;         ///< See dilation().
+};
+/// tg::conv_transpose1d with the options (torch::nn::functional::conv_transpose1d).
+inline Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const ConvTranspose1dFuncOptions& o = {}) {
+  return tg::conv_transpose1d(x, weight, o.bias_, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
 /// Options of conv2d (libtorch's Conv2dFuncOptions): stride, padding, dilation, groups, and the bias
 /// tensor.
 struct Conv2dFuncOptions {

@@ -107,5 +107,52 @@ std::string GroupNorm::name() const {
   return os.str();
 }
 
+InstanceNorm::InstanceNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
+    : num_features_(num_features), eps_(eps), momentum_(momentum), affine_(affine), track_(track_running_stats) {
+  TG_CHECK(num_features > 0, ShapeError, "InstanceNorm: num_features must be positive, got ", num_features);
+  TG_CHECK(momentum >= 0 && momentum <= 1, Error, "InstanceNorm: momentum must be in [0, 1], got ", momentum);
+  TG_CHECK(eps > 0, Error, "InstanceNorm: eps must be positive, got ", eps);
+  if (affine) {
+    weight = Tensor(prim::full({num_features}, 1.0));
+    bias = Tensor(prim::full({num_features}, 0.0));
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+  if (track_running_stats) {
+    running_mean = Tensor(prim::full({num_features}, 0.0));
+    running_var = Tensor(prim::full({num_features}, 1.0));
+    num_batches_tracked = Tensor(prim::full({}, 0.0, kInt64));
+    register_buffer("running_mean", running_mean);
+    register_buffer("running_var", running_var);
+    register_buffer("num_batches_tracked", num_batches_tracked);
+  }
+}
+
+Tensor InstanceNorm::forward(const Tensor& x) {
+  // x (N, C, *spatial) or unbatched (C, *spatial): PyTorch's _InstanceNorm.forward
+  const int64_t rank = unbatched_dim();
+  TG_CHECK(x.dim() == rank || x.dim() == rank + 1, ShapeError, kind(), ": expected ", rank, "D or ", rank + 1,
+           "D input (got ", x.dim(), "D input of size ", shape_str(x.shape()), ")");
+  const int64_t feature_dim = x.dim() - rank;
+  const int64_t channels = x.shape()[static_cast<std::size_t>(feature_dim)];
+  // PyTorch raises this for affine and only warns otherwise; running statistics of another size cannot
+  // be used either, so tracking raises too
+  TG_CHECK(channels == num_features_ || !(affine_ || track_), ShapeError, kind(), ": expected input's size at dim=",
+           feature_dim, " to match num_features (", num_features_, "), but got: ", channels, " (input of size ",
+           shape_str(x.shape()), ")");
+  const bool batched = x.dim() == rank + 1;
+  const Tensor y = instance_norm(batched ? x : unsqueeze(x, 0), running_mean, running_var, weight, bias,
+                                 is_training() || !track_, momentum_, eps_);
+  return batched ? y : squeeze(y, 0);
+}
+
+std::string InstanceNorm::describe() const {
+  std::ostringstream os;
+  os << kind() << "(" << num_features_ << ", eps=" << eps_ << ", momentum=" << momentum_
+     << ", affine=" << (affine_ ? "True" : "False") << ", bias=" << (affine_ ? "True" : "False")
+     << ", track_running_stats=" << (track_ ? "True" : "False") << ")";   // PyTorch 2.x prints bias (= affine here)
+  return os.str();
+}
+
 }  // namespace nn
 }  // namespace tg

@@ -1,7 +1,8 @@
 /// \file
 /// nn/norm.h: the normalization layers as Modules, with PyTorch's names, buffers and init:
-/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked), LayerNorm and GroupNorm. Each
-/// forward is one call into ops/ops.h (ops/norm.cpp). The convolution layers are in nn/conv.h.
+/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked), LayerNorm, GroupNorm and
+/// InstanceNorm1d / InstanceNorm2d. Each forward is one call into ops/ops.h (ops/norm.cpp,
+/// ops/norm_extra.cpp). The convolution layers are in nn/conv.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -175,6 +176,113 @@ class GroupNorm : public Module {
   TG_LAYER_HANDLE(GroupNorm)
 };
 
+/// Options of InstanceNorm1d / InstanceNorm2d, as libtorch's: InstanceNorm2dOptions(64).eps(1e-3)
+/// .momentum(0.01).affine(true).track_running_stats(true). The defaults differ from BatchNorm's: no
+/// affine parameters and no running statistics.
+struct InstanceNormOptions {
+  /// The channels, C.
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}   // NOLINT: as libtorch's
+  /// Added to the variance (default 1e-5).
+  InstanceNormOptions& eps(double e) { eps_ = e; return *this; }
+  /// The weight of a batch's statistics in the running ones (default 0.1).
+  InstanceNormOptions& momentum(double m) { momentum_ = m; return *this; }
+  /// Whether weight and bias exist (default false).
+  InstanceNormOptions& affine(bool a) { affine_ = a; return *this; }
+  /// Whether the running statistics exist (default false).
+  InstanceNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  int64_t num_features_;               ///< See the constructor.
+  double eps_ = 1e-5;                  ///< See eps().
+  double momentum_ = 0.1;              ///< See momentum().
+  bool affine_ = false;                ///< See affine().
+  bool track_running_stats_ = false;   ///< See track_running_stats().
+};
+/// InstanceNorm1d's options (libtorch's name).
+using InstanceNorm1dOptions = InstanceNormOptions;
+/// InstanceNorm2d's options (libtorch's name).
+using InstanceNorm2dOptions = InstanceNormOptions;
+
+/// What InstanceNorm1d and InstanceNorm2d share (PyTorch's _InstanceNorm): weight (ones) and bias
+/// (zeros) of num_features when affine; buffers running_mean (zeros), running_var (ones) and
+/// num_batches_tracked (int64 0-d, which, as in PyTorch, instance norm never counts up) when
+/// track_running_stats. In training, or when not tracking, each instance's statistics normalize and the
+/// running ones (if any) are updated; in eval() with tracking the running ones normalize. An unbatched
+/// input (no N) is normalized as a batch of one.
+class InstanceNorm : public Module {
+ public:
+  /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0.
+  InstanceNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
+  /// instance_norm(x, ...) after the rank check of the concrete class; ShapeError when the channels
+  /// are not num_features and the layer has per-channel tensors (affine or tracking).
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;                ///< (num_features), registered as "weight"; undefined unless affine
+  Tensor bias;                  ///< (num_features), registered as "bias"; undefined unless affine
+  Tensor running_mean;          ///< (num_features) buffer "running_mean"; undefined unless tracking
+  Tensor running_var;           ///< (num_features) buffer "running_var"; undefined unless tracking
+  Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"; undefined unless tracking
+ protected:
+  /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
+  InstanceNorm() = default;
+  /// The rank of an unbatched input (2 for InstanceNorm1d, 3 for InstanceNorm2d); a batched one has one more.
+  virtual int64_t unbatched_dim() const = 0;
+  /// "InstanceNorm1d" or "InstanceNorm2d", for messages.
+  virtual const char* kind() const = 0;
+  /// "InstanceNorm2d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
+  std::string describe() const;
+  int64_t num_features_;      ///< C
+  double eps_;                ///< added to the variance (see instance_norm)
+  double momentum_;           ///< weight of the batch statistics in the running ones
+  bool affine_;               ///< whether weight and bias exist
+  bool track_;                ///< whether the running statistics exist
+};
+
+/// Instance normalization of (N, C, L) or unbatched (C, L) input (torch::nn::InstanceNorm1d).
+class InstanceNorm1d : public InstanceNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, no affine parameters, no running statistics.
+  explicit InstanceNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = false,
+                          bool track_running_stats = false)
+      : InstanceNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: InstanceNorm1d(InstanceNorm1dOptions(64).affine(true)).
+  explicit InstanceNorm1d(const InstanceNormOptions& o)
+      : InstanceNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
+  /// "InstanceNorm1d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
+  std::string name() const override { return describe(); }
+  /// An InstanceNorm1d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<InstanceNorm1d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// 2: (C, L).
+  int64_t unbatched_dim() const override { return 2; }
+  /// "InstanceNorm1d".
+  const char* kind() const override { return "InstanceNorm1d"; }
+  TG_LAYER_HANDLE(InstanceNorm1d)
+};
+
+/// Instance normalization of (N, C, H, W) or unbatched (C, H, W) input (torch::nn::InstanceNorm2d).
+class InstanceNorm2d : public InstanceNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, no affine parameters, no running statistics.
+  explicit InstanceNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = false,
+                          bool track_running_stats = false)
+      : InstanceNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: InstanceNorm2d(InstanceNorm2dOptions(64).affine(true)).
+  explicit InstanceNorm2d(const InstanceNormOptions& o)
+      : InstanceNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
+  /// "InstanceNorm2d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
+  std::string name() const override { return describe(); }
+  /// An InstanceNorm2d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<InstanceNorm2d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// 3: (C, H, W).
+  int64_t unbatched_dim() const override { return 3; }
+  /// "InstanceNorm2d".
+  const char* kind() const override { return "InstanceNorm2d"; }
+  TG_LAYER_HANDLE(InstanceNorm2d)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using BatchNorm1dImpl = BatchNorm1d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -183,6 +291,10 @@ using BatchNorm2dImpl = BatchNorm2d;
 using LayerNormImpl = LayerNorm;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using GroupNormImpl = GroupNorm;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using InstanceNorm1dImpl = InstanceNorm1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using InstanceNorm2dImpl = InstanceNorm2d;
 
 }  // namespace nn
 }  // namespace tg

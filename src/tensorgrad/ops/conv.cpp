@@ -1,7 +1,8 @@
-// ops/conv.cpp: conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: the geometry checks
-// (ranks, channels, groups, kernel against the padded input) with PyTorch's messages, then the
-// forward through prim/conv.cpp and the backward right below it. Kernels: Backend::conv2d and
-// the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). Modules wrapping these: nn/conv.h.
+// ops/conv.cpp: conv1d, conv2d, conv_transpose1d, conv_transpose2d, max_pool2d, avg_pool2d and
+// adaptive_avg_pool2d: the geometry checks (ranks, channels, groups, kernel against the padded input)
+// with PyTorch's messages, then the forward through prim/conv.cpp and the backward right below it.
+// Kernels: Backend::conv2d and the pooling methods (backend/cpu/conv.cpp, backend/cuda/conv.cu). The
+// 1-D and adaptive max poolings composed of these are in ops/pooling.cpp. Modules: nn/conv.h.
 #include <sstream>
 #include <string>
 
@@ -175,27 +176,23 @@ Tensor conv1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
   return batched ? y : squeeze(y, 0);
 }
 
-Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
-                        const std::vector<int64_t>& stride_in, const std::vector<int64_t>& padding_in,
-                        const std::vector<int64_t>& output_padding_in, int64_t groups,
-                        const std::vector<int64_t>& dilation_in) {
-  const char* op = "conv_transpose2d";
-  using amp::detail::AutocastOp;
-  const Tensor input = amp::detail::cast(AutocastOp::ConvTranspose2d, input_in),
-               weight = amp::detail::cast(AutocastOp::ConvTranspose2d, weight_in),
-               bias = amp::detail::cast(AutocastOp::ConvTranspose2d, bias_in);
-  TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, op,
-           ": Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: ",
-           shape_str(input.shape()));
-  const bool batched = input.dim() == 4;
-  const Tensor x = batched ? input : unsqueeze(input, 0);
-  const Shape& xs = x.shape();
-  const Shape& w = weight.shape();
-  TG_CHECK(w.size() == 4, ShapeError, op,
-           ": expected weight of 4 dims (in_channels, out_channels / groups, kH, kW), got weight of size ", shape_str(w));
-  const auto stride = pair_of(op, "stride", stride_in), padding = pair_of(op, "padding", padding_in),
-             output_padding = pair_of(op, "output_padding", output_padding_in),
-             dilation = pair_of(op, "dilation", dilation_in);
+namespace {
+
+/// conv_transpose2d (spatial 2) and conv_transpose1d (spatial 1, computed over a height of 1) after
+/// autocast and the batch dim: x (N, Cin, *spatial), weight (Cin, Cout / groups, *kernel), PyTorch's
+/// checks with op's name and the shapes as the caller gave them; the pairs are (h, w), h = (1, 0, 0, 1)
+/// for one spatial dim.
+Tensor conv_transpose_node(const char* op, int spatial, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias,
+                           std::pair<int64_t, int64_t> stride, std::pair<int64_t, int64_t> padding,
+                           std::pair<int64_t, int64_t> output_padding, int64_t groups,
+                           std::pair<int64_t, int64_t> dilation) {
+  const Shape& xs = x_in.shape();
+  const Shape& w = weight_in.shape();
+  const std::size_t rank = static_cast<std::size_t>(spatial) + 2;
+  // "(h x w)" for two spatial dims, "(w)" for one
+  auto sizes = [spatial](int64_t a, int64_t b) { return spatial == 2 ? sizes2(a, b) : "(" + std::to_string(b) + ")"; };
+  TG_CHECK(w.size() == rank, ShapeError, op, ": expected weight of ", rank, " dims (in_channels, out_channels / groups, ",
+           spatial == 2 ? "kH, kW" : "kW", "), got weight of size ", shape_str(w));
   TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
   TG_CHECK(stride.first > 0 && stride.second > 0, ShapeError, op, ": non-positive stride is not supported");
   TG_CHECK(padding.first >= 0 && padding.second >= 0, ShapeError, op, ": negative padding is not supported");
@@ -204,8 +201,8 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
                (output_padding.first < stride.first || output_padding.first < dilation.first) &&
                (output_padding.second < stride.second || output_padding.second < dilation.second),
            ShapeError, op, ": output padding must be smaller than either stride or dilation, but got output_padding ",
-           sizes2(output_padding.first, output_padding.second), ", stride ", sizes2(stride.first, stride.second),
-           " and dilation ", sizes2(dilation.first, dilation.second));
+           sizes(output_padding.first, output_padding.second), ", stride ", sizes(stride.first, stride.second),
+           " and dilation ", sizes(dilation.first, dilation.second));
   TG_CHECK(w[0] > 0 && w[0] % groups == 0, ShapeError, op, ": Given groups=", groups,
            ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
            " instead");
@@ -216,11 +213,15 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
     TG_CHECK(bias.shape() == Shape{out_channels}, ShapeError, op, ": Given transposed=1, weight of size ",
              shape_str(w), ", expected bias to be 1-dimensional with ", out_channels,
              " elements, but got bias of size ", shape_str(bias.shape()), " instead");
+  const int64_t H = spatial == 2 ? xs[2] : 1, W = xs[rank - 1], KH = spatial == 2 ? w[2] : 1, KW = w[rank - 1];
   // The output size: (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1.
-  const int64_t oh = (xs[2] - 1) * stride.first - 2 * padding.first + dilation.first * (w[2] - 1) + output_padding.first + 1;
-  const int64_t ow = (xs[3] - 1) * stride.second - 2 * padding.second + dilation.second * (w[3] - 1) + output_padding.second + 1;
-  TG_CHECK(oh > 0 && ow > 0 && w[2] > 0 && w[3] > 0, ShapeError, op, ": Given input size per channel: ",
-           sizes2(xs[2], xs[3]), ". Calculated output size per channel: ", sizes2(oh, ow), ". Output size is too small");
+  const int64_t oh = (H - 1) * stride.first - 2 * padding.first + dilation.first * (KH - 1) + output_padding.first + 1;
+  const int64_t ow = (W - 1) * stride.second - 2 * padding.second + dilation.second * (KW - 1) + output_padding.second + 1;
+  TG_CHECK(oh > 0 && ow > 0 && KH > 0 && KW > 0, ShapeError, op, ": Given input size per channel: ",
+           sizes(H, W), ". Calculated output size per channel: ", sizes(oh, ow), ". Output size is too small");
+  // one spatial dim: (N, Cin, L) as (N, Cin, 1, L), weight (Cin, Cout / groups, K) as (.., 1, K)
+  const Tensor x = spatial == 2 ? x_in : unsqueeze(x_in, 2);
+  const Tensor weight = spatial == 2 ? weight_in : unsqueeze(weight_in, 2);
   // Note [Transposed convolution]: conv_transpose2d is the input gradient of the conv2d that maps its
   // output (N, Cout, OH, OW) back to its input (N, Cin, H, W) with the same weight, read as that
   // conv2d's (O = Cin, Cout / groups, KH, KW). So the forward is conv2d's dx (col2im), the input's
@@ -234,10 +235,10 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   a.H = oh;
   a.W = ow;
   a.O = w[0];
-  a.KH = w[2];
-  a.KW = w[3];
-  a.OH = xs[2];
-  a.OW = xs[3];
+  a.KH = KH;
+  a.KW = KW;
+  a.OH = H;
+  a.OW = W;
   a.stride_h = stride.first;
   a.stride_w = stride.second;
   a.pad_h = padding.first;
@@ -257,7 +258,7 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   SavedTensor w_saved = grad_mode && x.requires_grad() ? SavedTensor(weight) : SavedTensor();
   std::vector<Tensor> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  const Tensor y = record(op, out, inputs, [x_saved, w_saved, a](const auto& grad, auto& g) {
+  Tensor y = record(op, out, inputs, [x_saved, w_saved, a](const auto& grad, auto& g) {
     // dx = conv2d(dy, weight); dweight = conv2d's weight gradient with dy as its input and x as its
     // output gradient; dbias = the sum of dy over (N, OH, OW)
     if constexpr (first_order_v<decltype(g)>) {
@@ -270,6 +271,45 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
       if (g.size() > 2 && g.need(2)) g.set(2, grad.sum_to_size({1, a.C, 1, 1}).reshape({a.C}));
     }
   });
+  return spatial == 2 ? y : squeeze(y, 2);
+}
+
+}  // namespace
+
+Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& output_padding, int64_t groups,
+                        const std::vector<int64_t>& dilation) {
+  const char* op = "conv_transpose2d";
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::ConvTranspose2d, input_in),
+               weight = amp::detail::cast(AutocastOp::ConvTranspose2d, weight_in),
+               bias = amp::detail::cast(AutocastOp::ConvTranspose2d, bias_in);
+  TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, op,
+           ": Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: ",
+           shape_str(input.shape()));
+  const bool batched = input.dim() == 4;
+  const Tensor y = conv_transpose_node(op, 2, batched ? input : unsqueeze(input, 0), weight, bias,
+                                       pair_of(op, "stride", stride), pair_of(op, "padding", padding),
+                                       pair_of(op, "output_padding", output_padding), groups,
+                                       pair_of(op, "dilation", dilation));
+  return batched ? y : squeeze(y, 0);
+}
+
+Tensor conv_transpose1d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, int64_t stride,
+                        int64_t padding, int64_t output_padding, int64_t groups, int64_t dilation) {
+  const char* op = "conv_transpose1d";
+  // the lower precision under autocast, as conv_transpose2d (PyTorch's list has both)
+  using amp::detail::AutocastOp;
+  const Tensor input = amp::detail::cast(AutocastOp::ConvTranspose2d, input_in),
+               weight = amp::detail::cast(AutocastOp::ConvTranspose2d, weight_in),
+               bias = amp::detail::cast(AutocastOp::ConvTranspose2d, bias_in);
+  TG_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, op,
+           ": Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, but got input of size: ",
+           shape_str(input.shape()));
+  const bool batched = input.dim() == 3;
+  const Tensor y = conv_transpose_node(op, 1, batched ? input : unsqueeze(input, 0), weight, bias, {1, stride},
+                                       {0, padding}, {0, output_padding}, groups, {1, dilation});
   return batched ? y : squeeze(y, 0);
 }
 

@@ -248,6 +248,33 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 Tensor log_sigmoid(const Tensor& x) { return unary(UnaryOp::LogSigmoid, "log_sigmoid", x); }
 
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  // x (*), weight (1) / 0-d or (C) with C = x.size(1) (1 for a 1-D x); PyTorch's checks in its order
+  prim::check_floating("prelu", x.data());
+  TG_CHECK(x.dtype() == weight.dtype(), DTypeError, "prelu: Type promoting not supported. Got ", dtype_name(x.dtype()),
+           " and ", dtype_name(weight.dtype()));
+  prim::check_same_device("prelu", x.data(), weight.data());
+  if (weight.numel() != 1) {
+    TG_CHECK(x.dim() > 0, ShapeError, "prelu: Not allow zero-dim input tensor (weight of size ",
+             shape_str(weight.shape()), ")");
+    const int64_t channels = x.dim() > 1 ? x.shape()[1] : 1;
+    TG_CHECK(channels == weight.numel(), ShapeError,
+             "prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = ", weight.numel(),
+             " and channel size = ", channels, " (input of size ", shape_str(x.shape()), ")");
+  }
+  TG_CHECK(weight.dim() <= 1, ShapeError, "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = ",
+           weight.dim(), " (weight of size ", shape_str(weight.shape()), ")");
+  // weight viewed as (1, C, 1, ...) of x's rank, so that it broadcasts along dim 1
+  Tensor w = weight;
+  if (x.dim() != weight.dim()) {
+    Shape s(static_cast<std::size_t>(x.dim()), 1);
+    if (x.dim() > 1) s[1] = weight.numel();
+    w = reshape(weight, s);
+  }
+  // d/dx = 1 where x > 0, else weight; d/dweight = 0 where x > 0, else x (where and mul's rules)
+  return where(x > 0.0, x, w * x);
+}
+
 // ---- the math functions of torch (kernels/elementwise.h: fn::Sin, ...)
 Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, "sin", x); }
 Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, "cos", x); }

@@ -548,6 +548,11 @@ Tensor mish(const Tensor& x);
 Tensor softsign(const Tensor& x);
 /// x where x > 0, negative_slope * x elsewhere (torch.nn.functional.leaky_relu).
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// x where x > 0, weight * x elsewhere (torch.nn.functional.prelu): weight has one element, or one per
+/// channel (dim 1 of x; 1-D x has one channel), broadcast along dim 1. Composed of where and mul.
+/// ShapeError for a weight of more than 1 dim or a count matching neither; DTypeError for integer
+/// input or a weight of another dtype.
+Tensor prelu(const Tensor& x, const Tensor& weight);
 /// log(sigmoid(x)), computed stably for large |x| (torch.nn.functional.logsigmoid).
 Tensor log_sigmoid(const Tensor& x);
 /// x with value where mask is true (torch.masked_fill): mask is bool (DTypeError otherwise) and
@@ -627,6 +632,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
                         const std::vector<int64_t>& output_padding = {0}, int64_t groups = 1,
                         const std::vector<int64_t>& dilation = {1});
+/// input (N, Cin, L) or (Cin, L), weight (Cin, Cout / groups, K), bias (Cout) or undefined -> (N, Cout, OL),
+/// OL = (L - 1) stride - 2 padding + dilation (K - 1) + output_padding + 1
+/// (torch.nn.functional.conv_transpose1d, libtorch's argument order: groups before dilation), computed
+/// as conv_transpose2d over a height of 1. ShapeError as conv_transpose2d, naming conv_transpose1d.
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+                        int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1);
 /// The maximum of each kernel_size window (torch.nn.functional.max_pool2d); stride defaults to
 /// kernel_size, padding (at most half the kernel) counts as -inf, dilation spaces the window's taps.
 /// ceil_mode rounds the output size up, PyTorch's rule: OH = ceil((H + 2 padding - dilation (KH - 1)
@@ -646,6 +657,28 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size,
 /// Means over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_avg_pool2d):
 /// window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)).
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+/// max_pool2d over one spatial dim (torch.nn.functional.max_pool1d): input (N, C, L) or (C, L),
+/// kernel_size, stride (empty: kernel_size), padding and dilation of one element each, computed as
+/// max_pool2d over a height of 1 (ops/pooling.cpp). ShapeError with PyTorch's max_pool1d messages.
+Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  IntArrayRef dilation = {1}, bool ceil_mode = false);
+/// avg_pool2d over one spatial dim (torch.nn.functional.avg_pool1d): input (N, C, L) or (C, L);
+/// PyTorch's argument order (ceil_mode before count_include_pad), computed as avg_pool2d over a height
+/// of 1 (ops/pooling.cpp). ShapeError for bad sizes, naming avg_pool1d.
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+/// adaptive_avg_pool2d over one spatial dim (torch.nn.functional.adaptive_avg_pool1d): input (N, C, L)
+/// or (C, L), output_size of one element -> (N, C, OL) (ops/pooling.cpp).
+Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
+/// Maxima over output_size {OH, OW} windows covering the input (torch.nn.functional.adaptive_max_pool2d,
+/// without indices): window i spans rows [floor(i H / OH), ceil((i + 1) H / OH)), columns likewise.
+/// Composed of index_select and amax (ops/pooling.cpp), so differentiable twice and on every backend;
+/// max_pool2d's kernel when OH divides H and OW divides W. Where a window holds several equal maxima,
+/// PyTorch gives its gradient to one of them; amax (the composed case) splits it evenly among them.
+Tensor adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+/// adaptive_max_pool2d over one spatial dim (torch.nn.functional.adaptive_max_pool1d, without indices):
+/// input (N, C, L) or (C, L), output_size of one element (ops/pooling.cpp).
+Tensor adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
 ///@}
 
 // ---- normalization (ops/norm.cpp)
@@ -671,6 +704,16 @@ Tensor layer_norm(const Tensor& input, const std::vector<int64_t>& normalized_sh
 /// dims, C not divisible by num_groups, or weight / bias of another size than C.
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
                     const Tensor& bias = Tensor(), double eps = 1e-5);
+/// input (N, C, *) normalized per sample and channel over the trailing dims
+/// (torch.nn.functional.instance_norm). use_input_stats: each instance's own statistics (biased
+/// variance), group_norm with C groups; when running_mean / running_var (C) are defined they are updated
+/// in place, without gradient, as (1 - momentum) running + momentum times the batch mean of the
+/// instances' means and unbiased variances. Otherwise the running statistics normalize (both must be
+/// defined). weight and bias (C) are optional. ShapeError for fewer than 2 dims, a single spatial
+/// element with use_input_stats, or per-channel tensors of another size (ops/norm_extra.cpp).
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean = Tensor(), const Tensor& running_var = Tensor(),
+                     const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
 ///@}
 
 // ---- attention (ops/attention.cpp)
