@@ -536,6 +536,10 @@ std::vector<Case> parity_table(tg::DType dt) {
                  [](auto& in) { return tg::index_select(in[0], 1, in[1]); }, R});
     const Input g1 = random_index({257, 50}, 33, 124), g0 = random_index({20, 33}, 257, 125);
     t.push_back({"gather", "dim 1 with repeats", {W({257, 33}, 126, dt), g1}, [](auto& in) { return tg::gather(in[0], 1, in[1]); }, R});
+    t.push_back({"scatter_add", "dim 1 with repeats", {W({257, 33}, 136, dt), random_index({257, 20}, 33, 137), W({257, 20}, 138, dt)},
+                 [](auto& in) { return tg::scatter_add(in[0], 1, in[1], in[2]); }, R});
+    t.push_back({"index_add", "dim 0 with repeats, alpha 0.5", {W({257, 33}, 139, dt), idx0, W({40, 33}, 140, dt)},
+                 [](auto& in) { return tg::index_add(in[0], 0, in[1], in[2], 0.5); }, R});
     t.push_back({"embedding", "(7, 33) indices into (257, 33), repeats", {W({257, 33}, 128, dt), random_index({7, 33}, 257, 129)},
                  [](auto& in) { return tg::embedding(in[1], in[0]); }, R});
     t.push_back({"embedding", "padding_idx 5, non-contiguous weight", {transposed(257, 33, 135, dt, wb), int_values({5, 0, 5, 256, 3, 5}, {2, 3})},
@@ -911,7 +915,7 @@ const std::set<std::string> kFloatingOnly = {
     "prelu", "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool1d", "conv_transpose1d",   // compositions that check for floating input first
     "var", "std", "norm", "multinomial", "bernoulli",
-    "mm", "bmm", "dot", "einsum"};
+    "mm", "bmm", "dot", "einsum", "scatter_add", "index_add"};
 
 /// Ops outside kFloatingOnly that both backends refuse in one integer dtype, as PyTorch does: bool
 /// subtraction, floor, ceil and trunc of bool, and a fill of -3 into uint8 (scalar_like's case). Their

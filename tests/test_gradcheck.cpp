@@ -501,6 +501,19 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return std::vector<Sample>{{"dim 1 with repeats", {randn64({3, 4}, 123)}, d1},
                                {"dim 0 non-contiguous", {transposed64(2, 3, 124)}, d0}};
   };
+  t["scatter_add"] = [] {
+    Tensor idx = tg::from_vector(std::vector<int64_t>{0, 2, 2, 1, 0, 3}, {2, 3});
+    Fn d1 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::scatter_add(in[0], 1, idx, in[1])); };
+    return std::vector<Sample>{{"dim 1 with repeats", {randn64({3, 4}, 125), randn64({2, 3}, 126)}, d1},
+                               {"src larger than index", {randn64({3, 4}, 127), randn64({3, 5}, 128)}, d1}};
+  };
+  t["index_add"] = [] {
+    Tensor idx = tg::from_vector(std::vector<int64_t>{2, 0, 2}, {3});
+    Fn d0 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::index_add(in[0], 0, idx, in[1], -1.5)); };
+    Fn d1 = [idx](const std::vector<Tensor>& in) { return tg::tanh(tg::index_add(in[0], 1, idx, in[1])); };
+    return std::vector<Sample>{{"dim 0 with a repeat, alpha -1.5", {randn64({3, 4}, 129), randn64({3, 4}, 130)}, d0},
+                               {"dim 1", {randn64({2, 3}, 131), randn64({2, 3}, 132)}, d1}};
+  };
   // ---- nn functions
   t["softmax"] = [] {
     Fn last = [](const std::vector<Tensor>& in) { return tg::softmax(in[0], -1); };

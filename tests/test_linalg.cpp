@@ -163,3 +163,14 @@ TEST_CASE("linalg: einsum of float32 operands matches the float64 result") {
   CHECK(y32.dtype() == tg::kFloat32);
   testing::check_close(y32.to(tg::kFloat64), y64, 1e-5, 1e-5);
 }
+
+TEST_CASE("linalg: the methods a.mm(b), a.bmm(b), a.dot(b), a.outer(b) are the free functions") {
+  const tg::Tensor a = testing::vals(6, -0.3, 0.9, {2, 3}), b = testing::vals(12, 0.1, 0.5, {3, 4});
+  testing::check_close(a.mm(b), tg::mm(a, b), 0, 0);
+  const tg::Tensor p = testing::vals(24, 0.2, 0.4, {2, 3, 4}), q = testing::vals(40, -0.1, 0.6, {2, 4, 5});
+  testing::check_close(p.bmm(q), tg::bmm(p, q), 0, 0);
+  const tg::Tensor u = testing::vals(3, 0.5, 1.0, {3}), v = testing::vals(3, -0.5, 0.25, {3});
+  testing::check_close(u.dot(v), tg::dot(u, v), 0, 0);
+  testing::check_close(u.outer(v), tg::outer(u, v), 0, 0);
+  CHECK(u.outer(v).shape() == tg::Shape{3, 3});
+}

@@ -416,3 +416,76 @@ TEST_CASE("set_flush_denormal flushes subnormal floats to zero in CPU kernels an
   tg::set_flush_denormal(false);
   CHECK((tiny * 1.0).to_vector<float>()[0] > 0);
 }
+
+TEST_CASE("add and sub with alpha, as torch.add(input, other, alpha=...) and add_(other, alpha)") {
+  const Tensor a = testing::vals(6, 0.5, 1.0, {2, 3}, true), b = testing::vals(3, -0.2, 0.7, {3}, true);
+  const Tensor y = tg::add(a, b, 2.5);   // b broadcast over the rows
+  testing::check_close(y, a.detach() + b.detach() * 2.5, 1e-15, 0);
+  y.sum().backward();
+  testing::check_close(a.grad(), tg::ones({2, 3}, tg::kFloat64), 0, 0);
+  testing::check_close(b.grad(), tg::full({3}, 5.0, tg::TensorOptions().dtype(tg::kFloat64)), 1e-15, 0);   // 2 rows x 2.5
+  testing::check_close(a.sub(b, -0.5), a.detach() + b.detach() * 0.5, 1e-15, 0);
+  testing::check_close(tg::sub(a, b, 1.0), a.detach() - b.detach(), 0, 0);
+  // integers: an integral alpha keeps the dtype; a fractional one is refused, as in PyTorch
+  const Tensor i = tg::from_vector(std::vector<int64_t>{1, 2, 3}, {3});
+  const Tensor j = tg::add(i, i, 3.0);
+  CHECK(j.dtype() == tg::kInt64);
+  CHECK(j.to_vector<int64_t>() == std::vector<int64_t>{4, 8, 12});
+  TG_CHECK_THROWS(tg::add(i, i, 0.5), tg::DTypeError, "add: For integral input tensors, argument alpha must not be a floating point number.");
+  const Tensor flags = tg::from_vector(std::vector<double>{1, 0}, {2}).to(tg::kBool);
+  TG_CHECK_THROWS(tg::add(flags, flags, 2.0), tg::DTypeError, "Boolean alpha only supported for Boolean results.");
+  // in place: *this += alpha o; the result's dtype is this one's
+  Tensor acc = tg::zeros({3}, tg::kFloat64);
+  acc.add_(tg::ones({3}, tg::kFloat64), 0.25).sub_(tg::ones({3}, tg::kFloat64), 1.5);
+  testing::check_close(acc, tg::full({3}, -1.25, tg::TensorOptions().dtype(tg::kFloat64)), 0, 0);
+  Tensor counts = tg::zeros({3}, tg::kInt64);
+  TG_CHECK_THROWS(counts.add_(i, 0.5), tg::DTypeError, "add_: For integral input tensors");
+  counts.add_(i, 2.0);
+  CHECK(counts.to_vector<int64_t>() == std::vector<int64_t>{2, 4, 6});
+}
+
+TEST_CASE("scatter_add and index_add against PyTorch: values, gradients, errors") {
+  // tests/data/scatter_reference.py: x = vals(12, 0, 1).reshape(3, 4), loss = sum(y * w), w = vals(12, -1, 0.5)
+  const Tensor x = testing::vals(12, 0, 1, {3, 4}, true), w = testing::vals(12, -1, 0.5, {3, 4});
+  const Tensor src = testing::vals(6, 0.5, 2, {2, 3}, true);
+  const Tensor index = tg::from_vector(std::vector<int64_t>{0, 2, 2, 1, 0, 3}, {2, 3});
+  const Tensor y = tg::scatter_add(x, 1, index, src);
+  testing::check_close(y, tg::from_vector(std::vector<double>{1.6682550269259517, 0.9916648104524686, 3.4066896450845388,
+                                                               -0.9161659367494552, -1.3937999136169625, -0.7538921091107104,
+                                                               0.9407305566797726, 1.5817284083145908, -0.9809362300664916,
+                                                               -0.44964746453459986, 0.7403758899524486, 0.8457468311429334},
+                                          {3, 4}),
+                       1e-12, 1e-14);
+  (y * w).sum().backward();
+  testing::check_close(x.grad(), w, 0, 0);
+  testing::check_close(src.grad(), tg::from_vector(std::vector<double>{-0.8052908288456747, -0.9294399959700664,
+                                                                       -0.9294399959700664, -0.7107801178058999,
+                                                                       -1.3156333189361604, -1.0375755602309047},
+                                                   {2, 3}),
+                       1e-12, 1e-14);
+  const Tensor s2 = testing::vals(8, 1, 1, {2, 4}, true);
+  const Tensor y2 = tg::index_add(x.detach(), 0, tg::from_vector(std::vector<int64_t>{2, 0}, {2}), s2, -1.5);
+  testing::check_close(y2, tg::from_vector(std::vector<double>{-0.1636817008828682, -1.3759948361298318, -2.769975826959792,
+                                                                -2.303439256056741, -0.6312666378723208, 0.5784397643882001,
+                                                                0.9407305566797726, -0.0751511204618093, -3.0650637435294676,
+                                                                -3.4371446802133025, -0.9713041221373521, 0.7199957362671162},
+                                           {3, 4}),
+                       1e-12, 1e-14);
+  (y2 * w).sum().backward();
+  testing::check_close(s2.grad(), tg::from_vector(std::vector<double>{2.2357021725498685, 1.8372355984009499, 0.9447180825356636,
+                                                                      0.8656898766428001, 1.2079362432685121, 0.7562513921606486,
+                                                                      1.3941599939550997, 2.1871244525620916},
+                                                  {2, 4}),
+                       1e-12, 1e-14);
+  // a src larger than index: only its first index.size(d) entries are read, and only they get a gradient
+  // (PyTorch's backward refuses this case; the gradient here is the derivative, zeros elsewhere)
+  const Tensor big = testing::vals(15, 0.5, 2, {3, 5}, true);
+  tg::scatter_add(x.detach(), 1, index, big).sum().backward();
+  CHECK(big.grad().to_vector<double>() == std::vector<double>{1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0});
+  TG_CHECK_THROWS(tg::scatter_add(x, 1, index, src.to(tg::kFloat32)), tg::DTypeError,
+                  "scatter_add(): Expected self.dtype to be equal to src.dtype");
+  TG_CHECK_THROWS(tg::index_add(x, 0, tg::from_vector(std::vector<int64_t>{0, 1, 2}, {3}), s2), tg::ShapeError,
+                  "index_add(): Number of indices (3) should be equal to source.size(dim): (2), for dim: 0");
+  TG_CHECK_THROWS(tg::scatter_add(x, 1, tg::zeros({4, 1}, tg::kInt64), src), tg::ShapeError, "Expected index [4, 1] to be smaller");
+  TG_CHECK_THROWS(tg::scatter_add(x, 1, tg::from_vector(std::vector<int64_t>{0, 9}, {1, 2}), src), tg::IndexError, "");
+}

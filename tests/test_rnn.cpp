@@ -255,7 +255,6 @@ TEST_CASE("rnn: PyTorch's parameter names, reprs, shapes and errors") {
   tg::nn::GRUCell gcell(tg::nn::GRUCellOptions(10, 20));
   const Tensor xc = tg::randn({3, 10});
   CHECK(tg::equal(gcell(xc), gcell.forward(xc, tg::zeros({3, 20}))));
-  TG_CHECK_THROWS(lstm(tg::randn({3, 7, 10})), tg::Error, "forward");
   // eval: the dropout between layers is off, so two calls agree; shapes of a batch-first call
   lstm.eval();
   const Tensor x = tg::randn({3, 7, 10});
@@ -281,4 +280,24 @@ TEST_CASE("rnn: PyTorch's parameter names, reprs, shapes and errors") {
   copy = gru.clone();
   const Tensor xg = tg::randn({5, 2, 3});
   CHECK(tg::equal(std::get<0>(gru.forward(xg)), std::get<0>(copy->forward(xg))));
+}
+
+TEST_CASE("rnn: calling a recurrent layer or cell is its forward, as libtorch's lstm(x)") {
+  tg::manual_seed(7);
+  tg::nn::LSTM lstm(tg::nn::LSTMOptions(3, 4).num_layers(2));
+  tg::nn::GRU gru(3, 4);
+  tg::nn::RNN rnn(3, 4);
+  tg::nn::LSTMCell cell(tg::nn::LSTMCellOptions(3, 4));
+  const Tensor x = vals(30, -0.5, 0.8, {5, 2, 3}).to(tg::kFloat32);
+  auto [out, state] = lstm(x);
+  auto [out_f, state_f] = lstm->forward(x);
+  testing::check_close(out, out_f, 0, 0);
+  testing::check_close(std::get<1>(state), std::get<1>(state_f), 0, 0);
+  const auto [h_out, h_n] = gru(x, tg::zeros({1, 2, 4}));
+  testing::check_close(h_out, std::get<0>(gru->forward(x)), 0, 0);
+  testing::check_close(std::get<0>(rnn(x)), std::get<0>(rnn.forward(x)), 0, 0);
+  const auto [hc, cc] = cell(tg::select(x, 0, 0));
+  testing::check_close(hc, std::get<0>(cell.forward(tg::select(x, 0, 0))), 0, 0);
+  CHECK(h_n.shape() == tg::Shape{1, 2, 4});
+  CHECK(cc.shape() == tg::Shape{2, 4});
 }

@@ -866,25 +866,38 @@ class Program {
     const RTensor &ra = *a.r, &rb = *b.r;
     const DType t = ra.dtype();
     Ref ref;
-    const bool ranks = (ra.rank() == 2 || ra.rank() == 3) && (rb.rank() == 2 || rb.rank() == 3);
-    if (ranks && t == rb.dtype()) {
-      const int64_t M = ra.shape[ra.shape.size() - 2], K = ra.shape.back();
-      const int64_t K2 = rb.shape[rb.shape.size() - 2], N = rb.shape.back();
-      const int64_t Ba = ra.rank() == 3 ? ra.shape[0] : 1, Bb = rb.rank() == 3 ? rb.shape[0] : 1;
-      if (K == K2 && (Ba == Bb || Ba == 1 || Bb == 1)) {
-        const bool batched = ra.rank() == 3 || rb.rank() == 3;
-        const int64_t B = Ba == 1 ? Bb : Ba;
-        const Shape s = batched ? Shape{B, M, N} : Shape{M, N};
+    if (ra.rank() >= 1 && rb.rank() >= 1 && t == rb.dtype()) {
+      // torch.matmul: a 1-D operand gets a dim of 1 that the result drops; the batch dims broadcast
+      // (RTensor::get reads a longer index right-aligned and ignores it along dims of size 1)
+      Shape A = ra.shape, B = rb.shape;
+      if (ra.rank() == 1) A.insert(A.begin(), 1);
+      if (rb.rank() == 1) B.push_back(1);
+      const int64_t M = A[A.size() - 2], K = A.back(), K2 = B[B.size() - 2], N = B.back();
+      const size_t la = A.size() - 2, lb = B.size() - 2, nb = std::max(la, lb);
+      Shape batch(nb);
+      bool fits = K == K2;
+      for (size_t i = 0; i < nb && fits; ++i) {
+        const int64_t da = i + la < nb ? 1 : A[i + la - nb];
+        const int64_t db = i + lb < nb ? 1 : B[i + lb - nb];
+        fits = da == db || da == 1 || db == 1;
+        batch[i] = da == 1 ? db : da;
+      }
+      if (fits) {
+        Shape s = batch;
+        if (ra.rank() > 1) s.push_back(M);
+        if (rb.rank() > 1) s.push_back(N);
         std::vector<Val> out;
-        for (int64_t bi = 0; bi < (batched ? B : 1); ++bi)
+        for_each_index(batch, [&](const std::vector<int64_t>& bi) {
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
               std::vector<Val> terms;
               bool overflow = false;   // a product of finite factors beyond the largest finite value
               for (int64_t k = 0; k < K; ++k) {
-                std::vector<int64_t> ia{m, k}, ib{k, n};
-                if (ra.rank() == 3) ia.insert(ia.begin(), Ba == 1 ? 0 : bi);
-                if (rb.rank() == 3) ib.insert(ib.begin(), Bb == 1 ? 0 : bi);
+                std::vector<int64_t> ia = bi, ib = bi;
+                if (ra.rank() > 1) ia.push_back(m);
+                ia.push_back(k);
+                ib.push_back(k);
+                if (rb.rank() > 1) ib.push_back(n);
                 const Val &x = ra.get(ia), &y = rb.get(ib);
                 terms.push_back(binary(Bin::kMul, x, y, t));
                 overflow = overflow || (x.finite() && y.finite() && !terms.back().finite());
@@ -892,6 +905,7 @@ class Program {
               // A BLAS that fuses multiply and add (FMA) never rounds an overflowing product to inf.
               out.push_back(overflow ? kUnknown : sum_of(terms, t));
             }
+        });
         ref = fresh(s, t, out, ra.requires_grad || rb.requires_grad);
       }
     }

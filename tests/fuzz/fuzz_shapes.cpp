@@ -110,16 +110,23 @@ Ref ref_broadcast(const Shape& a, const Shape& b) {
   return Ref::ok(out);
 }
 
+/// torch.matmul: 1-D operands get a dim of 1 that the result drops, the batch dims broadcast.
 Ref ref_matmul(const Shape& a, const Shape& b) {
-  if (a.size() < 2 || a.size() > 3 || b.size() < 2 || b.size() > 3) return Ref::fail();
-  const int64_t M = a[a.size() - 2], K = a.back(), K2 = b[b.size() - 2], N = b.back();
+  if (a.empty() || b.empty()) return Ref::fail();
+  if (a.size() == 1 && b.size() == 1) return a[0] == b[0] ? Ref::ok({}) : Ref::fail();
+  Shape A = a, B = b;
+  if (a.size() == 1) A.insert(A.begin(), 1);
+  if (b.size() == 1) B.push_back(1);
+  const int64_t M = A[A.size() - 2], K = A.back(), K2 = B[B.size() - 2], N = B.back();
   if (K != K2) return Ref::fail();
-  const int64_t Ba = a.size() == 3 ? a[0] : 1, Bb = b.size() == 3 ? b[0] : 1;
-  if (Ba != Bb && Ba != 1 && Bb != 1) return Ref::fail();
   const int64_t kIntMax = std::numeric_limits<int>::max();
   if (M > kIntMax || N > kIntMax || K > kIntMax) return Ref::fail();
-  if (a.size() == 3 || b.size() == 3) return Ref::ok({Ba == 1 ? Bb : Ba, M, N});   // a batch of 1 broadcasts
-  return Ref::ok({M, N});
+  const Ref batch = ref_broadcast(Shape(A.begin(), A.end() - 2), Shape(B.begin(), B.end() - 2));
+  if (batch.error) return batch;
+  Shape out = batch.shape;
+  if (a.size() > 1) out.push_back(M);
+  if (b.size() > 1) out.push_back(N);
+  return Ref::ok(out);
 }
 
 Ref ref_reduce_dim(const Shape& s, int64_t dim, bool keepdim, bool needs_nonempty) {

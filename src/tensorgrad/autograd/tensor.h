@@ -258,8 +258,12 @@ class Tensor {
   // ---- ops as methods (defined in ops/methods.cpp; every one is also a free function in ops/ops.h)
   /// tg::add(*this, o)
   Tensor add(const Tensor& o) const;
+  /// tg::add(*this, o, alpha): *this + alpha o
+  Tensor add(const Tensor& o, double alpha) const;
   /// tg::sub(*this, o)
   Tensor sub(const Tensor& o) const;
+  /// tg::sub(*this, o, alpha): *this - alpha o
+  Tensor sub(const Tensor& o, double alpha) const;
   /// tg::mul(*this, o)
   Tensor mul(const Tensor& o) const;
   /// tg::div(*this, o)
@@ -311,6 +315,14 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   /// tg::matmul(*this, o)
   Tensor matmul(const Tensor& o) const;
+  /// tg::mm(*this, o)
+  Tensor mm(const Tensor& o) const;
+  /// tg::bmm(*this, o)
+  Tensor bmm(const Tensor& o) const;
+  /// tg::dot(*this, o)
+  Tensor dot(const Tensor& o) const;
+  /// tg::outer(*this, o)
+  Tensor outer(const Tensor& o) const;
   /// tg::reshape(*this, shape)
   Tensor reshape(const Shape& shape) const;
   /// tg::view(*this, shape)
@@ -373,10 +385,14 @@ class Tensor {
 
   /// *this += o, with o broadcast to this shape (not the other way: ShapeError).
   Tensor& add_(const Tensor& o);
+  /// *this += alpha o (libtorch's add_(other, alpha)); alpha checked as tg::add's.
+  Tensor& add_(const Tensor& o, double alpha);
   /// *this += s.
   Tensor& add_(double s);
   /// *this -= o, with o broadcast to this shape.
   Tensor& sub_(const Tensor& o);
+  /// *this -= alpha o; alpha checked as tg::add's.
+  Tensor& sub_(const Tensor& o, double alpha);
   /// *this -= s.
   Tensor& sub_(double s);
   /// *this *= o, with o broadcast to this shape.
@@ -442,8 +458,6 @@ class Tensor {
   Tensor le(const Tensor& o) const;
   /// *this <= s.
   Tensor le(double s) const;
-  /// The product of two matrices (libtorch's Tensor::mm): ShapeError naming mm unless both are 2-D.
-  Tensor mm(const Tensor& o) const;
   /// select(0, i), libtorch's x[i]: a view without dim 0; x[i][j] chains. IndexError out of range.
   Tensor operator[](int64_t i) const;
   /// x[t] for a 0-d integer Tensor t: select(0, t.item()), as libtorch's (IndexError for another t).

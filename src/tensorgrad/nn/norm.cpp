@@ -10,11 +10,12 @@
 namespace tg {
 namespace nn {
 
-BatchNorm::BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
+NormBase::NormBase(const char* kind, int64_t num_features, double eps, double momentum, bool affine,
+                   bool track_running_stats)
     : num_features_(num_features), eps_(eps), momentum_(momentum), affine_(affine), track_(track_running_stats) {
-  TG_CHECK(num_features > 0, ShapeError, "BatchNorm: num_features must be positive, got ", num_features);
-  TG_CHECK(momentum >= 0 && momentum <= 1, Error, "BatchNorm: momentum must be in [0, 1], got ", momentum);
-  TG_CHECK(eps > 0, Error, "BatchNorm: eps must be positive, got ", eps);
+  TG_CHECK(num_features > 0, ShapeError, kind, ": num_features must be positive, got ", num_features);
+  TG_CHECK(momentum >= 0 && momentum <= 1, Error, kind, ": momentum must be in [0, 1], got ", momentum);
+  TG_CHECK(eps > 0, Error, kind, ": eps must be positive, got ", eps);
   if (affine) {
     weight = Tensor(prim::full({num_features}, 1.0));
     bias = Tensor(prim::full({num_features}, 0.0));
@@ -105,27 +106,6 @@ std::string GroupNorm::name() const {
   os << "GroupNorm(" << num_groups_ << ", " << num_channels_ << ", eps=" << eps_
      << ", affine=" << (affine_ ? "True" : "False") << ")";
   return os.str();
-}
-
-InstanceNorm::InstanceNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
-    : num_features_(num_features), eps_(eps), momentum_(momentum), affine_(affine), track_(track_running_stats) {
-  TG_CHECK(num_features > 0, ShapeError, "InstanceNorm: num_features must be positive, got ", num_features);
-  TG_CHECK(momentum >= 0 && momentum <= 1, Error, "InstanceNorm: momentum must be in [0, 1], got ", momentum);
-  TG_CHECK(eps > 0, Error, "InstanceNorm: eps must be positive, got ", eps);
-  if (affine) {
-    weight = Tensor(prim::full({num_features}, 1.0));
-    bias = Tensor(prim::full({num_features}, 0.0));
-    register_parameter("weight", weight);
-    register_parameter("bias", bias);
-  }
-  if (track_running_stats) {
-    running_mean = Tensor(prim::full({num_features}, 0.0));
-    running_var = Tensor(prim::full({num_features}, 1.0));
-    num_batches_tracked = Tensor(prim::full({}, 0.0, kInt64));
-    register_buffer("running_mean", running_mean);
-    register_buffer("running_var", running_var);
-    register_buffer("num_batches_tracked", num_batches_tracked);
-  }
 }
 
 Tensor InstanceNorm::forward(const Tensor& x) {

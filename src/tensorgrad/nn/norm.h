@@ -53,22 +53,39 @@ struct LayerNormOptions {
   bool elementwise_affine_ = true;          ///< See elementwise_affine().
 };
 
-/// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): weight (ones) and bias (zeros) of
-/// num_features when affine; buffers running_mean (zeros), running_var (ones) and
-/// num_batches_tracked (int64 0-d, counting training batches) when track_running_stats. In training
-/// mode the batch statistics normalize and the running ones are updated; in eval() the running ones
-/// normalize (the batch ones when not tracking).
-class BatchNorm : public Module {
+/// What the batch and instance normalizations share (PyTorch's _NormBase): weight (ones) and bias
+/// (zeros) of num_features when affine; buffers running_mean (zeros), running_var (ones) and
+/// num_batches_tracked (int64 0-d) when track_running_stats.
+class NormBase : public Module {
  public:
-  /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0.
-  BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
-  /// batch_norm(x, ...) after the rank check of the concrete class.
-  Tensor forward(const Tensor& x) override;
   Tensor weight;                ///< (num_features), registered as "weight"; undefined unless affine
   Tensor bias;                  ///< (num_features), registered as "bias"; undefined unless affine
-  Tensor running_mean;          ///< (num_features) buffer "running_mean"
-  Tensor running_var;           ///< (num_features) buffer "running_var"
-  Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"
+  Tensor running_mean;          ///< (num_features) buffer "running_mean"; undefined unless tracking
+  Tensor running_var;           ///< (num_features) buffer "running_var"; undefined unless tracking
+  Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"; undefined unless tracking
+ protected:
+  /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0; kind names
+  /// the layer in those messages ("BatchNorm").
+  NormBase(const char* kind, int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
+  /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
+  NormBase() = default;
+  int64_t num_features_;      ///< C
+  double eps_;                ///< added to the variance
+  double momentum_;           ///< weight of the batch statistics in the running ones
+  bool affine_;               ///< whether weight and bias exist
+  bool track_;                ///< whether the running statistics exist
+};
+
+/// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): NormBase's tensors, the buffer
+/// num_batches_tracked counting training batches. In training mode the batch statistics normalize and
+/// the running ones are updated; in eval() the running ones normalize (the batch ones when not tracking).
+class BatchNorm : public NormBase {
+ public:
+  /// See NormBase.
+  BatchNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
+      : NormBase("BatchNorm", num_features, eps, momentum, affine, track_running_stats) {}
+  /// batch_norm(x, ...) after the rank check of the concrete class.
+  Tensor forward(const Tensor& x) override;
  protected:
   /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
   BatchNorm() = default;
@@ -76,11 +93,6 @@ class BatchNorm : public Module {
   virtual void check_input(const Tensor& x) const = 0;
   /// "BatchNorm2d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string describe(const char* kind) const;
-  int64_t num_features_;      ///< C
-  double eps_;                ///< added to the variance (see batch_norm)
-  double momentum_;           ///< weight of the batch statistics in the running ones
-  bool affine_;               ///< whether weight and bias exist
-  bool track_;                ///< whether the running statistics exist
 };
 
 /// Batch normalization of (N, C) or (N, C, L) input (torch::nn::BatchNorm1d).
@@ -201,24 +213,18 @@ using InstanceNorm1dOptions = InstanceNormOptions;
 /// InstanceNorm2d's options (libtorch's name).
 using InstanceNorm2dOptions = InstanceNormOptions;
 
-/// What InstanceNorm1d and InstanceNorm2d share (PyTorch's _InstanceNorm): weight (ones) and bias
-/// (zeros) of num_features when affine; buffers running_mean (zeros), running_var (ones) and
-/// num_batches_tracked (int64 0-d, which, as in PyTorch, instance norm never counts up) when
-/// track_running_stats. In training, or when not tracking, each instance's statistics normalize and the
-/// running ones (if any) are updated; in eval() with tracking the running ones normalize. An unbatched
-/// input (no N) is normalized as a batch of one.
-class InstanceNorm : public Module {
+/// What InstanceNorm1d and InstanceNorm2d share (PyTorch's _InstanceNorm): NormBase's tensors
+/// (num_batches_tracked, as in PyTorch, never counts up). In training, or when not tracking, each
+/// instance's statistics normalize and the running ones (if any) are updated; in eval() with tracking
+/// the running ones normalize. An unbatched input (no N) is normalized as a batch of one.
+class InstanceNorm : public NormBase {
  public:
-  /// ShapeError unless num_features > 0; Error unless 0 <= momentum <= 1 and eps > 0.
-  InstanceNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats);
+  /// See NormBase.
+  InstanceNorm(int64_t num_features, double eps, double momentum, bool affine, bool track_running_stats)
+      : NormBase("InstanceNorm", num_features, eps, momentum, affine, track_running_stats) {}
   /// instance_norm(x, ...) after the rank check of the concrete class; ShapeError when the channels
   /// are not num_features and the layer has per-channel tensors (affine or tracking).
   Tensor forward(const Tensor& x) override;
-  Tensor weight;                ///< (num_features), registered as "weight"; undefined unless affine
-  Tensor bias;                  ///< (num_features), registered as "bias"; undefined unless affine
-  Tensor running_mean;          ///< (num_features) buffer "running_mean"; undefined unless tracking
-  Tensor running_var;           ///< (num_features) buffer "running_var"; undefined unless tracking
-  Tensor num_batches_tracked;   ///< 0-d int64 buffer "num_batches_tracked"; undefined unless tracking
  protected:
   /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
   InstanceNorm() = default;
@@ -228,11 +234,6 @@ class InstanceNorm : public Module {
   virtual const char* kind() const = 0;
   /// "InstanceNorm2d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
   std::string describe() const;
-  int64_t num_features_;      ///< C
-  double eps_;                ///< added to the variance (see instance_norm)
-  double momentum_;           ///< weight of the batch statistics in the running ones
-  bool affine_;               ///< whether weight and bias exist
-  bool track_;                ///< whether the running statistics exist
 };
 
 /// Instance normalization of (N, C, L) or unbatched (C, L) input (torch::nn::InstanceNorm1d).

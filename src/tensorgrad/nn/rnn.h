@@ -4,10 +4,10 @@
 /// PyTorch's parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), gate order, init and
 /// shapes, so that a PyTorch state_dict loads and gives PyTorch's outputs. Each step is composed of
 /// differentiable ops (linear, sigmoid, tanh, chunk): autograd differentiates through time, on every
-/// backend. Their forward returns libtorch's tuples, so a layer is called as `lstm->forward(x)` (or
-/// `lstm.forward(x)`); `lstm(x)` is Module's one-tensor call, which RNN, LSTM, GRU and LSTMCell do not
-/// implement (tg::Error). RNNCell and GRUCell return a Tensor and take `cell(x)` too. Defined in
-/// nn/rnn.cpp.
+/// backend. Their forward returns libtorch's tuples, and so does calling them: `lstm(x)`,
+/// `lstm->forward(x, state)` and `lstm.forward(x)` are one call (through a Module pointer, Module's
+/// one-tensor call is not implemented for RNN, LSTM, GRU and LSTMCell: tg::Error). RNNCell and GRUCell
+/// return a Tensor. Defined in nn/rnn.cpp.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -143,6 +143,8 @@ class RNN : public Cloneable<RNN>, private detail::RecurrentBase {
   /// hidden_size) or undefined for zeros -> (output (L, N, D hidden_size), h_n (D num_layers, N,
   /// hidden_size)), D = 2 when bidirectional. ShapeError / DTypeError in PyTorch's words.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
+  /// libtorch's rnn(x) (ModuleHolder's call): forward(input, h0).
+  std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = Tensor()) { return forward(input, h0); }
   /// "RNN(10, 20, num_layers=2)", PyTorch's repr.
   std::string name() const override;
   /// An RNN with the same options (for clone()).
@@ -167,6 +169,11 @@ class LSTM : public Cloneable<LSTM>, private detail::RecurrentBase {
   /// (output, (h_n, c_n)), libtorch's nesting.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          const std::tuple<Tensor, Tensor>& state = {});
+  /// libtorch's lstm(x) (ModuleHolder's call): forward(input, state).
+  std::tuple<Tensor, std::tuple<Tensor, Tensor>> operator()(const Tensor& input,
+                                                            const std::tuple<Tensor, Tensor>& state = {}) {
+    return forward(input, state);
+  }
   /// "LSTM(10, 20, num_layers=2, batch_first=True)", PyTorch's repr.
   std::string name() const override;
   /// An LSTM with the same options (for clone()).
@@ -188,6 +195,8 @@ class GRU : public Cloneable<GRU>, private detail::RecurrentBase {
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
   /// As RNN::forward.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
+  /// libtorch's gru(x) (ModuleHolder's call): forward(input, h0).
+  std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = Tensor()) { return forward(input, h0); }
   /// "GRU(10, 20)", PyTorch's repr.
   std::string name() const override;
   /// A GRU with the same options (for clone()).
@@ -274,6 +283,10 @@ class LSTMCell : public Cloneable<LSTMCell>, public detail::CellBase {
   explicit LSTMCell(const LSTMCellOptions& options);
   /// input as RNNCell's, state (h, c) (undefined: zeros) -> (h', c').
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state = {});
+  /// libtorch's cell(x) (ModuleHolder's call): forward(input, state).
+  std::tuple<Tensor, Tensor> operator()(const Tensor& input, const std::tuple<Tensor, Tensor>& state = {}) {
+    return forward(input, state);
+  }
   /// "LSTMCell(10, 20)".
   std::string name() const override;
   /// An LSTMCell with the same options (for clone()).

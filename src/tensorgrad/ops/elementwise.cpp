@@ -157,6 +157,24 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   });
 }
 
+void detail::check_alpha(const char* op, DType result, double alpha) {
+  TG_CHECK(result != kBool || alpha == 0.0 || alpha == 1.0, DTypeError, op,
+           ": Boolean alpha only supported for Boolean results.");
+  TG_CHECK(is_floating(result) || alpha == std::trunc(alpha), DTypeError, op,
+           ": For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+namespace {
+/// b alpha for a + alpha b, alpha checked against the result's dtype as PyTorch's alpha_check.
+Tensor scaled_by_alpha(const char* op, const Tensor& a, const Tensor& b, double alpha) {
+  detail::check_alpha(op, prim::result_type(a.data(), b.data()), alpha);
+  return alpha == 1.0 ? b : mul(b, scalar_like(alpha, b));
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) { return add(a, scaled_by_alpha("add", a, b, alpha)); }
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) { return sub(a, scaled_by_alpha("sub", a, b, alpha)); }
+
 Tensor mul(const Tensor& a, const Tensor& b) {
   RawTensor out = prim::mul(a.data(), b.data());
   // Keep an operand only if the *other* operand's gradient reads it.

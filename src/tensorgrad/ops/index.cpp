@@ -1,5 +1,7 @@
-// ops/index.cpp: index_select, gather and embedding with their scatter-add backwards. The index is
-// an int64 Tensor and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
+// ops/index.cpp: index_select, gather and embedding with their scatter-add backwards, and the
+// scatter-adds themselves as ops (scatter_add, index_add) whose gradients gather. The index is an int64
+// Tensor and gets no gradient. Kernels: Backend::index_select/index_add/gather/scatter_add.
+#include <algorithm>
 #include <string>
 
 #include "tensorgrad/prim/prim.h"
@@ -46,6 +48,96 @@ Tensor rules::gather_grad(const Tensor& grad, int64_t dim, const RawTensor& inde
   return rules::linear_backward("gather_backward", grad,
                                 [&](const RawTensor& gr) { return gather_grad(gr, dim, index, in_shape); },
                                 [index, dim](const Tensor& g2) { return gather(g2, dim, Tensor(index)); });
+}
+
+namespace {
+/// src's first index.size(d) entries along every d: what scatter_add reads (all of src when the shapes agree).
+template <class T>
+T read_part(const T& src, const Shape& index_shape) {
+  T part = src;
+  for (std::size_t d = 0; d < index_shape.size(); ++d)
+    if (part.shape()[d] != index_shape[d]) part = part.narrow(static_cast<int64_t>(d), 0, index_shape[d]);
+  return part;
+}
+}  // namespace
+
+// out = x; out[index[i][j]][j] += src[i][j] along dim 0 (likewise for other dims)
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "scatter_add";
+  TG_CHECK(x.defined() && index.defined() && src.defined(), Error, op, ": x, index and src must be defined");
+  dim = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  TG_CHECK(index.dtype() == kInt64, DTypeError, op, "(): Expected dtype int64 for index, got ", dtype_name(index.dtype()));
+  TG_CHECK(x.dtype() == src.dtype(), DTypeError, op, "(): Expected self.dtype to be equal to src.dtype (",
+           dtype_name(x.dtype()), " vs ", dtype_name(src.dtype()), ")");
+  prim::check_floating(op, x.data());   // the backends' scatter-adds are floating (PyTorch also adds integers)
+  TG_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), ShapeError, op,
+           "(): Index tensor must have the same number of dimensions as self and src tensors (self ",
+           shape_str(x.shape()), ", index ", shape_str(index.shape()), ", src ", shape_str(src.shape()), ")");
+  bool fits = true;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    fits = fits && index.size(d) <= src.size(d) && (d == dim || index.size(d) <= x.size(d));
+  TG_CHECK(fits, ShapeError, op, "(): Expected index ", shape_str(index.shape()), " to be smaller than self ",
+           shape_str(x.shape()), " apart from dimension ", dim, " and to be smaller size than src ",
+           shape_str(src.shape()));
+  RawTensor out = x.data().contiguous().clone();
+  if (index.numel() > 0) prim::scatter_add_(out, dim, index.data(), read_part(src.data(), index.shape()).contiguous());
+  const RawTensor idx = index.data();
+  const Shape src_shape = src.shape();
+  return record(op, out, {x, src}, [idx, dim, src_shape](const auto& grad, auto& g) {
+    if (g.need(0)) g.set(0, grad);   // d out / d x = 1
+    if (g.need(1)) {                 // d out[index[i]] / d src[i] = 1: the gradient gathered back
+      if constexpr (first_order_v<decltype(g)>) {
+        RawTensor ds = prim::full(src_shape, 0.0, grad.dtype(), grad.device());
+        if (idx.numel() > 0) prim::copy_(read_part(ds, idx.shape()), prim::gather(grad.contiguous(), dim, idx));
+        g.set(1, ds);
+      } else {
+        const Tensor part = gather(grad, dim, Tensor(idx));
+        std::vector<int64_t> widths;   // pad's order: the last dim's (before, after) first
+        for (std::size_t d = src_shape.size(); d-- > 0;) {
+          widths.push_back(0);
+          widths.push_back(src_shape[d] - idx.shape()[d]);
+        }
+        g.set(1, part.shape() == src_shape ? part : pad(part, widths));
+      }
+    }
+  });
+}
+
+// out = x; out.index_select(dim, index) += alpha src
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha) {
+  const char* op = "index_add";
+  TG_CHECK(x.defined() && index.defined() && src.defined(), Error, op, ": x, index and src must be defined");
+  TG_CHECK(x.dim() >= 1, ShapeError, op, "(): expected self of at least 1 dim, got a 0-d tensor");
+  dim = wrap_dim(dim, x.dim(), op);
+  TG_CHECK(index.dtype() == kInt64, DTypeError, op, "(): Expected dtype int64 for index, got ", dtype_name(index.dtype()));
+  TG_CHECK(index.dim() <= 1, IndexError, op, "(): Index is supposed to be a vector, got ", index.dim(), "-D index");
+  TG_CHECK(x.dtype() == src.dtype(), DTypeError, op, "(): self (", dtype_name(x.dtype()), ") and source (",
+           dtype_name(src.dtype()), ") must have the same scalar type");
+  prim::check_floating(op, x.data());   // as scatter_add
+  TG_CHECK(src.dim() == x.dim() && src.size(dim) == index.numel(), ShapeError, op, "(): Number of indices (",
+           index.numel(), ") should be equal to source.size(dim): (", src.dim() == x.dim() ? src.size(dim) : -1,
+           "), for dim: ", dim);
+  Shape want = x.shape();
+  want[static_cast<std::size_t>(dim)] = index.numel();
+  TG_CHECK(src.shape() == want, ShapeError, op, "(): source ", shape_str(src.shape()), " should have self's shape ",
+           shape_str(x.shape()), " off dim ", dim);
+  detail::check_alpha(op, x.dtype(), alpha);
+  const RawTensor idx = index.data().reshape({index.numel()});
+  RawTensor out = x.data().contiguous().clone();
+  const RawTensor s = alpha == 1.0 ? src.data() : prim::mul(src.data(), prim::scalar_like(alpha, src.data()));
+  if (idx.numel() > 0) prim::index_add_(out, dim, idx, s.contiguous());
+  return record(op, out, {x, src}, [idx, dim, alpha](const auto& grad, auto& g) {
+    if (g.need(0)) g.set(0, grad);
+    if (g.need(1)) {   // d out[index[k]] / d src[k] = alpha
+      if constexpr (first_order_v<decltype(g)>) {
+        const RawTensor picked = prim::index_select(grad, dim, idx);
+        g.set(1, alpha == 1.0 ? picked : prim::mul(picked, prim::scalar_like(alpha, picked)));
+      } else {
+        const Tensor picked = index_select(grad, dim, Tensor(idx));
+        g.set(1, alpha == 1.0 ? picked : picked * alpha);
+      }
+    }
+  });
 }
 
 // input (*) int64, weight (V, D) -> out (*, D): out[i] = weight[input[i]]

@@ -73,6 +73,14 @@ Tensor& Tensor::mul_(const Tensor& o) {
   return *this;
 }
 
+Tensor& Tensor::add_(const Tensor& o, double alpha) {
+  detail::check_alpha("add_", dtype(), alpha);   // the result has this dtype
+  return add_(alpha == 1.0 ? o : tg::mul(o, scalar_like(alpha, o)));
+}
+Tensor& Tensor::sub_(const Tensor& o, double alpha) {
+  detail::check_alpha("sub_", dtype(), alpha);
+  return sub_(alpha == 1.0 ? o : tg::mul(o, scalar_like(alpha, o)));
+}
 Tensor& Tensor::add_(double s) { return add_(scalar_like(s, *this)); }
 Tensor& Tensor::sub_(double s) { return sub_(scalar_like(s, *this)); }
 Tensor& Tensor::mul_(double s) { return mul_(scalar_like(s, *this)); }

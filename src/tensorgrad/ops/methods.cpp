@@ -13,6 +13,8 @@ Tensor scalar_like(double value, const Tensor& like) { return Tensor(prim::scala
 
 Tensor Tensor::add(const Tensor& o) const { return tg::add(*this, o); }
 Tensor Tensor::sub(const Tensor& o) const { return tg::sub(*this, o); }
+Tensor Tensor::add(const Tensor& o, double alpha) const { return tg::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, double alpha) const { return tg::sub(*this, o, alpha); }
 Tensor Tensor::mul(const Tensor& o) const { return tg::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return tg::div(*this, o); }
 Tensor Tensor::pow(const Tensor& o) const { return tg::pow(*this, o); }
@@ -38,6 +40,10 @@ ValuesWithIndices Tensor::min(int64_t dim, bool keepdim) const { return tg::min(
 Tensor Tensor::argmax() const { return tg::argmax(*this); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return tg::argmax(*this, dim, keepdim); }
 Tensor Tensor::matmul(const Tensor& o) const { return tg::matmul(*this, o); }
+Tensor Tensor::mm(const Tensor& o) const { return tg::mm(*this, o); }
+Tensor Tensor::bmm(const Tensor& o) const { return tg::bmm(*this, o); }
+Tensor Tensor::dot(const Tensor& o) const { return tg::dot(*this, o); }
+Tensor Tensor::outer(const Tensor& o) const { return tg::outer(*this, o); }
 Tensor Tensor::reshape(const Shape& s) const { return tg::reshape(*this, s); }
 Tensor Tensor::view(const Shape& s) const { return tg::view(*this, s); }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return tg::transpose(*this, d0, d1); }
@@ -66,12 +72,6 @@ Tensor Tensor::ge(const Tensor& o) const { return tg::ge(*this, o); }
 Tensor Tensor::ge(double s) const { return tg::ge(*this, scalar_like(s, *this)); }
 Tensor Tensor::le(const Tensor& o) const { return tg::le(*this, o); }
 Tensor Tensor::le(double s) const { return tg::le(*this, scalar_like(s, *this)); }
-
-Tensor Tensor::mm(const Tensor& o) const {
-  TG_CHECK(dim() == 2, ShapeError, "mm: self must be a matrix (got a ", dim(), "-D tensor)");
-  TG_CHECK(o.dim() == 2, ShapeError, "mm: mat2 must be a matrix (got a ", o.dim(), "-D tensor)");
-  return tg::matmul(*this, o);
-}
 
 Tensor Tensor::operator[](int64_t i) const { return select(0, i); }
 Tensor Tensor::operator[](const Tensor& i) const {

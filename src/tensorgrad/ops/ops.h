@@ -38,8 +38,13 @@ constexpr Reduction kSum = Reduction::Sum;
 
 /// a + b (torch.add).
 Tensor add(const Tensor& a, const Tensor& b);
+/// a + alpha b (torch.add(input, other, alpha=...)). As PyTorch, DTypeError for a fractional alpha with
+/// an integer or bool result and for a non-bool alpha with a bool one.
+Tensor add(const Tensor& a, const Tensor& b, double alpha);
 /// a - b (torch.sub).
 Tensor sub(const Tensor& a, const Tensor& b);
+/// a - alpha b (torch.sub(input, other, alpha=...)); alpha checked as add's.
+Tensor sub(const Tensor& a, const Tensor& b, double alpha);
 /// a * b elementwise (torch.mul).
 Tensor mul(const Tensor& a, const Tensor& b);
 /// a / b elementwise (torch.div), true division: integer and bool operands give float32.
@@ -393,6 +398,17 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /// out[i][j] = x[index[i][j]][j] for dim 0, x[i][index[i][j]] for dim 1 (torch.gather): index (int64)
 /// has x's rank, sizes no larger than x's off dim, entries in [0, x.size(dim)); out has index's shape.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// x with src added at index along dim (torch.scatter_add): out[index[i][j]][j] += src[i][j] for dim 0,
+/// repeated indices adding up; index (int64) has x's rank and sizes no larger than src's, nor than x's
+/// off dim (only src's first index.size(d) entries along each d are read). x and src of one floating
+/// dtype (PyTorch also takes integers).
+/// Gradients: x's is the output's, src's gathers it at index (zeros where src is not read).
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// x with alpha src added at the entries index names along dim (torch.index_add): index 0-d or 1-D
+/// int64 of src.size(dim) entries in [0, x.size(dim)), src x's shape off dim, floating as scatter_add's;
+/// repeated indices add up.
+/// Gradients: x's is the output's, src's the output's gradient index_select-ed, times alpha.
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha = 1.0);
 /// input (*) int64 with entries in [0, V), weight (V, D) -> (*, D): the rows of weight that input
 /// names (torch.nn.functional.embedding). weight's gradient is dense: the output gradient's rows added
 /// into the rows they were read from (index_add), except the row padding_idx (negative counts from
@@ -816,5 +832,11 @@ bool equal(const Tensor& a, const Tensor& b);
 /// A 0-d constant on like's device, of prim::scalar_dtype(value, like's dtype) (scalar operands of
 /// the operators above).
 Tensor scalar_like(double value, const Tensor& like);
+
+namespace detail {
+/// PyTorch's alpha_check for add and sub with alpha: DTypeError naming op for a fractional alpha with
+/// an integer or bool result dtype, and for a non-bool alpha with a bool one.
+void check_alpha(const char* op, DType result, double alpha);
+}  // namespace detail
 
 }  // namespace tg
