@@ -174,3 +174,19 @@ TEST_CASE("linalg: the methods a.mm(b), a.bmm(b), a.dot(b), a.outer(b) are the f
   testing::check_close(u.outer(v), tg::outer(u, v), 0, 0);
   CHECK(u.outer(v).shape() == tg::Shape{3, 3});
 }
+
+TEST_CASE("linalg: matmul's results are not views, and counts beyond int64 are refused") {
+  // a product reshaped to the result's shape is a fresh result (PyTorch's _unsafe_view): in place ok
+  const tg::Tensor v = testing::vals(3, 0.5, 1.0, {3}, true);
+  tg::Tensor d = tg::matmul(v, v);   // 0-d
+  d.mul_(tg::scalar_like(2.0, d));
+  d.backward();
+  testing::check_close(v.grad(), v.detach() * 4.0, 1e-15, 0);   // d(2 v.v)/dv = 4 v
+  tg::Tensor m = tg::matmul(testing::vals(24, 0.1, 0.3, {2, 1, 3, 4}, true), testing::vals(4, 0.2, 0.5, {4}));
+  m.add_(tg::ones({2, 1, 3}, tg::kFloat64));
+  CHECK(m.shape() == tg::Shape{2, 1, 3});
+  // a batch of 5 x 2^62 entries (the operands hold no elements: a dim of size 0) overflows int64
+  const int64_t huge = int64_t{1} << 62;
+  TG_CHECK_THROWS(tg::matmul(tg::zeros({1, huge, 0, 2}), tg::zeros({5, 1, 2, 2})), tg::ShapeError,
+                  "matmul: the product of [1, 4611686018427387904, 0, 2] and [5, 1, 2, 2] has more elements than int64 can count");
+}

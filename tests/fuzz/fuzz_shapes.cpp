@@ -64,8 +64,9 @@ struct Reader {
 struct Ref {
   bool error = false;
   Shape shape;
-  static Ref fail() { return Ref{true, {}}; }
-  static Ref ok(Shape s) { return Ref{false, std::move(s)}; }
+  bool huge = false;   // valid, but the op would compute an intermediate of more than kMaxElems elements
+  static Ref fail() { return Ref{true, {}, false}; }
+  static Ref ok(Shape s) { return Ref{false, std::move(s), false}; }
 };
 
 /// Exact element count; false for a negative size or more than int64 can count. Zero wins over overflow.
@@ -110,23 +111,50 @@ Ref ref_broadcast(const Shape& a, const Shape& b) {
   return Ref::ok(out);
 }
 
-/// torch.matmul: 1-D operands get a dim of 1 that the result drops, the batch dims broadcast.
+/// torch.matmul: 1-D operands get a dim of 1 that the result drops, the batch dims broadcast. Refused
+/// as ops/linalg.cpp refuses: element counts beyond int64 (a 0 anywhere counts 0), GEMM dims beyond int
+/// (the rows being the batch times M where they are folded).
 Ref ref_matmul(const Shape& a, const Shape& b) {
+  const int64_t kIntMax = std::numeric_limits<int>::max();
+  if ((a.size() == 2 || a.size() == 3) && (b.size() == 2 || b.size() == 3)) {   // one GEMM, as prim::matmul checks it
+    const int64_t M = a[a.size() - 2], K = a.back(), K2 = b[b.size() - 2], N = b.back();
+    if (K != K2) return Ref::fail();
+    const int64_t Ba = a.size() == 3 ? a[0] : 1, Bb = b.size() == 3 ? b[0] : 1;
+    if (Ba != Bb && Ba != 1 && Bb != 1) return Ref::fail();
+    if (M > kIntMax || N > kIntMax || K > kIntMax) return Ref::fail();
+    if (a.size() == 3 || b.size() == 3) return Ref::ok({Ba == 1 ? Bb : Ba, M, N});   // a batch of 1 broadcasts
+    return Ref::ok({M, N});
+  }
   if (a.empty() || b.empty()) return Ref::fail();
-  if (a.size() == 1 && b.size() == 1) return a[0] == b[0] ? Ref::ok({}) : Ref::fail();
+  if (a.size() == 1 && b.size() == 1) return a[0] == b[0] && a[0] <= kIntMax ? Ref::ok({}) : Ref::fail();
   Shape A = a, B = b;
   if (a.size() == 1) A.insert(A.begin(), 1);
   if (b.size() == 1) B.push_back(1);
   const int64_t M = A[A.size() - 2], K = A.back(), K2 = B[B.size() - 2], N = B.back();
   if (K != K2) return Ref::fail();
-  const int64_t kIntMax = std::numeric_limits<int>::max();
-  if (M > kIntMax || N > kIntMax || K > kIntMax) return Ref::fail();
-  const Ref batch = ref_broadcast(Shape(A.begin(), A.end() - 2), Shape(B.begin(), B.end() - 2));
+  const Shape b_batch(B.begin(), B.end() - 2);
+  const Ref batch = ref_broadcast(Shape(A.begin(), A.end() - 2), b_batch);
   if (batch.error) return batch;
+  int64_t count = 0, rows = 0, b_count = 0, n = 0;
+  if (!exact_numel(batch.shape, &count) || !exact_numel({count, M}, &rows) || !exact_numel({count, M, K}, &n) ||
+      !exact_numel({count, K, N}, &n) || !exact_numel({count, M, N}, &n))
+    return Ref::fail();
+  // folded: a (above 3-D) times a vector, or times a b without batch entries
+  const bool fold = b.size() == 1 ? a.size() > 3 : exact_numel(b_batch, &b_count) && b_count == 1;
+  if ((fold ? rows : M) > kIntMax || N > kIntMax || K > kIntMax) return Ref::fail();
+  // an operand with batch entries of its own but not the whole batch is expanded to it and copied
+  const Shape a_batch(A.begin(), A.end() - 2);
+  int64_t a_count = 0, a_expanded = 0, b_expanded = 0;
+  const bool a_copied = !(exact_numel(a_batch, &a_count) && a_count == 1) && a_batch != batch.shape;
+  const bool b_copied = !fold && b_batch != batch.shape;
+  exact_numel({count, M, K}, &a_expanded);
+  exact_numel({count, K, N}, &b_expanded);
   Shape out = batch.shape;
   if (a.size() > 1) out.push_back(M);
   if (b.size() > 1) out.push_back(N);
-  return Ref::ok(out);
+  Ref r = Ref::ok(out);
+  r.huge = (a_copied && a_expanded > kMaxElems) || (b_copied && b_expanded > kMaxElems);
+  return r;
 }
 
 Ref ref_reduce_dim(const Shape& s, int64_t dim, bool keepdim, bool needs_nonempty) {
@@ -318,7 +346,7 @@ struct Case {
     if (verbose) std::fprintf(stderr, "%s: reference %s\n", what().c_str(), ref.error ? "error" : tg::shape_str(ref.shape).c_str());
     // Huge results, or huge inputs that a non-view op would really walk, are skipped unless an error is expected.
     if (!ref.error) {
-      bool skip = numel_or_max(ref.shape) > kMaxElems;
+      bool skip = ref.huge || numel_or_max(ref.shape) > kMaxElems;
       for (const Operand& o : operands) skip = skip || (!metadata_only && o.v.numel() > kMaxElems);
       if (skip) {
         if (verbose) std::fprintf(stderr, "  skipped: too many elements to compute\n");

@@ -49,6 +49,10 @@
 // twice in one region gets two rounded float32 gradients, summed in float32 (PyTorch sums the cast's
 // two bfloat16 gradients in bfloat16). Other devices, and operands of other dtypes (float16 in a
 // bfloat16 region; float64, which stays as it is), take the cast path.
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
@@ -179,11 +183,43 @@ Tensor matmul_batched(const Tensor& a_in, const Tensor& b_in) {
   });
 }
 
-/// The product of the dims of s in [begin, end).
-int64_t size_product(const Shape& s, std::size_t begin, std::size_t end) {
+/// The product of vs (1 for none), 0 when one of them is 0 whatever the others, -1 when it overflows
+/// int64 (a shape with a 0 may hold dims whose product does).
+int64_t count_of(const int64_t* begin, const int64_t* end) {
+  if (std::find(begin, end, int64_t{0}) != end) return 0;
   int64_t n = 1;
-  for (std::size_t i = begin; i < end; ++i) n *= s[i];
+  for (const int64_t* v = begin; v != end; ++v)
+    if (__builtin_mul_overflow(n, *v, &n)) return -1;
   return n;
+}
+/// See count_of above.
+int64_t count_of(std::initializer_list<int64_t> vs) { return count_of(vs.begin(), vs.end()); }
+/// The product of s's dims, as count_of.
+int64_t count_of(const Shape& s) { return count_of(s.data(), s.data() + s.size()); }
+
+/// The number of batch entries of a product over the broadcast batch, after checking that it and the
+/// element counts the product goes through (each operand expanded to the batch, the result) fit in
+/// int64, and that the GEMM's dims fit the BLAS's int (the rows B M when the batch is folded into
+/// them): ShapeError naming the shapes otherwise (dims of size 0 count 0).
+int64_t checked_batch(const Shape& batch, int64_t M, int64_t K, int64_t N, bool fold_rows, const Shape& as,
+                      const Shape& bs) {
+  const int64_t B = count_of(batch);
+  const bool fits = B >= 0 && count_of({B, M}) >= 0 && count_of({B, M, K}) >= 0 && count_of({B, K, N}) >= 0 &&
+                    count_of({B, M, N}) >= 0;
+  TG_CHECK(fits, ShapeError, "matmul: the product of ", shape_str(as), " and ", shape_str(bs),
+           " has more elements than int64 can count");
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  TG_CHECK((fold_rows ? count_of({B, M}) : M) <= kIntMax && N <= kIntMax && K <= kIntMax, ShapeError,
+           "matmul: matrix dimensions above 2^31-1 are not supported (", shape_str(as), " and ", shape_str(bs), ")");
+  return B;
+}
+
+/// t, a reshape of a product nobody else holds, as a fresh result rather than a view (PyTorch's
+/// _unsafe_view in matmul): in-place ops may write it, as they may write any op's result. Safe because
+/// no rule reads the product's values (matmul's saves its operands, reshape's nothing).
+Tensor not_a_view(Tensor t) {
+  if (t.impl()) t.impl()->is_view = false;
+  return t;
 }
 
 /// s without its last `drop` dims.
@@ -204,13 +240,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 1) {   // (K) . (K) -> 0-d
     TG_CHECK(bs[0] == K, ShapeError, "matmul: inconsistent tensor size, expected tensor [", K, "] and src [", bs[0],
              "] to have the same number of elements, but got ", K, " and ", bs[0], " elements respectively");
-    return reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{});
+    return not_a_view(reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{}));
   }
   if (db == 1) {   // (..., M, K) @ (K) -> (..., M): a times the column (K, 1), above 3-D with the rows folded
-    const int64_t rows = size_product(as, 0, da - 1);
-    TG_CHECK(bs[0] == K, ShapeError, "matmul: size mismatch, got input (", rows, "), mat (", shape_x(as), "), vec (",
-             bs[0], ")");
-    return reshape(matmul_batched(da <= 3 ? a : reshape(a, {rows, K}), reshape(b, {K, 1})), leading(as, 1));
+    TG_CHECK(bs[0] == K, ShapeError, "matmul: size mismatch, got input (", count_of(leading(as, 1)), "), mat (",
+             shape_x(as), "), vec (", bs[0], ")");
+    const int64_t rows = count_of({checked_batch(leading(as, 2), as[da - 2], K, 1, /*fold_rows=*/da > 3, as, bs), as[da - 2]});
+    return not_a_view(reshape(matmul_batched(da <= 3 ? a : reshape(a, {rows, K}), reshape(b, {K, 1})), leading(as, 1)));
   }
   // From here b is at least 2-D; a 1-D a is the row (1, K) that the result drops.
   const Shape a2 = da == 1 ? Shape{1, K} : as;
@@ -222,9 +258,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape out = batch;
   if (da > 1) out.push_back(M);
   out.push_back(N);
-  const int64_t B = size_product(batch, 0, batch.size());
-  if (size_product(b_batch, 0, b_batch.size()) == 1) {   // b without a batch: a's batch folded into its rows
-    return reshape(matmul_batched(reshape(a, {B * M, K}), reshape(b, {K, N})), out);
+  const int64_t B = checked_batch(batch, M, K, N, /*fold_rows=*/count_of(b_batch) == 1, as, bs);
+  if (count_of(b_batch) == 1) {   // b without a batch: a's batch folded into its rows
+    return not_a_view(reshape(matmul_batched(reshape(a, {count_of({B, M}), K}), reshape(b, {K, N})), out));
   }
   // x (batch_x..., R, C) as (B, R, C): expanded to the broadcast batch first where its batch differs
   auto flat_batch = [&](const Tensor& x, const Shape& x_batch, int64_t R, int64_t C) {
@@ -234,9 +270,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     full.push_back(C);
     return reshape(expand(x, full), {B, R, C});
   };
-  const Tensor a3 = size_product(a_batch, 0, a_batch.size()) == 1 ? reshape(a, {M, K})   // shared by every batch entry
+  const Tensor a3 = count_of(a_batch) == 1 ? reshape(a, {M, K})   // shared by every batch entry
                                                                   : flat_batch(a, a_batch, M, K);
-  return reshape(matmul_batched(a3, flat_batch(b, b_batch, K, N)), out);
+  return not_a_view(reshape(matmul_batched(a3, flat_batch(b, b_batch, K, N)), out));
 }
 
 // a (M, K) @ b (K, N) -> (M, N), 2-D only (torch.mm)
@@ -271,7 +307,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   TG_CHECK(b.shape()[0] == K, ShapeError, "dot: inconsistent tensor size, expected tensor [", K, "] and src [",
            b.shape()[0], "] to have the same number of elements, but got ", K, " and ", b.shape()[0],
            " elements respectively");
-  return reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{});
+  return not_a_view(reshape(matmul_batched(reshape(a, {1, K}), reshape(b, {K, 1})), Shape{}));
 }
 
 // a (M) x b (N) -> (M, N), out[i][j] = a[i] * b[j] (torch.outer): a broadcast mul, so any dtype mul takes
