@@ -16,6 +16,9 @@
 // does; a left operand without a batch times an N-D right one is the 2-D @ 3-D product; otherwise
 // both are expanded to the broadcast batch and flattened to 3-D (a copy where an operand is broadcast or
 // not viewable, as PyTorch's expand + reshape). 2-D and 3-D operands take matmul_batched directly.
+// The reshaped product is returned as a fresh result, not a view (PyTorch's _unsafe_view), so in-place
+// ops may write it; the element counts on the way (the batch, the folded rows, each operand expanded,
+// the result) are checked against int64, a dim of 0 making a count 0 whatever the others.
 //
 // Note [Autocast saves the caller's input]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
