@@ -17,15 +17,8 @@ namespace nn = tg::nn;
 
 namespace {
 
-/// sin(0.7 i + seed) over the flattened tensor, float64: the inputs and weights of the script.
 Tensor fill(const tg::Shape& shape, double seed, bool requires_grad = true) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(0.7 * static_cast<double>(i) + seed);
-  Tensor x = tg::from_vector(v, shape);
-  x.set_requires_grad(requires_grad);
-  return x;
+  return testing::sin_fill(shape, seed, requires_grad);
 }
 
 /// The values the script recorded under name.

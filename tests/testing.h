@@ -209,6 +209,18 @@ inline bool require_cuda() {
 /// The closed-form values the tests against PyTorch use, so that the Python printing the reference is
 /// short: vals(n, a, b)[i] = a + b sin(1.3 i + 0.4) as a float64 tensor of `shape` (a leaf requiring grad
 /// when grad); in Python `a + b * torch.sin(1.3 * torch.arange(n, dtype=torch.float64) + 0.4)`.
+/// sin(0.7 i + seed) over the flattened tensor, float64, a leaf requiring grad unless told not to:
+/// the inputs and weights of tests/data/layers_reference.py and layers_extra_reference.py.
+inline tg::Tensor sin_fill(const tg::Shape& shape, double seed, bool requires_grad = true) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = std::sin(0.7 * static_cast<double>(i) + seed);
+  tg::Tensor x = tg::from_vector(v, shape);
+  x.set_requires_grad(requires_grad);
+  return x;
+}
+
 inline tg::Tensor vals(int64_t n, double a, double b, const tg::Shape& shape, bool grad = false) {
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + b * std::sin(1.3 * static_cast<double>(i) + 0.4);
