@@ -30,6 +30,7 @@
 #include "tensorgrad/core/torch_check.h"
 #include "tensorgrad/backend/info.h"
 #include "tensorgrad/core/memory.h"
+#include "tensorgrad/prim/cuda_graph.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/autograd/saved_hooks.h"
 #include "tensorgrad/autograd/tensor.h"

@@ -212,3 +212,81 @@ TEST_CASE("cuda allocator: passthrough mode rounds only to 4 bytes and caches no
   a.deallocate(r);
   CHECK(dev.in_use == 0);
 }
+
+// Note [Graph pools]: during a capture every block comes from the graph's pool and goes back there,
+// blocks of the ordinary cache are not used, nothing is freed, and after the last release the pool's
+// blocks join the ordinary cache.
+TEST_CASE("cuda allocator: graph pools keep a capture's blocks from everyone else until released") {
+  FakeDevice dev(64 * kMiB);
+  CachingAllocator a(dev.raw(), "cuda:0", true);
+  void* cached = a.allocate(4 * kKiB);
+  a.deallocate(cached);   // a cached block in the ordinary cache
+  REQUIRE(a.cached_blocks(true) == 1);
+
+  a.begin_capture(7);
+  CHECK(a.capture_pool() == 7);
+  void* t = a.allocate(4 * kKiB);
+  CHECK(t != cached);   // the ordinary cache is not used during a capture
+  void* out = a.allocate(4 * kKiB);
+  a.deallocate(t);      // a temporary of the graph: back to its pool...
+  void* again = a.allocate(4 * kKiB);
+  CHECK(again == t);    // ...and reusable within the same capture
+  a.deallocate(again);
+  a.empty_cache();      // nothing is freed during a capture
+  CHECK(dev.frees == 0);
+  a.end_capture();
+  CHECK(a.capture_pool() == 0);
+  CHECK(a.pool_cached_blocks(7) == 1);
+
+  // Eager allocations after the capture do not get the graph's blocks.
+  void* eager1 = a.allocate(4 * kKiB);
+  void* eager2 = a.allocate(4 * kKiB);
+  CHECK(eager1 == cached);
+  CHECK(eager2 != t);
+  CHECK(eager2 != out);
+  // A second capture into the same pool reuses them; a capture into another pool does not.
+  a.begin_capture(7);
+  CHECK(a.allocate(4 * kKiB) == t);
+  a.end_capture();
+  a.begin_capture(8);
+  void* other = a.allocate(4 * kKiB);
+  CHECK(other != t);
+  a.end_capture();
+  CHECK_THROWS_AS(a.begin_capture(0), tg::Error);
+
+  // Two captures into pool 7 made it two users: it lives until both release it.
+  a.deallocate(t);
+  a.release_pool(7);
+  CHECK(a.pool_cached_blocks(7) == 1);
+  a.release_pool(7);
+  CHECK(a.pool_cached_blocks(7) == 0);   // its cached block joined the ordinary cache
+  a.deallocate(out);                     // a live block of the released pool goes there too
+  const std::size_t ordinary = a.cached_blocks(true);
+  CHECK(ordinary == 2);
+  void* reused = a.allocate(4 * kKiB);
+  CHECK((reused == t || reused == out));
+  a.deallocate(reused);
+  a.deallocate(eager1);
+  a.deallocate(eager2);
+  a.release_pool(8);
+  a.deallocate(other);
+  CHECK(a.stats().allocated == 0);
+
+  CachingAllocator passthrough(dev.raw(), "cuda:0", false);
+  CHECK_THROWS_WITH_AS(passthrough.begin_capture(1), doctest::Contains("passthrough"), tg::Error);
+}
+
+TEST_CASE("cuda allocator: an out-of-memory inside a capture raises at once, freeing nothing") {
+  FakeDevice dev(4 * kMiB);
+  CachingAllocator a(dev.raw(), "cuda:0", true);
+  void* big = a.allocate(3 * kMiB);   // 4 MiB rounded: the device is full
+  a.deallocate(big);                  // cached, not freed
+  a.begin_capture(3);
+  CHECK_THROWS_AS(a.allocate(2 * kMiB), tg::OutOfMemoryError);
+  CHECK(dev.frees == 0);   // no release-and-retry: cudaFree is illegal during a capture
+  a.end_capture();
+  a.release_pool(3);
+  void* p = a.allocate(2 * kMiB);   // outside the capture the retry frees the cache
+  CHECK(p != nullptr);
+  a.deallocate(p);
+}

@@ -48,17 +48,47 @@
 // Copies from pageable host memory are staged at the call, as the driver does, so reusing such a
 // buffer at once is correct. Position n of a stream is "after its first n operations"; an event
 // records (stream, position).
+//
+// Note [Graphs on the emulator]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// cudaStreamBeginCapture turns a stream into a recorder: every kernel launch, copy and memset queued
+// on it becomes a node of the capture's graph instead of running. cudaGraphInstantiate copies the
+// nodes; cudaGraphLaunch queues them on a stream as one unit of work that runs them in capture order
+// with the arguments they were captured with (the same pointers, the same by-value scalars), as a
+// replay does on a GPU. What the runtime refuses during a capture is refused here with its error
+// codes: synchronizing the capturing stream (cudaErrorStreamCaptureUnsupported, and the capture is
+// invalidated, so cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated); the potentially
+// unsafe calls cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaMemcpy and
+// cudaDeviceSynchronize from a thread that has a capture in global or thread-local mode, or while any
+// thread has one in global mode, unless the calling thread exchanged its mode for relaxed
+// (cudaThreadExchangeStreamCaptureMode); a copy between pageable host memory and a capturing stream;
+// querying an event recorded in a capture (cudaErrorCapturedEvent); and a wait that joins a captured
+// and an uncaptured stream (cudaErrorStreamCaptureIsolation). Only one stream per capture: the
+// emulator does not fork a capture into other streams through events.
+struct CUgraph_st {
+  std::vector<std::function<void()>> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> nodes;
+};
+
 struct CUstream_st {
-  int device;
+  int device = 0;
   std::deque<std::function<void()>> queue;
   std::uint64_t enqueued = 0, executed = 0;
   bool running = false;
+  CUgraph_st* capture = nullptr;   // non-null while the stream is capturing (Note [Graphs on the emulator])
+  cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+  std::thread::id capture_thread;
+  bool capture_invalid = false;
 };
 
 struct CUevent_st {
   int device;
   CUstream_st* stream = nullptr;   // of the last record; nullptr: never recorded (complete)
   std::uint64_t position = 0;
+  const CUgraph_st* captured = nullptr;   // the capture its last record happened in, if any
 };
 
 namespace tg_emu {
@@ -233,7 +263,8 @@ Region locate(const void* p, std::size_t n, const char* what) {
 CUstream_st* default_stream(int device) {
   DeviceState& d = state().devices[static_cast<std::size_t>(device)];
   if (d.default_stream == nullptr) {
-    d.default_stream = new CUstream_st{device, {}, 0, 0, false};
+    d.default_stream = new CUstream_st();
+    d.default_stream->device = device;
     state().streams.insert(d.default_stream);
   }
   return d.default_stream;
@@ -263,6 +294,25 @@ void flush_device(int device) {
 }
 void flush_all() {
   for (const CUstream_st* s : state().streams) flush(const_cast<CUstream_st*>(s));
+}
+
+thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
+
+/// Whether a potentially unsafe call (`what`) from this thread must be refused because of a capture
+/// (Note [Graphs on the emulator]); the captures it would disturb are invalidated.
+bool refuse_during_capture(const char* what) {
+  if (t_capture_mode == cudaStreamCaptureModeRelaxed) return false;
+  bool refused = false;
+  for (const CUstream_st* c : state().streams) {
+    auto* s = const_cast<CUstream_st*>(c);
+    if (s->capture == nullptr || s->capture_mode == cudaStreamCaptureModeRelaxed) continue;
+    if (s->capture_mode == cudaStreamCaptureModeGlobal || s->capture_thread == std::this_thread::get_id()) {
+      s->capture_invalid = true;
+      refused = true;
+    }
+  }
+  if (refused) trace(std::string(what) + " refused during a stream capture (the capture is invalidated)");
+  return refused;
 }
 
 /// The error queued work on `device` ran into (cleared): what the next synchronizing call returns.
@@ -621,6 +671,10 @@ CUstream_st* stream_of(cudaStream_t stream) {
 int device_of(const CUstream_st* stream) { return stream->device; }
 
 void submit(CUstream_st* s, std::function<void()> op) {
+  if (s->capture != nullptr) {   // Note [Graphs on the emulator]: recorded, not run
+    if (!s->capture_invalid) s->capture->nodes.push_back(std::move(op));
+    return;
+  }
   s->queue.push_back(std::move(op));
   ++s->enqueued;
   if (!config().deferred) flush(s);
@@ -851,6 +905,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 
 cudaError_t cudaDeviceSynchronize() {
   Lock lock(api_mutex());
+  if (tg_emu::refuse_during_capture("cudaDeviceSynchronize")) return fail(cudaErrorStreamCaptureUnsupported);
   tg_emu::flush_device(tg_emu::t_device);
   return tg_emu::take_pending(tg_emu::t_device);
 }
@@ -885,6 +940,12 @@ const char* cudaGetErrorName(cudaError_t error) {
     TG_EMU_NAME(cudaErrorNotReady)
     TG_EMU_NAME(cudaErrorIllegalAddress)
     TG_EMU_NAME(cudaErrorLaunchFailure)
+    TG_EMU_NAME(cudaErrorIllegalState)
+    TG_EMU_NAME(cudaErrorStreamCaptureUnsupported)
+    TG_EMU_NAME(cudaErrorStreamCaptureInvalidated)
+    TG_EMU_NAME(cudaErrorStreamCaptureIsolation)
+    TG_EMU_NAME(cudaErrorCapturedEvent)
+    TG_EMU_NAME(cudaErrorStreamCaptureWrongThread)
 #undef TG_EMU_NAME
   }
   return "cudaErrorUnknown";
@@ -910,6 +971,12 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorIllegalState: return "the resource is not in a valid state to perform the requested operation";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureIsolation: return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
   }
   return "unknown error";
 }
@@ -921,6 +988,7 @@ cudaError_t cudaMalloc(void** ptr, std::size_t size) {
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;
   Lock lock(api_mutex());
+  if (tg_emu::refuse_during_capture("cudaMalloc")) return fail(cudaErrorStreamCaptureUnsupported);
   tg_emu::DeviceState& d = state().devices[static_cast<std::size_t>(tg_emu::t_device)];
   if (size > tg_emu::config().memory - d.used) return fail(cudaErrorMemoryAllocation);
   void* p = nullptr;
@@ -936,6 +1004,7 @@ cudaError_t cudaMalloc(void** ptr, std::size_t size) {
 cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   Lock lock(api_mutex());
+  if (tg_emu::refuse_during_capture("cudaFree")) return fail(cudaErrorStreamCaptureUnsupported);
   tg_emu::flush_all();   // cudaFree synchronizes: queued work may still use the block
   auto& all = state().allocations;
   auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -954,6 +1023,7 @@ cudaError_t cudaHostAlloc(void** ptr, std::size_t size, unsigned int flags) {
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;
   Lock lock(api_mutex());
+  if (tg_emu::refuse_during_capture("cudaHostAlloc")) return fail(cudaErrorStreamCaptureUnsupported);
   void* p = nullptr;
   if (posix_memalign(&p, 4096, size) != 0 || p == nullptr) return fail(cudaErrorMemoryAllocation);
   state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {size, -1};
@@ -966,6 +1036,7 @@ cudaError_t cudaMallocHost(void** ptr, std::size_t size) { return cudaHostAlloc(
 cudaError_t cudaFreeHost(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   Lock lock(api_mutex());
+  if (tg_emu::refuse_during_capture("cudaFreeHost")) return fail(cudaErrorStreamCaptureUnsupported);
   tg_emu::flush_all();
   auto& all = state().allocations;
   auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -1029,6 +1100,11 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaM
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
   const Region d = locate(dst, count, "cudaMemcpyAsync destination"), r = locate(src, count, "cudaMemcpyAsync source");
   if (!check_copy(d, r, kind, s->device, "cudaMemcpyAsync")) return fail(cudaErrorInvalidValue);
+  if (s->capture != nullptr && (d.space == Space::Pageable || r.space == Space::Pageable)) {
+    s->capture_invalid = true;   // a copy with pageable memory is not a graph node
+    trace("cudaMemcpyAsync with pageable host memory refused during a stream capture");
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
   if (d.space == Space::Pageable) {   // into pageable memory: returns once the copy is done, as on a GPU
     flush(s);
     std::memmove(dst, src, count);
@@ -1041,6 +1117,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaM
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind) {
   using namespace tg_emu;
   Lock lock(api_mutex());
+  if (refuse_during_capture("cudaMemcpy")) return fail(cudaErrorStreamCaptureUnsupported);
   CUstream_st* s = default_stream(t_device);
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
@@ -1111,7 +1188,8 @@ cudaError_t cudaMemset2DAsync(void* ptr, std::size_t pitch, int value, std::size
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   if (stream == nullptr || (flags & ~0x1u) != 0) return fail(cudaErrorInvalidValue);
   Lock lock(api_mutex());
-  auto* s = new CUstream_st{tg_emu::t_device, {}, 0, 0, false};   // streams live for the process, like the contexts
+  auto* s = new CUstream_st();   // streams live for the process, like the contexts
+  s->device = tg_emu::t_device;
   state().streams.insert(s);
   *stream = s;
   return cudaSuccess;
@@ -1123,6 +1201,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     Lock lock(api_mutex());
     CUstream_st* s = tg_emu::stream_of(stream);
     if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+    if (s->capture != nullptr) {   // Note [Graphs on the emulator]
+      s->capture_invalid = true;
+      tg_emu::trace("cudaStreamSynchronize of a capturing stream (the capture is invalidated)");
+      return fail(cudaErrorStreamCaptureUnsupported);
+    }
     tg_emu::flush(s);
     result = tg_emu::take_pending(s->device);
   }
@@ -1138,6 +1221,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   CUstream_st* s = tg_emu::stream_of(stream);
   if (s == nullptr || state().events.count(event) == 0) return fail(cudaErrorInvalidResourceHandle);
   if (flags != 0) return fail(cudaErrorInvalidValue);
+  if (s->capture != nullptr || event->captured != nullptr) {   // Note [Graphs on the emulator]
+    if (s->capture != nullptr && event->captured == s->capture) return cudaSuccess;   // already in order
+    if (s->capture != nullptr) s->capture_invalid = true;
+    return fail(cudaErrorStreamCaptureIsolation);
+  }
   CUstream_st* other = event->stream;
   const std::uint64_t position = event->position;
   if (other != nullptr) tg_emu::submit(s, [other, position] { tg_emu::flush(other, position); });
@@ -1164,12 +1252,14 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   }
   event->stream = s;
   event->position = s->enqueued;
+  event->captured = s->capture;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   Lock lock(api_mutex());
   if (state().events.count(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (event->captured != nullptr) return fail(cudaErrorCapturedEvent);
   if (tg_emu::config().early_host_reuse) return cudaSuccess;   // the planted bug: Note [Emulator settings]
   const bool done = event->stream == nullptr || event->stream->executed >= event->position;
   return done ? cudaSuccess : cudaErrorNotReady;
@@ -1179,5 +1269,110 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   Lock lock(api_mutex());
   if (state().events.erase(event) == 0) return fail(cudaErrorInvalidResourceHandle);
   delete event;   // waits already queued hold its stream and position, not the event
+  return cudaSuccess;
+}
+
+// ---- stream capture and graphs (Note [Graphs on the emulator])
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  Lock lock(api_mutex());
+  if (stream == nullptr) return fail(cudaErrorStreamCaptureUnsupported);   // the legacy default stream
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed)
+    return fail(cudaErrorInvalidValue);
+  if (s->capture != nullptr) return fail(cudaErrorIllegalState);
+  s->capture = new CUgraph_st();
+  s->capture_mode = mode;
+  s->capture_thread = std::this_thread::get_id();
+  s->capture_invalid = false;
+  tg_emu::trace("cudaStreamBeginCapture");
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  Lock lock(api_mutex());
+  if (graph == nullptr) return fail(cudaErrorInvalidValue);
+  *graph = nullptr;
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (s->capture == nullptr) return fail(cudaErrorIllegalState);
+  if (s->capture_mode != cudaStreamCaptureModeRelaxed && s->capture_thread != std::this_thread::get_id())
+    return fail(cudaErrorStreamCaptureWrongThread);
+  CUgraph_st* g = s->capture;
+  const bool invalid = s->capture_invalid;
+  s->capture = nullptr;
+  s->capture_invalid = false;
+  for (const CUevent_st* e : state().events)   // events recorded in it no longer name a live capture
+    if (e->captured == g) const_cast<CUevent_st*>(e)->captured = nullptr;
+  tg_emu::trace("cudaStreamEndCapture: " + std::to_string(g->nodes.size()) + " nodes" + (invalid ? " (invalidated)" : ""));
+  if (invalid) {
+    delete g;
+    return fail(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = g;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  Lock lock(api_mutex());
+  if (status == nullptr) return fail(cudaErrorInvalidValue);
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  *status = s->capture == nullptr ? cudaStreamCaptureStatusNone
+            : s->capture_invalid  ? cudaStreamCaptureStatusInvalidated
+                                  : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (mode == nullptr) return fail(cudaErrorInvalidValue);
+  const cudaStreamCaptureMode previous = tg_emu::t_capture_mode;
+  tg_emu::t_capture_mode = *mode;
+  *mode = previous;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, std::size_t* count) {
+  if (graph == nullptr || count == nullptr || nodes != nullptr) return fail(cudaErrorInvalidValue);   // counting only
+  Lock lock(api_mutex());
+  *count = graph->nodes.size();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  if (exec == nullptr || graph == nullptr || flags != 0) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  *exec = new CUgraphExec_st{graph->nodes};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  CUstream_st* s = tg_emu::stream_of(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (s->capture != nullptr) return fail(cudaErrorStreamCaptureUnsupported);   // no child graphs here
+  tg_emu::trace("cudaGraphLaunch: " + std::to_string(exec->nodes.size()) + " nodes");
+  const std::vector<std::function<void()>>* nodes = &exec->nodes;   // the exec outlives its queued launches
+  tg_emu::submit(s, [nodes] {
+    for (const auto& node : *nodes) node();
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  tg_emu::flush_all();   // a launch still queued runs its nodes first
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (graph == nullptr) return fail(cudaErrorInvalidValue);
+  Lock lock(api_mutex());
+  delete graph;
   return cudaSuccess;
 }

@@ -70,6 +70,9 @@ __global__ void shuffles(int* down, int* index) {
 
 __global__ void read_past_the_end(const float* in, float* out, int n) { out[0] = in[n]; }
 
+/// out[0] = out[0] * 2 + add: replaying it shows each replay reading what the previous one wrote.
+__global__ void double_and_add(int* out, int add) { out[0] = out[0] * 2 + add; }
+
 }  // namespace
 
 TEST_CASE("emulator: every thread of every block runs once with its indices") {
@@ -217,6 +220,100 @@ TEST_CASE("emulator: deferred streams run their work only when something waits f
   for (int v : b.read()) CHECK(v == 0);
   cudaEventDestroy(e);
   CHECK(cudaFreeHost(pinned) == cudaSuccess);
+}
+
+TEST_CASE("emulator: a captured stream records its work and a graph launch replays it with the captured arguments") {
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceBuffer<int> x(1);
+  REQUIRE(cudaMemsetAsync(x.p, 0, sizeof(int), s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  REQUIRE(cudaStreamIsCapturing(s, &status) == cudaSuccess);
+  CHECK(status == cudaStreamCaptureStatusActive);
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaErrorIllegalState);   // already on
+  cudaGetLastError();
+  TG_LAUNCH(1, 1, 0, s, double_and_add)(x.p, 1);
+  TG_LAUNCH(1, 1, 0, s, double_and_add)(x.p, 3);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  REQUIRE(graph != nullptr);
+  std::size_t nodes = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+  CHECK(nodes == 2);
+  CHECK(x.read()[0] == 0);   // recorded, not run
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);   // x = (0 * 2 + 1) * 2 + 3 = 5
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);   // x = (5 * 2 + 1) * 2 + 3 = 25
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(x.read()[0] == 25);
+  REQUIRE(cudaStreamIsCapturing(s, &status) == cudaSuccess);
+  CHECK(status == cudaStreamCaptureStatusNone);
+  CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+}
+
+TEST_CASE("emulator: what a capture cannot hold is refused with the runtime's errors and invalidates it") {
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceBuffer<int> x(4);
+  int host[4] = {0, 0, 0, 0};
+  cudaGraph_t graph = nullptr;
+  CHECK(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal) == cudaErrorStreamCaptureUnsupported);
+  cudaGetLastError();
+
+  SUBCASE("synchronizing the capturing stream") {
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    CHECK(cudaStreamSynchronize(s) == cudaErrorStreamCaptureUnsupported);
+  }
+  SUBCASE("cudaMalloc, unless the thread relaxed its mode") {
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    void* p = nullptr;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess);
+    CHECK(mode == cudaStreamCaptureModeGlobal);
+    CHECK(cudaMalloc(&p, 64) == cudaSuccess);   // relaxed: allowed, the capture stays valid
+    REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    REQUIRE(cudaStreamIsCapturing(s, &status) == cudaSuccess);
+    CHECK(status == cudaStreamCaptureStatusActive);
+    void* q = nullptr;
+    CHECK(cudaMalloc(&q, 64) == cudaErrorStreamCaptureUnsupported);
+    REQUIRE(cudaStreamIsCapturing(s, &status) == cudaSuccess);
+    CHECK(status == cudaStreamCaptureStatusInvalidated);
+    cudaGetLastError();
+    CHECK(cudaStreamEndCapture(s, &graph) == cudaErrorStreamCaptureInvalidated);
+    CHECK(graph == nullptr);
+    CHECK(cudaFree(p) == cudaSuccess);   // after the capture: allowed again
+    return;
+  }
+  SUBCASE("a copy into pageable host memory") {
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    CHECK(cudaMemcpyAsync(host, x.p, sizeof host, cudaMemcpyDeviceToHost, s) == cudaErrorStreamCaptureUnsupported);
+  }
+  SUBCASE("querying an event recorded in the capture") {
+    cudaEvent_t e = nullptr;
+    REQUIRE(cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    REQUIRE(cudaEventRecord(e, s) == cudaSuccess);
+    CHECK(cudaEventQuery(e) == cudaErrorCapturedEvent);
+    CHECK(cudaStreamWaitEvent(s, e, 0) == cudaSuccess);   // within the capture: only ordering
+    CHECK(cudaStreamWaitEvent(nullptr, e, 0) == cudaErrorStreamCaptureIsolation);
+    TG_LAUNCH(1, 1, 0, s, write_one)(x.p);
+    cudaGetLastError();
+    REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);   // events do not invalidate it
+    CHECK(cudaEventQuery(e) == cudaSuccess);   // the capture is over
+    cudaEventDestroy(e);
+    cudaGraphDestroy(graph);
+    return;
+  }
+  cudaGetLastError();
+  CHECK(cudaStreamEndCapture(s, &graph) == cudaErrorStreamCaptureInvalidated);
+  CHECK(graph == nullptr);
+  cudaGetLastError();
+  CHECK(cudaStreamSynchronize(s) == cudaSuccess);   // an ordinary stream again
 }
 
 TEST_CASE("emulator cuBLAS: arguments are validated as cuBLAS documents") {

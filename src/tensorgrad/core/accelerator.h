@@ -54,6 +54,9 @@ std::pair<std::size_t, std::size_t> mem_get_info(int device = -1);
 std::string memory_summary(int device = -1);
 /// Driver and runtime versions, devices, compiled architectures; or why no GPU can be used.
 std::string info();
+/// Whether the current device's stream is being captured into a CUDA graph
+/// (torch.cuda.is_current_stream_capturing); false without a usable GPU.
+bool is_current_stream_capturing() noexcept;
 
 namespace detail {
 /// The backend for cuda:index; throws DeviceError with the reason when it cannot be used.
@@ -81,6 +84,30 @@ bool set_gemm_epilogues(bool enabled) noexcept;
 /// exactly when those layouts are the hardware's: the layout-conformance test. DeviceError where no
 /// GPU of compute capability 8.0 or newer is usable.
 std::vector<float> mma_layout_probe(int kind);
+
+/// A graph captured from a device's stream and instantiated (backend/cuda/graph.cu); the public
+/// tg::cuda::CUDAGraph (prim/cuda_graph.h) owns one. Note [CUDA graphs] in backend/cuda/graph.cu.
+struct CapturedGraph;
+/// Starts capturing cuda:device's stream: allocations come from graph pool `pool` (Note [Graph pools]
+/// in backend/cuda/caching_allocator.h) and random draws at offsets from rng_base on read the seed
+/// and offset from device memory. Synchronizes the device first. DeviceError without CUDA.
+void capture_begin(int device, uint64_t pool, uint64_t rng_base);
+/// Ends the capture of cuda:device and instantiates its graph (the caller owns it: destroy_graph).
+/// Throws CudaError when an illegal call was refused during the capture; the capture is over either way.
+CapturedGraph* capture_end(int device);
+/// Ends the capture of cuda:device without a graph (an exception is unwinding through it).
+void capture_abort(int device) noexcept;
+/// Queues one replay of g on its device's stream; with `random`, first writes (seed, offset) where
+/// its random draws read them.
+void replay_graph(CapturedGraph* g, bool random, uint64_t seed, uint64_t offset);
+/// The number of nodes (kernels, copies, memsets) the graph holds.
+std::size_t graph_nodes(const CapturedGraph* g) noexcept;
+/// The device g was captured on.
+int graph_device(const CapturedGraph* g) noexcept;
+/// Frees g and releases its pool.
+void destroy_graph(CapturedGraph* g) noexcept;
+/// A graph pool id no other pool has (never 0).
+uint64_t new_graph_pool() noexcept;
 }  // namespace detail
 
 }  // namespace cuda

@@ -33,6 +33,7 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
 void Adam::step() {
   const char* who = decoupled_ ? "AdamW" : "Adam";
   check_grads(who);   // a step updates all parameters or none
+  refuse_capture(who);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     check_state_matches(who, i, "exp_avg", state_[i].exp_avg);

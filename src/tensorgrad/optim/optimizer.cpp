@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -159,6 +160,15 @@ void Optimizer::check_grads(const char* who) const {
   }
 }
 
+void Optimizer::refuse_capture(const char* who) const {
+  if (!cuda::is_current_stream_capturing()) return;
+  for (const Tensor& p : params_)
+    TG_CHECK(!p.device().is_cuda(), Error, who, ": step() inside a CUDA graph capture: its step count and bias "
+             "corrections are computed on the host and would be frozen into the graph, so every replay would "
+             "repeat this step's update; capture the forward and backward only and call step() after replay(), "
+             "or use SGD, whose captured step stays correct");
+}
+
 void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const {
   const Tensor& p = params_[i];
   TG_CHECK(!state.defined() || state.shape() == p.shape(), ShapeError, who, ": the size of ", name, " (",
@@ -196,6 +206,9 @@ void SGD::step() {
       RawTensor& buf = momentum_buffer_[i];
       const DType sd = state_dtype(p.dtype());   // Note [Master weights]
       if (o.momentum_ != 0 && !buf.defined()) {
+        TG_CHECK(!(p.device().is_cuda() && cuda::is_current_stream_capturing()), Error,
+                 "SGD: the first step with momentum inside a CUDA graph capture: it creates the momentum buffer, "
+                 "and every replay would do so again; take one step before capturing (a warm-up)");
         buf = prim::empty(p.shape(), sd, p.device());   // set by the first step: v = d
         first = true;
       } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {

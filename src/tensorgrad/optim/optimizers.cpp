@@ -66,6 +66,7 @@ double BufferedOptimizer::initial_value(std::size_t, const OptimizerOptions&) co
 
 void BufferedOptimizer::step() {
   check_grads(name_.c_str());   // options and gradients: a step updates all parameters or none
+  refuse_capture(name_.c_str());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     for (std::size_t b = 0; b < buffer_names_.size(); ++b)

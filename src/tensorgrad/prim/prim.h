@@ -62,6 +62,9 @@ RawTensor random_at(const philox::Distribution& dist, const Shape& shape, DType 
 RngState get_rng_state();
 /// Moves the generator to `state` (tg::set_rng_state).
 void set_rng_state(RngState state);
+/// The generator's position, then advances it by count counters at once: what a CUDA graph replay
+/// draws (prim/cuda_graph.cpp).
+RngState reserve_random(uint64_t count);
 
 // ---- copies and fills (in place: bump the version counter of the written storage)
 /// Sets every element of dst (any strides) to value.

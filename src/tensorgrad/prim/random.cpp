@@ -91,6 +91,13 @@ RngState get_rng_state() {
   return RngState{g_seed, g_offset};
 }
 
+RngState reserve_random(uint64_t count) {
+  std::lock_guard<std::mutex> lock(g_rng_mutex);
+  const RngState at{g_seed, g_offset};
+  g_offset += count;
+  return at;
+}
+
 void set_rng_state(RngState state) {
   std::lock_guard<std::mutex> lock(g_rng_mutex);
   g_seed = state.seed;

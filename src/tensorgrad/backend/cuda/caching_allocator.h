@@ -53,6 +53,20 @@ struct PoolStats : memory::MemoryStats {
 // only up to 4 bytes, so that compute-sanitizer sees every tensor's bounds to the word: the atomic
 // adds of 1- and 2-byte types (backend/cuda/index.cu) read the aligned 32-bit word holding the element, as
 // cudaMalloc's 256-byte granularity always allows.
+//
+// Note [Graph pools]
+// ~~~~~~~~~~~~~~~~~~
+// A CUDA graph replays its kernels on the addresses they were captured with, so the memory a capture
+// allocates must never be handed to anyone else while the graph may be replayed. While a capture is
+// on (begin_capture(pool)), every allocation comes from the private pool `pool` (its cached blocks, or
+// new ones from the raw allocator), and a block allocated there returns to that pool when freed,
+// during the capture or after it. Blocks freed during the capture can be reused by later allocations
+// of the same capture (the graph runs them in capture order) and by later captures into the same
+// pool (graphs sharing a pool must be replayed in the order they were captured, as with PyTorch's
+// graph_pool_handle). A pool lives while a graph uses it (retain_pool/release_pool); after the last
+// release its cached blocks join the ordinary cache and its live blocks go there when freed. Nothing
+// is given back to the raw allocator during a capture (cudaFree is illegal there): an out-of-memory
+// inside a capture raises at once. Passthrough mode has no pools and refuses to capture.
 class CachingAllocator {
  public:
   static constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: rounded <= 1 MiB
@@ -79,38 +93,39 @@ class CachingAllocator {
 
   bool caching() const { return caching_; }
 
-  /// At least nbytes (nullptr for 0). Throws OutOfMemoryError after one release-and-retry.
+  /// At least nbytes (nullptr for 0). Throws OutOfMemoryError after one release-and-retry (no retry
+  /// during a capture: Note [Graph pools]).
   void* allocate(std::size_t nbytes) {
     if (nbytes == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     if (nbytes > std::numeric_limits<std::size_t>::max() - kLargeRound) throw_oom(nbytes, nbytes, false);
     const std::size_t size = caching_ ? round_size(nbytes) : (nbytes + 3) / 4 * 4;
     if (caching_) {
-      Pool& pool = is_small(size) ? small_ : large_;
+      Pool& pool = pool_for(capture_pool_, size);
       auto it = pool.lower_bound(size);   // the smallest cached block that fits...
       if (it != pool.end() && it->first <= max_reuse(size)) {   // ...and wastes little
         const std::size_t block = it->first;
         void* p = it->second;
         pool.erase(it);
         ++stats_.cache_hits;
-        add_live(p, block, nbytes);
+        add_live(p, block, nbytes, capture_pool_);
         return p;
       }
     }
     void* p = raw_.malloc(size);
-    if (p == nullptr) {
+    if (p == nullptr && capture_pool_ == 0) {
       ++stats_.oom_retries;
       ++stats_.alloc_retries;
       release_cached_locked();
       p = raw_.malloc(size);
     }
-    if (p == nullptr) throw_oom(nbytes, size, true);
+    if (p == nullptr) throw_oom(nbytes, size, capture_pool_ == 0);
     ++stats_.raw_mallocs;
     stats_.reserved += size;
     stats_.reserved_total += size;
     if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
     try {
-      add_live(p, size, nbytes);
+      add_live(p, size, nbytes, capture_pool_);
     } catch (...) {   // the bookkeeping could not grow: give the block back
       raw_.free(p);
       stats_.reserved -= size;
@@ -126,16 +141,17 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(ptr);
     if (it == live_.end()) return;
-    const std::size_t block = it->second.first;
+    const std::size_t block = it->second.size;
+    const std::uint64_t owner = private_.count(it->second.pool) != 0 ? it->second.pool : 0;
     stats_.allocated -= block;
-    stats_.requested -= it->second.second;
+    stats_.requested -= it->second.requested;
     stats_.freed_total += block;
     --stats_.blocks;
     ++stats_.frees_total;
     live_.erase(it);
     if (caching_) {
       try {
-        (is_small(block) ? small_ : large_).emplace(block, ptr);
+        pool_for(owner, block).emplace(block, ptr);
         return;
       } catch (...) {   // the pool could not grow: free the block instead
       }
@@ -146,10 +162,64 @@ class CachingAllocator {
     stats_.released_total += block;
   }
 
-  /// Gives every cached block back to the raw allocator (tg::cuda::empty_cache). Live blocks stay.
+  /// Gives every cached block of the ordinary cache back to the raw allocator (tg::cuda::empty_cache);
+  /// nothing during a capture, where freeing is illegal. Live blocks and graph pools stay.
   void empty_cache() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    release_cached_locked();
+    if (capture_pool_ == 0) release_cached_locked();
+  }
+
+  /// From now on allocations come from graph pool `pool` (non-zero), which gains a user (Note [Graph
+  /// pools]). Error in passthrough mode or when a capture is already on.
+  void begin_capture(std::uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TG_CHECK(caching_, Error, "CUDA graph capture on ", where_,
+             " needs the caching allocator, and TG_CUDA_ALLOCATOR=passthrough is set");
+    TG_CHECK(capture_pool_ == 0, Error, "CUDA graph capture on ", where_, ": a capture is already on");
+    TG_CHECK(pool != 0, Error, "CUDA graph capture: pool id 0 is not a graph pool");
+    ++private_[pool].users;
+    capture_pool_ = pool;
+  }
+  /// Allocations come from the ordinary cache again; the pool keeps its user.
+  void end_capture() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capture_pool_ = 0;
+  }
+  /// Another graph uses `pool`.
+  void retain_pool(std::uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++private_[pool].users;
+  }
+  /// One user of `pool` is gone; after the last, its cached blocks join the ordinary cache and its
+  /// live blocks go there when freed.
+  void release_pool(std::uint64_t pool) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = private_.find(pool);
+    if (it == private_.end() || --it->second.users > 0 || capture_pool_ == pool) return;
+    for (Pool* from : {&it->second.small, &it->second.large}) {
+      for (auto& kv : *from) {
+        try {
+          pool_for(0, kv.first).emplace(kv.first, kv.second);
+        } catch (...) {   // the cache could not grow: free the block instead
+          raw_.free(kv.second);
+          ++stats_.raw_frees;
+          stats_.reserved -= kv.first;
+          stats_.released_total += kv.first;
+        }
+      }
+    }
+    private_.erase(it);
+  }
+  /// The graph pool allocations come from now; 0 outside a capture.
+  std::uint64_t capture_pool() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return capture_pool_;
+  }
+  /// Cached blocks of graph pool `pool` (0 when it does not exist).
+  std::size_t pool_cached_blocks(std::uint64_t pool) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = private_.find(pool);
+    return it == private_.end() ? 0 : it->second.small.size() + it->second.large.size();
   }
 
   PoolStats stats() const {
@@ -170,9 +240,24 @@ class CachingAllocator {
 
  private:
   using Pool = std::multimap<std::size_t, void*>;   // block size -> block
+  struct GraphPool {
+    Pool small, large;
+    int users = 0;   // graphs (and the capture under way) that replay into its blocks
+  };
+  struct Live {
+    std::size_t size, requested;
+    std::uint64_t pool;   // the graph pool it came from; 0: the ordinary cache
+  };
 
-  void add_live(void* p, std::size_t block, std::size_t nbytes) {
-    live_.emplace(p, std::make_pair(block, nbytes));
+  /// The free list a block of `rounded` bytes belongs to: graph pool `pool`'s, or the ordinary cache's (0).
+  Pool& pool_for(std::uint64_t pool, std::size_t rounded) {
+    if (pool == 0) return is_small(rounded) ? small_ : large_;
+    GraphPool& g = private_[pool];
+    return is_small(rounded) ? g.small : g.large;
+  }
+
+  void add_live(void* p, std::size_t block, std::size_t nbytes, std::uint64_t pool) {
+    live_.emplace(p, Live{block, nbytes, pool});
     stats_.allocated += block;
     stats_.requested += nbytes;
     stats_.allocated_total += block;
@@ -224,7 +309,9 @@ class CachingAllocator {
   const bool caching_;
   mutable std::mutex mutex_;
   Pool small_, large_;
-  std::unordered_map<void*, std::pair<std::size_t, std::size_t>> live_;   // block -> (size, requested)
+  std::map<std::uint64_t, GraphPool> private_;   // Note [Graph pools]
+  std::uint64_t capture_pool_ = 0;               // the pool allocations come from; 0: no capture
+  std::unordered_map<void*, Live> live_;
   PoolStats stats_;
 };
 

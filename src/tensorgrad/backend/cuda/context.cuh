@@ -8,9 +8,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "tensorgrad/backend/cuda/caching_allocator.h"
 #include "tensorgrad/backend/cuda/check.cuh"
@@ -42,9 +44,21 @@ class DeviceAllocator final : public Allocator {
   void* allocate(std::size_t nbytes) override { return pool_.allocate(nbytes); }
   void deallocate(void* ptr, std::size_t) noexcept override { pool_.deallocate(ptr); }
   CachingAllocator& pool() { return pool_; }
+  /// Set while the device's stream is captured: new blocks are then requested from cudaMalloc in the
+  /// relaxed capture mode, which allows it (Note [CUDA graphs] in backend/cuda/graph.cu).
+  std::atomic<bool> capturing{false};
 
  private:
   CachingAllocator pool_;
+};
+
+/// The state of a stream capture on one device (Note [CUDA graphs] in backend/cuda/graph.cu).
+struct CaptureState {
+  std::atomic<bool> on{false};
+  std::uint64_t pool = 0;       // the graph pool its allocations come from
+  std::uint64_t rng_base = 0;   // the random stream's offset when the capture began
+  std::string failure;          // why it can no longer end in a graph (an illegal call was refused)
+  std::thread::id thread;       // the capturing thread
 };
 
 // Note [One stream per device]
@@ -89,6 +103,15 @@ class DeviceContext {
   /// flag is read and cleared under flag_mutex_, so when several threads synchronize one device
   /// exactly one of them raises a recorded error (Note [Device error flag] in backend/cuda/softmax_loss.cu).
   void sync();
+  /// Throws CudaError when the stream is being captured into a CUDA graph, naming `what` (a host
+  /// synchronization, a copy with host memory) as illegal there; the capture is then marked failed,
+  /// so its capture_end raises too (Note [CUDA graphs] in backend/cuda/graph.cu).
+  void refuse_in_capture(const char* what);
+
+  CaptureState capture;
+  /// Device memory {seed, offset} that random draws inside a capture read (allocated by the first
+  /// capture): each replay writes the generator's position there first.
+  std::uint64_t* rng_slot = nullptr;
 
   int sm_count = 0;
   int major = 0, minor = 0;

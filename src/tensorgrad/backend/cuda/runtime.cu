@@ -298,6 +298,8 @@ std::size_t nbytes_of(const RawTensor& t) { return static_cast<std::size_t>(t.nu
 RawTensor copy_peer(const RawTensor& t, Device device) {
   DeviceContext& from = context(t.device().index());
   DeviceContext& to = context(device.index());
+  from.refuse_in_capture("a copy to another device");
+  to.refuse_in_capture("a copy from another device");
   const RawTensor src = t.contiguous();
   RawTensor out = RawTensor::empty(t.shape(), t.dtype(), device);
   cudaEvent_t ready = nullptr, done = nullptr;
@@ -330,10 +332,16 @@ RawTensor copy_peer(const RawTensor& t, Device device) {
 // DeviceContext
 
 DeviceAllocator::DeviceAllocator(int device, bool caching)
-    : pool_(RawAllocator{[device](std::size_t n) -> void* {
+    : pool_(RawAllocator{[device, this](std::size_t n) -> void* {
                            DeviceGuard guard(device);
                            void* p = nullptr;
+                           // During a capture cudaMalloc is legal in the relaxed mode only: the graph
+                           // keeps the new block (Note [Graph pools] in backend/cuda/caching_allocator.h).
+                           cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+                           const bool relax = capturing.load(std::memory_order_acquire);
+                           if (relax) cudaThreadExchangeStreamCaptureMode(&mode);
                            const cudaError_t err = cudaMalloc(&p, n);
+                           if (relax) cudaThreadExchangeStreamCaptureMode(&mode);
                            if (err == cudaErrorMemoryAllocation) {
                              cudaGetLastError();
                              return nullptr;
@@ -398,7 +406,19 @@ cublasLtHandle_t DeviceContext::blas_lt() {
   return blas_lt_;
 }
 
+void DeviceContext::refuse_in_capture(const char* what) {
+  if (!capture.on.load(std::memory_order_acquire)) return;
+  std::string msg = tg::detail::cat(what, " on cuda:", device_,
+                                    " inside a CUDA graph capture: a capture records work for the GPU and cannot "
+                                    "wait for it or exchange data with host memory (PyTorch: operation not permitted "
+                                    "when stream is capturing); copy inputs into static tensors before replay() and "
+                                    "read results after it");
+  if (capture.failure.empty()) capture.failure = msg;
+  throw CudaError(msg);
+}
+
 void DeviceContext::sync() {
+  refuse_in_capture("a synchronization (item(), to(cpu), tg::cuda::synchronize())");
   DeviceGuard guard(device_);
   std::lock_guard<std::mutex> lock(flag_mutex_);
   count_launch();
@@ -445,6 +465,7 @@ RawTensor to_device(const RawTensor& t, Device device, bool non_blocking) {
   if (from.is_cuda() && device.is_cuda()) return copy_peer(t, device);
   if (from.is_cpu()) {   // host -> device
     DeviceContext& ctx = context(device.index());
+    ctx.refuse_in_capture("a copy from host memory (to(cuda))");
     const RawTensor src = t.contiguous();
     RawTensor out = RawTensor::empty(t.shape(), t.dtype(), device);
     if (out.numel() == 0) return out;
@@ -463,6 +484,7 @@ RawTensor to_device(const RawTensor& t, Device device, bool non_blocking) {
   }
   // device -> host: the one synchronization point of a transfer (raises recorded kernel errors).
   DeviceContext& ctx = context(from.index());
+  ctx.refuse_in_capture("a copy to host memory (item(), to(cpu))");
   const RawTensor src = t.contiguous();
   RawTensor out = RawTensor::empty(t.shape(), t.dtype(), Device::cpu());
   DeviceGuard guard(ctx.device());
@@ -476,6 +498,11 @@ RawTensor to_device(const RawTensor& t, Device device, bool non_blocking) {
 RawTensor pin(const RawTensor& t) {
   TG_CHECK(t.device().is_cpu(), DeviceError, "pin_memory: expected a CPU tensor, got one on ", t.device());
   if (!is_available() || t.numel() == 0 || (is_pinned(t) && t.is_contiguous())) return t;
+  for (int d = 0; d < kMaxDevices; ++d) {   // cudaHostAlloc is illegal in the capturing thread only
+    DeviceSlot* s = existing_slot(d);
+    if (s != nullptr && s->ctx->capture.on.load() && s->ctx->capture.thread == std::this_thread::get_id())
+      s->ctx->refuse_in_capture("a pinned allocation (pin_memory)");
+  }
   auto storage = std::make_shared<Storage>(nbytes_of(t), Device::cpu(), &pinned_allocator());
   RawTensor out(std::move(storage), t.shape(), contiguous_strides(t.shape()), 0, t.dtype());
   cpu_backend().copy(t, out);

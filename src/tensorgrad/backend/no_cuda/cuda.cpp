@@ -3,6 +3,7 @@
 // zero, and every use of a CUDA device raises DeviceError saying why. CMakeLists.txt compiles this file
 // instead of backend/cuda/ when CUDA is off. The CUDA build defines the same functions in
 // backend/cuda/runtime.cu.
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -35,7 +36,26 @@ std::string memory_summary(int device) {
   throw DeviceError(tg::detail::cat("memory_summary: cannot use cuda:", device < 0 ? 0 : device, ": ", kNoCuda));
 }
 std::string info() { return std::string("CUDA: not available: ") + kNoCuda; }
+bool is_current_stream_capturing() noexcept { return false; }
 namespace detail {
+struct CapturedGraph {};
+void capture_begin(int device, uint64_t, uint64_t) {
+  throw DeviceError(tg::detail::cat("CUDAGraph::capture_begin: cannot use cuda:", device, ": ", kNoCuda));
+}
+CapturedGraph* capture_end(int device) {
+  throw DeviceError(tg::detail::cat("CUDAGraph::capture_end: cannot use cuda:", device, ": ", kNoCuda));
+}
+void capture_abort(int) noexcept {}
+void replay_graph(CapturedGraph*, bool, uint64_t, uint64_t) {
+  throw DeviceError(tg::detail::cat("CUDAGraph::replay: ", kNoCuda));
+}
+std::size_t graph_nodes(const CapturedGraph*) noexcept { return 0; }
+int graph_device(const CapturedGraph*) noexcept { return -1; }
+void destroy_graph(CapturedGraph* g) noexcept { delete g; }
+uint64_t new_graph_pool() noexcept {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 Backend& backend(int index) {
   throw DeviceError(tg::detail::cat("cannot use cuda:", index, ": ", kNoCuda));
 }

@@ -1,0 +1,298 @@
+// tests/test_cuda_graph.cpp: CUDA graphs (tg::cuda::CUDAGraph, GraphCapture; Note [CUDA graphs] in
+// backend/cuda/graph.cu). A captured training step replayed N times gives the bits of N eager steps
+// (with new inputs copied in before each replay, with dropout drawing fresh masks, with eager work
+// allocating in between), a replay is one launch, and what a capture cannot hold (a host
+// synchronization, a step whose scalars would freeze) raises a tg::Error and leaves the device usable.
+// On the CUDA emulator in CI (both stream modes); without a GPU only the DeviceError case runs.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "testing.h"
+
+using tg::Device;
+using tg::Tensor;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+/// A small MLP, optionally with dropout between its layers.
+struct Mlp : tg::nn::Module {
+  std::shared_ptr<tg::nn::Linear> fc1, fc2;
+  double p;
+  explicit Mlp(double dropout) : fc1(std::make_shared<tg::nn::Linear>(8, 16)), fc2(std::make_shared<tg::nn::Linear>(16, 4)), p(dropout) {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Tensor forward(const Tensor& x) {
+    Tensor h = tg::relu(fc1->forward(x));
+    if (p > 0) h = tg::dropout(h, p, is_training());
+    return fc2->forward(h);
+  }
+};
+
+/// Two MLPs with the same parameters on the GPU.
+std::pair<std::shared_ptr<Mlp>, std::shared_ptr<Mlp>> twin_mlps(double dropout) {
+  tg::manual_seed(11);
+  auto a = std::make_shared<Mlp>(dropout);
+  tg::manual_seed(11);
+  auto b = std::make_shared<Mlp>(dropout);
+  a->to(kGpu);
+  b->to(kGpu);
+  return {a, b};
+}
+
+/// The batch of step k (CPU tensors, different every step).
+std::pair<Tensor, Tensor> batch(int k) {
+  tg::manual_seed(1000 + static_cast<uint64_t>(k));
+  return {tg::randn({5, 8}), tg::randn({5, 4})};
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void check_same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<float> va = a.to(Device::cpu()).to_vector<float>();
+  const std::vector<float> vb = b.to(Device::cpu()).to_vector<float>();
+  REQUIRE(va.size() == vb.size());
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    CAPTURE(i);
+    CHECK(same_bits(va[i], vb[i]));
+  }
+}
+
+void check_same_parameters(Mlp& a, Mlp& b) {
+  const std::vector<Tensor> pa = a.parameters(), pb = b.parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(i);
+    check_same_bits(pa[i], pb[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda graphs: without a usable GPU capture_begin raises DeviceError") {
+  if (tg::cuda::is_available()) return;   // the GPU cases below cover it
+  tg::cuda::CUDAGraph graph;
+  CHECK_THROWS_AS(graph.capture_begin(), tg::DeviceError);
+  CHECK_THROWS_AS(graph.replay(), tg::Error);   // nothing captured
+  CHECK_FALSE(tg::cuda::is_current_stream_capturing());
+}
+
+TEST_CASE("cuda graphs: N replays of a captured SGD training step equal N eager steps bit for bit") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  tg::optim::SGD opt_eager(eager->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3));
+  tg::optim::SGD opt_captured(captured->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3));
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);   // the static inputs
+  constexpr int kSteps = 6;
+  std::vector<float> eager_losses;
+  auto eager_step = [&](int k) {
+    auto [xk, yk] = batch(k);
+    opt_eager.zero_grad();
+    const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
+    loss.backward();
+    opt_eager.step();
+    eager_losses.push_back(loss.item<float>());
+  };
+  Tensor loss;
+  auto captured_step = [&] {
+    opt_captured.zero_grad();
+    loss = tg::mse_loss(captured->forward(x), y);
+    loss.backward();
+    opt_captured.step();
+  };
+  // Step 0 eagerly on both (the warm-up creates the momentum buffers), then the capture.
+  eager_step(0);
+  {
+    auto [x0, y0] = batch(0);
+    x.copy_(x0);
+    y.copy_(y0);
+  }
+  captured_step();
+  CHECK(same_bits(loss.item<float>(), eager_losses[0]));
+  tg::cuda::CUDAGraph graph;
+  const uint64_t eager_launches_before = tg::cuda::detail::launch_count();
+  {
+    tg::cuda::GraphCapture capture(graph);
+    CHECK(tg::cuda::is_current_stream_capturing());
+    captured_step();
+  }
+  CHECK_FALSE(tg::cuda::is_current_stream_capturing());
+  const uint64_t captured_launches = tg::cuda::detail::launch_count() - eager_launches_before;
+  MESSAGE("captured step: " << graph.num_nodes() << " graph nodes from " << captured_launches << " launches");
+  CHECK(graph.num_nodes() > 0);
+  CHECK(graph.num_nodes() <= captured_launches);   // the device sync before the capture counts one copy
+  for (int k = 1; k < kSteps; ++k) {
+    CAPTURE(k);
+    eager_step(k);   // eager work (and its allocations) between replays
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+    const uint64_t before = tg::cuda::detail::launch_count();
+    graph.replay();
+    CHECK(tg::cuda::detail::launch_count() - before == 1);   // a replay is one launch
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+  }
+  check_same_parameters(*eager, *captured);
+  for (const Tensor& p : captured->parameters()) CHECK(p.grad().defined());
+  graph.reset();
+  CHECK(graph.num_nodes() == 0);
+  CHECK_THROWS_AS(graph.replay(), tg::Error);
+}
+
+TEST_CASE("cuda graphs: dropout inside a capture draws fresh masks at each replay, those of the eager steps") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.5);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  eager->train();
+  captured->train();
+  tg::optim::SGD opt_eager(eager->parameters(), tg::optim::SGDOptions(0.1));
+  tg::optim::SGD opt_captured(captured->parameters(), tg::optim::SGDOptions(0.1));
+  auto [x_cpu, y_cpu] = batch(0);   // one batch for every step: only the masks change the loss
+  const Tensor x = x_cpu.to(kGpu), y = y_cpu.to(kGpu);
+  constexpr int kSteps = 5;
+  tg::manual_seed(77);
+  std::vector<float> eager_losses;
+  for (int k = 0; k < kSteps; ++k) {
+    opt_eager.zero_grad();
+    const Tensor loss = tg::mse_loss(eager->forward(x), y);
+    loss.backward();
+    opt_eager.step();
+    eager_losses.push_back(loss.item<float>());
+  }
+  CHECK(eager_losses[1] != eager_losses[2]);   // the masks do change from step to step
+  tg::manual_seed(77);
+  Tensor loss;
+  auto step = [&] {
+    opt_captured.zero_grad();
+    loss = tg::mse_loss(captured->forward(x), y);
+    loss.backward();
+    opt_captured.step();
+  };
+  step();   // warm-up: eager step 0
+  CHECK(same_bits(loss.item<float>(), eager_losses[0]));
+  const tg::RngState before_capture = tg::get_rng_state();
+  tg::cuda::CUDAGraph graph;
+  graph.capture_begin();
+  step();
+  graph.capture_end();
+  CHECK(tg::get_rng_state().offset == before_capture.offset);   // the capture drew nothing yet
+  for (int k = 1; k < kSteps; ++k) {
+    CAPTURE(k);
+    graph.replay();
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+  }
+  CHECK(tg::get_rng_state().offset > before_capture.offset);   // each replay advanced the generator
+  check_same_parameters(*eager, *captured);
+}
+
+TEST_CASE("cuda graphs: a host synchronization inside a capture raises CudaError, never hangs, and the device stays usable") {
+  TG_NEED_CUDA();
+  const Tensor a = tg::ones({4}).to(kGpu);
+  SUBCASE("item() inside capture_begin/capture_end: both raise") {
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    const Tensor s = (a * 2).sum();
+    CHECK_THROWS_WITH_AS(s.item<float>(), doctest::Contains("inside a CUDA graph capture"), tg::CudaError);
+    CHECK_THROWS_WITH_AS(graph.capture_end(), doctest::Contains("item()"), tg::CudaError);
+    CHECK_THROWS_AS(graph.replay(), tg::Error);
+  }
+  SUBCASE("to(cpu) inside a GraphCapture scope: the capture is abandoned and the error goes on") {
+    tg::cuda::CUDAGraph graph;
+    auto capture_with_copy = [&] {
+      tg::cuda::GraphCapture capture(graph);
+      const Tensor b = a + 1;
+      b.to(Device::cpu());
+    };
+    CHECK_THROWS_AS(capture_with_copy(), tg::CudaError);
+    CHECK(graph.num_nodes() == 0);
+  }
+  SUBCASE("tg::cuda::synchronize() and a copy from host memory") {
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    CHECK_THROWS_AS(tg::cuda::synchronize(), tg::CudaError);
+    CHECK_THROWS_AS(tg::ones({3}).to(kGpu), tg::CudaError);
+    CHECK_THROWS_AS(graph.capture_end(), tg::CudaError);
+  }
+  CHECK_FALSE(tg::cuda::is_current_stream_capturing());
+  CHECK((a * 3).sum().item<float>() == 12.0f);   // an ordinary stream again
+}
+
+TEST_CASE("cuda graphs: steps whose scalars would freeze in the graph are refused inside a capture") {
+  TG_NEED_CUDA();
+  const std::shared_ptr<Mlp> model = twin_mlps(0.0).first;
+  const Tensor x = tg::randn({5, 8}).to(kGpu), y = tg::randn({5, 4}).to(kGpu);
+  auto backward = [&] {
+    model->zero_grad();
+    tg::mse_loss(model->forward(x), y).backward();
+  };
+  SUBCASE("Adam: its step count and bias corrections") {
+    tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3));
+    backward();
+    adam.step();   // warm-up
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    backward();
+    CHECK_THROWS_WITH_AS(adam.step(), doctest::Contains("inside a CUDA graph capture"), tg::Error);
+    graph.capture_end();   // nothing illegal reached the stream: the capture itself is fine
+    CHECK(graph.num_nodes() > 0);
+  }
+  SUBCASE("SGD with momentum before its first step: the buffer would be created at every replay") {
+    tg::optim::SGD sgd(model->parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    backward();
+    CHECK_THROWS_WITH_AS(sgd.step(), doctest::Contains("warm-up"), tg::Error);
+    graph.capture_end();
+  }
+  SUBCASE("misuse of the graph object") {
+    tg::cuda::CUDAGraph graph;
+    CHECK_THROWS_AS(graph.capture_end(), tg::Error);
+    graph.capture_begin();
+    CHECK_THROWS_AS(graph.capture_begin(), tg::Error);
+    tg::cuda::CUDAGraph other;
+    CHECK_THROWS_AS(other.capture_begin(), tg::CudaError);   // one capture per device
+    CHECK_THROWS_AS(graph.replay(), tg::Error);
+    graph.capture_end();
+    CHECK_THROWS_AS(graph.capture_begin(), tg::Error);   // holds a capture: reset() first
+    graph.reset();
+    graph.capture_begin();
+    graph.capture_end();
+  }
+}
+
+TEST_CASE("cuda graphs: memory captured into a pool is kept from eager allocations until the graph is reset") {
+  TG_NEED_CUDA();
+  Tensor x = tg::full({1000}, 2.0f).to(kGpu);
+  Tensor out;
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    const Tensor t = x * 3;   // a temporary of the graph, freed during the capture
+    out = t + 1;              // the graph's output, alive after it
+  }
+  // Eager tensors of the same size, made and kept now, must not land on the graph's temporaries.
+  std::vector<Tensor> eager;
+  for (int i = 0; i < 4; ++i) eager.push_back(tg::full({1000}, static_cast<float>(i)).to(kGpu));
+  x.fill_(5.0f);
+  graph.replay();
+  CHECK(out.sum().item<float>() == 16000.0f);   // (5 * 3 + 1) * 1000
+  for (int i = 0; i < 4; ++i) CHECK(eager[static_cast<std::size_t>(i)].sum().item<float>() == 1000.0f * static_cast<float>(i));
+  // A second graph in the same pool, replayed after the first, reads its output.
+  tg::cuda::CUDAGraph second;
+  Tensor doubled;
+  {
+    tg::cuda::GraphCapture capture(second, graph.pool());
+    doubled = out * 2;
+  }
+  x.fill_(1.0f);
+  graph.replay();
+  second.replay();
+  CHECK(doubled.sum().item<float>() == 8000.0f);   // (1 * 3 + 1) * 2 * 1000
+  second.reset();
+  graph.reset();
+}
