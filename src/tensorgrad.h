@@ -15,6 +15,7 @@
 #include "tensorgrad/data/sampler.h"
 #include "tensorgrad/data/samplers.h"
 #include "tensorgrad/data/transforms.h"
+#include "tensorgrad/data/utils.h"
 #include "tensorgrad/distributed/distributed.h"
 #include "tensorgrad/distributed/tcp_store.h"
 #include "tensorgrad/autograd/function.h"
@@ -80,7 +81,8 @@
 /// (PyTorch's torch.cuda). Every function also works in a build without CUDA.
 /// \namespace tg::data
 /// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader; beside them
-/// libtorch's data API (datasets::, transforms::, samplers::, make_data_loader: data/dataloader.h).
+/// libtorch's data API (datasets::, transforms::, samplers::, make_data_loader: data/dataloader.h),
+/// with PyTorch's Subset, ConcatDataset, random_split (data/utils.h) and WeightedRandomSampler.
 /// \namespace tg::distributed
 /// Several processes training together (PyTorch's torch.distributed): init_process_group, the
 /// collectives, ProcessGroup and its Gloo backend, TCPStore.

@@ -1,6 +1,8 @@
 // tests/test_data.cpp: the IDX reader on small files written here (plain and gzip, good and broken),
 // MNIST's folder layout, TensorDataset, and DataLoader: coverage, reproducible shuffling, batch shapes,
-// errors from the prefetch thread, early exits. Loads the real Fashion-MNIST when it is installed.
+// errors from the prefetch thread, early exits; PyTorch's dataset utilities (Subset, ConcatDataset,
+// random_split, WeightedRandomSampler) over libtorch-style datasets and make_data_loader. Loads the real
+// Fashion-MNIST when it is installed.
 // TG_TEST_HAVE_ZLIB (tests/CMakeLists.txt) is 1 when the library reads gzip through zlib; without it the
 // gzip files below are not written, and the IOError of a gzip file is checked instead.
 #if TG_TEST_HAVE_ZLIB
@@ -10,10 +12,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -605,4 +610,340 @@ TEST_CASE("data: DataLoader over a dataset too large to order raises OutOfMemory
       ++batches;
     }
   CHECK(batches == 2);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Subset, ConcatDataset, random_split (data/utils.h) and WeightedRandomSampler (data/samplers.h)
+
+namespace {
+
+namespace tgds = tg::data::datasets;
+namespace tgsm = tg::data::samplers;
+
+/// A libtorch-style dataset of n samples: sample i is data {first + i} and the 0-d int64 target first + i.
+struct Numbers : tgds::Dataset<Numbers> {
+  explicit Numbers(size_t n, int64_t first = 0) : n(n), first(first) {}
+  tg::data::Example<> get(size_t i) override {
+    TG_CHECK(i < n, IndexError, "Numbers: index ", i, " is out of range for ", n, " samples");
+    const auto v = first + static_cast<int64_t>(i);
+    return {tg::full({1}, double(v)), tg::full({}, double(v), tg::TensorOptions().dtype(tg::kInt64))};
+  }
+  std::optional<size_t> size() const override { return n; }
+  size_t n;
+  int64_t first;
+};
+
+/// Numbers whose get_batch is its own: targets negated, so that a test sees which one ran.
+struct NegatingBatches : tgds::Dataset<NegatingBatches> {
+  tg::data::Example<> get(size_t i) override { return Numbers(8).get(i); }
+  std::vector<tg::data::Example<>> get_batch(std::vector<size_t> indices) override {
+    std::vector<tg::data::Example<>> out;
+    for (const size_t i : indices) out.push_back({tg::zeros({1}), tg::full({}, -double(i), tg::TensorOptions().dtype(tg::kInt64))});
+    return out;
+  }
+  std::optional<size_t> size() const override { return 8; }
+};
+
+struct NoSize : tgds::Dataset<NoSize> {
+  tg::data::Example<> get(size_t) override { return {tg::zeros({1}), tg::zeros({})}; }
+  std::optional<size_t> size() const override { return std::nullopt; }
+};
+
+/// The targets of get(0 .. size - 1).
+template <class D>
+std::vector<int64_t> all_targets(D& ds) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < ds.size().value(); ++i) out.push_back(ds.get(i).target.template item<int64_t>());
+  return out;
+}
+
+/// The targets of one epoch of a make_data_loader loader of stacked Examples, in order.
+template <class Loader>
+std::vector<int64_t> loader_targets(Loader& loader) {
+  std::vector<int64_t> seen;
+  for (auto& batch : loader) {
+    const auto t = batch.target.template to_vector<int64_t>();
+    seen.insert(seen.end(), t.begin(), t.end());
+  }
+  return seen;
+}
+
+std::vector<size_t> split_sizes(const std::vector<tgds::Subset<Numbers>>& parts) {
+  std::vector<size_t> sizes;
+  for (const auto& p : parts) sizes.push_back(p.size().value());
+  return sizes;
+}
+
+/// |count - n p| within 5 binomial standard deviations: a chance of about 6e-7 per check to fail.
+void check_frequency(int64_t count, int64_t n, double p) {
+  const double sigma = std::sqrt(double(n) * p * (1 - p));
+  CAPTURE(count);
+  CAPTURE(n);
+  CAPTURE(p);
+  CHECK(std::fabs(double(count) - double(n) * p) <= 5 * sigma);
+}
+
+}  // namespace
+
+TEST_CASE("data utils: Subset reads the given indices of its dataset, in order, and refuses others") {
+  tgds::Subset<Numbers> s(Numbers(10), {7, 2, 2, 9});
+  CHECK(s.size().value() == 4);
+  CHECK(all_targets(s) == std::vector<int64_t>{7, 2, 2, 9});
+  CHECK(s.get(0).data.to_vector<float>() == std::vector<float>{7});
+  CHECK(s.indices() == std::vector<size_t>{7, 2, 2, 9});
+  CHECK(s.dataset().n == 10);
+  const auto batch = s.get_batch({3, 0});
+  REQUIRE(batch.size() == 2);
+  CHECK(batch[0].target.item<int64_t>() == 9);
+  CHECK(batch[1].target.item<int64_t>() == 7);
+  TG_CHECK_THROWS(s.get(4), tg::IndexError, "Subset: index 4 is out of range for a subset of 4 samples");
+  TG_CHECK_THROWS(s.get_batch({0, 4}), tg::IndexError, "index 4 is out of range for a subset of 4 samples");
+  // an index beyond the dataset is the dataset's own error, when read
+  tgds::Subset<Numbers> beyond(Numbers(3), {1, 5});
+  CHECK(beyond.get(0).target.item<int64_t>() == 1);
+  TG_CHECK_THROWS(beyond.get(1), tg::IndexError, "Numbers: index 5 is out of range");
+  // the dataset's get_batch reads the mapped indices (PyTorch's __getitems__)
+  tgds::Subset<NegatingBatches> neg(NegatingBatches(), {5, 3});
+  const auto nb = neg.get_batch({1, 0});
+  CHECK(nb[0].target.item<int64_t>() == -3);
+  CHECK(nb[1].target.item<int64_t>() == -5);
+  tgds::Subset<Numbers> empty(Numbers(3), {});
+  CHECK(empty.size().value() == 0);
+  TG_CHECK_THROWS(empty.get(0), tg::IndexError, "index 0 is out of range for a subset of 0 samples");
+
+  // through make_data_loader, in order and shuffled, with worker copies
+  for (size_t workers : {0, 2}) {
+    CAPTURE(workers);
+    auto loader = tg::data::make_data_loader<tgsm::SequentialSampler>(
+        s.map(tg::data::transforms::Stack<>()), tg::data::DataLoaderOptions(3).workers(workers));
+    CHECK(loader_targets(*loader) == std::vector<int64_t>{7, 2, 2, 9});
+  }
+  tgds::Subset<Numbers> odd(Numbers(20), {1, 3, 5, 7, 9, 11, 13});
+  auto shuffled = tg::data::make_data_loader(odd.map(tg::data::transforms::Stack<>()), 2);
+  std::vector<int64_t> seen = loader_targets(*shuffled);
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13});
+}
+
+TEST_CASE("data utils: ConcatDataset finds each sample by cumulative sizes and refuses what PyTorch refuses") {
+  std::vector<Numbers> parts{Numbers(3, 0), Numbers(4, 100), Numbers(0, 500), Numbers(2, 200)};
+  tgds::ConcatDataset cat(parts);   // ConcatDataset<Example<>>
+  static_assert(std::is_same<decltype(cat), tgds::ConcatDataset<tg::data::Example<>>>::value, "");
+  CHECK(cat.size().value() == 9);
+  CHECK(cat.cumulative_sizes() == std::vector<size_t>{3, 7, 7, 9});
+  CHECK(all_targets(cat) == std::vector<int64_t>{0, 1, 2, 100, 101, 102, 103, 200, 201});
+  TG_CHECK_THROWS(cat.get(9), tg::IndexError, "ConcatDataset: index 9 is out of range for a dataset of 9 samples");
+  TG_CHECK_THROWS(cat.get(static_cast<size_t>(-1)), tg::IndexError, "out of range for a dataset of 9 samples");
+  TG_CHECK_THROWS(tgds::ConcatDataset(std::vector<Numbers>{}), tg::Error, "datasets should not be an empty iterable");
+  TG_CHECK_THROWS(tgds::ConcatDataset<>(Numbers(2), NoSize()), tg::DataError, "ConcatDataset: dataset 1 has no size");
+
+  // the binary search against a linear walk, over many datasets of sizes 0 .. 3
+  std::vector<Numbers> many;
+  std::vector<int64_t> expected;
+  for (int k = 0; k < 40; ++k) {
+    many.emplace_back(size_t(k % 4), 1000 * k);
+    for (int i = 0; i < k % 4; ++i) expected.push_back(1000 * k + i);
+  }
+  tgds::ConcatDataset big(many);
+  CHECK(all_targets(big) == expected);
+
+  // datasets of different types with one example type; copies read their own datasets
+  tgds::ConcatDataset mixed(Numbers(2, 10), tgds::Subset<Numbers>(Numbers(5, 20), {4, 0}), cat);
+  CHECK(mixed.size().value() == 13);
+  CHECK(all_targets(mixed) == std::vector<int64_t>{10, 11, 24, 20, 0, 1, 2, 100, 101, 102, 103, 200, 201});
+  tgds::ConcatDataset<> copy = mixed;
+  CHECK(all_targets(copy) == all_targets(mixed));
+  tgds::ConcatDataset<> assigned(Numbers(1));
+  assigned = copy;
+  CHECK(assigned.cumulative_sizes() == mixed.cumulative_sizes());
+
+  // through make_data_loader: every sample once per epoch, with workers reading copies
+  auto loader = tg::data::make_data_loader(mixed.map(tg::data::transforms::Stack<>()),
+                                           tg::data::DataLoaderOptions(4).workers(2));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<int64_t> seen = loader_targets(*loader);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen == std::vector<int64_t>{0, 1, 2, 10, 11, 20, 24, 100, 101, 102, 103, 200, 201});
+  }
+}
+
+TEST_CASE("data utils: random_split sizes from counts and from fractions, as PyTorch 2.x") {
+  using Sizes = std::vector<size_t>;
+  // the fraction cases' sizes are PyTorch 2.x's (torch.utils.data.random_split)
+  CHECK(split_sizes(tgds::random_split(Numbers(10), {0.3, 0.3, 0.4})) == Sizes{3, 3, 4});
+  CHECK(split_sizes(tgds::random_split(Numbers(11), {0.5, 0.5})) == Sizes{6, 5});
+  CHECK(split_sizes(tgds::random_split(Numbers(10), std::vector<double>(10, 0.1))) == Sizes(10, 1));
+  CHECK(split_sizes(tgds::random_split(Numbers(7), {0.25, 0.25, 0.25, 0.25})) == Sizes{2, 2, 2, 1});
+  CHECK(split_sizes(tgds::random_split(Numbers(3), {0.5, 0.5, 0.0})) == Sizes{2, 1, 0});
+  CHECK(split_sizes(tgds::random_split(Numbers(10), {3, 7})) == Sizes{3, 7});
+  CHECK(split_sizes(tgds::random_split(Numbers(10), std::vector<size_t>{0, 10, 0})) == Sizes{0, 10, 0});
+  CHECK(split_sizes(tgds::random_split(Numbers(0), std::vector<int64_t>{0})) == Sizes{0});
+  CHECK(tgds::random_split(Numbers(0), std::vector<int>{}).empty());
+
+  const char* mismatch = "Sum of input lengths does not equal the length of the input dataset!";
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {0.5, 0.6}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {0.5, 0.4}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), std::vector<double>{}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {3, 3}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {3, 3, 5}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), std::vector<uint64_t>{~uint64_t(0), 10}), tg::Error, mismatch);
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {1.5, -0.5}), tg::Error, "Fraction at index 0 is not between 0 and 1");
+  TG_CHECK_THROWS(tgds::random_split(Numbers(10), {-1, 11}), tg::Error, "length at index 0 is negative (-1)");
+  TG_CHECK_THROWS(tgds::random_split(NoSize(), {0.5, 0.5}), tg::DataError, "random_split: the dataset has no size");
+}
+
+TEST_CASE("data utils: random_split is a disjoint cover of the dataset, reproducible from manual_seed or a seed") {
+  auto indices_of = [](const std::vector<tgds::Subset<Numbers>>& parts) {
+    std::vector<std::vector<size_t>> out;
+    for (const auto& p : parts) out.push_back(p.indices());
+    return out;
+  };
+  tg::manual_seed(5);
+  auto parts = tgds::random_split(Numbers(50), {20, 20, 10});
+  std::vector<size_t> all;
+  for (auto& p : parts) {
+    all.insert(all.end(), p.indices().begin(), p.indices().end());
+    std::vector<int64_t> expected(p.indices().begin(), p.indices().end());
+    CHECK(all_targets(p) == expected);   // each subset reads its dataset's samples at its indices
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<size_t> iota(50);
+  std::iota(iota.begin(), iota.end(), size_t(0));
+  CHECK(all == iota);
+  CHECK(indices_of(parts)[0] != std::vector<size_t>(iota.begin(), iota.begin() + 20));   // shuffled
+
+  tg::manual_seed(5);
+  CHECK(indices_of(tgds::random_split(Numbers(50), {20, 20, 10})) == indices_of(parts));
+  // the same permutation cut into other lengths
+  tg::manual_seed(5);
+  auto halves = tgds::random_split(Numbers(50), {0.5, 0.5});
+  std::vector<size_t> joined = halves[0].indices();
+  joined.insert(joined.end(), halves[1].indices().begin(), halves[1].indices().end());
+  std::vector<size_t> joined_parts = parts[0].indices();
+  for (size_t k = 1; k < 3; ++k) joined_parts.insert(joined_parts.end(), parts[k].indices().begin(), parts[k].indices().end());
+  CHECK(joined == joined_parts);
+  tg::manual_seed(6);
+  CHECK(indices_of(tgds::random_split(Numbers(50), {20, 20, 10})) != indices_of(parts));
+
+  // an explicit seed (PyTorch's generator) ignores the stream
+  tg::manual_seed(1);
+  const auto a = indices_of(tgds::random_split(Numbers(50), {25, 25}, 42));
+  tg::manual_seed(2);
+  CHECK(indices_of(tgds::random_split(Numbers(50), {25, 25}, 42)) == a);
+  CHECK(indices_of(tgds::random_split(Numbers(50), {25, 25}, 43)) != a);
+
+  // a split part through make_data_loader
+  auto loader = tg::data::make_data_loader<tgsm::SequentialSampler>(parts[2].map(tg::data::transforms::Stack<>()), 4);
+  const std::vector<int64_t> expected(parts[2].indices().begin(), parts[2].indices().end());
+  CHECK(loader_targets(*loader) == expected);
+}
+
+TEST_CASE("data utils: WeightedRandomSampler draws by weight, never a zero weight, without repeats when asked") {
+  // with replacement: frequencies proportional to the weights, zero weights never drawn
+  tg::manual_seed(11);
+  const std::vector<double> w{1, 0, 3, 0, 6};
+  const int64_t n = 100000;
+  tgsm::WeightedRandomSampler sampler(w, n);
+  CHECK(sampler.num_samples() == n);
+  CHECK(sampler.replacement());
+  CHECK(sampler.weights().dtype() == tg::kFloat64);
+  std::vector<size_t> pass;
+  std::vector<size_t> sizes;
+  while (auto b = sampler.next(30000)) {
+    sizes.push_back(b->size());
+    pass.insert(pass.end(), b->begin(), b->end());
+  }
+  CHECK(sizes == std::vector<size_t>{30000, 30000, 30000, 10000});
+  CHECK(sampler.index() == size_t(n));
+  std::vector<int64_t> counts(5, 0);
+  for (const size_t i : pass) {
+    REQUIRE(i < 5);
+    ++counts[i];
+  }
+  CHECK(counts[1] == 0);
+  CHECK(counts[3] == 0);
+  for (size_t i : {0, 2, 4}) check_frequency(counts[i], n, w[i] / 10);
+
+  // reset draws a new pass; manual_seed fixes the passes
+  sampler.reset();
+  std::vector<size_t> again = *sampler.next(size_t(n));
+  CHECK(again != pass);
+  tg::manual_seed(11);
+  tgsm::WeightedRandomSampler same(w, n);
+  CHECK(*same.next(size_t(n)) == pass);
+  sampler.reset(7);
+  CHECK(sampler.num_samples() == 7);
+  CHECK(sampler.next(100)->size() == 7);
+  CHECK_FALSE(sampler.next(1).has_value());
+
+  // without replacement: each pass a permutation of the nonzero-weight indices when it asks for all of them
+  tgsm::WeightedRandomSampler all_nonzero(tg::from_vector(std::vector<float>{0, 2, 1, 0, 5, 1, 1, 0}), 5, false);
+  for (int pass_no = 0; pass_no < 20; ++pass_no) {
+    all_nonzero.reset();
+    std::vector<size_t> got = *all_nonzero.next(10);
+    std::sort(got.begin(), got.end());
+    CHECK(got == std::vector<size_t>{1, 2, 4, 5, 6});
+  }
+  // the law of drawing without replacement: weights {1, 1, 2}, 2 draws hold index 2 with probability
+  // 1 - (1/4 * 1/3 + 1/4 * 1/3) = 5/6
+  tgsm::WeightedRandomSampler two(std::vector<double>{1, 1, 2}, 2, /*replacement=*/false);
+  const int64_t passes = 3000;
+  int64_t with_two = 0;
+  for (int64_t p = 0; p < passes; ++p) {
+    two.reset();
+    const std::vector<size_t> got = *two.next(2);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] != got[1]);
+    with_two += (got[0] == 2 || got[1] == 2);
+  }
+  check_frequency(with_two, passes, 5.0 / 6.0);
+
+  // integer weights are taken as numbers
+  tgsm::WeightedRandomSampler ints(tg::arange(4), 1000);
+  const std::vector<size_t> drawn = *ints.next(1000);
+  CHECK(drawn.size() == 1000);
+  for (const size_t i : drawn) CHECK(i != 0);
+
+  // as make_data_loader's sampler: each epoch num_samples samples of nonzero weight
+  auto loader = tg::data::make_data_loader(Numbers(5).map(tg::data::transforms::Stack<>()),
+                                           tgsm::WeightedRandomSampler(std::vector<double>{0, 1, 0, 1, 0}, 10),
+                                           tg::data::DataLoaderOptions(4).workers(2));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<size_t> batch_sizes;
+    for (auto& batch : *loader) {
+      batch_sizes.push_back(size_t(batch.target.size(0)));
+      for (const int64_t t : batch.target.to_vector<int64_t>()) CHECK((t == 1 || t == 3));
+    }
+    CHECK(batch_sizes == std::vector<size_t>{4, 4, 2});
+  }
+}
+
+TEST_CASE("data utils: WeightedRandomSampler refuses what PyTorch refuses, with its messages") {
+  using W = std::vector<double>;
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, 2}, 0), tg::Error,
+                  "num_samples should be a positive integer value, but got num_samples=0");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, 2}, -3), tg::Error, "but got num_samples=-3");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(tg::ones({1, 2}), 2), tg::ShapeError,
+                  "weights should be a 1d sequence but given weights have shape (1, 2)");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(tg::ones({}), 2), tg::ShapeError, "have shape ()");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{-1, 2}, 2), tg::Error,
+                  "invalid multinomial distribution (encountering probability entry < 0)");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, std::numeric_limits<double>::infinity()}, 2), tg::Error,
+                  "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, std::nan("")}, 2), tg::Error, "infinity or NaN");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{0, 0}, 2), tg::Error,
+                  "invalid multinomial distribution (sum of probabilities <= 0)");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{}, 2), tg::Error, "sum of probabilities <= 0");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, 2}, 3, false), tg::Error,
+                  "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(W{1, 0, 0}, 2, false), tg::Error,
+                  "without replacement num_samples (2) must not exceed the number of nonzero weights (1)");
+  TG_CHECK_THROWS(tgsm::WeightedRandomSampler(Tensor(), 2), tg::Error, "undefined");
+  tgsm::WeightedRandomSampler ok(W{1, 0, 1}, 2, false);
+  TG_CHECK_THROWS(ok.reset(4), tg::Error, "cannot sample n_sample > prob_dist.size(-1)");
+  TG_CHECK_THROWS(ok.reset(3), tg::Error, "must not exceed the number of nonzero weights (2)");
+  TG_CHECK_THROWS(ok.reset(0), tg::Error, "but got num_samples=0");
+  CHECK(ok.num_samples() == 2);   // a refused size leaves the sampler as it was
+  ok.reset();
+  CHECK(ok.next(5)->size() == 2);
 }

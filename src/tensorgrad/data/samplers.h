@@ -1,7 +1,8 @@
 /// \file
 /// data/samplers.h: libtorch's samplers (torch::data::samplers), which hand make_data_loader
 /// (data/dataloader.h) one batch of indices at a time: SequentialSampler, RandomSampler (the default),
-/// DistributedRandomSampler, DistributedSequentialSampler, and the Sampler base for one's own. The
+/// DistributedRandomSampler, DistributedSequentialSampler, WeightedRandomSampler (PyTorch's), and the
+/// Sampler base for one's own. The
 /// sample orders of tensorgrad's own DataLoader (data/loader.h) are in data/sampler.h.
 #pragma once
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/core/device.h"
 
 namespace tg {
@@ -66,6 +68,45 @@ class RandomSampler : public Sampler<> {
   size_t index() const noexcept { return index_; }
 
  private:
+  std::vector<int64_t> indices_;
+  size_t index_ = 0;
+};
+
+/// num_samples indices of 0 .. N - 1 drawn with probabilities proportional to N weights (PyTorch's
+/// torch.utils.data.WeightedRandomSampler), with replacement (the default) or without (then each index at
+/// most once per pass). Each pass is one tg::multinomial of the weights, drawn when the sampler is made and
+/// anew by every reset(), so tg::manual_seed fixes the draws; next(batch_size) hands out the pass in
+/// slices, as RandomSampler does. With make_data_loader(dataset, sampler, options) an epoch is then
+/// num_samples samples, e.g. a class-balanced epoch from weights 1 / (count of the sample's class).
+/// The arguments are checked when the sampler is made, with PyTorch's messages (Error): num_samples
+/// positive, weights 1-D (ShapeError) and non-empty, finite, non-negative and not all zero, and without
+/// replacement num_samples at most the number of nonzero weights (PyTorch then draws zero-weight indices
+/// once the others are used up; this sampler refuses, so that an index of weight 0 is never drawn).
+class WeightedRandomSampler : public Sampler<> {
+ public:
+  /// Samples by weights (N), any real dtype (kept as a float64 copy on the CPU).
+  WeightedRandomSampler(const Tensor& weights, int64_t num_samples, bool replacement = true);
+  /// Samples by weights given as numbers.
+  WeightedRandomSampler(const std::vector<double>& weights, int64_t num_samples, bool replacement = true);
+  /// Draws a new pass; new_size, when given, becomes num_samples (checked as in the constructor).
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+  /// The next batch_size indices of the pass.
+  std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  /// How many indices this pass has given.
+  size_t index() const noexcept { return index_; }
+  /// The weights, (N) float64.
+  const Tensor& weights() const noexcept { return weights_; }
+  /// The number of indices one pass gives (PyTorch's len(sampler)).
+  int64_t num_samples() const noexcept { return num_samples_; }
+  /// Whether an index may be drawn more than once per pass.
+  bool replacement() const noexcept { return replacement_; }
+
+ private:
+  void check_num_samples(int64_t num_samples) const;
+  Tensor weights_;
+  int64_t num_samples_;
+  bool replacement_;
+  int64_t nonzero_ = 0;
   std::vector<int64_t> indices_;
   size_t index_ = 0;
 };
