@@ -321,7 +321,7 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         RawTensor pw = w.data().clone(), pm = m0.data().clone(), ps = s0.data().clone(), pmax = vmax0.data().clone();
-        tg::cpu_backend().adam_step({tg::AdamParam{pw, g.data(), pm, ps, pmax, lr, step}},
+        tg::cpu_backend().adam_step({tg::AdamParam{pw, g.data(), pm, ps, pmax, lr, step, tg::RawTensor()}},
                                     tg::AdamHyper{b1, b2, eps, awd, /*decoupled=*/false});
         return std::vector<Tensor>{Tensor(pw), Tensor(pm), Tensor(ps)};
       },

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "testing.h"
@@ -230,16 +233,34 @@ TEST_CASE("cuda graphs: steps whose scalars would freeze in the graph are refuse
     model->zero_grad();
     tg::mse_loss(model->forward(x), y).backward();
   };
-  SUBCASE("Adam: its step count and bias corrections") {
+  SUBCASE("Adam without capturable: its step count and bias corrections") {
     tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3));
     backward();
     adam.step();   // warm-up
     tg::cuda::CUDAGraph graph;
     graph.capture_begin();
     backward();
-    CHECK_THROWS_WITH_AS(adam.step(), doctest::Contains("inside a CUDA graph capture"), tg::Error);
+    CHECK_THROWS_WITH_AS(adam.step(), doctest::Contains("capturable(true)"), tg::Error);
     graph.capture_end();   // nothing illegal reached the stream: the capture itself is fine
     CHECK(graph.num_nodes() > 0);
+  }
+  SUBCASE("capturable Adam before its first step: the state would be created at every replay") {
+    tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3).capturable(true));
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    backward();
+    CHECK_THROWS_WITH_AS(adam.step(), doctest::Contains("warm-up"), tg::Error);
+    graph.capture_end();
+  }
+  SUBCASE("RMSprop and the other optimizers with host-side scalars") {
+    tg::optim::RMSprop rms(model->parameters(), tg::optim::RMSpropOptions(1e-3));
+    backward();
+    rms.step();
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    backward();
+    CHECK_THROWS_WITH_AS(rms.step(), doctest::Contains("inside a CUDA graph capture"), tg::Error);
+    graph.capture_end();
   }
   SUBCASE("SGD with momentum before its first step: the buffer would be created at every replay") {
     tg::optim::SGD sgd(model->parameters(), tg::optim::SGDOptions(0.1).momentum(0.9));
@@ -295,4 +316,205 @@ TEST_CASE("cuda graphs: memory captured into a pool is kept from eager allocatio
   CHECK(doubled.sum().item<float>() == 8000.0f);   // (1 * 3 + 1) * 2 * 1000
   second.reset();
   graph.reset();
+}
+
+// Note [Captured Adam]: capturable AdamW, captured once, replayed with an ExponentialLR stepping between
+// replays, gives the bits of the same eager steps (whose optimizer is not capturable), and a replay
+// is the graph's launch plus the one launch that writes the step values.
+TEST_CASE("cuda graphs: a captured capturable AdamW step follows its step count and a scheduler's lr, bit for bit") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  tg::optim::AdamW opt_eager(eager->parameters(), tg::optim::AdamWOptions(1e-2).weight_decay(0.1));
+  tg::optim::AdamW opt_captured(captured->parameters(), tg::optim::AdamWOptions(1e-2).weight_decay(0.1).capturable(true));
+  tg::optim::ExponentialLR sched_eager(opt_eager, 0.7), sched_captured(opt_captured, 0.7);
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);
+  constexpr int kSteps = 6;
+  std::vector<float> eager_losses;
+  for (int k = 0; k < kSteps; ++k) {
+    auto [xk, yk] = batch(k);
+    opt_eager.zero_grad();
+    const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
+    loss.backward();
+    opt_eager.step();
+    sched_eager.step();
+    eager_losses.push_back(loss.item<float>());
+  }
+  Tensor loss;
+  auto step = [&] {
+    opt_captured.zero_grad();
+    loss = tg::mse_loss(captured->forward(x), y);
+    loss.backward();
+    opt_captured.step();
+  };
+  auto feed = [&](int k) {
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  };
+  feed(0);
+  step();   // warm-up: creates the state
+  sched_captured.step();
+  CHECK(same_bits(loss.item<float>(), eager_losses[0]));
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    step();
+  }
+  for (int k = 1; k < kSteps; ++k) {
+    CAPTURE(k);
+    feed(k);
+    const uint64_t before = tg::cuda::detail::launch_count();
+    graph.replay();
+    CHECK(tg::cuda::detail::launch_count() - before == 2);   // the step values' launch, then the graph
+    sched_captured.step();
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+  }
+  check_same_parameters(*eager, *captured);
+  const auto state_eager = opt_eager.state(), state_captured = opt_captured.state();
+  for (const auto& [name, t] : state_captured)
+    if (name.rfind("step.", 0) == 0) CHECK(t.item() == static_cast<double>(kSteps));   // replays counted as steps
+  CHECK(state_eager.size() == state_captured.size());
+}
+
+TEST_CASE("cuda graphs: replaying a graph whose captured optimizer was destroyed raises") {
+  TG_NEED_CUDA();
+  const std::shared_ptr<Mlp> model = twin_mlps(0.0).first;
+  const Tensor x = tg::randn({5, 8}).to(kGpu), y = tg::randn({5, 4}).to(kGpu);
+  tg::cuda::CUDAGraph graph;
+  {
+    auto adam = std::make_unique<tg::optim::Adam>(model->parameters(), tg::optim::AdamOptions(1e-3).capturable(true));
+    model->zero_grad();
+    tg::mse_loss(model->forward(x), y).backward();
+    adam->step();
+    tg::cuda::GraphCapture capture(graph);
+    adam->step();
+  }
+  CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("destroyed"), tg::Error);
+}
+
+namespace {
+
+/// A small pre-norm transformer: input projection, one block (layer_norm, causal attention with its
+/// projections, GELU MLP, residuals), final layer_norm and a head (the character transformer's shape).
+struct TinyTransformer : tg::nn::Module {
+  int64_t heads;
+  std::shared_ptr<tg::nn::Linear> in, qkv, proj, fc1, fc2, head;
+  std::shared_ptr<tg::nn::LayerNorm> ln1, ln2, lnf;
+  TinyTransformer(int64_t width, int64_t h, int64_t classes)
+      : heads(h),
+        in(std::make_shared<tg::nn::Linear>(classes, width)),
+        qkv(std::make_shared<tg::nn::Linear>(width, 3 * width)),
+        proj(std::make_shared<tg::nn::Linear>(width, width)),
+        fc1(std::make_shared<tg::nn::Linear>(width, 4 * width)),
+        fc2(std::make_shared<tg::nn::Linear>(4 * width, width)),
+        head(std::make_shared<tg::nn::Linear>(width, classes)),
+        ln1(std::make_shared<tg::nn::LayerNorm>(std::vector<int64_t>{width})),
+        ln2(std::make_shared<tg::nn::LayerNorm>(std::vector<int64_t>{width})),
+        lnf(std::make_shared<tg::nn::LayerNorm>(std::vector<int64_t>{width})) {
+    register_module("in", in);
+    register_module("qkv", qkv);
+    register_module("proj", proj);
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+    register_module("head", head);
+    register_module("ln1", ln1);
+    register_module("ln2", ln2);
+    register_module("lnf", lnf);
+  }
+  /// x (B, L, classes) -> logits (B * L, classes)
+  Tensor forward(const Tensor& x) {
+    const int64_t B = x.size(0), L = x.size(1);
+    const Tensor h0 = in->forward(x);
+    const int64_t D = h0.size(2);
+    const Tensor all = qkv->forward(ln1->forward(h0)).reshape({B, L, 3, heads, D / heads}).permute({2, 0, 3, 1, 4});
+    const Tensor y = tg::scaled_dot_product_attention(all.select(0, 0), all.select(0, 1), all.select(0, 2), {}, 0.0, true);
+    const Tensor h1 = h0 + proj->forward(y.transpose(1, 2).reshape({B, L, D}));
+    const Tensor h2 = h1 + fc2->forward(tg::gelu(fc1->forward(ln2->forward(h1))));
+    return head->forward(lnf->forward(h2)).reshape({B * L, -1});
+  }
+};
+
+bool on_emulator() { return tg::cuda::info().find("CUDA emulator") != std::string::npos; }
+
+}  // namespace
+
+// A transformer training step (AdamW capturable, cross-entropy over the next token) captured and
+// replayed against the same eager steps, in float32 and under bfloat16 autocast. On the emulator the
+// replays give the same bits; on a GPU, where a kernel's atomics may add in another order from run to
+// run, the parameters agree within a tolerance of the computation's rounding.
+TEST_CASE("cuda graphs: a captured transformer training step equals the eager steps, float32 and bfloat16 autocast") {
+  TG_NEED_CUDA();
+  const bool exact = on_emulator();
+  for (bool autocast : {false, true}) {
+    CAPTURE(autocast);
+    constexpr int64_t kB = 2, kL = 8, kClasses = 12;
+    tg::manual_seed(5);
+    auto eager = std::make_shared<TinyTransformer>(16, 2, kClasses);
+    tg::manual_seed(5);
+    auto captured = std::make_shared<TinyTransformer>(16, 2, kClasses);
+    eager->to(kGpu);
+    captured->to(kGpu);
+    tg::optim::AdamW opt_eager(eager->parameters(), tg::optim::AdamWOptions(3e-3));
+    tg::optim::AdamW opt_captured(captured->parameters(), tg::optim::AdamWOptions(3e-3).capturable(true));
+    auto data = [&](int k) {   // inputs and a class per position
+      tg::manual_seed(500 + static_cast<uint64_t>(k));
+      const Tensor x = tg::randn({kB, kL, kClasses});
+      const Tensor y = tg::randint(0, kClasses, {kB * kL});
+      return std::make_pair(x, y);
+    };
+    auto loss_of = [&](TinyTransformer& m, const Tensor& x, const Tensor& y) {
+      std::optional<tg::amp::AutocastGuard> guard;
+      if (autocast) guard.emplace(kGpu, tg::kBFloat16);
+      return tg::cross_entropy(m.forward(x), y);
+    };
+    constexpr int kSteps = 4;
+    std::vector<float> eager_losses;
+    for (int k = 0; k < kSteps; ++k) {
+      auto [x, y] = data(k);
+      opt_eager.zero_grad();
+      const Tensor loss = loss_of(*eager, x.to(kGpu), y.to(kGpu));
+      loss.backward();
+      opt_eager.step();
+      eager_losses.push_back(loss.item<float>());
+    }
+    Tensor xs = tg::zeros({kB, kL, kClasses}).to(kGpu), ys = tg::zeros({kB * kL}, tg::kInt64).to(kGpu);
+    Tensor loss;
+    auto step = [&] {
+      opt_captured.zero_grad();
+      loss = loss_of(*captured, xs, ys);
+      loss.backward();
+      opt_captured.step();
+    };
+    auto feed = [&](int k) {
+      auto [x, y] = data(k);
+      xs.copy_(x);
+      ys.copy_(y);
+    };
+    feed(0);
+    step();
+    tg::cuda::CUDAGraph graph;
+    {
+      tg::cuda::GraphCapture capture(graph);
+      step();
+    }
+    for (int k = 1; k < kSteps; ++k) {
+      feed(k);
+      graph.replay();
+      const float got = loss.item<float>(), want = eager_losses[static_cast<std::size_t>(k)];
+      CAPTURE(k);
+      if (exact) CHECK(same_bits(got, want));
+      else CHECK(got == doctest::Approx(want).epsilon(autocast ? 1e-2 : 1e-4));
+    }
+    const std::vector<Tensor> pa = eager->parameters(), pb = captured->parameters();
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      CAPTURE(i);
+      if (exact) {
+        check_same_bits(pa[i], pb[i]);
+      } else {
+        const double diff = (pa[i] - pb[i]).abs().max().item<double>();
+        CHECK(diff <= (autocast ? 1e-2 : 1e-4));
+      }
+    }
+  }
 }

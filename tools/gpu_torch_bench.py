@@ -10,6 +10,7 @@ both medians and the ratio tensorgrad / PyTorch (below 1: tensorgrad is faster):
   bmm_f32                 shape BxMxKxN: torch.matmul of (B, M, K) and (B, K, N)
   mlp_step                shape Bx784x128x10: README's MLP (Linear, ReLU, Linear), SGD lr 0.01 momentum
                           0.9, cross-entropy; one step = zero_grad, forward, loss, backward, step
+  mlp_step_graph          the same step captured into a CUDA graph and replayed (torch.cuda.graph)
   sdpa_causal_fwd_DT,     shape BxHxLxE: torch.nn.functional.scaled_dot_product_attention(q, k, v,
   sdpa_causal_fwd_bwd_DT  is_causal=True) on (B, H, L, E) of dtype DT (f32 or bf16; PyTorch picks its
                           kernel), with sum().backward() for the second; a key ending in _cudacores
@@ -102,6 +103,31 @@ def main():
 
             fn = step
             what = f"MLP step, batch {batch}"
+        elif key == "mlp_step_graph":
+            # PyTorch's whole-step capture recipe (torch.cuda.graphs docs): warm up on a side stream,
+            # gradients set to None before the capture so that backward allocates them in the pool.
+            batch, d_in, hidden, d_out = shape
+            model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                        torch.nn.Linear(hidden, d_out)).to(dev)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            crit = torch.nn.CrossEntropyLoss()
+            x = torch.randn(batch, d_in, device=dev)
+            y = torch.randint(0, d_out, (batch,), device=dev)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    opt.zero_grad(set_to_none=True)
+                    crit(model(x), y).backward()
+                    opt.step()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(graph):
+                crit(model(x), y).backward()
+                opt.step()
+            fn = graph.replay
+            what = f"MLP step captured, batch {batch}"
         elif key.startswith("sdpa_causal_"):
             parts = key[len("sdpa_causal_"):].replace("_cudacores", "").split("_")
             backward = parts[:2] == ["fwd", "bwd"]

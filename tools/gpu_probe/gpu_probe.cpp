@@ -117,6 +117,18 @@ void mlp_step_row(Table& t, int64_t batch) {
               shape.c_str(), ms, before ? launches.c_str() : "n/a (no counter in this build)");
   std::fflush(stdout);
   t.tsv_row("mlp_step", shape, ms, launches);
+  // The same step captured into a CUDA graph (Note [CUDA graphs]) and replayed: one launch per step.
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    step();
+  }
+  const double graph_ms = median_ms([&] { graph.replay(); }, t.reps);
+  std::printf("%-38s %-20s %9.3f ms   %.2fx of eager, a graph of %zu nodes\n",
+              ("MLP step captured, batch " + std::to_string(batch)).c_str(), shape.c_str(), graph_ms, graph_ms / ms,
+              graph.num_nodes());
+  std::fflush(stdout);
+  t.tsv_row("mlp_step_graph", shape, graph_ms, "1");
 }
 
 void bench(Table& t, int log2n) {

@@ -150,6 +150,10 @@ struct AdamParam {
   RawTensor max_exp_avg_sq;   ///< running max of exp_avg_sq (amsgrad), undefined otherwise
   double lr;               ///< its group's learning rate
   int64_t step;            ///< its step count after this step (1-based): the bias corrections
+  /// Undefined, or float64 (3) on the parameter's device holding AdamStepValues, which then replace
+  /// those of lr and step: a step captured into a CUDA graph reads them there, written before each
+  /// replay (Note [Captured Adam] in optim/adam.cpp).
+  RawTensor scalars;
 };
 
 /// Where the rows of one attention operand (batch..., rows, width) lie: the batch dims folded into an

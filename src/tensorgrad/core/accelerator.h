@@ -108,6 +108,13 @@ int graph_device(const CapturedGraph* g) noexcept;
 void destroy_graph(CapturedGraph* g) noexcept;
 /// A graph pool id no other pool has (never 0).
 uint64_t new_graph_pool() noexcept;
+/// A contiguous float64 tensor of numel elements on cuda:device, in memory no work of the graph
+/// being captured uses otherwise (a fresh block of its pool): what the host writes before each replay
+/// and the graph reads (Note [Graph pools]). Error outside a capture of that device.
+RawTensor graph_input(int64_t numel, int device);
+/// Writes values into dst (a graph_input) on its device's stream, outside any capture: kernels that
+/// take the values as arguments, 240 per launch, so the host neither waits nor stages a copy.
+void write_graph_input(const RawTensor& dst, const std::vector<double>& values);
 }  // namespace detail
 
 }  // namespace cuda

@@ -67,13 +67,34 @@ SgdScalars<T> sgd_scalars(const SgdHyper& h, double lr, bool first_step) {
   return SgdScalars<T>{T(lr), T(h.momentum), T(1 - h.dampening), T(h.weight_decay), h.nesterov, first_step};
 }
 
-/// Adam's scalars for one parameter at its step (1-based): the bias corrections bc1 = 1 - beta1^step,
-/// bc2 = 1 - beta2^step, computed in double, then rounded to T once (host code, as sgd_scalars).
+/// What of AdamScalars changes from step to step, in double: lr / bc1, 1 / sqrt(bc2) and 1 - lr wd,
+/// with the bias corrections bc1 = 1 - beta1^step and bc2 = 1 - beta2^step (step 1-based). A
+/// captured step reads these from device memory (AdamParam::scalars), so it is laid out as 3 doubles.
+struct AdamStepValues {
+  double step_size, inv_sqrt_bc2, decay;
+};
+inline AdamStepValues adam_step_values(const AdamHyper& h, double lr, int64_t step) {
+  const double bc1 = 1 - std::pow(h.beta1, double(step)), bc2 = 1 - std::pow(h.beta2, double(step));
+  return AdamStepValues{lr / bc1, 1 / std::sqrt(bc2), 1 - lr * h.weight_decay};
+}
+
+/// Adam's scalars for one parameter at its step (1-based): adam_step_values, then rounded to T once
+/// (host code, as sgd_scalars).
 template <class T>
 AdamScalars<T> adam_scalars(const AdamHyper& h, double lr, int64_t step) {
-  const double bc1 = 1 - std::pow(h.beta1, double(step)), bc2 = 1 - std::pow(h.beta2, double(step));
-  return AdamScalars<T>{T(lr / bc1),   T(1 / std::sqrt(bc2)),      T(h.beta1), T(h.beta2), T(h.eps),
-                        T(h.weight_decay), T(1 - lr * h.weight_decay), h.decoupled};
+  const AdamStepValues s = adam_step_values(h, lr, step);
+  return AdamScalars<T>{T(s.step_size), T(s.inv_sqrt_bc2), T(h.beta1), T(h.beta2), T(h.eps),
+                        T(h.weight_decay), T(s.decay),     h.decoupled};
+}
+
+/// k with its per-step values taken from device memory (3 doubles laid out as AdamStepValues),
+/// rounded to T as adam_scalars rounds them: a captured step's scalars (AdamParam::scalars).
+template <class T>
+TG_HD AdamScalars<T> with_step_values(AdamScalars<T> k, const double* values) {
+  k.step_size = T(values[0]);
+  k.inv_sqrt_bc2 = T(values[1]);
+  k.decay = T(values[2]);
+  return k;
 }
 
 namespace optim_math {

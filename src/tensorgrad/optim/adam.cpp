@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/kernels/optim.h"
+#include "tensorgrad/prim/cuda_graph.h"
 #include "tensorgrad/prim/prim.h"
 
 namespace tg {
@@ -30,10 +32,110 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
   state_.resize(params_.size());
 }
 
+// Note [Captured Adam]
+// ~~~~~~~~~~~~~~~~~~~~
+// A step captured into a CUDA graph replays its kernels with the arguments they were captured with,
+// but Adam's per-step values (lr / bc1, 1 / sqrt(bc2), 1 - lr wd) change with every step and with a
+// scheduler's lr. With capturable(true), a step inside a capture does not count as a step: its
+// updates read those values from a float64 (n, 3) tensor on the device (AdamParam::scalars), and the
+// graph gets a replay hook that, before each replay, advances the parameters' step counts on the
+// host and writes the values of that step and the groups' current lr there. So the host keeps the
+// same step counts and computes the same doubles as eager steps, and N replays give the bits of N
+// eager steps. The tensor lives in a block no temporary of the graph shares (cuda::detail::
+// graph_input: a replay rewrites its temporaries, and one at the same address would overwrite the
+// values before Adam reads them); the values travel as kernel arguments (write_graph_input), so a
+// replay queues one small launch before the graph and the host never waits. The state must exist
+// before the capture (a warm-up step): creating it inside would zero it at every replay. The hook
+// holds the CapturedStep; the optimizer's destructor marks it gone, and a replay after that raises.
+struct Adam::CapturedStep {
+  Adam* owner;                        // null once the optimizer is destroyed
+  RawTensor values;                   // (n, 3) float64 on the device: AdamStepValues per parameter
+  std::vector<std::size_t> params;    // the captured parameters' indices
+  std::vector<AdamHyper> hyper;       // and their groups' hyperparameters
+};
+
+Adam::~Adam() {
+  for (const auto& weak : captured_)
+    if (auto c = weak.lock()) c->owner = nullptr;
+}
+
+void Adam::write_step_values(const CapturedStep& c) {
+  std::vector<double> values(3 * c.params.size());
+  for (std::size_t r = 0; r < c.params.size(); ++r) {
+    State& s = state_[c.params[r]];
+    if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;
+    const AdamStepValues v = adam_step_values(c.hyper[r], lr_of(c.params[r]), s.step);
+    values[3 * r] = v.step_size;
+    values[3 * r + 1] = v.inv_sqrt_bc2;
+    values[3 * r + 2] = v.decay;
+  }
+  cuda::detail::write_graph_input(c.values, values);   // no host wait, no staging buffer
+}
+
+void Adam::capture_step() {
+  const char* who = decoupled_ ? "AdamW" : "Adam";
+  std::vector<std::size_t> captured;
+  Device device = Device::cpu();
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    const AdamOptions& o = options_of<AdamOptions>(i);
+    TG_CHECK(o.capturable_, Error, who, ": step() inside a CUDA graph capture, but parameter group ", group_of(i),
+             " is not capturable: its step count and bias corrections would be frozen into the graph; build the "
+             "optimizer with AdamOptions(lr).capturable(true)");
+    if (captured.empty()) device = p.device();
+    TG_CHECK(p.device() == device && device.is_cuda(), Error, who, ": step() inside a CUDA graph capture updates "
+             "parameters on ", device, " and ", p.device(), "; a capture holds the work of one CUDA device");
+    const State& s = state_[i];
+    TG_CHECK(s.exp_avg.defined() && s.exp_avg.device() == p.device() && s.exp_avg.dtype() == state_dtype(p.dtype()) &&
+                 (!o.amsgrad_ || s.max_exp_avg_sq.defined()),
+             Error, who, ": the first step of parameter ", i, " inside a CUDA graph capture: it creates the state, "
+             "and every replay would do so again; take one step before capturing (a warm-up)");
+    captured.push_back(i);
+  }
+  if (captured.empty()) return;
+  auto c = std::make_shared<CapturedStep>();
+  c->owner = this;
+  c->params = captured;
+  // Written by the replay hook before each replay, so in memory no temporary of the graph shares.
+  const int64_t n = static_cast<int64_t>(captured.size());
+  c->values = cuda::detail::graph_input(3 * n, device.index()).view({n, 3});
+  std::vector<AdamParam> update;
+  AdamHyper hyper;
+  hyper.decoupled = decoupled_;
+  auto flush = [&] {
+    if (!update.empty()) prim::adam_step(update, hyper);
+    update.clear();
+  };
+  for (std::size_t r = 0; r < captured.size(); ++r) {
+    const std::size_t i = captured[r];
+    const AdamOptions& o = options_of<AdamOptions>(i);
+    if (o.beta1_ != hyper.beta1 || o.beta2_ != hyper.beta2 || o.eps_ != hyper.eps ||
+        o.weight_decay_ != hyper.weight_decay) {
+      flush();
+      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
+    }
+    c->hyper.push_back(hyper);
+    const State& s = state_[i];
+    update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
+                               o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step + 1,
+                               c->values.select(0, static_cast<int64_t>(r))});
+  }
+  flush();
+  for (std::size_t i : captured) finish_update(i);
+  captured_.erase(std::remove_if(captured_.begin(), captured_.end(), [](const auto& w) { return w.expired(); }),
+                  captured_.end());
+  captured_.push_back(c);
+  cuda::detail::add_replay_hook([c] {
+    TG_CHECK(c->owner != nullptr, Error, "CUDAGraph::replay: the Adam optimizer whose step was captured in this "
+             "graph has been destroyed");
+    c->owner->write_step_values(*c);
+  });
+}
+
 void Adam::step() {
   const char* who = decoupled_ ? "AdamW" : "Adam";
   check_grads(who);   // a step updates all parameters or none
-  refuse_capture(who);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     check_state_matches(who, i, "exp_avg", state_[i].exp_avg);
@@ -41,6 +143,14 @@ void Adam::step() {
     check_state_matches(who, i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
   }
   NoGradGuard no_grad;
+  if (cuda::is_current_stream_capturing()) {
+    bool on_cuda = false;
+    for (const Tensor& p : params_) on_cuda = on_cuda || (p.grad().defined() && p.device().is_cuda());
+    if (on_cuda) {
+      capture_step();   // Note [Captured Adam]
+      return;
+    }
+  }
   // One fused update of every parameter with a gradient per run of consecutive groups with the same
   // hyperparameters (the learning rate and amsgrad travel with each parameter, so groups that differ
   // only in them share the call): prim::adam_step groups them by (device, dtype), one launch per 24
@@ -84,7 +194,7 @@ void Adam::update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam
   if (o.amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = prim::full(p.shape(), 0.0, sd, p.device());
   if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;   // a loaded step may be at int64's limit
   update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
-                             o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step});
+                             o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step, RawTensor()});
   updated.push_back(i);
 }
 

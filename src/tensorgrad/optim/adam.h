@@ -2,6 +2,7 @@
 // update is one fused Backend::adam_step per group and (device, dtype). The base class is in
 // optim/optimizer.h.
 #pragma once
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct AdamOptions : OptionsBase<AdamOptions> {
   /// Uses the maximum of the second moment average over all steps (default off). amsgrad() turns it
   /// on (so there is no getter of that name: read amsgrad_).
   AdamOptions& amsgrad(bool a = true) { amsgrad_ = a; return *this; }
+  /// Whether step() may be captured into a CUDA graph (default false, as PyTorch): a captured step
+  /// reads its bias corrections and learning rate from device memory, which each replay rewrites
+  /// from the host's step counts and the group's current lr, so a scheduler's change between
+  /// replays takes effect (Note [Captured Adam] in optim/adam.cpp). Eager steps are unchanged.
+  AdamOptions& capturable(bool c) { capturable_ = c; return *this; }
+  /// See capturable(bool).
+  bool capturable() const { return capturable_; }
   /// AdamOptions and AdamWOptions serve Adam and AdamW alike.
   bool accepts(const OptimizerOptions& other) const override {
     return dynamic_cast<const AdamOptions*>(&other) != nullptr;
@@ -54,6 +62,7 @@ struct AdamOptions : OptionsBase<AdamOptions> {
   double weight_decay_ = 0;   ///< See weight_decay().
   /// See amsgrad().
   bool amsgrad_ = false;
+  bool capturable_ = false;   ///< See capturable(bool).
 };
 
 /// torch.optim.Adam: g += wd w; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
@@ -64,7 +73,9 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, AdamOptions options = {});
   /// Several groups; a group without options uses `options` (with its own lr when it gives one).
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
-  /// One update of every parameter with a gradient (see Optimizer::step).
+  ~Adam() override;
+  /// One update of every parameter with a gradient (see Optimizer::step). Inside a CUDA graph
+  /// capture every group must be capturable and every parameter's state must exist (a warm-up step).
   void step() override;
   /// The default options (those it was built with; each group's are in param_groups()).
   const AdamOptions& options() const { return static_cast<const AdamOptions&>(defaults()); }
@@ -85,8 +96,14 @@ class Adam : public Optimizer {
   };
   /// Creates or moves parameter i's state and appends its update (its group's options o).
   void update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam>& update, std::vector<std::size_t>& updated);
+  struct CapturedStep;   // Note [Captured Adam]
+  /// A step inside a CUDA graph capture: the updates read their step values from device memory.
+  void capture_step();
+  /// Before a replay: advance the captured parameters' step counts and write their step values.
+  void write_step_values(const CapturedStep& c);
   bool decoupled_;
   std::vector<State> state_;
+  std::vector<std::weak_ptr<CapturedStep>> captured_;   // owned by the graphs' replay hooks
 };
 
 /// Options of AdamW, as libtorch's AdamWOptions: AdamOptions with libtorch's AdamW default
@@ -115,6 +132,9 @@ struct AdamWOptions : OptionsBase<AdamWOptions, AdamOptions> {
   AdamWOptions& weight_decay(double w) { AdamOptions::weight_decay(w); return *this; }
   /// See AdamOptions::amsgrad.
   AdamWOptions& amsgrad(bool a = true) { AdamOptions::amsgrad(a); return *this; }
+  using AdamOptions::capturable;
+  /// See AdamOptions::capturable.
+  AdamWOptions& capturable(bool c) { AdamOptions::capturable(c); return *this; }
 };
 
 /// torch.optim.AdamW: Adam with decoupled weight decay, w *= 1 - lr wd before the update.

@@ -225,7 +225,8 @@ class Optimizer {
   /// Error naming who when a parameter lives on a CUDA device whose stream is being captured into a
   /// CUDA graph: the step's scalars (step counts, bias corrections) are computed on the host and
   /// would be frozen into the graph, so replays would repeat one step's update (PyTorch raises for
-  /// capturable=False). SGD, whose update has no such scalar, does not call it.
+  /// capturable=False). SGD, whose update has no such scalar, does not call it; Adam with
+  /// capturable(true) captures its step instead (Note [Captured Adam] in optim/adam.cpp).
   void refuse_capture(const char* who) const;
   /// Before a step: the state tensor `name` of parameter i (undefined: not created yet) still has the
   /// parameter's shape; ShapeError naming who otherwise (the parameter's value was replaced by

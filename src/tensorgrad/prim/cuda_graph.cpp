@@ -12,9 +12,21 @@
 namespace tg {
 namespace cuda {
 
+namespace {
+thread_local CUDAGraph* t_capturing = nullptr;   // the graph this thread is capturing
+}  // namespace
+
+namespace detail {
+void add_replay_hook(std::function<void()> hook) {
+  TG_CHECK(t_capturing != nullptr, Error, "add_replay_hook: this thread is not capturing a CUDA graph");
+  t_capturing->hooks_.push_back(std::move(hook));
+}
+}  // namespace detail
+
 MempoolId graph_pool_handle() { return MempoolId{detail::new_graph_pool()}; }
 
 CUDAGraph::~CUDAGraph() {
+  if (t_capturing == this) t_capturing = nullptr;
   if (capturing_) detail::capture_abort(device_);
   detail::destroy_graph(graph_);
 }
@@ -23,6 +35,7 @@ void CUDAGraph::capture_begin(MempoolId pool) {
   TG_CHECK(!capturing_, Error, "CUDAGraph::capture_begin: this graph is already capturing");
   TG_CHECK(graph_ == nullptr, Error,
            "CUDAGraph::capture_begin: this graph already holds a capture; call reset() first");
+  hooks_.clear();
   const int device = current_device();
   const std::uint64_t id = pool.id != 0 ? pool.id : detail::new_graph_pool();
   const RngState at = prim::get_rng_state();
@@ -32,11 +45,13 @@ void CUDAGraph::capture_begin(MempoolId pool) {
   rng_base_ = at.offset;
   rng_seed_ = at.seed;
   capturing_ = true;
+  t_capturing = this;
 }
 
 void CUDAGraph::capture_end() {
   TG_CHECK(capturing_, Error, "CUDAGraph::capture_end: capture_begin was not called");
   capturing_ = false;
+  if (t_capturing == this) t_capturing = nullptr;
   // The capture's draws read the generator's position at each replay: put it back where it was.
   const RngState now = prim::get_rng_state();
   prim::set_rng_state(RngState{rng_seed_, rng_base_});
@@ -52,11 +67,14 @@ void CUDAGraph::capture_end() {
 
 void CUDAGraph::replay() {
   TG_CHECK(graph_ != nullptr, Error, "CUDAGraph::replay: nothing was captured (call capture_begin and capture_end)");
+  for (const auto& hook : hooks_) hook();
   const RngState at = prim::reserve_random(rng_count_);
   detail::replay_graph(graph_, rng_count_ > 0, at.seed, at.offset);
 }
 
 void CUDAGraph::reset() {
+  if (t_capturing == this) t_capturing = nullptr;
+  hooks_.clear();
   if (capturing_) {
     detail::capture_abort(device_);
     capturing_ = false;

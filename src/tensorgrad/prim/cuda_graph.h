@@ -5,11 +5,19 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "tensorgrad/core/accelerator.h"
 
 namespace tg {
 namespace cuda {
+namespace detail {
+/// Runs `hook` on the host before each replay of the graph this thread is capturing: what a captured
+/// step must see anew goes to device memory there (an optimizer's step values: Note [Captured Adam]
+/// in optim/adam.cpp). Error when this thread is not capturing.
+void add_replay_hook(std::function<void()> hook);
+}  // namespace detail
 
 /// A memory pool graphs may share (torch.cuda.graph_pool_handle()): graphs captured into one pool
 /// must be replayed in the order they were captured.
@@ -55,6 +63,8 @@ class CUDAGraph {
   bool capturing_ = false;
   std::uint64_t rng_base_ = 0, rng_seed_ = 0, rng_count_ = 0;
   detail::CapturedGraph* graph_ = nullptr;
+  std::vector<std::function<void()>> hooks_;   // run before each replay (detail::add_replay_hook)
+  friend void detail::add_replay_hook(std::function<void()> hook);
 };
 
 /// `with torch.cuda.graph(g):` as a scope: the constructor synchronizes and begins g's capture, the

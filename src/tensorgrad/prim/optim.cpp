@@ -64,6 +64,10 @@ void adam_step(const std::vector<AdamParam>& params, const AdamHyper& hyper) {
     check_update_tensor("adam_step", p.param, p.exp_avg, "exp_avg", false);
     check_update_tensor("adam_step", p.param, p.exp_avg_sq, "exp_avg_sq", false);
     check_update_tensor("adam_step", p.param, p.max_exp_avg_sq, "max_exp_avg_sq", true);
+    TG_CHECK(!p.scalars.defined() || (p.scalars.dtype() == kFloat64 && p.scalars.numel() == 3 &&
+                                      p.scalars.is_contiguous() && p.scalars.device() == p.param.device()),
+             Error, "adam_step: the step values must be 3 contiguous float64 on ", p.param.device(), ", got ",
+             tensor_meta_str(p.scalars), " on ", p.scalars.device());
   }
   for (const std::vector<AdamParam>& group : by_device_and_dtype(params)) {
     backend_for(group.front().param.device()).adam_step(group, hyper);

@@ -33,7 +33,9 @@ void CpuBackend::adam_step(const std::vector<AdamParam>& params, const AdamHyper
       const T* g = ap.grad.data<T>();
       T *m = ap.exp_avg.data<T>(), *v = ap.exp_avg_sq.data<T>();
       T* vmax = ap.max_exp_avg_sq.defined() ? ap.max_exp_avg_sq.data<T>() : nullptr;
-      const AdamScalars<T> k = adam_scalars<T>(hyper, ap.lr, ap.step);
+      const AdamScalars<T> k = ap.scalars.defined() ? with_step_values(adam_scalars<T>(hyper, ap.lr, ap.step),
+                                                                       ap.scalars.data<double>())
+                                                    : adam_scalars<T>(hyper, ap.lr, ap.step);
       parallel_for(ap.param.numel(), 8, [&](int64_t b, int64_t e) {
         with_kernels([&](auto kernels) {
           decltype(kernels)::adam_loop(w + b, g + b, m + b, v + b, vmax == nullptr ? nullptr : vmax + b, e - b, k);

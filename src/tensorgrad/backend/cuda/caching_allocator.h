@@ -66,7 +66,9 @@ struct PoolStats : memory::MemoryStats {
 // graph_pool_handle). A pool lives while a graph uses it (retain_pool/release_pool); after the last
 // release its cached blocks join the ordinary cache and its live blocks go there when freed. Nothing
 // is given back to the raw allocator during a capture (cudaFree is illegal there): an out-of-memory
-// inside a capture raises at once. Passthrough mode has no pools and refuses to capture.
+// inside a capture raises at once. A block the host writes between replays (a captured optimizer's
+// step values) must not share memory with any temporary of the graph, which a replay would write
+// over: it is allocated fresh (allocate(n, true)), never from the cache. Passthrough mode has no pools and refuses to capture.
 class CachingAllocator {
  public:
   static constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: rounded <= 1 MiB
@@ -94,13 +96,14 @@ class CachingAllocator {
   bool caching() const { return caching_; }
 
   /// At least nbytes (nullptr for 0). Throws OutOfMemoryError after one release-and-retry (no retry
-  /// during a capture: Note [Graph pools]).
-  void* allocate(std::size_t nbytes) {
+  /// during a capture: Note [Graph pools]). fresh: a new block from the raw allocator, never a cached
+  /// one (a graph's input written between replays must not share memory with the graph's temporaries).
+  void* allocate(std::size_t nbytes, bool fresh = false) {
     if (nbytes == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     if (nbytes > std::numeric_limits<std::size_t>::max() - kLargeRound) throw_oom(nbytes, nbytes, false);
     const std::size_t size = caching_ ? round_size(nbytes) : (nbytes + 3) / 4 * 4;
-    if (caching_) {
+    if (caching_ && !fresh) {
       Pool& pool = pool_for(capture_pool_, size);
       auto it = pool.lower_bound(size);   // the smallest cached block that fits...
       if (it != pool.end() && it->first <= max_reuse(size)) {   // ...and wastes little

@@ -3,12 +3,16 @@
 // prim/cuda_graph.h).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "tensorgrad/backend/cuda/context.cuh"
 #include "tensorgrad/backend/cuda/launch.cuh"
 #include "tensorgrad/core/accelerator.h"
+#include "tensorgrad/core/raw_tensor.h"
 
 // Note [CUDA graphs]
 // ~~~~~~~~~~~~~~~~~~
@@ -47,6 +51,15 @@ struct CapturedGraph {
 };
 
 namespace {
+
+/// Values a launch writes into a graph input, passed by value (1920 bytes of kernel arguments).
+constexpr int kInputChunk = 240;
+struct InputChunk {
+  double v[kInputChunk];
+};
+__global__ void set_doubles(double* out, InputChunk chunk, int count) {
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) out[i] = chunk.v[i];
+}
 
 __global__ void set_rng_slot(std::uint64_t* slot, std::uint64_t seed, std::uint64_t offset) {
   slot[0] = seed;
@@ -161,6 +174,56 @@ void destroy_graph(CapturedGraph* g) noexcept {
   } catch (...) {   // the device was usable when g was captured
   }
   delete g;
+}
+
+namespace {
+/// Fresh blocks of a device's allocator (one per device, never destroyed).
+class FreshAllocator final : public Allocator {
+ public:
+  explicit FreshAllocator(DeviceAllocator& a) : a_(a) {}
+  void* allocate(std::size_t nbytes) override { return a_.pool().allocate(nbytes, /*fresh=*/true); }
+  void deallocate(void* ptr, std::size_t) noexcept override { a_.pool().deallocate(ptr); }
+
+ private:
+  DeviceAllocator& a_;
+};
+}  // namespace
+
+RawTensor graph_input(int64_t numel, int device) {
+  DeviceContext& ctx = context(device);
+  TG_CHECK(ctx.capture.on.load(), Error, "graph_input: cuda:", device, " is not being captured");
+  TG_CHECK(numel >= 0, Error, "graph_input: negative size ", numel);
+  static FreshAllocator* fresh[64] = {};
+  static std::mutex mutex;
+  FreshAllocator* a;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    TG_CHECK(device >= 0 && device < 64, Error, "graph_input: no device ", device);
+    if (fresh[device] == nullptr) fresh[device] = new FreshAllocator(ctx.allocator());   // never destroyed
+    a = fresh[device];
+  }
+  DeviceGuard guard(device);
+  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(numel) * sizeof(double), Device::cuda(device), a);
+  return RawTensor(std::move(storage), {numel}, {1}, 0, kFloat64);
+}
+
+void write_graph_input(const RawTensor& dst, const std::vector<double>& values) {
+  TG_CHECK(dst.device().is_cuda() && dst.dtype() == kFloat64 && dst.is_contiguous() &&
+               dst.numel() == static_cast<int64_t>(values.size()),
+           Error, "write_graph_input: expected a contiguous float64 CUDA tensor of ", values.size(), " elements, got ",
+           tensor_meta_str(dst), " on ", dst.device());
+  DeviceContext& ctx = context(dst.device().index());
+  ctx.refuse_in_capture("writing a graph's input");
+  DeviceGuard guard(ctx.device());
+  double* out = dst.data<double>();
+  for (std::size_t start = 0; start < values.size(); start += kInputChunk) {
+    const int count = static_cast<int>(std::min<std::size_t>(kInputChunk, values.size() - start));
+    InputChunk chunk{};
+    std::copy(values.begin() + static_cast<std::ptrdiff_t>(start),
+              values.begin() + static_cast<std::ptrdiff_t>(start) + count, chunk.v);
+    TG_LAUNCH(1, 128, 0, ctx.stream(), set_doubles)(out + start, chunk, count);
+    TG_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 std::uint64_t new_graph_pool() noexcept {

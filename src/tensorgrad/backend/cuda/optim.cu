@@ -60,6 +60,7 @@ struct AdamMulti {
   T* v[kAdamTensors];
   T* vmax[kAdamTensors];   // null unless amsgrad
   AdamScalars<T> scalars[kAdamTensors];   // adam_scalars(): the same values the CPU loop gets
+  const double* step_values[kAdamTensors];  // null, or AdamParam::scalars: replace those of scalars[k]
   int64_t start[kAdamTensors + 1];
   int count;
   struct Loaded {
@@ -75,7 +76,8 @@ struct AdamMulti {
   }
   __device__ void store(int64_t, Loaded a) const {
     const int k = a.k;
-    optim_math::adam(a.w, a.g, a.m, a.v, a.vmax, vmax[k] != nullptr, scalars[k]);
+    optim_math::adam(a.w, a.g, a.m, a.v, a.vmax, vmax[k] != nullptr,
+                     step_values[k] != nullptr ? with_step_values(scalars[k], step_values[k]) : scalars[k]);
     m[k][a.j] = a.m;
     v[k][a.j] = a.v;
     if (vmax[k] != nullptr) vmax[k][a.j] = a.vmax;
@@ -133,6 +135,7 @@ void CudaBackend::adam_step(const std::vector<AdamParam>& params, const AdamHype
       body.v[k] = ap.exp_avg_sq.data<T>();
       body.vmax[k] = ap.max_exp_avg_sq.defined() ? ap.max_exp_avg_sq.data<T>() : nullptr;
       body.scalars[k] = adam_scalars<T>(hyper, ap.lr, ap.step);
+      body.step_values[k] = ap.scalars.defined() ? ap.scalars.data<double>() : nullptr;
       body.start[k + 1] = body.start[k] + n;
       if (++body.count == kAdamTensors) flush();
     }

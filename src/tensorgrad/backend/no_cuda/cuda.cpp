@@ -52,6 +52,12 @@ void replay_graph(CapturedGraph*, bool, uint64_t, uint64_t) {
 std::size_t graph_nodes(const CapturedGraph*) noexcept { return 0; }
 int graph_device(const CapturedGraph*) noexcept { return -1; }
 void destroy_graph(CapturedGraph* g) noexcept { delete g; }
+RawTensor graph_input(int64_t, int device) {
+  throw DeviceError(tg::detail::cat("graph_input: cannot use cuda:", device, ": ", kNoCuda));
+}
+void write_graph_input(const RawTensor& dst, const std::vector<double>&) {
+  throw DeviceError(tg::detail::cat("write_graph_input: cannot use ", dst.device(), ": ", kNoCuda));
+}
 uint64_t new_graph_pool() noexcept {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
