@@ -51,6 +51,7 @@
 #include "tensorgrad/nn/loss.h"
 #include "tensorgrad/nn/norm.h"
 #include "tensorgrad/nn/padding.h"
+#include "tensorgrad/nn/transformer.h"
 #include "tensorgrad/io/checkpoint.h"
 #include "tensorgrad/io/safetensors.h"
 #include "tensorgrad/ops/creation.h"
