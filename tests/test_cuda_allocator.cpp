@@ -272,8 +272,31 @@ TEST_CASE("cuda allocator: graph pools keep a capture's blocks from everyone els
   a.deallocate(other);
   CHECK(a.stats().allocated == 0);
 
-  CachingAllocator passthrough(dev.raw(), "cuda:0", false);
-  CHECK_THROWS_WITH_AS(passthrough.begin_capture(1), doctest::Contains("passthrough"), tg::Error);
+}
+
+TEST_CASE("cuda allocator: in passthrough mode a graph pool reuses nothing and frees its blocks at the last release") {
+  FakeDevice dev(64 * kMiB);
+  CachingAllocator a(dev.raw(), "cuda:0", false);
+  void* before = a.allocate(300);    // allocated before the capture, freed inside it
+  a.begin_capture(5);
+  a.deallocate(before);
+  CHECK(dev.frees == 0);             // no cudaFree during a capture
+  void* t = a.allocate(1000);
+  CHECK(dev.last_request == 1000);   // exact size, as passthrough gives everywhere
+  a.deallocate(t);
+  CHECK(dev.frees == 0);             // the graph replays into it: kept while the pool lives
+  void* u = a.allocate(1000);
+  CHECK(u != t);                     // and never handed out again
+  a.end_capture();
+  CHECK(dev.frees == 1);             // the block freed during the capture, now
+  a.deallocate(u);
+  CHECK(dev.frees == 1);
+  a.release_pool(5);
+  CHECK(dev.frees == 3);
+  CHECK(a.stats().reserved == 0);
+  void* v = a.allocate(64);          // outside a capture, passthrough as before
+  a.deallocate(v);
+  CHECK(dev.frees == 4);
 }
 
 TEST_CASE("cuda allocator: an out-of-memory inside a capture raises at once, freeing nothing") {

@@ -68,7 +68,11 @@ struct PoolStats : memory::MemoryStats {
 // is given back to the raw allocator during a capture (cudaFree is illegal there): an out-of-memory
 // inside a capture raises at once. A block the host writes between replays (a captured optimizer's
 // step values) must not share memory with any temporary of the graph, which a replay would write
-// over: it is allocated fresh (allocate(n, true)), never from the cache. Passthrough mode has no pools and refuses to capture.
+// over: it is allocated fresh (allocate(n, true)), never from the cache. Passthrough mode reuses
+// nothing, in a pool as elsewhere: a capture's blocks keep their exact sizes (compute-sanitizer and
+// the emulator's ASan see a replay's accesses to the byte), stay allocated while the pool lives and
+// are freed at its last release (outside a capture; inside one they wait in the ordinary lists for
+// empty_cache); other blocks freed during a capture wait there until it ends.
 class CachingAllocator {
  public:
   static constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: rounded <= 1 MiB
@@ -152,7 +156,9 @@ class CachingAllocator {
     --stats_.blocks;
     ++stats_.frees_total;
     live_.erase(it);
-    if (caching_) {
+    // A graph pool's block stays allocated, also in passthrough mode, and nothing is freed during a
+    // capture: passthrough parks such a block in the ordinary lists until the capture ends.
+    if (caching_ || owner != 0 || capture_pool_ != 0) {
       try {
         pool_for(owner, block).emplace(block, ptr);
         return;
@@ -173,20 +179,20 @@ class CachingAllocator {
   }
 
   /// From now on allocations come from graph pool `pool` (non-zero), which gains a user (Note [Graph
-  /// pools]). Error in passthrough mode or when a capture is already on.
+  /// pools]). Error when a capture is already on.
   void begin_capture(std::uint64_t pool) {
     std::lock_guard<std::mutex> lock(mutex_);
-    TG_CHECK(caching_, Error, "CUDA graph capture on ", where_,
-             " needs the caching allocator, and TG_CUDA_ALLOCATOR=passthrough is set");
     TG_CHECK(capture_pool_ == 0, Error, "CUDA graph capture on ", where_, ": a capture is already on");
     TG_CHECK(pool != 0, Error, "CUDA graph capture: pool id 0 is not a graph pool");
     ++private_[pool].users;
     capture_pool_ = pool;
   }
-  /// Allocations come from the ordinary cache again; the pool keeps its user.
+  /// Allocations come from the ordinary cache again; the pool keeps its user. Passthrough mode frees
+  /// the blocks it could not free during the capture.
   void end_capture() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     capture_pool_ = 0;
+    if (!caching_) release_cached_locked();
   }
   /// Another graph uses `pool`.
   void retain_pool(std::uint64_t pool) {
@@ -199,16 +205,20 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = private_.find(pool);
     if (it == private_.end() || --it->second.users > 0 || capture_pool_ == pool) return;
+    const bool free_now = !caching_ && capture_pool_ == 0;   // passthrough keeps no cache
     for (Pool* from : {&it->second.small, &it->second.large}) {
       for (auto& kv : *from) {
         try {
-          pool_for(0, kv.first).emplace(kv.first, kv.second);
+          if (!free_now) {
+            pool_for(0, kv.first).emplace(kv.first, kv.second);
+            continue;
+          }
         } catch (...) {   // the cache could not grow: free the block instead
-          raw_.free(kv.second);
-          ++stats_.raw_frees;
-          stats_.reserved -= kv.first;
-          stats_.released_total += kv.first;
         }
+        raw_.free(kv.second);
+        ++stats_.raw_frees;
+        stats_.reserved -= kv.first;
+        stats_.released_total += kv.first;
       }
     }
     private_.erase(it);
