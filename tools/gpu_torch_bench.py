@@ -39,6 +39,18 @@ def median_ms(fn, reps, sync):
     return statistics.median(ms)
 
 
+def mlp(shape, dev):
+    """README's MLP for a row of shape BxINxHIDDENxOUT: model, SGD, loss, input and target."""
+    import torch
+    batch, d_in, hidden, d_out = shape
+    model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, d_out)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, d_in, device=dev)
+    y = torch.randint(0, d_out, (batch,), device=dev)
+    return model, opt, torch.nn.CrossEntropyLoss(), x, y
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tsv", help="the file gpu_probe --bench --tsv wrote")
@@ -87,13 +99,8 @@ def main():
             fn = lambda: torch.matmul(a, b)  # noqa: E731
             what = "torch.matmul batched f32"
         elif key == "mlp_step":
-            batch, d_in, hidden, d_out = shape
-            model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
-                                        torch.nn.Linear(hidden, d_out)).to(dev)
-            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-            crit = torch.nn.CrossEntropyLoss()
-            x = torch.randn(batch, d_in, device=dev)
-            y = torch.randint(0, d_out, (batch,), device=dev)
+            batch = shape[0]
+            model, opt, crit, x, y = mlp(shape, dev)
 
             def step():
                 opt.zero_grad()
@@ -106,13 +113,8 @@ def main():
         elif key == "mlp_step_graph":
             # PyTorch's whole-step capture recipe (torch.cuda.graphs docs): warm up on a side stream,
             # gradients set to None before the capture so that backward allocates them in the pool.
-            batch, d_in, hidden, d_out = shape
-            model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
-                                        torch.nn.Linear(hidden, d_out)).to(dev)
-            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-            crit = torch.nn.CrossEntropyLoss()
-            x = torch.randn(batch, d_in, device=dev)
-            y = torch.randint(0, d_out, (batch,), device=dev)
+            batch = shape[0]
+            model, opt, crit, x, y = mlp(shape, dev)
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):

@@ -15,6 +15,14 @@
 namespace tg {
 namespace optim {
 
+namespace {
+/// Whether a group with options o can share the fused call of hyperparameters h (the learning rate
+/// and amsgrad travel with each parameter).
+bool same_hyper(const AdamOptions& o, const AdamHyper& h) {
+  return o.beta1_ == h.beta1 && o.beta2_ == h.beta2 && o.eps_ == h.eps && o.weight_decay_ == h.weight_decay;
+}
+}  // namespace
+
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options, false) {}
 
@@ -110,8 +118,7 @@ void Adam::capture_step() {
   for (std::size_t r = 0; r < captured.size(); ++r) {
     const std::size_t i = captured[r];
     const AdamOptions& o = options_of<AdamOptions>(i);
-    if (o.beta1_ != hyper.beta1 || o.beta2_ != hyper.beta2 || o.eps_ != hyper.eps ||
-        o.weight_decay_ != hyper.weight_decay) {
+    if (!same_hyper(o, hyper)) {
       flush();
       hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
     }
@@ -165,8 +172,7 @@ void Adam::step() {
   };
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const AdamOptions& o = options_of<AdamOptions>(i);
-    if (o.beta1_ != hyper.beta1 || o.beta2_ != hyper.beta2 || o.eps_ != hyper.eps ||
-        o.weight_decay_ != hyper.weight_decay) {
+    if (!same_hyper(o, hyper)) {
       flush();
       hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
     }
