@@ -147,6 +147,74 @@ TEST_CASE("cuda graphs: N replays of a captured SGD training step equal N eager 
   CHECK_THROWS_AS(graph.replay(), tg::Error);
 }
 
+TEST_CASE("cuda graphs: a captured step that clips its gradients on the device replays as the eager steps") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  tg::optim::SGD opt_eager(eager->parameters(), tg::optim::SGDOptions(0.05));
+  tg::optim::SGD opt_captured(captured->parameters(), tg::optim::SGDOptions(0.05));
+  constexpr double kMaxNorm = 0.05;   // below the gradients' norm: every step is clipped
+  auto grads_of = [](Mlp& m) {
+    std::vector<Tensor> g;
+    for (const Tensor& p : m.parameters()) g.push_back(p.grad());
+    return g;
+  };
+  std::vector<double> eager_norms;
+  auto eager_step = [&](int k) {
+    auto [xk, yk] = batch(k);
+    opt_eager.zero_grad();
+    tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu)).backward();
+    eager_norms.push_back(tg::optim::clip_grad_norm(eager->parameters(), kMaxNorm));
+    opt_eager.step();
+  };
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), norm;
+  auto captured_step = [&] {
+    opt_captured.zero_grad();
+    tg::mse_loss(captured->forward(x), y).backward();
+    norm = tg::optim::get_total_norm(grads_of(*captured));   // on the device: capture-safe
+    tg::optim::clip_grads_with_norm_(captured->parameters(), kMaxNorm, norm);
+    opt_captured.step();
+  };
+  auto load = [&](int k) {
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  };
+  eager_step(0);
+  load(0);
+  captured_step();   // the warm-up
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    captured_step();
+  }
+  for (int k = 1; k < 4; ++k) {
+    CAPTURE(k);
+    eager_step(k);
+    load(k);
+    graph.replay();
+    CHECK(eager_norms[static_cast<std::size_t>(k)] > kMaxNorm);
+    CHECK(same_bits(norm.item<float>(), static_cast<float>(eager_norms[static_cast<std::size_t>(k)])));
+  }
+  check_same_parameters(*eager, *captured);
+  SUBCASE("clip_grad_norm returns a double: refused inside a capture, naming the way that stays on the device") {
+    tg::cuda::CUDAGraph other;
+    other.capture_begin();
+    opt_captured.zero_grad();
+    tg::mse_loss(captured->forward(x), y).backward();
+    CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm(captured->parameters(), kMaxNorm),
+                         doctest::Contains("clip_grads_with_norm_(params, max_norm, get_total_norm(grads))"),
+                         tg::CudaError);
+    CHECK_THROWS_AS(other.capture_end(), tg::CudaError);
+  }
+  SUBCASE("a captured SGD step keeps its lr: a change before a replay is refused, not ignored") {
+    opt_captured.param_groups()[0].options().set_lr(0.01);
+    CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
+    opt_captured.param_groups()[0].options().set_lr(0.05);
+    graph.replay();
+  }
+}
+
 TEST_CASE("cuda graphs: dropout inside a capture draws fresh masks at each replay, those of the eager steps") {
   TG_NEED_CUDA();
   const auto twins = twin_mlps(0.5);

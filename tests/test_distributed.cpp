@@ -26,6 +26,8 @@
 #include <vector>
 
 extern char** environ;
+// The CUDA emulator's count of host waits (tests/cuda_emulator/runtime.cpp); null in other builds.
+extern "C" unsigned long long tg_cuda_emulator_host_waits() __attribute__((weak));
 
 namespace {
 
@@ -40,13 +42,18 @@ const char* env(const char* name) {
 bool in_child() { return env("TG_DIST_TEST_DIR") != nullptr; }
 fs::path child_dir() { return env("TG_DIST_TEST_DIR"); }
 
+/// The backend of a child: TG_DIST_BACKEND (gloo by default).
+std::string child_backend() { return env("TG_DIST_BACKEND") ? env("TG_DIST_BACKEND") : "gloo"; }
+/// Where a child's tensors live: the GPU for NCCL, else the CPU.
+tg::Device child_device() { return child_backend() == "nccl" ? tg::Device::cuda() : tg::Device::cpu(); }
+
 /// A child's init: TG_DIST_INIT (file://...) or env://, with TG_DIST_TIMEOUT_MS (3 s by default).
 void child_init() {
   const char* t = env("TG_DIST_TIMEOUT_MS");
   dist::InitOptions o;
   o.timeout(std::chrono::milliseconds(t ? std::atoi(t) : 3000));
   if (const char* m = env("TG_DIST_INIT")) o.init_method(m);
-  dist::init_process_group("gloo", o);
+  dist::init_process_group(child_backend(), o);
 }
 
 /// A free loopback port: bind port 0, read it back, close (a race with other jobs is unlikely).
@@ -113,6 +120,8 @@ std::vector<RankResult> run_ranks(const std::string& pattern, int world, const s
     envs.push_back("TG_DIST_TEST_DIR=" + dir.path.string());
     envs.push_back("TG_NUM_THREADS=1");
     envs.push_back("OPENBLAS_NUM_THREADS=1");
+    // several NCCL ranks on one GPU: a host id of its own per rank (Note [Several ranks on one GPU])
+    envs.push_back("NCCL_HOSTID=tensorgrad-test-rank-" + std::to_string(rank));
     if (use_file) {
       envs.push_back("TG_DIST_INIT=file://" + (dir.path / "rdv").string());
     } else {
@@ -225,6 +234,9 @@ void train(tg::nn::Module& net, tg::nn::parallel::DistributedDataParallel* ddp, 
       x = tg::Tensor(x.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
       y = tg::Tensor(y.data().narrow(0, rank * kBatch, kBatch).contiguous(), false);
     }
+    const tg::Device dev = net.parameters().front().device();
+    x = x.to(dev);
+    y = y.to(dev);
     opt.zero_grad();
     if (!accumulate) {
       mse(model(x), y).backward();
@@ -264,13 +276,14 @@ TEST_CASE("distributed: (child process) collectives") {
   if (!in_child()) return;
   child_init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
+  const tg::Device dev = child_device();
   CHECK(dist::is_initialized());
-  CHECK(dist::get_backend() == "gloo");
+  CHECK(dist::get_backend() == child_backend());
   // sum, avg, max, min of float32 values that differ per rank: (rank + 1) * (i + 1)
   auto make = [&] {
     std::vector<float> v(33);
     for (int i = 0; i < 33; ++i) v[i] = static_cast<float>((rank + 1) * (i + 1));
-    return tg::from_vector(v, {3, 11});
+    return tg::from_vector(v, {3, 11}).to(dev);
   };
   const double tri = world * (world + 1) / 2.0;
   tg::Tensor s = make();
@@ -286,21 +299,35 @@ TEST_CASE("distributed: (child process) collectives") {
   CHECK(mx.to_vector<float>()[2] == static_cast<float>(world * 3));
   CHECK(mn.to_vector<float>()[2] == 3.0f);
   // int64 sum, exact beyond float precision
-  tg::Tensor n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64);
+  tg::Tensor n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64).to(dev);
   dist::all_reduce(n);
   CHECK(n.to_vector<int64_t>()[3] == world * (int64_t(1) << 40) + static_cast<int64_t>(tri) - world);
+  // float64 and bfloat16 sums of exactly representable values
+  tg::Tensor d = tg::full({9}, 0.25 * (rank + 1), tg::kFloat64).to(dev);
+  dist::all_reduce(d);
+  CHECK(d.to_vector<double>()[8] == 0.25 * tri);
+  tg::Tensor h = tg::full({9}, static_cast<double>(rank + 1), tg::kBFloat16).to(dev);
+  dist::all_reduce(h, dist::ReduceOp::MAX);
+  CHECK(h.to(tg::kFloat32).to_vector<float>()[0] == static_cast<float>(world));
   // a non-contiguous view: reduced through a staging copy, written back in place
-  tg::Tensor base = tg::full({4, 6}, static_cast<double>(rank + 1));
+  tg::Tensor base = tg::full({4, 6}, static_cast<double>(rank + 1)).to(dev);
   tg::Tensor view(base.data().transpose(0, 1), false);
   dist::all_reduce(view);
   CHECK(base.to_vector<float>()[7] == static_cast<float>(tri));
+  // started without waiting (async_op=True), finished by wait()
+  tg::Tensor q = make();
+  std::unique_ptr<dist::Work> work = dist::all_reduce(q, dist::ReduceOp::SUM, true);
+  REQUIRE(work != nullptr);
+  work->wait();
+  CHECK(q.to_vector<float>()[10] == static_cast<float>(tri * 11));
+  CHECK(dist::all_reduce(q, dist::ReduceOp::MIN, false) == nullptr);
   // broadcast from the last rank
-  tg::Tensor b = tg::full({7}, static_cast<double>(rank * 10));
+  tg::Tensor b = tg::full({7}, static_cast<double>(rank * 10)).to(dev);
   dist::broadcast(b, world - 1);
   CHECK(b.to_vector<float>()[6] == static_cast<float>((world - 1) * 10));
   // all_gather
   std::vector<tg::Tensor> parts;
-  dist::all_gather(parts, tg::full({2, 2}, static_cast<double>(rank)));
+  dist::all_gather(parts, tg::full({2, 2}, static_cast<double>(rank)).to(dev));
   REQUIRE(parts.size() == static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) CHECK(parts[r].to_vector<float>()[3] == static_cast<float>(r));
   dist::barrier();
@@ -315,6 +342,7 @@ TEST_CASE("distributed: (child process) DDP training with a communication thread
   for (bool accumulate : {false, true}) {
     tg::manual_seed(7 + rank);   // different on every rank: the construction broadcast must fix it
     Net net;
+    net.to(child_device());
     // a small cap: several buckets, launched in order while backward runs
     tg::nn::parallel::DistributedDataParallel ddp(net, tg::nn::parallel::DistributedDataParallelOptions().bucket_cap_mb(0.0004));
     CHECK(ddp.bucket_indices().size() > 1);
@@ -323,6 +351,49 @@ TEST_CASE("distributed: (child process) DDP training with a communication thread
     write_floats(child_dir() / ((accumulate ? "acc" : "sync") + std::to_string(rank) + ".bin"), flat_params(net));
     CHECK(ddp.last_stats().buckets == static_cast<int>(ddp.bucket_indices().size()));
     CHECK(ddp.last_stats().bytes == static_cast<int64_t>((8 * 16 + 16 + 16 * 4 + 4) * sizeof(float)));
+    if (!accumulate && child_backend() == "nccl" && tg_cuda_emulator_host_waits != nullptr) {
+      // Note [Queued collectives]: the buckets' all-reduces are queued back to back and one wait (and
+      // one copy of their headers) covers them all, however many buckets there are
+      tg::nn::parallel::DistributedDataParallel each(net, tg::nn::parallel::DistributedDataParallelOptions().bucket_cap_mb(1e-6));
+      CHECK(each.bucket_indices().size() == 4);   // a bucket per parameter
+      const tg::Tensor x = tg::randn({kBatch, 8}).to(child_device()), y = tg::randn({kBatch, 4}).to(child_device());
+      tg::nn::MSELoss()(each(x), y).backward();   // the first one sizes the buffer the headers are read into
+      const unsigned long long before = tg_cuda_emulator_host_waits();
+      tg::nn::MSELoss()(each(x), y).backward();
+      const unsigned long long waits = tg_cuda_emulator_host_waits() - before;
+      std::printf("host waits in one DDP backward with %zu buckets: %llu\n", each.bucket_indices().size(), waits);
+      CHECK(waits == 1);
+    }
+  }
+  dist::destroy_process_group();
+}
+
+TEST_CASE("distributed: (child process) a rank withholds a collective") {
+  if (!in_child()) return;
+  child_init();
+  const int rank = dist::get_rank();
+  tg::Tensor t = tg::ones({100}).to(child_device());
+  dist::all_reduce(t);   // everyone is connected
+  const fs::path done = child_dir() / "rank0.done";
+  if (rank == 1) {   // stays alive but never calls the second all_reduce, until rank 0 has given up
+    const auto until = Clock::now() + std::chrono::seconds(15);
+    while (!fs::exists(done) && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(fs::exists(done));
+  } else {
+    const auto t0 = Clock::now();
+    std::string what;
+    try {
+      dist::all_reduce(t);
+    } catch (const tg::DistributedError& e) {
+      what = e.what();
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::ofstream(done).put('1');
+    std::printf("rank 0 caught after %.3f s: %s\n", waited, what.c_str());
+    CHECK_MESSAGE(what.find("all_reduce #2: rank 1 did not reach this collective within 1000 ms") != std::string::npos,
+                  what);
+    CHECK(waited < 8.0);   // the timeout, the emulator's patience and the diagnosis's grace: never a hang
+    TG_CHECK_THROWS(dist::barrier(), tg::DistributedError, "barrier: the process group failed earlier");
   }
   dist::destroy_process_group();
 }
@@ -386,7 +457,8 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   if (!in_child()) return;
   child_init();
   const int rank = dist::get_rank();
-  tg::Tensor t = rank == 0 ? tg::ones({3, 4}) : tg::ones({4, 3});
+  const tg::Device dev = child_device();
+  tg::Tensor t = (rank == 0 ? tg::ones({3, 4}) : tg::ones({4, 3})).to(dev);
   std::string what;
   try {
     dist::all_reduce(t);
@@ -396,7 +468,7 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   CHECK_MESSAGE(what.find("rank 0 called all_reduce of float32 [3, 4] with SUM; rank 1 called all_reduce of float32 [4, 3]") !=
                     std::string::npos, what);
   what.clear();
-  tg::Tensor u = rank == 0 ? tg::ones({5}) : tg::ones({5}, tg::kFloat64);
+  tg::Tensor u = (rank == 0 ? tg::ones({5}) : tg::ones({5}, tg::kFloat64)).to(dev);
   try {
     dist::broadcast(u, 0);
   } catch (const tg::DistributedError& e) {
@@ -404,9 +476,20 @@ TEST_CASE("distributed: (child process) mismatched tensors") {
   }
   CHECK_MESSAGE(what.find("rank 1 called broadcast of float64 [5] from root 0") != std::string::npos, what);
   // nothing moved: the group still works
-  tg::Tensor ok = tg::ones({2});
+  tg::Tensor ok = tg::ones({2}).to(dev);
   dist::all_reduce(ok);
   CHECK(ok.to_vector<float>()[1] == 2.0f);
+  // started without waiting: the mismatch is named by wait() (NCCL, Note [Queued collectives]) or at
+  // once (Gloo)
+  what.clear();
+  tg::Tensor v = (rank == 0 ? tg::ones({2, 6}) : tg::ones({6, 2})).to(dev);
+  try {
+    dist::all_reduce(v, dist::ReduceOp::SUM, true)->wait();
+  } catch (const tg::DistributedError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(what.find("rank 0 called all_reduce of float32 [2, 6] with SUM; rank 1 called all_reduce of float32 [6, 2]") !=
+                    std::string::npos, what);
   dist::destroy_process_group();
 }
 
@@ -774,4 +857,84 @@ TEST_CASE("cuda: nccl a collective that never completes fails within the timeout
   TG_CHECK_THROWS(dist::barrier(), tg::DistributedError, "barrier: the process group failed earlier (all_reduce #2:");
   dist::destroy_process_group();
   CHECK(!dist::is_initialized());
+}
+
+// ---- NCCL with several ranks: 2 and 3 processes on one GPU with the recipe of Note [Several ranks
+// on one GPU], or on the CUDA emulator, whose ranks meet in a folder (Note [NCCL ranks on the
+// emulator] in tests/cuda_emulator/nccl.cpp). Skipped without a GPU, failing under TG_REQUIRE_CUDA=1
+// when NCCL cannot run.
+
+namespace {
+
+/// Whether backend 'nccl' can run here (says why not, or fails under TG_REQUIRE_CUDA=1).
+bool nccl_usable() {
+  if (dist::is_backend_available("nccl")) return true;
+  if (testing::require_cuda()) FAIL("TG_REQUIRE_CUDA=1 but backend 'nccl' is not usable here");
+  MESSAGE("NCCL is not usable here: skipped");
+  return false;
+}
+
+/// The children's environment: backend nccl, every rank on device 0, NCCL over loopback sockets.
+std::vector<std::string> nccl_env(std::vector<std::string> more = {}) {
+  std::vector<std::string> e{"TG_DIST_BACKEND=nccl", "TG_NCCL_RANKS_ON_DEVICE=0", "NCCL_P2P_DISABLE=1",
+                             "NCCL_SHM_DISABLE=1", "NCCL_NET=Socket", "NCCL_SOCKET_IFNAME=lo"};
+  e.insert(e.end(), more.begin(), more.end());
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: nccl collectives on 2 processes (env://) and 3 processes (file://) give the exact sums") {
+  TG_NEED_CUDA();
+  if (!nccl_usable()) return;
+  for (int world : {2, 3}) {
+    CAPTURE(world);
+    TempDir dir;
+    require_all_ok(run_ranks("distributed: (child process) collectives", world, all_ranks(world), world == 3, dir,
+                             nccl_env(), std::chrono::milliseconds(60000)));
+  }
+  // mismatched shapes and dtypes are named on every rank, waited for or queued
+  TempDir dir;
+  require_all_ok(run_ranks("distributed: (child process) mismatched tensors", 2, all_ranks(2), false, dir, nccl_env(),
+                           std::chrono::milliseconds(60000)));
+}
+
+TEST_CASE("cuda: nccl DDP on 2 and 3 processes matches one process on the whole batch, one host wait per backward") {
+  TG_NEED_CUDA();
+  if (!nccl_usable()) return;
+  for (int world : {2, 3}) {
+    CAPTURE(world);
+    TempDir dir;
+    const auto res = run_ranks("distributed: (child process) DDP training*", world, all_ranks(world), world == 3, dir,
+                               nccl_env(), std::chrono::milliseconds(120000));
+    require_all_ok(res);
+    for (const RankResult& r : res) {   // the count each rank printed (emulator only)
+      const auto at = r.out.find("host waits in one DDP backward");
+      if (at != std::string::npos) MESSAGE(r.out.substr(at, r.out.find('\n', at) - at));
+    }
+    for (bool accumulate : {false, true}) {
+      CAPTURE(accumulate);
+      tg::manual_seed(7);
+      Net net;
+      train(net, nullptr, 0, world, accumulate);
+      const std::vector<float> want = flat_params(net);
+      const std::string tag = accumulate ? "acc" : "sync";
+      const std::vector<float> r0 = read_floats(dir.path / (tag + "0.bin"));
+      REQUIRE(r0.size() == want.size());
+      for (int r = 1; r < world; ++r)
+        CHECK_MESSAGE(read_floats(dir.path / (tag + std::to_string(r) + ".bin")) == r0, "rank ", r,
+                      " differs from rank 0 (must be bitwise identical)");
+      testing::check_close(tg::from_vector(r0, {static_cast<int64_t>(r0.size())}),
+                           tg::from_vector(want, {static_cast<int64_t>(want.size())}), 1e-4, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("cuda: nccl a rank that withholds a collective is named by the others within the timeout") {
+  TG_NEED_CUDA();
+  if (!nccl_usable()) return;
+  TempDir dir;
+  require_all_ok(run_ranks("distributed: (child process) a rank withholds a collective", 2, all_ranks(2), true, dir,
+                           nccl_env({"TG_DIST_TIMEOUT_MS=1000", "TG_CUDA_EMULATE_NCCL_PATIENCE_MS=1000"}),
+                           std::chrono::milliseconds(60000)));
 }

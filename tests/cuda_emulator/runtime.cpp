@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +105,8 @@ constexpr std::size_t kSharedMemPerBlock = 48 * 1024;
 // TG_CUDA_EMULATE_MEMORY_MIB=M (default 16384): each device's memory; cudaMalloc beyond it fails.
 // TG_CUDA_EMULATE_NCCL_STALL=1: the emulator's NCCL (nccl.cpp) answers every collective with
 //   ncclInProgress and never completes it, as a peer that never arrives would (read at each call).
+// TG_CUDA_EMULATE_NCCL_PATIENCE_MS=T (default 60000): how long a collective of several ranks waits
+//   for the others before it stalls (Note [NCCL ranks on the emulator] in nccl.cpp).
 // TG_CUDA_EMULATE_CANARY: the negative controls of tools/cuda_emulator_check.sh, bugs planted on
 //   purpose that the suite must catch:
 //   no-barrier:FILE:LINE   the __syncthreads() at that line of a file whose path ends in FILE does
@@ -295,6 +298,9 @@ void flush_device(int device) {
 void flush_all() {
   for (const CUstream_st* s : state().streams) flush(const_cast<CUstream_st*>(s));
 }
+
+// The calls that make the host wait for a device (tg_cuda_emulator_host_waits).
+std::atomic<unsigned long long> g_host_waits{0};
 
 thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
 
@@ -905,6 +911,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 
 cudaError_t cudaDeviceSynchronize() {
   Lock lock(api_mutex());
+  ++tg_emu::g_host_waits;
   if (tg_emu::refuse_during_capture("cudaDeviceSynchronize")) return fail(cudaErrorStreamCaptureUnsupported);
   tg_emu::flush_device(tg_emu::t_device);
   return tg_emu::take_pending(tg_emu::t_device);
@@ -1005,6 +1012,7 @@ cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   Lock lock(api_mutex());
   if (tg_emu::refuse_during_capture("cudaFree")) return fail(cudaErrorStreamCaptureUnsupported);
+  ++tg_emu::g_host_waits;
   tg_emu::flush_all();   // cudaFree synchronizes: queued work may still use the block
   auto& all = state().allocations;
   auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -1037,6 +1045,7 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   Lock lock(api_mutex());
   if (tg_emu::refuse_during_capture("cudaFreeHost")) return fail(cudaErrorStreamCaptureUnsupported);
+  ++tg_emu::g_host_waits;
   tg_emu::flush_all();
   auto& all = state().allocations;
   auto it = all.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -1106,6 +1115,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaM
     return fail(cudaErrorStreamCaptureUnsupported);
   }
   if (d.space == Space::Pageable) {   // into pageable memory: returns once the copy is done, as on a GPU
+    ++g_host_waits;
     flush(s);
     std::memmove(dst, src, count);
     return take_pending(s->device);
@@ -1124,6 +1134,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpy
   const Region d = locate(dst, count, "cudaMemcpy destination"), r = locate(src, count, "cudaMemcpy source");
   if (!check_copy(d, r, kind, s->device, "cudaMemcpy")) return fail(cudaErrorInvalidValue);
   submit(s, copy_op(dst, src, count, r.space));
+  ++g_host_waits;
   flush(s);
   return take_pending(s->device);
 }
@@ -1206,6 +1217,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
       tg_emu::trace("cudaStreamSynchronize of a capturing stream (the capture is invalidated)");
       return fail(cudaErrorStreamCaptureUnsupported);
     }
+    ++tg_emu::g_host_waits;
     tg_emu::flush(s);
     result = tg_emu::take_pending(s->device);
   }
@@ -1376,3 +1388,8 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   delete graph;
   return cudaSuccess;
 }
+
+// The number of calls so far that made the host wait for a device: cudaStreamSynchronize,
+// cudaDeviceSynchronize, synchronous cudaMemcpy, cudaMemcpyAsync into pageable memory, cudaFree and
+// cudaFreeHost. Tests count the waits of a training step with it (a weak symbol there: absent on a GPU).
+extern "C" unsigned long long tg_cuda_emulator_host_waits() { return tg_emu::g_host_waits.load(); }

@@ -56,6 +56,16 @@ class InitOptions {
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
 };
 
+/// A collective started without waiting for it (PyTorch's Work, what async_op=True returns).
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// Returns once the collective is done, with the group's timeout, and raises its failure (a
+  /// DistributedError, as the waiting call would): afterwards its result may be read on the host. On
+  /// NCCL, work queued on the device after the collective sees its result without any wait.
+  virtual void wait() = 0;
+};
+
 /// A group of processes that run collectives together (PyTorch's c10d::ProcessGroup). Every rank must
 /// call the same collectives in the same order with tensors of the same shape and dtype; a mismatch
 /// raises a DistributedError on every rank (Note [Collective headers], group_common.cpp). The
@@ -72,6 +82,11 @@ class ProcessGroup {
   virtual std::string backend() const = 0;
   /// Combines t over every rank with op, in place: afterwards every rank holds the same result.
   virtual void all_reduce(RawTensor& t, ReduceOp op = ReduceOp::SUM) = 0;
+  /// all_reduce without waiting for it, where the backend can (PyTorch's async_op=True): NCCL queues
+  /// it on the device's stream and compares the ranks' collective headers at wait(), so buckets of
+  /// gradients go out back to back with one host wait for all of them; Gloo runs it before returning.
+  /// t must stay alive until wait(); until then the group's other collectives wait for it first.
+  virtual std::unique_ptr<Work> all_reduce_async(RawTensor& t, ReduceOp op = ReduceOp::SUM);
   /// Copies root's t into every other rank's t, in place.
   virtual void broadcast(RawTensor& t, int root = 0) = 0;
   /// out[r] = rank r's t, for every r; out is resized to size() and its entries are fresh tensors
@@ -111,6 +126,10 @@ std::string get_backend();
 
 /// all_reduce on the default group, in place; no autograd is recorded (PyTorch's dist.all_reduce).
 void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::SUM);
+/// dist.all_reduce(t, op, async_op=True): started on the default group, finished by the returned
+/// Work's wait() (ProcessGroup::all_reduce_async); with async_op false it waits and returns null, as
+/// PyTorch returns None.
+std::unique_ptr<Work> all_reduce(const Tensor& t, ReduceOp op, bool async_op);
 /// broadcast on the default group: every rank's t becomes src's t, in place.
 void broadcast(const Tensor& t, int src = 0);
 /// all_gather on the default group: out[r] becomes rank r's t (out is resized to the world size).

@@ -229,8 +229,9 @@ std::string GroupStore::diagnose(const char* op, int64_t seq, bool in_collective
 // difference every rank raises the same DistributedError naming each rank's arguments, before any
 // data moves. Each backend moves the headers with its own all-gather (Gloo over TCP; NCCL on the
 // device, then read back once the gather completed within the timeout). The header costs one small
-// round trip per collective (about 50 us on loopback); DistributedDataParallel's buckets are large
-// enough for it not to matter.
+// round trip per collective (about 50 us on loopback). NCCL's queued all-reduce, which
+// DistributedDataParallel's buckets use, reads its headers later, together with the others queued
+// (Note [Queued collectives] in process_group_nccl.cpp).
 namespace {
 
 constexpr int kMaxHeaderDims = 9;

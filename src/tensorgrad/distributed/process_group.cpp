@@ -192,6 +192,28 @@ void all_reduce(const Tensor& t, ReduceOp op) {
   default_group().all_reduce(x, op);
 }
 
+std::unique_ptr<Work> all_reduce(const Tensor& t, ReduceOp op, bool async_op) {
+  RawTensor x = target(t, "all_reduce");
+  if (!async_op) {
+    default_group().all_reduce(x, op);
+    return nullptr;
+  }
+  return default_group().all_reduce_async(x, op);
+}
+
+namespace {
+/// The Work of a collective that finished before it was returned.
+class DoneWork final : public Work {
+ public:
+  void wait() override {}
+};
+}  // namespace
+
+std::unique_ptr<Work> ProcessGroup::all_reduce_async(RawTensor& t, ReduceOp op) {
+  all_reduce(t, op);
+  return std::make_unique<DoneWork>();
+}
+
 void broadcast(const Tensor& t, int src) {
   RawTensor x = target(t, "broadcast");
   default_group().broadcast(x, src);

@@ -20,10 +20,29 @@ namespace detail {
 
 namespace {
 
+// Note [Several ranks on one GPU]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// NCCL refuses two ranks of one communicator on the same GPU ("Duplicate GPU detected"): it finds
+// them by their host hash and device. For tests on a machine with one GPU, TG_NCCL_RANKS_ON_DEVICE=N
+// puts every rank on cuda:N, and each rank gets a host hash of its own through NCCL_HOSTID, with NCCL
+// moving data over loopback sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket
+// NCCL_SOCKET_IFNAME=lo): slow (milliseconds per collective), but the ranks run the real protocol.
+// tools/tgrun --ranks-on-device N sets all of it, as the multi-rank tests of test_distributed.cpp do.
+// Not for training: the ranks share one GPU's compute.
+
 /// This rank's GPU: LOCAL_RANK when set (one rank per GPU, as tools/tgrun and torchrun start them),
-/// else the calling thread's current device.
+/// else the calling thread's current device. TG_NCCL_RANKS_ON_DEVICE=N puts every rank on cuda:N
+/// instead: a test-only mapping for running several ranks on one GPU (tools/tgrun --ranks-on-device,
+/// Note [Several ranks on one GPU]).
 int pick_device() {
   const int count = cuda::device_count();
+  if (const char* d = std::getenv("TG_NCCL_RANKS_ON_DEVICE"); d != nullptr && *d != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(d, &end, 10);
+    TG_CHECK(end != d && *end == '\0' && n >= 0 && n < count, DistributedError, "init_process_group: TG_NCCL_RANKS_ON_DEVICE='",
+             d, "' is not a device index below ", count, " (the visible CUDA devices)");
+    return static_cast<int>(n);
+  }
   const char* v = std::getenv("LOCAL_RANK");
   if (v == nullptr || *v == '\0') return cuda::current_device();
   char* end = nullptr;
@@ -47,6 +66,28 @@ cuda::nccl::RedOp nccl_op(ReduceOp op) {
   return cuda::nccl::RedOp::Sum;
 }
 
+// Note [Queued collectives]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// all_reduce waits on the host twice: for the header gather (Note [Collective headers]) and for the
+// data. all_reduce_async, which DistributedDataParallel uses for its buckets, waits for neither: it
+// queues the header all-gather and the data all-reduce on the device's stream and returns. wait() of
+// any of them waits once for everything queued (with the timeout), then reads all the gathered
+// headers in one copy and compares them, so a step's buckets cost one wait and one small copy however
+// many there are. The headers still name a mismatch on every rank, but only after the data moved; a
+// mismatch in size that NCCL cannot finish shows as a failure or a timeout, which wait() then explains
+// with the headers when they disagree. The group's waiting collectives first wait for queued ones.
+class NcclGroup;
+
+class NcclWork final : public Work {
+ public:
+  NcclWork(NcclGroup& g, int64_t seq);
+  void wait() override;
+
+ private:
+  std::weak_ptr<NcclGroup*> group_;
+  int64_t seq_;
+};
+
 class NcclGroup final : public ProcessGroup {
  public:
   explicit NcclGroup(const Rendezvous& r) : r_(r), device_(pick_device()), store_(std::make_unique<GroupStore>(r)) {
@@ -68,9 +109,49 @@ class NcclGroup final : public ProcessGroup {
     }
   }
   ~NcclGroup() override {
+    try {
+      wait_queued(seq_);
+    } catch (const Error&) {   // a failure nobody waited for: the communicator is aborted below
+    }
+    self_.reset();
     comm_.reset();
     store_->leave();
   }
+
+  /// Waits for every collective queued up to sequence number seq and checks their headers (Note
+  /// [Queued collectives]); nothing when they were waited for already.
+  void wait_queued(int64_t seq) {
+    if (seq <= waited_ || pending_.empty()) return;
+    check_usable("wait");
+    std::vector<Pending> done;
+    done.swap(pending_);
+    waited_ = seq_;
+    // the headers gathered so far, read back by the same wait as the collectives
+    std::vector<RawTensor> parts;
+    for (const Pending& p : done) parts.push_back(p.headers);
+    std::vector<char> words;
+    const cuda::nccl::WaitResult w = comm_->wait(prim::cat(parts, 0), &words);
+    std::string mismatch;
+    if (w.ok) {
+      mismatch = compare_pending(done, words);
+    } else if (!w.timed_out) {   // a failure: the headers may say why, if their gathers completed
+      try {
+        const RawTensor all = prim::cat(parts, 0).to(Device::cpu());
+        const char* b = static_cast<const char*>(all.raw_data());
+        mismatch = compare_pending(done, std::vector<char>(b, b + all.numel() * static_cast<int64_t>(sizeof(int64_t))));
+      } catch (const Error&) {
+      }
+    }
+    if (!mismatch.empty()) {
+      broken_ = mismatch;
+      throw DistributedError(mismatch);
+    }
+    if (w.ok) return;
+    broken_ = store_->diagnose(op_name(done.front().op), done.front().seq, true, w.timed_out, "nccl", w.what);
+    throw DistributedError(broken_);
+  }
+
+  std::shared_ptr<NcclGroup*> self() const { return self_; }
 
   int rank() const override { return r_.rank; }
   int size() const override { return r_.world_size; }
@@ -95,6 +176,32 @@ class NcclGroup final : public ProcessGroup {
     RawTensor buf = staging(t);
     run("broadcast", [&] { return comm_->broadcast(buf, root); });
     finish(t, buf);
+  }
+
+  std::unique_ptr<Work> all_reduce_async(RawTensor& t, ReduceOp op) override {
+    check_tensor("all_reduce", t);
+    check_reduce_op(t, op);
+    check_usable("all_reduce");
+    // Note [Queued collectives]: the header is gathered on the device and read at wait()
+    Pending p;
+    p.seq = ++seq_;
+    p.op = kAllReduce;
+    const std::array<int64_t, kHeaderWords> h = make_header(kAllReduce, p.seq, &t, static_cast<int64_t>(op));
+    RawTensor mine = RawTensor::empty(Shape{kHeaderWords}, kInt64);
+    std::memcpy(mine.raw_data(), h.data(), sizeof h);
+    const Device dev = Device::cuda(device_);
+    const RawTensor mine_dev = mine.to(dev);   // from pageable memory: staged, no wait
+    p.headers = RawTensor::empty(Shape{static_cast<int64_t>(kHeaderWords) * r_.world_size}, kInt64, dev);
+    prim::fill_(p.headers, 0.0);   // rows a failed gather did not write stay 0: "not read" (compare_pending)
+    p.tensor = t;
+    pending_.push_back(p);
+    issue("all_reduce", [&] { return comm_->all_gather(mine_dev, pending_.back().headers); });
+    if (t.numel() > 0) {
+      const RawTensor buf = staging(t);
+      issue("all_reduce", [&] { return comm_->all_reduce(buf, nccl_op(op)); });
+      finish(t, buf);   // queued after the collective on the same stream
+    }
+    return std::make_unique<NcclWork>(*this, p.seq);
   }
 
   void all_gather(std::vector<RawTensor>& out, const RawTensor& t) override {
@@ -159,6 +266,7 @@ class NcclGroup final : public ProcessGroup {
   /// once the gather completed.
   void exchange_headers(int64_t op, const RawTensor* t, int64_t arg) {
     check_usable(op_name(op));
+    wait_queued(seq_);
     ++seq_;
     const std::array<int64_t, kHeaderWords> h = make_header(op, seq_, t, arg);
     RawTensor mine = RawTensor::empty(Shape{kHeaderWords}, kInt64);
@@ -173,13 +281,67 @@ class NcclGroup final : public ProcessGroup {
     compare_headers(op, seq_, words, r_.world_size);
   }
 
+  /// A collective queued by all_reduce_async: its headers' gather on the device, and its tensor kept
+  /// alive until it is waited for.
+  struct Pending {
+    int64_t seq = 0, op = 0;
+    RawTensor headers, tensor;
+  };
+
+  /// Queues f's collective without waiting for it; a failure breaks the group and raises.
+  template <class F>
+  void issue(const char* op, F&& f) {
+    cuda::nccl::WaitResult w;
+    try {
+      w = f();
+    } catch (const Error& e) {
+      w = {false, false, e.what()};
+      comm_->abort();
+    }
+    if (w.ok) return;
+    pending_.clear();
+    broken_ = store_->diagnose(op, seq_, true, w.timed_out, "nccl", w.what);
+    throw DistributedError(broken_);
+  }
+
+  /// Compares the gathered headers of the collectives in `done` (all: their bytes, in order) and
+  /// returns the message of the first mismatch, "" when every rank agreed or a row was never written.
+  std::string compare_pending(const std::vector<Pending>& done, const std::vector<char>& all) const {
+    const std::size_t n = static_cast<std::size_t>(kHeaderWords) * static_cast<std::size_t>(r_.world_size);
+    if (all.size() != done.size() * n * sizeof(int64_t)) return "";
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      std::vector<int64_t> words(n);
+      std::memcpy(words.data(), all.data() + i * n * sizeof(int64_t), n * sizeof(int64_t));
+      for (int r = 0; r < r_.world_size; ++r)
+        if (words[static_cast<std::size_t>(r) * kHeaderWords] == 0) return "";   // a row the gather never wrote
+      try {
+        compare_headers(done[i].op, done[i].seq, words, r_.world_size);
+      } catch (const DistributedError& e) {
+        return e.what();
+      }
+    }
+    return "";
+  }
+
   Rendezvous r_;
   int device_;
   std::unique_ptr<GroupStore> store_;
   std::unique_ptr<cuda::nccl::Communicator> comm_;
   int64_t seq_ = 0;      // collectives called so far: part of the header, names a late rank's collective
   std::string broken_;   // the failure that closed the group, empty while usable
+  std::vector<Pending> pending_;   // queued by all_reduce_async, not waited for yet
+  int64_t waited_ = 0;             // every collective up to this sequence number has been waited for
+  std::shared_ptr<NcclGroup*> self_ = std::make_shared<NcclGroup*>(this);   // NcclWork's view of the group
 };
+
+NcclWork::NcclWork(NcclGroup& g, int64_t seq) : group_(g.self()), seq_(seq) {}
+
+void NcclWork::wait() {
+  const std::shared_ptr<NcclGroup*> g = group_.lock();
+  TG_CHECK(g != nullptr, DistributedError, "Work::wait: the process group of this all_reduce was destroyed first "
+           "(destroy_process_group waits for queued collectives itself)");
+  (*g)->wait_queued(seq_);
+}
 
 }  // namespace
 

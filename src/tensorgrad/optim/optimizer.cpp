@@ -8,6 +8,7 @@
 
 #include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/prim/cuda_graph.h"
 #include "tensorgrad/prim/prim.h"
 
 namespace tg {
@@ -166,7 +167,7 @@ void Optimizer::refuse_capture(const char* who) const {
     TG_CHECK(!p.device().is_cuda(), Error, who, ": step() inside a CUDA graph capture: its step count and bias "
              "corrections are computed on the host and would be frozen into the graph, so every replay would "
              "repeat this step's update; capture the forward and backward only and call step() after replay(), "
-             "or use SGD, whose captured step stays correct");
+             "or use SGD at a fixed lr, or Adam/AdamW with capturable(true)");
 }
 
 void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const {
@@ -174,6 +175,20 @@ void Optimizer::check_state_matches(const char* who, std::size_t i, const char* 
   TG_CHECK(!state.defined() || state.shape() == p.shape(), ShapeError, who, ": the size of ", name, " (",
            shape_str(state.shape()), ") must match the size of parameter ", i, " (", shape_str(p.shape()),
            "): its value was replaced by one of another shape since the last step; create a new optimizer for it");
+}
+
+// A captured SGD step replays with the learning rates it was captured with (they travel to the
+// update kernel by value), which is right while they stay; a scheduler that changes one between
+// replays would be ignored, so the graph's replay hook checks them and raises instead.
+struct SGD::CapturedStep {
+  SGD* owner;                        // null once the optimizer is destroyed
+  std::vector<std::size_t> params;   // the captured parameters' indices
+  std::vector<double> lrs;           // and the lr each was captured with
+};
+
+SGD::~SGD() {
+  for (const auto& weak : captured_)
+    if (auto c = weak.lock()) c->owner = nullptr;
 }
 
 void SGD::step() {
@@ -221,6 +236,25 @@ void SGD::step() {
   }
   flush();
   for (std::size_t i : updated) finish_update(i);
+  if (updated.empty() || !params_[updated.front()].device().is_cuda() || !cuda::is_current_stream_capturing()) return;
+  auto c = std::make_shared<CapturedStep>();
+  c->owner = this;
+  c->params = updated;
+  for (std::size_t i : updated) c->lrs.push_back(lr_of(i));
+  captured_.erase(std::remove_if(captured_.begin(), captured_.end(), [](const auto& w) { return w.expired(); }),
+                  captured_.end());
+  captured_.push_back(c);
+  cuda::detail::add_replay_hook([c] {
+    TG_CHECK(c->owner != nullptr, Error, "CUDAGraph::replay: the SGD optimizer whose step was captured in this graph "
+             "has been destroyed");
+    for (std::size_t r = 0; r < c->params.size(); ++r) {
+      const double now = c->owner->lr_of(c->params[r]);
+      TG_CHECK(now == c->lrs[r], Error, "CUDAGraph::replay: SGD's lr of parameter ", c->params[r], " (group ",
+               c->owner->group_of(c->params[r]), ") is ", now, " but the step was captured with ", c->lrs[r],
+               ": a captured SGD step keeps the lr it was captured with; capture the step again after changing it, "
+               "or use Adam/AdamW with capturable(true), which read theirs on the device");
+    }
+  });
 }
 
 // The base throws rather than returning nothing, so that an optimizer whose state was never wired

@@ -336,9 +336,13 @@ class SGD : public Optimizer {
   void set_state(const std::vector<std::pair<std::string, RawTensor>>& state) override;
   /// The default options (those it was built with; each group's are in param_groups()).
   const SGDOptions& options() const { return static_cast<const SGDOptions&>(defaults()); }
+  ~SGD() override;
+
  private:
+  struct CapturedStep;   // a step inside a CUDA graph capture: its lrs, checked at each replay
   void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   std::vector<RawTensor> momentum_buffer_;   // one per parameter once its group has momentum != 0
+  std::vector<std::weak_ptr<CapturedStep>> captured_;   // owned by the graphs' replay hooks
 };
 
 }  // namespace optim

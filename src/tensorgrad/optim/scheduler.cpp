@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -280,7 +281,14 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
   NoGradGuard no_grad;
   const RawTensor total = total_norm(grads, norm_type, error_if_nonfinite, "clip_grad_norm");
   clip_with_norm(grads, max_norm, total);
-  return total.item();   // the one synchronization with the device
+  try {
+    return total.item();   // the one synchronization with the device
+  } catch (const CudaError& e) {
+    if (!total.device().is_cuda() || !cuda::is_current_stream_capturing()) throw;
+    throw CudaError(detail::cat("clip_grad_norm: it returns the total norm as a double, which needs a host "
+                                "synchronization; inside a CUDA graph capture clip with clip_grads_with_norm_(params, "
+                                "max_norm, get_total_norm(grads)), which stays on the device (", e.what(), ")"));
+  }
 }
 
 }  // namespace optim

@@ -219,8 +219,10 @@ std::string unique_id() {
 // each turn. When the timeout passes first, ncclCommAbort ends the kernels and frees the communicator,
 // and the caller gets the reason (process_group_nccl.cpp turns it into a DistributedError naming the
 // collective, the timeout and, when the store knows, the rank). The CUDA emulator's streams run their
-// work only when synchronized (Note [Deferred streams]) and its NCCL never waits for a peer, so there
-// wait() synchronizes the stream instead of polling an event that would never complete.
+// work only when synchronized (Note [Deferred streams]), so there wait() synchronizes the stream
+// instead of polling an event that would never complete; its collectives of several ranks wait for
+// their peers inside that synchronization, up to its patience, and then report through
+// ncclCommGetAsyncError (Note [NCCL ranks on the emulator] in tests/cuda_emulator/nccl.cpp).
 struct Communicator::Impl {
   int device = 0;
   int world_size = 1;
@@ -228,6 +230,8 @@ struct Communicator::Impl {
   cudaEvent_t done = nullptr;
   std::chrono::milliseconds timeout{0};
   bool aborted = false;
+  void* pinned = nullptr;          // wait(read_back, host)'s buffer, grown on demand
+  std::size_t pinned_bytes = 0;
 
   void do_abort() noexcept {
     if (comm != nullptr && !aborted) {
@@ -250,6 +254,38 @@ struct Communicator::Impl {
     if (r == ncclSuccess) return {};
     do_abort();
     return {false, false, error_text(r)};
+  }
+
+  /// Waits (polling, Note [NCCL timeouts]) until the work queued on stream so far has run and the
+  /// communicator reports no error, or until deadline; aborts on a failure or at the deadline.
+  WaitResult wait_stream(cudaStream_t stream, Clock::time_point deadline) noexcept {
+#if defined(TENSORGRAD_CUDA_EMULATE)
+    cudaStreamSynchronize(stream);
+#endif
+    cudaError_t e = cudaEventRecord(done, stream);
+    for (;;) {
+      if (e == cudaSuccess) e = cudaEventQuery(done);
+      if (e != cudaSuccess && e != cudaErrorNotReady) {
+        cudaGetLastError();
+        do_abort();
+        return {false, false, tg::detail::cat("CUDA error ", cudaGetErrorString(e))};
+      }
+      // the communicator's own state too: a collective that failed or stalled (the emulator's ends
+      // its stream work and reports through here) is not done even when the event is
+      ncclResult_t r = ncclSuccess;
+      api().comm_get_async_error(comm, &r);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        do_abort();
+        return {false, false, error_text(r)};
+      }
+      if (e == cudaSuccess && r == ncclSuccess) return {};
+      if (Clock::now() >= deadline) {
+        do_abort();
+        return {false, true, tg::detail::cat("the collectives did not complete within ", timeout.count(), " ms")};
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      e = cudaSuccess;
+    }
   }
 
   /// Calls NCCL (call: a function of the communicator returning an ncclResult_t) unless the
@@ -305,6 +341,7 @@ Communicator::~Communicator() {
     if (w.ok) api().comm_destroy(impl_->comm);
   }
   if (impl_->done != nullptr) cudaEventDestroy(impl_->done);
+  if (impl_->pinned != nullptr) cudaFreeHost(impl_->pinned);
 }
 
 int Communicator::device() const { return impl_->device; }
@@ -338,38 +375,41 @@ WaitResult Communicator::all_gather(const RawTensor& in, const RawTensor& out) {
   });
 }
 
-WaitResult Communicator::wait() noexcept {
+WaitResult Communicator::wait() noexcept { return wait(RawTensor(), nullptr); }
+
+WaitResult Communicator::wait(const RawTensor& read_back, std::vector<char>* host) noexcept {
   Impl& m = *impl_;
   if (m.aborted) return {false, false, "the NCCL communicator was aborted after an earlier failure"};
   try {
     detail::DeviceGuard guard(m.device);
     const cudaStream_t stream = detail::context(m.device).stream();
-#if defined(TENSORGRAD_CUDA_EMULATE)
-    cudaStreamSynchronize(stream);
-#endif
-    cudaError_t e = cudaEventRecord(m.done, stream);
     const auto deadline = Clock::now() + m.timeout;
-    for (;;) {
-      if (e == cudaSuccess) e = cudaEventQuery(m.done);
-      if (e == cudaSuccess) return {};
-      if (e != cudaErrorNotReady) {
+    const std::size_t bytes =
+        read_back.defined() ? static_cast<std::size_t>(read_back.numel()) * dtype_size(read_back.dtype()) : 0;
+    if (bytes > 0) {   // queued before the wait, into pinned memory: asynchronous, covered by the one wait
+      if (m.pinned_bytes < bytes) {
+        if (m.pinned != nullptr) cudaFreeHost(m.pinned);
+        m.pinned = nullptr;
+        m.pinned_bytes = 0;
+        if (cudaHostAlloc(&m.pinned, bytes, cudaHostAllocDefault) != cudaSuccess) {
+          cudaGetLastError();
+          m.pinned = nullptr;
+          return {false, false, tg::detail::cat("cudaHostAlloc of ", bytes, " bytes failed")};
+        }
+        m.pinned_bytes = bytes;
+      }
+      const cudaError_t c = cudaMemcpyAsync(m.pinned, read_back.raw_data(), bytes, cudaMemcpyDeviceToHost, stream);
+      if (c != cudaSuccess) {
         cudaGetLastError();
-        m.do_abort();
-        return {false, false, tg::detail::cat("CUDA error ", cudaGetErrorString(e))};
+        return {false, false, tg::detail::cat("cudaMemcpyAsync of the headers failed (", cudaGetErrorString(c), ")")};
       }
-      ncclResult_t r = ncclSuccess;
-      api().comm_get_async_error(m.comm, &r);
-      if (r != ncclSuccess && r != ncclInProgress) {
-        m.do_abort();
-        return {false, false, error_text(r)};
-      }
-      if (Clock::now() >= deadline) {
-        m.do_abort();
-        return {false, true, tg::detail::cat("the collectives did not complete within ", m.timeout.count(), " ms")};
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      e = cudaSuccess;
     }
+    const WaitResult w = m.wait_stream(stream, deadline);
+    if (w.ok && bytes > 0 && host != nullptr) {
+      host->resize(bytes);
+      std::memcpy(host->data(), m.pinned, bytes);
+    }
+    return w;
   } catch (const std::exception& ex) {
     return {false, false, ex.what()};
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tensorgrad/core/raw_tensor.h"
 
@@ -65,6 +66,10 @@ class Communicator {
   /// Waits for the queued work; on an NCCL error or at the timeout the communicator is aborted and
   /// the result says why. Never throws.
   WaitResult wait() noexcept;
+  /// wait() with a copy of `read_back` (contiguous, on device()) into *host queued before it, through
+  /// a pinned buffer of the communicator: one host wait for the collectives and the copy. *host holds
+  /// the bytes when the result is ok. Never throws.
+  WaitResult wait(const RawTensor& read_back, std::vector<char>* host) noexcept;
   /// Aborts the communicator (outstanding collectives end; it cannot be used again).
   void abort() noexcept;
 

@@ -25,9 +25,11 @@ namespace parallel {
 // gradients complete is not guaranteed to agree across ranks, while the bucket order is. A launched
 // bucket goes to the communication thread, which copies its gradients into one flat tensor, sums it
 // over the ranks, scales by 1/world_size and writes the averages back into the gradients: backward
-// keeps computing the earlier layers meanwhile. The hook that makes the last parameter ready waits
-// for the thread to finish, so loss.backward() returns with every gradient averaged; a failure on the
-// thread (a rank that died) is rethrown there. A forward arms the hooks only when grad mode is on and
+// keeps computing the earlier layers meanwhile. With NCCL the sum is queued on the device's stream
+// (all_reduce_async, Note [Queued collectives]) with the copies after it, so the thread does not wait
+// for it. The hook that makes the last parameter ready waits for the thread to finish and then once
+// for every queued sum, so loss.backward() returns with every gradient averaged; a failure on the
+// thread or in that wait (a rank that died) is rethrown there. A forward arms the hooks only when grad mode is on and
 // no NoSyncGuard is alive, so no_sync() backwards just accumulate into .grad, and the next armed
 // backward reduces those sums. A parameter that got no gradient leaves the reduction unfinished,
 // which the next forward reports by name (or, with find_unused_parameters, the forward walks the graph
@@ -219,6 +221,17 @@ void DistributedDataParallel::wait_idle(std::unique_lock<std::mutex>& lock) {
 void DistributedDataParallel::finish_step(std::unique_lock<std::mutex>& lock) {
   const auto t0 = Clock::now();
   wait_idle(lock);
+  // every bucket's collective is queued (or done); one wait covers them (a failure is kept like the
+  // thread's own and rethrown below)
+  std::vector<std::unique_ptr<distributed::Work>> works;
+  works.swap(works_);
+  for (auto& w : works) {
+    try {
+      if (!error_) w->wait();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
   stats_.exposed_seconds = seconds_since(t0);
   last_stats_ = stats_;
   armed_ = false;
@@ -276,7 +289,13 @@ void DistributedDataParallel::reduce_bucket(int b) {
     grads.push_back(g);
     at += p.numel();
   }
-  group_.all_reduce(flat, distributed::ReduceOp::SUM);
+  // Queued where the backend can (NCCL: on the device's stream, Note [Queued collectives]): the
+  // copies below run after it on the same stream, and finish_step waits once for every bucket.
+  std::unique_ptr<distributed::Work> work = group_.all_reduce_async(flat, distributed::ReduceOp::SUM);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    works_.push_back(std::move(work));
+  }
   RawTensor avg = prim::mul(flat, 1.0 / group_.size());
   // Copy out: the averages replace the local gradients.
   at = 0;

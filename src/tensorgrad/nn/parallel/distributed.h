@@ -147,6 +147,7 @@ class DistributedDataParallel : public Module {
   std::deque<int> queue_;                  // launched buckets for the communication thread
   bool busy_ = false;
   bool stop_ = false;
+  std::vector<std::unique_ptr<distributed::Work>> works_;   // this step's queued bucket collectives
   std::exception_ptr error_;
   Stats stats_, last_stats_;
   std::thread comm_;
