@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -74,6 +75,11 @@ Args parse(int argc, char** argv) {
     p.fail(std::string("--beta1 expects a number in [0, 1), got ") + got);
   }
   if (a.grid > 64) p.fail("--grid " + std::to_string(a.grid) + " is more than 64 images a side");
+  // Checked now rather than when the first epoch ends and the grid is written.
+  const std::filesystem::path folder = std::filesystem::path(a.samples).parent_path();
+  std::error_code ec;
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
+    p.fail("--samples " + a.samples + ": no folder " + folder.string());
   if (a.device != "auto") {
     try {
       (void)tg::Device(a.device);
