@@ -9,7 +9,9 @@
 // After every epoch the generator draws a grid of samples from fixed noise into a PNG file
 // (--samples; examples/png.h). The data: Fashion-MNIST's 60,000 training images (Debian's
 // dataset-fashion-mnist package), or with --synthetic N generated images (examples/synthetic.h), which
-// need no download. Exits 1 when a loss is not finite.
+// need no download. Exits 1 when a loss is not finite. At the defaults a step took about 0.33 s on one
+// CPU thread of a 2-vCPU EPYC (937 steps an epoch); after 300 steps the grid already shows the
+// outlines of shirts and trousers.
 #include <tensorgrad.h>
 
 #include <algorithm>
