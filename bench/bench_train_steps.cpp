@@ -11,7 +11,14 @@
 // has no scaled_dot_product_attention: its attention is the math composition (matmul, masked_fill,
 // softmax, matmul), as in bench_layers. The tensorgrad models are the examples' own (examples/models.h).
 // - the same transformer at GPT-2's block shape (2 blocks of width 768, 12 heads, MLP 3072), batch 4 x 128
-//   tokens of a 1024-token vocabulary.
+//   tokens of a 1024-token vocabulary;
+// - the word-level LSTM language model of examples/18_word_language_model.cpp: embedding 256, a 2-layer
+//   LSTM of width 256 (dropout 0.2), a linear head over a 10,000-word vocabulary; cross-entropy over a
+//   chunk of 35 x 20 words, the LSTM's state carried (detached) from step to step, clip_grad_norm 0.25,
+//   SGD lr 20 (the example's defaults, at PTB's vocabulary size);
+// - the generator's step of examples/19_dcgan_fashion_mnist.cpp's DCGAN at batch 64: the ConvTranspose2d
+//   generator (noise 100 -> 256 x 7 x 7 -> 128 x 14 x 14 -> 1 x 28 x 28), the discriminator on its fakes,
+//   BCEWithLogits against "real", backward, Adam lr 2e-4 betas (0.5, 0.999) on the generator.
 // No target: the rows show where a whole model stands. With --isolate each engine runs in a process of
 // its own (Note [Engines in their own processes] in bench/common.h), as multi-threaded rows should.
 // Flags: --help.
@@ -63,13 +70,60 @@ bench::Work tg_char_step(const bench::torch_side::CharModel& m) {
   };
 }
 
+bench::Work tg_word_lm_step(const bench::torch_side::WordLmModel& m) {
+  struct State {
+    std::unique_ptr<WordLSTM> model;
+    std::unique_ptr<tg::optim::SGD> optimizer;
+    tg::Tensor x, y;
+    WordLSTM::State state;
+  };
+  auto s = std::make_shared<State>();
+  s->model = std::make_unique<WordLSTM>(m.vocab, m.embed, m.hidden, m.layers, m.dropout);
+  s->optimizer = std::make_unique<tg::optim::SGD>(s->model->parameters(), tg::optim::SGDOptions(20));
+  s->x = tg::randint(0, m.vocab, {m.bptt, m.batch});
+  s->y = tg::randint(0, m.vocab, {m.bptt * m.batch});
+  s->state = {tg::zeros({m.layers, m.batch, m.hidden}), tg::zeros({m.layers, m.batch, m.hidden})};
+  return [s] {
+    s->optimizer->zero_grad();
+    auto [logits, next] =
+        s->model->run(s->x, {std::get<0>(s->state).detach(), std::get<1>(s->state).detach()});
+    tg::cross_entropy(logits, s->y).backward();
+    tg::optim::clip_grad_norm(s->model->parameters(), 0.25);
+    s->optimizer->step();
+    s->state = next;
+  };
+}
+
+bench::Work tg_dcgan_generator_step(const bench::torch_side::DcganModel& m) {
+  struct State {
+    std::unique_ptr<DcganGenerator> g;
+    std::unique_ptr<DcganDiscriminator> d;
+    std::unique_ptr<tg::optim::Adam> optimizer;
+    tg::nn::BCEWithLogitsLoss criterion;
+    tg::Tensor noise, ones;
+  };
+  auto s = std::make_shared<State>();
+  s->g = std::make_unique<DcganGenerator>(m.nz, m.ngf);
+  s->d = std::make_unique<DcganDiscriminator>(m.ndf);
+  s->optimizer = std::make_unique<tg::optim::Adam>(s->g->parameters(), tg::optim::AdamOptions(2e-4).betas(0.5, 0.999));
+  s->noise = tg::randn({m.batch, m.nz, 1, 1});
+  s->ones = tg::ones({m.batch});
+  return [s] {
+    s->optimizer->zero_grad();
+    s->d->zero_grad();   // the discriminator gets gradients too; libtorch's side resets them as well
+    s->criterion((*s->d)((*s->g)(s->noise)), s->ones).backward();
+    s->optimizer->step();
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace bench;
   const Options o = parse_options(argc, argv, "bench_train_steps",
       "One training step of examples/08 (--model cnn, batch 64, SGD), examples/10 (character transformer, "
-      "batch 32 x 64, AdamW) and the transformer at GPT-2's block shape, tensorgrad vs libtorch: ms per step.");
+      "batch 32 x 64, AdamW), the transformer at GPT-2's block shape, examples/18 (LSTM language model, "
+      "35 x 20 words, SGD) and examples/19 (DCGAN generator, batch 64, Adam), tensorgrad vs libtorch: ms per step.");
   set_threads(o.threads);
   tg::manual_seed(0);
   print_header("one training step of each training example; ms per step, median [min..max]", o);
@@ -111,6 +165,28 @@ int main(int argc, char** argv) {
                  std::to_string(g.heads) + " heads, batch " + std::to_string(g.batch) + " x " +
                  std::to_string(g.context) + ", vocab " + std::to_string(g.vocab) + ", AdamW",
              cell(sg[0], 1e3), cell(sg[1], 1e3), ratio_str(time_ratio(sg[0], sg[1]))});
+
+  torch_side::WordLmModel w;   // the example's defaults at a 10,000-word vocabulary
+  torch_side::DcganModel dc;   // the example's defaults
+  if (o.smoke) {
+    w.vocab = 50;
+    w.embed = w.hidden = 8;
+    w.bptt = 4;
+    w.batch = 2;
+    dc.nz = 8;
+    dc.ngf = dc.ndf = 4;
+    dc.batch = 2;
+  }
+  const auto sw = measure_engines("word_lm", [&] { return tg_word_lm_step(w); },
+                                  [&] { return torch_side::word_lm_step(w); }, plan, o);
+  table.row({"18 LSTM LM step, " + std::to_string(w.layers) + " layers x " + std::to_string(w.hidden) + ", vocab " +
+                 std::to_string(w.vocab) + ", bptt " + std::to_string(w.bptt) + " x batch " + std::to_string(w.batch) +
+                 ", SGD",
+             cell(sw[0], 1e3), cell(sw[1], 1e3), ratio_str(time_ratio(sw[0], sw[1]))});
+  const auto sd = measure_engines("dcgan", [&] { return tg_dcgan_generator_step(dc); },
+                                  [&] { return torch_side::dcgan_generator_step(dc); }, plan, o);
+  table.row({"19 DCGAN generator step, batch " + std::to_string(dc.batch) + ", Adam", cell(sd[0], 1e3),
+             cell(sd[1], 1e3), ratio_str(time_ratio(sd[0], sd[1]))});
   table.print();
   print_footer();
   return 0;

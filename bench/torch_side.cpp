@@ -507,6 +507,121 @@ Work char_transformer_step(const CharModel& m) {
   };
 }
 
+namespace {
+struct WordLmImpl : torch::nn::Module {
+  torch::nn::Dropout drop;
+  torch::nn::Embedding encoder;
+  torch::nn::LSTM rnn;
+  torch::nn::Linear decoder;
+  explicit WordLmImpl(const WordLmModel& m)
+      : drop(m.dropout),
+        encoder(m.vocab, m.embed),
+        rnn(torch::nn::LSTMOptions(m.embed, m.hidden).num_layers(m.layers).dropout(m.dropout)),
+        decoder(m.hidden, m.vocab) {
+    register_module("drop", drop);
+    register_module("encoder", encoder);
+    register_module("rnn", rnn);
+    register_module("decoder", decoder);
+  }
+};
+
+struct DcganGeneratorImpl : torch::nn::Module {
+  torch::nn::ConvTranspose2d up1, up2, up3;
+  torch::nn::BatchNorm2d bn1, bn2;
+  explicit DcganGeneratorImpl(const DcganModel& m)
+      : up1(torch::nn::ConvTranspose2dOptions(m.nz, 4 * m.ngf, 7).bias(false)),
+        up2(torch::nn::ConvTranspose2dOptions(4 * m.ngf, 2 * m.ngf, 4).stride(2).padding(1).bias(false)),
+        up3(torch::nn::ConvTranspose2dOptions(2 * m.ngf, 1, 4).stride(2).padding(1).bias(false)),
+        bn1(4 * m.ngf),
+        bn2(2 * m.ngf) {
+    register_module("up1", up1);
+    register_module("bn1", bn1);
+    register_module("up2", up2);
+    register_module("bn2", bn2);
+    register_module("up3", up3);
+  }
+  torch::Tensor forward(const torch::Tensor& z) {
+    torch::Tensor h = torch::relu(bn1(up1(z)));
+    h = torch::relu(bn2(up2(h)));
+    return torch::tanh(up3(h));
+  }
+};
+
+struct DcganDiscriminatorImpl : torch::nn::Module {
+  torch::nn::Conv2d conv1, conv2, conv3;
+  torch::nn::BatchNorm2d bn2;
+  explicit DcganDiscriminatorImpl(const DcganModel& m)
+      : conv1(torch::nn::Conv2dOptions(1, m.ndf, 4).stride(2).padding(1).bias(false)),
+        conv2(torch::nn::Conv2dOptions(m.ndf, 2 * m.ndf, 4).stride(2).padding(1).bias(false)),
+        conv3(torch::nn::Conv2dOptions(2 * m.ndf, 1, 7).bias(false)),
+        bn2(2 * m.ndf) {
+    register_module("conv1", conv1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    register_module("conv3", conv3);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = torch::leaky_relu(conv1(x), 0.2);
+    h = torch::leaky_relu(bn2(conv2(h)), 0.2);
+    return conv3(h).reshape({-1});
+  }
+};
+}  // namespace
+
+Work word_lm_step(const WordLmModel& m) {
+  struct State {
+    std::shared_ptr<WordLmImpl> model;
+    std::vector<torch::Tensor> params;
+    std::unique_ptr<torch::optim::SGD> optimizer;
+    torch::Tensor x, y, h, c;
+  };
+  auto s = std::make_shared<State>();
+  s->model = std::make_shared<WordLmImpl>(m);
+  s->params = s->model->parameters();
+  s->optimizer = std::make_unique<torch::optim::SGD>(s->params, torch::optim::SGDOptions(20));
+  s->x = torch::randint(0, m.vocab, {m.bptt, m.batch}, torch::kLong);
+  s->y = torch::randint(0, m.vocab, {m.bptt * m.batch}, torch::kLong);
+  s->h = torch::zeros({m.layers, m.batch, m.hidden});
+  s->c = torch::zeros({m.layers, m.batch, m.hidden});
+  return [s] {
+    restore_blas_threads();
+    reset_grads(s->params);
+    auto out = s->model->rnn(s->model->drop(s->model->encoder(s->x)), std::make_tuple(s->h.detach(), s->c.detach()));
+    torch::Tensor output = std::get<0>(out);
+    torch::Tensor logits = s->model->decoder(s->model->drop(output).reshape({-1, output.size(2)}));
+    torch::nn::functional::cross_entropy(logits, s->y).backward();
+    torch::nn::utils::clip_grad_norm_(s->params, 0.25);
+    s->optimizer->step();
+    s->h = std::get<0>(std::get<1>(out));
+    s->c = std::get<1>(std::get<1>(out));
+  };
+}
+
+Work dcgan_generator_step(const DcganModel& m) {
+  struct State {
+    std::shared_ptr<DcganGeneratorImpl> g;
+    std::shared_ptr<DcganDiscriminatorImpl> d;
+    std::vector<torch::Tensor> g_params, d_params;
+    std::unique_ptr<torch::optim::Adam> optimizer;
+    torch::Tensor noise, ones;
+  };
+  auto s = std::make_shared<State>();
+  s->g = std::make_shared<DcganGeneratorImpl>(m);
+  s->d = std::make_shared<DcganDiscriminatorImpl>(m);
+  s->g_params = s->g->parameters();
+  s->d_params = s->d->parameters();
+  s->optimizer = std::make_unique<torch::optim::Adam>(s->g_params, torch::optim::AdamOptions(2e-4).betas({0.5, 0.999}));
+  s->noise = torch::randn({m.batch, m.nz, 1, 1});
+  s->ones = torch::ones({m.batch});
+  return [s] {
+    restore_blas_threads();
+    reset_grads(s->g_params);
+    reset_grads(s->d_params);
+    torch::nn::functional::binary_cross_entropy_with_logits(s->d->forward(s->g->forward(s->noise)), s->ones).backward();
+    s->optimizer->step();
+  };
+}
+
 double activation_bytes_per_sample(const std::vector<int64_t>& widths, int64_t batch, bool autocast) {
   torch::manual_seed(0);
   torch::nn::Sequential net;
@@ -557,6 +672,8 @@ Work attention(int64_t, int64_t, int64_t, int64_t, bool, bool) { return {}; }
 Work embedding(int64_t, int64_t, int64_t) { return {}; }
 Work cnn_step(int64_t) { return {}; }
 Work char_transformer_step(const CharModel&) { return {}; }
+Work word_lm_step(const WordLmModel&) { return {}; }
+Work dcgan_generator_step(const DcganModel&) { return {}; }
 double activation_bytes_per_sample(const std::vector<int64_t>&, int64_t, bool) { return NAN; }
 
 struct FashionTrainer::Impl {};

@@ -82,6 +82,29 @@ struct CharModel {
 /// over random (batch, context) characters, clip_grad_norm_ 1.0; gradients reset before the step.
 Work char_transformer_step(const CharModel& m);
 
+/// The sizes of examples/18's word-level LSTM language model and of its training chunk.
+struct WordLmModel {
+  int64_t vocab = 10000, embed = 256, hidden = 256, layers = 2, bptt = 35, batch = 20;   ///< as named
+  double dropout = 0.2;   ///< on the embeddings, between the LSTM layers and on its output
+};
+/// One step of examples/18's model (pytorch/examples' word_language_model): Embedding, dropout, LSTM
+/// (time first), dropout, Linear; cross-entropy over a random (bptt, batch) chunk and its targets,
+/// backward, clip_grad_norm_ 0.25, SGD lr 20. The LSTM's state carries from one call to the next,
+/// detached (truncated backpropagation through time); gradients reset before the step.
+Work word_lm_step(const WordLmModel& m);
+
+/// The sizes of examples/19's DCGAN.
+struct DcganModel {
+  int64_t nz = 100, ngf = 64, ndf = 64, batch = 64;   ///< as named
+};
+/// The generator's step of examples/19's DCGAN: noise (batch, nz, 1, 1) -> generator (ConvTranspose2d
+/// 7x7 to 4 ngf, BatchNorm2d, ReLU, ConvTranspose2d 4x4 stride 2 to 2 ngf, BatchNorm2d, ReLU,
+/// ConvTranspose2d 4x4 stride 2 to 1 channel, tanh; no biases) -> discriminator (Conv2d 4x4 stride 2 to
+/// ndf, LeakyReLU 0.2, Conv2d 4x4 stride 2 to 2 ndf, BatchNorm2d, LeakyReLU 0.2, Conv2d 7x7 to 1) ->
+/// BCEWithLogits against ones, backward, Adam (lr 2e-4, betas (0.5, 0.999)) step on the generator. Both
+/// in training mode; both networks' gradients reset before the step.
+Work dcgan_generator_step(const DcganModel& m);
+
 /// Bytes per sample that the graph of Linear(widths[0], widths[1]) -> ReLU -> ... -> Linear(.., widths.back())
 /// keeps for backward on a random (batch, widths[0]) input: the bytes live in libtorch's CPU allocator after
 /// the forward (wrapped with a counting allocator for the call), less the output's. NaN without libtorch.

@@ -4,10 +4,10 @@
 // with is_causal) and a GELU MLP, a final LayerNorm and a linear head over the characters. AdamW with
 // gradient clipping and a cosine learning-rate schedule.
 //
-// The text: the fortune cookies of Debian's `fortunes` package (fortune-mod's data files, BSD licence,
-// /usr/share/games/fortunes; `make test` installs it), or any text file given with --data. 90% of it
-// trains, the last 10% measures the validation loss. Every --sample-every steps the program prints both
-// losses and a sample; --metrics writes them as CSV for tools/plot_metrics.sh.
+// The text: the fortune cookies of Debian's `fortunes` package, or any text file given with --data
+// (examples/fortunes.h). 90% of it trains, the last 10% measures the validation loss. Every
+// --sample-every steps the program prints both losses and a sample; --metrics writes them as CSV for
+// tools/plot_metrics.sh.
 #include <tensorgrad.h>
 
 #include <algorithm>
@@ -15,15 +15,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.h"
-#include "models.h"   // CharTransformer
+#include "fortunes.h"   // read_fortunes
+#include "models.h"     // CharTransformer
 
 namespace {
 
@@ -75,35 +74,6 @@ Args parse(int argc, char** argv) {
     }
   }
   return a;
-}
-
-/// The text of a file, or of the fortune files of a folder (cookies separated by a blank line instead
-/// of fortune's "%" lines). Exits 1 with the reason when there is none.
-std::string read_text(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> files;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    // The prose of the package: its other files are ASCII art, riddles in fixed layouts or other tongues.
-    for (const char* name : {"fortunes", "literature", "wisdom", "people", "science", "songs-poems", "humorists"})
-      if (fs::is_regular_file(fs::path(path) / name, ec)) files.push_back(fs::path(path) / name);
-  } else if (fs::is_regular_file(path, ec)) {
-    files.push_back(path);
-  }
-  if (files.empty()) {
-    std::fprintf(stderr,
-                 "train_char_transformer: no text at %s (install Debian's fortunes package: apt-get install "
-                 "fortunes, or pass --data FILE)\n",
-                 path.c_str());
-    std::exit(1);
-  }
-  std::string text;
-  for (const fs::path& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::string line;
-    while (std::getline(in, line)) text += line == "%" ? "\n" : line + "\n";
-  }
-  return text;
 }
 
 /// The characters of the text as indices into its sorted alphabet.
@@ -193,7 +163,7 @@ int main(int argc, char** argv) {
   const tg::Device device = a.device != "auto"           ? tg::Device(a.device)
                             : tg::cuda::is_available() ? tg::Device::cuda()
                                                        : tg::Device::cpu();
-  const Corpus corpus(read_text(a.data));
+  const Corpus corpus(read_fortunes(a.data, "train_char_transformer"));
   if (corpus.val.size() <= static_cast<std::size_t>(a.context) + 1) {
     std::fprintf(stderr, "train_char_transformer: %zu characters of text is too little for --context %d\n",
                  corpus.train.size() + corpus.val.size(), a.context);

@@ -2,11 +2,14 @@
 // bench/bench_train_steps.cpp, which times one step of each against libtorch:
 // - Cnn, the Fashion-MNIST CNN of examples/08_train_fashion_mnist.cpp (--model cnn);
 // - CharTransformer (with CausalSelfAttention and Block), the GPT-shaped character model of
-//   examples/10_train_char_transformer.cpp.
+//   examples/10_train_char_transformer.cpp;
+// - WordLSTM, the word-level language model of examples/18_word_language_model.cpp;
+// - DcganGenerator and DcganDiscriminator, the GAN of examples/19_dcgan_fashion_mnist.cpp.
 #pragma once
 #include <tensorgrad.h>
 
 #include <cstdint>
+#include <tuple>
 
 /// --model cnn: (N, 1, 28, 28) -> conv 3x3 32 -> batchnorm -> relu -> maxpool 2 (14x14) -> conv 3x3 64
 /// -> batchnorm -> relu -> maxpool 2 (7x7) -> linear 3136-128 -> relu -> dropout 0.25 -> linear 128-10.
@@ -106,3 +109,99 @@ class CharTransformer : public tg::nn::Module {
   tg::nn::Linear head;
 };
 
+
+/// pytorch/examples' word_language_model (its RNNModel with an LSTM, untied weights): words (L, N) int64,
+/// time first -> Embedding -> dropout -> LSTM of `layers` layers (dropout between them) -> dropout ->
+/// Linear -> logits (L N, vocab). The embedding and the decoder's weight are drawn from U(-0.1, 0.1)
+/// and the decoder's bias is zero, as there.
+class WordLSTM : public tg::nn::Module {
+ public:
+  using State = std::tuple<tg::Tensor, tg::Tensor>;   ///< (h, c), each (layers, N, hidden)
+  WordLSTM(int64_t vocab, int64_t embed, int64_t hidden, int64_t layers, double dropout)
+      : drop(dropout),
+        encoder(vocab, embed),
+        rnn(tg::nn::LSTMOptions(embed, hidden).num_layers(layers).dropout(dropout)),
+        decoder(hidden, vocab) {
+    register_module("drop", drop);
+    register_module("encoder", encoder);
+    register_module("rnn", rnn);
+    register_module("decoder", decoder);
+    tg::nn::init::uniform_(encoder.weight, -0.1, 0.1);
+    tg::nn::init::uniform_(decoder.weight, -0.1, 0.1);
+    tg::nn::init::zeros_(decoder.bias);
+  }
+  /// words (L, N) and the state the previous chunk left (undefined tensors: zeros) -> (logits (L N,
+  /// vocab), the state after the last word). Named run, not forward: Module's forward takes one tensor.
+  std::tuple<tg::Tensor, State> run(const tg::Tensor& words, const State& state) {
+    auto [output, next] = rnn(drop(encoder(words)), state);   // output (L, N, hidden)
+    tg::Tensor logits = decoder(drop(output).reshape({-1, output.size(2)}));
+    return {logits, next};
+  }
+  tg::nn::Dropout drop;
+  tg::nn::Embedding encoder;
+  tg::nn::LSTM rnn;
+  tg::nn::Linear decoder;
+};
+
+/// pytorch/examples' DCGAN weight init: convolutions from N(0, 0.02), batch-norm scales from N(1, 0.02)
+/// and their shifts zero.
+inline void dcgan_init(tg::Tensor& conv_weight) { tg::nn::init::normal_(conv_weight, 0.0, 0.02); }
+inline void dcgan_init(tg::nn::BatchNorm2d& bn) {
+  tg::nn::init::normal_(bn.weight, 1.0, 0.02);
+  tg::nn::init::zeros_(bn.bias);
+}
+
+/// DCGAN's generator at 28x28 (pytorch/examples' dcgan is 64x64, with one more layer): noise (N, nz, 1,
+/// 1) -> ConvTranspose2d 7x7 to (4 ngf, 7, 7) -> BatchNorm2d -> ReLU -> ConvTranspose2d 4x4 stride 2 to
+/// (2 ngf, 14, 14) -> BatchNorm2d -> ReLU -> ConvTranspose2d 4x4 stride 2 to (1, 28, 28) -> tanh, so
+/// images in [-1, 1]. No biases: each batch norm's shift replaces one.
+struct DcganGenerator : tg::nn::Module {
+  tg::nn::ConvTranspose2d up1, up2, up3;
+  tg::nn::BatchNorm2d bn1, bn2;
+  DcganGenerator(int64_t nz, int64_t ngf)
+      : up1(nz, 4 * ngf, 7, tg::nn::ConvTranspose2dOptions().bias(false)),
+        up2(4 * ngf, 2 * ngf, 4, tg::nn::ConvTranspose2dOptions().stride(2).padding(1).bias(false)),
+        up3(2 * ngf, 1, 4, tg::nn::ConvTranspose2dOptions().stride(2).padding(1).bias(false)),
+        bn1(4 * ngf),
+        bn2(2 * ngf) {
+    register_module("up1", up1);
+    register_module("bn1", bn1);
+    register_module("up2", up2);
+    register_module("bn2", bn2);
+    register_module("up3", up3);
+    for (tg::Tensor* w : {&up1.weight, &up2.weight, &up3.weight}) dcgan_init(*w);
+    dcgan_init(bn1);
+    dcgan_init(bn2);
+  }
+  tg::Tensor forward(const tg::Tensor& z) override {
+    tg::Tensor h = tg::relu(bn1(up1(z)));   // (N, 4 ngf, 7, 7)
+    h = tg::relu(bn2(up2(h)));               // (N, 2 ngf, 14, 14)
+    return tg::tanh(up3(h));                 // (N, 1, 28, 28)
+  }
+};
+
+/// DCGAN's discriminator at 28x28: images (N, 1, 28, 28) in [-1, 1] -> Conv2d 4x4 stride 2 to (ndf, 14,
+/// 14) -> LeakyReLU 0.2 -> Conv2d 4x4 stride 2 to (2 ndf, 7, 7) -> BatchNorm2d -> LeakyReLU 0.2 ->
+/// Conv2d 7x7 to one logit per image (N). pytorch/examples ends in a sigmoid and BCELoss; the logit
+/// with BCEWithLogitsLoss is the same loss, computed without overflow.
+struct DcganDiscriminator : tg::nn::Module {
+  tg::nn::Conv2d conv1, conv2, conv3;
+  tg::nn::BatchNorm2d bn2;
+  explicit DcganDiscriminator(int64_t ndf)
+      : conv1(1, ndf, 4, tg::nn::Conv2dOptions().stride(2).padding(1).bias(false)),
+        conv2(ndf, 2 * ndf, 4, tg::nn::Conv2dOptions().stride(2).padding(1).bias(false)),
+        conv3(2 * ndf, 1, 7, tg::nn::Conv2dOptions().bias(false)),
+        bn2(2 * ndf) {
+    register_module("conv1", conv1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    register_module("conv3", conv3);
+    for (tg::Tensor* w : {&conv1.weight, &conv2.weight, &conv3.weight}) dcgan_init(*w);
+    dcgan_init(bn2);
+  }
+  tg::Tensor forward(const tg::Tensor& x) override {
+    tg::Tensor h = tg::leaky_relu(conv1(x), 0.2);   // (N, ndf, 14, 14)
+    h = tg::leaky_relu(bn2(conv2(h)), 0.2);          // (N, 2 ndf, 7, 7)
+    return conv3(h).reshape({-1});                   // (N)
+  }
+};

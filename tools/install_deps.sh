@@ -24,7 +24,7 @@ other_distribution() {   # other_distribution NAME INSTALL-COMMAND [extra Debian
     echo "    -DCMAKE_DISABLE_FIND_PACKAGE_dnnl=ON where it is installed. Without it convolutions run as"
     echo "    im2col + GEMM, bfloat16 products through float32, int8 Linear layers on a reference loop."
     echo "  Fashion-MNIST: no package; the trainer takes --data DIR (the four IDX files) or --synthetic N"
-    echo "  fortune-mod: text for examples/10_train_char_transformer (give its folder with --data)"
+    echo "  fortune-mod: text for examples 10_train_char_transformer and 18_word_language_model (give its folder with --data)"
     if [ $# -gt 0 ]; then
       echo "also asked for, by their Debian names: $*"
     fi
