@@ -548,3 +548,75 @@ TEST_CASE("optimizers: an optimizer on the base's learning-rate constructors get
   TG_CHECK_THROWS(opt.add_param_group({{testing::randn64({1}, 3)}, optim::SGDOptions(0.1)}), tg::Error,
                   "the group's options are SGDOptions, options of another optimizer; give it LROptions");
 }
+
+TEST_CASE("optimizers: a checkpoint restores every group's options and initial_lr (PyTorch's param_groups)") {
+  const std::string path = (std::filesystem::temp_directory_path() / "tg_optimizer_groups.safetensors").string();
+  // Two groups with their own options, stepped under a scheduler; then a fresh optimizer at other
+  // options and a fresh scheduler load both files and go on exactly as the first pair does.
+  Tensor a0 = testing::randn64({4}, 21), b0 = testing::randn64({3}, 22);
+  optim::RMSprop opt({optim::ParamGroup({a0}, optim::RMSpropOptions(0.01).momentum(0.9).centered(true)),
+                      optim::ParamGroup({b0}, optim::RMSpropOptions(0.02).alpha(0.9).weight_decay(0.01))},
+                     optim::RMSpropOptions(0.01));
+  optim::StepLR sched(opt, 2, 0.5);
+  for (int e = 0; e < 3; ++e) {
+    steps(opt, {a0, b0}, 1);
+    sched.step();
+  }
+  CHECK(opt.lr(1) == 0.01);   // 0.02 halved once
+  tg::save(opt, path);
+  const std::string sched_path = path + ".sched";
+  tg::save(sched, sched_path);
+  Tensor a1 = tg::from_vector(a0.to_vector<double>(), {4}, tg::TensorOptions().requires_grad(true));
+  Tensor b1 = tg::from_vector(b0.to_vector<double>(), {3}, tg::TensorOptions().requires_grad(true));
+  optim::RMSprop resumed({optim::ParamGroup({a1}), optim::ParamGroup({b1})}, optim::RMSpropOptions(0.5));
+  optim::StepLR resumed_sched(resumed, 2, 0.5);
+  tg::load(resumed, path);
+  tg::load(resumed_sched, sched_path);
+  for (std::size_t g = 0; g < 2; ++g) {
+    CAPTURE(g);
+    CHECK(resumed.param_groups()[g].options().values() == opt.param_groups()[g].options().values());
+    CHECK(resumed.initial_lr(g) == opt.initial_lr(g));
+    CHECK(resumed_sched.base_lr(g) == sched.base_lr(g));
+  }
+  CHECK(resumed_sched.last_epoch() == 3);
+  for (int e = 0; e < 4; ++e) {
+    steps(opt, {a0, b0}, 1);
+    sched.step();
+    steps(resumed, {a1, b1}, 1);
+    resumed_sched.step();
+  }
+  CHECK(resumed.lr(0) == opt.lr(0));
+  CHECK(resumed.lr(1) == opt.lr(1));
+  CHECK(a1.to_vector<double>() == a0.to_vector<double>());   // bitwise: options, state and schedule came back
+  CHECK(b1.to_vector<double>() == b0.to_vector<double>());
+
+  // Mismatches are refused and change nothing.
+  Tensor c = testing::randn64({4}, 23);
+  optim::RMSprop one_group({c}, optim::RMSpropOptions(0.3));
+  TG_CHECK_THROWS(tg::load(one_group, path), tg::SerializationError, "but the optimizer has 1 group(s)");
+  CHECK(one_group.lr() == 0.3);
+  optim::SGD sgd({optim::ParamGroup({a1}), optim::ParamGroup({b1})}, optim::SGDOptions(0.3));
+  TG_CHECK_THROWS(tg::load(sgd, path), tg::SerializationError, "(SGDOptions) have no option 'alpha'");
+  optim::RMSprop shuffled({optim::ParamGroup({a1, b1}), optim::ParamGroup({c})}, optim::RMSpropOptions(0.3));
+  TG_CHECK_THROWS(tg::load(shuffled, path), tg::SerializationError, "parameter group 0 holds other parameters");
+  Tensor five = testing::randn64({5}, 24);
+  optim::RMSprop wrong_shape({optim::ParamGroup({five}), optim::ParamGroup({b1})}, optim::RMSpropOptions(0.3));
+  TG_CHECK_THROWS(tg::load(wrong_shape, path), tg::SerializationError, "has shape");
+  CHECK(wrong_shape.lr(0) == 0.3);   // the options set before the state was refused came back
+  CHECK(static_cast<optim::RMSpropOptions&>(wrong_shape.param_groups()[0].options()).momentum_ == 0);
+  // a checkpoint brings its options with its state: plain RMSprop's into one built with momentum
+  optim::RMSprop plain({c}, optim::RMSpropOptions(0.01));
+  steps(plain, {c}, 1);
+  tg::save(plain, path);
+  optim::RMSprop with_momentum({c}, optim::RMSpropOptions(0.7).momentum(0.9));
+  tg::load(with_momentum, path);   // the checkpoint's options (no momentum) and its state, together
+  CHECK(static_cast<optim::RMSpropOptions&>(with_momentum.param_groups()[0].options()).momentum_ == 0);
+  CHECK(with_momentum.lr() == 0.01);
+  // A checkpoint without param_groups (the state alone) loads the state and keeps the options.
+  tg::save_tensors(plain.state(), path);
+  optim::RMSprop keeps({c}, optim::RMSpropOptions(0.4));
+  tg::load(keeps, path);
+  CHECK(keeps.lr() == 0.4);
+  std::filesystem::remove(path);
+  std::filesystem::remove(sched_path);
+}

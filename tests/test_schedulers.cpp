@@ -3,6 +3,7 @@
 // (tests/scheduler_reference.h), and their argument errors. StepLR, CosineAnnealingLR, LinearLR and
 // chaining: tests/test_optim.cpp.
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -246,4 +247,62 @@ TEST_CASE("schedulers: ConstantLR and LambdaLR refuse bad arguments with PyTorch
   TG_CHECK_THROWS(s.step(), tg::Error, "LambdaLR: parameter group 2 was added after the scheduler was built");
   CHECK(s.last_epoch() == 0);
   CHECK(sgd.lr(0) == 1.0);
+}
+
+TEST_CASE("schedulers: a checkpoint of SequentialLR and ReduceLROnPlateau resumes the same schedule") {
+  namespace optim = tg::optim;
+  const std::string path = (std::filesystem::temp_directory_path() / "tg_scheduler_state.safetensors").string();
+  const std::string opt_path = path + ".opt";
+  // warm-up then cosine annealing, interrupted after 4 epochs and resumed by fresh objects
+  auto make = [](tg::Tensor w) { return std::make_unique<optim::SGD>(std::vector<tg::Tensor>{w}, optim::SGDOptions(0.1)); };
+  tg::Tensor w = tg::zeros({2}, tg::TensorOptions().requires_grad(true));
+  auto opt = make(w);
+  optim::LinearLR warm(*opt, 0.1, 1.0, 3);
+  optim::CosineAnnealingLR cosine(*opt, 10, 0.001);
+  optim::SequentialLR seq(*opt, {&warm, &cosine}, {3});
+  for (int e = 0; e < 4; ++e) seq.step();
+  tg::save(*opt, opt_path);
+  tg::save(seq, path);
+  tg::Tensor w2 = tg::zeros({2}, tg::TensorOptions().requires_grad(true));
+  auto opt2 = make(w2);
+  optim::LinearLR warm2(*opt2, 0.1, 1.0, 3);
+  optim::CosineAnnealingLR cosine2(*opt2, 10, 0.001);
+  optim::SequentialLR seq2(*opt2, {&warm2, &cosine2}, {3});
+  tg::load(*opt2, opt_path);
+  tg::load(seq2, path);
+  CHECK(seq2.last_epoch() == 4);
+  CHECK(cosine2.last_epoch() == cosine.last_epoch());
+  for (int e = 0; e < 8; ++e) {
+    CAPTURE(e);
+    seq.step();
+    seq2.step();
+    CHECK(opt2->lr() == opt->lr());   // bitwise: the same recursion from the same state
+  }
+  // another kind of scheduler's state does not fit, and nothing changes
+  optim::StepLR step(*opt2, 3);
+  TG_CHECK_THROWS(tg::load(step, path), tg::SerializationError, "unexpected entries");
+  CHECK(step.last_epoch() == 0);
+  TG_CHECK_THROWS(tg::load(seq2, opt_path), tg::SerializationError, "the checkpoint does not fit the scheduler");
+
+  // ReduceLROnPlateau: its best metric, bad epochs and cooldown come back
+  auto opt3 = make(w);
+  optim::ReduceLROnPlateau plateau(*opt3, "min", 0.5, 1, 1e-4, "rel", 1);
+  for (double metric : {1.0, 0.9, 0.95, 0.97}) plateau.step(metric);
+  tg::save(*opt3, opt_path);
+  tg::save(plateau, path);
+  auto opt4 = make(w2);
+  optim::ReduceLROnPlateau plateau2(*opt4, "min", 0.5, 1, 1e-4, "rel", 1);
+  tg::load(*opt4, opt_path);
+  tg::load(plateau2, path);
+  CHECK(plateau2.best() == 0.9);
+  CHECK(plateau2.num_bad_epochs() == plateau.num_bad_epochs());
+  CHECK(plateau2.in_cooldown() == plateau.in_cooldown());
+  for (double metric : {0.96, 0.99, 0.5, 0.6, 0.7, 0.8}) {
+    plateau.step(metric);
+    plateau2.step(metric);
+    CHECK(opt4->lr() == opt3->lr());
+  }
+  CHECK(opt3->lr() < 0.1 / 2);   // it did reduce
+  std::filesystem::remove(path);
+  std::filesystem::remove(opt_path);
 }

@@ -40,8 +40,6 @@ ip -n "$a" link set "${tag}va" up
 ip -n "$b" link set "${tag}vb" up
 set +e
 echo "two machines: namespaces $a ($subnet.1) and $b ($subnet.2) on a veth pair"
-# the second machine reaches the first only over the link: no route to anything else
-ip netns exec "$b" ping -c 1 -W 2 "$subnet.1" >/dev/null 2>&1 || echo "two machines: (ping unavailable or refused; going on)"
 
 out_a=$(mktemp) out_b=$(mktemp)
 node_args=("$@")

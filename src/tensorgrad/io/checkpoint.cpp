@@ -1,10 +1,13 @@
-// io/checkpoint.cpp: tg::save / tg::load of modules, optimizers and GradScalers (io/checkpoint.h), on
+// io/checkpoint.cpp: tg::save / tg::load of modules, optimizers, schedulers and GradScalers (io/checkpoint.h), on
 // top of save_tensors / load_tensors. The optimizers' state itself (names, shapes) is defined in
 // optim/optimizer.cpp and optim/adam.cpp, the scaler's in optim/grad_scaler.cpp; nothing here knows a
 // particular layer.
 #include "tensorgrad/io/checkpoint.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "tensorgrad/autograd/grad_mode.h"
@@ -12,6 +15,7 @@
 #include "tensorgrad/nn/module.h"
 #include "tensorgrad/optim/grad_scaler.h"
 #include "tensorgrad/optim/optimizer.h"
+#include "tensorgrad/optim/schedulers.h"
 #include "tensorgrad/prim/prim.h"
 
 namespace tg {
@@ -100,10 +104,38 @@ IncompatibleKeys load(nn::Module& module, const std::string& path, const LoadOpt
   return keys;
 }
 
+// An optimizer checkpoint holds its state() and, as PyTorch's state_dict()["param_groups"] does, each
+// group's options: "param_groups.<g>.<option>" (a float64 scalar per OptimizerOptions::values()
+// entry, "initial_lr" when a scheduler set it) and "param_groups.<g>.params" (the indices of its
+// parameters, int64). A checkpoint without them (written before they were stored) loads the state only.
+namespace {
+constexpr char kGroups[] = "param_groups.";
+
+std::vector<std::pair<std::string, RawTensor>> group_entries(const optim::Optimizer& optimizer) {
+  std::vector<std::pair<std::string, RawTensor>> out;
+  int64_t first = 0;
+  for (std::size_t g = 0; g < optimizer.num_param_groups(); ++g) {
+    const optim::ParamGroup& group = optimizer.param_groups()[g];
+    const std::string prefix = detail::cat(kGroups, g, ".");
+    const int64_t n = static_cast<int64_t>(group.params().size());
+    RawTensor indices = RawTensor::empty(Shape{n}, kInt64);
+    for (int64_t i = 0; i < n; ++i) static_cast<int64_t*>(indices.raw_data())[i] = first + i;
+    out.emplace_back(prefix + "params", indices);
+    first += n;
+    for (const auto& v : group.options().values())
+      out.emplace_back(prefix + v.first, prim::full({}, v.second, kFloat64, Device::cpu()));
+    if (const std::optional<double> lr0 = optimizer.initial_lr(g))
+      out.emplace_back(prefix + "initial_lr", prim::full({}, *lr0, kFloat64, Device::cpu()));
+  }
+  return out;
+}
+}  // namespace
+
 void save(const optim::Optimizer& optimizer, const std::string& path) {
   std::vector<std::pair<std::string, RawTensor>> state;
   try {
     state = optimizer.state();
+    for (auto& e : group_entries(optimizer)) state.push_back(std::move(e));
   } catch (const SerializationError&) {
     throw;
   } catch (const Error& e) {
@@ -117,14 +149,83 @@ void load(optim::Optimizer& optimizer, const std::string& path, const LoadOption
            "': LoadOptions().strict(false) applies to modules; an optimizer's state loads whole or not at all "
            "(as PyTorch's Optimizer.load_state_dict)");
   const auto loaded = load_tensors(path, nullptr, options);
+  std::vector<std::pair<std::string, RawTensor>> state;
+  // the groups' options: (group, option, value), checked against the optimizer before anything changes
+  struct GroupValue {
+    std::size_t group;
+    std::string name;
+    double value;
+  };
+  std::vector<GroupValue> values;
+  std::vector<bool> has_params(optimizer.num_param_groups(), false);
+  bool any_group = false;
   try {
-    optimizer.set_state(loaded);
+    std::vector<std::pair<std::string, RawTensor>> expected_params;
+    for (const auto& e : group_entries(optimizer))
+      if (e.first.size() > 7 && e.first.compare(e.first.size() - 7, 7, ".params") == 0) expected_params.push_back(e);
+    for (const auto& e : loaded) {
+      if (e.first.rfind(kGroups, 0) != 0) {
+        state.push_back(e);
+        continue;
+      }
+      any_group = true;
+      const std::string rest = e.first.substr(sizeof kGroups - 1);
+      const std::size_t dot = rest.find('.');
+      char* end = nullptr;
+      const unsigned long long g = std::strtoull(rest.c_str(), &end, 10);
+      TG_CHECK(dot != std::string::npos && end == rest.c_str() + dot && dot > 0, Error, "entry '", e.first,
+               "' is not param_groups.<group>.<option>");
+      TG_CHECK(g < optimizer.num_param_groups(), Error, "the checkpoint has parameter group ", g,
+               " but the optimizer has ", optimizer.num_param_groups(), " group(s)");
+      const std::string name = rest.substr(dot + 1);
+      if (name == "params") {
+        const RawTensor& want = expected_params[g].second;
+        const RawTensor got = e.second.to(kInt64).contiguous();
+        const int64_t* g0 = static_cast<const int64_t*>(got.raw_data());
+        TG_CHECK(got.shape() == want.shape() && std::equal(g0, g0 + got.numel(), static_cast<const int64_t*>(want.raw_data())),
+                 Error, "parameter group ", g, " holds other parameters in the checkpoint (", shape_str(got.shape()),
+                 " indices) than in the optimizer (", want.numel(), " parameters from index ",
+                 want.numel() ? static_cast<const int64_t*>(want.raw_data())[0] : 0, ")");
+        has_params[g] = true;
+        continue;
+      }
+      TG_CHECK(e.second.numel() == 1 && is_floating(e.second.dtype()), Error, "entry '", e.first,
+               "' must hold one floating-point number, got ", tensor_meta_str(e.second));
+      const double v = e.second.to(kFloat64).item();
+      if (name != "initial_lr") {
+        std::unique_ptr<optim::OptimizerOptions> probe = optimizer.param_groups()[g].options().clone();
+        TG_CHECK(probe->set_value(name, v), Error, "parameter group ", g, "'s options (",
+                 optimizer.param_groups()[g].options().type_name(), ") have no option '", name, "'");
+      }
+      values.push_back({static_cast<std::size_t>(g), name, v});
+    }
+    if (any_group)
+      for (std::size_t g = 0; g < has_params.size(); ++g)
+        TG_CHECK(has_params[g], Error, "the checkpoint has no param_groups.", g, ".params: written for an optimizer "
+                 "with fewer parameter groups");
   } catch (const SerializationError&) {
     throw;
   } catch (const Error& e) {
     throw SerializationError(detail::cat("load: '", path, "': the checkpoint does not fit the optimizer (nothing was changed): ",
                                          e.what()));
   }
+  // The options first (the state must fit them: RMSprop's buffers follow its momentum and centered),
+  // then the state, which validates every entry before it changes anything; the old options come
+  // back when it refuses.
+  std::vector<std::unique_ptr<optim::OptimizerOptions>> old_options;
+  for (std::size_t g = 0; g < optimizer.num_param_groups(); ++g)
+    old_options.push_back(optimizer.param_groups()[g].options().clone());
+  try {
+    for (const GroupValue& v : values)
+      if (v.name != "initial_lr") optimizer.param_groups()[v.group].options().set_value(v.name, v.value);
+    optimizer.set_state(state);
+  } catch (const Error& e) {
+    for (std::size_t g = 0; g < old_options.size(); ++g) optimizer.param_groups()[g].set_options(std::move(old_options[g]));
+    throw SerializationError(detail::cat("load: '", path, "': the checkpoint does not fit the optimizer (nothing was changed): ",
+                                         e.what()));
+  }
+  for (const GroupValue& v : values)
+    if (v.name == "initial_lr") optimizer.set_initial_lr(v.group, v.value);
 }
 
 void save(const std::vector<Tensor>& tensors, const std::string& path) {
@@ -176,6 +277,50 @@ void load(amp::GradScaler& scaler, const std::string& path, const LoadOptions& o
     throw SerializationError(detail::cat("load: '", path, "': the checkpoint does not fit the GradScaler (nothing was "
                                          "changed): ", e.what()));
   }
+}
+
+namespace {
+/// A scheduler's named numbers as float64 scalars, and back.
+std::vector<std::pair<std::string, RawTensor>> number_entries(const std::vector<std::pair<std::string, double>>& state) {
+  std::vector<std::pair<std::string, RawTensor>> out;
+  for (const auto& e : state) out.emplace_back(e.first, prim::full({}, e.second, kFloat64, Device::cpu()));
+  return out;
+}
+
+template <class Scheduler>
+void load_numbers(Scheduler& scheduler, const std::string& path, const LoadOptions& options) {
+  TG_CHECK(options.strict_, SerializationError, "load: '", path,
+           "': LoadOptions().strict(false) applies to modules; a scheduler's state loads whole or not at all");
+  const auto loaded = load_tensors(path, nullptr, options);
+  std::vector<std::pair<std::string, double>> state;
+  try {
+    for (const auto& e : loaded) {
+      TG_CHECK(e.second.numel() == 1 && is_floating(e.second.dtype()), Error, "entry '", e.first,
+               "' must hold one floating-point number, got ", tensor_meta_str(e.second));
+      state.emplace_back(e.first, e.second.to(kFloat64).item());
+    }
+    scheduler.set_state(state);
+  } catch (const SerializationError&) {
+    throw;
+  } catch (const Error& e) {
+    throw SerializationError(detail::cat("load: '", path, "': the checkpoint does not fit the scheduler (nothing was changed): ",
+                                         e.what()));
+  }
+}
+}  // namespace
+
+void save(const optim::LRScheduler& scheduler, const std::string& path) { save_tensors(number_entries(scheduler.state()), path); }
+
+void load(optim::LRScheduler& scheduler, const std::string& path, const LoadOptions& options) {
+  load_numbers(scheduler, path, options);
+}
+
+void save(const optim::ReduceLROnPlateau& scheduler, const std::string& path) {
+  save_tensors(number_entries(scheduler.state()), path);
+}
+
+void load(optim::ReduceLROnPlateau& scheduler, const std::string& path, const LoadOptions& options) {
+  load_numbers(scheduler, path, options);
 }
 
 }  // namespace tg

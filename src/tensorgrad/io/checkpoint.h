@@ -15,7 +15,11 @@
 namespace tg {
 
 namespace nn { class Module; }
-namespace optim { class Optimizer; }
+namespace optim {
+class Optimizer;
+class LRScheduler;
+class ReduceLROnPlateau;
+}  // namespace optim
 namespace amp { class GradScaler; }
 
 /// What a module load did not match, as PyTorch's load_state_dict returns it (empty when strict).
@@ -43,10 +47,16 @@ IncompatibleKeys load(nn::ModuleHolder<M>& holder, const std::string& path, cons
   return load(static_cast<nn::Module&>(*holder), path, options);
 }
 
-/// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...).
+/// Saves optimizer.state() (SGD: "momentum_buffer.<parameter index>", Adam: "exp_avg.<i>", ...) and,
+/// as PyTorch's state_dict()["param_groups"], every group's options ("param_groups.<g>.lr",
+/// ".momentum", ".beta1", ... per OptimizerOptions::values(), ".initial_lr" when set) and parameter
+/// indices ("param_groups.<g>.params").
 void save(const optim::Optimizer& optimizer, const std::string& path);
-/// Loads a file written by save(optimizer, ...) through Optimizer::set_state: on a mismatch the
-/// optimizer is unchanged and tg::SerializationError names the path.
+/// Loads a file written by save(optimizer, ...): the state through Optimizer::set_state and every
+/// group's options (so a resumed run continues at the learning rates a scheduler had reached). On a
+/// mismatch (other groups or parameters, an unknown option, a state that does not fit) the optimizer
+/// is unchanged and tg::SerializationError names the path. A file without param_groups entries
+/// loads the state only.
 void load(optim::Optimizer& optimizer, const std::string& path, const LoadOptions& options = {});
 
 /// Saves one tensor (libtorch's torch::save(tensor, path)): a safetensors file holding it under the
@@ -68,5 +78,19 @@ void save(const amp::GradScaler& scaler, const std::string& path);
 /// Loads a file written by save(scaler, ...) through GradScaler::load_state_dict: on a mismatch the
 /// scaler is unchanged and tg::SerializationError names the path. options.strict(false) is refused.
 void load(amp::GradScaler& scaler, const std::string& path, const LoadOptions& options = {});
+
+/// Saves a learning-rate scheduler's state() (PyTorch's scheduler.state_dict(): its epoch, base and
+/// last learning rates; SequentialLR's schedulers too), each number a float64 scalar of that name.
+void save(const optim::LRScheduler& scheduler, const std::string& path);
+/// Loads a file written by save(scheduler, ...) into a scheduler built the same way (the
+/// hyperparameters are the constructor's): on a mismatch the scheduler is unchanged and
+/// tg::SerializationError names the path. Load the optimizer's checkpoint too: the learning rates
+/// themselves live there.
+void load(optim::LRScheduler& scheduler, const std::string& path, const LoadOptions& options = {});
+/// Saves ReduceLROnPlateau's state() (epoch, best metric, bad epochs, cooldown, last rates).
+void save(const optim::ReduceLROnPlateau& scheduler, const std::string& path);
+/// Loads a file written by save(plateau scheduler, ...); SerializationError naming the path on a
+/// mismatch, the scheduler unchanged.
+void load(optim::ReduceLROnPlateau& scheduler, const std::string& path, const LoadOptions& options = {});
 
 }  // namespace tg

@@ -55,6 +55,15 @@ struct AdamOptions : OptionsBase<AdamOptions> {
   const char* type_name() const override { return "AdamOptions"; }
   /// PyTorch's checks: eps and weight_decay >= 0, each beta in [0, 1).
   void check(const std::string& who) const override;
+  /// beta1, beta2, eps, weight_decay, amsgrad, capturable.
+  void fields(OptionFields& f) override {
+    f("beta1", beta1_);
+    f("beta2", beta2_);
+    f("eps", eps_);
+    f("weight_decay", weight_decay_);
+    f("amsgrad", amsgrad_);
+    f("capturable", capturable_);
+  }
   double lr_;   ///< The learning rate, the default for groups without one.
   double beta1_ = 0.9;   ///< See betas().
   double beta2_ = 0.999;   ///< See betas().

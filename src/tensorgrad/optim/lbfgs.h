@@ -52,6 +52,14 @@ struct LBFGSOptions : OptionsBase<LBFGSOptions> {
   const char* type_name() const override { return "LBFGSOptions"; }
   /// max_iter, max_eval and history_size positive, tolerances not negative, line_search_fn known.
   void check(const std::string& who) const override;
+  /// max_iter, tolerance_grad, tolerance_change, history_size (max_eval and line_search_fn, which
+  /// are not numbers PyTorch's schedulers change, are not checkpointed).
+  void fields(OptionFields& f) override {
+    f("max_iter", max_iter_);
+    f("tolerance_grad", tolerance_grad_);
+    f("tolerance_change", tolerance_change_);
+    f("history_size", history_size_);
+  }
   double lr_;                                    ///< See lr().
   int64_t max_iter_ = 20;                        ///< See max_iter().
   std::optional<int64_t> max_eval_;              ///< See max_eval().

@@ -4,6 +4,7 @@
 #include "tensorgrad/optim/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "tensorgrad/core/accelerator.h"
@@ -159,6 +160,45 @@ void Optimizer::check_grads(const char* who) const {
              " on ", g.device(), " that does not match it");
     TG_CHECK(p.data().is_contiguous(), Error, who, ": parameter ", i, " must be contiguous");
   }
+}
+
+std::vector<std::pair<std::string, double>> OptimizerOptions::values() const {
+  struct Reader final : OptionFields {
+    std::vector<std::pair<std::string, double>> out;
+    void operator()(const char* name, double& v) override { out.emplace_back(name, v); }
+    void operator()(const char* name, bool& v) override { out.emplace_back(name, v ? 1.0 : 0.0); }
+    void operator()(const char* name, int64_t& v) override { out.emplace_back(name, static_cast<double>(v)); }
+  } reader;
+  reader.out.emplace_back("lr", get_lr());
+  clone()->fields(reader);   // fields() may write: read a copy
+  return std::move(reader.out);
+}
+
+bool OptimizerOptions::set_value(const std::string& name, double v) {
+  if (name == "lr") {
+    set_lr(v);
+    return true;
+  }
+  struct Writer final : OptionFields {
+    const std::string& name;
+    double v;
+    bool found = false;
+    Writer(const std::string& n, double value) : name(n), v(value) {}
+    void operator()(const char* n, double& x) override {
+      if (name == n) x = v, found = true;
+    }
+    void operator()(const char* n, bool& x) override {
+      if (name == n) x = v != 0, found = true;
+    }
+    void operator()(const char* n, int64_t& x) override {
+      if (name != n) return;
+      TG_CHECK(v == std::trunc(v) && std::fabs(v) < 9e18, Error, "set_value: option '", name, "' is a count, got ", v);
+      x = static_cast<int64_t>(v);
+      found = true;
+    }
+  } writer(name, v);
+  fields(writer);
+  return writer.found;
 }
 
 void Optimizer::refuse_capture(const char* who) const {

@@ -20,6 +20,8 @@ namespace optim {
 /// optimizer's options struct (SGDOptions, AdamOptions, RMSpropOptions, ...) derives from it, and every
 /// group of an optimizer holds its own copy, readable and writable through Optimizer::param_groups():
 /// static_cast<tg::optim::AdamOptions&>(opt.param_groups()[1].options()).weight_decay(0.0).
+class OptionFields;
+
 class OptimizerOptions {
  public:
   virtual ~OptimizerOptions() = default;
@@ -37,6 +39,16 @@ class OptimizerOptions {
   virtual void check(const std::string& who) const { (void)who; }
   /// The type's name in messages ("AdamOptions").
   virtual const char* type_name() const = 0;
+  /// Passes every option but the learning rate to f by its PyTorch param_groups name (betas as
+  /// "beta1" and "beta2"), so that values() and set_value() can read and write them. The default
+  /// has none; an options type outside the library overrides it to have its options checkpointed.
+  virtual void fields(OptionFields& f) { (void)f; }
+  /// The options as numbers by name, "lr" first (flags as 0 or 1): what a checkpoint of the
+  /// optimizer stores for each group (io/checkpoint.h).
+  std::vector<std::pair<std::string, double>> values() const;
+  /// Sets the option named as values() names it to v; false (nothing set) for a name these options
+  /// do not have.
+  bool set_value(const std::string& name, double v);
 
  protected:
   OptimizerOptions() = default;
@@ -44,6 +56,18 @@ class OptimizerOptions {
   OptimizerOptions(const OptimizerOptions&) = default;
   /// Assignable by the derived types only.
   OptimizerOptions& operator=(const OptimizerOptions&) = default;
+};
+
+/// A visitor of an options type's members by name (OptimizerOptions::fields).
+class OptionFields {
+ public:
+  virtual ~OptionFields() = default;
+  /// A real-valued option.
+  virtual void operator()(const char* name, double& value) = 0;
+  /// A flag.
+  virtual void operator()(const char* name, bool& value) = 0;
+  /// A count.
+  virtual void operator()(const char* name, int64_t& value) = 0;
 };
 
 /// The parts of an options type that follow from its lr_ member (clone, get_lr, set_lr): an options
@@ -310,6 +334,13 @@ struct SGDOptions : OptionsBase<SGDOptions> {
   /// PyTorch's checks: learning rate, momentum and weight_decay >= 0; nesterov needs momentum > 0 and
   /// dampening 0.
   void check(const std::string& who) const override;
+  /// momentum, dampening, weight_decay, nesterov.
+  void fields(OptionFields& f) override {
+    f("momentum", momentum_);
+    f("dampening", dampening_);
+    f("weight_decay", weight_decay_);
+    f("nesterov", nesterov_);
+  }
   double lr_;   ///< The learning rate, the default for groups without one.
   double momentum_ = 0;   ///< See momentum().
   double dampening_ = 0;   ///< See dampening().

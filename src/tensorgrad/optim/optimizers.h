@@ -90,6 +90,14 @@ struct RMSpropOptions : OptionsBase<RMSpropOptions> {
   const char* type_name() const override { return "RMSpropOptions"; }
   /// PyTorch's checks: eps, momentum, weight_decay and alpha >= 0.
   void check(const std::string& who) const override;
+  /// alpha, eps, weight_decay, momentum, centered.
+  void fields(OptionFields& f) override {
+    f("alpha", alpha_);
+    f("eps", eps_);
+    f("weight_decay", weight_decay_);
+    f("momentum", momentum_);
+    f("centered", centered_);
+  }
   double lr_;                 ///< See lr().
   double alpha_ = 0.99;       ///< See alpha().
   double eps_ = 1e-8;         ///< See eps().
@@ -146,6 +154,13 @@ struct AdagradOptions : OptionsBase<AdagradOptions> {
   const char* type_name() const override { return "AdagradOptions"; }
   /// PyTorch's checks: lr_decay, weight_decay, initial_accumulator_value and eps >= 0.
   void check(const std::string& who) const override;
+  /// lr_decay, weight_decay, initial_accumulator_value, eps.
+  void fields(OptionFields& f) override {
+    f("lr_decay", lr_decay_);
+    f("weight_decay", weight_decay_);
+    f("initial_accumulator_value", initial_accumulator_value_);
+    f("eps", eps_);
+  }
   double lr_;                              ///< See lr().
   double lr_decay_ = 0;                    ///< See lr_decay().
   double weight_decay_ = 0;                ///< See weight_decay().
@@ -195,6 +210,12 @@ struct AdadeltaOptions : OptionsBase<AdadeltaOptions> {
   const char* type_name() const override { return "AdadeltaOptions"; }
   /// PyTorch's checks: rho in [0, 1], eps and weight_decay >= 0.
   void check(const std::string& who) const override;
+  /// rho, eps, weight_decay.
+  void fields(OptionFields& f) override {
+    f("rho", rho_);
+    f("eps", eps_);
+    f("weight_decay", weight_decay_);
+  }
   double lr_;                 ///< See lr().
   double rho_ = 0.9;          ///< See rho().
   double eps_ = 1e-6;         ///< See eps().
@@ -242,6 +263,13 @@ struct AdamLikeOptions : OptionsBase<Derived> {
   double weight_decay() const { return weight_decay_; }
   /// PyTorch's checks of eps, betas and weight_decay.
   void check(const std::string& who) const override;
+  /// beta1, beta2, eps, weight_decay.
+  void fields(OptionFields& f) override {
+    f("beta1", beta1_);
+    f("beta2", beta2_);
+    f("eps", eps_);
+    f("weight_decay", weight_decay_);
+  }
   double lr_;                 ///< See lr().
   double beta1_ = 0.9;        ///< See betas().
   double beta2_ = 0.999;      ///< See betas().
@@ -292,6 +320,12 @@ struct NAdamOptions : AdamLikeOptions<NAdamOptions> {
   const char* type_name() const override { return "NAdamOptions"; }
   /// The checks of AdamLikeOptions and momentum_decay >= 0.
   void check(const std::string& who) const override;
+  /// AdamLikeOptions' and momentum_decay, decoupled_weight_decay.
+  void fields(OptionFields& f) override {
+    AdamLikeOptions::fields(f);
+    f("momentum_decay", momentum_decay_);
+    f("decoupled_weight_decay", decoupled_weight_decay_);
+  }
   double momentum_decay_ = 4e-3;          ///< See momentum_decay().
   bool decoupled_weight_decay_ = false;   ///< See decoupled_weight_decay().
 };
@@ -325,6 +359,11 @@ struct RAdamOptions : AdamLikeOptions<RAdamOptions> {
   bool decoupled_weight_decay() const { return decoupled_weight_decay_; }
   /// "RAdamOptions".
   const char* type_name() const override { return "RAdamOptions"; }
+  /// AdamLikeOptions' and decoupled_weight_decay.
+  void fields(OptionFields& f) override {
+    AdamLikeOptions::fields(f);
+    f("decoupled_weight_decay", decoupled_weight_decay_);
+  }
   bool decoupled_weight_decay_ = false;   ///< See decoupled_weight_decay().
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "tensorgrad/core/accelerator.h"
@@ -60,6 +61,42 @@ double LRScheduler::get_last_lr(std::size_t group) const {
 }
 
 void LRScheduler::step() { set_epoch_and_apply(epoch_ + 1, false); }
+
+std::map<std::string, double> checked_scheduler_state(const std::vector<std::pair<std::string, double>>& state,
+                                                      const std::vector<std::pair<std::string, double>>& expected,
+                                                      const char* who) {
+  std::map<std::string, double> got;
+  for (const auto& e : state) {
+    TG_CHECK(got.emplace(e.first, e.second).second, Error, who, ".set_state: duplicate entry \"", e.first, "\"");
+  }
+  for (const auto& e : expected)
+    TG_CHECK(got.count(e.first), Error, who, ".set_state: missing entry \"", e.first, "\" (saved from a scheduler "
+             "on another number of parameter groups, or of another kind?)");
+  TG_CHECK(got.size() == expected.size(), Error, who, ".set_state: ", got.size() - expected.size(),
+           " unexpected entries (the state of another kind of scheduler?)");
+  for (const auto& e : expected) {
+    const double v = got.at(e.first);
+    const bool count =
+        e.first == "last_epoch" || (e.first.size() > 11 && e.first.compare(e.first.size() - 11, 11, ".last_epoch") == 0);
+    TG_CHECK(!count || (v == std::trunc(v) && std::fabs(v) < 9e15), Error, who, ".set_state: \"", e.first,
+             "\" must be a whole number, got ", v);
+  }
+  return got;
+}
+
+std::vector<std::pair<std::string, double>> LRScheduler::state() const {
+  std::vector<std::pair<std::string, double>> out{{"last_epoch", static_cast<double>(epoch_)}};
+  for (std::size_t g = 0; g < base_lrs_.size(); ++g) out.emplace_back(tg::detail::cat("base_lr.", g), base_lrs_[g]);
+  for (std::size_t g = 0; g < last_lrs_.size(); ++g) out.emplace_back(tg::detail::cat("last_lr.", g), last_lrs_[g]);
+  return out;
+}
+
+void LRScheduler::set_state(const std::vector<std::pair<std::string, double>>& state) {
+  const auto got = checked_scheduler_state(state, LRScheduler::state(), "LRScheduler");
+  epoch_ = static_cast<int64_t>(got.at("last_epoch"));
+  for (std::size_t g = 0; g < base_lrs_.size(); ++g) base_lrs_[g] = got.at(tg::detail::cat("base_lr.", g));
+  for (std::size_t g = 0; g < last_lrs_.size(); ++g) last_lrs_[g] = got.at(tg::detail::cat("last_lr.", g));
+}
 
 double LRScheduler::restart_lr(std::size_t group, double) const {
   TG_CHECK(group < base_lrs_.size(), Error, "scheduler: parameter group ", group, " was added after the scheduler "

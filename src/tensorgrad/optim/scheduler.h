@@ -4,6 +4,9 @@
 // get_total_norm, clip_grads_with_norm_, and libtorch's tg::nn::utils::clip_grad_norm_.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/optim/optimizer.h"
@@ -22,6 +25,12 @@ namespace optim {
 // first scheduler built on the group sets from its learning rate at that moment (PyTorch's
 // setdefault("initial_lr")): a second scheduler sees the rate from before the first one's warm-up.
 // A group added after a scheduler was built is stepped like the others but has no base_lr.
+
+/// Internal to the schedulers' set_state: state's values by name, after checking that it names
+/// exactly the entries of `expected` (Error naming the first missing or unexpected one).
+std::map<std::string, double> checked_scheduler_state(const std::vector<std::pair<std::string, double>>& state,
+                                                      const std::vector<std::pair<std::string, double>>& expected,
+                                                      const char* who);
 
 /// The base of the learning-rate schedulers (PyTorch's torch.optim.lr_scheduler.LRScheduler). The
 /// constructor sets every group's initial_lr that is unset to the group's learning rate and reads
@@ -44,6 +53,15 @@ class LRScheduler {
   /// A group's learning rate as this scheduler's last step (or its construction) left it; a
   /// scheduler stepped after it may have changed the optimizer's since. IndexError for a bad group.
   double get_last_lr(std::size_t group = 0) const;
+  /// Checkpoint state as named numbers (tg::save and tg::load in io/checkpoint.h; PyTorch's
+  /// scheduler.state_dict()): "last_epoch", "base_lr.<group>" and "last_lr.<group>"; SequentialLR
+  /// adds its schedulers' under "schedulers.<k>.". The hyperparameters are the constructor's and
+  /// are not stored: build the same scheduler, then load. Restoring the learning rates themselves is
+  /// the optimizer checkpoint's part.
+  virtual std::vector<std::pair<std::string, double>> state() const;
+  /// Restores what state() gave, after checking it names exactly the entries state() names (Error
+  /// naming a missing or unexpected one; nothing changes then).
+  virtual void set_state(const std::vector<std::pair<std::string, double>>& state);
 
  protected:
   /// PyTorch's chainable get_lr(): the learning rate of `group` at last_epoch() (0 at construction)

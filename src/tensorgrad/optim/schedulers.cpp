@@ -171,6 +171,30 @@ void SequentialLR::step() {
   last_lrs_ = s->last_lrs_;
 }
 
+std::vector<std::pair<std::string, double>> SequentialLR::state() const {
+  std::vector<std::pair<std::string, double>> out = LRScheduler::state();
+  for (std::size_t k = 0; k < schedulers_.size(); ++k)
+    for (const auto& e : schedulers_[k]->state()) out.emplace_back(tg::detail::cat("schedulers.", k, ".", e.first), e.second);
+  return out;
+}
+
+void SequentialLR::set_state(const std::vector<std::pair<std::string, double>>& state) {
+  checked_scheduler_state(state, SequentialLR::state(), "SequentialLR");   // everything, before any change
+  std::vector<std::pair<std::string, double>> own;
+  std::vector<std::vector<std::pair<std::string, double>>> theirs(schedulers_.size());
+  for (const auto& e : state) {
+    if (e.first.rfind("schedulers.", 0) != 0) {
+      own.push_back(e);
+      continue;
+    }
+    const std::string rest = e.first.substr(11);
+    const std::size_t dot = rest.find('.');
+    theirs[static_cast<std::size_t>(std::stoul(rest.substr(0, dot)))].emplace_back(rest.substr(dot + 1), e.second);
+  }
+  LRScheduler::set_state(own);
+  for (std::size_t k = 0; k < schedulers_.size(); ++k) schedulers_[k]->set_state(theirs[k]);
+}
+
 // ---- OneCycleLR
 
 namespace {
@@ -358,6 +382,29 @@ void ReduceLROnPlateau::step(double metric) {
   }
   last_lrs_.clear();
   for (std::size_t g = 0; g < n; ++g) last_lrs_.push_back(optimizer_.lr(g));
+}
+
+std::vector<std::pair<std::string, double>> ReduceLROnPlateau::state() const {
+  std::vector<std::pair<std::string, double>> out{{"last_epoch", static_cast<double>(last_epoch_)},
+                                                   {"best", best_},
+                                                   {"num_bad_epochs", static_cast<double>(num_bad_epochs_)},
+                                                   {"cooldown_counter", static_cast<double>(cooldown_counter_)}};
+  for (std::size_t g = 0; g < last_lrs_.size(); ++g) out.emplace_back(tg::detail::cat("last_lr.", g), last_lrs_[g]);
+  return out;
+}
+
+void ReduceLROnPlateau::set_state(const std::vector<std::pair<std::string, double>>& state) {
+  const auto got = checked_scheduler_state(state, ReduceLROnPlateau::state(), "ReduceLROnPlateau");
+  for (const char* count : {"num_bad_epochs", "cooldown_counter"}) {
+    const double v = got.at(count);
+    TG_CHECK(v == std::trunc(v) && v >= 0 && v < 9e15, Error, "ReduceLROnPlateau.set_state: \"", count,
+             "\" must be a whole number, got ", v);
+  }
+  last_epoch_ = static_cast<int64_t>(got.at("last_epoch"));
+  best_ = got.at("best");
+  num_bad_epochs_ = static_cast<int64_t>(got.at("num_bad_epochs"));
+  cooldown_counter_ = static_cast<int64_t>(got.at("cooldown_counter"));
+  for (std::size_t g = 0; g < last_lrs_.size(); ++g) last_lrs_[g] = got.at(tg::detail::cat("last_lr.", g));
 }
 
 double ReduceLROnPlateau::get_last_lr(std::size_t group) const {

@@ -95,6 +95,10 @@ class SequentialLR : public LRScheduler {
   SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones);
   /// Advances one epoch: the scheduler of that epoch steps (or restarts at its milestone).
   void step() override;
+  /// Its own state and each scheduler's under "schedulers.<k>.".
+  std::vector<std::pair<std::string, double>> state() const override;
+  /// Restores state(), its schedulers' included (all checked before any changes).
+  void set_state(const std::vector<std::pair<std::string, double>>& state) override;
  protected:
   /// Unused: step() delegates to the schedulers.
   double get_lr(std::size_t group, double lr) const override;
@@ -206,6 +210,12 @@ class ReduceLROnPlateau {
   bool in_cooldown() const { return cooldown_counter_ > 0; }
   /// A group's learning rate after the last step (or at construction). IndexError for a bad group.
   double get_last_lr(std::size_t group = 0) const;
+  /// Checkpoint state as named numbers (tg::save / tg::load): "last_epoch", "best",
+  /// "num_bad_epochs", "cooldown_counter", "last_lr.<group>"; the hyperparameters are the
+  /// constructor's.
+  std::vector<std::pair<std::string, double>> state() const;
+  /// Restores state() (Error naming a missing or unexpected entry; nothing changes then).
+  void set_state(const std::vector<std::pair<std::string, double>>& state);
 
  private:
   bool is_better(double a, double best) const;
