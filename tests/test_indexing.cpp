@@ -256,3 +256,27 @@ TEST_CASE("one_hot matches torch.nn.functional.one_hot") {
   TG_CHECK_THROWS(tg::one_hot(tg::from_vector(std::vector<int64_t>{1, 3}, {2}), 3), tg::IndexError, "got 3");
   TG_CHECK_THROWS(tg::one_hot(tg::from_vector(std::vector<int64_t>{1}, {1}), -2), tg::IndexError, "num_classes");
 }
+
+TEST_CASE("cuda indexing: CPU index Tensors index a CUDA tensor, with the CPU's values and gradients") {
+  TG_NEED_CUDA();
+  const Tensor x = testing::vals(12, 0.1, 1.0, {4, 3}, true);
+  const Tensor xg = Tensor(x.detach().cuda().data(), true);
+  const Tensor v = testing::vals(3, 0.2, -1.0, {3}, true);
+  const Tensor vg = Tensor(v.detach().cuda().data(), true);
+  const Tensor rows = tg::from_vector(std::vector<int64_t>{3, 0, 3, 3}, {4});   // on the CPU, with repeats
+  for (bool accumulate : {false, true}) {
+    CAPTURE(accumulate);
+    const Tensor out = tg::index_put(x, {rows, tg::Slice()}, v, accumulate);
+    const Tensor outg = tg::index_put(xg, {rows, tg::Slice()}, vg, accumulate);
+    CHECK(outg.is_cuda());
+    CHECK(tg::equal(outg.cpu(), out));   // the same additions in the same order: the same bits
+    const auto g = tg::autograd::grad({(out * out).sum()}, {x, v});
+    const auto gg = tg::autograd::grad({(outg * outg).sum()}, {xg, vg});
+    CHECK(tg::allclose(gg[0].cpu(), g[0]));
+    CHECK(tg::allclose(gg[1].cpu(), g[1]));
+  }
+  // a mask computed on the device
+  const Tensor read = xg.index({xg > 0.5});
+  CHECK(tg::equal(read.cpu(), x.index({x > 0.5})));
+  CHECK(tg::equal(tg::one_hot(rows.cuda(), 5).cpu(), tg::one_hot(rows, 5)));
+}
