@@ -65,7 +65,7 @@ inline const std::set<std::string> kTwice = {
     "contiguous", "conv1d", "conv2d", "conv_transpose2d", "cos", "cosh", "cosine_embedding_loss", "cross_entropy",
     "cumprod", "cumsum", "div", "dropout", "dropout2d", "elu", "embedding", "erf", "erfc", "exp", "expand", "expm1", "flatten",
     "flip", "floor", "frac", "gather", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "index_add",
-    "index", "index_select", "interpolate", "kl_div", "kthvalue", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "index", "index_put", "index_select", "interpolate", "kl_div", "kthvalue", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax", "logsumexp", "margin_ranking_loss",
     "masked_fill", "matmul", "max", "max_pool2d", "mean", "min", "mish", "mse_loss", "mul", "narrow", "neg",
     "nll_loss", "norm", "pad", "permute", "pow", "prod", "reciprocal", "relu", "relu6", "repeat", "repeat_interleave",

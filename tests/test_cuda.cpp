@@ -545,6 +545,20 @@ std::vector<Case> parity_table(tg::DType dt) {
     t.push_back({"embedding", "padding_idx 5, non-contiguous weight", {transposed(257, 33, 135, dt, wb), int_values({5, 0, 5, 256, 3, 5}, {2, 3})},
                  [](auto& in) { return tg::embedding(in[1], in[0], 5); }, R});
     t.push_back({"gather", "dim 0 non-contiguous", {transposed(257, 33, 127, dt, wb), g0}, [](auto& in) { return tg::gather(in[0], 0, in[1]); }, R});
+    // index_put and advanced index(): the index Tensors are read on the host, the writes are where /
+    // index_select / index_add on the device. accumulate's integer sums of a few repeats stay in range
+    // with kMulBound's values.
+    t.push_back({"index_put", "mask (257) of (257, 33), values (33)", {W({257, 33}, 141, dt), W({257}, 142, dt), W({33}, 143, dt)},
+                 [](auto& in) { return tg::index_put(in[0], {in[1] > 0.0}, in[2]); }});
+    t.push_back({"index_put", "accumulate, 40 rows with repeats, values (40, 33)", {normal({257, 33}, 144, dt, kMulBound), idx0, normal({40, 33}, 145, dt, kMulBound)},
+                 [](auto& in) { return tg::index_put(in[0], {in[1]}, in[2], true); }, R});
+    t.push_back({"index_put", "40 rows with repeats (the last wins), non-contiguous x", {transposed(257, 33, 146, dt, wb), idx0, W({40, 1}, 147, dt)},
+                 [](auto& in) { return tg::index_put(in[0], {in[1]}, in[2]); }});
+    t.push_back({"index", "x[mask] of (257, 33), a copy", {W({257, 33}, 148, dt), W({257, 33}, 149, dt)},
+                 [](auto& in) { return tg::index(in[0], {in[1] > 0.0}) * 2.0; }, R});
+    t.push_back({"index", "x[i0, i1] with repeats", {W({257, 33}, 150, dt), idx0, random_index({40}, 33, 151)},
+                 [](auto& in) { return tg::index(in[0], {in[1], in[2]}) * 2.0; }, R});
+    t.push_back({"one_hot", "(7, 33) of 257 classes", {random_index({7, 33}, 257, 152)}, [](auto& in) { return tg::one_hot(in[0], 257); }});
   }
   // ---- nn functions
   for (bool log : {false, true}) {

@@ -514,6 +514,26 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     return std::vector<Sample>{{"dim 0 with a repeat, alpha -1.5", {randn64({3, 4}, 129), randn64({3, 4}, 130)}, d0},
                                {"dim 1", {randn64({2, 3}, 131), randn64({2, 3}, 132)}, d1}};
   };
+  t["index_put"] = [] {
+    using tg::TensorIndex;
+    const Tensor rows = tg::from_vector(std::vector<int64_t>{2, 0, -1}, {3});
+    const Tensor dup = tg::from_vector(std::vector<int64_t>{1, 3, 1, 0, 1}, {5});
+    const Tensor mask = Tensor((tg::from_vector(std::vector<int64_t>{1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1}, {3, 4}) != 0.0).data());
+    const Tensor i0 = tg::from_vector(std::vector<int64_t>{0, 2}, {2, 1}), i1 = tg::from_vector(std::vector<int64_t>{1, 3, 0}, {3});
+    Fn put = [rows](const std::vector<Tensor>& in) { return tg::tanh(tg::index_put(in[0], {rows}, in[1])); };
+    Fn acc = [dup](const std::vector<Tensor>& in) { return tg::tanh(tg::index_put(in[0], {dup}, in[1], true)); };
+    Fn masked = [mask](const std::vector<Tensor>& in) { return tg::tanh(tg::index_put(in[0], {mask}, in[1])); };
+    Fn pair = [i0, i1](const std::vector<Tensor>& in) {
+      return tg::tanh(tg::index_put(in[0], {i0, i1, tg::Slice()}, in[1], true));
+    };
+    // a repeated position without accumulate: the last value is written, the earlier one gets no gradient
+    Fn last = [dup](const std::vector<Tensor>& in) { return tg::tanh(tg::index_put(in[0], {dup}, in[1])); };
+    return std::vector<Sample>{{"int (3) rows of (4, 3), values (3, 3)", {randn64({4, 3}, 260), randn64({3, 3}, 261)}, put},
+                               {"accumulate with repeats, values (5, 1)", {randn64({4, 2}, 262), randn64({5, 1}, 263)}, acc},
+                               {"mask (3, 4), 0-d value, non-contiguous x", {transposed64(3, 4, 264), randn64({}, 265)}, masked},
+                               {"int (2, 1) and (3) broadcast, then Slice(), accumulate", {randn64({3, 4, 2}, 266), randn64({3, 2}, 267)}, pair},
+                               {"repeats without accumulate", {randn64({4, 2}, 268), randn64({5, 2}, 269)}, last}};
+  };
   // ---- nn functions
   t["softmax"] = [] {
     Fn last = [](const std::vector<Tensor>& in) { return tg::softmax(in[0], -1); };
@@ -777,7 +797,14 @@ std::map<std::string, SampleMaker> gradcheck_table() {
          viewed([](auto& a) { return tg::index(a, {Slice(tg::indexing::None, tg::indexing::None, 2), Slice(-3)}); })},
         {"x[..., None, 1::2]", {randn64({2, 5}, 198)},
          viewed([](auto& a) { return tg::index(a, {tg::indexing::Ellipsis, tg::indexing::None, Slice(1, tg::indexing::None, 2)}); })},
-        {"empty slice", {randn64({3, 2}, 199)}, viewed([](auto& a) { return tg::index(a, {Slice(2, 1)}); })}};
+        {"empty slice", {randn64({3, 2}, 199)}, viewed([](auto& a) { return tg::index(a, {Slice(2, 1)}); })},
+        {"x[mask] of a non-contiguous (3, 4), a copy", {transposed64(3, 4, 270)}, viewed([](auto& a) {
+           const Tensor m = Tensor((tg::from_vector(std::vector<int64_t>{1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1}, {3, 4}) != 0.0).data());
+           return tg::index(a, {m});
+         })},
+        {"x[i0, i1] broadcast (2, 1) with (3), repeats", {randn64({3, 4, 2}, 271)}, viewed([](auto& a) {
+           return tg::index(a, {tg::from_vector(std::vector<int64_t>{0, -1}, {2, 1}), tg::from_vector(std::vector<int64_t>{1, 1, 3}, {3})});
+         })}};
   };
   // ---- convolution and pooling (ops/conv.cpp)
   t["conv2d"] = [] {
@@ -969,7 +996,8 @@ const std::map<std::string, std::string> kNotDifferentiable = {
     {"eq", "comparison"}, {"ne", "comparison"}, {"gt", "comparison"}, {"lt", "comparison"},
     {"ge", "comparison"}, {"le", "comparison"}, {"argmax", "integer result"},
     {"scalar_like", "constant factory"}, {"all", "bool result"}, {"any", "bool result"},
-    {"multinomial", "random integer result"}, {"bernoulli", "random 0 / 1 result (PyTorch's gradient is 0)"}};
+    {"multinomial", "random integer result"}, {"bernoulli", "random 0 / 1 result (PyTorch's gradient is 0)"},
+    {"one_hot", "integer input and result"}};
 
 }  // namespace
 

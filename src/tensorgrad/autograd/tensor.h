@@ -373,8 +373,13 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   /// tg::select(*this, dim, index): a differentiable view
   Tensor select(int64_t dim, int64_t index) const;
-  /// tg::index(*this, indices): x.index({tg::Slice(0, 4), 1}) is Python's x[0:4, 1], a differentiable view
+  /// tg::index(*this, indices): x.index({tg::Slice(0, 4), 1}) is Python's x[0:4, 1], a differentiable view;
+  /// with index Tensors (x.index({mask})) a differentiable copy
   Tensor index(const std::vector<TensorIndex>& indices) const;
+  /// tg::index_put(*this, indices, values, accumulate): a copy with values written at indices
+  Tensor index_put(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate = false) const;
+  /// tg::index_put(*this, indices, value, accumulate)
+  Tensor index_put(const std::vector<TensorIndex>& indices, double value, bool accumulate = false) const;
 
   // ---- in place (ops/inplace.cpp). Version counters catch writes to tensors saved for backward.
   /// \name In-place ops
@@ -405,6 +410,10 @@ class Tensor {
   Tensor& fill_(double value);
   /// Copies src's values into this (src broadcast to this shape; any dtype and device).
   Tensor& copy_(const Tensor& src);
+  /// Python's x[indices] = values (libtorch's index_put_): tg::index_put's values written into this.
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate = false);
+  /// x[indices] = value, value converted to this dtype.
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, double value, bool accumulate = false);
   ///@}
 
   /// The gradient slot itself, as libtorch's mutable_grad(): read it, assign it, or reset() it

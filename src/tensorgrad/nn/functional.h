@@ -72,6 +72,8 @@ inline Tensor gelu(const Tensor& x, const GELUFuncOptions& options = {}) { retur
 
 /// x sigmoid(x) (torch::nn::functional::silu).
 inline Tensor silu(const Tensor& x) { return tg::silu(x); }
+/// tg::one_hot(x, num_classes) (torch::nn::functional::one_hot).
+inline Tensor one_hot(const Tensor& x, int64_t num_classes = -1) { return tg::one_hot(x, num_classes); }
 
 /// Options of dropout (libtorch's DropoutFuncOptions): p 0.5 and training true by default, as
 /// libtorch's (pass .training(is_training()) from a module).

@@ -1,8 +1,9 @@
-// ops/inplace.cpp: in-place ops (add_ sub_ mul_ zero_ fill_ copy_). They write through prim::*_,
+// ops/inplace.cpp: in-place ops (add_ sub_ mul_ zero_ fill_ copy_ index_put_). They write through prim::*_,
 // which bumps the storage's version counter (Note [Version counter] in autograd/tensor.h). On a
 // non-leaf that requires grad they re-record its history: the old value becomes input 0 of a new
 // Node, as PyTorch's rebase_history does.
 #include "tensorgrad/prim/prim.h"
+#include "tensorgrad/ops/advanced_index.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/ops/rules.h"
 
@@ -102,6 +103,23 @@ Tensor& Tensor::copy_(const Tensor& src) {
     if (g.need(1)) g.set(1, grad.to(src_dtype).to(src_device));         // d(copy)/dsrc = 1; old self gets none
   });
   return *this;
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
+  check_inplace(*this, "index_put_");
+  // The out-of-place result, recorded from the current value (its graph reaches the old history and
+  // values), then written over this: the node's gradient flows to that result only, as copy_'s does.
+  const Tensor result = detail::index_put("index_put_", *this, indices, values, accumulate);
+  prim::copy_(data(), result.data());
+  rebase(*this, "index_put_", {result}, [](const auto& grad, auto& g) {
+    if (g.need(1)) g.set(1, grad);
+  });
+  return *this;
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, double value, bool accumulate) {
+  TG_CHECK(defined(), Error, "index_put_: the Tensor is undefined");
+  return index_put_(indices, Tensor(prim::full({}, value, dtype(), device())), accumulate);
 }
 
 }  // namespace tg

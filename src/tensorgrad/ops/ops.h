@@ -409,6 +409,12 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 /// repeated indices add up.
 /// Gradients: x's is the output's, src's the output's gradient index_select-ed, times alpha.
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha = 1.0);
+/// x (*) int64 -> (*, num_classes) int64: 1 at the position x names, 0 elsewhere
+/// (torch.nn.functional.one_hot). num_classes -1 takes max(x) + 1 (Error for an empty x, which has no
+/// max, as PyTorch). DTypeError for a non-int64 x; IndexError naming the value for a negative one or
+/// one not below num_classes, and for num_classes below -1. The values are read on the host (a sync
+/// for CUDA x). Not differentiable (an integer result).
+Tensor one_hot(const Tensor& x, int64_t num_classes = -1);
 /// input (*) int64 with entries in [0, V), weight (V, D) -> (*, D): the rows of weight that input
 /// names (torch.nn.functional.embedding). weight's gradient is dense: the output gradient's rows added
 /// into the rows they were read from (index_add), except the row padding_idx (negative counts from
@@ -588,12 +594,35 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 /// The slice at index along dim, which is removed, a view (torch.select); a negative index counts from
 /// the end. IndexError naming the index, the dim and its size when out of range.
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
-/// Python's x[...] as one view (libtorch's RawTensor::index): integers select (removing the dim), Slices
+/// Python's x[...] as one view (libtorch's Tensor::index): integers select (removing the dim), Slices
 /// keep it (start:stop:step, negative bounds count from the end and clamp, as in Python), None inserts
 /// a size-1 dim, one Ellipsis stands for the dims no other index names:
 /// `x.index({tg::Slice(0, 4), 1})` is x[0:4, 1]. IndexError for an integer out of range (naming the
 /// dim and its size), a step below 1, more indices than dims, or two Ellipses.
+/// With index Tensors (advanced indexing) the result is a copy, as PyTorch's: `x.index({mask})` (a bool
+/// mask of x's leading dims: the selected rows, (count, trailing dims...)) and `x.index({i0, i1})`
+/// (integer tensors, int64 or int32, broadcast together to B: x[i0[b], i1[b], ...] of shape (B,
+/// trailing dims...)); negative positions count from the end. The index Tensors must name x's leading
+/// dims and may be followed by full slices (Slice()) or one Ellipsis only (IndexError otherwise, as
+/// for a position out of range, a mask whose shape differs from the dims it covers, or index shapes
+/// that do not broadcast). Differentiable (index_select over x's leading dims flattened); the indices
+/// are read on the host (a sync for CUDA indices).
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
+/// x with values written at indices (torch.index_put; Python's x[indices] = values, out of place).
+/// indices are as index()'s advanced form (bool masks and integer tensors of the leading dims, then
+/// full slices or one Ellipsis); values has x's dtype and device (DTypeError, DeviceError) and
+/// broadcasts to the shape index(x, indices) has (ShapeError otherwise). With accumulate the values
+/// are added, a repeated position getting the sum of its values: they are added pairwise in index
+/// order and then once into x, so every run and every backend gives the same result. Without it a
+/// repeated position takes the value of its last occurrence in index order (PyTorch leaves the choice
+/// unspecified). Any dtype (with accumulate, bool adds as logical or).
+/// Gradients: x's is the output's, with zeros at the written positions without accumulate; values'
+/// is the output's gradient at the positions it was written to, summed to values' shape (a value that
+/// a later duplicate overwrote gets none; PyTorch gives it the gradient of the position anyway).
+Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
+                 bool accumulate = false);
+/// The same with one value for every indexed element, converted to x's dtype (a constant).
+Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, double value, bool accumulate = false);
 ///@}
 
 /// \name Splitting

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tensorgrad/core/indexing.h"
+#include "tensorgrad/ops/advanced_index.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/ops/rules.h"
@@ -70,6 +71,8 @@ std::vector<Resolved> resolve(const Shape& shape, const std::vector<TensorIndex>
       case TensorIndex::Kind::None:
         out.push_back({TensorIndex::Kind::None});
         break;
+      case TensorIndex::Kind::Tensor:   // tg::index hands index Tensors to detail::advanced_index
+        throw Error("index: an index Tensor reached the view path");
       case TensorIndex::Kind::Ellipsis:
         for (int64_t k = 0; k < rank - consumed; ++k) full();
         break;
@@ -161,6 +164,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 }
 
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
+  if (detail::has_tensor_index(indices)) return detail::advanced_index(x, indices);   // a copy, not a view
   std::vector<Resolved> resolved = resolve(x.shape(), indices);
   RawTensor out = indexing_view(x.data(), resolved);
   const Shape in_shape = x.shape();
@@ -250,8 +254,18 @@ Tensor Tensor::select(int64_t dim, int64_t index) const { return tg::select(*thi
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const { return tg::index(*this, indices); }
 
 namespace indexing {
+TensorIndex::TensorIndex(const Tensor& t) : kind_(Kind::Tensor), tensor_(t.impl()) {
+  TG_CHECK(t.defined(), Error, "TensorIndex: an index Tensor must be defined");
+}
+
+Tensor TensorIndex::tensor() const { return Tensor(tensor_); }
+
 std::ostream& operator<<(std::ostream& os, const TensorIndex& index) {
   switch (index.kind()) {
+    case TensorIndex::Kind::Tensor: {
+      const Tensor t = index.tensor();
+      return os << "Tensor(" << dtype_name(t.dtype()) << ", " << shape_str(t.shape()) << ')';
+    }
     case TensorIndex::Kind::Integer: return os << index.integer();
     case TensorIndex::Kind::None: return os << "None";
     case TensorIndex::Kind::Ellipsis: return os << "...";
