@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "emulator.h"
@@ -240,6 +241,11 @@ std::uint16_t float_to_bf16(float f) {
 
 template <class T>
 T combine(T a, T b, ncclRedOp_t op) {
+  if constexpr (std::is_integral_v<T>) {   // wrapping, as the GPU's integer arithmetic (no signed overflow)
+    using U = std::make_unsigned_t<T>;
+    if (op == ncclSum || op == ncclAvg) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    if (op == ncclProd) return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  }
   switch (op) {
     case ncclSum: case ncclAvg: return static_cast<T>(a + b);
     case ncclProd: return static_cast<T>(a * b);
