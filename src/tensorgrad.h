@@ -37,6 +37,7 @@
 #include "tensorgrad/autograd/tensor.h"
 #include "tensorgrad/nn/activation.h"
 #include "tensorgrad/nn/attention.h"
+#include "tensorgrad/nn/packed_sequence.h"
 #include "tensorgrad/nn/rnn.h"
 #include "tensorgrad/nn/checkpoint.h"
 #include "tensorgrad/nn/container.h"

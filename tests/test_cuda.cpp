@@ -2184,7 +2184,7 @@ TEST_CASE("cuda: one fused Adam step over more parameters than one launch holds 
   }
 }
 
-TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients") {
+TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients, padded and packed") {
   TG_NEED_CUDA();
   // the recurrent layers are compositions (linear, sigmoid, tanh, chunk, stack): the same module on both
   // devices, bidirectional over two layers, forward and backward through time
@@ -2218,5 +2218,24 @@ TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients
   for (std::size_t i = 0; i < cg.size(); ++i) {
     CAPTURE(i);
     check_same(gg[i], cg[i], 1e-4, 1e-5);
+  }
+  // packed input, unsorted lengths (sorted_indices and unsorted_indices on the device): the packed
+  // output, the final states at each sequence's own end, the input's gradient through packing
+  auto run_packed = [&](Device d) {
+    lstm.to(d);
+    lstm.zero_grad();
+    Tensor xi(x.to(d), true);   // (3, 7, 5) batch first
+    const tg::nn::utils::rnn::PackedSequence packed =
+        tg::nn::utils::rnn::pack_padded_sequence(xi, std::vector<int64_t>{4, 7, 2}, true, false);
+    auto [y, state] = lstm.forward_with_packed_input(packed);
+    const Tensor padded = std::get<0>(tg::nn::utils::rnn::pad_packed_sequence(y, true));
+    tg::sum(padded * Tensor(w.to(d))).backward();
+    return std::vector<Tensor>{y.data(), std::get<0>(state), std::get<1>(state), xi.grad(),
+                               lstm.named_parameters()[0].second.grad()};
+  };
+  const std::vector<Tensor> cp = run_packed(kCpu), gp = run_packed(kGpu);
+  for (std::size_t i = 0; i < cp.size(); ++i) {
+    CAPTURE(i);
+    check_same(gp[i], cp[i], 1e-4, 1e-5);
   }
 }

@@ -268,7 +268,8 @@ TEST_CASE("rnn: PyTorch's parameter names, reprs, shapes and errors") {
   TG_CHECK_THROWS(lstm.forward(x, {tg::zeros({2, 3, 20}), tg::zeros({4, 3, 20})}), tg::ShapeError,
                   "Expected hidden[0] size [4, 3, 20], got [2, 3, 20]");
   TG_CHECK_THROWS(lstm->forward(x.to(tg::kFloat64)), tg::DTypeError, "input must have the type float32, got type float64");
-  TG_CHECK_THROWS(tg::nn::LSTM(tg::nn::LSTMOptions(3, 4).proj_size(2)), tg::Error, "proj_size");
+  TG_CHECK_THROWS(tg::nn::LSTM(tg::nn::LSTMOptions(3, 4).proj_size(5)), tg::Error,
+                  "proj_size has to be smaller than hidden_size");
   TG_CHECK_THROWS(tg::nn::GRU(tg::nn::GRUOptions(3, 4).dropout(1.5)), tg::Error, "dropout should be a number in range [0, 1]");
   TG_CHECK_THROWS(tg::nn::RNN(0, 4), tg::ShapeError, "input_size and hidden_size must be positive");
   TG_CHECK_THROWS(tg::nn::GRUCell(tg::nn::GRUCellOptions(3, 4)).forward(tg::randn({2, 5})), tg::ShapeError,

@@ -1,10 +1,20 @@
 // nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). Each time step is composed of differentiable
 // ops; the input projection of a whole layer is one linear over every step (one GEMM instead of one per
 // step), the recurrent projection one linear per step.
+//
+// Padded and packed input run the same loop (RecurrentBase::run_rows) over rows laid out as a
+// PackedSequence's data: step t is batch_sizes[t] consecutive rows, the sequences still running at
+// t being a prefix of the batch (sorted longest first). A padded (L, N, .) input is the packed layout
+// with every batch size N. At each step the cell runs on that prefix only: going forwards, when the
+// batch shrinks the rows past the new size have ended, and their state is set aside as their final
+// state; going backwards, the batch grows, and the rows joining start from their initial state at
+// their own last step.
 #include "tensorgrad/nn/rnn.h"
 
 #include <cmath>
+#include <algorithm>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "tensorgrad/nn/init.h"
@@ -20,9 +30,9 @@ using detail::CellKind;
 int64_t gates_of(CellKind k) { return k == CellKind::Lstm ? 4 : k == CellKind::Gru ? 3 : 1; }
 
 /// One step from xp = W_ih x + b_ih (already computed) and the state (h, c): the new (h, c) (c
-/// undefined except for LSTM), PyTorch's gate order and formulas.
+/// undefined except for LSTM), PyTorch's gate order and formulas; w_hr (LSTM with proj_size) projects h.
 std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, const Tensor& c, const Tensor& w_hh,
-                               const Tensor& b_hh) {
+                               const Tensor& b_hh, const Tensor& w_hr = Tensor()) {
   const Tensor hp = linear(h, w_hh, b_hh);
   switch (k) {
     case CellKind::RnnTanh: return {tanh(add(xp, hp)), Tensor()};
@@ -30,7 +40,8 @@ std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, co
     case CellKind::Lstm: {
       const std::vector<Tensor> g = chunk(add(xp, hp), 4, -1);   // input, forget, cell, output
       const Tensor c_new = add(mul(sigmoid(g[1]), c), mul(sigmoid(g[0]), tanh(g[2])));
-      return {mul(sigmoid(g[3]), tanh(c_new)), c_new};
+      const Tensor h_new = mul(sigmoid(g[3]), tanh(c_new));
+      return {w_hr.defined() ? linear(h_new, w_hr) : h_new, c_new};
     }
     case CellKind::Gru: {
       const std::vector<Tensor> x3 = chunk(xp, 3, -1), h3 = chunk(hp, 3, -1);   // reset, update, new
@@ -59,6 +70,63 @@ void check_options(const char* layer, int64_t input_size, int64_t hidden_size, i
            dropout);
 }
 
+/// One direction of one layer over packed rows: xp = W_ih x + b_ih of every row, bs the batch size
+/// of each step and offsets its first row, h0 and c0 the initial states of every sequence (bs[0]
+/// rows) -> the output rows (in xp's row order), and the final h and c of every sequence.
+std::tuple<Tensor, Tensor, Tensor> run_direction(CellKind k, const Tensor& xp, const std::vector<int64_t>& bs,
+                                                 const std::vector<int64_t>& offsets, const Tensor& h0,
+                                                 const Tensor& c0, const detail::RecurrentBase::Weights& w,
+                                                 bool reverse) {
+  const int64_t T = static_cast<int64_t>(bs.size());
+  if (T == 0) return {Tensor(prim::empty({0, h0.size(-1)}, h0.dtype(), h0.device())), h0, c0};
+  std::vector<Tensor> outputs(static_cast<std::size_t>(T));
+  if (!reverse) {
+    // the sequences that end before step t are the rows past bs[t]: their final state is set aside,
+    // last rows first
+    std::vector<Tensor> h_done, c_done;
+    Tensor h = h0, c = c0;
+    int64_t active = bs[0];
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t b = bs[static_cast<std::size_t>(t)];
+      if (b < active) {
+        h_done.push_back(narrow(h, 0, b, active - b));
+        h = narrow(h, 0, 0, b);
+        if (c.defined()) {
+          c_done.push_back(narrow(c, 0, b, active - b));
+          c = narrow(c, 0, 0, b);
+        }
+        active = b;
+      }
+      std::tie(h, c) = step(k, narrow(xp, 0, offsets[static_cast<std::size_t>(t)], b), h, c, w.w_hh, w.b_hh, w.w_hr);
+      outputs[static_cast<std::size_t>(t)] = h;
+    }
+    auto finals = [](std::vector<Tensor>& done, const Tensor& last) {
+      if (done.empty()) return last;
+      done.push_back(last);
+      std::reverse(done.begin(), done.end());   // back to the batch order: the rows still running first
+      return cat(done, 0);
+    };
+    const Tensor h_n = finals(h_done, h);
+    const Tensor c_n = c.defined() ? finals(c_done, c) : Tensor();
+    return {T == 1 ? outputs[0] : cat(outputs, 0), h_n, c_n};
+  }
+  // backwards from the last step: the sequences whose last step is t join there from their initial state
+  int64_t active = bs[static_cast<std::size_t>(T - 1)];
+  Tensor h = active == h0.size(0) ? h0 : narrow(h0, 0, 0, active);
+  Tensor c = !c0.defined() || active == c0.size(0) ? c0 : narrow(c0, 0, 0, active);
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const int64_t b = bs[static_cast<std::size_t>(t)];
+    if (b > active) {
+      h = cat({h, narrow(h0, 0, active, b - active)}, 0);
+      if (c.defined()) c = cat({c, narrow(c0, 0, active, b - active)}, 0);
+      active = b;
+    }
+    std::tie(h, c) = step(k, narrow(xp, 0, offsets[static_cast<std::size_t>(t)], b), h, c, w.w_hh, w.b_hh, w.w_hr);
+    outputs[static_cast<std::size_t>(t)] = h;
+  }
+  return {T == 1 ? outputs[0] : cat(outputs, 0), h, c};
+}
+
 }  // namespace
 
 // ---- layers
@@ -71,20 +139,22 @@ void detail::RecurrentBase::make_parameters(Module& owner, const char* layer) {
   for (int64_t l = 0; l < num_layers_; ++l)
     for (int64_t d = 0; d < dirs; ++d) {
       const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
-      const int64_t in = l == 0 ? input_size_ : hidden_size_ * dirs;
+      const int64_t in = l == 0 ? input_size_ : out_size() * dirs;
       Weights& w = weights_.emplace_back();   // a deque: the registered references stay valid
       uniform_parameter(owner, "weight_ih" + suffix, w.w_ih, {G, in}, bound);
-      uniform_parameter(owner, "weight_hh" + suffix, w.w_hh, {G, hidden_size_}, bound);
+      uniform_parameter(owner, "weight_hh" + suffix, w.w_hh, {G, out_size()}, bound);
       if (bias_) {
         uniform_parameter(owner, "bias_ih" + suffix, w.b_ih, {G}, bound);
         uniform_parameter(owner, "bias_hh" + suffix, w.b_hh, {G}, bound);
       }
+      if (proj_size_ > 0) uniform_parameter(owner, "weight_hr" + suffix, w.w_hr, {proj_size_, hidden_size_}, bound);
     }
 }
 
 std::string detail::RecurrentBase::repr(const char* layer) const {
   std::ostringstream os;
   os << layer << "(" << input_size_ << ", " << hidden_size_;
+  if (proj_size_ != 0) os << ", proj_size=" << proj_size_;
   if (num_layers_ != 1) os << ", num_layers=" << num_layers_;
   if (!bias_) os << ", bias=False";
   if (batch_first_) os << ", batch_first=True";
@@ -94,53 +164,69 @@ std::string detail::RecurrentBase::repr(const char* layer) const {
   return os.str();
 }
 
+std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run_rows(const Tensor& data, const std::vector<int64_t>& bs,
+                                                                   const Tensor& h0, const Tensor& c0,
+                                                                   bool training) const {
+  const int64_t dirs = bidirectional_ ? 2 : 1;
+  std::vector<int64_t> offsets(bs.size());
+  int64_t rows = 0;
+  for (std::size_t t = 0; t < bs.size(); ++t) {
+    offsets[t] = rows;
+    rows += bs[t];
+  }
+  std::vector<Tensor> h_n, c_n;
+  Tensor layer_input = data;
+  for (int64_t l = 0; l < num_layers_; ++l) {
+    std::vector<Tensor> direction_outputs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const Weights& w = weights_[static_cast<std::size_t>(l * dirs + d)];
+      const Tensor xp = linear(layer_input, w.w_ih, w.b_ih);   // every row at once
+      auto [out, h, c] = run_direction(kind_, xp, bs, offsets, select(h0, 0, l * dirs + d),
+                                       c0.defined() ? select(c0, 0, l * dirs + d) : Tensor(), w, d == 1);
+      direction_outputs.push_back(out);
+      h_n.push_back(h);
+      if (c.defined()) c_n.push_back(c);
+    }
+    layer_input = dirs == 1 ? direction_outputs[0] : cat(direction_outputs, 1);
+    if (l + 1 < num_layers_ && dropout_ > 0) layer_input = tg::dropout(layer_input, dropout_, training);
+  }
+  return {layer_input, stack(h_n, 0), c_n.empty() ? Tensor() : stack(c_n, 0)};
+}
+
+namespace {
+/// The checks of an input's dtype and feature size that padded and packed input share.
+void check_input(const Tensor& input, DType dtype, int64_t input_size, const char* layer) {
+  TG_CHECK(input.dtype() == dtype, DTypeError, layer, ": input must have the type ", dtype_name(dtype), ", got type ",
+           dtype_name(input.dtype()));
+  TG_CHECK(input.size(-1) == input_size, ShapeError, layer, ": input.size(-1) must be equal to input_size. Expected ",
+           input_size, ", got ", input.size(-1));
+}
+}  // namespace
+
 std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run(const Tensor& input_in, const Tensor& h0_in,
                                                               const Tensor& c0_in, bool training,
                                                               const char* layer) const {
   TG_CHECK(input_in.defined() && (input_in.dim() == 2 || input_in.dim() == 3), ShapeError, layer,
            ": Expected input to be 2D or 3D, got ", input_in.defined() ? input_in.dim() : 0, "D tensor instead");
   const DType dtype = weights_.front().w_ih.dtype();
-  TG_CHECK(input_in.dtype() == dtype, DTypeError, layer, ": input must have the type ", dtype_name(dtype), ", got type ",
-           dtype_name(input_in.dtype()));
-  TG_CHECK(input_in.size(-1) == input_size_, ShapeError, layer, ": input.size(-1) must be equal to input_size. Expected ",
-           input_size_, ", got ", input_in.size(-1));
+  check_input(input_in, dtype, input_size_, layer);
   const bool batched = input_in.dim() == 3;
   // (L, N, input_size) from every layout
   Tensor input = batched ? (batch_first_ ? transpose(input_in, 0, 1) : input_in) : unsqueeze(input_in, 1);
   const int64_t L = input.size(0), N = input.size(1), dirs = bidirectional_ ? 2 : 1;
-  const Shape state_shape = batched ? Shape{num_layers_ * dirs, N, hidden_size_} : Shape{num_layers_ * dirs, hidden_size_};
-  auto initial = [&](const Tensor& s, const char* what) {
-    if (!s.defined()) return Tensor(prim::full({num_layers_ * dirs, N, hidden_size_}, 0.0, dtype, input.device()));
+  auto initial = [&](const Tensor& s, int64_t width, const char* what) {
+    const Shape state_shape = batched ? Shape{num_layers_ * dirs, N, width} : Shape{num_layers_ * dirs, width};
+    if (!s.defined()) return Tensor(prim::full({num_layers_ * dirs, N, width}, 0.0, dtype, input.device()));
     TG_CHECK(s.shape() == state_shape, ShapeError, layer, ": Expected ", what, " size ", shape_str(state_shape), ", got ",
              shape_str(s.shape()));
     return batched ? s : unsqueeze(s, 1);
   };
-  const Tensor h0 = initial(h0_in, kind_ == CellKind::Lstm ? "hidden[0]" : "hidden");
-  const Tensor c0 = kind_ == CellKind::Lstm ? initial(c0_in, "hidden[1]") : Tensor();
-  std::vector<Tensor> h_n, c_n;
-  Tensor layer_input = input;
-  for (int64_t l = 0; l < num_layers_; ++l) {
-    std::vector<Tensor> direction_outputs;
-    for (int64_t d = 0; d < dirs; ++d) {
-      const Weights& w = weights_[static_cast<std::size_t>(l * dirs + d)];
-      const Tensor xp = linear(layer_input, w.w_ih, w.b_ih);   // (L, N, G hidden): every step at once
-      Tensor h = select(h0, 0, l * dirs + d), c = c0.defined() ? select(c0, 0, l * dirs + d) : Tensor();
-      std::vector<Tensor> outputs(static_cast<std::size_t>(L));
-      for (int64_t s = 0; s < L; ++s) {
-        const int64_t t = d == 0 ? s : L - 1 - s;
-        std::pair<Tensor, Tensor> hc = step(kind_, select(xp, 0, t), h, c, w.w_hh, w.b_hh);
-        h = hc.first;
-        c = hc.second;
-        outputs[static_cast<std::size_t>(t)] = h;
-      }
-      direction_outputs.push_back(L > 0 ? stack(outputs, 0) : Tensor(prim::empty({0, N, hidden_size_}, dtype, input.device())));
-      h_n.push_back(h);
-      if (c.defined()) c_n.push_back(c);
-    }
-    layer_input = dirs == 1 ? direction_outputs[0] : cat(direction_outputs, 2);
-    if (l + 1 < num_layers_ && dropout_ > 0) layer_input = tg::dropout(layer_input, dropout_, training);
-  }
-  Tensor output = layer_input, hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+  const Tensor h0 = initial(h0_in, out_size(), kind_ == CellKind::Lstm ? "hidden[0]" : "hidden");
+  const Tensor c0 = kind_ == CellKind::Lstm ? initial(c0_in, hidden_size_, "hidden[1]") : Tensor();
+  // the packed layout of L steps of N rows each
+  auto [rows, hn, cn] = run_rows(reshape(input, {L * N, input_size_}), std::vector<int64_t>(static_cast<std::size_t>(L), N),
+                                 h0, c0, training);
+  Tensor output = reshape(rows, {L, N, out_size() * dirs});
   if (!batched) {
     output = squeeze(output, 1);
     hn = squeeze(hn, 1);
@@ -151,6 +237,36 @@ std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run(const Tensor& inpu
   return {output, hn, cn};
 }
 
+std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> detail::RecurrentBase::run(
+    const utils::rnn::PackedSequence& input, const Tensor& h0_in, const Tensor& c0_in, bool training,
+    const char* layer) const {
+  const Tensor& data = input.data();
+  TG_CHECK(data.dim() == 2, ShapeError, layer, ": input must have 2 dimensions, got ", data.dim(),
+           " (a packed batch's data is (sum of lengths, input_size))");
+  const DType dtype = weights_.front().w_ih.dtype();
+  check_input(data, dtype, input_size_, layer);
+  const std::vector<int64_t> bs = input.batch_sizes().to_vector<int64_t>();
+  const int64_t N = bs.empty() ? 0 : bs[0], dirs = bidirectional_ ? 2 : 1;
+  const Tensor& sorted = input.sorted_indices();
+  // the states given in the original batch order, the packed rows in the sorted one
+  auto initial = [&](const Tensor& s, int64_t width, const char* what) {
+    const Shape state_shape{num_layers_ * dirs, N, width};
+    if (!s.defined()) return Tensor(prim::full(state_shape, 0.0, dtype, data.device()));
+    TG_CHECK(s.shape() == state_shape, ShapeError, layer, ": Expected ", what, " size ", shape_str(state_shape), ", got ",
+             shape_str(s.shape()), " (a packed batch of ", N, " sequences)");
+    return sorted.defined() ? index_select(s, 1, sorted) : s;
+  };
+  const Tensor h0 = initial(h0_in, out_size(), kind_ == CellKind::Lstm ? "hidden[0]" : "hidden");
+  const Tensor c0 = kind_ == CellKind::Lstm ? initial(c0_in, hidden_size_, "hidden[1]") : Tensor();
+  auto [rows, hn, cn] = run_rows(data, bs, h0, c0, training);
+  const Tensor& unsorted = input.unsorted_indices();
+  if (unsorted.defined()) {
+    hn = index_select(hn, 1, unsorted);
+    if (cn.defined()) cn = index_select(cn, 1, unsorted);
+  }
+  return {utils::rnn::PackedSequence(rows, input.batch_sizes(), sorted, unsorted), hn, cn};
+}
+
 RNN::RNN(const RNNOptions& options) : options_(options) {
   configure(*this, options.nonlinearity_ == kReLU ? CellKind::RnnRelu : CellKind::RnnTanh, options, "RNN");
 }
@@ -159,14 +275,29 @@ std::tuple<Tensor, Tensor> RNN::forward(const Tensor& input, const Tensor& h0) {
   (void)cn;
   return {out, hn};
 }
+std::tuple<utils::rnn::PackedSequence, Tensor> RNN::forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                              const Tensor& h0) {
+  auto [out, hn, cn] = run(input, h0, Tensor(), is_training(), "RNN");
+  (void)cn;
+  return {out, hn};
+}
 std::string RNN::name() const { return repr("RNN"); }
 
 LSTM::LSTM(const LSTMOptions& options) : options_(options) {
-  TG_CHECK(options.proj_size_ == 0, Error, "LSTM: proj_size ", options.proj_size_,
-           " is not supported by tensorgrad (only 0: no projection)");
+  TG_CHECK(options.proj_size_ >= 0, Error, "LSTM: proj_size should be a positive integer or zero to disable "
+           "projections, got ", options.proj_size_);
+  TG_CHECK(options.proj_size_ < options.hidden_size_ || options.proj_size_ == 0, Error,
+           "LSTM: proj_size has to be smaller than hidden_size, got proj_size ", options.proj_size_,
+           " and hidden_size ", options.hidden_size_);
+  proj_size_ = options.proj_size_;   // before configure: it sizes the parameters
   configure(*this, CellKind::Lstm, options, "LSTM");
 }
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state) {
+  auto [out, hn, cn] = run(input, std::get<0>(state), std::get<1>(state), is_training(), "LSTM");
+  return {out, {hn, cn}};
+}
+std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> LSTM::forward_with_packed_input(
+    const utils::rnn::PackedSequence& input, const std::tuple<Tensor, Tensor>& state) {
   auto [out, hn, cn] = run(input, std::get<0>(state), std::get<1>(state), is_training(), "LSTM");
   return {out, {hn, cn}};
 }
@@ -174,6 +305,12 @@ std::string LSTM::name() const { return repr("LSTM"); }
 
 GRU::GRU(const GRUOptions& options) : options_(options) { configure(*this, CellKind::Gru, options, "GRU"); }
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0) {
+  auto [out, hn, cn] = run(input, h0, Tensor(), is_training(), "GRU");
+  (void)cn;
+  return {out, hn};
+}
+std::tuple<utils::rnn::PackedSequence, Tensor> GRU::forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                              const Tensor& h0) {
   auto [out, hn, cn] = run(input, h0, Tensor(), is_training(), "GRU");
   (void)cn;
   return {out, hn};

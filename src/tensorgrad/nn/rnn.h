@@ -1,13 +1,16 @@
 /// \file
 /// nn/rnn.h: the recurrent layers of torch::nn, RNN, LSTM and GRU (num_layers, bias, batch_first,
-/// dropout between layers, bidirectional), and their one-step cells RNNCell, LSTMCell and GRUCell, with
+/// dropout between layers, bidirectional, LSTM's proj_size, packed sequences), and their one-step cells RNNCell, LSTMCell and GRUCell, with
 /// PyTorch's parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), gate order, init and
 /// shapes, so that a PyTorch state_dict loads and gives PyTorch's outputs. Each step is composed of
 /// differentiable ops (linear, sigmoid, tanh, chunk): autograd differentiates through time, on every
 /// backend. Their forward returns libtorch's tuples, and so does calling them: `lstm(x)`,
 /// `lstm->forward(x, state)` and `lstm.forward(x)` are one call (through a Module pointer, Module's
 /// one-tensor call is not implemented for RNN, LSTM, GRU and LSTMCell: tg::Error). RNNCell and GRUCell
-/// return a Tensor. Defined in nn/rnn.cpp.
+/// return a Tensor. A PackedSequence (nn/packed_sequence.h) in place of the input runs each sequence over
+/// its own length only: `forward_with_packed_input(packed, state)` (libtorch's name) or `forward(packed,
+/// state)` returns the packed output and the final states of every sequence at its own last step.
+/// Defined in nn/rnn.cpp.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "tensorgrad/nn/module.h"
+#include "tensorgrad/nn/packed_sequence.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -68,13 +72,16 @@ enum class CellKind { RnnTanh, RnnRelu, Lstm, Gru };
 class RecurrentBase {
  public:
   /// The parameters of layer l, direction d (d 1 is the reverse direction): w_ih, w_hh, b_ih, b_hh
-  /// (biases undefined without bias).
+  /// (biases undefined without bias), w_hr (LSTM with proj_size only, else undefined).
   struct Weights {
-    Tensor w_ih, w_hh, b_ih, b_hh;
+    Tensor w_ih, w_hh, b_ih, b_hh, w_hr;
   };
   /// output, h_n and (LSTM only) c_n for input and initial states (undefined: zeros).
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0, bool training,
                                          const char* layer) const;
+  /// As run for a packed batch: the packed output, h_n and c_n in the original batch order.
+  std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> run(const utils::rnn::PackedSequence& input, const Tensor& h0,
+                                                             const Tensor& c0, bool training, const char* layer) const;
   /// Sets the configuration from `o` and registers the parameters of every layer and direction on
   /// `owner` in PyTorch's order and names, drawn from U(-1/sqrt(hidden), 1/sqrt(hidden)).
   template <class Options>
@@ -93,8 +100,15 @@ class RecurrentBase {
   std::string repr(const char* layer) const;
 
   void make_parameters(Module& owner, const char* layer);
+  /// Every layer over packed rows data (sum of batch_sizes, input_size) with batch_sizes bs and the
+  /// initial states h0 (D num_layers, bs[0], out), c0 (LSTM: (D num_layers, bs[0], hidden_size)), both
+  /// in the packed (sorted) batch order: the packed output rows, h_n and c_n in that order.
+  std::tuple<Tensor, Tensor, Tensor> run_rows(const Tensor& data, const std::vector<int64_t>& bs, const Tensor& h0,
+                                              const Tensor& c0, bool training) const;
+  /// The width of h and of each direction's output: proj_size when set, else hidden_size.
+  int64_t out_size() const { return proj_size_ > 0 ? proj_size_ : hidden_size_; }
   CellKind kind_ = CellKind::Lstm;
-  int64_t input_size_ = 0, hidden_size_ = 0, num_layers_ = 1;
+  int64_t input_size_ = 0, hidden_size_ = 0, num_layers_ = 1, proj_size_ = 0;
   bool bias_ = true, batch_first_ = false, bidirectional_ = false;
   double dropout_ = 0;
   std::deque<Weights> weights_;   ///< layer-major: index l * directions + d; the module refers to these
@@ -108,10 +122,12 @@ struct RNNOptions : detail::RecurrentOptions<RNNOptions> {
   RNNOptions& nonlinearity(RNNNonlinearity n) { nonlinearity_ = n; return *this; }
   RNNNonlinearity nonlinearity_ = kTanh;   ///< See nonlinearity().
 };
-/// Options of LSTM (torch::nn::LSTMOptions); proj_size is not supported (Error unless 0).
+/// Options of LSTM (torch::nn::LSTMOptions).
 struct LSTMOptions : detail::RecurrentOptions<LSTMOptions> {
   using RecurrentOptions::RecurrentOptions;
-  /// 0 only: projected LSTMs are not supported (LSTM's constructor throws Error otherwise).
+  /// A projection of h to this size (default 0: none), PyTorch's proj_size: h_t = W_hr (o tanh(c_t)),
+  /// weight_hr_l{k} of shape (proj_size, hidden_size), h and the outputs proj_size wide. Must be
+  /// below hidden_size (LSTM's constructor throws Error otherwise).
   LSTMOptions& proj_size(int64_t p) { proj_size_ = p; return *this; }
   int64_t proj_size_ = 0;   ///< See proj_size().
 };
@@ -143,8 +159,24 @@ class RNN : public Cloneable<RNN>, private detail::RecurrentBase {
   /// hidden_size) or undefined for zeros -> (output (L, N, D hidden_size), h_n (D num_layers, N,
   /// hidden_size)), D = 2 when bidirectional. ShapeError / DTypeError in PyTorch's words.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
+  /// A packed batch (data (sum of lengths, input_size)); h0 (D num_layers, batch_sizes[0], hidden_size)
+  /// in the original batch order, or undefined -> (the packed output (sum of lengths, D hidden_size),
+  /// h_n of every sequence at its own end, original order). The reverse direction starts at each
+  /// sequence's own last step; batch_first does not apply.
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                           const Tensor& h0 = Tensor());
+  /// forward_with_packed_input(input, h0).
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input,
+                                                         const Tensor& h0 = Tensor()) {
+    return forward_with_packed_input(input, h0);
+  }
   /// libtorch's rnn(x) (ModuleHolder's call): forward(input, h0).
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = Tensor()) { return forward(input, h0); }
+  /// forward_with_packed_input(input, h0).
+  std::tuple<utils::rnn::PackedSequence, Tensor> operator()(const utils::rnn::PackedSequence& input,
+                                                            const Tensor& h0 = Tensor()) {
+    return forward_with_packed_input(input, h0);
+  }
   /// "RNN(10, 20, num_layers=2)", PyTorch's repr.
   std::string name() const override;
   /// An RNN with the same options (for clone()).
@@ -161,18 +193,33 @@ class RNN : public Cloneable<RNN>, private detail::RecurrentBase {
 class LSTM : public Cloneable<LSTM>, private detail::RecurrentBase {
  public:
   /// float32 parameters on the CPU from the manual_seed stream. ShapeError for sizes below 1, Error for
-  /// a dropout outside [0, 1] or a proj_size other than 0.
+  /// a dropout outside [0, 1] or a proj_size below 0 or not below hidden_size (PyTorch's messages).
   explicit LSTM(const LSTMOptions& options);
   /// LSTM(LSTMOptions(input_size, hidden_size)).
   LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
-  /// input as RNN's, state (h0, c0) each (D num_layers, N, hidden_size) or undefined for zeros ->
-  /// (output, (h_n, c_n)), libtorch's nesting.
+  /// input as RNN's, state (h0 (D num_layers, N, out), c0 (D num_layers, N, hidden_size)) or undefined
+  /// for zeros -> (output (L, N, D out), (h_n, c_n)), libtorch's nesting; out = proj_size when set,
+  /// else hidden_size.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          const std::tuple<Tensor, Tensor>& state = {});
+  /// A packed batch, as RNN::forward_with_packed_input; the states have batch_sizes[0] rows in the
+  /// original batch order, c_n is also taken at each sequence's own end.
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward_with_packed_input(
+      const utils::rnn::PackedSequence& input, const std::tuple<Tensor, Tensor>& state = {});
+  /// forward_with_packed_input(input, state).
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward(
+      const utils::rnn::PackedSequence& input, const std::tuple<Tensor, Tensor>& state = {}) {
+    return forward_with_packed_input(input, state);
+  }
   /// libtorch's lstm(x) (ModuleHolder's call): forward(input, state).
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> operator()(const Tensor& input,
                                                             const std::tuple<Tensor, Tensor>& state = {}) {
     return forward(input, state);
+  }
+  /// forward_with_packed_input(input, state).
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> operator()(
+      const utils::rnn::PackedSequence& input, const std::tuple<Tensor, Tensor>& state = {}) {
+    return forward_with_packed_input(input, state);
   }
   /// "LSTM(10, 20, num_layers=2, batch_first=True)", PyTorch's repr.
   std::string name() const override;
@@ -195,8 +242,21 @@ class GRU : public Cloneable<GRU>, private detail::RecurrentBase {
   GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
   /// As RNN::forward.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor());
+  /// As RNN::forward_with_packed_input.
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                           const Tensor& h0 = Tensor());
+  /// forward_with_packed_input(input, h0).
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input,
+                                                         const Tensor& h0 = Tensor()) {
+    return forward_with_packed_input(input, h0);
+  }
   /// libtorch's gru(x) (ModuleHolder's call): forward(input, h0).
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = Tensor()) { return forward(input, h0); }
+  /// forward_with_packed_input(input, h0).
+  std::tuple<utils::rnn::PackedSequence, Tensor> operator()(const utils::rnn::PackedSequence& input,
+                                                            const Tensor& h0 = Tensor()) {
+    return forward_with_packed_input(input, h0);
+  }
   /// "GRU(10, 20)", PyTorch's repr.
   std::string name() const override;
   /// A GRU with the same options (for clone()).
