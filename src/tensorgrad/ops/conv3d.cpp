@@ -3,6 +3,7 @@
 // checks live here, with PyTorch's messages naming these ops; the gradients (first and second, on
 // every backend) are those of the ops composed (Note [3-D convolution as a composition]).
 // Modules wrapping these: nn/conv.h.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
