@@ -773,6 +773,20 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"conv_transpose1d", "(3, 4, 17) groups 2, stride 2, padding 1, output_padding 1, dilation 2",
                {normal({3, 4, 17}, 256, dt), normal({4, 3, 3}, 257, dt), normal({6}, 258, dt)},
                [](auto& in) { return tg::conv_transpose1d(in[0], in[1], in[2], 2, 1, 1, 2, 2); }, R});
+  // the 3-D family: compositions over the 2-D kernels, views, pad and stack (ops/conv3d.cpp)
+  t.push_back({"conv3d", "(2, 4, 7, 9, 8) groups 2, stride (2, 1, 2), padding (1, 2, 0), dilation (1, 2, 1)",
+               {normal({2, 4, 7, 9, 8}, 290, dt), normal({6, 2, 3, 2, 3}, 291, dt), normal({6}, 292, dt)},
+               [](auto& in) { return tg::conv3d(in[0], in[1], in[2], {2, 1, 2}, {1, 2, 0}, {1, 2, 1}, 2); }, R});
+  t.push_back({"conv_transpose3d", "(2, 4, 5, 6, 4) groups 2, stride 2, padding 1, output_padding (1, 0, 1), dilation (1, 1, 2)",
+               {normal({2, 4, 5, 6, 4}, 293, dt), normal({4, 3, 3, 2, 2}, 294, dt), normal({6}, 295, dt)},
+               [](auto& in) { return tg::conv_transpose3d(in[0], in[1], in[2], 2, 1, {1, 0, 1}, 2, {1, 1, 2}); }, R});
+  t.push_back({"max_pool3d", "(2, 3, 9, 10, 11) kernel 3, stride 2, padding 1, dilation (1, 2, 1), ceil_mode",
+               {W({2, 3, 9, 10, 11}, 296, dt)}, [](auto& in) { return tg::max_pool3d(in[0], 3, 2, 1, {1, 2, 1}, true); }, R});
+  t.push_back({"avg_pool3d", "(2, 3, 9, 10, 11) kernel (3, 2, 3), stride 2, padding 1, ceil_mode, count_include_pad false",
+               {normal({2, 3, 9, 10, 11}, 297, dt)},
+               [](auto& in) { return tg::avg_pool3d(in[0], {3, 2, 3}, 2, 1, true, false); }, R});
+  t.push_back({"adaptive_avg_pool3d", "(2, 3, 9, 10, 11) to (4, 3, 5)", {normal({2, 3, 9, 10, 11}, 298, dt)},
+               [](auto& in) { return tg::adaptive_avg_pool3d(in[0], {4, 3, 5}); }, R});
   // ---- normalization (batch_norm of prims; layer_norm and group_norm rows through Backend::layer_norm)
   t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
                {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
@@ -928,6 +942,7 @@ const std::set<std::string> kFloatingOnly = {
     "scaled_dot_product_attention",   // float kernels only
     "prelu", "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool1d", "conv_transpose1d",   // compositions that check for floating input first
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",   // the same (ops/conv3d.cpp)
     "var", "std", "norm", "multinomial", "bernoulli",
     "mm", "bmm", "dot", "einsum", "scatter_add", "index_add"};
 

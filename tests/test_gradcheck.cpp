@@ -916,6 +916,44 @@ std::map<std::string, SampleMaker> gradcheck_table() {
          {randn64({2, 4, 5}, 400), randn64({4, 3, 3}, 401), randn64({6}, 402)}, full},
         {"unbatched, no bias", {randn64({3, 6}, 403), randn64({3, 2, 4}, 404)}, plain}};
   };
+  // ---- the 3-D family (ops/conv3d.cpp), compositions of the 2-D ops
+  t["conv3d"] = [] {
+    Fn full = [](const std::vector<Tensor>& in) {
+      return tg::conv3d(in[0], in[1], in[2], {2, 1, 1}, {1, 0, 1}, {1, 1, 2}, 2);
+    };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::conv3d(in[0], in[1]); };
+    return std::vector<Sample>{
+        {"stride (2, 1, 1), padding (1, 0, 1), dilation (1, 1, 2), groups 2, bias",
+         {randn64({1, 2, 4, 3, 4}, 410), randn64({4, 1, 2, 2, 2}, 411), randn64({4}, 412)}, full},
+        {"unbatched, no bias", {randn64({2, 3, 3, 3}, 413), randn64({2, 2, 2, 1, 2}, 414)}, plain}};
+  };
+  t["conv_transpose3d"] = [] {
+    Fn full = [](const std::vector<Tensor>& in) {
+      return tg::conv_transpose3d(in[0], in[1], in[2], {2, 1, 2}, {1, 0, 0}, {1, 0, 1}, 2, {1, 2, 1});
+    };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::conv_transpose3d(in[0], in[1]); };
+    return std::vector<Sample>{
+        {"stride (2, 1, 2), padding (1, 0, 0), output_padding (1, 0, 1), groups 2, dilation (1, 2, 1), bias",
+         {randn64({1, 2, 2, 2, 2}, 415), randn64({2, 1, 2, 2, 2}, 416), randn64({2}, 417)}, full},
+        {"unbatched, no bias", {randn64({2, 2, 2, 2}, 418), randn64({2, 1, 2, 1, 2}, 419)}, plain}};
+  };
+  t["max_pool3d"] = [] {
+    Fn k3 = [](const std::vector<Tensor>& in) { return tg::max_pool3d(in[0], 3, 2, 1); };
+    Fn dil = [](const std::vector<Tensor>& in) { return tg::max_pool3d(in[0], {2, 2, 3}, {1, 2, 2}, {1, 0, 1}, {2, 1, 1}, true); };
+    return std::vector<Sample>{{"kernel 3, stride 2, padding 1", {randn64({1, 2, 4, 5, 4}, 420)}, k3},
+                               {"dilation (2, 1, 1), ceil_mode, unbatched", {randn64({2, 4, 5, 4}, 421)}, dil}};
+  };
+  t["avg_pool3d"] = [] {
+    Fn excl = [](const std::vector<Tensor>& in) { return tg::avg_pool3d(in[0], {3, 2, 3}, {2, 2, 1}, {1, 1, 1}, true, false); };
+    Fn plain = [](const std::vector<Tensor>& in) { return tg::avg_pool3d(in[0], 2); };
+    return std::vector<Sample>{
+        {"kernel (3, 2, 3), stride (2, 2, 1), padding 1, ceil_mode, count_include_pad false", {randn64({1, 2, 5, 4, 4}, 422)}, excl},
+        {"kernel 2, unbatched", {randn64({2, 4, 4, 5}, 423)}, plain}};
+  };
+  t["adaptive_avg_pool3d"] = [] {
+    Fn o = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool3d(in[0], {2, 3, 2}); };
+    return std::vector<Sample>{{"(5, 4, 3) to (2, 3, 2)", {randn64({1, 2, 5, 4, 3}, 424)}, o}};
+  };
   // ---- normalization (ops/norm.cpp)
   t["batch_norm"] = [] {
     // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.

@@ -335,5 +335,126 @@ AdaptiveMaxPool1d::AdaptiveMaxPool1d(int64_t output_size) : output_size_(output_
   TG_CHECK(output_size > 0, ShapeError, "AdaptiveMaxPool1d: output_size must be positive, got ", output_size);
 }
 
+namespace {
+/// {n} -> {n, n, n}; {d, h, w} as it is; ShapeError naming who otherwise.
+std::vector<int64_t> three(const char* who, const char* what, const std::vector<int64_t>& v) {
+  TG_CHECK(v.size() == 1 || v.size() == 3, ShapeError, who, ": ", what, " must have 1 or 3 elements, got ", v.size());
+  return v.size() == 1 ? std::vector<int64_t>{v[0], v[0], v[0]} : v;
+}
+}  // namespace
+
+Conv3d::Conv3d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv3dOptions& options)
+    : Conv3d(in_channels, out_channels, std::vector<int64_t>{kernel_size}, options) {}
+
+Conv3d::Conv3d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+               const Conv3dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(three("Conv3d", "kernel_size", kernel_size)), options_(options) {
+  options_.stride_ = three("Conv3d", "stride", options.stride_);
+  options_.padding_ = three("Conv3d", "padding", options.padding_);
+  options_.dilation_ = three("Conv3d", "dilation", options.dilation_);
+  make_conv_parameters(*this, "Conv3d", in_, out_, kernel_, options_, weight, bias);
+}
+
+Conv3d::Conv3d(const Conv3dOptions& options)
+    : Conv3d(with_sizes("Conv3d", options).in_channels_, options.out_channels_, options.kernel_size_, options) {}
+
+Tensor Conv3d::forward(const Tensor& x) {
+  return conv3d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_, options_.groups_);
+}
+
+std::string Conv3d::name() const {
+  return conv_repr("Conv3d", in_, out_, kernel_, options_.stride_, options_.padding_, options_.dilation_,
+                   options_.groups_, bias.defined());
+}
+
+std::unique_ptr<Module> Conv3d::new_instance() const { return std::make_unique<Conv3d>(in_, out_, kernel_, options_); }
+
+ConvTranspose3d::ConvTranspose3d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                 const ConvTranspose3dOptions& options)
+    : ConvTranspose3d(in_channels, out_channels, std::vector<int64_t>{kernel_size}, options) {}
+
+ConvTranspose3d::ConvTranspose3d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+                                 const ConvTranspose3dOptions& options)
+    : in_(in_channels), out_(out_channels), kernel_(three("ConvTranspose3d", "kernel_size", kernel_size)),
+      options_(options) {
+  options_.stride_ = three("ConvTranspose3d", "stride", options.stride_);
+  options_.padding_ = three("ConvTranspose3d", "padding", options.padding_);
+  options_.dilation_ = three("ConvTranspose3d", "dilation", options.dilation_);
+  options_.output_padding_ = three("ConvTranspose3d", "output_padding", options.output_padding_);
+  make_conv_parameters(*this, "ConvTranspose3d", in_, out_, kernel_, options_, weight, bias, /*transposed=*/true);
+}
+
+ConvTranspose3d::ConvTranspose3d(const ConvTranspose3dOptions& options)
+    : ConvTranspose3d(with_sizes("ConvTranspose3d", options).in_channels_, options.out_channels_, options.kernel_size_,
+                      options) {}
+
+Tensor ConvTranspose3d::forward(const Tensor& x) {
+  return conv_transpose3d(x, weight, bias, options_.stride_, options_.padding_, options_.output_padding_,
+                          options_.groups_, options_.dilation_);
+}
+
+std::string ConvTranspose3d::name() const {
+  std::string r = conv_repr("ConvTranspose3d", in_, out_, kernel_, options_.stride_, options_.padding_,
+                            options_.dilation_, options_.groups_, bias.defined());
+  bool zero = true;
+  for (int64_t v : options_.output_padding_) zero = zero && v == 0;
+  // PyTorch prints output_padding after dilation: insert it before ", groups", ", bias" or the ")"
+  if (!zero) {
+    std::size_t at = r.size() - 1;
+    for (const char* next : {", groups=", ", bias="}) at = std::min(at, r.find(next));
+    r.insert(at, ", output_padding=" + tuple(options_.output_padding_));
+  }
+  return r;
+}
+
+std::unique_ptr<Module> ConvTranspose3d::new_instance() const {
+  return std::make_unique<ConvTranspose3d>(in_, out_, kernel_, options_);
+}
+
+namespace {
+/// ShapeError naming who unless each of sizes is empty or has 1 or 3 elements (a 3-D pooling's options).
+void check_three(const char* who, std::initializer_list<const std::vector<int64_t>*> sizes) {
+  for (const auto* v : sizes)
+    TG_CHECK(v->size() <= 1 || v->size() == 3, ShapeError, who,
+             ": kernel_size, stride, padding and dilation must have 1 or 3 elements, got ", tuple(*v));
+}
+}  // namespace
+
+MaxPool3d::MaxPool3d(const MaxPool3dOptions& options) : o_(options) {
+  check_three("MaxPool3d", {&o_.kernel_size_, &o_.stride_, &o_.padding_, &o_.dilation_});
+  TG_CHECK(!o_.kernel_size_.empty(), ShapeError, "MaxPool3d: kernel_size must have 1 or 3 elements, got none");
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
+
+std::string MaxPool3d::name() const {
+  // PyTorch's _MaxPoolNd.extra_repr: every setting, each size as given (a number or a tuple)
+  std::ostringstream os;
+  os << "MaxPool3d(kernel_size=" << size_arg(o_.kernel_size_) << ", stride=" << size_arg(o_.stride_)
+     << ", padding=" << size_arg(o_.padding_) << ", dilation=" << size_arg(o_.dilation_)
+     << ", ceil_mode=" << (o_.ceil_mode_ ? "True" : "False") << ")";
+  return os.str();
+}
+
+AvgPool3d::AvgPool3d(const AvgPool3dOptions& options) : o_(options) {
+  check_three("AvgPool3d", {&o_.kernel_size_, &o_.stride_, &o_.padding_});
+  TG_CHECK(!o_.kernel_size_.empty(), ShapeError, "AvgPool3d: kernel_size must have 1 or 3 elements, got none");
+  if (o_.stride_.empty()) o_.stride_ = o_.kernel_size_;
+}
+
+std::string AvgPool3d::name() const {
+  // PyTorch's AvgPool3d.extra_repr: kernel_size, stride and padding only, each as given
+  return "AvgPool3d(kernel_size=" + size_arg(o_.kernel_size_) + ", stride=" + size_arg(o_.stride_) +
+         ", padding=" + size_arg(o_.padding_) + ")";
+}
+
+AdaptiveAvgPool3d::AdaptiveAvgPool3d(const std::vector<int64_t>& output_size) : output_size_(output_size) {
+  TG_CHECK(output_size.size() == 1 || output_size.size() == 3, ShapeError,
+           "AdaptiveAvgPool3d: output_size must have 1 or 3 elements, got ", output_size.size());
+  for (int64_t v : output_size)
+    TG_CHECK(v > 0, ShapeError, "AdaptiveAvgPool3d: elements of output_size must be positive, got ", tuple(output_size));
+}
+
+std::string AdaptiveAvgPool3d::name() const { return "AdaptiveAvgPool3d(output_size=" + size_arg(output_size_) + ")"; }
+
 }  // namespace nn
 }  // namespace tg

@@ -1,9 +1,10 @@
 /// \file
 /// nn/conv.h: the convolution and pooling layers as Modules, with PyTorch's names, options and init:
-/// Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d,
-/// AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d. Each forward is one call
-/// into ops/ops.h (ops/conv.cpp, ops/pooling.cpp). The normalization layers are in nn/norm.h, the
-/// padding layers in nn/padding.h.
+/// Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool1d, MaxPool2d,
+/// MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,
+/// AdaptiveMaxPool1d, AdaptiveMaxPool2d. Each forward is one call into ops/ops.h (ops/conv.cpp,
+/// ops/pooling.cpp, ops/conv3d.cpp). The normalization layers are in nn/norm.h, the padding layers in
+/// nn/padding.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -426,6 +427,136 @@ class AdaptiveMaxPool1d : public Module {
   TG_LAYER_HANDLE(AdaptiveMaxPool1d)
 };
 
+/// Conv3d takes Conv2dOptions (libtorch's Conv3dOptions), each size one number (all three dims) or
+/// {d, h, w}.
+using Conv3dOptions = Conv2dOptions;
+
+/// conv3d(x, weight, bias, ...) as a module (torch::nn::Conv3d): weight (out, in / groups, kD, kH, kW)
+/// and bias (out), initialised like PyTorch (uniform in +-1/sqrt(fan_in), fan_in = in / groups kD kH kW).
+class Conv3d : public Module {
+ public:
+  /// A cubic kernel_size^3 convolution; ShapeError for non-positive sizes or channels not divisible by
+  /// groups, or sizes of other than 1 or 3 elements.
+  Conv3d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const Conv3dOptions& options = {});
+  /// A kernel of {kD, kH, kW}.
+  Conv3d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+         const Conv3dOptions& options = {});
+  /// libtorch's form: Conv3d(Conv3dOptions(1, 8, 3).stride(2)). Error naming Conv3d when the options
+  /// name no channels or kernel size.
+  explicit Conv3d(const Conv3dOptions& options);
+  /// x (N, in, D, H, W) or (in, D, H, W) -> (N, out, OD, OH, OW).
+  Tensor forward(const Tensor& x) override;
+  /// "Conv3d(1, 8, kernel_size=(3, 3, 3), stride=(1, 1, 1))", as PyTorch prints it.
+  std::string name() const override;
+  /// A Conv3d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Tensor weight;   ///< (out_channels, in_channels / groups, kD, kH, kW), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_;
+  std::vector<int64_t> kernel_;
+  Conv3dOptions options_;
+  TG_LAYER_HANDLE(Conv3d)
+};
+
+/// ConvTranspose3d takes ConvTranspose2dOptions (libtorch's ConvTranspose3dOptions), each size one
+/// number or {d, h, w}.
+using ConvTranspose3dOptions = ConvTranspose2dOptions;
+
+/// conv_transpose3d(x, weight, bias, ...) as a module (torch::nn::ConvTranspose3d): weight (in, out /
+/// groups, kD, kH, kW) and bias (out), initialised like PyTorch (fan_in = out / groups kD kH kW).
+class ConvTranspose3d : public Module {
+ public:
+  /// A cubic kernel; ShapeError for non-positive sizes or channels not divisible by groups.
+  ConvTranspose3d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                  const ConvTranspose3dOptions& options = {});
+  /// A kernel of {kD, kH, kW}.
+  ConvTranspose3d(int64_t in_channels, int64_t out_channels, const std::vector<int64_t>& kernel_size,
+                  const ConvTranspose3dOptions& options = {});
+  /// libtorch's form: ConvTranspose3d(ConvTranspose3dOptions(8, 4, 2).stride(2)). Error naming the
+  /// layer when the options name no channels or kernel size.
+  explicit ConvTranspose3d(const ConvTranspose3dOptions& options);
+  /// x (N, in, D, H, W) or (in, D, H, W) -> (N, out, OD, OH, OW), OD = (D - 1) stride - 2 padding +
+  /// dilation (kD - 1) + output_padding + 1.
+  Tensor forward(const Tensor& x) override;
+  /// "ConvTranspose3d(8, 4, kernel_size=(2, 2, 2), stride=(2, 2, 2))", as PyTorch prints it.
+  std::string name() const override;
+  /// A ConvTranspose3d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override;
+  Tensor weight;   ///< (in_channels, out_channels / groups, kD, kH, kW), registered as "weight"
+  Tensor bias;     ///< (out_channels), registered as "bias"; undefined with bias(false)
+ private:
+  int64_t in_, out_;
+  std::vector<int64_t> kernel_;
+  ConvTranspose3dOptions options_;
+  TG_LAYER_HANDLE(ConvTranspose3d)
+};
+
+/// MaxPool3d's options, as libtorch names them: MaxPool3dOptions(3).stride(2).padding(1).dilation(2)
+/// .ceil_mode(true), each size one number or {d, h, w}.
+using MaxPool3dOptions = MaxPool2dOptions;
+/// AvgPool3d's options, as libtorch names them: AvgPool3dOptions(3).stride(2).count_include_pad(false),
+/// each size one number or {d, h, w} (no divisor_override, which AvgPool2d lacks too).
+using AvgPool3dOptions = AvgPool2dOptions;
+
+/// max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode) as a module (torch::nn::MaxPool3d);
+/// stride defaults to kernel_size.
+class MaxPool3d : public Module {
+ public:
+  /// Every option, libtorch style: MaxPool3d(MaxPool3dOptions(3).stride(2)), or MaxPool3d(2). ShapeError
+  /// for sizes of other than 1 or 3 elements.
+  explicit MaxPool3d(const MaxPool3dOptions& options);
+  /// x (N, C, D, H, W) or (C, D, H, W) -> the window maxima.
+  Tensor forward(const Tensor& x) override {
+    return max_pool3d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.dilation_, o_.ceil_mode_);
+  }
+  /// "MaxPool3d(kernel_size=3, stride=2, padding=0, dilation=1, ceil_mode=False)", as PyTorch prints it.
+  std::string name() const override;
+  /// A MaxPool3d of the same options (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<MaxPool3d>(o_); }
+ private:
+  MaxPool3dOptions o_;
+  TG_LAYER_HANDLE_VIA(MaxPool3d, 1)
+};
+
+/// avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad) as a module
+/// (torch::nn::AvgPool3d); stride defaults to kernel_size.
+class AvgPool3d : public Module {
+ public:
+  /// Every option, libtorch style: AvgPool3d(AvgPool3dOptions(3).stride(2)), or AvgPool3d(2). ShapeError
+  /// for sizes of other than 1 or 3 elements.
+  explicit AvgPool3d(const AvgPool3dOptions& options);
+  /// x (N, C, D, H, W) or (C, D, H, W) -> the window means.
+  Tensor forward(const Tensor& x) override {
+    return avg_pool3d(x, o_.kernel_size_, o_.stride_, o_.padding_, o_.ceil_mode_, o_.count_include_pad_);
+  }
+  /// "AvgPool3d(kernel_size=2, stride=2, padding=0)", as PyTorch prints it.
+  std::string name() const override;
+  /// An AvgPool3d of the same options (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AvgPool3d>(o_); }
+ private:
+  AvgPool3dOptions o_;
+  TG_LAYER_HANDLE_VIA(AvgPool3d, 1)
+};
+
+/// adaptive_avg_pool3d(x, output_size) as a module (torch::nn::AdaptiveAvgPool3d).
+class AdaptiveAvgPool3d : public Module {
+ public:
+  /// output_size {n} (cubic) or {OD, OH, OW}; ShapeError otherwise or for a non-positive size.
+  explicit AdaptiveAvgPool3d(const std::vector<int64_t>& output_size);
+  /// A cubic output of output_size^3.
+  explicit AdaptiveAvgPool3d(int64_t output_size) : AdaptiveAvgPool3d(std::vector<int64_t>{output_size}) {}
+  /// x (N, C, D, H, W) or (C, D, H, W) -> (N, C, OD, OH, OW).
+  Tensor forward(const Tensor& x) override { return adaptive_avg_pool3d(x, output_size_); }
+  /// "AdaptiveAvgPool3d(output_size=2)" or "AdaptiveAvgPool3d(output_size=(1, 2, 3))", as given.
+  std::string name() const override;
+  /// An AdaptiveAvgPool3d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveAvgPool3d>(output_size_); }
+ private:
+  std::vector<int64_t> output_size_;
+  TG_LAYER_HANDLE(AdaptiveAvgPool3d)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using Conv2dImpl = Conv2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -450,6 +581,16 @@ using AdaptiveMaxPool2dImpl = AdaptiveMaxPool2d;
 using AdaptiveAvgPool1dImpl = AdaptiveAvgPool1d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using AdaptiveMaxPool1dImpl = AdaptiveMaxPool1d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using Conv3dImpl = Conv3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using ConvTranspose3dImpl = ConvTranspose3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using MaxPool3dImpl = MaxPool3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AvgPool3dImpl = AvgPool3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveAvgPool3dImpl = AdaptiveAvgPool3d;
 
 }  // namespace nn
 }  // namespace tg

@@ -261,6 +261,59 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOpti
   return tg::conv2d(x, weight, o.bias_, o.stride_, o.padding_, o.dilation_, o.groups_);
 }
 
+/// Options of conv3d (libtorch's Conv3dFuncOptions): conv2d's, each size one number or {d, h, w}.
+using Conv3dFuncOptions = Conv2dFuncOptions;
+/// tg::conv3d with the options (torch::nn::functional::conv3d).
+inline Tensor conv3d(const Tensor& x, const Tensor& weight, const Conv3dFuncOptions& o = {}) {
+  return tg::conv3d(x, weight, o.bias_, o.stride_, o.padding_, o.dilation_, o.groups_);
+}
+
+/// Options of conv_transpose3d (libtorch's ConvTranspose3dFuncOptions): the bias tensor, stride,
+/// padding, output_padding, groups and dilation, each size one number or {d, h, w}.
+struct ConvTranspose3dFuncOptions {
+  /// The bias tensor (out_channels); none by default.
+  ConvTranspose3dFuncOptions& bias(Tensor b) { bias_ = std::move(b); return *this; }
+  /// Step between input positions in the output (default 1).
+  ConvTranspose3dFuncOptions& stride(IntArrayRef s) { stride_ = std::move(s); return *this; }
+  /// Cropped from each side of the output (default 0).
+  ConvTranspose3dFuncOptions& padding(IntArrayRef p) { padding_ = std::move(p); return *this; }
+  /// Added to one side of the output (default 0): below the stride or the dilation.
+  ConvTranspose3dFuncOptions& output_padding(IntArrayRef p) { output_padding_ = std::move(p); return *this; }
+  /// Channel groups (default 1).
+  ConvTranspose3dFuncOptions& groups(int64_t g) { groups_ = g; return *this; }
+  /// Spacing between kernel taps (default 1).
+  ConvTranspose3dFuncOptions& dilation(IntArrayRef d) { dilation_ = std::move(d); return *this; }
+  Tensor bias_;                     ///< See bias().
+  IntArrayRef stride_{1};           ///< See stride().
+  IntArrayRef padding_{0};          ///< See padding().
+  IntArrayRef output_padding_{0};   ///< See output_padding().
+  int64_t groups_ = 1;              ///< See groups().
+  IntArrayRef dilation_{1};         ///< See dilation().
+};
+/// tg::conv_transpose3d with the options (torch::nn::functional::conv_transpose3d).
+inline Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const ConvTranspose3dFuncOptions& o = {}) {
+  return tg::conv_transpose3d(x, weight, o.bias_, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
+/// Options of max_pool3d: MaxPool3dFuncOptions(2).stride(2), the layer's.
+using MaxPool3dFuncOptions = MaxPool3dOptions;
+/// tg::max_pool3d with the options' sizes (torch::nn::functional::max_pool3d).
+inline Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) {
+  return tg::max_pool3d(x, o.kernel_size_, o.stride_, o.padding_, o.dilation_, o.ceil_mode_);
+}
+/// Options of avg_pool3d: AvgPool3dFuncOptions(2).stride(2), the layer's.
+using AvgPool3dFuncOptions = AvgPool3dOptions;
+/// tg::avg_pool3d with the options' sizes (torch::nn::functional::avg_pool3d).
+inline Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
+  return tg::avg_pool3d(x, o.kernel_size_, o.stride_, o.padding_, o.ceil_mode_, o.count_include_pad_);
+}
+/// Options of adaptive_avg_pool3d: the output size, one number or {OD, OH, OW}.
+using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPool2dFuncOptions;
+/// tg::adaptive_avg_pool3d (torch::nn::functional::adaptive_avg_pool3d).
+inline Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o) {
+  return tg::adaptive_avg_pool3d(x, o.output_size_);
+}
+
 /// x . weight^T + bias (torch::nn::functional::linear).
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
   return tg::linear(x, weight, bias);

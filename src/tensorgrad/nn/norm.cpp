@@ -63,6 +63,11 @@ void BatchNorm2d::check_input(const Tensor& x) const {
            shape_str(x.shape()), ")");
 }
 
+void BatchNorm3d::check_input(const Tensor& x) const {
+  TG_CHECK(x.dim() == 5, ShapeError, "BatchNorm3d: expected 5D input (got ", x.dim(), "D input of size ",
+           shape_str(x.shape()), ")");
+}
+
 LayerNorm::LayerNorm(const std::vector<int64_t>& normalized_shape, double eps, bool elementwise_affine)
     : normalized_shape_(normalized_shape), eps_(eps), affine_(elementwise_affine) {
   TG_CHECK(!normalized_shape.empty(), ShapeError, "LayerNorm: normalized_shape must not be empty");

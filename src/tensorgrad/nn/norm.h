@@ -1,7 +1,7 @@
 /// \file
 /// nn/norm.h: the normalization layers as Modules, with PyTorch's names, buffers and init:
-/// BatchNorm1d, BatchNorm2d (running_mean, running_var, num_batches_tracked), LayerNorm, GroupNorm and
-/// InstanceNorm1d / InstanceNorm2d. Each forward is one call into ops/ops.h (ops/norm.cpp,
+/// BatchNorm1d, BatchNorm2d, BatchNorm3d (running_mean, running_var, num_batches_tracked), LayerNorm,
+/// GroupNorm and InstanceNorm1d / InstanceNorm2d / InstanceNorm3d. Each forward is one call into ops/ops.h (ops/norm.cpp,
 /// ops/norm_extra.cpp). The convolution layers are in nn/conv.h.
 #pragma once
 #include <memory>
@@ -14,7 +14,7 @@
 namespace tg {
 namespace nn {
 
-/// Options of BatchNorm1d / BatchNorm2d, as libtorch's: BatchNorm2dOptions(64).eps(1e-3).momentum(0.01)
+/// Options of BatchNorm1d / BatchNorm2d / BatchNorm3d, as libtorch's: BatchNorm2dOptions(64).eps(1e-3).momentum(0.01)
 /// .affine(false).track_running_stats(false). libtorch's momentum may be unset (a cumulative average);
 /// here it is always a number.
 struct BatchNormOptions {
@@ -38,6 +38,8 @@ struct BatchNormOptions {
 using BatchNorm1dOptions = BatchNormOptions;
 /// BatchNorm2d's options (libtorch's name).
 using BatchNorm2dOptions = BatchNormOptions;
+/// BatchNorm3d's options (libtorch's name).
+using BatchNorm3dOptions = BatchNormOptions;
 
 /// Options of LayerNorm, as libtorch's: LayerNormOptions({256}).eps(1e-6).elementwise_affine(false).
 struct LayerNormOptions {
@@ -76,7 +78,7 @@ class NormBase : public Module {
   bool track_;                ///< whether the running statistics exist
 };
 
-/// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): NormBase's tensors, the buffer
+/// What BatchNorm1d, BatchNorm2d and BatchNorm3d share (PyTorch's _BatchNorm): NormBase's tensors, the buffer
 /// num_batches_tracked counting training batches. In training mode the batch statistics normalize and
 /// the running ones are updated; in eval() the running ones normalize (the batch ones when not tracking).
 class BatchNorm : public NormBase {
@@ -139,6 +141,28 @@ class BatchNorm2d : public BatchNorm {
   TG_LAYER_HANDLE(BatchNorm2d)
 };
 
+/// Batch normalization of (N, C, D, H, W) input (torch::nn::BatchNorm3d).
+class BatchNorm3d : public BatchNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, affine, tracking running statistics.
+  explicit BatchNorm3d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
+      : BatchNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: BatchNorm3d(BatchNorm3dOptions(64).momentum(0.01)).
+  explicit BatchNorm3d(const BatchNormOptions& o)
+      : BatchNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
+  /// "BatchNorm3d(32, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
+  std::string name() const override { return describe("BatchNorm3d"); }
+  /// A BatchNorm3d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<BatchNorm3d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// ShapeError unless x is 5-D.
+  void check_input(const Tensor& x) const override;
+  TG_LAYER_HANDLE(BatchNorm3d)
+};
+
 /// layer_norm(x, normalized_shape, weight, bias, eps) as a module (torch::nn::LayerNorm): weight
 /// (ones) and bias (zeros) of normalized_shape when elementwise_affine.
 class LayerNorm : public Module {
@@ -188,7 +212,7 @@ class GroupNorm : public Module {
   TG_LAYER_HANDLE(GroupNorm)
 };
 
-/// Options of InstanceNorm1d / InstanceNorm2d, as libtorch's: InstanceNorm2dOptions(64).eps(1e-3)
+/// Options of InstanceNorm1d / InstanceNorm2d / InstanceNorm3d, as libtorch's: InstanceNorm2dOptions(64).eps(1e-3)
 /// .momentum(0.01).affine(true).track_running_stats(true). The defaults differ from BatchNorm's: no
 /// affine parameters and no running statistics.
 struct InstanceNormOptions {
@@ -212,8 +236,10 @@ struct InstanceNormOptions {
 using InstanceNorm1dOptions = InstanceNormOptions;
 /// InstanceNorm2d's options (libtorch's name).
 using InstanceNorm2dOptions = InstanceNormOptions;
+/// InstanceNorm3d's options (libtorch's name).
+using InstanceNorm3dOptions = InstanceNormOptions;
 
-/// What InstanceNorm1d and InstanceNorm2d share (PyTorch's _InstanceNorm): NormBase's tensors
+/// What InstanceNorm1d, InstanceNorm2d and InstanceNorm3d share (PyTorch's _InstanceNorm): NormBase's tensors
 /// (num_batches_tracked, as in PyTorch, never counts up). In training, or when not tracking, each
 /// instance's statistics normalize and the running ones (if any) are updated; in eval() with tracking
 /// the running ones normalize. An unbatched input (no N) is normalized as a batch of one.
@@ -228,9 +254,9 @@ class InstanceNorm : public NormBase {
  protected:
   /// No parameters: the state of a handle (TG_LAYER_HANDLE in nn/pimpl.h).
   InstanceNorm() = default;
-  /// The rank of an unbatched input (2 for InstanceNorm1d, 3 for InstanceNorm2d); a batched one has one more.
+  /// The rank of an unbatched input (2 for InstanceNorm1d, 3 for InstanceNorm2d, 4 for InstanceNorm3d); a batched one has one more.
   virtual int64_t unbatched_dim() const = 0;
-  /// "InstanceNorm1d" or "InstanceNorm2d", for messages.
+  /// "InstanceNorm1d", "InstanceNorm2d" or "InstanceNorm3d", for messages.
   virtual const char* kind() const = 0;
   /// "InstanceNorm2d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
   std::string describe() const;
@@ -284,6 +310,30 @@ class InstanceNorm2d : public InstanceNorm {
   TG_LAYER_HANDLE(InstanceNorm2d)
 };
 
+/// Instance normalization of (N, C, D, H, W) or unbatched (C, D, H, W) input (torch::nn::InstanceNorm3d).
+class InstanceNorm3d : public InstanceNorm {
+ public:
+  /// PyTorch's defaults: eps 1e-5, momentum 0.1, no affine parameters, no running statistics.
+  explicit InstanceNorm3d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = false,
+                          bool track_running_stats = false)
+      : InstanceNorm(num_features, eps, momentum, affine, track_running_stats) {}
+  /// libtorch's form: InstanceNorm3d(InstanceNorm3dOptions(64).affine(true)).
+  explicit InstanceNorm3d(const InstanceNormOptions& o)
+      : InstanceNorm(o.num_features_, o.eps_, o.momentum_, o.affine_, o.track_running_stats_) {}
+  /// "InstanceNorm3d(32, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)".
+  std::string name() const override { return describe(); }
+  /// An InstanceNorm3d of the same configuration (for clone()).
+  std::unique_ptr<Module> new_instance() const override {
+    return std::make_unique<InstanceNorm3d>(num_features_, eps_, momentum_, affine_, track_);
+  }
+ protected:
+  /// 4: (C, D, H, W).
+  int64_t unbatched_dim() const override { return 4; }
+  /// "InstanceNorm3d".
+  const char* kind() const override { return "InstanceNorm3d"; }
+  TG_LAYER_HANDLE(InstanceNorm3d)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using BatchNorm1dImpl = BatchNorm1d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -296,6 +346,10 @@ using GroupNormImpl = GroupNorm;
 using InstanceNorm1dImpl = InstanceNorm1d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using InstanceNorm2dImpl = InstanceNorm2d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using InstanceNorm3dImpl = InstanceNorm3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using BatchNorm3dImpl = BatchNorm3d;
 
 }  // namespace nn
 }  // namespace tg

@@ -724,6 +724,36 @@ Tensor adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
 /// adaptive_max_pool2d over one spatial dim (torch.nn.functional.adaptive_max_pool1d, without indices):
 /// input (N, C, L) or (C, L), output_size of one element (ops/pooling.cpp).
 Tensor adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
+/// input (N, C, D, H, W) or (C, D, H, W), weight (O, C / groups, KD, KH, KW), bias (O) or undefined ->
+/// (N, O, OD, OH, OW), each output size as conv2d's (torch.nn.functional.conv3d); stride, padding and
+/// dilation {n} (all three dims) or {d, h, w}. Composed of pad, depth slices and one conv2d
+/// (ops/conv3d.cpp, Note [3-D convolution as a composition]), so differentiable twice on every
+/// backend. ShapeError with PyTorch's messages for bad geometry, naming conv3d.
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
+              IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
+/// input (N, Cin, D, H, W) or (Cin, D, H, W), weight (Cin, Cout / groups, KD, KH, KW), bias (Cout) or
+/// undefined -> (N, Cout, OD, OH, OW), OD = (D - 1) stride - 2 padding + dilation (KD - 1) +
+/// output_padding + 1 (torch.nn.functional.conv_transpose3d, libtorch's argument order: groups before
+/// dilation); sizes {n} or {d, h, w}. Composed of one conv_transpose2d, pad and sums (ops/conv3d.cpp).
+/// ShapeError as conv_transpose2d, naming conv_transpose3d.
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef output_padding = {0},
+                        int64_t groups = 1, IntArrayRef dilation = {1});
+/// The maximum of each kernel_size window of (N, C, D, H, W) or (C, D, H, W) input
+/// (torch.nn.functional.max_pool3d, without indices): max_pool2d's rules per dim, sizes {n} or
+/// {d, h, w}. Composed of two max_pool2d (over (H, W), then over depth; ops/conv3d.cpp), each window's
+/// gradient going to one maximum. ShapeError with PyTorch's messages, naming max_pool3d.
+Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  IntArrayRef dilation = {1}, bool ceil_mode = false);
+/// The mean of each kernel_size window of (N, C, D, H, W) or (C, D, H, W) input
+/// (torch.nn.functional.avg_pool3d, PyTorch's argument order: ceil_mode before count_include_pad; no
+/// divisor_override, which avg_pool2d lacks too). Composed of two avg_pool2d (ops/conv3d.cpp).
+Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+/// Means over output_size {OD, OH, OW} (or {n}) windows covering (N, C, D, H, W) or (C, D, H, W) input
+/// (torch.nn.functional.adaptive_avg_pool3d), adaptive_avg_pool2d's windows per dim; composed of two
+/// adaptive_avg_pool2d (ops/conv3d.cpp).
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
 ///@}
 
 // ---- normalization (ops/norm.cpp)
