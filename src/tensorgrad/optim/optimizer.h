@@ -16,12 +16,12 @@
 namespace tg {
 namespace optim {
 
+class OptionFields;
+
 /// The hyperparameters of one parameter group (libtorch's torch::optim::OptimizerOptions): each
 /// optimizer's options struct (SGDOptions, AdamOptions, RMSpropOptions, ...) derives from it, and every
 /// group of an optimizer holds its own copy, readable and writable through Optimizer::param_groups():
 /// static_cast<tg::optim::AdamOptions&>(opt.param_groups()[1].options()).weight_decay(0.0).
-class OptionFields;
-
 class OptimizerOptions {
  public:
   virtual ~OptimizerOptions() = default;
