@@ -276,7 +276,7 @@ TEST_CASE("rnn: packed sequences and proj_size refuse bad input with PyTorch's m
                   "proj_size should be a positive integer or zero to disable projections");
 }
 
-TEST_CASE("rnn: proj_size's parameter names, shapes and repr; packed output equals each sequence run alone") {
+TEST_CASE("rnn: proj_size's parameter names, shapes and repr, and packed output equal to each sequence run alone") {
   tg::nn::LSTM lstm(tg::nn::LSTMOptions(3, 5).proj_size(2).num_layers(2).bidirectional(true));
   CHECK(lstm.name() == "LSTM(3, 5, proj_size=2, num_layers=2, bidirectional=True)");
   std::vector<std::string> names;
