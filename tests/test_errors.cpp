@@ -72,6 +72,14 @@ TEST_CASE("errors: dtypes") {
   TG_CHECK_THROWS(i.add_(f * 0.5), tg::DTypeError, "add_: result type float32 can't be cast to the desired output type int64");
   TG_CHECK_THROWS(tg::matmul(tg::ones({2, 2}, tg::TensorOptions().dtype(tg::kInt64)), tg::ones({2, 2}, tg::TensorOptions().dtype(tg::kInt64))),
                   tg::DTypeError, "matmul");
+  {   // refused before a is expanded to the broadcast batch (2^28 elements here, a 1 GiB copy)
+    const Tensor b = tg::zeros({1, 1, 1, 0}, tg::TensorOptions().dtype(tg::kInt64)).expand({int64_t(1) << 27, 1, 1, 0});
+    tg::memory::reset_peak_memory_stats();
+    const std::size_t before = tg::memory::memory_allocated();
+    TG_CHECK_THROWS(tg::matmul(tg::ones({2, 1, 1}), b), tg::DTypeError,
+                    "matmul: expected both tensors to have the same dtype, but got float32 and int64");
+    CHECK(tg::memory::max_memory_allocated() - before < (std::size_t(1) << 20));
+  }
   CHECK((i + i).to_vector<int64_t>() == std::vector<int64_t>{2, 2});   // int64 arithmetic that is safe works
 }
 

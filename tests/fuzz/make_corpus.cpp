@@ -178,6 +178,8 @@ void shapes() {
   seed("zeros_overflow", {22, 3, 7, 7, 4, 1});
   seed("flatten", {23, G | 4, 2, 1, 3, 2, 0, 1, 2});
   seed("add_huge_expanded", {0, EX | 2, 6, 2, 0, EX | 2, 1, 2, 0});
+  // a product refused for its dtypes whose other operand, expanded to the batch, would hold 2^32 elements
+  seed("matmul_huge_batch_dtypes", {2, 3, 2, 1, 1, 0, I64 | EX | 4, 6, 1, 1, 0, 0});
 }
 
 // fuzz_ops programs (format: Program::decode_step in tests/fuzz/fuzz_ops.cpp). Each step is a kind

@@ -237,6 +237,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if ((da == 2 || da == 3) && (db == 2 || db == 3)) return matmul_batched(a, b);
   TG_CHECK(da >= 1 && db >= 1, ShapeError, "matmul: both arguments to matmul need to be at least 1D, but they are ", da,
            "D and ", db, "D");
+  // Device and dtypes (as autocast will cast them) are checked before an operand is expanded to the
+  // batch or folded, either of which may copy it: a product that will be refused allocates nothing.
+  prim::check_same_device("matmul", a.data(), b.data());
+  auto product_dtype = [](const Tensor& x) {
+    const bool cast = amp::detail::active_for(x) && (x.dtype() == kFloat32 || is_low_precision(x.dtype()));
+    return cast ? amp::detail::lower_dtype(x) : x.dtype();
+  };
+  TG_CHECK(product_dtype(a) == product_dtype(b), DTypeError, "matmul: expected both tensors to have the same dtype, ",
+           "but got ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  prim::check_floating("matmul", a.data());
   const Shape& as = a.shape();
   const Shape& bs = b.shape();
   const int64_t K = as.back();
