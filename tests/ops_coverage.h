@@ -61,6 +61,7 @@ inline const std::set<std::string> kTwice = {
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d", "conv_transpose1d",
     "instance_norm", "max_pool1d", "prelu",   // composed of twice-differentiable ops (ops/pooling.cpp, ops/norm_extra.cpp)
     "adaptive_avg_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",   // the same (ops/conv3d.cpp)
+    "adaptive_max_pool3d",   // the same (ops/pooling.cpp)
     "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "amin", "asin", "asinh", "atan", "atanh",
     "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cat", "ceil", "celu", "chunk", "clamp", "clone",
     "contiguous", "conv1d", "conv2d", "conv_transpose2d", "cos", "cosh", "cosine_embedding_loss", "cross_entropy",

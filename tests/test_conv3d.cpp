@@ -1,5 +1,5 @@
-// tests/test_conv3d.cpp: conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d and the
-// modules Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, BatchNorm3d, InstanceNorm3d
+// tests/test_conv3d.cpp: conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d,
+// adaptive_max_pool3d and the modules Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d, BatchNorm3d, InstanceNorm3d
 // against numbers recorded from PyTorch (tests/data/conv3d_reference.py), with the modules' names,
 // state_dict keys, options, the F:: spellings and the error paths. Finite-difference checks (first and
 // second order): test_gradcheck.cpp; CPU-vs-CUDA parity: test_cuda.cpp.
@@ -97,6 +97,12 @@ std::vector<RefCase> reference_cases() {
        [](auto& in) { return tg::adaptive_avg_pool3d(in[0], {3, 4, 2}); }, nullptr},
       {"adaptive_avg_pool3d 2 unbatched of (5, 5, 5)", {{2, 5, 5, 5}},
        [](auto& in) { return tg::adaptive_avg_pool3d(in[0], 2); }, nullptr},
+      {"adaptive_max_pool3d (3, 4, 2) of (7, 6, 5)", {{2, 3, 7, 6, 5}},
+       [](auto& in) { return tg::adaptive_max_pool3d(in[0], {3, 4, 2}); }, nullptr},
+      {"adaptive_max_pool3d (2, 3, 5) of (4, 6, 5)", {{1, 2, 4, 6, 5}},
+       [](auto& in) { return tg::adaptive_max_pool3d(in[0], {2, 3, 5}); }, nullptr},
+      {"adaptive_max_pool3d 2 unbatched of (5, 4, 3)", {{2, 5, 4, 3}},
+       [](auto& in) { return tg::adaptive_max_pool3d(in[0], 2); }, nullptr},
   };
   // ---- modules, parameters set to the script's values
   auto conv = std::make_shared<nn::Conv3d>(4, 6, std::vector<int64_t>{3, 2, 3},
@@ -114,6 +120,8 @@ std::vector<RefCase> reference_cases() {
       std::make_shared<nn::AvgPool3d>(nn::AvgPool3dOptions({2, 3, 3}).stride(2).padding(1).count_include_pad(false))));
   t.push_back(module_case("AdaptiveAvgPool3d((2, 3, 1))", {2, 3, 5, 7, 4},
                           std::make_shared<nn::AdaptiveAvgPool3d>(std::vector<int64_t>{2, 3, 1})));
+  t.push_back(module_case("AdaptiveMaxPool3d((3, 2, 2))", {2, 3, 5, 7, 4},
+                          std::make_shared<nn::AdaptiveMaxPool3d>(std::vector<int64_t>{3, 2, 2})));
   auto bn = std::make_shared<nn::BatchNorm3d>(nn::BatchNorm3dOptions(3).momentum(0.2));
   set_params(*bn, {2.0, 3.0});
   RefCase bn_train = module_case("BatchNorm3d(3, momentum 0.2) training", {2, 3, 3, 4, 2}, bn);
@@ -214,6 +222,8 @@ TEST_CASE("conv3d: module names and state_dict keys are PyTorch's") {
   CHECK(nn::AvgPool3d(2).name() == recorded_repr("AvgPool3d(2)"));
   CHECK(nn::AdaptiveAvgPool3d(std::vector<int64_t>{2, 3, 1}).name() == recorded_repr("AdaptiveAvgPool3d((2, 3, 1))"));
   CHECK(nn::AdaptiveAvgPool3d(2).name() == recorded_repr("AdaptiveAvgPool3d(2)"));
+  CHECK(nn::AdaptiveMaxPool3d(std::vector<int64_t>{3, 2, 2}).name() == recorded_repr("AdaptiveMaxPool3d((3, 2, 2))"));
+  CHECK(nn::AdaptiveMaxPool3d(2).name() == recorded_repr("AdaptiveMaxPool3d(2)"));
   CHECK(nn::InstanceNorm3d(nn::InstanceNorm3dOptions(3).affine(true).track_running_stats(true)).name() ==
         recorded_repr("InstanceNorm3d(3, affine, track)"));
   // BatchNorm3d prints as this library's BatchNorm1d / BatchNorm2d do (PyTorch 2.15 adds "bias=True")
@@ -267,6 +277,7 @@ TEST_CASE("conv3d: module options, shapes, init, holders and the F:: spellings")
   CHECK(nn::MaxPool3d(2)(x).shape() == tg::Shape{2, 4, 3, 2, 3});
   CHECK(nn::AvgPool3d(nn::AvgPool3dOptions(3).stride(1).padding(1))(x).shape() == x.shape());
   CHECK(nn::AdaptiveAvgPool3d(std::vector<int64_t>{1, 2, 3})(x).shape() == tg::Shape{2, 4, 1, 2, 3});
+  CHECK(nn::AdaptiveMaxPool3d(std::vector<int64_t>{1, 2, 3})(x).shape() == tg::Shape{2, 4, 1, 2, 3});
   CHECK(nn::BatchNorm3d(4)(x).shape() == x.shape());
   CHECK(nn::InstanceNorm3d(4)(x).shape() == x.shape());
   // the F:: spellings are the ops
@@ -280,6 +291,7 @@ TEST_CASE("conv3d: module options, shapes, init, holders and the F:: spellings")
   CHECK(tg::equal(F::max_pool3d(x, F::MaxPool3dFuncOptions(3).stride(2).padding(1)), tg::max_pool3d(x, 3, 2, 1)));
   CHECK(tg::equal(F::avg_pool3d(x, F::AvgPool3dFuncOptions(2).ceil_mode(true)), tg::avg_pool3d(x, 2, {}, {0}, true)));
   CHECK(tg::equal(F::adaptive_avg_pool3d(x, F::AdaptiveAvgPool3dFuncOptions({2, 2, 3})), tg::adaptive_avg_pool3d(x, {2, 2, 3})));
+  CHECK(tg::equal(F::adaptive_max_pool3d(x, F::AdaptiveMaxPool3dFuncOptions({2, 3, 3})), tg::adaptive_max_pool3d(x, {2, 3, 3})));
   // holders: libtorch's spelling of members built later, and clone()
   struct Net : nn::Module {
     nn::Conv3d conv{nullptr};
@@ -367,6 +379,17 @@ TEST_CASE("conv3d: bad shapes and options throw errors naming the op") {
   TG_CHECK_THROWS(tg::adaptive_avg_pool3d(tg::randn({2, 4, 0, 5, 5}), 2), tg::ShapeError,
                   "adaptive_avg_pool3d: Expected input to have non-zero size for non-batch dimensions, but input has "
                   "sizes [2, 4, 0, 5, 5] with dimension 2 being empty");
+  TG_CHECK_THROWS(tg::adaptive_max_pool3d(tg::randn({5, 5, 5}), 2), tg::ShapeError,
+                  "adaptive_max_pool3d: Expected 4D or 5D tensor, but got [5, 5, 5]");
+  TG_CHECK_THROWS(tg::adaptive_max_pool3d(x, {2, 2}), tg::ShapeError,
+                  "adaptive_max_pool3d: output_size must have 1 or 3 elements, got 2");
+  TG_CHECK_THROWS(tg::adaptive_max_pool3d(x, {2, -1, 2}), tg::ShapeError,
+                  "adaptive_max_pool3d: elements of output_size must be positive, got [2, -1, 2]");
+  TG_CHECK_THROWS(tg::adaptive_max_pool3d(tg::randn({2, 4, 5, 0, 5}), 2), tg::ShapeError,
+                  "adaptive_max_pool3d: Expected input to have non-zero size for non-batch dimensions, but input has "
+                  "sizes [2, 4, 5, 0, 5] with dimension 3 being empty");
+  TG_CHECK_THROWS(tg::adaptive_max_pool3d(tg::ones({1, 2, 4, 4, 4}, tg::TensorOptions().dtype(tg::kInt64)), 2),
+                  tg::DTypeError, "adaptive_max_pool3d");
 
   TG_CHECK_THROWS(nn::Conv3d(4, 6, std::vector<int64_t>{3, 3}), tg::ShapeError,
                   "Conv3d: kernel_size must have 1 or 3 elements, got 2");
@@ -380,6 +403,8 @@ TEST_CASE("conv3d: bad shapes and options throw errors naming the op") {
   TG_CHECK_THROWS(nn::AvgPool3d(nn::AvgPool3dOptions(2).padding({1, 1})), tg::ShapeError,
                   "AvgPool3d: kernel_size, stride, padding and dilation must have 1 or 3 elements, got (1, 1)");
   TG_CHECK_THROWS(nn::AdaptiveAvgPool3d(0), tg::ShapeError, "AdaptiveAvgPool3d: elements of output_size must be positive");
+  TG_CHECK_THROWS(nn::AdaptiveMaxPool3d(std::vector<int64_t>{2, 2}), tg::ShapeError,
+                  "AdaptiveMaxPool3d: output_size must have 1 or 3 elements, got 2");
   TG_CHECK_THROWS(nn::BatchNorm3d(4)(tg::randn({4, 5, 5, 5})), tg::ShapeError,
                   "BatchNorm3d: expected 5D input (got 4D input of size [4, 5, 5, 5])");
   TG_CHECK_THROWS(nn::InstanceNorm3d(4)(tg::randn({4, 5, 5})), tg::ShapeError,

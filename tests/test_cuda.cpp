@@ -787,6 +787,8 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::avg_pool3d(in[0], {3, 2, 3}, 2, 1, true, false); }, R});
   t.push_back({"adaptive_avg_pool3d", "(2, 3, 9, 10, 11) to (4, 3, 5)", {normal({2, 3, 9, 10, 11}, 298, dt)},
                [](auto& in) { return tg::adaptive_avg_pool3d(in[0], {4, 3, 5}); }, R});
+  t.push_back({"adaptive_max_pool3d", "(2, 3, 9, 10, 11) to (4, 3, 5)", {W({2, 3, 9, 10, 11}, 299, dt)},
+               [](auto& in) { return tg::adaptive_max_pool3d(in[0], {4, 3, 5}); }, R});
   // ---- normalization (batch_norm of prims; layer_norm and group_norm rows through Backend::layer_norm)
   t.push_back({"batch_norm", "training (8, 5, 7, 9) with running stats, weight and bias",
                {normal({8, 5, 7, 9}, 171, dt), constant(tg::prim::full({5}, 0.0, dt)), constant(tg::prim::full({5}, 1.0, dt)),
@@ -943,6 +945,7 @@ const std::set<std::string> kFloatingOnly = {
     "prelu", "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool1d", "conv_transpose1d",   // compositions that check for floating input first
     "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",   // the same (ops/conv3d.cpp)
+    "adaptive_max_pool3d",   // the same (ops/pooling.cpp)
     "var", "std", "norm", "multinomial", "bernoulli",
     "mm", "bmm", "dot", "einsum", "scatter_add", "index_add"};
 

@@ -954,6 +954,12 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn o = [](const std::vector<Tensor>& in) { return tg::adaptive_avg_pool3d(in[0], {2, 3, 2}); };
     return std::vector<Sample>{{"(5, 4, 3) to (2, 3, 2)", {randn64({1, 2, 5, 4, 3}, 424)}, o}};
   };
+  t["adaptive_max_pool3d"] = [] {
+    Fn uneven = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool3d(in[0], {2, 3, 2}); };
+    Fn tiled = [](const std::vector<Tensor>& in) { return tg::adaptive_max_pool3d(in[0], 2); };
+    return std::vector<Sample>{{"(5, 4, 3) to (2, 3, 2)", {randn64({1, 2, 5, 4, 3}, 425)}, uneven},
+                               {"(4, 4, 2) to 2, unbatched", {randn64({2, 4, 4, 2}, 426)}, tiled}};
+  };
   // ---- normalization (ops/norm.cpp)
   t["batch_norm"] = [] {
     // Running statistics are buffers (no grad); training updates them, so each evaluation gets fresh ones.

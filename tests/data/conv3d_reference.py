@@ -1,7 +1,7 @@
 # tests/data/conv3d_reference.py: writes tests/data/conv3d_reference.h, the PyTorch reference numbers
-# that tests/test_conv3d.cpp checks conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d
-# and the modules Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, BatchNorm3d and
-# InstanceNorm3d against.
+# that tests/test_conv3d.cpp checks conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d,
+# adaptive_max_pool3d and the modules Conv3d, ConvTranspose3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d,
+# AdaptiveMaxPool3d, BatchNorm3d and InstanceNorm3d against.
 # Made with pip's PyTorch 2.15.0 (CPU, float64) by running, from the repository root:
 #   python3 tests/data/conv3d_reference.py > tests/data/conv3d_reference.h
 # As in tests/data/layers_extra_reference.py, every input and every module weight is fill(shape, seed) =
@@ -79,6 +79,9 @@ report("avg_pool3d 3 stride 2 padding 1 ceil_mode", lambda x: F.avg_pool3d(x, 3,
 report("avg_pool3d 2 unbatched", lambda x: F.avg_pool3d(x, 2), (2, 4, 5, 6))
 report("adaptive_avg_pool3d (3, 4, 2) of (7, 6, 5)", lambda x: F.adaptive_avg_pool3d(x, (3, 4, 2)), (2, 3, 7, 6, 5))
 report("adaptive_avg_pool3d 2 unbatched of (5, 5, 5)", lambda x: F.adaptive_avg_pool3d(x, 2), (2, 5, 5, 5))
+report("adaptive_max_pool3d (3, 4, 2) of (7, 6, 5)", lambda x: F.adaptive_max_pool3d(x, (3, 4, 2)), (2, 3, 7, 6, 5))
+report("adaptive_max_pool3d (2, 3, 5) of (4, 6, 5)", lambda x: F.adaptive_max_pool3d(x, (2, 3, 5)), (1, 2, 4, 6, 5))
+report("adaptive_max_pool3d 2 unbatched of (5, 4, 3)", lambda x: F.adaptive_max_pool3d(x, 2), (2, 5, 4, 3))
 
 # ---- modules, their parameters set to known values
 m = nn.Conv3d(4, 6, (3, 2, 3), stride=(2, 1, 1), padding=1, groups=2)
@@ -106,6 +109,10 @@ m = nn.AdaptiveAvgPool3d((2, 3, 1))
 report("AdaptiveAvgPool3d((2, 3, 1))", m, (2, 3, 5, 7, 4))
 reprs.append(("AdaptiveAvgPool3d((2, 3, 1))", repr(m)))
 reprs.append(("AdaptiveAvgPool3d(2)", repr(nn.AdaptiveAvgPool3d(2))))
+m = nn.AdaptiveMaxPool3d((3, 2, 2))
+report("AdaptiveMaxPool3d((3, 2, 2))", m, (2, 3, 5, 7, 4))
+reprs.append(("AdaptiveMaxPool3d((3, 2, 2))", repr(m)))
+reprs.append(("AdaptiveMaxPool3d(2)", repr(nn.AdaptiveMaxPool3d(2))))
 
 m = nn.BatchNorm3d(3, momentum=0.2)
 set_params(m, [2.0, 3.0])

@@ -447,14 +447,27 @@ std::string AvgPool3d::name() const {
          ", padding=" + size_arg(o_.padding_) + ")";
 }
 
-AdaptiveAvgPool3d::AdaptiveAvgPool3d(const std::vector<int64_t>& output_size) : output_size_(output_size) {
-  TG_CHECK(output_size.size() == 1 || output_size.size() == 3, ShapeError,
-           "AdaptiveAvgPool3d: output_size must have 1 or 3 elements, got ", output_size.size());
+namespace {
+/// An adaptive 3-D pool's output_size, kept as given ({n} or {d, h, w}) for the repr; ShapeError naming
+/// who for another count or a non-positive size.
+std::vector<int64_t> adaptive_size3(const char* who, const std::vector<int64_t>& output_size) {
+  TG_CHECK(output_size.size() == 1 || output_size.size() == 3, ShapeError, who,
+           ": output_size must have 1 or 3 elements, got ", output_size.size());
   for (int64_t v : output_size)
-    TG_CHECK(v > 0, ShapeError, "AdaptiveAvgPool3d: elements of output_size must be positive, got ", tuple(output_size));
+    TG_CHECK(v > 0, ShapeError, who, ": elements of output_size must be positive, got ", tuple(output_size));
+  return output_size;
 }
+}  // namespace
+
+AdaptiveAvgPool3d::AdaptiveAvgPool3d(const std::vector<int64_t>& output_size)
+    : output_size_(adaptive_size3("AdaptiveAvgPool3d", output_size)) {}
 
 std::string AdaptiveAvgPool3d::name() const { return "AdaptiveAvgPool3d(output_size=" + size_arg(output_size_) + ")"; }
+
+AdaptiveMaxPool3d::AdaptiveMaxPool3d(const std::vector<int64_t>& output_size)
+    : output_size_(adaptive_size3("AdaptiveMaxPool3d", output_size)) {}
+
+std::string AdaptiveMaxPool3d::name() const { return "AdaptiveMaxPool3d(output_size=" + size_arg(output_size_) + ")"; }
 
 }  // namespace nn
 }  // namespace tg

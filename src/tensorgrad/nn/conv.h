@@ -2,7 +2,7 @@
 /// nn/conv.h: the convolution and pooling layers as Modules, with PyTorch's names, options and init:
 /// Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool1d, MaxPool2d,
 /// MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,
-/// AdaptiveMaxPool1d, AdaptiveMaxPool2d. Each forward is one call into ops/ops.h (ops/conv.cpp,
+/// AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d. Each forward is one call into ops/ops.h (ops/conv.cpp,
 /// ops/pooling.cpp, ops/conv3d.cpp). The normalization layers are in nn/norm.h, the padding layers in
 /// nn/padding.h.
 #pragma once
@@ -557,6 +557,24 @@ class AdaptiveAvgPool3d : public Module {
   TG_LAYER_HANDLE(AdaptiveAvgPool3d)
 };
 
+/// adaptive_max_pool3d(x, output_size) as a module (torch::nn::AdaptiveMaxPool3d, without indices).
+class AdaptiveMaxPool3d : public Module {
+ public:
+  /// output_size {n} (cubic) or {OD, OH, OW}; ShapeError otherwise or for a non-positive size.
+  explicit AdaptiveMaxPool3d(const std::vector<int64_t>& output_size);
+  /// A cubic output of output_size^3.
+  explicit AdaptiveMaxPool3d(int64_t output_size) : AdaptiveMaxPool3d(std::vector<int64_t>{output_size}) {}
+  /// x (N, C, D, H, W) or (C, D, H, W) -> (N, C, OD, OH, OW).
+  Tensor forward(const Tensor& x) override { return adaptive_max_pool3d(x, output_size_); }
+  /// "AdaptiveMaxPool3d(output_size=2)" or "AdaptiveMaxPool3d(output_size=(1, 2, 3))", as given.
+  std::string name() const override;
+  /// An AdaptiveMaxPool3d of the same size (for clone()).
+  std::unique_ptr<Module> new_instance() const override { return std::make_unique<AdaptiveMaxPool3d>(output_size_); }
+ private:
+  std::vector<int64_t> output_size_;
+  TG_LAYER_HANDLE(AdaptiveMaxPool3d)
+};
+
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using Conv2dImpl = Conv2d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
@@ -591,6 +609,8 @@ using MaxPool3dImpl = MaxPool3d;
 using AvgPool3dImpl = AvgPool3d;
 /// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
 using AdaptiveAvgPool3dImpl = AdaptiveAvgPool3d;
+/// libtorch's name of the module type, which is its own holder (Note [Value modules and handles], nn/pimpl.h).
+using AdaptiveMaxPool3dImpl = AdaptiveMaxPool3d;
 
 }  // namespace nn
 }  // namespace tg

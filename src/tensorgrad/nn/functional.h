@@ -313,6 +313,12 @@ using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPool2dFuncOptions;
 inline Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o) {
   return tg::adaptive_avg_pool3d(x, o.output_size_);
 }
+/// Options of adaptive_max_pool3d: the output size, one number or {OD, OH, OW}.
+using AdaptiveMaxPool3dFuncOptions = AdaptiveAvgPool2dFuncOptions;
+/// tg::adaptive_max_pool3d (torch::nn::functional::adaptive_max_pool3d, without indices).
+inline Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return tg::adaptive_max_pool3d(x, o.output_size_);
+}
 
 /// x . weight^T + bias (torch::nn::functional::linear).
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {

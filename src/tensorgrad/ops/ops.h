@@ -754,6 +754,11 @@ Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 /// (torch.nn.functional.adaptive_avg_pool3d), adaptive_avg_pool2d's windows per dim; composed of two
 /// adaptive_avg_pool2d (ops/conv3d.cpp).
 Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
+/// Maxima over output_size {OD, OH, OW} (or {n}) windows covering (N, C, D, H, W) or (C, D, H, W) input
+/// (torch.nn.functional.adaptive_max_pool3d, without indices), adaptive_max_pool2d's windows per dim:
+/// max_pool3d when each output size divides its input size, index_select and amax per dim otherwise
+/// (ops/pooling.cpp); ties within a window as adaptive_max_pool2d's.
+Tensor adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size);
 ///@}
 
 // ---- normalization (ops/norm.cpp)

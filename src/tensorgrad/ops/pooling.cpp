@@ -1,6 +1,6 @@
 // ops/pooling.cpp: the pooling ops composed of other ops: max_pool1d, avg_pool1d and adaptive_avg_pool1d
-// over the 2-D pools of ops/conv.cpp (a height of 1), and adaptive_max_pool2d / adaptive_max_pool1d of
-// index_select and amax. Only the checks live here, with PyTorch's messages naming these ops; the
+// over the 2-D pools of ops/conv.cpp (a height of 1), and adaptive_max_pool3d / adaptive_max_pool2d /
+// adaptive_max_pool1d of index_select and amax. Only the checks live here, with PyTorch's messages naming these ops; the
 // gradients (first and second) are those of the ops composed. Modules wrapping these: nn/conv.h.
 #include <algorithm>
 #include <string>
@@ -57,13 +57,14 @@ std::vector<int64_t> pool1d_args(const char* op, const Tensor& x, const Shape& k
   return {k, s, p, d};
 }
 
-/// The output size {OH, OW} (two) or {OL} (one) of an adaptive pooling, each positive; ShapeError naming op.
+/// The output size {OD, OH, OW} (three), {OH, OW} (two) or {OL} (one) of an adaptive pooling, each
+/// positive, one number standing for all; ShapeError naming op.
 std::vector<int64_t> adaptive_size(const char* op, const Shape& output_size, std::size_t spatial) {
-  const bool ok = output_size.size() == spatial || (spatial == 2 && output_size.size() == 1);
-  TG_CHECK(ok, ShapeError, op, ": output_size must have ", spatial == 2 ? "1 or 2 elements" : "1 element", ", got ",
-           output_size.size());
+  const bool ok = output_size.size() == spatial || output_size.size() == 1;
+  TG_CHECK(ok, ShapeError, op, ": output_size must have ", spatial == 1 ? "1 element" : spatial == 2 ? "1 or 2 elements" : "1 or 3 elements",
+           ", got ", output_size.size());
   std::vector<int64_t> o(output_size.begin(), output_size.end());
-  if (o.size() < spatial) o.push_back(o[0]);
+  o.resize(spatial, o[0]);
   for (int64_t v : o) TG_CHECK(v > 0, ShapeError, op, ": elements of output_size must be positive, got ", shape_str(o));
   return o;
 }
@@ -139,6 +140,21 @@ Tensor adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
   // maximum, as PyTorch does.
   if (H % o[0] == 0 && W % o[1] == 0) return max_pool2d(input, {H / o[0], W / o[1]});
   return adaptive_max_along(adaptive_max_along(input, h, o[0]), w, o[1]);   // max over rows, then over columns
+}
+
+Tensor adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size) {
+  const char* op = "adaptive_max_pool3d";
+  TG_CHECK(input.dim() == 4 || input.dim() == 5, ShapeError, op, ": Expected 4D or 5D tensor, but got ",
+           shape_str(input.shape()));
+  prim::check_floating(op, input.data());
+  const std::vector<int64_t> o = adaptive_size(op, output_size, 3);
+  check_not_empty(op, input, 3);
+  const int64_t d = input.dim() - 3;
+  const Shape& s = input.shape();
+  const int64_t D = s[static_cast<std::size_t>(d)], H = s[static_cast<std::size_t>(d + 1)], W = s[static_cast<std::size_t>(d + 2)];
+  if (D % o[0] == 0 && H % o[1] == 0 && W % o[2] == 0) return max_pool3d(input, {D / o[0], H / o[1], W / o[2]});
+  // the maximum over a box is the maximum over depth of the maxima over rows of the maxima over columns
+  return adaptive_max_along(adaptive_max_along(adaptive_max_along(input, d, o[0]), d + 1, o[1]), d + 2, o[2]);
 }
 
 Tensor adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size) {
