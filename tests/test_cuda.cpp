@@ -665,6 +665,23 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"cosine_embedding_loss", "(257, 33), margin 0.1, sum",
                {normal({257, 33}, 243, dt), normal({257, 33}, 244, dt), constant(normal({257}, 245, dt).base)},
                [](auto& in) { return tg::cosine_embedding_loss(in[0], in[1], tg::sign(in[2]), 0.1, tg::Reduction::Sum); }, R});
+  t.push_back({"hinge_embedding_loss", "(257, 33), margin 0.5", {normal({257, 33}, 252, dt), constant(normal({257, 33}, 253, dt).base)},
+               [](auto& in) { return tg::hinge_embedding_loss(in[0], tg::sign(in[1]), 0.5); }, R});
+  t.push_back({"triplet_margin_loss", "(257, 33), p 1, swap, sum",
+               {normal({257, 33}, 254, dt), normal({257, 33}, 255, dt), normal({257, 33}, 256, dt)},
+               [](auto& in) { return tg::triplet_margin_loss(in[0], in[1], in[2], 2.0, 1, 1e-6, true, tg::Reduction::Sum); }, R});
+  t.push_back({"multi_margin_loss", "(257, 33), p 2, weight", {normal({257, 33}, 257, dt), random_index({257}, 33, 258),
+                                                               constant(normal({33}, 259, dt).base)},
+               [](auto& in) { return tg::multi_margin_loss(in[0], in[1], 2, 0.7, tg::abs(in[2])); }, R});
+  t.push_back({"poisson_nll_loss", "(257, 33), log input, full", {normal({257, 33}, 260, dt), constant(normal({257, 33}, 261, dt).base)},
+               [](auto& in) { return tg::poisson_nll_loss(in[0], tg::abs(in[1]) * 3.0, true, true); }, R});
+  t.push_back({"gaussian_nll_loss", "(257, 33), var (257)", {normal({257, 33}, 262, dt), normal({257, 33}, 263, dt),
+                                                             normal({257}, 264, dt)},
+               [](auto& in) { return tg::gaussian_nll_loss(in[0], in[1], tg::abs(in[2]) + 0.5, true); }, R});
+  t.push_back({"ctc_loss", "(9, 3, 6) padded targets, copied to the CPU and back",
+               {normal({9, 3, 6}, 265, dt), int_values({1, 2, 2, 3, 5, 5, 0, 0, 4, 1, 3, 0}, {3, 4}),
+                int_values({9, 7, 5}, {3}), int_values({4, 2, 3}, {3})},
+               [](auto& in) { return tg::ctc_loss(tg::log_softmax(in[0], -1), in[1], in[2], in[3]); }, R});
   t.push_back({"dropout2d", "(8, 16, 5, 5), p = 0.4 with the same seed", {normal({8, 16, 5, 5}, 235, dt)}, [](auto& in) {
                  tg::manual_seed(10);
                  return tg::dropout2d(in[0], 0.4, true);
@@ -935,6 +952,8 @@ const std::set<std::string> kFloatingOnly = {
     "mse_loss",   // its Mean reduction only (mean); Sum and None compute in int64
     "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss",
     "kl_div", "margin_ranking_loss", "cosine_embedding_loss", "interpolate",
+    "hinge_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "ctc_loss",
     "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "log1p",

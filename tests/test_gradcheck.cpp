@@ -694,6 +694,66 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     Fn f = [y](const std::vector<Tensor>& in) { return tg::margin_ranking_loss(in[0], in[1], y, 0.1); };
     return std::vector<Sample>{{"margin 0.1", {randn64({5}, 356), randn64({5}, 357)}, f}};
   };
+  t["hinge_embedding_loss"] = [] {
+    const Tensor y = tg::from_vector(std::vector<double>{1, -1, -1, 1, -1, 1, 1, -1, -1, 1, -1, -1}, {3, 4});
+    Fn mean = [y](const std::vector<Tensor>& in) { return tg::hinge_embedding_loss(in[0], y, 0.8); };
+    Fn none = [y](const std::vector<Tensor>& in) { return tg::hinge_embedding_loss(in[0], y, 1.0, tg::Reduction::None); };
+    return std::vector<Sample>{{"margin 0.8", {randn64({3, 4}, 380)}, mean}, {"none", {randn64({3, 4}, 381)}, none}};
+  };
+  t["triplet_margin_loss"] = [] {
+    Fn defaults = [](const std::vector<Tensor>& in) { return tg::triplet_margin_loss(in[0], in[1], in[2], 1.5); };
+    Fn swap = [](const std::vector<Tensor>& in) {
+      return tg::triplet_margin_loss(in[0], in[1], in[2], 2.0, 1, 1e-6, true, tg::Reduction::Sum);
+    };
+    return std::vector<Sample>{{"p 2, margin 1.5", {randn64({3, 4}, 382), randn64({3, 4}, 383), randn64({3, 4}, 384)}, defaults},
+                               {"p 1, swap, sum", {randn64({3, 4}, 385), randn64({3, 4}, 386), randn64({3, 4}, 387)}, swap}};
+  };
+  t["multi_margin_loss"] = [] {
+    const Tensor target = tg::from_vector(std::vector<int64_t>{0, 3, 2});
+    const Tensor w = tg::from_vector(std::vector<double>{0.5, 1.5, 1.0, 2.0});
+    Fn p1 = [target](const std::vector<Tensor>& in) { return tg::multi_margin_loss(in[0], target); };
+    Fn p2 = [target, w](const std::vector<Tensor>& in) {
+      return tg::multi_margin_loss(in[0], target, 2, 0.7, w, tg::Reduction::None);
+    };
+    return std::vector<Sample>{{"p 1", {randn64({3, 4}, 388)}, p1}, {"p 2, weight, none", {randn64({3, 4}, 389)}, p2}};
+  };
+  t["poisson_nll_loss"] = [] {
+    Fn log_full = [](const std::vector<Tensor>& in) { return tg::poisson_nll_loss(in[0], in[1], true, true); };
+    Fn rate = [](const std::vector<Tensor>& in) {
+      return tg::poisson_nll_loss(in[0], in[1], false, false, 1e-8, tg::Reduction::Sum);
+    };
+    return std::vector<Sample>{{"log input, full", {randn64({3, 4}, 390), away_from_zero({3, 4}, 391, 0.3, true)}, log_full},
+                               {"rate input, sum", {away_from_zero({3, 4}, 392, 0.3, true), randn64({3, 4}, 393)}, rate}};
+  };
+  t["gaussian_nll_loss"] = [] {
+    Fn full = [](const std::vector<Tensor>& in) { return tg::gaussian_nll_loss(in[0], in[1], in[2], true); };
+    Fn rows = [](const std::vector<Tensor>& in) {
+      return tg::gaussian_nll_loss(in[0], in[1], in[2], false, 1e-6, tg::Reduction::None);
+    };
+    return std::vector<Sample>{
+        {"full", {randn64({3, 4}, 394), randn64({3, 4}, 395), away_from_zero({3, 4}, 396, 0.3, true)}, full},
+        {"one variance per row, none", {randn64({3, 4}, 397), randn64({3, 4}, 398), away_from_zero({3}, 399, 0.3, true)}, rows}};
+  };
+  t["ctc_loss"] = [] {
+    // through log_softmax, as PyTorch's tests: its rule is the logits' gradient (Note [ctc_loss gradient])
+    const Tensor padded = tg::from_vector(std::vector<int64_t>{1, 2, 2, 3, 3, 0}, {2, 3});
+    const Tensor il = tg::from_vector(std::vector<int64_t>{6, 4}), tl = tg::from_vector(std::vector<int64_t>{3, 2});
+    Fn mean = [padded, il, tl](const std::vector<Tensor>& in) {
+      return tg::ctc_loss(tg::log_softmax(in[0], -1), padded, il, tl);
+    };
+    const Tensor other = tg::from_vector(std::vector<int64_t>{1, 2, 0, 1, 0, 0}, {2, 3});
+    Fn none = [other, il, tl](const std::vector<Tensor>& in) {
+      return tg::ctc_loss(tg::log_softmax(in[0], -1), other, il, tl, 3, tg::Reduction::None);
+    };
+    const Tensor unbatched = tg::from_vector(std::vector<int64_t>{2, 2, 1});
+    Fn single = [unbatched](const std::vector<Tensor>& in) {
+      return tg::ctc_loss(tg::log_softmax(in[0], -1), unbatched, std::vector<int64_t>{5}, std::vector<int64_t>{3}, 0,
+                          tg::Reduction::Sum);
+    };
+    return std::vector<Sample>{{"(6, 2, 4) padded, mean", {randn64({6, 2, 4}, 400)}, mean},
+                               {"(6, 2, 5) blank 3, none", {randn64({6, 2, 5}, 401)}, none},
+                               {"unbatched (5, 3), sum", {randn64({5, 3}, 402)}, single}};
+  };
   t["cosine_embedding_loss"] = [] {
     const Tensor y = tg::from_vector(std::vector<double>{1, -1, -1, 1}, {4});
     Fn f = [y](const std::vector<Tensor>& in) {

@@ -13,6 +13,7 @@
 #include "tensorgrad/nn/activation.h"
 #include "tensorgrad/nn/conv.h"
 #include "tensorgrad/nn/layers.h"
+#include "tensorgrad/nn/loss.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
@@ -341,6 +342,46 @@ struct MSELossFuncOptions {
 /// tg::mse_loss with the options (torch::nn::functional::mse_loss).
 inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o = {}) {
   return tg::mse_loss(input, target, o.reduction_);
+}
+
+/// Options of hinge_embedding_loss: the module's (margin, reduction).
+using HingeEmbeddingLossFuncOptions = HingeEmbeddingLossOptions;
+/// tg::hinge_embedding_loss with the options (torch::nn::functional::hinge_embedding_loss).
+inline Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& o = {}) {
+  return tg::hinge_embedding_loss(input, target, o.margin_, o.reduction_);
+}
+/// Options of triplet_margin_loss: the module's (margin, p, eps, swap, reduction).
+using TripletMarginLossFuncOptions = TripletMarginLossOptions;
+/// tg::triplet_margin_loss with the options (torch::nn::functional::triplet_margin_loss).
+inline Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                  const TripletMarginLossFuncOptions& o = {}) {
+  return tg::triplet_margin_loss(anchor, positive, negative, o.margin_, o.p_, o.eps_, o.swap_, o.reduction_);
+}
+/// Options of multi_margin_loss: the module's (p, margin, weight, reduction).
+using MultiMarginLossFuncOptions = MultiMarginLossOptions;
+/// tg::multi_margin_loss with the options (torch::nn::functional::multi_margin_loss).
+inline Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& o = {}) {
+  return tg::multi_margin_loss(input, target, o.p_, o.margin_, o.weight_, o.reduction_);
+}
+/// Options of poisson_nll_loss: the module's (log_input, full, eps, reduction).
+using PoissonNLLLossFuncOptions = PoissonNLLLossOptions;
+/// tg::poisson_nll_loss with the options (torch::nn::functional::poisson_nll_loss).
+inline Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o = {}) {
+  return tg::poisson_nll_loss(input, target, o.log_input_, o.full_, o.eps_, o.reduction_);
+}
+/// Options of gaussian_nll_loss: the module's (full, eps, reduction).
+using GaussianNLLLossFuncOptions = GaussianNLLLossOptions;
+/// tg::gaussian_nll_loss with the options (torch::nn::functional::gaussian_nll_loss).
+inline Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var,
+                                const GaussianNLLLossFuncOptions& o = {}) {
+  return tg::gaussian_nll_loss(input, target, var, o.full_, o.eps_, o.reduction_);
+}
+/// Options of ctc_loss: the module's (blank, reduction, zero_infinity).
+using CTCLossFuncOptions = CTCLossOptions;
+/// tg::ctc_loss with the options (torch::nn::functional::ctc_loss).
+inline Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                       const Tensor& target_lengths, const CTCLossFuncOptions& o = {}) {
+  return tg::ctc_loss(log_probs, targets, input_lengths, target_lengths, o.blank_, o.reduction_, o.zero_infinity_);
 }
 
 }  // namespace functional

@@ -1,11 +1,12 @@
 /// \file
 /// nn/loss.h: the loss objects of torch::nn beside CrossEntropyLoss and MSELoss (nn/layers.h): NLLLoss,
-/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, MarginRankingLoss and
-/// CosineEmbeddingLoss, each with libtorch's *Options (the
+/// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, MarginRankingLoss,
+/// CosineEmbeddingLoss, HingeEmbeddingLoss, TripletMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+/// GaussianNLLLoss and CTCLoss, each with libtorch's *Options (the
 /// reduction constants tg::kNone, tg::kMean, tg::kSum are in ops/ops.h). Like CrossEntropyLoss they are not
 /// Modules (they hold no parameters or buffers: a weight is an option); they are called as
 /// `criterion(input, target)` or, in libtorch's spelling, `criterion->forward(input, target)`. The
-/// functions they call: ops/loss.cpp.
+/// functions they call: ops/loss.cpp and ops/ctc_loss.cpp.
 #pragma once
 #include <cstdint>
 
@@ -268,6 +269,198 @@ class CosineEmbeddingLoss {
 
  private:
   CosineEmbeddingLossOptions options_;
+};
+
+/// Options of HingeEmbeddingLoss (torch::nn::HingeEmbeddingLossOptions).
+struct HingeEmbeddingLossOptions {
+  /// The margin of the dissimilar pairs (default 1).
+  HingeEmbeddingLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// How the elements combine (default kMean).
+  HingeEmbeddingLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 1.0;           ///< See margin().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// hinge_embedding_loss(input, target, margin, reduction) (torch::nn::HingeEmbeddingLoss).
+class HingeEmbeddingLoss : public detail::LossCall<HingeEmbeddingLoss> {
+ public:
+  /// With the given options (default: margin 1, mean).
+  explicit HingeEmbeddingLoss(const HingeEmbeddingLossOptions& options = {}) : options_(options) {}
+  /// input (distances) and target (1 or -1), broadcast.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return hinge_embedding_loss(input, target, options_.margin_, options_.reduction_);
+  }
+  const HingeEmbeddingLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  HingeEmbeddingLossOptions options_;
+};
+
+/// Options of TripletMarginLoss (torch::nn::TripletMarginLossOptions).
+struct TripletMarginLossOptions {
+  /// The margin (default 1; must be positive).
+  TripletMarginLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// The norm degree of the pairwise distance (default 2).
+  TripletMarginLossOptions& p(double v) { p_ = v; return *this; }
+  /// Added to the differences before the norm (default 1e-6).
+  TripletMarginLossOptions& eps(double e) { eps_ = e; return *this; }
+  /// Whether to use the distance of positive to negative when it is smaller (default false).
+  TripletMarginLossOptions& swap(bool s) { swap_ = s; return *this; }
+  /// How the rows combine (default kMean).
+  TripletMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 1.0;           ///< See margin().
+  double p_ = 2.0;                ///< See p().
+  double eps_ = 1e-6;             ///< See eps().
+  bool swap_ = false;             ///< See swap().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+/// (torch::nn::TripletMarginLoss).
+class TripletMarginLoss {
+ public:
+  /// With the given options (default: margin 1, p 2, eps 1e-6, no swap, mean).
+  explicit TripletMarginLoss(const TripletMarginLossOptions& options = {}) : options_(options) {}
+  /// anchor, positive, negative (N, D) or (D).
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) const {
+    return triplet_margin_loss(anchor, positive, negative, options_.margin_, options_.p_, options_.eps_, options_.swap_,
+                               options_.reduction_);
+  }
+  /// forward(anchor, positive, negative).
+  Tensor operator()(const Tensor& anchor, const Tensor& positive, const Tensor& negative) const {
+    return forward(anchor, positive, negative);
+  }
+  const TripletMarginLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const TripletMarginLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  TripletMarginLossOptions options_;
+};
+
+/// Options of MultiMarginLoss (torch::nn::MultiMarginLossOptions).
+struct MultiMarginLossOptions {
+  /// The exponent of each term, 1 or 2 (default 1).
+  MultiMarginLossOptions& p(int64_t v) { p_ = v; return *this; }
+  /// The margin (default 1).
+  MultiMarginLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// Per-class weights (C), or undefined for none.
+  MultiMarginLossOptions& weight(const Tensor& w) { weight_ = w; return *this; }
+  /// How the rows combine (default kMean).
+  MultiMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  int64_t p_ = 1;                 ///< See p().
+  double margin_ = 1.0;           ///< See margin().
+  Tensor weight_;                 ///< See weight().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// multi_margin_loss(input, target, p, margin, weight, reduction) (torch::nn::MultiMarginLoss).
+class MultiMarginLoss : public detail::LossCall<MultiMarginLoss> {
+ public:
+  /// With the given options (default: p 1, margin 1, no weights, mean).
+  explicit MultiMarginLoss(const MultiMarginLossOptions& options = {}) : options_(options) {}
+  /// input (N, C) or (C), target (N) or () int64.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return multi_margin_loss(input, target, options_.p_, options_.margin_, options_.weight_, options_.reduction_);
+  }
+  const MultiMarginLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  MultiMarginLossOptions options_;
+};
+
+/// Options of PoissonNLLLoss (torch::nn::PoissonNLLLossOptions).
+struct PoissonNLLLossOptions {
+  /// Whether the input is the log of the rate (default true).
+  PoissonNLLLossOptions& log_input(bool b) { log_input_ = b; return *this; }
+  /// Whether to add Stirling's approximation of log(target!) (default false).
+  PoissonNLLLossOptions& full(bool b) { full_ = b; return *this; }
+  /// Added to the rate before its log when log_input is false (default 1e-8).
+  PoissonNLLLossOptions& eps(double e) { eps_ = e; return *this; }
+  /// How the elements combine (default kMean).
+  PoissonNLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  bool log_input_ = true;         ///< See log_input().
+  bool full_ = false;             ///< See full().
+  double eps_ = 1e-8;             ///< See eps().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// poisson_nll_loss(input, target, log_input, full, eps, reduction) (torch::nn::PoissonNLLLoss).
+class PoissonNLLLoss : public detail::LossCall<PoissonNLLLoss> {
+ public:
+  /// With the given options (default: log input, not full, eps 1e-8, mean).
+  explicit PoissonNLLLoss(const PoissonNLLLossOptions& options = {}) : options_(options) {}
+  /// input (rates or log-rates) and target (counts), broadcast.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return poisson_nll_loss(input, target, options_.log_input_, options_.full_, options_.eps_, options_.reduction_);
+  }
+  const PoissonNLLLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  PoissonNLLLossOptions options_;
+};
+
+/// Options of GaussianNLLLoss (torch::nn::GaussianNLLLossOptions).
+struct GaussianNLLLossOptions {
+  /// Whether to add the constant 0.5 log(2 pi) (default false).
+  GaussianNLLLossOptions& full(bool b) { full_ = b; return *this; }
+  /// The smallest variance used (default 1e-6).
+  GaussianNLLLossOptions& eps(double e) { eps_ = e; return *this; }
+  /// How the elements combine (default kMean).
+  GaussianNLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  bool full_ = false;             ///< See full().
+  double eps_ = 1e-6;             ///< See eps().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// gaussian_nll_loss(input, target, var, full, eps, reduction) (torch::nn::GaussianNLLLoss).
+class GaussianNLLLoss {
+ public:
+  /// With the given options (default: not full, eps 1e-6, mean).
+  explicit GaussianNLLLoss(const GaussianNLLLossOptions& options = {}) : options_(options) {}
+  /// input (means), target and var (variances) as gaussian_nll_loss takes them.
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) const {
+    return gaussian_nll_loss(input, target, var, options_.full_, options_.eps_, options_.reduction_);
+  }
+  /// forward(input, target, var).
+  Tensor operator()(const Tensor& input, const Tensor& target, const Tensor& var) const {
+    return forward(input, target, var);
+  }
+  const GaussianNLLLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const GaussianNLLLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  GaussianNLLLossOptions options_;
+};
+
+/// Options of CTCLoss (torch::nn::CTCLossOptions).
+struct CTCLossOptions {
+  /// The blank label (default 0).
+  CTCLossOptions& blank(int64_t b) { blank_ = b; return *this; }
+  /// How the batch entries combine (default kMean: each loss divided by its target length, then averaged).
+  CTCLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  /// Whether an impossible alignment gives 0 (and a zero gradient) instead of inf (default false).
+  CTCLossOptions& zero_infinity(bool z) { zero_infinity_ = z; return *this; }
+  int64_t blank_ = 0;             ///< See blank().
+  Reduction reduction_ = kMean;   ///< See reduction().
+  bool zero_infinity_ = false;    ///< See zero_infinity().
+};
+/// ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+/// (torch::nn::CTCLoss).
+class CTCLoss {
+ public:
+  /// With the given options (default: blank 0, mean, zero_infinity false).
+  explicit CTCLoss(const CTCLossOptions& options = {}) : options_(options) {}
+  /// log_probs (T, N, C) or (T, C), targets (N, S) or concatenated, lengths (N) int64.
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths) const {
+    return ctc_loss(log_probs, targets, input_lengths, target_lengths, options_.blank_, options_.reduction_,
+                    options_.zero_infinity_);
+  }
+  /// forward(log_probs, targets, input_lengths, target_lengths).
+  Tensor operator()(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                    const Tensor& target_lengths) const {
+    return forward(log_probs, targets, input_lengths, target_lengths);
+  }
+  const CTCLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const CTCLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  CTCLossOptions options_;
 };
 
 }  // namespace nn

@@ -1,7 +1,8 @@
 // ops/loss.cpp: the losses beside cross_entropy and mse_loss (ops/softmax_loss.cpp): nll_loss,
 // binary_cross_entropy (with and without logits), l1_loss, smooth_l1_loss, huber_loss, kl_div,
-// margin_ranking_loss and cosine_embedding_loss, with
-// PyTorch's arguments, checks and messages. They are compositions of differentiable ops, whose
+// margin_ranking_loss, cosine_embedding_loss, hinge_embedding_loss, triplet_margin_loss,
+// multi_margin_loss, poisson_nll_loss and gaussian_nll_loss, with PyTorch's arguments, checks and
+// messages (ctc_loss has its own file, ops/ctc_loss.cpp). They are compositions of differentiable ops, whose
 // gradients are PyTorch's, except binary_cross_entropy, whose own backward avoids the 0/0 of the
 // composed one where the input is exactly 0 or 1 (Note [binary_cross_entropy at 0 and 1]). Modules
 // wrapping these: nn/loss.h.
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/ops/creation.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/ops/rules.h"
@@ -276,6 +278,145 @@ Tensor cosine_embedding_loss(const Tensor& input1_in, const Tensor& input2_in, c
   const Tensor positive = where(eq(target, scalar_like(1.0, target)), sub(scalar_like(1.0, cos), cos), zero);
   const Tensor negative = where(eq(target, scalar_like(-1.0, target)), relu(sub(cos, scalar_like(margin, cos))), zero);
   return reduce_loss(add(positive, negative), reduction);
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin, Reduction reduction) {
+  prim::check_floating("hinge_embedding_loss", input.data());
+  prim::check_same_device("hinge_embedding_loss", input.data(), target.data());
+  // PyTorch's formula: where(y != 1, max(0, margin - x), 0) + where(y != -1, x, 0), so a target other
+  // than 1 and -1 gets both terms
+  const Tensor zero = scalar_like(0.0, input);
+  const Tensor margin_term = where(ne(target, scalar_like(1.0, target)), relu(sub(scalar_like(margin, input), input)), zero);
+  const Tensor self_term = where(ne(target, scalar_like(-1.0, target)), input, zero);
+  return reduce_loss(add(margin_term, self_term), reduction);
+}
+
+namespace {
+/// torch.nn.functional.pairwise_distance: the p-norm of x1 - x2 + eps along the last dim.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps) {
+  const Tensor d = sub(x1, x2);
+  return norm(add(d, scalar_like(eps, d)), p, {d.dim() - 1});
+}
+}  // namespace
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+                           double p, double eps, bool swap, Reduction reduction) {
+  const char* op = "triplet_margin_loss";
+  TG_CHECK(margin > 0, Error, op, ": margin must be greater than 0, got ", margin);
+  TG_CHECK(p > 0, Error, op, ": p must be greater than 0, got ", p);
+  TG_CHECK(anchor.dim() == positive.dim() && positive.dim() == negative.dim(), ShapeError, op,
+           ": The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+           "got: anchor ", anchor.dim(), "D, positive ", positive.dim(), "D, and negative ", negative.dim(), "D inputs");
+  TG_CHECK(anchor.dim() >= 1, ShapeError, op, ": expected inputs of shape (N, D) or (D), got 0-d inputs");
+  prim::check_floating(op, anchor.data());
+  const Tensor dist_pos = pairwise_distance(anchor, positive, p, eps);
+  Tensor dist_neg = pairwise_distance(anchor, negative, p, eps);
+  if (swap) {   // the harder of the two negatives: min(d(a, n), d(p, n))
+    const Tensor dist_swap = pairwise_distance(positive, negative, p, eps);
+    dist_neg = where(lt(dist_swap, dist_neg), dist_swap, dist_neg);
+  }
+  // max(0, margin + d(a, p) - d(a, n))
+  return reduce_loss(relu(add(sub(dist_pos, dist_neg), scalar_like(margin, dist_pos))), reduction);
+}
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, double margin, const Tensor& weight,
+                         Reduction reduction) {
+  const char* op = "multi_margin_loss";
+  TG_CHECK(p == 1 || p == 2, Error, op, ": only p == 1 and p == 2 supported (got ", p, ")");
+  const int64_t nd = input.dim();
+  TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
+           ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  prim::check_floating(op, input.data());
+  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
+           dtype_name(target.dtype()));
+  prim::check_same_device(op, input.data(), target.data());
+  const int64_t N = nd == 2 ? input.size(0) : 1, C = nd == 0 ? 1 : input.size(nd - 1);
+  TG_CHECK(target.dim() <= 1 && target.numel() == N, ShapeError, op,
+           ": target tensor should be 1-D with size equal to the number of input samples (batch size). Expected "
+           "target size (", N, "), but got ", shape_str(target.shape()), ". Input has shape ", shape_str(input.shape()), ".");
+  if (weight.defined()) {
+    TG_CHECK(weight.dim() <= 1 && weight.numel() == C, ShapeError, op, ": inconsistent weight size, expected ", C,
+             " but got ", shape_str(weight.shape()));
+    prim::check_same_device(op, input.data(), weight.data());
+    TG_CHECK(!(weight.requires_grad() && GradMode::is_enabled()), AutogradError, op,
+             ": the derivative for 'weight' is not implemented (as in PyTorch): pass weight.detach()");
+  }
+  const RawTensor t = target.data().reshape({N});
+  if (N > 0) {   // one read back: the class indices in range (PyTorch checks the same)
+    const int64_t lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, t, {}, false, op).item());
+    const int64_t hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, t, {}, false, op).item());
+    TG_CHECK(lo >= 0 && hi < C, IndexError, op, ": target out of range: ", lo < 0 ? lo : hi, " for ", C, " classes");
+  }
+  const Tensor rows = reshape(input, {N, C});                         // (N, C)
+  const Tensor index = Tensor(t.reshape({N, 1}));
+  const Tensor picked = gather(rows, 1, index);                       // x[y] (N, 1)
+  // max(0, margin - x[y] + x[i]) (squared for p == 2), without the term i == y
+  Tensor z = relu(add(sub(rows, picked), scalar_like(margin, rows)));
+  if (p == 2) z = mul(z, z);
+  const Tensor is_target = eq(Tensor(prim::arange(C, kInt64, t.device()).reshape({1, C})), index);
+  z = where(is_target, scalar_like(0.0, z), z);
+  Tensor loss = div(sum(z, 1), scalar_like(static_cast<double>(C), z));   // (N)
+  if (weight.defined()) loss = mul(loss, index_select(reshape(weight.detach(), {C}), 0, Tensor(t)));
+  if (reduction == Reduction::None) return nd == 2 ? loss : reshape(loss, {});
+  return reduce_loss(loss, reduction);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
+                        Reduction reduction) {
+  const char* op = "poisson_nll_loss";
+  prim::check_floating(op, input.data());
+  prim::check_same_device(op, input.data(), target.data());
+  // exp(x) - t x with log-rate input, else x - t log(x + eps)
+  Tensor loss = log_input ? sub(exp(input), mul(target, input))
+                          : sub(input, mul(target, log(add(input, scalar_like(eps, input)))));
+  if (full) {   // Stirling's approximation of log(t!), t log t - t + 0.5 log(2 pi t), where t > 1
+    const double two_pi = 2 * 3.14159265358979323846;
+    const Tensor stirling = add(sub(mul(target, log(target)), target),
+                                mul(scalar_like(0.5, target), log(mul(scalar_like(two_pi, target), target))));
+    loss = add(loss, where(le(target, scalar_like(1.0, target)), scalar_like(0.0, stirling), stirling));
+  }
+  return reduce_loss(loss, reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var_in, bool full, double eps,
+                         Reduction reduction) {
+  const char* op = "gaussian_nll_loss";
+  prim::check_floating(op, input.data());
+  prim::check_same_device(op, input.data(), var_in.data());
+  if (var_in.numel() > 0) {   // one read back, as PyTorch's torch.any(var < 0)
+    TG_CHECK(prim::reduce(ReduceOp::Min, var_in.data(), {}, false, op).item() >= 0, Error, op,
+             ": var has negative entry/entries");
+  }
+  Tensor var = var_in;
+  if (var.shape() != input.shape()) {
+    const Shape& in = input.shape();
+    const Shape& vs = var.shape();
+    if (!in.empty() && Shape(in.begin(), in.end() - 1) == vs) {
+      var = unsqueeze(var, -1);   // homoscedastic: one variance per row, broadcast along the last dim
+    } else {
+      int64_t mismatched = 0;   // PyTorch's test: one rank, and the sizes that differ sum to 1
+      if (in.size() == vs.size()) {
+        for (size_t d = 0; d < in.size(); ++d) mismatched += in[d] != vs[d] ? vs[d] : 0;
+      }
+      TG_CHECK(in.size() == vs.size() && mismatched == 1, ShapeError, op, ": var is of incorrect size: ",
+               shape_str(vs), " for input ", shape_str(in));
+    }
+  }
+  // max(var, eps) with the identity as gradient, as PyTorch's clamp_ of a clone under no_grad
+  const Tensor held = var.detach();
+  const double inf = std::numeric_limits<double>::infinity();
+  var = add(var, sub(clamp(held, eps, inf), held));
+  // 0.5 (log v + (x - t)^2 / v)
+  const Tensor d = sub(input, target);
+  Tensor loss = mul(scalar_like(0.5, d), add(log(var), div(mul(d, d), var)));
+  if (full) loss = add(loss, scalar_like(0.5 * std::log(2 * 3.14159265358979323846), loss));
+  return reduce_loss(loss, reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, bool full, double eps,
+                         Reduction reduction) {
+  TG_CHECK(var >= 0, Error, "gaussian_nll_loss: var has negative entry/entries");
+  return gaussian_nll_loss(input, target, full_like(input, var), full, eps, reduction);
 }
 
 }  // namespace tg

@@ -504,6 +504,55 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
 /// other ranks or sizes.
 Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0,
                              Reduction reduction = Reduction::Mean);
+/// x where y == 1, max(0, margin - x) where y == -1 (both terms elsewhere, as PyTorch's formula), then
+/// reduced (torch.nn.functional.hinge_embedding_loss). input and target broadcast; floating input.
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin = 1.0,
+                            Reduction reduction = Reduction::Mean);
+/// max(0, margin + d(a, p) - d(a, n)) with d the p-norm of the difference plus eps along the last dim
+/// (torch.nn.functional.pairwise_distance); swap uses min(d(a, n), d(p, n)) as the negative distance
+/// (torch.nn.functional.triplet_margin_loss). anchor, positive, negative (N, D) or (D), one number of
+/// dims (ShapeError), broadcast; Error unless margin > 0 and p > 0.
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2, double eps = 1e-6, bool swap = false, Reduction reduction = Reduction::Mean);
+/// sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p / C per row
+/// (torch.nn.functional.multi_margin_loss; libtorch's argument order): input (N, C) or (C), target (N)
+/// or () int64 class indices. Error unless p is 1 or 2; ShapeError for other ranks, an empty input, a
+/// target of the wrong size or a weight other than (C); IndexError for a target outside [0, C). weight
+/// gets no gradient.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
+                         const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
+/// exp(x) - t x with log_input, else x - t log(x + eps); full adds Stirling's t log t - t + 0.5 log(2 pi t)
+/// where t > 1 (torch.nn.functional.poisson_nll_loss). input and target broadcast; floating input.
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false,
+                        double eps = 1e-8, Reduction reduction = Reduction::Mean);
+/// 0.5 (log v + (x - t)^2 / v), v = max(var, eps) (the clamp passes the gradient unchanged, as PyTorch's
+/// clamp_ under no_grad), plus 0.5 log(2 pi) when full (torch.nn.functional.gaussian_nll_loss). var of
+/// input's shape, or one dim short of it, or of its rank with one mismatched size (broadcast);
+/// ShapeError for another var shape, Error for a negative var entry (one read back).
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false,
+                         double eps = 1e-6, Reduction reduction = Reduction::Mean);
+/// gaussian_nll_loss with one variance for every element (PyTorch's float var).
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, bool full = false,
+                         double eps = 1e-6, Reduction reduction = Reduction::Mean);
+
+// ---- the connectionist temporal classification loss (ops/ctc_loss.cpp)
+/// -log p(target | log_probs) summed over the alignments of each target
+/// (torch.nn.functional.ctc_loss; Note [ctc_loss]): log_probs (T, N, C) or unbatched (T, C),
+/// floating; targets (N, S) padded or the targets of the batch concatenated (sum(target_lengths)), or
+/// (S) unbatched, int64; input_lengths and target_lengths (N) (or 0-d unbatched) int64, each input
+/// length in [0, T]. Mean divides each loss by its target length (at least 1), then averages over the
+/// batch; None gives (N) (or 0-d). An impossible alignment gives inf (0, with a zero gradient, under
+/// zero_infinity). The gradient is PyTorch's (Note [ctc_loss gradient]); not differentiable twice.
+/// ShapeError for wrong ranks or sizes, DTypeError for non-int64 targets or lengths, Error for a
+/// negative or too large length, IndexError for a blank outside [0, C) or a target outside [0, C) or
+/// equal to blank. Computed on the CPU in float64 (a CUDA input is copied there and back).
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank = 0, Reduction reduction = Reduction::Mean,
+                bool zero_infinity = false);
+/// ctc_loss with the lengths as lists (at::ctc_loss's IntArrayRef overload).
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
+                const std::vector<int64_t>& target_lengths, int64_t blank = 0, Reduction reduction = Reduction::Mean,
+                bool zero_infinity = false);
 
 /// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 /// Returns x itself when not training or p == 0; Error unless 0 <= p <= 1. The mask comes from the
