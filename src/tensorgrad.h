@@ -9,6 +9,7 @@
 #include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/data/dataloader.h"
 #include "tensorgrad/data/dataset.h"
+#include "tensorgrad/data/dataset_utils.h"
 #include "tensorgrad/data/datasets.h"
 #include "tensorgrad/data/idx.h"
 #include "tensorgrad/data/loader.h"
@@ -84,7 +85,9 @@
 /// \namespace tg::data
 /// Datasets (TensorDataset, MNIST, FashionMNIST), the IDX file reader and the DataLoader; beside them
 /// libtorch's data API (datasets::, transforms::, samplers::, make_data_loader: data/dataloader.h),
-/// with PyTorch's Subset, ConcatDataset, random_split (data/utils.h) and WeightedRandomSampler.
+/// with PyTorch's Subset, ConcatDataset, random_split (data/utils.h) and WeightedRandomSampler; the same
+/// utilities for the DataLoader's own Dataset (data/dataset_utils.h, data/sampler.h), TransformDataset,
+/// and torchvision's image transforms (data/transforms.h).
 /// \namespace tg::distributed
 /// Several processes training together (PyTorch's torch.distributed): init_process_group, the
 /// collectives, ProcessGroup and its Gloo backend, TCPStore.

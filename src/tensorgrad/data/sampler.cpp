@@ -1,15 +1,21 @@
-// data/sampler.cpp: DistributedSampler's padding, interleaving and per-epoch shuffle, and the
-// seeded Fisher-Yates shuffle DataLoader uses too. The loader's side is data/loader.cpp.
+// data/sampler.cpp: DistributedSampler's padding, interleaving and per-epoch shuffle, the seeded
+// Fisher-Yates shuffle DataLoader uses too, and WeightedRandomSampler with the weight checks and draw
+// that libtorch-style samplers::WeightedRandomSampler (data/samplers.cpp) shares. The loader's side is
+// data/loader.cpp.
 #include "tensorgrad/data/sampler.h"
 
 #include <unistd.h>
 
+#include <cmath>
 #include <exception>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/ops/creation.h"
+#include "tensorgrad/ops/ops.h"
 
 namespace tg {
 namespace data {
@@ -60,7 +66,67 @@ std::vector<int64_t> index_vector(int64_t n, const char* who, const char* what) 
   }
 }
 
+namespace {
+/// shape as a Python tuple, as PyTorch's message prints it: (1, 2), (3,), ().
+std::string python_tuple(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+}  // namespace
+
+Tensor checked_sampling_weights(const Tensor& weights, int64_t num_samples, int64_t& nonzero) {
+  // PyTorch's order: num_samples, the shape, then torch.multinomial's checks of the values
+  TG_CHECK(num_samples > 0, DataError, "WeightedRandomSampler: num_samples should be a positive integer value, but "
+           "got num_samples=", num_samples);
+  TG_CHECK(weights.defined(), DataError, "WeightedRandomSampler: weights is an undefined tensor");
+  TG_CHECK(weights.dim() == 1, ShapeError, "WeightedRandomSampler: weights should be a 1d sequence but given weights "
+           "have shape ", python_tuple(weights.shape()));
+  const std::vector<double> w = weights.detach().to(kFloat64).to_vector<double>();
+  double sum = 0;
+  nonzero = 0;
+  for (const double x : w) {
+    TG_CHECK(std::isfinite(x), DataError, "WeightedRandomSampler: invalid multinomial distribution (encountering "
+             "probability entry = infinity or NaN)");
+    TG_CHECK(x >= 0, DataError, "WeightedRandomSampler: invalid multinomial distribution (encountering probability "
+             "entry < 0)");
+    sum += x;
+    if (x > 0) ++nonzero;
+  }
+  TG_CHECK(sum > 0 && std::isfinite(sum), DataError, "WeightedRandomSampler: invalid multinomial distribution (sum "
+           "of probabilities <= 0)", sum > 0 ? " (the weights' sum overflows)" : "");
+  return from_vector(w);
+}
+
+void check_weighted_num_samples(int64_t num_samples, int64_t num_weights, int64_t nonzero, bool replacement) {
+  TG_CHECK(num_samples > 0, DataError, "WeightedRandomSampler: num_samples should be a positive integer value, but "
+           "got num_samples=", num_samples);
+  if (replacement) return;
+  TG_CHECK(num_samples <= num_weights, DataError, "WeightedRandomSampler: cannot sample n_sample > "
+           "prob_dist.size(-1) samples without replacement (num_samples ", num_samples, ", ", num_weights,
+           " weights)");
+  TG_CHECK(num_samples <= nonzero, DataError, "WeightedRandomSampler: without replacement num_samples (", num_samples,
+           ") must not exceed the number of nonzero weights (", nonzero, ")");
+}
+
+std::vector<int64_t> weighted_draw(const Tensor& weights, int64_t num_samples, bool replacement) {
+  return multinomial(weights, num_samples, replacement).to_vector<int64_t>();
+}
+
 }  // namespace detail
+
+WeightedRandomSampler::WeightedRandomSampler(const Tensor& weights, int64_t num_samples, bool replacement)
+    : num_samples_(num_samples), replacement_(replacement) {
+  weights_ = detail::checked_sampling_weights(weights, num_samples, nonzero_);
+  detail::check_weighted_num_samples(num_samples_, weights_.size(0), nonzero_, replacement_);
+}
+
+WeightedRandomSampler::WeightedRandomSampler(const std::vector<double>& weights, int64_t num_samples, bool replacement)
+    : WeightedRandomSampler(from_vector(weights), num_samples, replacement) {}
+
+std::vector<int64_t> WeightedRandomSampler::indices() const {
+  return detail::weighted_draw(weights_, num_samples_, replacement_);
+}
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
                                        uint64_t seed, bool drop_last)

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensorgrad/autograd/tensor.h"
+
 namespace tg {
 namespace data {
 
@@ -71,7 +73,58 @@ class DistributedSampler : public Sampler {
   int64_t epoch_ = 0;
 };
 
+/// num_samples indices of 0 .. N - 1 drawn with probabilities proportional to N weights (PyTorch's
+/// torch.utils.data.WeightedRandomSampler), with replacement (the default) or without (then each index
+/// at most once per pass), as a DataLoader's sampler:
+/// \code
+/// tg::data::WeightedRandomSampler sampler(weights, /*num_samples=*/1000);   // e.g. 1 / (count of the class)
+/// tg::data::DataLoader loader(dataset, tg::data::LoaderOptions().batch_size(64).sampler(sampler));
+/// \endcode
+/// Every indices() (every epoch of the loader) is a new tg::multinomial draw of the weights from tg's
+/// random stream, so tg::manual_seed fixes the epochs' draws; the numbers are tensorgrad's, not
+/// torch.multinomial's. The arguments are checked when the sampler is made (DataError, ShapeError for
+/// weights that are not 1-D), with PyTorch's messages: num_samples positive; weights finite,
+/// non-negative, not all zero; without replacement, num_samples at most the number of nonzero weights
+/// (PyTorch then draws indices of weight 0 once the others are used up; this sampler refuses, so that
+/// an index of weight 0 is never drawn). The libtorch-style sampler of the same name
+/// (data::samplers::WeightedRandomSampler, data/samplers.h) shares these checks and the draw.
+class WeightedRandomSampler : public Sampler {
+ public:
+  /// Samples by weights (N), any real dtype (kept as a float64 copy on the CPU).
+  WeightedRandomSampler(const Tensor& weights, int64_t num_samples, bool replacement = true);
+  /// Samples by weights given as numbers.
+  WeightedRandomSampler(const std::vector<double>& weights, int64_t num_samples, bool replacement = true);
+  /// A new draw of num_samples() indices in [0, N).
+  std::vector<int64_t> indices() const override;
+  /// num_samples().
+  int64_t size() const override { return num_samples_; }
+  /// The weights, (N) float64.
+  const Tensor& weights() const noexcept { return weights_; }
+  /// The number of indices one pass gives (PyTorch's len(sampler)).
+  int64_t num_samples() const noexcept { return num_samples_; }
+  /// Whether an index may be drawn more than once per pass.
+  bool replacement() const noexcept { return replacement_; }
+
+ private:
+  Tensor weights_;
+  int64_t num_samples_;
+  bool replacement_;
+  int64_t nonzero_ = 0;
+};
+
 namespace detail {
+/// The weights of a WeightedRandomSampler (both this one and data::samplers'), checked in PyTorch's
+/// order: num_samples positive, weights defined and 1-D (ShapeError), each finite and non-negative,
+/// their sum positive (DataError with torch.multinomial's messages). Returns them as a float64 (N) CPU
+/// tensor and counts the nonzero ones into nonzero.
+Tensor checked_sampling_weights(const Tensor& weights, int64_t num_samples, int64_t& nonzero);
+/// num_samples positive and, without replacement, at most the number of weights and of nonzero weights
+/// (DataError).
+void check_weighted_num_samples(int64_t num_samples, int64_t num_weights, int64_t nonzero, bool replacement);
+/// One pass of a WeightedRandomSampler: tg::multinomial(weights, num_samples, replacement) from tg's
+/// random stream, as indices.
+std::vector<int64_t> weighted_draw(const Tensor& weights, int64_t num_samples, bool replacement);
+
 /// Shuffles order in place (Fisher-Yates, driven by a std::mt19937_64 seeded with key, drawing
 /// without modulo bias), so an order depends only on key, on every standard library. DataLoader's
 /// shuffle and DistributedSampler share it.

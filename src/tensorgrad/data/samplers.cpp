@@ -1,14 +1,12 @@
 // data/samplers.cpp: libtorch's samplers (data/samplers.h). The permutations use the shuffle that
 // tensorgrad's own DataLoader and DistributedSampler use (data/sampler.cpp); RandomSampler keys it
-// from tg's random stream, so that manual_seed fixes it. WeightedRandomSampler draws with tg::multinomial,
-// from the same stream.
+// from tg's random stream, so that manual_seed fixes it. WeightedRandomSampler's checks and its draw
+// (tg::multinomial, from the same stream) are those of the DataLoader's sampler (data/sampler.cpp).
 #include "tensorgrad/data/samplers.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <numeric>
-#include <string>
 
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/data/sampler.h"
@@ -93,38 +91,9 @@ std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
 // ------------------------------------------------------------------------------------------------
 // WeightedRandomSampler
 
-namespace {
-
-/// shape as a Python tuple, as PyTorch's message prints it: (1, 2), (3,), ().
-std::string python_tuple(const Shape& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace
-
 WeightedRandomSampler::WeightedRandomSampler(const Tensor& weights, int64_t num_samples, bool replacement)
     : num_samples_(num_samples), replacement_(replacement) {
-  // PyTorch's order: num_samples, the shape, then torch.multinomial's checks of the values
-  TG_CHECK(num_samples > 0, Error, "WeightedRandomSampler: num_samples should be a positive integer value, but got "
-           "num_samples=", num_samples);
-  TG_CHECK(weights.defined(), Error, "WeightedRandomSampler: weights is an undefined tensor");
-  TG_CHECK(weights.dim() == 1, ShapeError, "WeightedRandomSampler: weights should be a 1d sequence but given weights "
-           "have shape ", python_tuple(weights.shape()));
-  const std::vector<double> w = weights.detach().to(kFloat64).to_vector<double>();
-  double sum = 0;
-  for (const double x : w) {
-    TG_CHECK(std::isfinite(x), Error, "WeightedRandomSampler: invalid multinomial distribution (encountering "
-             "probability entry = infinity or NaN)");
-    TG_CHECK(x >= 0, Error, "WeightedRandomSampler: invalid multinomial distribution (encountering probability entry "
-             "< 0)");
-    sum += x;
-    if (x > 0) ++nonzero_;
-  }
-  TG_CHECK(sum > 0 && std::isfinite(sum), Error, "WeightedRandomSampler: invalid multinomial distribution (sum of "
-           "probabilities <= 0)", sum > 0 ? " (the weights' sum overflows)" : "");
-  weights_ = from_vector(w);
+  weights_ = data::detail::checked_sampling_weights(weights, num_samples, nonzero_);
   check_num_samples(num_samples_);
   reset();
 }
@@ -133,14 +102,7 @@ WeightedRandomSampler::WeightedRandomSampler(const std::vector<double>& weights,
     : WeightedRandomSampler(from_vector(weights), num_samples, replacement) {}
 
 void WeightedRandomSampler::check_num_samples(int64_t num_samples) const {
-  TG_CHECK(num_samples > 0, Error, "WeightedRandomSampler: num_samples should be a positive integer value, but got "
-           "num_samples=", num_samples);
-  if (replacement_) return;
-  TG_CHECK(num_samples <= weights_.size(0), Error, "WeightedRandomSampler: cannot sample n_sample > "
-           "prob_dist.size(-1) samples without replacement (num_samples ", num_samples, ", ", weights_.size(0),
-           " weights)");
-  TG_CHECK(num_samples <= nonzero_, Error, "WeightedRandomSampler: without replacement num_samples (", num_samples,
-           ") must not exceed the number of nonzero weights (", nonzero_, ")");
+  data::detail::check_weighted_num_samples(num_samples, weights_.size(0), nonzero_, replacement_);
 }
 
 void WeightedRandomSampler::reset(std::optional<size_t> new_size) {
@@ -150,7 +112,7 @@ void WeightedRandomSampler::reset(std::optional<size_t> new_size) {
     check_num_samples(static_cast<int64_t>(*new_size));   // a refused size leaves the sampler as it was
     num_samples_ = static_cast<int64_t>(*new_size);
   }
-  indices_ = multinomial(weights_, num_samples_, replacement_).to_vector<int64_t>();
+  indices_ = data::detail::weighted_draw(weights_, num_samples_, replacement_);
   index_ = 0;
 }
 

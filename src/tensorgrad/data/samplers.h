@@ -78,7 +78,7 @@ class RandomSampler : public Sampler<> {
 /// anew by every reset(), so tg::manual_seed fixes the draws; next(batch_size) hands out the pass in
 /// slices, as RandomSampler does. With make_data_loader(dataset, sampler, options) an epoch is then
 /// num_samples samples, e.g. a class-balanced epoch from weights 1 / (count of the sample's class).
-/// The arguments are checked when the sampler is made, with PyTorch's messages (Error): num_samples
+/// The arguments are checked when the sampler is made, with PyTorch's messages (DataError): num_samples
 /// positive, weights 1-D (ShapeError) and non-empty, finite, non-negative and not all zero, and without
 /// replacement num_samples at most the number of nonzero weights (PyTorch then draws zero-weight indices
 /// once the others are used up; this sampler refuses, so that an index of weight 0 is never drawn).

@@ -39,13 +39,13 @@ std::vector<size_t> split_sizes_from_counts(size_t n, const std::vector<int64_t>
   size_t sum = 0;
   bool fits = true;   // the running sum stays <= n (so it cannot overflow)
   for (size_t i = 0; i < counts.size(); ++i) {
-    TG_CHECK(counts[i] >= 0, Error, "random_split: length at index ", i, " is negative (", counts[i], ")");
+    TG_CHECK(counts[i] >= 0, DataError, "random_split: length at index ", i, " is negative (", counts[i], ")");
     const auto c = static_cast<size_t>(counts[i]);
     if (fits && c <= n - sum) sum += c;
     else fits = false;
     sizes.push_back(c);
   }
-  TG_CHECK(fits && sum == n, Error, kSumMismatch, " (the dataset has ", n, " samples)");
+  TG_CHECK(fits && sum == n, DataError, kSumMismatch, " (the dataset has ", n, " samples)");
   return sizes;
 }
 
@@ -54,20 +54,20 @@ std::vector<size_t> split_sizes_from_fractions(size_t n, const std::vector<doubl
   // PyTorch: math.isclose(sum, 1) (relative tolerance 1e-9) and sum <= 1, else the lengths are taken
   // as counts, which fractions cannot match
   const bool close = std::fabs(total - 1.0) <= 1e-9 * std::max(std::fabs(total), 1.0);
-  TG_CHECK(close && total <= 1.0, Error, kSumMismatch, " (fractions must sum to 1; these sum to ",
+  TG_CHECK(close && total <= 1.0, DataError, kSumMismatch, " (fractions must sum to 1; these sum to ",
            tg::detail::python_float(total), ")");
   std::vector<size_t> sizes;
   sizes.reserve(fractions.size());
   size_t sum = 0;
   for (size_t i = 0; i < fractions.size(); ++i) {
     const double f = fractions[i];
-    TG_CHECK(f >= 0 && f <= 1, Error, "random_split: Fraction at index ", i, " is not between 0 and 1");
+    TG_CHECK(f >= 0 && f <= 1, DataError, "random_split: Fraction at index ", i, " is not between 0 and 1");
     const auto k = static_cast<size_t>(std::floor(static_cast<double>(n) * f));
     sizes.push_back(k);
     sum += k;
   }
   // the floors sum to at most n up to rounding; PyTorch's check then refuses what is left over
-  TG_CHECK(sum <= n, Error, kSumMismatch, " (the dataset has ", n, " samples)");
+  TG_CHECK(sum <= n, DataError, kSumMismatch, " (the dataset has ", n, " samples)");
   for (size_t i = 0; i < n - sum; ++i) ++sizes[i % sizes.size()];
   return sizes;
 }

@@ -171,39 +171,27 @@ template <class D, class... Ds>
 ConcatDataset(D, Ds...) -> ConcatDataset<typename D::ExampleType>;
 
 namespace detail {
-/// The split sizes of n samples for lengths given as counts: each non-negative (Error naming it) and
-/// their sum n (Error with PyTorch's "Sum of input lengths does not equal the length of the input
+/// The split sizes of n samples for lengths given as counts: each non-negative (DataError naming it)
+/// and their sum n (DataError with PyTorch's "Sum of input lengths does not equal the length of the input
 /// dataset!").
 std::vector<size_t> split_sizes_from_counts(size_t n, const std::vector<int64_t>& counts);
 /// The split sizes of n samples for lengths given as fractions (PyTorch 2.x): when the fractions sum
-/// to 1 (math.isclose) and not above it, each fraction must lie in [0, 1] (Error) and gets
+/// to 1 (math.isclose) and not above it, each fraction must lie in [0, 1] (DataError) and gets
 /// floor(n * fraction) samples, and the remainder goes one by one to the first splits, round robin;
-/// else Error with PyTorch's "Sum of input lengths does not equal the length of the input dataset!".
+/// else DataError with PyTorch's "Sum of input lengths does not equal the length of the input dataset!".
 std::vector<size_t> split_sizes_from_fractions(size_t n, const std::vector<double>& fractions);
 /// A permutation of 0 .. n - 1 drawn from seed when given, else from one draw of tg's random stream.
 std::vector<size_t> split_permutation(size_t n, std::optional<uint64_t> seed);
-}  // namespace detail
-
-/// dataset split at random into non-overlapping Subsets of the given lengths (PyTorch's
-/// torch.utils.data.random_split): integer lengths are counts summing to the dataset's size,
-/// double lengths are fractions summing to 1 (see detail::split_sizes_from_fractions: 10
-/// samples by {0.3, 0.3, 0.4} give 3, 3, 4; 11 by {0.5, 0.5} give 6, 5). Subset k holds the next
-/// lengths[k] indices of one random permutation of the dataset; each Subset holds a copy of dataset.
-/// The permutation is drawn from seed when given (PyTorch's generator argument), else from tg's
-/// random stream (one draw, so tg::manual_seed fixes it); it is tensorgrad's shuffle
-/// (data::detail::shuffle_in_place), not torch.randperm's numbers. Unlike PyTorch, the element type
-/// decides what lengths are (integer {1} is a count, not the fraction 1) and a negative count is an
-/// Error. DataError for an unsized dataset.
-template <class D, class Length>
-std::vector<Subset<D>> random_split(D dataset, const std::vector<Length>& lengths,
-                                    std::optional<uint64_t> seed = std::nullopt) {
+/// The split sizes of n samples for random_split's lengths: integer counts (split_sizes_from_counts;
+/// an unsigned count past int64 cannot match and is refused as such) or double fractions
+/// (split_sizes_from_fractions). Both random_splits (this one and data::random_split of
+/// data/dataset_utils.h) read their lengths through it.
+template <class Length>
+std::vector<size_t> split_sizes(size_t n, const std::vector<Length>& lengths) {
   static_assert((std::is_integral<Length>::value && !std::is_same<Length, bool>::value) ||
                     std::is_same<Length, double>::value,
                 "random_split: lengths are integer counts or double fractions (float fractions, rounded, would "
                 "miss PyTorch's sum-to-1 test)");
-  const std::optional<size_t> size = dataset.size();
-  TG_CHECK(size.has_value(), DataError, "random_split: the dataset has no size");
-  std::vector<size_t> sizes;
   if constexpr (std::is_integral<Length>::value) {
     std::vector<int64_t> counts;
     counts.reserve(lengths.size());
@@ -215,10 +203,29 @@ std::vector<Subset<D>> random_split(D dataset, const std::vector<Length>& length
       else
         counts.push_back(static_cast<int64_t>(l));
     }
-    sizes = detail::split_sizes_from_counts(*size, counts);
+    return split_sizes_from_counts(n, counts);
   } else {
-    sizes = detail::split_sizes_from_fractions(*size, lengths);
+    return split_sizes_from_fractions(n, lengths);
   }
+}
+}  // namespace detail
+
+/// dataset split at random into non-overlapping Subsets of the given lengths (PyTorch's
+/// torch.utils.data.random_split): integer lengths are counts summing to the dataset's size,
+/// double lengths are fractions summing to 1 (see detail::split_sizes_from_fractions: 10
+/// samples by {0.3, 0.3, 0.4} give 3, 3, 4; 11 by {0.5, 0.5} give 6, 5). Subset k holds the next
+/// lengths[k] indices of one random permutation of the dataset; each Subset holds a copy of dataset.
+/// The permutation is drawn from seed when given (PyTorch's generator argument), else from tg's
+/// random stream (one draw, so tg::manual_seed fixes it); it is tensorgrad's shuffle
+/// (data::detail::shuffle_in_place), not torch.randperm's numbers. Unlike PyTorch, the element type
+/// decides what lengths are (integer {1} is a count, not the fraction 1) and a negative count is a
+/// DataError. Lengths that do not fit the dataset, and an unsized dataset, are DataErrors too.
+template <class D, class Length>
+std::vector<Subset<D>> random_split(D dataset, const std::vector<Length>& lengths,
+                                    std::optional<uint64_t> seed = std::nullopt) {
+  const std::optional<size_t> size = dataset.size();
+  TG_CHECK(size.has_value(), DataError, "random_split: the dataset has no size");
+  const std::vector<size_t> sizes = detail::split_sizes(*size, lengths);
   const std::vector<size_t> order = detail::split_permutation(*size, seed);
   std::vector<Subset<D>> parts;
   parts.reserve(sizes.size());
