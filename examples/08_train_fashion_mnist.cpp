@@ -9,6 +9,7 @@
 #include <tensorgrad.h>
 
 #include "cli.h"
+#include "device_flag.h"
 #include "fashion_mnist.h"
 #include "models.h"   // Cnn
 
@@ -50,7 +51,7 @@ Args parse(int argc, char** argv) {
   p.add("--epochs", a.epochs, "N", "passes over the 60,000 training images", cli::Range::positive);
   p.add("--batch-size", a.batch_size, "B", "training images per step", cli::Range::positive);
   p.add("--lr", a.lr, "LR", "initial learning rate, annealed to 0 over the epochs", cli::Range::positive);
-  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  add_device_flag(p, a.device);
   p.add("--data", a.data, "DIR", "folder of the four Fashion-MNIST IDX files, .gz or not");
   p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
   p.add("--model", a.model, "M", "mlp (784-256-10) or cnn (two conv blocks with batchnorm)");
@@ -73,13 +74,7 @@ Args parse(int argc, char** argv) {
   }
   if (a.model != "mlp" && a.model != "cnn") p.fail("--model expects mlp or cnn, got '" + a.model + "'");
   if (a.checkpoint.empty()) a.checkpoint = "fashion_mnist_" + a.model + ".safetensors";
-  if (a.device != "auto") {
-    try {
-      (void)tg::Device(a.device);   // "cpu", "cuda", "cuda:N"; anything else throws
-    } catch (const tg::Error& e) {
-      p.fail("--device " + a.device + ": " + e.what());
-    }
-  }
+  check_device_flag(p, a.device);
   return a;
 }
 
@@ -92,8 +87,7 @@ int main(int argc, char** argv) {
     // Momentum buffers of weights that never get a gradient (the always-black border pixels) decay
     // into subnormal floats; flushing them to zero keeps every epoch as fast as the first.
     tg::set_flush_denormal(true);
-    tg::Device device = tg::cuda::is_available() ? tg::Device::cuda() : tg::Device::cpu();
-    if (args.device != "auto") device = tg::Device(args.device);
+    const tg::Device device = device_from_flag(args.device);
     std::printf("device: %s (%d CPU threads)%s\n", device.str().c_str(), tg::get_num_threads(),
                 tg::cuda::is_available() ? "" : "; CUDA not available");
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "device_flag.h"
 #include "fortunes.h"   // read_fortunes
 #include "models.h"     // CharTransformer
 
@@ -59,20 +60,14 @@ Args parse(int argc, char** argv) {
   p.add("--sample-every", a.sample_every, "N", "steps between evaluations and samples", cli::Range::positive);
   p.add("--sample-length", a.sample_length, "N", "characters per printed sample", cli::Range::non_negative);
   p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
-  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  add_device_flag(p, a.device);
   p.add("--metrics", a.metrics, "CSV", "write step, train_loss, val_loss, lr and seconds to this CSV file");
   p.add("--max-loss", a.max_loss, "X", "exit 1 when the final validation loss is above X (0: no bar)",
         cli::Range::non_negative);
   p.parse(argc, argv);
   if (a.embed % a.heads != 0)
     p.fail("--heads " + std::to_string(a.heads) + " must divide --embed " + std::to_string(a.embed));
-  if (a.device != "auto") {
-    try {
-      (void)tg::Device(a.device);
-    } catch (const tg::Error& e) {
-      p.fail("--device " + a.device + ": " + e.what());
-    }
-  }
+  check_device_flag(p, a.device);
   return a;
 }
 
@@ -160,9 +155,7 @@ std::string sample(CharTransformer& model, const Corpus& corpus, int n, int64_t 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (a.threads > 0) tg::set_num_threads(a.threads);
-  const tg::Device device = a.device != "auto"           ? tg::Device(a.device)
-                            : tg::cuda::is_available() ? tg::Device::cuda()
-                                                       : tg::Device::cpu();
+  const tg::Device device = device_from_flag(a.device);
   const Corpus corpus(read_fortunes(a.data, "train_char_transformer"));
   if (corpus.val.size() <= static_cast<std::size_t>(a.context) + 1) {
     std::fprintf(stderr, "train_char_transformer: %zu characters of text is too little for --context %d\n",

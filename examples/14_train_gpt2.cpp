@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "device_flag.h"
 #include "models.h"   // Block
 
 namespace {
@@ -67,7 +68,7 @@ Args parse(int argc, char** argv) {
   p.add("--max-loss", a.max_loss, "X", "exit 1 when the last step's loss is above X (0: no bar)",
         cli::Range::non_negative);
   p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
-  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  add_device_flag(p, a.device);
   p.parse(argc, argv);
   struct Preset { const char* name; int layers, heads, embed, context; std::int64_t vocab; };
   const Preset presets[] = {{"gpt2", 12, 12, 768, 1024, 50304}, {"mini", 4, 4, 256, 256, 4096}, {"tiny", 2, 2, 64, 32, 512}};
@@ -83,6 +84,7 @@ Args parse(int argc, char** argv) {
   if (a.embed % a.heads != 0)
     p.fail("--heads " + std::to_string(a.heads) + " must divide --embed " + std::to_string(a.embed));
   if (a.steps <= a.warmup) p.fail("--steps must be above --warmup (" + std::to_string(a.warmup) + ")");
+  check_device_flag(p, a.device);
   return a;
 }
 
@@ -136,9 +138,7 @@ std::pair<tg::Tensor, tg::Tensor> batch(const std::vector<std::int64_t>& next, i
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (a.threads > 0) tg::set_num_threads(a.threads);
-  const tg::Device device = a.device != "auto"           ? tg::Device(a.device)
-                            : tg::cuda::is_available() ? tg::Device::cuda()
-                                                       : tg::Device::cpu();
+  const tg::Device device = device_from_flag(a.device);
   tg::manual_seed(0);
   Gpt2 model(a.vocab, a.context, a.embed, a.heads, a.layers);
   model.to(device);

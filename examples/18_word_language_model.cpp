@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "device_flag.h"
 #include "fortunes.h"   // read_fortunes
 #include "models.h"     // WordLSTM
 
@@ -75,7 +76,7 @@ Args parse(int argc, char** argv) {
         cli::Range::non_negative);
   p.add("--log-interval", a.log_interval, "N", "chunks between progress lines", cli::Range::positive);
   p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
-  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  add_device_flag(p, a.device);
   p.add("--min-loss-drop", a.min_loss_drop, "X",
         "exit 1 unless the last progress line's training loss is at least X below the first chunk's (0: no bar)",
         cli::Range::non_negative);
@@ -87,13 +88,7 @@ Args parse(int argc, char** argv) {
   }
   if (a.vocab == 1 || a.vocab == 2)
     p.fail("--vocab " + std::to_string(a.vocab) + " leaves no room for words beside <unk> and <eos> (0 or at least 3)");
-  if (a.device != "auto") {
-    try {
-      (void)tg::Device(a.device);
-    } catch (const tg::Error& e) {
-      p.fail("--device " + a.device + ": " + e.what());
-    }
-  }
+  check_device_flag(p, a.device);
   return a;
 }
 
@@ -193,9 +188,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// The whole program after the flags: returns the exit status.
 int train_and_test(const Args& a) {
   if (a.threads > 0) tg::set_num_threads(a.threads);
-  const tg::Device device = a.device != "auto"           ? tg::Device(a.device)
-                            : tg::cuda::is_available() ? tg::Device::cuda()
-                                                       : tg::Device::cpu();
+  const tg::Device device = device_from_flag(a.device);
   const Corpus corpus(read_fortunes(a.data, "word_language_model"), a.vocab);
   const std::size_t eval_batch = 10;   // pytorch/examples' evaluation batch size
   if (corpus.train.size() < static_cast<std::size_t>(a.batch_size) * 2 ||

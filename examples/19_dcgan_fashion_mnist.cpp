@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "device_flag.h"
 #include "fashion_mnist.h"   // fashion_mnist_found, fashion_sets
 #include "models.h"          // DcganGenerator, DcganDiscriminator
 #include "png.h"             // write_png_gray
@@ -69,7 +70,7 @@ Args parse(int argc, char** argv) {
   p.add("--samples", a.samples, "PATH", "PNG file the sample grid is written to");
   p.add("--log-every", a.log_every, "N", "steps between progress lines", cli::Range::positive);
   p.add("--threads", a.threads, "T", "CPU threads; 0 keeps the library's default", cli::Range::non_negative);
-  p.add("--device", a.device, "DEV", "auto (cuda when available, else cpu), cpu, cuda or cuda:N");
+  add_device_flag(p, a.device);
   p.parse(argc, argv);
   if (a.beta1 >= 1) {
     char got[32];
@@ -82,13 +83,7 @@ Args parse(int argc, char** argv) {
   std::error_code ec;
   if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
     p.fail("--samples " + a.samples + ": no folder " + folder.string());
-  if (a.device != "auto") {
-    try {
-      (void)tg::Device(a.device);
-    } catch (const tg::Error& e) {
-      p.fail("--device " + a.device + ": " + e.what());
-    }
-  }
+  check_device_flag(p, a.device);
   return a;
 }
 
@@ -120,9 +115,7 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   try {
     if (a.threads > 0) tg::set_num_threads(a.threads);
-    const tg::Device device = a.device != "auto"           ? tg::Device(a.device)
-                              : tg::cuda::is_available() ? tg::Device::cuda()
-                                                         : tg::Device::cpu();
+    const tg::Device device = device_from_flag(a.device);
     if (a.synthetic == 0 && !fashion_mnist_found(a.data)) return 2;
     const FashionSets sets = fashion_sets(a.synthetic, a.data);
     tg::data::DataLoader loader(sets.train,
