@@ -302,13 +302,16 @@ TEST_CASE("distributed: (child process) collectives") {
   tg::Tensor n = tg::full({5}, static_cast<double>((int64_t(1) << 40) + rank), tg::kInt64).to(dev);
   dist::all_reduce(n);
   CHECK(n.to_vector<int64_t>()[3] == world * (int64_t(1) << 40) + static_cast<int64_t>(tri) - world);
-  // float64 and bfloat16 sums of exactly representable values
+  // float64, bfloat16 and float16 reductions of exactly representable values
   tg::Tensor d = tg::full({9}, 0.25 * (rank + 1), tg::kFloat64).to(dev);
   dist::all_reduce(d);
   CHECK(d.to_vector<double>()[8] == 0.25 * tri);
   tg::Tensor h = tg::full({9}, static_cast<double>(rank + 1), tg::kBFloat16).to(dev);
   dist::all_reduce(h, dist::ReduceOp::MAX);
   CHECK(h.to(tg::kFloat32).to_vector<float>()[0] == static_cast<float>(world));
+  tg::Tensor f16 = tg::full({9}, 0.5 * (rank + 1), tg::kFloat16).to(dev);
+  dist::all_reduce(f16);
+  CHECK(f16.to(tg::kFloat32).to_vector<float>()[5] == static_cast<float>(0.5 * tri));
   // a non-contiguous view: reduced through a staging copy, written back in place
   tg::Tensor base = tg::full({4, 6}, static_cast<double>(rank + 1)).to(dev);
   tg::Tensor view(base.data().transpose(0, 1), false);

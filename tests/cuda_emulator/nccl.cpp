@@ -29,6 +29,7 @@
 
 #include "emulator.h"
 #include "nccl.h"
+#include "tensorgrad/core/half.h"
 
 // Note [NCCL ranks on the emulator]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -181,63 +182,8 @@ void leave(ncclComm* c) {
   fs::remove_all(c->dir, ec);
 }
 
-// ---- arithmetic of the reductions, in each type (float16 and bfloat16 rounded after every step)
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const std::uint32_t mant = h & 0x3ff;
-  float f;
-  if (exp == 0) {
-    f = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    f = mant != 0 ? std::nanf("") : INFINITY;
-  } else {
-    f = std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
-  }
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits |= sign;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-std::uint16_t float_to_half(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000);
-  const float a = std::fabs(f);
-  if (std::isnan(f)) return static_cast<std::uint16_t>(sign | 0x7e00);
-  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7c00);   // rounds to infinity
-  if (a < std::ldexp(1.0f, -14)) {   // subnormal: a multiple of 2^-24, rounded to nearest even
-    const float q = std::nearbyint(std::ldexp(a, 24));
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(q));
-  }
-  int e;
-  const float m = std::frexp(a, &e);   // a = m 2^e, m in [0.5, 1)
-  float q = std::nearbyint(std::ldexp(m, 11));   // 11 significant bits
-  if (q >= 2048.0f) {
-    q /= 2;
-    ++e;
-  }
-  if (e + 14 >= 31) return static_cast<std::uint16_t>(sign | 0x7c00);
-  return static_cast<std::uint16_t>(sign | ((e + 14) << 10) | (static_cast<std::uint16_t>(q) & 0x3ff));
-}
-
-float bf16_to_float(std::uint16_t h) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if (std::isnan(f)) return static_cast<std::uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);   // round to nearest even
-  return static_cast<std::uint16_t>(bits >> 16);
-}
+// ---- arithmetic of the reductions, in each type (float16 and bfloat16 rounded after every step, with
+// the library's own conversions of core/half.h)
 
 template <class T>
 T combine(T a, T b, ncclRedOp_t op) {
@@ -298,8 +244,8 @@ void reduce(ncclDataType_t type, const std::vector<const char*>& parts, char* ou
     case ncclUint64: reduce_as<std::uint64_t>(parts, out, n, op); break;
     case ncclFloat32: reduce_as<float>(parts, out, n, op); break;
     case ncclFloat64: reduce_as<double>(parts, out, n, op); break;
-    case ncclFloat16: reduce_16<half_to_float, float_to_half>(parts, out, n, op); break;
-    case ncclBfloat16: reduce_16<bf16_to_float, float_to_bf16>(parts, out, n, op); break;
+    case ncclFloat16: reduce_16<tg::detail::half_bits_to_float, tg::detail::float_to_half_bits>(parts, out, n, op); break;
+    case ncclBfloat16: reduce_16<tg::detail::bfloat16_bits_to_float, tg::detail::float_to_bfloat16_bits>(parts, out, n, op); break;
     default: break;
   }
 }
