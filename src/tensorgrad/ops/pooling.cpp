@@ -3,6 +3,7 @@
 // adaptive_max_pool1d of index_select and amax. Only the checks live here, with PyTorch's messages naming these ops; the
 // gradients (first and second) are those of the ops composed. Modules wrapping these: nn/conv.h.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,32 @@ Tensor adaptive_max_along(const Tensor& x, int64_t dim, int64_t out) {
   return amax(reshape(index_select(x, dim, index), s), {dim + 1});
 }
 
+/// adaptive_max_pool2d (spatial 2) and adaptive_max_pool3d (spatial 3) after PyTorch's checks naming
+/// op: input (N, C, *spatial) or (C, *spatial). Equal windows that tile the input go to the max pool
+/// of that rank (`tiled`, given the window), which gives each window's gradient to one maximum, as
+/// PyTorch does; otherwise the maxima are taken one dim at a time (the maximum over a box is the
+/// maximum over its last dim of the maxima over the dims before it).
+Tensor adaptive_max_nd(const char* op, const Tensor& input, const Shape& output_size, std::size_t spatial,
+                       const std::function<Tensor(const Tensor&, IntArrayRef)>& tiled) {
+  const auto rank = static_cast<int64_t>(spatial);
+  TG_CHECK(input.dim() == rank + 1 || input.dim() == rank + 2, ShapeError, op, ": Expected ", rank + 1, "D or ",
+           rank + 2, "D tensor, but got ", shape_str(input.shape()));
+  prim::check_floating(op, input.data());
+  const std::vector<int64_t> o = adaptive_size(op, output_size, spatial);
+  check_not_empty(op, input, rank);
+  const int64_t first = input.dim() - rank;
+  Shape window;
+  for (std::size_t i = 0; i < spatial; ++i) {
+    const int64_t n = input.shape()[static_cast<std::size_t>(first) + i];
+    if (n % o[i] != 0) break;
+    window.push_back(n / o[i]);
+  }
+  if (window.size() == spatial) return tiled(input, window);
+  Tensor y = input;
+  for (std::size_t i = 0; i < spatial; ++i) y = adaptive_max_along(y, first + static_cast<int64_t>(i), o[i]);
+  return y;
+}
+
 }  // namespace
 
 Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
@@ -128,33 +155,13 @@ Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
 }
 
 Tensor adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
-  const char* op = "adaptive_max_pool2d";
-  TG_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, op, ": Expected 3D or 4D tensor, but got ",
-           shape_str(input.shape()));
-  prim::check_floating(op, input.data());
-  const std::vector<int64_t> o = adaptive_size(op, output_size, 2);
-  check_not_empty(op, input, 2);
-  const int64_t h = input.dim() - 2, w = input.dim() - 1;
-  const int64_t H = input.shape()[static_cast<std::size_t>(h)], W = input.shape()[static_cast<std::size_t>(w)];
-  // Equal windows that tile the input: max_pool2d's kernel, which gives each window's gradient to one
-  // maximum, as PyTorch does.
-  if (H % o[0] == 0 && W % o[1] == 0) return max_pool2d(input, {H / o[0], W / o[1]});
-  return adaptive_max_along(adaptive_max_along(input, h, o[0]), w, o[1]);   // max over rows, then over columns
+  return adaptive_max_nd("adaptive_max_pool2d", input, output_size, 2,
+                         [](const Tensor& x, IntArrayRef window) { return max_pool2d(x, window); });
 }
 
 Tensor adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size) {
-  const char* op = "adaptive_max_pool3d";
-  TG_CHECK(input.dim() == 4 || input.dim() == 5, ShapeError, op, ": Expected 4D or 5D tensor, but got ",
-           shape_str(input.shape()));
-  prim::check_floating(op, input.data());
-  const std::vector<int64_t> o = adaptive_size(op, output_size, 3);
-  check_not_empty(op, input, 3);
-  const int64_t d = input.dim() - 3;
-  const Shape& s = input.shape();
-  const int64_t D = s[static_cast<std::size_t>(d)], H = s[static_cast<std::size_t>(d + 1)], W = s[static_cast<std::size_t>(d + 2)];
-  if (D % o[0] == 0 && H % o[1] == 0 && W % o[2] == 0) return max_pool3d(input, {D / o[0], H / o[1], W / o[2]});
-  // the maximum over a box is the maximum over depth of the maxima over rows of the maxima over columns
-  return adaptive_max_along(adaptive_max_along(adaptive_max_along(input, d, o[0]), d + 1, o[1]), d + 2, o[2]);
+  return adaptive_max_nd("adaptive_max_pool3d", input, output_size, 3,
+                         [](const Tensor& x, IntArrayRef window) { return max_pool3d(x, window); });
 }
 
 Tensor adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size) {
