@@ -8,6 +8,7 @@
 // wrapping these: nn/loss.h.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/ops/creation.h"
@@ -26,6 +27,17 @@ Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
     case Reduction::Mean: break;
   }
   return mean(loss);
+}
+
+/// A class index of t (int64, not empty) outside [0, C), the smallest if one is negative, else the
+/// largest; none when all lie inside. The range check of nll_loss and multi_margin_loss, which PyTorch
+/// makes too: two reductions, each read back.
+std::optional<int64_t> class_index_outside(const RawTensor& t, int64_t C, const char* op) {
+  const auto lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, t, {}, false, op).item());
+  const auto hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, t, {}, false, op).item());
+  if (lo < 0) return lo;
+  if (hi >= C) return hi;
+  return std::nullopt;
 }
 
 /// ShapeError unless input and target have one shape (PyTorch broadcasts some losses with a warning;
@@ -86,11 +98,10 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target, const Tensor& weig
   const RawTensor ignore = prim::scalar_like(static_cast<double>(ignore_index), t);
   const RawTensor valid = prim::binary(BinaryOp::Ne, t, ignore, op);
   const RawTensor safe = prim::where(valid, t, prim::scalar_like(0.0, t));
-  if (safe.numel() > 0) {   // one read back: the class indices in range (PyTorch asserts the same)
-    const int64_t lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, safe, {}, false, op).item());
-    const int64_t hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, safe, {}, false, op).item());
-    TG_CHECK(lo >= 0 && hi < C, IndexError, op, ": Target ", lo < 0 ? lo : hi, " is out of bounds (", C,
-             " classes; ignore_index is ", ignore_index, ")");
+  if (safe.numel() > 0) {
+    const std::optional<int64_t> bad = class_index_outside(safe, C, op);
+    TG_CHECK(!bad, IndexError, op, ": Target ", bad.value_or(0), " is out of bounds (", C, " classes; ignore_index is ",
+             ignore_index, ")");
   }
   const Tensor picked = squeeze(gather(rows, 1, Tensor(safe.reshape({-1, 1}))), 1);   // (M)
   Tensor w = Tensor(valid.to(rows.dtype()));
@@ -342,10 +353,9 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
              ": the derivative for 'weight' is not implemented (as in PyTorch): pass weight.detach()");
   }
   const RawTensor t = target.data().reshape({N});
-  if (N > 0) {   // one read back: the class indices in range (PyTorch checks the same)
-    const int64_t lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, t, {}, false, op).item());
-    const int64_t hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, t, {}, false, op).item());
-    TG_CHECK(lo >= 0 && hi < C, IndexError, op, ": target out of range: ", lo < 0 ? lo : hi, " for ", C, " classes");
+  if (N > 0) {
+    const std::optional<int64_t> bad = class_index_outside(t, C, op);
+    TG_CHECK(!bad, IndexError, op, ": target out of range: ", bad.value_or(0), " for ", C, " classes");
   }
   const Tensor rows = reshape(input, {N, C});                         // (N, C)
   const Tensor index = Tensor(t.reshape({N, 1}));
