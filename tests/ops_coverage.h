@@ -16,8 +16,8 @@
 
 namespace testing {
 
-/// Every name declared in ops/ops.h as `Tensor name(`, `SortResult name(` or `std::vector<Tensor> name(`
-/// (the splitting ops) at the start of a line
+/// Every name declared in ops/ops.h as `Tensor name(`, `SortResult name(`, `std::vector<Tensor> name(`
+/// (the splitting ops) or `std::tuple<Tensor, Tensor> name(` (fused_lstm_cell) at the start of a line
 /// (overloads count once). The operators (`Tensor operator+(`) do not match: each is spelled in terms of a named op.
 inline std::set<std::string> declared_ops() {
   std::ifstream header(TG_SOURCE_DIR "/src/tensorgrad/ops/ops.h");
@@ -25,7 +25,7 @@ inline std::set<std::string> declared_ops() {
   std::stringstream text;
   text << header.rdbuf();
   const std::string s = text.str();
-  const std::regex decl(R"(^(?:Tensor|SortResult|std::vector<Tensor>) ([a-z_0-9]+)\()", std::regex::multiline);
+  const std::regex decl(R"(^(?:Tensor|SortResult|std::vector<Tensor>|std::tuple<Tensor, Tensor>) ([a-z_0-9]+)\()", std::regex::multiline);
   std::set<std::string> declared;
   for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it)
     declared.insert((*it)[1]);
@@ -77,7 +77,8 @@ inline const std::set<std::string> kTwice = {
     "transpose", "tril", "triu", "trunc", "unbind", "unsqueeze", "var", "view", "where",
     "bmm", "dot", "einsum", "mm", "outer",
     "hinge_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "poisson_nll_loss",
-    "gaussian_nll_loss"};   // compositions of twice-differentiable ops (ops/loss.cpp)
+    "gaussian_nll_loss",   // compositions of twice-differentiable ops (ops/loss.cpp)
+    "fused_lstm_cell", "fused_gru_cell"};   // recorded formulas under create_graph (ops/rnn.cpp)
 
 /// Differentiable ops whose gradient cannot yet be differentiated again: a backward with create_graph
 /// through them works, and a second backward that reaches their gradient raises AutogradError naming

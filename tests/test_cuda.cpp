@@ -821,6 +821,22 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) { return tg::layer_norm(in[0], {3, 1100}, in[1], tg::Tensor()); }, R});
   t.push_back({"layer_norm", "(300, 7) without weight or bias", {normal({300, 7}, 187, dt)},
                [](auto& in) { return tg::layer_norm(in[0], {7}); }, R});
+  // the fused recurrent cells: h' and c' side by side, so that both outputs' gradients are compared
+  t.push_back({"fused_lstm_cell", "(37, 4 x 33) gates, state (37, 33)",
+               {normal({37, 132}, 901, dt), normal({37, 132}, 902, dt), normal({37, 33}, 903, dt)},
+               [](auto& in) {
+                 auto [h, c] = tg::fused_lstm_cell(in[0], in[1], in[2]);
+                 return tg::cat({h, c}, 1);
+               }});
+  t.push_back({"fused_lstm_cell", "transposed gates, state without grad",
+               {transposed(5, 24, 904, dt), normal({5, 24}, 905, dt), constant(normal({5, 6}, 906, dt).base)},
+               [](auto& in) { return std::get<0>(tg::fused_lstm_cell(in[0], in[1], in[2])); }});
+  t.push_back({"fused_gru_cell", "(37, 3 x 33) gates, state (37, 33)",
+               {normal({37, 99}, 907, dt), normal({37, 99}, 908, dt), normal({37, 33}, 909, dt)},
+               [](auto& in) { return tg::fused_gru_cell(in[0], in[1], in[2]); }});
+  t.push_back({"fused_gru_cell", "zero-size batch (0, 3 x 4)",
+               {normal({0, 12}, 910, dt), normal({0, 12}, 911, dt), normal({0, 4}, 912, dt)},
+               [](auto& in) { return tg::fused_gru_cell(in[0], in[1], in[2]); }});
   t.push_back({"group_norm", "(6, 12, 5, 7) 4 groups with weight and bias", {normal({6, 12, 5, 7}, 182, dt), normal({12}, 183, dt), normal({12}, 184, dt)},
                [](auto& in) { return tg::group_norm(in[0], 4, in[1], in[2]); }, R});
   // instance_norm: group_norm with a group per channel, and the running statistics it updates (copies of
@@ -965,6 +981,7 @@ const std::set<std::string> kFloatingOnly = {
     "adaptive_max_pool1d", "conv_transpose1d",   // compositions that check for floating input first
     "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",   // the same (ops/conv3d.cpp)
     "adaptive_max_pool3d",   // the same (ops/pooling.cpp)
+    "fused_lstm_cell", "fused_gru_cell",
     "var", "std", "norm", "multinomial", "bernoulli",
     "mm", "bmm", "dot", "einsum", "scatter_add", "index_add"};
 
@@ -2221,9 +2238,33 @@ TEST_CASE("cuda: one fused Adam step over more parameters than one launch holds 
   }
 }
 
+TEST_CASE("cuda: the fused LSTM and GRU cells are one launch forward and one backward") {
+  TG_NEED_CUDA();
+  const Tensor xg(randn_t({20, 1024}, 511, tg::kFloat32).to(kGpu), true), hg(randn_t({20, 1024}, 512, tg::kFloat32).to(kGpu), true);
+  const Tensor c(randn_t({20, 256}, 513, tg::kFloat32).to(kGpu), true);
+  uint64_t before = tg::cuda::detail::launch_count();
+  (void)tg::fused_lstm_cell(xg, hg, c);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);   // h' and c' are views of one result
+  const tg::prim::LstmCell f = tg::prim::lstm_cell(xg.data(), hg.data(), c.data());
+  const RawTensor dhc = randn_t({2, 20, 256}, 514, tg::kFloat32).to(kGpu);
+  before = tg::cuda::detail::launch_count();
+  const tg::prim::LstmCellGrads d = tg::prim::lstm_cell_backward(dhc, c.data(), f.ws);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);
+  check_same(Tensor(d.dgates), Tensor(tg::prim::lstm_cell_backward(dhc.to(kCpu), c.data().to(kCpu), f.ws.to(kCpu)).dgates),
+             1e-5, 1e-6);
+  const Tensor gx(randn_t({20, 768}, 515, tg::kFloat32).to(kGpu), true), gh(randn_t({20, 768}, 516, tg::kFloat32).to(kGpu), true);
+  before = tg::cuda::detail::launch_count();
+  const Tensor hy = tg::fused_gru_cell(gx, gh, c);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);
+  const tg::prim::GruCell gf = tg::prim::gru_cell(gx.data(), gh.data(), c.data());
+  before = tg::cuda::detail::launch_count();
+  (void)tg::prim::gru_cell_backward(hy.data(), c.data(), gf.ws);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);
+}
+
 TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients, padded and packed") {
   TG_NEED_CUDA();
-  // the recurrent layers are compositions (linear, sigmoid, tanh, chunk, stack): the same module on both
+  // the recurrent layers: linears, the fused cells (ops/rnn.cpp), views and cat: the same module on both
   // devices, bidirectional over two layers, forward and backward through time
   tg::manual_seed(31);
   tg::nn::LSTM lstm(tg::nn::LSTMOptions(5, 6).num_layers(2).bidirectional(true).batch_first(true));

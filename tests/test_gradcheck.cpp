@@ -1041,6 +1041,26 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"(2, 3, 4) over the last two dims, weight only", {randn64({2, 3, 4}, 223), randn64({3, 4}, 224)}, two},
                                {"non-contiguous (6, 3) view, no affine", {Tensor(randn64({6, 3}, 225, false).data().transpose(0, 1), true)}, plain}};
   };
+  // the fused recurrent cells (ops/rnn.cpp): gates (N, 4H) or (N, 3H) and a state (N, H)
+  t["fused_lstm_cell"] = [] {
+    Fn both = [](const std::vector<Tensor>& in) {
+      auto [h, c] = tg::fused_lstm_cell(in[0], in[1], in[2]);
+      return tg::cat({h, c}, 1);
+    };
+    Fn cell = [](const std::vector<Tensor>& in) { return std::get<1>(tg::fused_lstm_cell(in[0], in[1], in[2])); };
+    return std::vector<Sample>{
+        {"(3, 4 x 2) gates, h' and c'", {randn64({3, 8}, 950), randn64({3, 8}, 951), randn64({3, 2}, 952)}, both},
+        {"non-contiguous gates, c' only, state without grad",
+         {Tensor(randn64({12, 2}, 953, false).data().transpose(0, 1), true), randn64({2, 12}, 954),
+          randn64({2, 3}, 955, false)},
+         cell}};
+  };
+  t["fused_gru_cell"] = [] {
+    Fn f = [](const std::vector<Tensor>& in) { return tg::fused_gru_cell(in[0], in[1], in[2]); };
+    return std::vector<Sample>{
+        {"(3, 3 x 2) gates", {randn64({3, 6}, 956), randn64({3, 6}, 957), randn64({3, 2}, 958)}, f},
+        {"input gates without grad", {randn64({2, 9}, 959, false), randn64({2, 9}, 960), randn64({2, 3}, 961)}, f}};
+  };
   t["group_norm"] = [] {
     Fn affine = [](const std::vector<Tensor>& in) { return tg::group_norm(in[0], 2, in[1], in[2]); };
     Fn plain = [](const std::vector<Tensor>& in) { return tg::group_norm(in[0], 3, Tensor(), Tensor(), 1e-3); };

@@ -302,3 +302,76 @@ TEST_CASE("rnn: calling a recurrent layer or cell is its forward, as libtorch's 
   CHECK(h_n.shape() == tg::Shape{1, 2, 4});
   CHECK(cc.shape() == tg::Shape{2, 4});
 }
+
+namespace {
+/// The LSTM cell's pointwise step composed of ops, PyTorch's formulas (the reference fused_lstm_cell
+/// is checked against).
+std::tuple<Tensor, Tensor> lstm_composed(const Tensor& xg, const Tensor& hg, const Tensor& c) {
+  const std::vector<Tensor> g = tg::chunk(xg + hg, 4, 1);
+  const Tensor c_new = tg::sigmoid(g[1]) * c + tg::sigmoid(g[0]) * tg::tanh(g[2]);
+  return {tg::sigmoid(g[3]) * tg::tanh(c_new), c_new};
+}
+/// The GRU cell's pointwise step composed of ops.
+Tensor gru_composed(const Tensor& xg, const Tensor& hg, const Tensor& h) {
+  const std::vector<Tensor> x3 = tg::chunk(xg, 3, 1), h3 = tg::chunk(hg, 3, 1);
+  const Tensor r = tg::sigmoid(x3[0] + h3[0]), z = tg::sigmoid(x3[1] + h3[1]);
+  const Tensor n = tg::tanh(x3[2] + r * h3[2]);
+  return (1.0 - z) * n + z * h;
+}
+}  // namespace
+
+TEST_CASE("rnn: fused_lstm_cell and fused_gru_cell equal the composed step, values and gradients") {
+  Tensor xg = testing::randn64({5, 12}, 31), hg = testing::randn64({5, 12}, 32), c = testing::randn64({5, 3}, 33);
+  const Tensor w = testing::randn64({5, 6}, 34, false);
+  auto run_lstm = [&](bool fused) {
+    for (Tensor* t : {&xg, &hg, &c}) t->zero_grad();
+    auto [h1, c1] = fused ? tg::fused_lstm_cell(xg, hg, c) : lstm_composed(xg, hg, c);
+    const Tensor out = tg::cat({h1, c1}, 1);
+    tg::sum(out * w).backward();
+    return std::vector<Tensor>{out, xg.grad(), hg.grad(), c.grad()};
+  };
+  const std::vector<Tensor> lf = run_lstm(true), lc = run_lstm(false);
+  for (std::size_t k = 0; k < lf.size(); ++k) {
+    CAPTURE(k);
+    CHECK(tg::allclose(lf[k], lc[k], 1e-13, 1e-13));
+  }
+  Tensor gx = testing::randn64({4, 9}, 35), gh = testing::randn64({4, 9}, 36), h = testing::randn64({4, 3}, 37);
+  const Tensor v = testing::randn64({4, 3}, 38, false);
+  auto run_gru = [&](bool fused) {
+    for (Tensor* t : {&gx, &gh, &h}) t->zero_grad();
+    const Tensor out = fused ? tg::fused_gru_cell(gx, gh, h) : gru_composed(gx, gh, h);
+    tg::sum(out * v).backward();
+    return std::vector<Tensor>{out, gx.grad(), gh.grad(), h.grad()};
+  };
+  const std::vector<Tensor> gf = run_gru(true), gc = run_gru(false);
+  for (std::size_t k = 0; k < gf.size(); ++k) {
+    CAPTURE(k);
+    CHECK(tg::allclose(gf[k], gc[k], 1e-13, 1e-13));
+  }
+}
+
+TEST_CASE("rnn: the fused cells promote their operands and name their shapes in errors") {
+  // float32 gates with a float64 state compute in float64, and each gradient keeps its input's dtype
+  const Tensor xg(tg::randn({2, 8}).data(), true), hg(tg::randn({2, 8}).data(), true);
+  const Tensor c = testing::randn64({2, 2}, 41);
+  auto [h1, c1] = tg::fused_lstm_cell(xg, hg, c);
+  CHECK(h1.dtype() == tg::kFloat64);
+  CHECK(c1.dtype() == tg::kFloat64);
+  tg::sum(h1 + c1).backward();
+  CHECK(xg.grad().dtype() == tg::kFloat32);
+  CHECK(c.grad().dtype() == tg::kFloat64);
+  // bfloat16 runs through float32 and comes back in bfloat16
+  const Tensor b = tg::randn({3, 6}).to(tg::kBFloat16), s = tg::randn({3, 2}).to(tg::kBFloat16);
+  const Tensor hb = tg::fused_gru_cell(b, b, s);
+  CHECK(hb.dtype() == tg::kBFloat16);
+  CHECK(tg::allclose(hb.to(tg::kFloat32), gru_composed(b.to(tg::kFloat32), b.to(tg::kFloat32), s.to(tg::kFloat32)), 1e-2, 1e-2));
+  CHECK_THROWS_WITH_AS(tg::fused_lstm_cell(tg::randn({2, 7}), tg::randn({2, 7}), tg::randn({2, 2})),
+                       doctest::Contains("lstm_cell: expected gates of shape [2, 8] for a state of shape [2, 2]"),
+                       tg::ShapeError);
+  CHECK_THROWS_WITH_AS(tg::fused_gru_cell(tg::randn({2, 6}), tg::randn({2, 6}), tg::randn({2})),
+                       doctest::Contains("gru_cell: expected a state of shape (N, H)"), tg::ShapeError);
+  const Tensor ints = tg::zeros({2, 6}, tg::TensorOptions().dtype(tg::kInt64));
+  CHECK_THROWS_WITH_AS(tg::fused_gru_cell(ints, ints, tg::zeros({2, 2}, tg::TensorOptions().dtype(tg::kInt64))),
+                       doctest::Contains("fused_gru_cell: expected floating gates and state"), tg::DTypeError);
+  CHECK_THROWS_AS(tg::fused_lstm_cell(Tensor(), tg::randn({2, 8}), tg::randn({2, 2})), tg::Error);
+}

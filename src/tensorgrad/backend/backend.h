@@ -30,6 +30,8 @@
 //   sort            (Note [Sort order] in prim/sort.cpp)                sort.cpp           sort.cu
 //   attention       none: the CPU loops are the kernels' reference,     attention.cpp      attention.cu
 //                   compared by the tests
+//   rnn             rnn.h (the LSTM and GRU cells' pointwise step       rnn.cpp            rnn.cu
+//                   and its gradient)
 //
 // plus backend/cpu/runtime.cpp and backend/cuda/runtime.cu (the backend objects and their settings).
 // The CPU class and its loop machinery (strided loops, the thread pool, the capability clones) are in
@@ -329,6 +331,20 @@ class Backend {
   /// the sum over rows of dy xhat, db (D) = the sum over rows of dy. Sets each one that is defined.
   virtual void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
                                    const RawTensor& w, const RawTensor& dx, const RawTensor& dw, const RawTensor& db) = 0;
+  /// The LSTM cell's pointwise step (Note [Fused recurrent cells] in kernels/rnn.h), every operand
+  /// contiguous, float32 or float64: xg, hg (N, 4H), cx (N, H) -> hc (2, N, H) (h' then c') and the
+  /// workspace ws (N, 8H) (Note [Fused recurrent cells] in kernels/rnn.h).
+  virtual void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
+                         const RawTensor& ws) = 0;
+  /// The LSTM cell's gradient from dhc (2, N, H) and the forward's cx and ws -> dgates (N, 4H), dcx (N, H).
+  virtual void lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, const RawTensor& ws,
+                                  const RawTensor& dgates, const RawTensor& dcx) = 0;
+  /// The GRU cell's pointwise step: xg, hg (N, 3H), hx (N, H) -> hy (N, H) and the workspace ws (N, 7H).
+  virtual void gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx, const RawTensor& hy,
+                        const RawTensor& ws) = 0;
+  /// The GRU cell's gradient from dhy (N, H) and the forward's hx, ws -> dxg, dhg (N, 3H), dhx (N, H).
+  virtual void gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws, const RawTensor& dxg,
+                                 const RawTensor& dhg, const RawTensor& dhx) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:

@@ -1,6 +1,7 @@
-// nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). Each time step is composed of differentiable
-// ops; the input projection of a whole layer is one linear over every step (one GEMM instead of one per
-// step), the recurrent projection one linear per step.
+// nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). Each time step is made of differentiable
+// ops: the input projection of a whole layer is one linear over every step (one GEMM instead of one per
+// step), the recurrent projection one linear per step, and the LSTM and GRU cells' pointwise part one
+// fused op (fused_lstm_cell, fused_gru_cell: one kernel each way).
 //
 // Padded and packed input run the same loop (RecurrentBase::run_rows) over rows laid out as a
 // PackedSequence's data: step t is batch_sizes[t] consecutive rows, the sequences still running at
@@ -37,20 +38,17 @@ std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, co
   switch (k) {
     case CellKind::RnnTanh: return {tanh(add(xp, hp)), Tensor()};
     case CellKind::RnnRelu: return {relu(add(xp, hp)), Tensor()};
-    case CellKind::Lstm: {
-      const std::vector<Tensor> g = chunk(add(xp, hp), 4, -1);   // input, forget, cell, output
-      const Tensor c_new = add(mul(sigmoid(g[1]), c), mul(sigmoid(g[0]), tanh(g[2])));
-      const Tensor h_new = mul(sigmoid(g[3]), tanh(c_new));
-      return {w_hr.defined() ? linear(h_new, w_hr) : h_new, c_new};
-    }
-    case CellKind::Gru: {
-      const std::vector<Tensor> x3 = chunk(xp, 3, -1), h3 = chunk(hp, 3, -1);   // reset, update, new
-      const Tensor r = sigmoid(add(x3[0], h3[0])), z = sigmoid(add(x3[1], h3[1]));
-      const Tensor n = tanh(add(x3[2], mul(r, h3[2])));
-      return {add(n, mul(z, sub(h, n))), Tensor()};   // (1 - z) n + z h
-    }
+    default: break;
   }
-  throw Error("recurrent step: unknown cell");
+  // LSTM and GRU: one fused op (Note [Fused recurrent cells] in kernels/rnn.h) on rows; an unbatched
+  // cell's (4H) or (3H) gates are one row
+  const bool row = h.dim() == 1;
+  auto rows = [row](const Tensor& t) { return row && t.defined() ? unsqueeze(t, 0) : t; };
+  auto unrow = [row](const Tensor& t) { return row ? squeeze(t, 0) : t; };
+  if (k == CellKind::Gru) return {unrow(fused_gru_cell(rows(xp), rows(hp), rows(h))), Tensor()};
+  auto [h_new, c_new] = fused_lstm_cell(rows(xp), rows(hp), rows(c));
+  h_new = unrow(h_new);
+  return {w_hr.defined() ? linear(h_new, w_hr) : h_new, unrow(c_new)};
 }
 
 /// slot = a fresh float32 tensor of `shape` from U(-bound, bound), registered on owner as name (the

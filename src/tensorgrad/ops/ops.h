@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -863,6 +864,21 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean = Tensor(),
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const Tensor& attn_mask = Tensor(), double dropout_p = 0,
                                       bool is_causal = false, std::optional<double> scale = std::nullopt);
+
+// ---- recurrent cells (ops/rnn.cpp): the pointwise part of one step of nn::LSTM and nn::GRU
+/// One LSTM step's pointwise part (PyTorch's _thnn_fused_lstm_cell, the biases already in the
+/// gates): input_gates and hidden_gates (N, 4H) are the input's and the state's products, gates in
+/// PyTorch's order (input, forget, cell, output), cx (N, H) the cell state -> (h', c') (N, H), with
+/// c' = sigmoid(f) cx + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c') for each gate's x + h. One
+/// kernel forward and one backward on either device (Note [Fused recurrent cells] in kernels/rnn.h);
+/// differentiable twice. The three operands are brought to their promoted dtype first. ShapeError
+/// for gates that are not (N, 4H) for a state (N, H).
+std::tuple<Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx);
+/// One GRU step's pointwise part (PyTorch's _thnn_fused_gru_cell, the biases already in the gates):
+/// input_gates and hidden_gates (N, 3H) the input's and the state's products, gates in PyTorch's
+/// order (reset, update, new), hx (N, H) the state -> h' = (1 - z) n + z hx, with r, z the sigmoids
+/// of their gates' sums and n = tanh(x_n + r h_n). Fused as fused_lstm_cell.
+Tensor fused_gru_cell(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx);
 
 // ---- operators (ops/methods.cpp): Tensors and scalars on either side
 /// \name Operators

@@ -238,6 +238,39 @@ struct LayerNormGrads {
 LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
                                    const RawTensor& w, bool want_dx, bool want_dw, bool want_db);
 
+// ---- recurrent cells (prim/rnn.cpp; Note [Fused recurrent cells] in kernels/rnn.h)
+/// The forward of the fused LSTM cell.
+struct LstmCell {
+  RawTensor hc;   ///< (2, N, H): h' and c', the inputs' dtype
+  RawTensor ws;   ///< (N, 8H): the gates' sums x + h, then i, f, g, o (float32 for 16-bit inputs)
+};
+/// The LSTM cell's pointwise step from the two products' gates xg, hg (N, 4H) and the cell state cx
+/// (N, H): one floating dtype and device (float16/bfloat16 through float32).
+LstmCell lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx);
+/// The gradients of the fused LSTM cell.
+struct LstmCellGrads {
+  RawTensor dgates;   ///< (N, 4H): the gradient of either product's gates
+  RawTensor dcx;      ///< (N, H)
+};
+/// lstm_cell's backward from dhc (2, N, H), the gradients of h' and c', with the forward's cx and
+/// workspace.
+LstmCellGrads lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, const RawTensor& ws);
+/// The forward of the fused GRU cell.
+struct GruCell {
+  RawTensor hy;   ///< (N, H), the inputs' dtype
+  RawTensor ws;   ///< (N, 7H): the reset and update gates' sums, x_n, h_n, then r, z, n (float32 for 16-bit inputs)
+};
+/// The GRU cell's pointwise step from the two products' gates xg, hg (N, 3H) and the state hx (N, H).
+GruCell gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx);
+/// The gradients of the fused GRU cell.
+struct GruCellGrads {
+  RawTensor dxg;   ///< (N, 3H): the input product's gates
+  RawTensor dhg;   ///< (N, 3H): the state product's gates
+  RawTensor dhx;   ///< (N, H)
+};
+/// gru_cell's backward from dhy (N, H), with the forward's hx and workspace.
+GruCellGrads gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws);
+
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
 /// The forward of the fused attention: out and the log-sum-exp of each row of scores.
 struct Attention {

@@ -307,6 +307,15 @@ class CpuBackend final : public Backend {
                   const RawTensor& rstd) override;
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd, const RawTensor& w,
                            const RawTensor& dx, const RawTensor& dw, const RawTensor& db) override;
+  // backend/cpu/rnn.cpp
+  void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
+                 const RawTensor& ws) override;
+  void lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, const RawTensor& ws, const RawTensor& dgates,
+                          const RawTensor& dcx) override;
+  void gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx, const RawTensor& hy,
+                const RawTensor& ws) override;
+  void gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws, const RawTensor& dxg,
+                         const RawTensor& dhg, const RawTensor& dhx) override;
   // backend/cpu/attention.cpp
   void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const AttentionArgs& args, const RawTensor& out,
                  const RawTensor& lse) override;

@@ -218,6 +218,15 @@ class CudaBackend final : public Backend {
                   const RawTensor& rstd) override;
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd, const RawTensor& w,
                            const RawTensor& dx, const RawTensor& dw, const RawTensor& db) override;
+  // backend/cuda/rnn.cu
+  void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
+                 const RawTensor& ws) override;
+  void lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, const RawTensor& ws, const RawTensor& dgates,
+                          const RawTensor& dcx) override;
+  void gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx, const RawTensor& hy,
+                const RawTensor& ws) override;
+  void gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws, const RawTensor& dxg,
+                         const RawTensor& dhg, const RawTensor& dhx) override;
   // backend/cuda/runtime.cu
   void synchronize() override;
   // backend/cuda/sort.cu
