@@ -77,7 +77,8 @@ inline const std::set<std::string> kTwice = {
     "transpose", "tril", "triu", "trunc", "unbind", "unsqueeze", "var", "view", "where",
     "bmm", "dot", "einsum", "mm", "outer",
     "hinge_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "poisson_nll_loss",
-    "gaussian_nll_loss",   // compositions of twice-differentiable ops (ops/loss.cpp)
+    "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",   // compositions of twice-differentiable ops (ops/loss.cpp)
     "fused_lstm_cell", "fused_gru_cell"};   // recorded formulas under create_graph (ops/rnn.cpp)
 
 /// Differentiable ops whose gradient cannot yet be differentiated again: a backward with create_graph

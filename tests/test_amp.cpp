@@ -329,8 +329,7 @@ TEST_CASE("GradScaler: unscale_ skips parameters without a gradient and handles 
 }
 
 TEST_CASE("GradScaler: state_dict round-trips through tg::save / tg::load and load_state_dict checks everything") {
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string path = (dir / "tg_test_amp_scaler.safetensors").string();
+  const std::string path = testing::temp_path("tg_test_amp_scaler.safetensors");
   Tensor w = leaf({1.0f});
   tg::optim::SGD opt({w}, 0.1);
   GradScaler a(GradScalerOptions().init_scale(1000.3).growth_factor(1.7).backoff_factor(0.3).growth_interval(5));

@@ -678,6 +678,20 @@ std::vector<Case> parity_table(tg::DType dt) {
   t.push_back({"gaussian_nll_loss", "(257, 33), var (257)", {normal({257, 33}, 262, dt), normal({257, 33}, 263, dt),
                                                              normal({257}, 264, dt)},
                [](auto& in) { return tg::gaussian_nll_loss(in[0], in[1], tg::abs(in[2]) + 0.5, true); }, R});
+  t.push_back({"soft_margin_loss", "(257, 33), sum", {normal({257, 33}, 1300, dt), constant(normal({257, 33}, 1301, dt).base)},
+               [](auto& in) { return tg::soft_margin_loss(in[0], tg::sign(in[1]), tg::Reduction::Sum); }, R});
+  t.push_back({"multilabel_soft_margin_loss", "(257, 33), soft target and weight with grad, none",
+               {normal({257, 33}, 1302, dt), normal({257, 33}, 1303, dt), normal({33}, 1304, dt)},
+               [](auto& in) {
+                 return tg::multilabel_soft_margin_loss(in[0], tg::sigmoid(in[1]), in[2], tg::Reduction::None);
+               }, R});
+  t.push_back({"multilabel_margin_loss", "(257, 33), targets in [-1, 33)", {normal({257, 33}, 1305, dt), random_index({257, 33}, 34, 1306)},
+               [](auto& in) { return tg::multilabel_margin_loss(in[0], in[1] - 1); }, R});
+  t.push_back({"triplet_margin_with_distance_loss", "(257, 33), pairwise distance, swap, sum",
+               {normal({257, 33}, 1307, dt), normal({257, 33}, 1308, dt), normal({257, 33}, 1309, dt)},
+               [](auto& in) {
+                 return tg::triplet_margin_with_distance_loss(in[0], in[1], in[2], {}, 2.0, true, tg::Reduction::Sum);
+               }, R});
   t.push_back({"ctc_loss", "(9, 3, 6) padded targets, copied to the CPU and back",
                {normal({9, 3, 6}, 265, dt), int_values({1, 2, 2, 3, 5, 5, 0, 0, 4, 1, 3, 0}, {3, 4}),
                 int_values({9, 7, 5}, {3}), int_values({4, 2, 3}, {3})},
@@ -970,6 +984,7 @@ const std::set<std::string> kFloatingOnly = {
     "kl_div", "margin_ranking_loss", "cosine_embedding_loss", "interpolate",
     "hinge_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "ctc_loss",
+    "soft_margin_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
     "dropout2d", "conv_transpose2d",
     "gelu", "silu", "softplus", "leaky_relu", "log_sigmoid",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "log1p",

@@ -754,6 +754,43 @@ std::map<std::string, SampleMaker> gradcheck_table() {
                                {"(6, 2, 5) blank 3, none", {randn64({6, 2, 5}, 401)}, none},
                                {"unbatched (5, 3), sum", {randn64({5, 3}, 402)}, single}};
   };
+  t["soft_margin_loss"] = [] {
+    const Tensor y = tg::from_vector(std::vector<double>{1, -1, -1, 1, -1, 1, 1, -1, -1, 1, -1, -1}, {3, 4});
+    Fn mean = [y](const std::vector<Tensor>& in) { return tg::soft_margin_loss(in[0], y); };
+    Fn none = [y](const std::vector<Tensor>& in) { return tg::soft_margin_loss(in[0], y, tg::Reduction::None); };
+    return std::vector<Sample>{{"mean", {randn64({3, 4}, 1200)}, mean}, {"none", {randn64({3, 4}, 1201)}, none}};
+  };
+  t["multilabel_soft_margin_loss"] = [] {
+    const Tensor y = tg::from_vector(std::vector<double>{1, 0, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0}, {3, 4});
+    Fn mean = [y](const std::vector<Tensor>& in) { return tg::multilabel_soft_margin_loss(in[0], y); };
+    // soft targets and the weight get gradients too
+    Fn weighted = [](const std::vector<Tensor>& in) {
+      return tg::multilabel_soft_margin_loss(in[0], in[1], in[2], tg::Reduction::None);
+    };
+    return std::vector<Sample>{{"mean", {randn64({3, 4}, 1202)}, mean},
+                               {"soft target, weight, none", {randn64({3, 4}, 1203), randn64({3, 4}, 1204), randn64({4}, 1205)},
+                                weighted}};
+  };
+  t["multilabel_margin_loss"] = [] {
+    const Tensor target = tg::from_vector(std::vector<int64_t>{3, 0, -1, 1, 2, 2, 1, -1, 0, 0, 0, 0}, {3, 4});
+    Fn mean = [target](const std::vector<Tensor>& in) { return tg::multilabel_margin_loss(in[0], target); };
+    Fn none = [target](const std::vector<Tensor>& in) { return tg::multilabel_margin_loss(in[0], target, tg::Reduction::None); };
+    const Tensor one = tg::from_vector(std::vector<int64_t>{4, 1, -1, 0, 0});
+    Fn unbatched = [one](const std::vector<Tensor>& in) { return tg::multilabel_margin_loss(in[0], one, tg::Reduction::Sum); };
+    return std::vector<Sample>{{"mean", {randn64({3, 4}, 1206)}, mean}, {"none", {randn64({3, 4}, 1207)}, none},
+                               {"unbatched, sum", {randn64({5}, 1208)}, unbatched}};
+  };
+  t["triplet_margin_with_distance_loss"] = [] {
+    Fn pairwise = [](const std::vector<Tensor>& in) { return tg::triplet_margin_with_distance_loss(in[0], in[1], in[2]); };
+    Fn squared = [](const std::vector<Tensor>& in) {
+      const auto d = [](const Tensor& a, const Tensor& b) { return tg::sum(tg::square(a - b), 1); };
+      return tg::triplet_margin_with_distance_loss(in[0], in[1], in[2], d, 4.0, true, tg::Reduction::None);
+    };
+    return std::vector<Sample>{
+        {"pairwise distance", {randn64({3, 4}, 1209), randn64({3, 4}, 1210), randn64({3, 4}, 1211)}, pairwise},
+        {"squared distance, margin 4, swap, none", {randn64({3, 4}, 1212), randn64({3, 4}, 1213), randn64({3, 4}, 1214)},
+         squared}};
+  };
   t["cosine_embedding_loss"] = [] {
     const Tensor y = tg::from_vector(std::vector<double>{1, -1, -1, 1}, {4});
     Fn f = [y](const std::vector<Tensor>& in) {

@@ -18,7 +18,6 @@ namespace F = tg::nn::functional;
 
 namespace {
 std::vector<int64_t> sizes_of(const Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end()); }
-std::string temp_path(const char* name) { return (std::filesystem::temp_directory_path() / name).string(); }
 }  // namespace
 
 TEST_CASE("libtorch spellings: dtype and device constants") {
@@ -409,7 +408,8 @@ TEST_CASE("libtorch spellings: tg::nn::functional as torch::nn::functional") {
 }
 
 TEST_CASE("libtorch spellings: tg::save and tg::load of a tensor and of a list of tensors") {
-  const std::string one = temp_path("tg_spellings_one.safetensors"), list = temp_path("tg_spellings_list.safetensors");
+  const std::string one = testing::temp_path("tg_spellings_one.safetensors");
+  const std::string list = testing::temp_path("tg_spellings_list.safetensors");
   const Tensor x = tg::tensor({{1.5, 2.5}, {3.5, 4.5}});
   tg::save(x, one);                                    // torch::save(x, path)
   Tensor y;
@@ -431,7 +431,7 @@ TEST_CASE("libtorch spellings: tg::save and tg::load of a tensor and of a list o
   Tensor unchanged = tg::ones({1});
   TG_CHECK_THROWS(tg::load(unchanged, list), tg::SerializationError, "holds 3 tensors, not one");
   CHECK(unchanged.numel() == 1);
-  const std::string module_file = temp_path("tg_spellings_module.safetensors");
+  const std::string module_file = testing::temp_path("tg_spellings_module.safetensors");
   tg::save(tg::nn::Linear(2, 2), module_file);
   TG_CHECK_THROWS(tg::load(ys, module_file), tg::SerializationError, "holds a tensor named \"");
   CHECK(ys.size() == 3);

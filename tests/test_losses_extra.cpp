@@ -1,5 +1,6 @@
 // tests/test_losses_extra.cpp: hinge_embedding_loss, triplet_margin_loss, multi_margin_loss,
-// poisson_nll_loss, gaussian_nll_loss and ctc_loss against values and gradient probes PyTorch 2.15
+// poisson_nll_loss, gaussian_nll_loss, ctc_loss, soft_margin_loss, multilabel_soft_margin_loss,
+// multilabel_margin_loss and triplet_margin_with_distance_loss against values and gradient probes PyTorch 2.15
 // computed in float64 (tests/data/losses_extra_reference.py writes tests/data/losses_extra_reference.h;
 // the inputs here are built the script's way), their errors, their modules and functional forms.
 // Finite-difference gradchecks: tests/test_gradcheck.cpp.
@@ -205,6 +206,143 @@ TEST_CASE("losses extra: ctc_loss lengths as lists, an input length of 0, float3
   CHECK(f.item<double>() == doctest::Approx(reference("ctc_loss padded mean").values[0]).epsilon(1e-5));
 }
 
+TEST_CASE("losses extra: soft_margin_loss against PyTorch") {
+  const struct { tg::Reduction r; const char* name; } cases[] = {
+      {kMean, "soft_margin_loss mean"}, {kSum, "soft_margin_loss sum"}, {kNone, "soft_margin_loss none"}};
+  for (const auto& c : cases) {
+    const Tensor x = fill({3, 4}, 1.0, 2.0);
+    check_case(c.name, tg::soft_margin_loss(x, y_pm({3, 4}, 3), c.r), {x});
+  }
+  const Tensor x = fill({3, 4}, 1.0, 2.0);
+  check_case("soft_margin_loss target (4) broadcast", tg::soft_margin_loss(x, y_pm({4}, 3)), {x});
+}
+
+namespace {
+/// 1 where i % period == 0, else 0, over (shape): the script's y01.
+Tensor y01(const tg::Shape& shape, int64_t period) { return (y_pm(shape, period) + 1.0) / 2.0; }
+}  // namespace
+
+TEST_CASE("losses extra: multilabel_soft_margin_loss against PyTorch, weight and soft targets with gradients") {
+  Tensor x = fill({3, 5}, 1.0, 2.0);
+  check_case("multilabel_soft_margin_loss defaults", tg::multilabel_soft_margin_loss(x, y01({3, 5}, 3)), {x});
+  x = fill({3, 5}, 1.0, 2.0);
+  const Tensor t = fill({3, 5}, 2.0, 0.5, 0.5), w = fill({5}, 7.0, 0.4, 1.0);
+  check_case("multilabel_soft_margin_loss soft target weight sum", tg::multilabel_soft_margin_loss(x, t, w, kSum), {x, t, w});
+  x = fill({3, 5}, 1.0, 2.0);
+  const Tensor rows = tg::multilabel_soft_margin_loss(x, y01({3, 5}, 2), Tensor(), kNone);
+  CHECK(rows.shape() == tg::Shape{3});
+  check_case("multilabel_soft_margin_loss none", rows, {x});
+  x = fill({5}, 1.0, 2.0);
+  const Tensor w1 = fill({5}, 7.0, 0.4, 1.0);
+  const Tensor one = tg::multilabel_soft_margin_loss(x, y01({5}, 3), w1, kNone);
+  CHECK(one.dim() == 0);
+  check_case("multilabel_soft_margin_loss unbatched weight none", one, {x, w1});
+}
+
+TEST_CASE("losses extra: multilabel_margin_loss against PyTorch: lists ending at -1, repeated, full and empty") {
+  // rows: a list ending at -1 (the entries after it are ignored), a repeated index, every class, none
+  const Tensor target = ints({3, 0, -1, 1, 2, 4, 4, 1, -1, -1, 0, 1, 2, 3, 4, -1, 2, 2, 2, 2}, {4, 5});
+  const struct { tg::Reduction r; const char* name; } cases[] = {
+      {kMean, "multilabel_margin_loss mean"}, {kSum, "multilabel_margin_loss sum"}, {kNone, "multilabel_margin_loss none"}};
+  for (const auto& c : cases) {
+    const Tensor x = fill({4, 5}, 1.0, 1.5);
+    check_case(c.name, tg::multilabel_margin_loss(x, target, c.r), {x});
+  }
+  Tensor x = fill({5}, 1.0, 1.5);
+  check_case("multilabel_margin_loss unbatched mean", tg::multilabel_margin_loss(x, ints({2, 4, -1, 0, 0})), {x});
+  x = fill({5}, 1.0, 1.5);
+  const Tensor one = tg::multilabel_margin_loss(x, ints({2, 4, -1, 0, 0}), kNone);
+  CHECK(one.dim() == 0);
+  check_case("multilabel_margin_loss unbatched none", one, {x});
+  // float32 in, float32 out, the float64 value rounded
+  const Tensor f = tg::multilabel_margin_loss(fill({4, 5}, 1.0, 1.5, 0.0, false).to(tg::kFloat32), target);
+  CHECK(f.dtype() == tg::kFloat32);
+  CHECK(f.item<double>() == doctest::Approx(reference("multilabel_margin_loss mean").values[0]).epsilon(1e-6));
+}
+
+namespace {
+/// The script's l1_distance and cosine_distance, along the last dim.
+Tensor l1_distance(const Tensor& a, const Tensor& b) { return tg::sum(tg::abs(a - b), a.dim() - 1); }
+Tensor cosine_distance(const Tensor& a, const Tensor& b) {
+  const int64_t d = a.dim() - 1;
+  return 1.0 - tg::sum(a * b, d) / (tg::norm(a, 2, {d}) * tg::norm(b, 2, {d}));
+}
+}  // namespace
+
+TEST_CASE("losses extra: triplet_margin_with_distance_loss against PyTorch, default and given distances") {
+  struct Case {
+    const char* name;
+    tg::Shape shape;
+    double nseed, nscale;
+    std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> f;
+  };
+  const std::vector<Case> cases = {
+      {"triplet_margin_with_distance_loss defaults", {4, 5}, 1.3, 0.9,
+       [](auto& a, auto& p, auto& n) { return tg::triplet_margin_with_distance_loss(a, p, n); }},
+      {"triplet_margin_with_distance_loss swap sum", {4, 5}, 2.4, 1.2,
+       [](auto& a, auto& p, auto& n) { return tg::triplet_margin_with_distance_loss(a, p, n, {}, 1.0, true, kSum); }},
+      {"triplet_margin_with_distance_loss l1 distance margin 0.5 swap none", {4, 5}, 2.4, 1.2,
+       [](auto& a, auto& p, auto& n) { return tg::triplet_margin_with_distance_loss(a, p, n, l1_distance, 0.5, true, kNone); }},
+      {"triplet_margin_with_distance_loss cosine distance margin 1.5", {4, 5}, 1.3, 0.9,
+       [](auto& a, auto& p, auto& n) { return tg::triplet_margin_with_distance_loss(a, p, n, cosine_distance, 1.5); }},
+      {"triplet_margin_with_distance_loss unbatched margin 2", {5}, 1.3, 0.9,
+       [](auto& a, auto& p, auto& n) { return tg::triplet_margin_with_distance_loss(a, p, n, {}, 2.0); }}};
+  for (const auto& c : cases) {
+    const Tensor a = fill(c.shape, 1.0), p = fill(c.shape, 2.0, 1.5), n = fill(c.shape, c.nseed, c.nscale);
+    check_case(c.name, c.f(a, p, n), {a, p, n});
+  }
+  // the default distance is triplet_margin_loss's (p 2, eps 1e-6)
+  const Tensor a = fill({4, 5}, 1.0, 1.0, 0.0, false), p = fill({4, 5}, 2.0, 1.5, 0.0, false);
+  const Tensor n = fill({4, 5}, 2.4, 1.2, 0.0, false);
+  CHECK(tg::allclose(tg::triplet_margin_with_distance_loss(a, p, n, {}, 0.7, true, kNone),
+                     tg::triplet_margin_loss(a, p, n, 0.7, 2, 1e-6, true, kNone), 0, 0));
+}
+
+TEST_CASE("losses extra: multilabel and soft margin errors name the op and the shapes") {
+  const Tensor x = fill({3, 4}, 1.0, 1.0, 0.0, false);
+  const Tensor t = ints({0, 1, -1, 2, 3, -1, 0, 0, 1, 2, 3, 0}, {3, 4});
+  // multilabel_margin_loss
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(x, ints({0, 1, 2})), tg::ShapeError,
+                  "multilabel_margin_loss: inconsistent target size: [3] for input of size: [3, 4]");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(x, ints({0, 1, -1, 2, 3, -1}, {3, 2})), tg::ShapeError,
+                  "inconsistent target size: [3, 2]");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(fill({4}, 1.0, 1.0, 0.0, false), ints({0, 1, 2})), tg::ShapeError,
+                  "inconsistent target size");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(fill({2, 3, 4}, 1.0, 1.0, 0.0, false), ints({0, 1}, {1, 2})), tg::ShapeError,
+                  "multilabel_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch size");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(fill({3, 0}, 1.0, 1.0, 0.0, false), ints({}, {3, 0})), tg::ShapeError,
+                  "Expected non-empty vector or matrix");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(x, ints({0, 1, -1, 2, 4, -1, 0, 0, 1, 2, 3, 0}, {3, 4})), tg::IndexError,
+                  "multilabel_margin_loss: argument #2 'target' is out of range: got 4");
+  // below -1, even after a row's first -1, as PyTorch's check
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(x, ints({0, 1, -1, -2, 3, -1, 0, 0, 1, 2, 3, 0}, {3, 4})), tg::IndexError,
+                  "out of range: got -2");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(x, tg::from_vector(std::vector<int32_t>(12, 0), {3, 4})), tg::DTypeError,
+                  "multilabel_margin_loss: expected target of dtype int64");
+  TG_CHECK_THROWS(tg::multilabel_margin_loss(ints(std::vector<int64_t>(12, 0), {3, 4}), t), tg::DTypeError,
+                  "multilabel_margin_loss");
+  // multilabel_soft_margin_loss, soft_margin_loss
+  TG_CHECK_THROWS(tg::multilabel_soft_margin_loss(fill({}, 1.0, 1.0, 0.0, false), fill({}, 2.0, 1.0, 0.0, false)),
+                  tg::IndexError, "multilabel_soft_margin_loss: Dimension specified as -1");
+  TG_CHECK_THROWS(tg::multilabel_soft_margin_loss(ints({1, 0}), ints({1, 0})), tg::DTypeError, "multilabel_soft_margin_loss");
+  TG_CHECK_THROWS(tg::multilabel_soft_margin_loss(x, fill({2, 4}, 1.0, 1.0, 0.0, false)), tg::ShapeError,
+                  "the size of tensor a (2) must match the size of tensor b (3)");
+  TG_CHECK_THROWS(tg::soft_margin_loss(ints({1, 2}), ints({1, -1})), tg::DTypeError, "soft_margin_loss");
+  TG_CHECK_THROWS(tg::soft_margin_loss(x, fill({2, 4}, 1.0, 1.0, 0.0, false)), tg::ShapeError, "must match the size of tensor b (2)");
+  // triplet_margin_with_distance_loss and its object
+  TG_CHECK_THROWS(tg::triplet_margin_with_distance_loss(x, x, x, {}, 0.0), tg::Error,
+                  "triplet_margin_with_distance_loss: margin must be greater than 0, got 0");
+  TG_CHECK_THROWS(tg::triplet_margin_with_distance_loss(x, x, fill({4}, 1.0)), tg::ShapeError,
+                  "anchor 2D, positive 2D, and negative 1D inputs");
+  TG_CHECK_THROWS(tg::triplet_margin_with_distance_loss(ints({1, 2}), ints({1, 2}), ints({1, 2})), tg::DTypeError,
+                  "triplet_margin_with_distance_loss");
+  TG_CHECK_THROWS(tg::nn::TripletMarginWithDistanceLoss(tg::nn::TripletMarginWithDistanceLossOptions().margin(-1)),
+                  tg::Error, "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got -1 instead");
+  // a given distance may take integer points
+  const auto hamming = [](const Tensor& a, const Tensor& b) { return tg::sum(tg::ne(a, b).to(tg::kFloat64), a.dim() - 1); };
+  CHECK(tg::triplet_margin_with_distance_loss(ints({1, 2}), ints({1, 3}), ints({1, 2}), hamming).item<double>() == 2.0);
+}
+
 TEST_CASE("losses extra: errors name the op") {
   const Tensor x = fill({3, 4}, 1.0, 1.0, 0.0, false);
   // triplet_margin_loss
@@ -313,4 +451,47 @@ TEST_CASE("losses extra: the loss objects' defaults and functional forms") {
        tg::ctc_loss(lp, padded, il, tl, 0, kNone));
   same(F::ctc_loss(lp, padded, il, tl, F::CTCLossFuncOptions().reduction(tg::kSum).zero_infinity(true)),
        tg::ctc_loss(lp, padded, il, tl, 0, kSum, true));
+}
+
+TEST_CASE("losses extra: the multilabel, soft margin and distance loss objects' defaults and functional forms") {
+  namespace nn = tg::nn;
+  namespace F = tg::nn::functional;
+  CHECK(nn::SoftMarginLoss().options().reduction_ == tg::kMean);
+  CHECK(nn::MultiLabelMarginLoss().options().reduction_ == tg::kMean);
+  CHECK(!nn::MultiLabelSoftMarginLoss().options().weight_.defined());
+  CHECK(nn::MultiLabelSoftMarginLoss().options().reduction_ == tg::kMean);
+  const nn::TripletMarginWithDistanceLossOptions td;
+  CHECK(!td.distance_function_);
+  CHECK(td.margin_ == 1.0);
+  CHECK(!td.swap_);
+  CHECK(td.reduction_ == tg::kMean);
+
+  // the objects and the functional forms call the functions with their options
+  const Tensor x = fill({3, 4}, 1.0, 2.0, 0.0, false), y = y_pm({3, 4}, 3);
+  auto same = [](const Tensor& a, const Tensor& b) { CHECK(tg::allclose(a, b, 0, 0)); };
+  same(nn::SoftMarginLoss(nn::SoftMarginLossOptions().reduction(tg::kNone))(x, y), tg::soft_margin_loss(x, y, kNone));
+  same(F::soft_margin_loss(x, y, F::SoftMarginLossFuncOptions().reduction(tg::kSum)), tg::soft_margin_loss(x, y, kSum));
+  const Tensor labels = y01({3, 4}, 2), w = fill({4}, 7.0, 0.4, 1.0, false);
+  same(nn::MultiLabelSoftMarginLoss(nn::MultiLabelSoftMarginLossOptions().weight(w).reduction(tg::kNone))->forward(x, labels),
+       tg::multilabel_soft_margin_loss(x, labels, w, kNone));
+  same(F::multilabel_soft_margin_loss(x, labels, F::MultilabelSoftMarginLossFuncOptions().weight(w)),
+       tg::multilabel_soft_margin_loss(x, labels, w));
+  const Tensor t = ints({0, 1, -1, 2, 3, -1, 0, 0, 1, 2, 3, 0}, {3, 4});
+  same(nn::MultiLabelMarginLoss(nn::MultiLabelMarginLossOptions().reduction(tg::kSum))(x, t),
+       tg::multilabel_margin_loss(x, t, kSum));
+  same(F::multilabel_margin_loss(x, t, F::MultilabelMarginLossFuncOptions().reduction(tg::kNone)),
+       tg::multilabel_margin_loss(x, t, kNone));
+  const Tensor p = fill({3, 4}, 2.0, 1.5, 0.0, false), n = fill({3, 4}, 2.4, 1.2, 0.0, false);
+  same(nn::TripletMarginWithDistanceLoss(
+           nn::TripletMarginWithDistanceLossOptions().distance_function(l1_distance).margin(0.5).swap(true))(x, p, n),
+       tg::triplet_margin_with_distance_loss(x, p, n, l1_distance, 0.5, true));
+  same(nn::TripletMarginWithDistanceLoss()->forward(x, p, n), tg::triplet_margin_with_distance_loss(x, p, n));
+  same(F::triplet_margin_with_distance_loss(x, p, n, F::TripletMarginWithDistanceLossFuncOptions().reduction(tg::kNone)),
+       tg::triplet_margin_with_distance_loss(x, p, n, {}, 1.0, false, kNone));
+  // the given distance is the one called
+  int calls = 0;
+  const nn::TripletMarginWithDistanceLoss counted(nn::TripletMarginWithDistanceLossOptions().swap(true).distance_function(
+      [&calls](const Tensor& a, const Tensor& b) { ++calls; return l1_distance(a, b); }));
+  counted(x, p, n);
+  CHECK(calls == 3);
 }

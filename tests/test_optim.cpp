@@ -124,7 +124,7 @@ TEST_CASE("Adam state round trip through a checkpoint gives bitwise identical st
     loss(wa).backward();
     a.step();
   }
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_adam_state.safetensors").string();
+  const std::string path = testing::temp_path("tg_adam_state.safetensors");
   tg::save(a, path);
   Tensor wb = tg::from_vector(wa.to_vector<double>(), {3}, tg::TensorOptions().requires_grad(true));
   tg::optim::Adam b({wb}, tg::optim::AdamOptions(0.1).amsgrad());

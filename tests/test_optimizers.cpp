@@ -309,7 +309,7 @@ TEST_CASE("optimizers: the new optimizers' state round-trips through a checkpoin
       {"NAdam", {"exp_avg.0", "exp_avg_sq.0", "step.0", "mu_product.0"}},
       {"RAdam", {"exp_avg.0", "exp_avg_sq.0", "step.0"}},
   };
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_optimizers_state.safetensors").string();
+  const std::string path = testing::temp_path("tg_optimizers_state.safetensors");
   for (const auto& entry : factories()) {
     const std::string& name = entry.first;   // not a structured binding: clang 14 refuses one in CAPTURE
     const Factory& make = entry.second;
@@ -468,7 +468,7 @@ TEST_CASE("optimizers: LBFGS state, errors and a stationary start") {
   for (const auto& e : a.state()) names.push_back(e.first);
   CHECK(std::find(names.begin(), names.end(), "old_dirs.2") != names.end());   // history_size pairs kept
   CHECK(std::find(names.begin(), names.end(), "old_dirs.3") == names.end());
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_lbfgs_state.safetensors").string();
+  const std::string path = testing::temp_path("tg_lbfgs_state.safetensors");
   tg::save(a, path);
   LbfgsProblem q;
   q.w1 = tg::from_vector(p.w1.to_vector<double>(), {2}, tg::TensorOptions().requires_grad(true));
@@ -550,7 +550,7 @@ TEST_CASE("optimizers: an optimizer on the base's learning-rate constructors get
 }
 
 TEST_CASE("optimizers: a checkpoint restores every group's options and initial_lr (PyTorch's param_groups)") {
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_optimizer_groups.safetensors").string();
+  const std::string path = testing::temp_path("tg_optimizer_groups.safetensors");
   // Two groups with their own options, stepped under a scheduler; then a fresh optimizer at other
   // options and a fresh scheduler load both files and go on exactly as the first pair does.
   Tensor a0 = testing::randn64({4}, 21), b0 = testing::randn64({3}, 22);

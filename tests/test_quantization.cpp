@@ -128,7 +128,7 @@ TEST_CASE("quantize: bad parameters raise, naming the op") {
 }
 
 TEST_CASE("quantize: safetensors round trip keeps integers and parameters") {
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_test_quantized.safetensors").string();
+  const std::string path = testing::temp_path("tg_test_quantized.safetensors");
   tg::QuantizedTensor a = tg::quantize_per_tensor(x12(), 0.05, 128, tg::kUInt8);
   tg::QuantizedTensor b = tg::quantize_per_channel(w34(), tg::from_vector<double>({0.02, 0.004, 0.03}),
                                                    tg::from_vector<int64_t>({0, -2, 5}), 0, tg::kInt8);
@@ -243,8 +243,8 @@ TEST_CASE("quantize_dynamic: the int8 product is exact and the MLP stays close t
   const double err = tg::max(tg::abs(yf - yq)).item(), range = tg::max(tg::abs(yf)).item();
   CHECK(err < 0.05 * range);
   // a checkpoint of the quantized model is about 4x smaller
-  const std::string fpath = (std::filesystem::temp_directory_path() / "tg_test_dyn_f32.safetensors").string();
-  const std::string qpath = (std::filesystem::temp_directory_path() / "tg_test_dyn_i8.safetensors").string();
+  const std::string fpath = testing::temp_path("tg_test_dyn_f32.safetensors");
+  const std::string qpath = testing::temp_path("tg_test_dyn_i8.safetensors");
   tg::save(mlp, fpath);
   tg::save(*qmlp, qpath);
   const double ratio = double(std::filesystem::file_size(fpath)) / double(std::filesystem::file_size(qpath));

@@ -251,7 +251,7 @@ TEST_CASE("schedulers: ConstantLR and LambdaLR refuse bad arguments with PyTorch
 
 TEST_CASE("schedulers: a checkpoint of SequentialLR and ReduceLROnPlateau resumes the same schedule") {
   namespace optim = tg::optim;
-  const std::string path = (std::filesystem::temp_directory_path() / "tg_scheduler_state.safetensors").string();
+  const std::string path = testing::temp_path("tg_scheduler_state.safetensors");
   const std::string opt_path = path + ".opt";
   // warm-up then cosine annealing, interrupted after 4 epochs and resumed by fresh objects
   auto make = [](tg::Tensor w) { return std::make_unique<optim::SGD>(std::vector<tg::Tensor>{w}, optim::SGDOptions(0.1)); };

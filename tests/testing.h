@@ -5,6 +5,9 @@
 
 #include "tensorgrad/prim/prim.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -192,6 +195,18 @@ struct TempDir {
     return out;
   }
 };
+
+/// A path under the system temp directory that no other test process uses: name's stem, the process
+/// id and a per-process count, then name's extension ("tg_adam_state.safetensors" ->
+/// "<tmp>/tg_adam_state-<pid>-<n>.safetensors"), so suites run at once (ctest -j, CI) never share a
+/// file. The file is not created; the caller removes what it writes.
+inline std::string temp_path(const std::string& name) {
+  static std::atomic<unsigned long> count{0};
+  const std::filesystem::path n(name);
+  const std::string unique = n.stem().string() + "-" + std::to_string(static_cast<long>(::getpid())) + "-" +
+                             std::to_string(count.fetch_add(1)) + n.extension().string();
+  return (std::filesystem::temp_directory_path() / unique).string();
+}
 
 /// A whole file's bytes ("" when it cannot be read).
 inline std::string read_bytes(const std::string& path) {

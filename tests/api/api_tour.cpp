@@ -4,10 +4,12 @@
 // packaged (gzip) Fashion-MNIST is there and readable (a build without zlib reads plain IDX files only).
 // docs/api.md's own code blocks are compiled and run by the api_docs test (tests/api/doc_snippets.cmake).
 #include <tensorgrad.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 struct Net : tg::nn::Module {
   tg::nn::Linear fc1{784, 128};
@@ -80,7 +82,9 @@ int main() {
   std::cout << "out " << tg::shape_str(out.shape()) << ", " << model.parameters().size() << " parameters, first "
             << model.named_parameters()[0].first << "\n";
   model.zero_grad();
-  const std::string path = (std::filesystem::temp_directory_path() / "api_tour_net.safetensors").string();
+  // the process id in the name: two runs at once (ctest -j) write different files
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("api_tour_net-" + std::to_string(static_cast<long>(::getpid())) + ".safetensors")).string();
   tg::save(model, path);
   tg::load(model, path);
   std::filesystem::remove(path);

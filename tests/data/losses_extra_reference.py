@@ -1,6 +1,7 @@
 # tests/data/losses_extra_reference.py: writes tests/data/losses_extra_reference.h, the PyTorch reference
 # numbers that tests/test_losses_extra.cpp checks hinge_embedding_loss, triplet_margin_loss,
-# multi_margin_loss, poisson_nll_loss, gaussian_nll_loss and ctc_loss against.
+# multi_margin_loss, poisson_nll_loss, gaussian_nll_loss, ctc_loss, soft_margin_loss,
+# multilabel_soft_margin_loss, multilabel_margin_loss and triplet_margin_with_distance_loss against.
 # Made with pip's PyTorch 2.15.0 (CPU, float64) by running, from the repository root:
 #   python3 tests/data/losses_extra_reference.py > tests/data/losses_extra_reference.h
 # Every floating input is fill(shape, seed) * scale + shift, fill = sin(0.7 i + seed) over the flattened
@@ -115,6 +116,64 @@ for red in ("none", "mean", "sum"):
 x = fill((4, 2, 5), 1.0, 2.0)
 out = F.ctc_loss(F.log_softmax(x, -1), imp, torch.tensor([4, 4]), torch.tensor([2, 3]), reduction="none")
 cases.append(("ctc_loss impossible none", out.flatten().tolist(), []))
+
+# ---- soft_margin_loss: x (3, 4) * 2, y = +-1, and y (4) broadcast
+for red in ("mean", "sum", "none"):
+    x = leaf((3, 4), 1.0, 2.0)
+    report("soft_margin_loss " + red, F.soft_margin_loss(x, y_pm((3, 4), 3), reduction=red), [x])
+x = leaf((3, 4), 1.0, 2.0)
+report("soft_margin_loss target (4) broadcast", F.soft_margin_loss(x, y_pm((4,), 3)), [x])
+
+
+def y01(shape, period):
+    """1 where i % period == 0, else 0 (flattened)."""
+    return (y_pm(shape, period) + 1) / 2
+
+
+# ---- multilabel_soft_margin_loss: x (3, 5) * 2, targets 0/1 or soft (leaves), weight (5) a leaf
+x = leaf((3, 5), 1.0, 2.0)
+report("multilabel_soft_margin_loss defaults", F.multilabel_soft_margin_loss(x, y01((3, 5), 3)), [x])
+x, t, w = leaf((3, 5), 1.0, 2.0), leaf((3, 5), 2.0, 0.5, 0.5), leaf((5,), 7.0, 0.4, 1.0)
+report("multilabel_soft_margin_loss soft target weight sum",
+       F.multilabel_soft_margin_loss(x, t, weight=w, reduction="sum"), [x, t, w])
+x = leaf((3, 5), 1.0, 2.0)
+report("multilabel_soft_margin_loss none", F.multilabel_soft_margin_loss(x, y01((3, 5), 2), reduction="none"), [x])
+x, w = leaf((5,), 1.0, 2.0), leaf((5,), 7.0, 0.4, 1.0)
+report("multilabel_soft_margin_loss unbatched weight none",
+       F.multilabel_soft_margin_loss(x, y01((5,), 3), weight=w, reduction="none"), [x, w])
+
+# ---- multilabel_margin_loss: x (4, 5) * 1.5; rows: a list ending at -1 (entries after it ignored), a
+# repeated index, every class listed (0), an empty list (0)
+ml_target = torch.tensor([[3, 0, -1, 1, 2], [4, 4, 1, -1, -1], [0, 1, 2, 3, 4], [-1, 2, 2, 2, 2]])
+for red in ("mean", "sum", "none"):
+    x = leaf((4, 5), 1.0, 1.5)
+    report("multilabel_margin_loss " + red, F.multilabel_margin_loss(x, ml_target, reduction=red), [x])
+for red in ("mean", "none"):
+    x = leaf((5,), 1.0, 1.5)
+    report("multilabel_margin_loss unbatched " + red,
+           F.multilabel_margin_loss(x, torch.tensor([2, 4, -1, 0, 0]), reduction=red), [x])
+
+
+# ---- triplet_margin_with_distance_loss: anchor, positive, negative (4, 5); the default distance
+# (pairwise_distance), and two written out in the test the same way
+def l1_distance(a, b):
+    return (a - b).abs().sum(-1)
+
+
+def cosine_distance(a, b):
+    return 1 - (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))
+
+
+# (the swap cases' negative, fill(2.4) * 1.2, lies nearer the positive than the anchor: the swap changes them)
+for name, kw, shape, nseed, nscale in (
+        ("defaults", {}, (4, 5), 1.3, 0.9),
+        ("swap sum", dict(swap=True, reduction="sum"), (4, 5), 2.4, 1.2),
+        ("l1 distance margin 0.5 swap none", dict(distance_function=l1_distance, margin=0.5, swap=True, reduction="none"),
+         (4, 5), 2.4, 1.2),
+        ("cosine distance margin 1.5", dict(distance_function=cosine_distance, margin=1.5), (4, 5), 1.3, 0.9),
+        ("unbatched margin 2", dict(margin=2.0), (5,), 1.3, 0.9)):
+    a, p, n = leaf(shape, 1.0), leaf(shape, 2.0, 1.5), leaf(shape, nseed, nscale)
+    report("triplet_margin_with_distance_loss " + name, F.triplet_margin_with_distance_loss(a, p, n, **kw), [a, p, n])
 
 
 def num(v):

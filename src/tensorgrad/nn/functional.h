@@ -383,6 +383,35 @@ inline Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Ten
                        const Tensor& target_lengths, const CTCLossFuncOptions& o = {}) {
   return tg::ctc_loss(log_probs, targets, input_lengths, target_lengths, o.blank_, o.reduction_, o.zero_infinity_);
 }
+/// Options of soft_margin_loss: the module's (reduction).
+using SoftMarginLossFuncOptions = SoftMarginLossOptions;
+/// tg::soft_margin_loss with the options (torch::nn::functional::soft_margin_loss).
+inline Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& o = {}) {
+  return tg::soft_margin_loss(input, target, o.reduction_);
+}
+/// Options of multilabel_soft_margin_loss: the module's (weight, reduction).
+using MultilabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossOptions;
+/// tg::multilabel_soft_margin_loss with the options (torch::nn::functional::multilabel_soft_margin_loss).
+inline Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                          const MultilabelSoftMarginLossFuncOptions& o = {}) {
+  return tg::multilabel_soft_margin_loss(input, target, o.weight_, o.reduction_);
+}
+/// Options of multilabel_margin_loss: the module's (reduction).
+using MultilabelMarginLossFuncOptions = MultiLabelMarginLossOptions;
+/// tg::multilabel_margin_loss with the options (torch::nn::functional::multilabel_margin_loss).
+inline Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
+                                     const MultilabelMarginLossFuncOptions& o = {}) {
+  return tg::multilabel_margin_loss(input, target, o.reduction_);
+}
+/// Options of triplet_margin_with_distance_loss: the module's (distance_function, margin, swap, reduction).
+using TripletMarginWithDistanceLossFuncOptions = TripletMarginWithDistanceLossOptions;
+/// tg::triplet_margin_with_distance_loss with the options
+/// (torch::nn::functional::triplet_margin_with_distance_loss).
+inline Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                                const TripletMarginWithDistanceLossFuncOptions& o = {}) {
+  return tg::triplet_margin_with_distance_loss(anchor, positive, negative, o.distance_function_, o.margin_, o.swap_,
+                                               o.reduction_);
+}
 
 }  // namespace functional
 }  // namespace nn

@@ -2,7 +2,8 @@
 /// nn/loss.h: the loss objects of torch::nn beside CrossEntropyLoss and MSELoss (nn/layers.h): NLLLoss,
 /// BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, MarginRankingLoss,
 /// CosineEmbeddingLoss, HingeEmbeddingLoss, TripletMarginLoss, MultiMarginLoss, PoissonNLLLoss,
-/// GaussianNLLLoss and CTCLoss, each with libtorch's *Options (the
+/// GaussianNLLLoss, CTCLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, MultiLabelMarginLoss and
+/// TripletMarginWithDistanceLoss, each with libtorch's *Options (the
 /// reduction constants tg::kNone, tg::kMean, tg::kSum are in ops/ops.h). Like CrossEntropyLoss they are not
 /// Modules (they hold no parameters or buffers: a weight is an option); they are called as
 /// `criterion(input, target)` or, in libtorch's spelling, `criterion->forward(input, target)`. The
@@ -461,6 +462,120 @@ class CTCLoss {
 
  private:
   CTCLossOptions options_;
+};
+
+/// Options of SoftMarginLoss (torch::nn::SoftMarginLossOptions).
+struct SoftMarginLossOptions {
+  /// How the elements combine (default kMean).
+  SoftMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// soft_margin_loss(input, target, reduction) (torch::nn::SoftMarginLoss).
+class SoftMarginLoss : public detail::LossCall<SoftMarginLoss> {
+ public:
+  /// With the given options (default: mean).
+  explicit SoftMarginLoss(const SoftMarginLossOptions& options = {}) : options_(options) {}
+  /// input and target (1 or -1), broadcast.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return soft_margin_loss(input, target, options_.reduction_);
+  }
+  const SoftMarginLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  SoftMarginLossOptions options_;
+};
+
+/// Options of MultiLabelSoftMarginLoss (torch::nn::MultiLabelSoftMarginLossOptions).
+struct MultiLabelSoftMarginLossOptions {
+  /// Per-class weights broadcast with the loss (C), or undefined for none.
+  MultiLabelSoftMarginLossOptions& weight(const Tensor& w) { weight_ = w; return *this; }
+  /// How the rows combine (default kMean).
+  MultiLabelSoftMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Tensor weight_;                 ///< See weight().
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// multilabel_soft_margin_loss(input, target, weight, reduction) (torch::nn::MultiLabelSoftMarginLoss).
+class MultiLabelSoftMarginLoss : public detail::LossCall<MultiLabelSoftMarginLoss> {
+ public:
+  /// With the given options (default: no weights, mean).
+  explicit MultiLabelSoftMarginLoss(const MultiLabelSoftMarginLossOptions& options = {}) : options_(options) {}
+  /// input (N, C) or (C) logits, target of its shape (0 or 1 per class).
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return multilabel_soft_margin_loss(input, target, options_.weight_, options_.reduction_);
+  }
+  const MultiLabelSoftMarginLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  MultiLabelSoftMarginLossOptions options_;
+};
+
+/// Options of MultiLabelMarginLoss (torch::nn::MultiLabelMarginLossOptions).
+struct MultiLabelMarginLossOptions {
+  /// How the rows combine (default kMean).
+  MultiLabelMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Reduction reduction_ = kMean;   ///< See reduction().
+};
+/// multilabel_margin_loss(input, target, reduction) (torch::nn::MultiLabelMarginLoss).
+class MultiLabelMarginLoss : public detail::LossCall<MultiLabelMarginLoss> {
+ public:
+  /// With the given options (default: mean).
+  explicit MultiLabelMarginLoss(const MultiLabelMarginLossOptions& options = {}) : options_(options) {}
+  /// input (N, C) or (C), target int64 of its shape: class indices until the first -1.
+  Tensor forward(const Tensor& input, const Tensor& target) const {
+    return multilabel_margin_loss(input, target, options_.reduction_);
+  }
+  const MultiLabelMarginLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  MultiLabelMarginLossOptions options_;
+};
+
+/// Options of TripletMarginWithDistanceLoss (torch::nn::TripletMarginWithDistanceLossOptions).
+struct TripletMarginWithDistanceLossOptions {
+  /// The type of distance_function (libtorch's spelling).
+  using distance_function_t = DistanceFunction;
+  /// The distance of two batches of points (default: empty, meaning pairwise_distance with p 2 and eps
+  /// 1e-6, as libtorch's std::nullopt).
+  TripletMarginWithDistanceLossOptions& distance_function(const DistanceFunction& f) {
+    distance_function_ = f;
+    return *this;
+  }
+  /// The margin (default 1; must be positive).
+  TripletMarginWithDistanceLossOptions& margin(double m) { margin_ = m; return *this; }
+  /// Whether to use the distance of positive to negative when it is smaller (default false).
+  TripletMarginWithDistanceLossOptions& swap(bool s) { swap_ = s; return *this; }
+  /// How the rows combine (default kMean).
+  TripletMarginWithDistanceLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  DistanceFunction distance_function_;   ///< See distance_function().
+  double margin_ = 1.0;                  ///< See margin().
+  bool swap_ = false;                    ///< See swap().
+  Reduction reduction_ = kMean;          ///< See reduction().
+};
+/// triplet_margin_with_distance_loss(anchor, positive, negative, distance_function, margin, swap, reduction)
+/// (torch::nn::TripletMarginWithDistanceLoss).
+class TripletMarginWithDistanceLoss {
+ public:
+  /// With the given options (default: pairwise_distance, margin 1, no swap, mean); Error unless the
+  /// margin is positive (as PyTorch's constructor).
+  explicit TripletMarginWithDistanceLoss(const TripletMarginWithDistanceLossOptions& options = {})
+      : options_(options) {
+    TG_CHECK(options_.margin_ > 0, Error, "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got ",
+             options_.margin_, " instead");
+  }
+  /// anchor, positive, negative of one number of dims, as the distance function takes them.
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) const {
+    return triplet_margin_with_distance_loss(anchor, positive, negative, options_.distance_function_,
+                                             options_.margin_, options_.swap_, options_.reduction_);
+  }
+  /// forward(anchor, positive, negative).
+  Tensor operator()(const Tensor& anchor, const Tensor& positive, const Tensor& negative) const {
+    return forward(anchor, positive, negative);
+  }
+  const TripletMarginWithDistanceLoss* operator->() const { return this; }   ///< libtorch's criterion->forward(...)
+  const TripletMarginWithDistanceLossOptions& options() const { return options_; }   ///< The options.
+
+ private:
+  TripletMarginWithDistanceLossOptions options_;
 };
 
 }  // namespace nn

@@ -1,11 +1,12 @@
 // ops/loss.cpp: the losses beside cross_entropy and mse_loss (ops/softmax_loss.cpp): nll_loss,
 // binary_cross_entropy (with and without logits), l1_loss, smooth_l1_loss, huber_loss, kl_div,
 // margin_ranking_loss, cosine_embedding_loss, hinge_embedding_loss, triplet_margin_loss,
-// multi_margin_loss, poisson_nll_loss and gaussian_nll_loss, with PyTorch's arguments, checks and
-// messages (ctc_loss has its own file, ops/ctc_loss.cpp). They are compositions of differentiable ops, whose
-// gradients are PyTorch's, except binary_cross_entropy, whose own backward avoids the 0/0 of the
-// composed one where the input is exactly 0 or 1 (Note [binary_cross_entropy at 0 and 1]). Modules
-// wrapping these: nn/loss.h.
+// multi_margin_loss, poisson_nll_loss, gaussian_nll_loss, soft_margin_loss,
+// multilabel_soft_margin_loss, multilabel_margin_loss and triplet_margin_with_distance_loss, with
+// PyTorch's arguments, checks and messages (ctc_loss has its own file, ops/ctc_loss.cpp). They are
+// compositions of differentiable ops, whose gradients are PyTorch's, except binary_cross_entropy,
+// whose own backward avoids the 0/0 of the composed one where the input is exactly 0 or 1
+// (Note [binary_cross_entropy at 0 and 1]). Modules wrapping these: nn/loss.h.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -427,6 +428,94 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, 
                          Reduction reduction) {
   TG_CHECK(var >= 0, Error, "gaussian_nll_loss: var has negative entry/entries");
   return gaussian_nll_loss(input, target, full_like(input, var), full, eps, reduction);
+}
+
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const char* op = "soft_margin_loss";
+  prim::check_floating(op, input.data());
+  prim::check_same_device(op, input.data(), target.data());
+  // log(1 + exp(-y x)), PyTorch's formula as written (not softplus's threshold), so the values and the
+  // overflow for large -y x are its own
+  return reduce_loss(log1p(exp(neg(mul(input, target)))), reduction);
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                   Reduction reduction) {
+  const char* op = "multilabel_soft_margin_loss";
+  prim::check_floating(op, input.data());
+  prim::check_same_device(op, input.data(), target.data());
+  if (weight.defined()) prim::check_same_device(op, input.data(), weight.data());
+  TG_CHECK(input.dim() >= 1, IndexError, op, ": Dimension specified as -1 but tensor has no dimensions");
+  // -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, summed over input's last dim and divided by
+  // its size, as PyTorch's Python composition
+  Tensor loss = neg(add(mul(target, log_sigmoid(input)),
+                        mul(sub(scalar_like(1.0, target), target), log_sigmoid(neg(input)))));
+  if (weight.defined()) loss = mul(loss, weight);
+  const int64_t class_dim = input.dim() - 1;
+  loss = div(sum(loss, class_dim), scalar_like(static_cast<double>(input.size(class_dim)), loss));
+  return reduce_loss(loss, reduction);
+}
+
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const char* op = "multilabel_margin_loss";
+  const int64_t nd = input.dim();
+  TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
+           ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  prim::check_floating(op, input.data());
+  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
+           dtype_name(target.dtype()));
+  prim::check_same_device(op, input.data(), target.data());
+  const int64_t N = nd == 2 ? input.size(0) : 1, C = nd == 0 ? 1 : input.size(nd - 1);
+  const bool target_fits = nd == 2 ? target.dim() == 2 && target.size(0) == N && target.size(1) == C
+                                   : target.dim() <= 1 && target.numel() == C;
+  TG_CHECK(target_fits, ShapeError, op, ": inconsistent target size: ", shape_str(target.shape()),
+           " for input of size: ", shape_str(input.shape()));
+  const Tensor t(target.data().reshape({N, C}));   // the masks below are built from it without a graph
+  if (N > 0) {   // every entry in [-1, C), also after a row's first -1: PyTorch's check, two values read back
+    const auto lo = static_cast<int64_t>(prim::reduce(ReduceOp::Min, t.data(), {}, false, op).item());
+    const auto hi = static_cast<int64_t>(prim::reduce(ReduceOp::Max, t.data(), {}, false, op).item());
+    TG_CHECK(lo >= -1 && hi < C, IndexError, op, ": argument #2 'target' is out of range: got ", lo < -1 ? lo : hi,
+             ", expected class indices in [0, ", C, ") or -1 ending a row's list (target ", shape_str(target.shape()),
+             ", input ", shape_str(input.shape()), ")");
+  }
+  // listed[n, k]: slot k of row n comes before the row's first -1
+  const Tensor listed = eq(cumsum(eq(t, scalar_like(-1.0, t)), 1), scalar_like(0.0, t));        // (N, C) bool
+  // is_target[n, j]: a listed slot of row n names class j
+  const Tensor classes(prim::arange(C, kInt64, t.device()).reshape({1, 1, C}));
+  const Tensor no = scalar_like(0.0, listed);
+  const Tensor names = where(unsqueeze(listed, 2), eq(unsqueeze(t, 2), classes), no);              // (N, C, C)
+  const Tensor is_target = any(names, 1);                                                           // (N, C)
+  // the terms of listed slots k and classes j not listed: max(0, 1 - x[y_k] + x[j])
+  const Tensor rows = reshape(input, {N, C});
+  const Tensor picked = gather(rows, 1, where(listed, t, scalar_like(0.0, t)));   // x[y_k]; unlisted slots read x[0]
+  const Tensor z = relu(add(sub(unsqueeze(rows, 1), unsqueeze(picked, 2)), scalar_like(1.0, rows)));   // (N, k, j)
+  const Tensor counted = where(unsqueeze(listed, 2), unsqueeze(eq(is_target, no), 1), no);          // (N, C, C)
+  const Tensor loss = div(sum(sum(where(counted, z, scalar_like(0.0, z)), 2), 1), scalar_like(static_cast<double>(C), z));
+  // None: (N), or 0-d for a target of at most one dim, as PyTorch's output
+  if (reduction == Reduction::None) return target.dim() <= 1 ? reshape(loss, {}) : loss;
+  return reduce_loss(loss, reduction);
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFunction& distance_function, double margin, bool swap,
+                                         Reduction reduction) {
+  const char* op = "triplet_margin_with_distance_loss";
+  TG_CHECK(margin > 0, Error, op, ": margin must be greater than 0, got ", margin);
+  TG_CHECK(anchor.dim() == positive.dim() && positive.dim() == negative.dim(), ShapeError, op,
+           ": The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+           "got: anchor ", anchor.dim(), "D, positive ", positive.dim(), "D, and negative ", negative.dim(), "D inputs");
+  if (!distance_function) prim::check_floating(op, anchor.data());
+  const DistanceFunction distance =
+      distance_function ? distance_function
+                        : DistanceFunction([](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b, 2, 1e-6); });
+  const Tensor dist_pos = distance(anchor, positive);
+  Tensor dist_neg = distance(anchor, negative);
+  if (swap) {   // the harder of the two negatives: min(d(a, n), d(p, n))
+    const Tensor dist_swap = distance(positive, negative);
+    dist_neg = where(lt(dist_swap, dist_neg), dist_swap, dist_neg);
+  }
+  // max(0, margin + d(a, p) - d(a, n))
+  return reduce_loss(relu(add(sub(dist_pos, dist_neg), scalar_like(margin, dist_pos))), reduction);
 }
 
 }  // namespace tg

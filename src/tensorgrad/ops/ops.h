@@ -6,6 +6,7 @@
 /// reason) and a CPU-vs-CUDA parity case (or be excluded with a reason), or a coverage test fails.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -535,6 +536,33 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
 /// gaussian_nll_loss with one variance for every element (PyTorch's float var).
 Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, bool full = false,
                          double eps = 1e-6, Reduction reduction = Reduction::Mean);
+/// log(1 + exp(-y x)), then reduced (torch.nn.functional.soft_margin_loss): input and target (1 or -1)
+/// broadcast; floating input (DTypeError). As PyTorch's formula, -y x above about 709 gives inf.
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), times weight when defined, summed over the last dim
+/// of input and divided by its size C (one loss per row), then reduced
+/// (torch.nn.functional.multilabel_soft_margin_loss): input (N, C) or (C), target and weight broadcast
+/// with it; weight gets a gradient. DTypeError for integer input, IndexError for a 0-d input.
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                   Reduction reduction = Reduction::Mean);
+/// sum over the listed targets y_k and the classes j not listed of max(0, 1 - (x[y_k] - x[j])) / C per
+/// row (torch.nn.functional.multilabel_margin_loss): input (N, C) or (C) (or 0-d, C = 1); target int64
+/// of input's shape, the class indices of a row listed until its first -1 (a repeated index counts
+/// each time). None gives (N), or 0-d for a (C) input. ShapeError for other ranks, an empty input or
+/// another target shape; DTypeError for a non-int64 target; IndexError for a target entry outside
+/// [-1, C) (one read back, as PyTorch's check). Holds (N, C, C) intermediates.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// A distance of two batches of points, one number per point (torch.nn.TripletMarginWithDistanceLoss's
+/// distance_function); an empty one stands for torch.nn.functional.pairwise_distance (p 2, eps 1e-6).
+using DistanceFunction = std::function<Tensor(const Tensor&, const Tensor&)>;
+/// max(0, margin + d(a, p) - d(a, n)) with d the distance_function (an empty one: pairwise_distance with
+/// p 2 and eps 1e-6, as PyTorch's default); swap uses min(d(a, n), d(p, n)) as the negative distance;
+/// then reduced (torch.nn.functional.triplet_margin_with_distance_loss). anchor, positive and negative
+/// of one number of dims (ShapeError); Error unless margin > 0. With the default distance, floating
+/// inputs (DTypeError).
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFunction& distance_function = {}, double margin = 1.0,
+                                         bool swap = false, Reduction reduction = Reduction::Mean);
 
 // ---- the connectionist temporal classification loss (ops/ctc_loss.cpp)
 /// -log p(target | log_probs) summed over the alignments of each target
