@@ -558,6 +558,8 @@ std::vector<Case> parity_table(tg::DType dt) {
                  [](auto& in) { return tg::index(in[0], {in[1] > 0.0}) * 2.0; }, R});
     t.push_back({"index", "x[i0, i1] with repeats", {W({257, 33}, 150, dt), idx0, random_index({40}, 33, 151)},
                  [](auto& in) { return tg::index(in[0], {in[1], in[2]}) * 2.0; }, R});
+    t.push_back({"index", "x[:, i] mixed with a slice, repeats", {W({257, 33}, 1400, dt), random_index({40}, 33, 1401)},
+                 [](auto& in) { return tg::index(in[0], {tg::Slice(), in[1]}) * 2.0; }, R});
     t.push_back({"one_hot", "(7, 33) of 257 classes", {random_index({7, 33}, 257, 152)}, [](auto& in) { return tg::one_hot(in[0], 257); }});
   }
   // ---- nn functions

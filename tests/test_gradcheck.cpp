@@ -528,7 +528,17 @@ std::map<std::string, SampleMaker> gradcheck_table() {
     };
     // a repeated position without accumulate: the last value is written, the earlier one gets no gradient
     Fn last = [dup](const std::vector<Tensor>& in) { return tg::tanh(tg::index_put(in[0], {dup}, in[1])); };
+    // index Tensors mixed with slices and integers: x[:, i] += v with repeats, x[i0, 1:, i1] = v
+    const Tensor cols = tg::from_vector(std::vector<int64_t>{2, 0, 2}, {3});
+    Fn mixed_acc = [cols](const std::vector<Tensor>& in) {
+      return tg::tanh(tg::index_put(in[0], {tg::Slice(), cols}, in[1], true));
+    };
+    Fn mixed_put = [i0, i1](const std::vector<Tensor>& in) {
+      return tg::tanh(tg::index_put(in[0], {i0, tg::Slice(1, tg::indexing::None), i1.narrow(0, 0, 1)}, in[1]));
+    };
     return std::vector<Sample>{{"int (3) rows of (4, 3), values (3, 3)", {randn64({4, 3}, 260), randn64({3, 3}, 261)}, put},
+                               {"x[:, i] with repeats, accumulate", {randn64({2, 4}, 1302), randn64({2, 3}, 1303)}, mixed_acc},
+                               {"x[i0, 1:, i1] non-adjacent", {randn64({3, 3, 4}, 1304), randn64({2, 1, 2}, 1305)}, mixed_put},
                                {"accumulate with repeats, values (5, 1)", {randn64({4, 2}, 262), randn64({5, 1}, 263)}, acc},
                                {"mask (3, 4), 0-d value, non-contiguous x", {transposed64(3, 4, 264), randn64({}, 265)}, masked},
                                {"int (2, 1) and (3) broadcast, then Slice(), accumulate", {randn64({3, 4, 2}, 266), randn64({3, 2}, 267)}, pair},
@@ -901,6 +911,13 @@ std::map<std::string, SampleMaker> gradcheck_table() {
          })},
         {"x[i0, i1] broadcast (2, 1) with (3), repeats", {randn64({3, 4, 2}, 271)}, viewed([](auto& a) {
            return tg::index(a, {tg::from_vector(std::vector<int64_t>{0, -1}, {2, 1}), tg::from_vector(std::vector<int64_t>{1, 1, 3}, {3})});
+         })},
+        {"x[1:3, i, 0] mixed, repeats", {randn64({4, 3, 2}, 1300)}, viewed([](auto& a) {
+           return tg::index(a, {Slice(1, 3), tg::from_vector(std::vector<int64_t>{2, -1, 0}, {3}), 0});
+         })},
+        {"x[i0, :, i1] non-adjacent, non-contiguous", {transposed64(4, 3, 1301)}, viewed([](auto& a) {
+           return tg::index(tg::unsqueeze(a, 2), {tg::from_vector(std::vector<int64_t>{3, 0}, {2}), Slice(),
+                                                  tg::from_vector(std::vector<int64_t>{0, 0}, {2})});
          })}};
   };
   // ---- convolution and pooling (ops/conv.cpp)

@@ -1,17 +1,20 @@
 // tests/test_indexing.cpp: advanced indexing (x.index({mask}), x.index({i0, i1})), index_put /
 // index_put_ (Python's x[indices] = values) and one_hot, against values and error phrases recorded from
-// PyTorch (tests/data/indexing_reference.py writes tests/data/indexing_reference.h), plus what PyTorch
-// leaves unspecified or tensorgrad does differently: the value kept at a repeated position, the values'
-// gradient there, determinism of accumulate, and the in-place rules.
+// PyTorch (tests/data/indexing_reference.py writes tests/data/indexing_reference.h, and
+// tests/data/mixed_index_reference.py the cases that mix index Tensors with slices, integers, None and
+// Ellipsis), plus what PyTorch leaves unspecified or tensorgrad does differently: the value kept at a
+// repeated position, the values' gradient there, determinism of accumulate, and the in-place rules.
 #include <string>
 #include <vector>
 
 #include "data/indexing_reference.h"
+#include "data/mixed_index_reference.h"
 #include "testing.h"
 
 using tg::Tensor;
 using tg::TensorIndex;
 namespace ref = indexing_reference;
+namespace mixed = mixed_index_reference;
 
 namespace {
 
@@ -48,11 +51,37 @@ const char* phrase(const std::string& name) {
 
 Tensor x34() { return testing::vals(12, 0.1, 1.0, {3, 4}); }
 
+/// The index list of a mixed reference case, entry by entry.
+std::vector<TensorIndex> index_list(const mixed::Case& c) {
+  std::vector<TensorIndex> out;
+  for (const mixed::Entry& e : c.index) {
+    const std::string kind = e.kind;
+    if (kind == "slice") out.emplace_back(tg::Slice(e.value[0], e.value[1], e.value[2]));
+    else if (kind == "int") out.emplace_back(*e.value[0]);
+    else if (kind == "none") out.emplace_back(tg::indexing::None);
+    else if (kind == "ellipsis") out.emplace_back(tg::indexing::Ellipsis);
+    else {
+      const Tensor t = tg::from_vector(e.entries, e.shape);
+      if (kind == "mask") out.emplace_back(Tensor((t != 0.0).data()));
+      else if (kind == "int32") out.emplace_back(t.to(tg::kInt32));
+      else out.emplace_back(t);
+    }
+  }
+  return out;
+}
+
+const char* mixed_phrase(const std::string& name) {
+  for (const mixed::Phrase& p : mixed::phrases())
+    if (name == p.name) return p.phrase;
+  FAIL("no phrase " << name << " in tests/data/mixed_index_reference.h");
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("indexing: x.index with index Tensors matches PyTorch's x[indices] and its gradient") {
   for (const ref::PutCase& c : ref::put_cases()) {
-    CAPTURE(c.what);
+    CAPTURE(std::string(c.what));
     const Tensor x = testing::vals(numel(c.x_shape), 0.1, 1.0, c.x_shape, true);
     const Tensor read = x.index(index_list(c));
     CHECK(read.shape() == tg::Shape(c.read_shape));
@@ -71,7 +100,7 @@ TEST_CASE("indexing: x.index with index Tensors matches PyTorch's x[indices] and
 
 TEST_CASE("indexing: index_put matches PyTorch's values and gradients") {
   for (const ref::PutCase& c : ref::put_cases()) {
-    CAPTURE(c.what);
+    CAPTURE(std::string(c.what));
     const Tensor x = testing::vals(numel(c.x_shape), 0.1, 1.0, c.x_shape, true);
     const Tensor v = testing::vals(numel(c.values_shape), 0.2, -1.0, c.values_shape, true);
     const Tensor out = tg::index_put(x, index_list(c), v, c.accumulate);
@@ -225,20 +254,116 @@ TEST_CASE("indexing: bad indices and values raise PyTorch's errors naming the op
                   phrase("broadcast"));
   TG_CHECK_THROWS(x.index_put_({tg::zeros({1}, tg::kFloat64)}, one), tg::IndexError, phrase("index dtype"));
   TG_CHECK_THROWS(x.index_put_({i2, i2, i2}, one), tg::IndexError, phrase("too many"));
-  // what is not supported says what is
-  TG_CHECK_THROWS(x.index_put_({tg::Slice(), i2}, one), tg::IndexError,
-                  "index Tensors are supported as the leading entries of the index list");
-  TG_CHECK_THROWS(x.index({i2, tg::Slice(0, 2)}), tg::IndexError,
-                  "followed only by full slices (Slice()) or one Ellipsis");
-  TG_CHECK_THROWS(x.index({0, i2}), tg::IndexError, "index Tensors are supported as the leading entries");
   TG_CHECK_THROWS(TensorIndex(Tensor()), tg::Error, "an index Tensor must be defined");
   // x is unchanged by the refused writes
   CHECK(tg::equal(x, x34()));
 }
 
+TEST_CASE("indexing: index Tensors mixed with slices, integers, None and Ellipsis read as PyTorch's x[index]") {
+  for (const mixed::Case& c : mixed::cases()) {
+    CAPTURE(std::string(c.what));
+    const Tensor x = testing::vals(numel(c.x_shape), 0.1, 1.0, c.x_shape, true);
+    const Tensor read = x.index(index_list(c));
+    CHECK(read.shape() == tg::Shape(c.read_shape));
+    check_values(read, c.read);
+    CHECK(tg::equal(tg::index(x, index_list(c)), read));
+    (read * testing::vals(numel(c.read_shape), 0.5, -0.7, c.read_shape)).sum().backward();
+    check_values(x.grad(), c.dread);
+    // a copy, not a view: writing it leaves x alone
+    const Tensor before = x.detach().clone();
+    {
+      tg::NoGradGuard no_grad;
+      read.detach().fill_(7.0);
+    }
+    CHECK(tg::equal(x.detach(), before));
+  }
+}
+
+TEST_CASE("indexing: index_put and index_put_ with mixed index lists match PyTorch's values and gradients") {
+  for (const mixed::Case& c : mixed::cases()) {
+    CAPTURE(std::string(c.what));
+    const Tensor x = testing::vals(numel(c.x_shape), 0.1, 1.0, c.x_shape, true);
+    const Tensor v = testing::vals(numel(c.values_shape), 0.2, -1.0, c.values_shape, true);
+    const Tensor w = testing::vals(numel(c.x_shape), 0.5, -0.7, c.x_shape);
+    const Tensor out = tg::index_put(x, index_list(c), v, c.accumulate);
+    CHECK(out.shape() == x.shape());
+    check_values(out, c.out);
+    (out * w).sum().backward();
+    check_values(x.grad(), c.dx);
+    check_values(v.grad(), c.dvalues);
+    CHECK(tg::equal(x.detach().index_put(index_list(c), v.detach(), c.accumulate), out.detach()));
+
+    // in place on a non-leaf: the same values, a new version, and the gradients through the write
+    const Tensor x2 = testing::vals(numel(c.x_shape), 0.1, 1.0, c.x_shape, true);
+    const Tensor v2 = testing::vals(numel(c.values_shape), 0.2, -1.0, c.values_shape, true);
+    Tensor y = x2 * 1.0;
+    const Tensor alias = y.reshape({-1});   // shares y's storage
+    const uint64_t version = y.data().storage()->version();
+    y.index_put_(index_list(c), v2, c.accumulate);
+    CHECK(y.data().storage()->version() > version);
+    check_values(y, c.out);
+    check_values(alias, c.out);   // the write went to y's storage
+    (y * w).sum().backward();
+    check_values(x2.grad(), c.dx);
+    check_values(v2.grad(), c.dvalues);
+  }
+}
+
+TEST_CASE("indexing: index_put_ with a mixed index list on a basic view writes its base") {
+  Tensor base = tg::zeros({4, 3, 5}, tg::kFloat64);
+  Tensor view = base.index({tg::Slice(1, 3)});   // rows 1 and 2, sharing base's storage
+  const Tensor cols = tg::from_vector(std::vector<int64_t>{4, 0}, {2});
+  view.index_put_({tg::Slice(), 2, cols}, 1.0);
+  view.index_put_({tg::indexing::Ellipsis, cols.to(tg::kInt32)}, 2.0, true);
+  double total = 0;
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t j = 0; j < 5; ++j) {
+        const double want = (r == 1 || r == 2) && (j == 0 || j == 4) ? (k == 2 ? 3.0 : 2.0) : 0.0;
+        CHECK(base.index({r, k, j}).item<double>() == want);
+        total += want;
+      }
+  CHECK(base.sum().item<double>() == total);
+}
+
+TEST_CASE("indexing: mixed index lists raise PyTorch's errors naming the op") {
+  Tensor x = testing::vals(5 * 6 * 7, 0.1, 1.0, {5, 6, 7});
+  const Tensor copy = x.clone();
+  const Tensor idx3 = tg::from_vector(std::vector<int64_t>{0, 2, 4}, {3});
+  const Tensor one = tg::ones({}, tg::kFloat64);
+  const Tensor nine = tg::from_vector(std::vector<int64_t>{9}, {1});
+  // a position out of range names the dim of x it indexes and that dim's size
+  TG_CHECK_THROWS(x.index({tg::Slice(), nine}), tg::IndexError, mixed_phrase("out of range"));
+  TG_CHECK_THROWS(x.index({tg::Slice(), nine}), tg::IndexError,
+                  "index: index 9 is out of bounds for dimension 1 with size 6");
+  TG_CHECK_THROWS(x.index_put_({0, tg::Slice(), nine.to(tg::kInt32)}, one), tg::IndexError,
+                  "index_put_: index 9 is out of bounds for dimension 2 with size 7");
+  TG_CHECK_THROWS(x.index({idx3, 9}), tg::IndexError, mixed_phrase("integer out of range"));
+  TG_CHECK_THROWS(tg::index_put(x, {idx3, 9}, one), tg::IndexError, "index_put:");
+  const Tensor mask23 = Tensor(tg::ones({2, 3}, tg::kBool).data());
+  TG_CHECK_THROWS(x.index({tg::Slice(1, 3), mask23}), tg::IndexError, mixed_phrase("mask shape"));
+  TG_CHECK_THROWS(x.index_put_({tg::Slice(1, 3), mask23}, one), tg::IndexError, "index_put_:");
+  TG_CHECK_THROWS(x.index({tg::Slice(), tg::Slice(), idx3, 0}), tg::IndexError, mixed_phrase("too many"));
+  TG_CHECK_THROWS(x.index_put_({idx3, tg::indexing::None, tg::Slice(), mask23}, one), tg::IndexError,
+                  mixed_phrase("too many"));
+  const Tensor two = tg::from_vector(std::vector<int64_t>{1, 2}, {2});
+  TG_CHECK_THROWS(x.index({tg::Slice(), idx3, two}), tg::IndexError, mixed_phrase("broadcast"));
+  TG_CHECK_THROWS(x.index_put_({tg::Slice(), idx3, two}, one), tg::IndexError, "index_put_:");
+  TG_CHECK_THROWS(x.index_put_({tg::Slice(), idx3}, tg::ones({2, 2}, tg::kFloat64)), tg::ShapeError,
+                  mixed_phrase("values shape"));
+  TG_CHECK_THROWS(x.index_put_({tg::Slice(), idx3}, tg::ones({2, 2}, tg::kFloat64)), tg::ShapeError, "index_put_:");
+  TG_CHECK_THROWS(x.index({tg::Slice(), tg::ones({1}, tg::kFloat64)}), tg::IndexError, mixed_phrase("index dtype"));
+  TG_CHECK_THROWS(x.index({tg::indexing::Ellipsis, idx3, tg::indexing::Ellipsis}), tg::IndexError,
+                  "index: an index can only have a single ellipsis");
+  TG_CHECK_THROWS(x.index_put_({tg::Slice(0, 3, 0), idx3}, one), tg::IndexError,
+                  "index_put_: slice step must be positive");
+  // x is unchanged by the refused writes
+  CHECK(tg::equal(x, copy));
+}
+
 TEST_CASE("one_hot matches torch.nn.functional.one_hot") {
   for (const ref::OneHotCase& c : ref::one_hot_cases()) {
-    CAPTURE(c.what);
+    CAPTURE(std::string(c.what));
     const Tensor x = tg::from_vector(c.entries, c.shape);
     const Tensor out = tg::one_hot(x, c.num_classes);
     CHECK(out.dtype() == tg::kInt64);

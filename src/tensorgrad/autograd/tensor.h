@@ -374,7 +374,8 @@ class Tensor {
   /// tg::select(*this, dim, index): a differentiable view
   Tensor select(int64_t dim, int64_t index) const;
   /// tg::index(*this, indices): x.index({tg::Slice(0, 4), 1}) is Python's x[0:4, 1], a differentiable view;
-  /// with index Tensors (x.index({mask})) a differentiable copy
+  /// with index Tensors anywhere in the list (x.index({mask}), x.index({tg::Slice(), idx}) for x[:, idx])
+  /// a differentiable copy, with PyTorch's placement of the broadcast index dims
   Tensor index(const std::vector<TensorIndex>& indices) const;
   /// tg::index_put(*this, indices, values, accumulate): a copy with values written at indices
   Tensor index_put(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate = false) const;
@@ -410,7 +411,8 @@ class Tensor {
   Tensor& fill_(double value);
   /// Copies src's values into this (src broadcast to this shape; any dtype and device).
   Tensor& copy_(const Tensor& src);
-  /// Python's x[indices] = values (libtorch's index_put_): tg::index_put's values written into this.
+  /// Python's x[indices] = values (libtorch's index_put_; x[:, idx] = v is index_put_({tg::Slice(), idx}, v)):
+  /// tg::index_put's values written into this.
   Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate = false);
   /// x[indices] = value, value converted to this dtype.
   Tensor& index_put_(const std::vector<TensorIndex>& indices, double value, bool accumulate = false);

@@ -1,9 +1,12 @@
 // ops/advanced_index.cpp: indexing by Tensors (PyTorch's advanced indexing): x.index({mask}),
-// x.index({i0, i1}), index_put / index_put_ (x[indices] = values), and one_hot. The index Tensors are
-// read on the host and turned into one list of flat positions over x's indexed leading dims; the ops
-// are then compositions of differentiable ops over x viewed as (positions, trailing elements):
-// index_select reads, where (without accumulate) and index_add (with it) write. So they run on every
-// backend and are differentiable twice without a rule of their own.
+// x.index({Slice(), i0, 0, i1}), index_put / index_put_ (x[indices] = values), and one_hot. As PyTorch
+// does, the basic entries of an index list (integers, slices, None, Ellipsis) are applied first, as a
+// view (tg::index); the dims the index Tensors cover are then moved to the front of that view, where
+// the index Tensors are read on the host and turned into one list of flat positions over those leading
+// dims. The ops are compositions of differentiable ops over the view as (positions, trailing
+// elements): index_select reads, where (without accumulate) and index_add (with it) write; a write
+// of any other form than the leading one goes to x flattened, at the positions the read names. So
+// they run on every backend and are differentiable twice without a rule of their own.
 #include <algorithm>
 #include <numeric>
 #include <sstream>
@@ -44,28 +47,18 @@ struct Positions {
   std::vector<std::vector<int64_t>> per_dim;
 };
 
-Advanced resolve_advanced(const char* op, const Shape& shape, const std::vector<TensorIndex>& indices) {
+/// Resolves the index Tensors `tensors`, which name the leading dims of a tensor of `shape`. Leading
+/// dim k is dim x_dims[k] of the tensor the caller indexed (a position out of range names it) and dim
+/// view_dims[k] of the view of shape view_shape that the basic entries made of it, before its indexed
+/// dims were moved to the front (a mask of the wrong shape names those, as PyTorch's message does).
+Advanced resolve_advanced(const char* op, const Shape& shape, const std::vector<Tensor>& tensors,
+                          const std::vector<int64_t>& x_dims, const std::vector<int64_t>& view_dims,
+                          const Shape& view_shape) {
   const int64_t rank = static_cast<int64_t>(shape.size());
-  // the supported form: index Tensors first, then only full slices or one Ellipsis
-  std::size_t n_tensors = 0;
-  while (n_tensors < indices.size() && indices[n_tensors].kind() == TensorIndex::Kind::Tensor) ++n_tensors;
-  int64_t full_slices = 0, ellipses = 0;
-  bool supported = n_tensors > 0;
-  for (std::size_t i = n_tensors; i < indices.size(); ++i) {
-    const TensorIndex& t = indices[i];
-    if (t.kind() == TensorIndex::Kind::Ellipsis) ++ellipses;
-    else if (t.kind() == TensorIndex::Kind::Slice && !t.slice().start() && !t.slice().stop() && !t.slice().step())
-      ++full_slices;
-    else supported = false;
-  }
-  TG_CHECK(supported && ellipses <= 1, IndexError, op, ": index Tensors are supported as the leading entries of the "
-           "index list (bool masks, int64 or int32 positions), followed only by full slices (Slice()) or one "
-           "Ellipsis; got ", index_list_str(indices), " for a tensor of shape ", shape_str(shape));
-
   Advanced a;
   std::vector<Positions> lists;
-  for (std::size_t i = 0; i < n_tensors; ++i) {
-    const Tensor t = indices[i].tensor();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
     if (t.dtype() == kBool) {
       TG_CHECK(t.dim() > 0, IndexError, op, ": a 0-d bool index is not supported (index ", i, ")");
       TG_CHECK(a.dims + t.dim() <= rank, IndexError, op, ": too many indices for tensor of dimension ", rank,
@@ -73,7 +66,7 @@ Advanced resolve_advanced(const char* op, const Shape& shape, const std::vector<
       for (int64_t d = 0; d < t.dim(); ++d)
         TG_CHECK(t.size(d) == shape[static_cast<std::size_t>(a.dims + d)], IndexError, op, ": The shape of the mask ",
                  shape_str(t.shape()), " at index ", d, " does not match the shape of the indexed tensor ",
-                 shape_str(shape), " at index ", a.dims + d);
+                 shape_str(view_shape), " at index ", view_dims[static_cast<std::size_t>(a.dims + d)]);
       const std::vector<int64_t> m = t.to_vector<int64_t>();   // row-major over the mask's dims
       Positions p;
       p.per_dim.assign(static_cast<std::size_t>(t.dim()), {});
@@ -99,16 +92,14 @@ Advanced resolve_advanced(const char* op, const Shape& shape, const std::vector<
       p.per_dim.push_back(t.to_vector<int64_t>());
       const int64_t size = shape[static_cast<std::size_t>(a.dims)];
       for (int64_t& v : p.per_dim[0]) {
-        TG_CHECK(v >= -size && v < size, IndexError, op, ": index ", v, " is out of bounds for dimension ", a.dims,
-                 " with size ", size);
+        TG_CHECK(v >= -size && v < size, IndexError, op, ": index ", v, " is out of bounds for dimension ",
+                 x_dims[static_cast<std::size_t>(a.dims)], " with size ", size);
         if (v < 0) v += size;
       }
       a.dims += 1;
       lists.push_back(std::move(p));
     }
   }
-  TG_CHECK(a.dims + full_slices <= rank, IndexError, op, ": too many indices for tensor of dimension ", rank,
-           " (got ", index_list_str(indices), ")");
 
   // broadcast the index shapes together (NumPy rules)
   for (const Positions& p : lists) {
@@ -223,32 +214,122 @@ std::pair<Tensor, std::vector<int64_t>> sum_repeats(const Tensor& rows, const st
   return {cur, unique};
 }
 
-}  // namespace
+/// An index list as PyTorch applies it: the basic entries (integers, slices, None, Ellipsis) as a view
+/// of x, then the index Tensors over that view's dims. The index Tensors' dims are moved to the front
+/// of the view, so the leading form (resolve_advanced) gathers and scatters every form.
+struct Plan {
+  std::vector<TensorIndex> basic;   ///< the list with each index Tensor replaced by full slices (k for a k-dim mask)
+  std::vector<Tensor> tensors;      ///< the index Tensors, in order
+  std::vector<int64_t> adv;         ///< the view's dims the index Tensors cover, ascending
+  std::vector<int64_t> x_dims;      ///< per entry of adv, the dim of x it is (for messages)
+  int64_t view_rank = 0;            ///< the rank of the basic entries' view
+  bool leading = false;             ///< the view is x itself and adv its leading dims: no view, no permute
+  int64_t insert_at = 0;            ///< where the broadcast dims stand in the result
+};
 
-namespace detail {
-
-bool has_tensor_index(const std::vector<TensorIndex>& indices) {
-  for (const TensorIndex& i : indices)
-    if (i.kind() == TensorIndex::Kind::Tensor) return true;
-  return false;
+Plan plan_index(const char* op, const Shape& shape, const std::vector<TensorIndex>& indices) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t consumed = 0, ellipses = 0;   // the dims of x the entries name, the Ellipses
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const TensorIndex& e = indices[i];
+    if (e.kind() == TensorIndex::Kind::Integer || e.kind() == TensorIndex::Kind::Slice) ++consumed;
+    if (e.kind() == TensorIndex::Kind::Ellipsis) ++ellipses;
+    if (e.kind() == TensorIndex::Kind::Tensor) {
+      const Tensor t = e.tensor();
+      TG_CHECK(t.dtype() != kBool || t.dim() > 0, IndexError, op, ": a 0-d bool index is not supported (entry ", i,
+               " of ", index_list_str(indices), ")");
+      consumed += t.dtype() == kBool ? t.dim() : 1;   // a mask covers as many dims as it has
+    }
+  }
+  TG_CHECK(ellipses <= 1, IndexError, op, ": an index can only have a single ellipsis ('...'), got ",
+           index_list_str(indices));
+  TG_CHECK(consumed <= rank, IndexError, op, ": too many indices for tensor of dimension ", rank, " (got ",
+           index_list_str(indices), " for a tensor of shape ", shape_str(shape), ")");
+  Plan p;
+  bool whole = true;    // every basic entry keeps its dims whole (full slices, Ellipsis)
+  int64_t vd = 0, xd = 0;   // the next dim of the view, of x
+  for (const TensorIndex& e : indices) {
+    switch (e.kind()) {
+      case TensorIndex::Kind::None:
+        p.basic.push_back(e);
+        ++vd;
+        whole = false;
+        break;
+      case TensorIndex::Kind::Ellipsis:
+        p.basic.push_back(e);
+        vd += rank - consumed;
+        xd += rank - consumed;
+        break;
+      case TensorIndex::Kind::Integer: {   // checked here so that the message names op
+        const int64_t size = shape[static_cast<std::size_t>(xd)], at = e.integer();
+        TG_CHECK(at >= -size && at < size, IndexError, op, ": index ", at, " is out of bounds for dimension ", xd,
+                 " with size ", size);
+        p.basic.push_back(e);
+        ++xd;
+        whole = false;
+        break;
+      }
+      case TensorIndex::Kind::Slice: {
+        const Slice& s = e.slice();
+        TG_CHECK(s.step().value_or(1) > 0, IndexError, op, ": slice step must be positive, got ", *s.step(),
+                 " for dimension ", xd, " with size ", shape[static_cast<std::size_t>(xd)]);
+        p.basic.push_back(e);
+        whole = whole && !s.start() && !s.stop() && !s.step();
+        ++vd;
+        ++xd;
+        break;
+      }
+      case TensorIndex::Kind::Tensor: {
+        const Tensor t = e.tensor();
+        for (int64_t k = 0; k < (t.dtype() == kBool ? t.dim() : 1); ++k) {
+          p.basic.push_back(Slice());
+          p.adv.push_back(vd++);
+          p.x_dims.push_back(xd++);
+        }
+        p.tensors.push_back(t);
+        break;
+      }
+    }
+  }
+  p.view_rank = vd + rank - xd;
+  // adjacent index Tensors keep their place (the broadcast dims replace theirs); separated by a slice,
+  // None or Ellipsis dim, the broadcast dims go first (PyTorch's and NumPy's rule)
+  const bool adjacent = p.adv.back() - p.adv.front() + 1 == static_cast<int64_t>(p.adv.size());
+  p.insert_at = adjacent ? p.adv.front() : 0;
+  p.leading = whole && adjacent && p.adv.front() == 0;
+  return p;
 }
 
-Tensor advanced_index(const Tensor& x, const std::vector<TensorIndex>& indices) {
-  TG_CHECK(x.defined(), Error, "index: the Tensor is undefined");
-  const Advanced a = resolve_advanced("index", x.shape(), indices);
-  const Tensor flat = reshape(x, {a.positions, product(a.trailing)});
+/// x[indices] for a plan (the tensor of the plan's shape): the basic entries' view, the indexed dims
+/// moved to its front, the leading gather (index_select over them flattened), and the broadcast dims
+/// moved to insert_at. Differentiable through each step.
+Tensor read_planned(const char* op, const Tensor& x, const Plan& p) {
+  Tensor v = x;
+  Shape view_shape = x.shape();
+  if (!p.leading) {
+    std::vector<int64_t> perm = p.adv;
+    for (int64_t d = 0; d < p.view_rank; ++d)
+      if (!std::binary_search(p.adv.begin(), p.adv.end(), d)) perm.push_back(d);
+    v = index(x, p.basic);   // a view, as basic holds no index Tensor
+    view_shape = v.shape();
+    v = permute(v, perm);
+  }
+  const Advanced a = resolve_advanced(op, v.shape(), p.tensors, p.x_dims, p.adv, view_shape);
+  const Tensor flat = reshape(v, {a.positions, product(a.trailing)});
   const Tensor rows = index_select(flat, 0, positions_on(a.flat, x.device()));   // (N, T)
-  return reshape(rows, concat(a.batch, a.trailing));
+  Tensor out = reshape(rows, concat(a.batch, a.trailing));
+  if (p.insert_at == 0) return out;
+  const int64_t nb = static_cast<int64_t>(a.batch.size());
+  std::vector<int64_t> back;   // (batch, rest) -> (rest[:insert_at], batch, rest[insert_at:])
+  for (int64_t d = 0; d < p.insert_at; ++d) back.push_back(nb + d);
+  for (int64_t d = 0; d < nb; ++d) back.push_back(d);
+  for (int64_t d = nb + p.insert_at; d < out.dim(); ++d) back.push_back(d);
+  return contiguous(permute(out, back));   // a tensor of its own, not a view of the gathered rows
 }
 
-Tensor index_put(const char* op, const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
-                 bool accumulate) {
-  TG_CHECK(x.defined() && values.defined(), Error, op, ": self and values must be defined");
-  TG_CHECK(x.dtype() == values.dtype(), DTypeError, op, ": Index put requires the source and destination dtypes "
-           "match, got ", dtype_name(x.dtype()), " for the destination and ", dtype_name(values.dtype()),
-           " for the source");
-  prim::check_same_device(op, x.data(), values.data());
-  const Advanced a = resolve_advanced(op, x.shape(), indices);
+/// x with values written at the positions a names over x's leading dims (the leading form of
+/// tg::index_put; every other form reaches it through x flattened).
+Tensor put_leading(const char* op, const Tensor& x, const Advanced& a, const Tensor& values, bool accumulate) {
   const Shape target = concat(a.batch, a.trailing);
   // values broadcast to the indexed shape; leading size-1 dims beyond its rank are dropped, as PyTorch's
   Shape vshape = values.shape();
@@ -305,6 +386,44 @@ Tensor index_put(const char* op, const Tensor& x, const std::vector<TensorIndex>
   const RawTensor row_of = prim::where(written, prim::sub(source, prim::scalar_like(1.0, source)), source);
   const Tensor picked = index_select(rows, 0, Tensor(row_of));                        // (P, T)
   return reshape(where(Tensor(written.reshape({a.positions, 1})), picked, flat), x.shape());
+}
+
+}  // namespace
+
+namespace detail {
+
+bool has_tensor_index(const std::vector<TensorIndex>& indices) {
+  for (const TensorIndex& i : indices)
+    if (i.kind() == TensorIndex::Kind::Tensor) return true;
+  return false;
+}
+
+Tensor advanced_index(const Tensor& x, const std::vector<TensorIndex>& indices) {
+  TG_CHECK(x.defined(), Error, "index: the Tensor is undefined");
+  return read_planned("index", x, plan_index("index", x.shape(), indices));
+}
+
+Tensor index_put(const char* op, const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
+                 bool accumulate) {
+  TG_CHECK(x.defined() && values.defined(), Error, op, ": self and values must be defined");
+  TG_CHECK(x.dtype() == values.dtype(), DTypeError, op, ": Index put requires the source and destination dtypes "
+           "match, got ", dtype_name(x.dtype()), " for the destination and ", dtype_name(values.dtype()),
+           " for the source");
+  prim::check_same_device(op, x.data(), values.data());
+  const Plan p = plan_index(op, x.shape(), indices);
+  if (p.leading)
+    return put_leading(op, x, resolve_advanced(op, x.shape(), p.tensors, p.x_dims, p.adv, x.shape()), values,
+                       accumulate);
+  // Any other form writes the elements of x that read_planned() reads: their flat positions, read from
+  // an arange of x's shape (on the host, where the positions are read anyway), index x flattened.
+  const int64_t numel = product(x.shape());
+  const Tensor read_at = read_planned(op, reshape(arange(numel, TensorOptions().dtype(kInt64)), x.shape()), p);
+  Advanced a;
+  a.dims = 1;
+  a.positions = numel;
+  a.batch = read_at.shape();
+  a.flat = read_at.to_vector<int64_t>();
+  return reshape(put_leading(op, reshape(x, {numel}), a, values, accumulate), x.shape());
 }
 
 }  // namespace detail

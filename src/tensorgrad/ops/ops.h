@@ -680,15 +680,23 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index);
 /// With index Tensors (advanced indexing) the result is a copy, as PyTorch's: `x.index({mask})` (a bool
 /// mask of x's leading dims: the selected rows, (count, trailing dims...)) and `x.index({i0, i1})`
 /// (integer tensors, int64 or int32, broadcast together to B: x[i0[b], i1[b], ...] of shape (B,
-/// trailing dims...)); negative positions count from the end. The index Tensors must name x's leading
-/// dims and may be followed by full slices (Slice()) or one Ellipsis only (IndexError otherwise, as
-/// for a position out of range, a mask whose shape differs from the dims it covers, or index shapes
-/// that do not broadcast). Differentiable (index_select over x's leading dims flattened); the indices
-/// are read on the host (a sync for CUDA indices).
+/// trailing dims...)); negative positions count from the end. Index Tensors may stand anywhere among
+/// the other entries, with PyTorch's rule: the integers, Slices, None and Ellipsis are applied first
+/// (a view), then the index Tensors index the dims of that view they stand at (a k-dim mask k of
+/// them, as its nonzero() positions would). When the index Tensors are adjacent there, the broadcast
+/// dims B replace theirs in place (`x.index({Slice(), i})`, Python's x[:, i], is (x.size(0), B...,
+/// rest...); x[i0, 0, i1] is adjacent too, the integer's dim being gone); when a Slice, None or
+/// Ellipsis dim separates them, B comes first (x[i0, :, i1] is (B..., x.size(1))). IndexError for a
+/// position out of range (naming the dim of x it indexes and its size), a mask whose shape differs
+/// from the dims it covers, index shapes that do not broadcast, more indices than dims, or an index
+/// Tensor that is not int64, int32 or bool. Differentiable (index_select over the indexed dims
+/// flattened, after the view and a permute of them to the front); the indices are read on the host
+/// (a sync for CUDA indices).
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
 /// x with values written at indices (torch.index_put; Python's x[indices] = values, out of place).
-/// indices are as index()'s advanced form (bool masks and integer tensors of the leading dims, then
-/// full slices or one Ellipsis); values has x's dtype and device (DTypeError, DeviceError) and
+/// indices are as index()'s advanced form (bool masks and integer tensors anywhere among integers,
+/// Slices, None and one Ellipsis: `x.index_put_({Slice(), i}, v)` is Python's x[:, i] = v); it writes
+/// the elements index(x, indices) reads. values has x's dtype and device (DTypeError, DeviceError) and
 /// broadcasts to the shape index(x, indices) has (ShapeError otherwise). With accumulate the values
 /// are added, a repeated position getting the sum of its values: they are added pairwise in index
 /// order and then once into x, so every run and every backend gives the same result. Without it a
