@@ -411,3 +411,52 @@ TEST_CASE("a custom rule's gradient in another dtype is cast to its input's dtyp
   CHECK(x.grad().dtype() == tg::kFloat32);
   testing::check_values(x.grad(), {2 * (2 * 2 + 1), 2 * (2 * 4 + 1), 2 * (2 * 6 + 1)});   // d/dx (4x^2 + 2x)
 }
+
+TEST_CASE("view gradients: k narrows of one tensor add into its gradient in place, values unchanged") {
+  // Note [View gradients]: base is read through 32 narrow views; their gradients are added into base's
+  // running gradient in place instead of each being a full tensor of zeros.
+  const int64_t rows = 512, cols = 256, k = 32, step = rows / k;
+  Tensor x = testing::randn64({rows, cols}, 71, false).to(tg::kFloat32);
+  x.requires_grad_(true);
+  const Tensor w = tg::rand({step, cols});
+  auto run = [&](bool anomaly) {
+    x.zero_grad();
+    std::unique_ptr<tg::autograd::DetectAnomalyGuard> guard;
+    if (anomaly) guard = std::make_unique<tg::autograd::DetectAnomalyGuard>();
+    const Tensor base = x * 2.0;   // a non-leaf: its gradient is summed at its producer
+    Tensor loss = tg::zeros({});
+    for (int64_t i = 0; i < k; ++i) loss = loss + tg::sum(tg::narrow(base, 0, i * step, step) * (w * double(i + 1)));
+    const std::size_t before = tg::memory::memory_stats().allocated_total;
+    loss.backward();
+    return std::make_pair(x.grad().clone(), tg::memory::memory_stats().allocated_total - before);
+  };
+  const auto [fast, fast_bytes] = run(false);
+  const auto [slow, slow_bytes] = run(true);   // anomaly mode materializes every view's zeros
+  // each row block i gets 2 (i + 1) w
+  for (int64_t i = 0; i < k; ++i) CHECK(tg::equal(tg::narrow(fast, 0, i * step, step), w * double(2 * (i + 1))));
+  CHECK(tg::equal(fast, slow));
+  const std::size_t full = static_cast<std::size_t>(rows * cols) * sizeof(float);
+  CHECK(slow_bytes > k * full);        // the control: k full tensors of zeros
+  CHECK(fast_bytes * 4 < slow_bytes);  // base's sum, x's gradient and the pieces' own: a few full tensors
+}
+
+TEST_CASE("view gradients: unbind, chunk and select pieces of a non-leaf and of a leaf") {
+  const Tensor x = testing::randn64({4, 6}, 72);
+  const Tensor y = x * 3.0;
+  const std::vector<Tensor> rows = tg::unbind(y, 0);
+  const std::vector<Tensor> halves = tg::chunk(x, 2, 1);   // x is a leaf: its zeros are made
+  Tensor loss = tg::sum(rows[0] * 1.0) + tg::sum(rows[2] * 5.0) + tg::sum(tg::select(y, 1, 4)) +
+                tg::sum(halves[1] * 7.0);
+  loss.backward();
+  std::vector<double> want(24, 0.0);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 6; ++c) {
+      double g = 0;
+      if (r == 0) g += 3.0;
+      if (r == 2) g += 15.0;
+      if (c == 4) g += 3.0;
+      if (c >= 3) g += 7.0;
+      want[static_cast<std::size_t>(r * 6 + c)] = g;
+    }
+  CHECK(x.grad().to_vector<double>() == want);
+}

@@ -119,6 +119,27 @@ void add_gradient(RawTensor& sum, const RawTensor& g) {
 /// Under create_graph: a recorded sum.
 void add_gradient(Tensor& sum, const Tensor& g) { sum = sum.add(g); }
 
+// Note [View gradients]
+// ~~~~~~~~~~~~~~~~~~~~~
+// The gradient of a view (narrow, select, basic indexing; the pieces of split, chunk and unbind) is
+// zeros of the input's shape with the view's gradient in the viewed positions. A tensor read through
+// k views (a recurrent layer's input projection, one narrow per time step; q, k, v chunked from one
+// projection) would get k full tensors of zeros, and k full additions to sum them. Instead a view's
+// first-order rule hands the engine the small gradient and the view (Grads::set_view); when the
+// input's running sum at its producer is a plain contiguous tensor only the engine holds, the
+// engine adds the gradient into that view of the sum in place: one full tensor for the k views and
+// k small additions. Otherwise (the first gradient to arrive, a leaf, a partial backward's boundary,
+// anomaly mode, a sum someone else holds) the zeros are made as before. Every element is summed in
+// the order the gradients arrive either way, so the result's bits are those of the full additions.
+
+/// Whether a view gradient v for edge e may be added in place into sum, the running gradient of
+/// e's producer: a contiguous tensor of the input's shape, dtype and device, that only the engine holds.
+bool owns_view_sum(const RawTensor& sum, const Grads::ViewGrad& v, const Edge& e) {
+  return sum.defined() && sum.storage().use_count() == 1 && sum.is_contiguous() && sum.offset() == 0 &&
+         sum.shape() == v.in_shape && v.in_shape == e.shape && sum.dtype() == v.grad.dtype() &&
+         sum.dtype() == e.dtype && sum.device() == v.grad.device() && sum.storage() != v.grad.storage();
+}
+
 bool has_non_finite(const RawTensor& t) {
   if (!is_floating(t.dtype())) return false;
   const RawTensor host = t.to(Device::cpu()).contiguous();
@@ -573,7 +594,7 @@ void call_rule(const std::shared_ptr<Node>& node, const Tensor& g, BasicGrads<Te
     node->backward(g.data(), r);
   }
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (r.values()[i].defined()) out.set(i, detail::refusing_double_backward(node, g, std::move(r.values()[i])));
+    if (RawTensor v = r.take(i); v.defined()) out.set(i, detail::refusing_double_backward(node, g, std::move(v)));
 }
 
 /// Steps 1 and 2 of backward from roots. With a sink, see Note [Partial backward]; with a capture,
@@ -697,6 +718,17 @@ void sweep(const Root<G>* roots, std::size_t n_roots, bool retain_graph, detail:
     for (std::size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];
       G gi = std::move(out.values()[i]);
+      if constexpr (!kGraph) {
+        if (const Grads::ViewGrad* v = out.view(i)) {   // Note [View gradients]
+          const bool to_pending = e.fn && e.needs_grad() && !anomaly && (sink == nullptr || !sink->outside(*e.fn));
+          RawTensor* sum = to_pending ? &pending[index.at(e.fn.get())] : nullptr;
+          if (sum != nullptr && owns_view_sum(*sum, *v, e)) {
+            prim::binary_(BinaryOp::Add, v->view_of(*sum), v->grad, "backward");   // gi stays undefined
+          } else {
+            gi = v->materialize();
+          }
+        }
+      }
       if (gi.defined() && e.needs_grad()) {
         if (anomaly && has_non_finite(raw(gi)))
           throw AutogradError(detail::cat("Function '", node->name, "' returned nan values in its ", i,

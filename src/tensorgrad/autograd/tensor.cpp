@@ -300,6 +300,22 @@ Tensor VarGrads::input(std::size_t i, const SavedTensor& s) const {
   return detail::with_history(s.get(), (*node_)->next[i]);
 }
 
+void Grads::set_view(std::size_t i, RawTensor grad, Shape in_shape, std::function<RawTensor(const RawTensor&)> view_of) {
+  values()[i] = RawTensor();
+  for (ViewGrad& v : views_)
+    if (v.input == i) {
+      v = ViewGrad{i, std::move(grad), std::move(in_shape), std::move(view_of)};
+      return;
+    }
+  views_.push_back(ViewGrad{i, std::move(grad), std::move(in_shape), std::move(view_of)});
+}
+
+RawTensor Grads::ViewGrad::materialize() const {
+  RawTensor full = prim::full(in_shape, 0.0, grad.dtype(), grad.device());
+  prim::copy_(view_of(full), grad);
+  return full;
+}
+
 RawTensor Grads::input(std::size_t, const SavedTensor& s) const { return s.get(); }
 RawTensor Grads::output(const SavedTensor& s) const { return s.get(); }
 

@@ -593,6 +593,32 @@ class Grads : public BasicGrads<RawTensor> {
   RawTensor input(std::size_t i, const SavedTensor& s) const;
   /// s, the op's saved output.
   RawTensor output(const SavedTensor& s) const;
+  /// A view op's gradient for input i: zeros of in_shape with grad where view_of (a view of a tensor
+  /// of in_shape) looks. The engine adds grad into that view of the input's running gradient sum when
+  /// it owns one, instead of making the zeros (Note [View gradients] in autograd/engine.cpp).
+  void set_view(std::size_t i, RawTensor grad, Shape in_shape, std::function<RawTensor(const RawTensor&)> view_of);
+  /// A gradient set by set_view().
+  struct ViewGrad {
+    std::size_t input = 0;                               ///< the input it is for
+    RawTensor grad;                                      ///< the view's gradient
+    Shape in_shape;                                      ///< the input's shape
+    std::function<RawTensor(const RawTensor&)> view_of;  ///< the view, applied to a tensor of in_shape
+    /// zeros of in_shape with grad copied into the view.
+    RawTensor materialize() const;
+  };
+  /// Input i's gradient if set_view() set it, else null.
+  const ViewGrad* view(std::size_t i) const {
+    for (const ViewGrad& v : views_)
+      if (v.input == i) return &v;
+    return nullptr;
+  }
+  /// Input i's gradient as one tensor (a view gradient materialized), undefined when none was set.
+  RawTensor take(std::size_t i) {
+    if (const ViewGrad* v = view(i)) return v->materialize();
+    return std::move(values()[i]);
+  }
+ private:
+  std::vector<ViewGrad> views_;   // empty unless a view op's rule set one
 };
 
 /// What a differentiable rule (void(const Tensor& grad, VarGrads& out), Note [Differentiable rules]

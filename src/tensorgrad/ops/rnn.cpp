@@ -44,8 +44,9 @@ std::tuple<Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, const Tens
       if (g.need(1)) g.set(1, d.dgates);
       if (g.need(2)) g.set(2, d.dcx);
     } else {   // the same formulas as recorded ops, the gates' sums made functions of the inputs again
-      const RawTensor saved = ws.narrow(1, 0, ws.size(1) / 2).to(grad.dtype());   // the gates' sums
-      const std::vector<Tensor> s = chunk(plus(plus(Tensor(saved), through(g, 0)), through(g, 1)), 4, 1);
+      // the gates' sums (N, 4H) from the workspace (N, H, 8)
+      const RawTensor saved = ws.narrow(2, 0, 4).permute({0, 2, 1}).contiguous().reshape({ws.size(0), 4 * ws.size(1)});
+      const std::vector<Tensor> s = chunk(plus(plus(Tensor(saved.to(grad.dtype())), through(g, 0)), through(g, 1)), 4, 1);
       const Tensor i = sigmoid(s[0]), f = sigmoid(s[1]), gg = tanh(s[2]), o = sigmoid(s[3]);
       const Tensor cv = g.input(2, c_saved);
       const Tensor tc = tanh(f * cv + i * gg);
@@ -74,7 +75,7 @@ Tensor fused_gru_cell(const Tensor& input_gates, const Tensor& hidden_gates, con
       if (g.need(1)) g.set(1, d.dhg);
       if (g.need(2)) g.set(2, d.dhx);
     } else {   // the same formulas as recorded ops, the saved sums made functions of the inputs again
-      const std::vector<Tensor> w = chunk(Tensor(ws.to(grad.dtype())), 7, 1);   // s_r, s_z, x_n, h_n, r, z, n
+      const std::vector<Tensor> w = unbind(Tensor(ws.to(grad.dtype())), 2);   // s_r, s_z, x_n, h_n, r, z, n, 0
       const Tensor tx = through(g, 0), th = through(g, 1);
       const std::vector<Tensor> dx = tx.defined() ? chunk(tx, 3, 1) : std::vector<Tensor>(3);
       const std::vector<Tensor> dh3 = th.defined() ? chunk(th, 3, 1) : std::vector<Tensor>(3);

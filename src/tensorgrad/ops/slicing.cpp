@@ -26,13 +26,19 @@ RawTensor scatter_into_zeros(const Shape& in_shape, const RawTensor& grad, ViewO
   return gx;
 }
 
-/// The backward of a view op: grad placed into zeros of in_shape where view_of (callable on a
-/// RawTensor and on a Tensor) looks; under create_graph an op whose gradient is the same view of the
-/// incoming gradient (rules::linear_backward).
-template <class G, class ViewOf>
-G into_zeros(const char* name, const Shape& in_shape, const G& grad, ViewOf view_of) {
-  return rules::linear_backward(name, grad, [&](const RawTensor& gr) { return scatter_into_zeros(in_shape, gr, view_of); },
-                                view_of);
+/// The backward of a view op, as input 0's gradient: grad placed into zeros of in_shape where view_of
+/// (callable on a RawTensor and on a Tensor) looks. First order, the engine gets the view itself and
+/// may add grad into the input's running gradient instead (Note [View gradients] in
+/// autograd/engine.cpp); under create_graph an op whose gradient is the same view of the incoming
+/// gradient (rules::linear_backward).
+template <class G, class Gr, class ViewOf>
+void set_into_zeros(Gr& g, const char* name, const Shape& in_shape, const G& grad, ViewOf view_of) {
+  if constexpr (first_order_v<Gr>) {
+    g.set_view(0, grad, in_shape, [view_of](const RawTensor& t) { return view_of(t); });
+  } else {
+    g.set(0, rules::linear_backward(name, grad, [&](const RawTensor& gr) { return scatter_into_zeros(in_shape, gr, view_of); },
+                                    view_of));
+  }
 }
 
 /// One resolved entry of an index list against the input's shape: a new size-1 dim, an integer
@@ -142,8 +148,8 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   return mark_view(record("narrow", x.data().narrow(dim, start, length), {x},
                           [in_shape, dim, start, length](const auto& grad, auto& g) {
                             // d/dx: the gradient in the narrowed positions, 0 elsewhere
-                            g.set(0, into_zeros("narrow_backward", in_shape, grad,
-                                                [=](const auto& t) { return t.narrow(dim, start, length); }));
+                            set_into_zeros(g, "narrow_backward", in_shape, grad,
+                                           [=](const auto& t) { return t.narrow(dim, start, length); });
                           }),
                    x);
 }
@@ -157,8 +163,8 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return mark_view(record("select", std::move(out), {x},
                           [in_shape, dim, index](const auto& grad, auto& g) {
                             // d/dx: the gradient in the selected slice, 0 elsewhere
-                            g.set(0, into_zeros("select_backward", in_shape, grad,
-                                                [=](const auto& t) { return t.select(dim, index); }));
+                            set_into_zeros(g, "select_backward", in_shape, grad,
+                                           [=](const auto& t) { return t.select(dim, index); });
                           }),
                    x);
 }
@@ -178,14 +184,15 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
   return mark_view(record("index", std::move(out), {x},
                           [in_shape, view = View{std::move(resolved), indices}](const auto& grad, auto& g) {
                             // d/dx: the gradient at the indexed positions, 0 elsewhere
-                            g.set(0, into_zeros("index_backward", in_shape, grad, view));
+                            set_into_zeros(g, "index_backward", in_shape, grad, view);
                           }),
                    x);
 }
 
 // split, split_with_sizes, chunk and unbind are compositions of narrow and select: each piece is a view
-// with its own node, so a piece's gradient reaches x through its own narrow (zeros elsewhere). Pieces
-// that get no gradient cost nothing in backward.
+// with its own node, so a piece's gradient reaches x through its own narrow, added into x's running
+// gradient in place where the engine can (Note [View gradients] in autograd/engine.cpp). Pieces that
+// get no gradient cost nothing in backward.
 
 std::vector<Tensor> split_with_sizes(const Tensor& x, IntArrayRef split_sizes, int64_t dim) {
   TG_CHECK(x.dim() > 0, IndexError, "split_with_sizes: cannot be applied to a 0-dim tensor");

@@ -242,7 +242,7 @@ LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, cons
 /// The forward of the fused LSTM cell.
 struct LstmCell {
   RawTensor hc;   ///< (2, N, H): h' and c', the inputs' dtype
-  RawTensor ws;   ///< (N, 8H): the gates' sums x + h, then i, f, g, o (float32 for 16-bit inputs)
+  RawTensor ws;   ///< (N, H, 8): the gates' sums x + h, then i, f, g, o (float32 for 16-bit inputs)
 };
 /// The LSTM cell's pointwise step from the two products' gates xg, hg (N, 4H) and the cell state cx
 /// (N, H): one floating dtype and device (float16/bfloat16 through float32).
@@ -258,7 +258,7 @@ LstmCellGrads lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, cons
 /// The forward of the fused GRU cell.
 struct GruCell {
   RawTensor hy;   ///< (N, H), the inputs' dtype
-  RawTensor ws;   ///< (N, 7H): the reset and update gates' sums, x_n, h_n, then r, z, n (float32 for 16-bit inputs)
+  RawTensor ws;   ///< (N, H, 8): the reset and update gates' sums, x_n, h_n, r, z, n, 0 (float32 for 16-bit inputs)
 };
 /// The GRU cell's pointwise step from the two products' gates xg, hg (N, 3H) and the state hx (N, H).
 GruCell gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx);

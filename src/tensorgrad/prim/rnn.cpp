@@ -36,7 +36,7 @@ LstmCell lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx
   const int64_t N = cx.shape()[0], H = cx.shape()[1];
   LstmCell r;
   r.hc = RawTensor::empty({2, N, H}, x.dtype(), x.device());
-  r.ws = RawTensor::empty({N, 8 * H}, x.dtype(), x.device());
+  r.ws = RawTensor::empty({N, H, 8}, x.dtype(), x.device());
   if (N * H > 0) backend_for(x.device()).lstm_cell(x, h, c, r.hc, r.ws);
   if (x.dtype() != xg.dtype()) r.hc = r.hc.to(xg.dtype());
   return r;
@@ -66,7 +66,7 @@ GruCell gru_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& hx) 
   const int64_t N = hx.shape()[0], H = hx.shape()[1];
   GruCell r;
   r.hy = RawTensor::empty({N, H}, x.dtype(), x.device());
-  r.ws = RawTensor::empty({N, 7 * H}, x.dtype(), x.device());
+  r.ws = RawTensor::empty({N, H, 8}, x.dtype(), x.device());
   if (N * H > 0) backend_for(x.device()).gru_cell(x, h, s, r.hy, r.ws);
   if (x.dtype() != xg.dtype()) r.hy = r.hy.to(xg.dtype());
   return r;

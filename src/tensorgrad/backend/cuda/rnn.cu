@@ -11,12 +11,26 @@ namespace cuda {
 namespace detail {
 namespace {
 
+// One thread per element e = n H + j, on the layouts of Note [Fused recurrent cells] (the LSTM's
+// and the GRU's workspaces (N, H, 8)).
 template <class T>
 struct LstmCell {
   const T *xg, *hg, *cx;
   T *hc, *ws;
   int64_t N, H;
-  __device__ void operator()(int64_t e) const { rnn_math::lstm_cell(e, N, H, xg, hg, cx, hc, ws); }
+  __device__ void operator()(int64_t e) const {
+    const int64_t n = e / H, j = e % H;
+    const T* x = xg + n * 4 * H + j;
+    const T* h = hg + n * 4 * H + j;
+    T* w = ws + e * 8;
+    const T sum[4] = {x[0] + h[0], x[H] + h[H], x[2 * H] + h[2 * H], x[3 * H] + h[3 * H]};
+    T act[4];
+    rnn_math::lstm_cell(sum, cx[e], act, hc[e], hc[N * H + e]);
+    for (int k = 0; k < 4; ++k) {
+      w[k] = sum[k];
+      w[4 + k] = act[k];
+    }
+  }
 };
 
 template <class T>
@@ -24,7 +38,14 @@ struct LstmCellBackward {
   const T *dhc, *cx, *ws;
   T *dgates, *dcx;
   int64_t N, H;
-  __device__ void operator()(int64_t e) const { rnn_math::lstm_cell_backward(e, N, H, dhc, cx, ws, dgates, dcx); }
+  __device__ void operator()(int64_t e) const {
+    const int64_t n = e / H, j = e % H;
+    const T* w = ws + e * 8;
+    const T act[4] = {w[4], w[5], w[6], w[7]};
+    T d[4];
+    rnn_math::lstm_cell_backward(act, cx[e], dhc[e], dhc[N * H + e], d, dcx[e]);
+    for (int k = 0; k < 4; ++k) dgates[n * 4 * H + k * H + j] = d[k];
+  }
 };
 
 template <class T>
@@ -32,7 +53,17 @@ struct GruCell {
   const T *xg, *hg, *hx;
   T *hy, *ws;
   int64_t H;
-  __device__ void operator()(int64_t e) const { rnn_math::gru_cell(e, H, xg, hg, hx, hy, ws); }
+  __device__ void operator()(int64_t e) const {
+    const int64_t n = e / H, j = e % H;
+    const T* x = xg + n * 3 * H + j;
+    const T* h = hg + n * 3 * H + j;
+    const T sr = x[0] + h[0], sz = x[H] + h[H], xn = x[2 * H], hn = h[2 * H];
+    T act[3];
+    rnn_math::gru_cell(sr, sz, xn, hn, hx[e], act, hy[e]);
+    const T keep[8] = {sr, sz, xn, hn, act[0], act[1], act[2], T(0)};
+    T* w = ws + e * 8;
+    for (int k = 0; k < 8; ++k) w[k] = keep[k];
+  }
 };
 
 template <class T>
@@ -40,7 +71,19 @@ struct GruCellBackward {
   const T *dhy, *hx, *ws;
   T *dxg, *dhg, *dhx;
   int64_t H;
-  __device__ void operator()(int64_t e) const { rnn_math::gru_cell_backward(e, H, dhy, hx, ws, dxg, dhg, dhx); }
+  __device__ void operator()(int64_t e) const {
+    const int64_t n = e / H, j = e % H;
+    const T* w = ws + e * 8;
+    const T act[3] = {w[4], w[5], w[6]};
+    T g[3], dhn;
+    rnn_math::gru_cell_backward(act, w[3], hx[e], dhy[e], g, dhn, dhx[e]);
+    T* dx = dxg + n * 3 * H + j;
+    T* dh = dhg + n * 3 * H + j;
+    for (int k = 0; k < 3; ++k) dx[k * H] = g[k];
+    dh[0] = g[0];
+    dh[H] = g[1];
+    dh[2 * H] = dhn;
+  }
 };
 
 }  // namespace
