@@ -4,34 +4,34 @@
 /// written once for the CPU loops (backend/cpu/rnn.cpp) and the CUDA kernels (backend/cuda/rnn.cu).
 /// Compiled by g++ and by nvcc, so: no dependencies beyond kernels/elementwise.h, whose sigmoid and
 /// tanh these use, as the composed ops do.
-///
-/// Note [Fused recurrent cells]
-/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-/// A recurrent layer's step is two matrix products (the input's, done for every step at once, and the
-/// state's) and a pointwise cell. Composed of ops, an LSTM cell is about ten launches forward and
-/// fifteen backward, each a pass over the (N, 4H) gates; fused (tg::fused_lstm_cell, as PyTorch's
-/// _thnn_fused_lstm_cell), it is one pass each way. Element e = n H + j of a batch of N rows of H units
-/// reads the gates of its row at j, H + j, 2H + j, 3H + j (PyTorch's order: LSTM input, forget, cell,
-/// output; GRU reset, update, new), and the functions below compute on those values (each backend
-/// loads and stores them its own way: the CPU along rows, so that its loops vectorize):
-///   LSTM  forward:  i, f, o = sigmoid(x + h) of their gates, g = tanh(x + h),
-///                   c' = f c + i g, h' = o tanh(c')
-///         backward: dc = dc' + dh' o (1 - tanh(c')^2);  d(x + h) = (dc g i (1 - i), dc c f (1 - f),
-///                   dc i (1 - g^2), dh' tanh(c') o (1 - o));  dc_prev = dc f
-///   GRU   forward:  r, z = sigmoid(x + h) of their gates, n = tanh(x_n + r h_n), h' = n + z (h - n)
-///                   (= (1 - z) n + z h)
-///         backward: dn = dh' (1 - z) (1 - n^2);  dz = dh' (h - n) z (1 - z);  dr = dn h_n r (1 - r);
-///                   dx = (dr, dz, dn), dh_gates = (dr, dz, dn r), dh_prev = dh' z
-/// The forward keeps a workspace for the backward, element by element: for the LSTM (N, H, 8), the
-/// gates' sums x + h, then i, f, g, o; for the GRU (N, H, 8), the reset and update gates' sums, x_n and
-/// h_n apart, then r, z, n and a zero (element-major and eight wide, so that the CPU's row
-/// loops read and write it in whole vectors). The first-order backward reads the activations (the LSTM's one transcendental there is tanh(c'),
-/// c' recomputed from f, c, i, g as the forward computed it); the op's recorded rule for a backward
-/// under create_graph (ops/rnn.cpp) rebuilds the same formulas as ops from the sums, which it makes
-/// functions of the inputs again. Both backends compute in the tensor's dtype (float32 or float64;
-/// prim/rnn.cpp brings 16-bit floats through float32), element by element with these functions: the
-/// composed step's formulas in its order, so the two agree to rounding (tests/test_rnn.cpp compares
-/// them; the composed ops' vector paths may contract a product into an FMA where these do not).
+
+// Note [Fused recurrent cells]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A recurrent layer's step is two matrix products (the input's, done for every step at once, and the
+// state's) and a pointwise cell. Composed of ops, an LSTM cell is about ten launches forward and
+// fifteen backward, each a pass over the (N, 4H) gates; fused (tg::fused_lstm_cell, as PyTorch's
+// _thnn_fused_lstm_cell), it is one pass each way. Element e = n H + j of a batch of N rows of H units
+// reads the gates of its row at j, H + j, 2H + j, 3H + j (PyTorch's order: LSTM input, forget, cell,
+// output; GRU reset, update, new), and the functions below compute on those values (each backend
+// loads and stores them its own way: the CPU along rows, so that its loops vectorize):
+//   LSTM  forward:  i, f, o = sigmoid(x + h) of their gates, g = tanh(x + h),
+//                   c' = f c + i g, h' = o tanh(c')
+//         backward: dc = dc' + dh' o (1 - tanh(c')^2);  d(x + h) = (dc g i (1 - i), dc c f (1 - f),
+//                   dc i (1 - g^2), dh' tanh(c') o (1 - o));  dc_prev = dc f
+//   GRU   forward:  r, z = sigmoid(x + h) of their gates, n = tanh(x_n + r h_n), h' = n + z (h - n)
+//                   (= (1 - z) n + z h)
+//         backward: dn = dh' (1 - z) (1 - n^2);  dz = dh' (h - n) z (1 - z);  dr = dn h_n r (1 - r);
+//                   dx = (dr, dz, dn), dh_gates = (dr, dz, dn r), dh_prev = dh' z
+// The forward keeps a workspace for the backward, element by element: for the LSTM (N, H, 8), the
+// gates' sums x + h, then i, f, g, o; for the GRU (N, H, 8), the reset and update gates' sums, x_n and
+// h_n apart, then r, z, n and a zero (element-major and eight wide, so that the CPU's row
+// loops read and write it in whole vectors). The first-order backward reads the activations (the LSTM's one transcendental there is tanh(c'),
+// c' recomputed from f, c, i, g as the forward computed it); the op's recorded rule for a backward
+// under create_graph (ops/rnn.cpp) rebuilds the same formulas as ops from the sums, which it makes
+// functions of the inputs again. Both backends compute in the tensor's dtype (float32 or float64;
+// prim/rnn.cpp brings 16-bit floats through float32), element by element with these functions: the
+// composed step's formulas in its order, so the two agree to rounding (tests/test_rnn.cpp compares
+// them; the composed ops' vector paths may contract a product into an FMA where these do not).
 #pragma once
 #include <cstdint>
 
