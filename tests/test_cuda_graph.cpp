@@ -808,3 +808,52 @@ TEST_CASE("cuda graphs: GradScaler::step inside a capture refuses an optimizer w
   CHECK_THROWS_WITH_AS(iteration(), doctest::Contains("only SGD"), tg::Error);
   graph.capture_end();   // nothing illegal reached the stream
 }
+
+TEST_CASE("cuda graphs: capturable and fixed-lr SGD groups in one capture, and GradScaler::update(new_scale)") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  auto groups = [](Mlp& m) {
+    return std::vector<tg::optim::ParamGroup>{
+        {m.fc1->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true)},
+        {m.fc2->parameters(), tg::optim::SGDOptions(0.02).momentum(0.9)}};
+  };
+  tg::optim::SGD opt_eager(groups(*eager), tg::optim::SGDOptions(0.1));
+  tg::optim::SGD opt_captured(groups(*captured), tg::optim::SGDOptions(0.1));
+  tg::amp::GradScaler scaler(tg::amp::GradScalerOptions().init_scale(256));
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), scaled;
+  auto step = [&](Mlp& m, tg::optim::SGD& opt, const Tensor& xs, const Tensor& ys) {
+    opt.zero_grad();
+    tg::mse_loss(m.forward(xs), ys).backward();
+    opt.step();
+  };
+  auto [x0, y0] = batch(0);
+  x.copy_(x0);
+  y.copy_(y0);
+  step(*eager, opt_eager, x0.to(kGpu), y0.to(kGpu));
+  step(*captured, opt_captured, x, y);   // warm-up
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    step(*captured, opt_captured, x, y);
+    scaled = scaler.scale(x.sum());   // the scaler's S is read on the device
+    scaler.update(512.0);              // every replay sets S to 512
+  }
+  CHECK(scaler.get_scale() == 256);   // nothing replayed yet
+  for (int k = 1; k < 4; ++k) {
+    CAPTURE(k);
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+    opt_eager.set_lr(0, 0.05 / (k + 1));   // the capturable group's lr changes, the other's stays
+    opt_captured.set_lr(0, 0.05 / (k + 1));
+    step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu));
+    graph.replay();
+  }
+  check_same_parameters(*eager, *captured);
+  // The last replay scaled with the 512 of the replay before it.
+  CHECK(same_bits(scaled.item<float>(), x.sum().item<float>() * 512.0f));
+  CHECK(scaler.get_scale() == 512);
+  opt_captured.set_lr(1, 0.01);   // the fixed-lr group's change is refused, not ignored
+  CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
+}

@@ -446,10 +446,13 @@ void GradScaler::update(double new_scale) {
   check_scale_value(new_scale, "update");
   const float s = to_float(new_scale);
   TG_CHECK(std::isfinite(s) && s > 0, Error, "update: new_scale ", new_scale, " is outside float32's range");
+  // Inside a capture of the device that holds S, or of the one the gradients were checked on.
   std::vector<RawTensor> all;
   for (const OptimizerState& st : optimizers_) all.insert(all.end(), st.found_inf.begin(), st.found_inf.end());
-  if (!all.empty() && capturing(all.front().device())) {   // every replay sets S to new_scale
-    prim::fill_(device_values(all.front().device()).narrow(0, 0, 1), static_cast<double>(s));
+  const bool on_device = device_ && device_->values.defined() && capturing(device_->values.device());
+  if (on_device || (!all.empty() && capturing(all.front().device()))) {   // every replay sets S to new_scale
+    const Device device = on_device ? device_->values.device() : all.front().device();
+    prim::fill_(device_values(device).narrow(0, 0, 1), static_cast<double>(s));
     optimizers_.clear();
     return;
   }
