@@ -857,3 +857,56 @@ TEST_CASE("cuda graphs: capturable and fixed-lr SGD groups in one capture, and G
   opt_captured.set_lr(1, 0.01);   // the fixed-lr group's change is refused, not ignored
   CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
 }
+
+// What the refusal above advises for Adam: capture the forward and the scaled backward, then unscale,
+// step and update eagerly after each replay; the replays read the scale the eager update() left.
+TEST_CASE("cuda graphs: a captured scaled backward with eager GradScaler steps follows the eager iterations") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  tg::optim::Adam opt_eager(eager->parameters(), tg::optim::AdamOptions(1e-2));
+  tg::optim::Adam opt_captured(captured->parameters(), tg::optim::AdamOptions(1e-2));
+  const auto scaler_options = tg::amp::GradScalerOptions().init_scale(64).growth_interval(1);   // S grows each step
+  tg::amp::GradScaler scaler_eager(scaler_options), scaler_captured(scaler_options);
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
+  auto forward_backward = [&](Mlp& m, tg::optim::Adam& opt, tg::amp::GradScaler& scaler, const Tensor& xs,
+                              const Tensor& ys) {
+    opt.zero_grad();
+    loss = tg::mse_loss(m.forward(xs), ys);
+    scaler.scale(loss).backward();
+  };
+  auto finish = [](tg::optim::Adam& opt, tg::amp::GradScaler& scaler) {
+    scaler.step(opt);
+    scaler.update();
+  };
+  std::vector<float> eager_losses;
+  for (int k = 0; k < 4; ++k) {
+    auto [xk, yk] = batch(k);
+    forward_backward(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    eager_losses.push_back(loss.item<float>());
+    finish(opt_eager, scaler_eager);
+  }
+  CHECK(scaler_eager.get_scale() == 64 * 16);
+  auto feed = [&](int k) {
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  };
+  feed(0);
+  forward_backward(*captured, opt_captured, scaler_captured, x, y);   // warm-up
+  finish(opt_captured, scaler_captured);
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    forward_backward(*captured, opt_captured, scaler_captured, x, y);
+  }
+  for (int k = 1; k < 4; ++k) {
+    CAPTURE(k);
+    feed(k);
+    graph.replay();
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+    finish(opt_captured, scaler_captured);
+  }
+  CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+  check_same_parameters(*eager, *captured);
+}

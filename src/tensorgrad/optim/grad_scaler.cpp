@@ -124,7 +124,7 @@ void GradScaler::step_on_device(optim::Optimizer& optimizer, const RawTensor& fo
   TG_CHECK(dynamic_cast<optim::SGD*>(&optimizer) != nullptr, Error, "GradScaler::step: inside a CUDA graph capture "
            "the step is skipped on the device by restoring the optimizer's state, which needs all of it on the "
            "device; this optimizer keeps part of it on the host (Adam's step count), so only SGD is supported; "
-           "capture up to unscale_() and call step() and update() after replay()");
+           "capture the forward and the scaled backward only and call step() and update() after replay()");
   // What the update writes: the parameters with a gradient and the optimizer's state tensors (the
   // live buffers: SGD::state aliases them), saved before it.
   std::vector<RawTensor> targets;
