@@ -286,7 +286,7 @@ TEST_CASE("cpu capability: the optimizer loops on every path match the baseline 
   against_baseline(
       [&] {
         RawTensor pw = w.data().clone(), pv = v0.data().clone();
-        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false}},
+        tg::cpu_backend().sgd_step({tg::SgdParam{pw, g.data(), pv, lr, /*first_step=*/false, RawTensor()}},
                                    tg::SgdHyper{mom, damp, wd, /*nesterov=*/true});
         return std::vector<Tensor>{Tensor(pw), Tensor(pv)};
       },

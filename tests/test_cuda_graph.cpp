@@ -6,6 +6,7 @@
 // On the CUDA emulator in CI (both stream modes); without a GPU only the DeviceError case runs.
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -585,4 +586,327 @@ TEST_CASE("cuda graphs: a captured transformer training step equals the eager st
       }
     }
   }
+}
+
+// Note [Captured SGD] in optim/optimizer.cpp: a capturable SGD group reads its lr on the device, so a
+// scheduler stepping between replays changes the replayed update exactly as it changes eager steps.
+TEST_CASE("cuda graphs: a captured capturable SGD step follows a scheduler's lr between replays, bit for bit") {
+  TG_NEED_CUDA();
+  struct Config {
+    const char* name;
+    tg::optim::SGDOptions options;
+    bool step_lr;   // StepLR(2, 0.5), else ExponentialLR(0.8)
+  };
+  const std::vector<Config> configs = {
+      {"momentum, StepLR", tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true), true},
+      {"nesterov, weight_decay, ExponentialLR",
+       tg::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3).capturable(true), false},
+      {"dampening, weight_decay, StepLR",
+       tg::optim::SGDOptions(0.05).momentum(0.8).dampening(0.3).weight_decay(1e-2).capturable(true), true},
+      {"no momentum, ExponentialLR", tg::optim::SGDOptions(0.1).capturable(true), false},
+  };
+  for (const Config& config : configs) {
+    CAPTURE(config.name);
+    const auto twins = twin_mlps(0.0);
+    const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+    tg::optim::SGD opt_eager(eager->parameters(), config.options);
+    tg::optim::SGD opt_captured(captured->parameters(), config.options);
+    auto scheduler = [&](tg::optim::SGD& opt) -> std::unique_ptr<tg::optim::LRScheduler> {
+      if (config.step_lr) return std::make_unique<tg::optim::StepLR>(opt, 2, 0.5);
+      return std::make_unique<tg::optim::ExponentialLR>(opt, 0.8);
+    };
+    const auto sched_eager = scheduler(opt_eager), sched_captured = scheduler(opt_captured);
+    constexpr int kSteps = 6;
+    std::vector<float> eager_losses;
+    std::vector<double> eager_lrs;
+    for (int k = 0; k < kSteps; ++k) {
+      auto [xk, yk] = batch(k);
+      opt_eager.zero_grad();
+      const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
+      loss.backward();
+      eager_lrs.push_back(opt_eager.lr());
+      opt_eager.step();
+      sched_eager->step();
+      eager_losses.push_back(loss.item<float>());
+    }
+    CHECK(eager_lrs.back() < eager_lrs.front());   // the schedule did change the lr
+    Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
+    auto step = [&] {
+      opt_captured.zero_grad();
+      loss = tg::mse_loss(captured->forward(x), y);
+      loss.backward();
+      opt_captured.step();
+    };
+    auto feed = [&](int k) {
+      auto [xk, yk] = batch(k);
+      x.copy_(xk);
+      y.copy_(yk);
+    };
+    feed(0);
+    step();   // warm-up: creates the momentum buffers
+    sched_captured->step();
+    tg::cuda::CUDAGraph graph;
+    {
+      tg::cuda::GraphCapture capture(graph);
+      step();
+    }
+    for (int k = 1; k < kSteps; ++k) {
+      CAPTURE(k);
+      feed(k);
+      CHECK(opt_captured.lr() == eager_lrs[static_cast<std::size_t>(k)]);
+      const uint64_t before = tg::cuda::detail::launch_count();
+      graph.replay();
+      CHECK(tg::cuda::detail::launch_count() - before == 2);   // the lrs' launch, then the graph
+      sched_captured->step();
+      CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+    }
+    check_same_parameters(*eager, *captured);
+    // Negative control: one more replay at a different lr than the eager twin's next step moves the
+    // parameters elsewhere than that step does.
+    feed(kSteps);
+    opt_captured.set_lr(opt_captured.lr() * 3);
+    graph.replay();
+    auto [xk, yk] = batch(kSteps);
+    opt_eager.zero_grad();
+    tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu)).backward();
+    opt_eager.step();
+    const double diff = (eager->fc1->weight - captured->fc1->weight).abs().max().item<double>();
+    CHECK(diff > 0);
+  }
+}
+
+TEST_CASE("cuda graphs: error_if_nonfinite cannot be checked inside a capture and is refused before any work") {
+  TG_NEED_CUDA();
+  const std::shared_ptr<Mlp> model = twin_mlps(0.0).first;
+  const Tensor x = tg::randn({5, 8}).to(kGpu), y = tg::randn({5, 4}).to(kGpu);
+  model->zero_grad();
+  tg::mse_loss(model->forward(x), y).backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : model->parameters()) grads.push_back(p.grad());
+  const float eager_norm = tg::optim::get_total_norm(grads, 2.0, true).item<float>();   // eagerly: checked
+  tg::cuda::CUDAGraph graph;
+  graph.capture_begin();
+  CHECK_THROWS_WITH_AS(tg::optim::get_total_norm(grads, 2.0, true), doctest::Contains("error_if_nonfinite"), tg::Error);
+  CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm(model->parameters(), 1.0, 2.0, true),
+                       doctest::Contains("error_if_nonfinite"), tg::Error);
+  const Tensor norm = tg::optim::get_total_norm(grads, 2.0, false);
+  graph.capture_end();   // the refusals queued nothing: the capture is fine
+  graph.replay();
+  CHECK(same_bits(norm.item<float>(), eager_norm));
+}
+
+// Note [GradScaler in CUDA graphs] in optim/grad_scaler.cpp: a whole mixed-precision iteration
+// (autocast forward, scaled backward, unscale_, clipping, step, update) captured once and replayed;
+// one replay sees an inf in its input, so its step is skipped and the scale backs off, and the scale
+// grows again after growth_interval clean steps, all decided on the device.
+TEST_CASE("cuda graphs: a captured GradScaler iteration skips inf steps and moves its scale as eager steps do") {
+  TG_NEED_CUDA();
+  for (tg::DType dtype : {tg::kBFloat16, tg::kFloat16}) {
+    CAPTURE(tg::dtype_name(dtype));
+    const auto twins = twin_mlps(0.0);
+    const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+    const auto options = tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true);
+    tg::optim::SGD opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
+    const auto scaler_options = tg::amp::GradScalerOptions().init_scale(1024).growth_interval(2);
+    tg::amp::GradScaler scaler_eager(scaler_options), scaler_captured(scaler_options);
+    constexpr int kSteps = 8, kInfStep = 3;
+    auto data = [&](int k) {
+      auto [xk, yk] = batch(k);
+      if (k == kInfStep) xk = xk * std::numeric_limits<float>::infinity();
+      return std::make_pair(xk, yk);
+    };
+    auto iteration = [&](Mlp& m, tg::optim::SGD& opt, tg::amp::GradScaler& scaler, const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss;
+      {
+        tg::amp::AutocastGuard guard(kGpu, dtype);
+        loss = tg::mse_loss(m.forward(x), y);
+      }
+      scaler.scale(loss).backward();
+      scaler.unscale_(opt);
+      std::vector<Tensor> grads;
+      for (const Tensor& p : m.parameters()) grads.push_back(p.grad());
+      tg::optim::clip_grads_with_norm_(m.parameters(), 0.5, tg::optim::get_total_norm(grads));
+      const bool stepped = scaler.step(opt);
+      scaler.update();
+      return std::make_pair(loss, stepped);
+    };
+    std::vector<float> eager_losses;
+    std::vector<double> eager_scales;
+    std::vector<int64_t> eager_trackers;
+    std::vector<bool> eager_stepped;
+    for (int k = 0; k < kSteps; ++k) {
+      auto [xk, yk] = data(k);
+      const auto [loss, stepped] = iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+      eager_losses.push_back(loss.item<float>());
+      eager_scales.push_back(scaler_eager.get_scale());
+      eager_trackers.push_back(scaler_eager.get_growth_tracker());
+      eager_stepped.push_back(stepped);
+    }
+    // The schedule this test relies on: growth after two clean steps, then the skipped step's backoff.
+    CHECK(eager_scales[1] == 2048);
+    CHECK_FALSE(eager_stepped[kInfStep]);
+    CHECK(eager_scales[kInfStep] == eager_scales[kInfStep - 1] / 2);
+    CHECK(eager_scales[kInfStep + 2] == eager_scales[kInfStep] * 2);
+    Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
+    auto feed = [&](int k) {
+      auto [xk, yk] = data(k);
+      x.copy_(xk);
+      y.copy_(yk);
+    };
+    feed(0);
+    loss = iteration(*captured, opt_captured, scaler_captured, x, y).first;   // warm-up: the momentum buffers
+    CHECK(scaler_captured.get_scale() == eager_scales[0]);
+    tg::cuda::CUDAGraph graph;
+    {
+      tg::cuda::GraphCapture capture(graph);
+      loss = iteration(*captured, opt_captured, scaler_captured, x, y).first;
+    }
+    std::vector<Tensor> before_inf;
+    for (int k = 1; k < kSteps; ++k) {
+      CAPTURE(k);
+      feed(k);
+      if (k == kInfStep)
+        for (const Tensor& p : captured->parameters()) before_inf.push_back(p.detach().clone());
+      graph.replay();
+      CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+      // Read back only on some steps, so that replays in a row also carry the scale on the device.
+      if (k == 2 || k >= kInfStep) {
+        CHECK(scaler_captured.get_scale() == eager_scales[static_cast<std::size_t>(k)]);
+        CHECK(scaler_captured.get_growth_tracker() == eager_trackers[static_cast<std::size_t>(k)]);
+      }
+      if (k == kInfStep) {   // the skipped step left every parameter bit as it was
+        const std::vector<Tensor> now = captured->parameters();
+        for (std::size_t i = 0; i < now.size(); ++i) check_same_bits(now[i], before_inf[i]);
+      }
+    }
+    check_same_parameters(*eager, *captured);
+    // Eager iterations after the replays continue from the device's scale.
+    auto [xk, yk] = data(kSteps);
+    iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    iteration(*captured, opt_captured, scaler_captured, xk.to(kGpu), yk.to(kGpu));
+    CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+    check_same_parameters(*eager, *captured);
+  }
+}
+
+TEST_CASE("cuda graphs: GradScaler::step inside a capture refuses an optimizer with host-side state") {
+  TG_NEED_CUDA();
+  const std::shared_ptr<Mlp> model = twin_mlps(0.0).first;
+  const Tensor x = tg::randn({5, 8}).to(kGpu), y = tg::randn({5, 4}).to(kGpu);
+  tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3).capturable(true));
+  tg::amp::GradScaler scaler;
+  auto iteration = [&] {
+    adam.zero_grad();
+    scaler.scale(tg::mse_loss(model->forward(x), y)).backward();
+    return scaler.step(adam);
+  };
+  CHECK(iteration());   // eagerly fine
+  scaler.update();
+  tg::cuda::CUDAGraph graph;
+  graph.capture_begin();
+  CHECK_THROWS_WITH_AS(iteration(), doctest::Contains("only SGD"), tg::Error);
+  graph.capture_end();   // nothing illegal reached the stream
+}
+
+TEST_CASE("cuda graphs: capturable and fixed-lr SGD groups in one capture, and GradScaler::update(new_scale)") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  auto groups = [](Mlp& m) {
+    return std::vector<tg::optim::ParamGroup>{
+        {m.fc1->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true)},
+        {m.fc2->parameters(), tg::optim::SGDOptions(0.02).momentum(0.9)}};
+  };
+  tg::optim::SGD opt_eager(groups(*eager), tg::optim::SGDOptions(0.1));
+  tg::optim::SGD opt_captured(groups(*captured), tg::optim::SGDOptions(0.1));
+  tg::amp::GradScaler scaler(tg::amp::GradScalerOptions().init_scale(256));
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), scaled;
+  auto step = [&](Mlp& m, tg::optim::SGD& opt, const Tensor& xs, const Tensor& ys) {
+    opt.zero_grad();
+    tg::mse_loss(m.forward(xs), ys).backward();
+    opt.step();
+  };
+  auto [x0, y0] = batch(0);
+  x.copy_(x0);
+  y.copy_(y0);
+  step(*eager, opt_eager, x0.to(kGpu), y0.to(kGpu));
+  step(*captured, opt_captured, x, y);   // warm-up
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    step(*captured, opt_captured, x, y);
+    scaled = scaler.scale(x.sum());   // the scaler's S is read on the device
+    scaler.update(512.0);              // every replay sets S to 512
+  }
+  CHECK(scaler.get_scale() == 256);   // nothing replayed yet
+  for (int k = 1; k < 4; ++k) {
+    CAPTURE(k);
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+    opt_eager.set_lr(0, 0.05 / (k + 1));   // the capturable group's lr changes, the other's stays
+    opt_captured.set_lr(0, 0.05 / (k + 1));
+    step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu));
+    graph.replay();
+  }
+  check_same_parameters(*eager, *captured);
+  // The last replay scaled with the 512 of the replay before it.
+  CHECK(same_bits(scaled.item<float>(), x.sum().item<float>() * 512.0f));
+  CHECK(scaler.get_scale() == 512);
+  opt_captured.set_lr(1, 0.01);   // the fixed-lr group's change is refused, not ignored
+  CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
+}
+
+// What the refusal above advises for Adam: capture the forward and the scaled backward, then unscale,
+// step and update eagerly after each replay; the replays read the scale the eager update() left.
+TEST_CASE("cuda graphs: a captured scaled backward with eager GradScaler steps follows the eager iterations") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  tg::optim::Adam opt_eager(eager->parameters(), tg::optim::AdamOptions(1e-2));
+  tg::optim::Adam opt_captured(captured->parameters(), tg::optim::AdamOptions(1e-2));
+  const auto scaler_options = tg::amp::GradScalerOptions().init_scale(64).growth_interval(1);   // S grows each step
+  tg::amp::GradScaler scaler_eager(scaler_options), scaler_captured(scaler_options);
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
+  auto forward_backward = [&](Mlp& m, tg::optim::Adam& opt, tg::amp::GradScaler& scaler, const Tensor& xs,
+                              const Tensor& ys) {
+    opt.zero_grad();
+    loss = tg::mse_loss(m.forward(xs), ys);
+    scaler.scale(loss).backward();
+  };
+  auto finish = [](tg::optim::Adam& opt, tg::amp::GradScaler& scaler) {
+    scaler.step(opt);
+    scaler.update();
+  };
+  std::vector<float> eager_losses;
+  for (int k = 0; k < 4; ++k) {
+    auto [xk, yk] = batch(k);
+    forward_backward(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    eager_losses.push_back(loss.item<float>());
+    finish(opt_eager, scaler_eager);
+  }
+  CHECK(scaler_eager.get_scale() == 64 * 16);
+  auto feed = [&](int k) {
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  };
+  feed(0);
+  forward_backward(*captured, opt_captured, scaler_captured, x, y);   // warm-up
+  finish(opt_captured, scaler_captured);
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    forward_backward(*captured, opt_captured, scaler_captured, x, y);
+  }
+  for (int k = 1; k < 4; ++k) {
+    CAPTURE(k);
+    feed(k);
+    graph.replay();
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+    finish(opt_captured, scaler_captured);
+  }
+  CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+  check_same_parameters(*eager, *captured);
 }

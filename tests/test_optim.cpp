@@ -461,3 +461,31 @@ TEST_CASE("Adam::set_state reads the step count exactly, beyond what a double ho
   }
   TG_CHECK_THROWS(adam.set_state(with_step(0)), tg::Error, "must be at least 1");
 }
+
+TEST_CASE("SGD: capturable(true) changes no eager step and is kept with the group's options") {
+  auto run = [](bool capturable) {
+    tg::manual_seed(3);
+    Tensor w = tg::randn({7}).requires_grad_(true);
+    tg::optim::SGD opt({w}, tg::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01).capturable(capturable));
+    tg::optim::ExponentialLR sched(opt, 0.5);
+    for (int k = 0; k < 3; ++k) {
+      opt.zero_grad();
+      (w * w * static_cast<double>(k + 1)).sum().backward();
+      opt.step();
+      sched.step();
+    }
+    return w.to_vector<float>();
+  };
+  const std::vector<float> plain = run(false), capturable = run(true);
+  REQUIRE(plain.size() == capturable.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) CHECK(plain[i] == capturable[i]);
+  tg::optim::SGDOptions o(0.1);
+  CHECK_FALSE(o.capturable());
+  o.capturable(true);
+  CHECK(o.capturable());
+  bool listed = false;
+  for (const auto& [name, v] : o.values()) listed = listed || (name == "capturable" && v == 1.0);
+  CHECK(listed);
+  CHECK(o.set_value("capturable", 0.0));
+  CHECK_FALSE(o.capturable());
+}

@@ -141,6 +141,10 @@ struct SgdParam {
   RawTensor velocity;   ///< the momentum buffer (undefined without momentum); set from d on the first step
   double lr;         ///< its group's learning rate
   bool first_step;   ///< velocity is new: v = d instead of momentum v + (1 - dampening) d
+  /// Undefined, or one float64 on the parameter's device holding the learning rate, which then
+  /// replaces lr: a capturable SGD step captured into a CUDA graph reads it there, written before
+  /// each replay (Note [Captured SGD] in optim/optimizer.cpp).
+  RawTensor lr_value;
 };
 
 /// One parameter of Backend::adam_step.

@@ -87,6 +87,14 @@ AdamScalars<T> adam_scalars(const AdamHyper& h, double lr, int64_t step) {
                         T(h.weight_decay), T(s.decay),     h.decoupled};
 }
 
+/// k with its learning rate taken from device memory (one double), rounded to T as sgd_scalars
+/// rounds it: a captured capturable SGD step's lr (SgdParam::lr_value).
+template <class T>
+TG_HD SgdScalars<T> with_lr_value(SgdScalars<T> k, const double* lr) {
+  k.lr = T(lr[0]);
+  return k;
+}
+
 /// k with its per-step values taken from device memory (3 doubles laid out as AdamStepValues),
 /// rounded to T as adam_scalars rounds them: a captured step's scalars (AdamParam::scalars).
 template <class T>

@@ -10,11 +10,13 @@
 #include <map>
 
 #include "tensorgrad/backend/backend.h"
+#include "tensorgrad/core/accelerator.h"
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/autograd/grad_mode.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/optim/optimizer.h"
+#include "tensorgrad/prim/cuda_graph.h"
 
 namespace tg {
 namespace amp {
@@ -39,6 +41,104 @@ void check_scale_value(double s, const char* who) {
 float to_float(double v) { return static_cast<float>(v); }
 
 }  // namespace
+
+// Note [GradScaler in CUDA graphs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Eagerly the scaler decides on the host (Note [GradScaler synchronization]); a CUDA graph cannot
+// read anything back, so inside a capture every decision moves to the device:
+// - S and the growth tracker live in a float64 (2) tensor on the device (DeviceState::values, a
+//   cuda::detail::graph_input, so no temporary of the graph shares its memory). Each capture that
+//   uses the scaler adds a replay hook that writes the host's values there before a replay when the
+//   host's are newer (the first replay, or eager iterations since the last replay); otherwise the
+//   values the last replay's update() left stay. The first eager call after replays reads them back
+//   once (pull_device_state), so eager and captured iterations can alternate.
+// - scale(outputs) multiplies by float32(S) converted on the device; unscale_() by float32(1 / S)
+//   taken in float64 on the device and rounded, PyTorch's reciprocal (and always: multiplying by 1
+//   changes no bits, so the eager skip of that case needs no twin).
+// - step() applies the optimizer's update, then puts back the parameters and the optimizer state
+//   it saved before the update wherever the summed inf/NaN flag is set (where(found, old, new)): a
+//   skipped step leaves every bit as it was. The optimizer's whole state must be on the device,
+//   which holds for SGD (its momentum buffers and master weights); Adam's step count is kept on the
+//   host and would advance, so other optimizers are refused.
+// - update() applies torch._amp_update_scale_'s rule with where(): backoff, or growth after
+//   growth_interval clean steps (kept when the float32 product is infinite), the products in float64
+//   rounded to float32 and S kept at least the smallest normal float32, as the eager update does.
+//   The factors and the interval are frozen into the graph as kernel arguments.
+struct GradScaler::DeviceState {
+  RawTensor values;            // float64 (2) on the device: S and the growth tracker
+  float scale = 0;             // the host's values the next replay writes when host_newer
+  int64_t tracker = 0;
+  bool host_newer = true;      // else a replay left newer values on the device
+};
+
+bool GradScaler::capturing(Device device) { return device.is_cuda() && cuda::is_current_stream_capturing(); }
+
+RawTensor GradScaler::device_values(Device device) {
+  if (!device_) device_ = std::make_shared<DeviceState>();
+  if (!device_->values.defined()) {
+    device_->values = cuda::detail::graph_input(2, device.index());
+    device_->scale = scale_;
+    device_->tracker = growth_tracker_;
+    device_->host_newer = true;
+  }
+  TG_CHECK(device_->values.device() == device, Error, "GradScaler: captured on ", device, " but its device state is on ",
+           device_->values.device(), "; use one scaler per device in CUDA graphs");
+  std::shared_ptr<DeviceState> d = device_;
+  cuda::detail::add_replay_hook([d] {
+    if (!d->host_newer) return;
+    cuda::detail::write_graph_input(d->values, {static_cast<double>(d->scale), static_cast<double>(d->tracker)});
+    d->host_newer = false;
+  });
+  return device_->values;
+}
+
+void GradScaler::pull_device_state() const {
+  if (!device_ || device_->host_newer || capturing(device_->values.device())) return;
+  const RawTensor host = device_->values.to(Device::cpu()).contiguous();   // the one synchronization
+  const double* v = host.data<double>();
+  auto* self = const_cast<GradScaler*>(this);
+  self->set_scale(to_float(v[0]));
+  self->growth_tracker_ = static_cast<int64_t>(v[1]);
+  self->push_host_state();
+}
+
+void GradScaler::push_host_state() {
+  if (!device_) return;
+  device_->scale = scale_;
+  device_->tracker = growth_tracker_;
+  device_->host_newer = true;
+}
+
+RawTensor GradScaler::found_inf_on_device(const std::vector<RawTensor>& flags, const char* who) {
+  const Device device = device_values(flags.front().device()).device();
+  RawTensor found;
+  for (const RawTensor& f : flags) {
+    TG_CHECK(f.device() == device, Error, who, ": inside a CUDA graph capture of ", device, " a gradient is on ",
+             f.device(), "; a capture holds the work of one device");
+    found = found.defined() ? prim::add(found, f) : f;
+  }
+  return found;
+}
+
+void GradScaler::step_on_device(optim::Optimizer& optimizer, const RawTensor& found) {
+  TG_CHECK(dynamic_cast<optim::SGD*>(&optimizer) != nullptr, Error, "GradScaler::step: inside a CUDA graph capture "
+           "the step is skipped on the device by restoring the optimizer's state, which needs all of it on the "
+           "device; this optimizer keeps part of it on the host (Adam's step count), so only SGD is supported; "
+           "capture the forward and the scaled backward only and call step() and update() after replay()");
+  // What the update writes: the parameters with a gradient and the optimizer's state tensors (the
+  // live buffers: SGD::state aliases them), saved before it.
+  std::vector<RawTensor> targets;
+  for (const Tensor& p : optimizer.params())
+    if (p.grad().defined()) targets.push_back(p.data());
+  for (const auto& entry : optimizer.state())
+    if (entry.second.device().is_cuda()) targets.push_back(entry.second);
+  std::vector<RawTensor> saved;
+  saved.reserve(targets.size());
+  for (const RawTensor& t : targets) saved.push_back(t.clone());
+  optimizer.step();
+  const RawTensor skip = prim::binary(BinaryOp::Ne, found, prim::scalar_like(0.0, found), "GradScaler::step");
+  for (std::size_t i = 0; i < targets.size(); ++i) prim::copy_(targets[i], prim::where(skip, saved[i], targets[i]));
+}
 
 GradScaler::GradScaler(GradScalerOptions options)
     : enabled_(options.enabled_),
@@ -72,7 +172,13 @@ void GradScaler::set_growth_interval(int64_t n) {
 
 double GradScaler::get_scale() const {
   if (!enabled_) return 1.0;
+  pull_device_state();
   return scaled_ ? static_cast<double>(scale_) : init_scale_;
+}
+
+int64_t GradScaler::get_growth_tracker() const {
+  pull_device_state();
+  return growth_tracker_;
 }
 
 void GradScaler::check_scaled(const char* what) const {
@@ -102,7 +208,13 @@ Tensor GradScaler::scale(const Tensor& outputs) {
   if (!scaled_) {   // PyTorch creates its scale tensor here, from init_scale
     scale_ = to_float(init_scale_);
     scaled_ = true;
+    push_host_state();
   }
+  if (capturing(outputs.device())) {   // Note [GradScaler in CUDA graphs]
+    const RawTensor s = device_values(outputs.device()).narrow(0, 0, 1).reshape({}).to(kFloat32);
+    return outputs * Tensor(s);
+  }
+  pull_device_state();
   // The 0-d float32 copy of S on the outputs' device, made once per device and value of S (set_scale
   // drops the copies of an older value): a fill, never a read back. A float16 or bfloat16 loss times
   // it is float32 (Note [Type promotion]), as in PyTorch, so 65536 never overflows float16.
@@ -156,6 +268,16 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     if (std::find(devices.begin(), devices.end(), g.device()) == devices.end()) devices.push_back(g.device());
   }
 
+  // Inside a capture S is on the device (Note [GradScaler in CUDA graphs]): the reciprocal is taken
+  // there, in float64 rounded to float32 as below.
+  const bool on_device = !devices.empty() && capturing(devices.front());
+  RawTensor inv_on_device;
+  if (on_device) {
+    const RawTensor s = device_values(devices.front()).narrow(0, 0, 1).reshape({});
+    inv_on_device = prim::div(prim::scalar_like(1.0, s), s).to(kFloat32);
+  } else {
+    pull_device_state();
+  }
   // PyTorch takes the reciprocal in float64 and rounds it to float32 (float32 division can be
   // imprecise under some compile options); every gradient is multiplied by that float32 value.
   const float inv_scale = to_float(1.0 / static_cast<double>(scale_));
@@ -188,8 +310,11 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
 
     // Unscale in place, after the check read the values (PyTorch checks the gradients as they were).
     // Multiplying by 1 would change nothing: PyTorch skips it, so does this.
-    if (inv_scale == 1.0f) continue;
-    const RawTensor inv = prim::full({}, static_cast<double>(inv_scale), gr.dtype, gr.device);
+    if (!on_device && inv_scale == 1.0f) continue;
+    TG_CHECK(!on_device || gr.device == devices.front(), Error, "unscale_: inside a CUDA graph capture of ",
+             devices.front(), " a gradient is on ", gr.device, "; a capture holds the work of one device");
+    const RawTensor inv = on_device ? inv_on_device.to(gr.dtype)
+                                    : prim::full({}, static_cast<double>(inv_scale), gr.dtype, gr.device);
     for (const Tensor& p : gr.params) {
       const RawTensor g = p.grad().data();
       if (g.numel() == 0) continue;
@@ -232,6 +357,11 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   OptimizerState& st = state_of(optimizer);   // after unscale_: optimizers_ may have grown
   TG_CHECK(!st.found_inf.empty(), Error, "step: No inf checks were recorded for this optimizer. None of its "
            "parameters has a gradient.");
+  if (capturing(st.found_inf.front().device())) {   // Note [GradScaler in CUDA graphs]
+    step_on_device(optimizer, found_inf_on_device(st.found_inf, "step"));
+    state_of(optimizer).stage = Stage::kStepped;
+    return true;   // each replay decides on the device
+  }
   if (!st.found_read) {
     st.any_inf = read_found_inf(st.found_inf);
     st.found_read = true;
@@ -254,6 +384,14 @@ void GradScaler::update() {
     else unread.insert(unread.end(), st.found_inf.begin(), st.found_inf.end());
   }
   TG_CHECK(recorded, Error, "update: No inf checks were recorded prior to update.");
+  std::vector<RawTensor> all;
+  for (const OptimizerState& st : optimizers_) all.insert(all.end(), st.found_inf.begin(), st.found_inf.end());
+  if (capturing(all.front().device())) {
+    update_on_device(found_inf_on_device(all, "update"));
+    optimizers_.clear();
+    return;
+  }
+  pull_device_state();
   if (!any_inf && !unread.empty()) any_inf = read_found_inf(unread);
 
   // torch._amp_update_scale_: the products are taken in float64 and stored as float32.
@@ -276,7 +414,30 @@ void GradScaler::update() {
   // S stays a normal float32: ~150 backoffs in a row would round it to 0 (PyTorch's would), and the
   // reciprocal of 0, or of a subnormal, is inf, which would turn every later gradient into NaN.
   set_scale(std::max(next, std::numeric_limits<float>::min()));
+  push_host_state();
   optimizers_.clear();
+}
+
+void GradScaler::update_on_device(const RawTensor& found) {
+  NoGradGuard no_grad;
+  const RawTensor values = device_values(found.device());
+  const RawTensor s = values.narrow(0, 0, 1), tracker = values.narrow(0, 1, 1);
+  auto lit = [&](double v) { return prim::scalar_like(v, s); };
+  // float32(S * f) taken in float64, as the eager update and torch._amp_update_scale_.
+  auto times = [&](double f) { return prim::mul(s, f).to(kFloat32).to(kFloat64); };
+  const RawTensor inf = prim::binary(BinaryOp::Ne, found, prim::scalar_like(0.0, found), "update");
+  const RawTensor successful = prim::add(tracker, lit(1.0));
+  const RawTensor grow = prim::binary(BinaryOp::Ge, successful, lit(static_cast<double>(growth_interval_)), "update");
+  const RawTensor grown = times(growth_factor_);
+  const RawTensor finite = prim::binary(BinaryOp::Lt, prim::unary(UnaryOp::Abs, grown),
+                                        lit(std::numeric_limits<double>::infinity()), "update");
+  const RawTensor clean_scale = prim::where(grow, prim::where(finite, grown, s), s);
+  const RawTensor clean_tracker = prim::where(grow, lit(0.0), successful);
+  RawTensor next = prim::where(inf, times(backoff_factor_), clean_scale);
+  const RawTensor smallest = lit(static_cast<double>(std::numeric_limits<float>::min()));
+  next = prim::where(prim::binary(BinaryOp::Lt, next, smallest, "update"), smallest, next);
+  const RawTensor next_tracker = prim::where(inf, lit(0.0), clean_tracker);
+  prim::copy_(values, prim::cat({next, next_tracker}, 0));   // read above, written once
 }
 
 void GradScaler::update(double new_scale) {
@@ -285,12 +446,25 @@ void GradScaler::update(double new_scale) {
   check_scale_value(new_scale, "update");
   const float s = to_float(new_scale);
   TG_CHECK(std::isfinite(s) && s > 0, Error, "update: new_scale ", new_scale, " is outside float32's range");
+  // Inside a capture of the device that holds S, or of the one the gradients were checked on.
+  std::vector<RawTensor> all;
+  for (const OptimizerState& st : optimizers_) all.insert(all.end(), st.found_inf.begin(), st.found_inf.end());
+  const bool on_device = device_ && device_->values.defined() && capturing(device_->values.device());
+  if (on_device || (!all.empty() && capturing(all.front().device()))) {   // every replay sets S to new_scale
+    const Device device = on_device ? device_->values.device() : all.front().device();
+    prim::fill_(device_values(device).narrow(0, 0, 1), static_cast<double>(s));
+    optimizers_.clear();
+    return;
+  }
+  pull_device_state();
   set_scale(s);
+  push_host_state();
   optimizers_.clear();
 }
 
 std::vector<std::pair<std::string, RawTensor>> GradScaler::state_dict() const {
   if (!enabled_) return {};
+  pull_device_state();
   const Device cpu = Device::cpu();
   return {
       {"scale", prim::full({}, get_scale(), kFloat64, cpu)},
@@ -339,6 +513,7 @@ void GradScaler::load_state_dict(const std::vector<std::pair<std::string, RawTen
   backoff_factor_ = values["backoff_factor"];
   growth_interval_ = ints["growth_interval"];
   growth_tracker_ = ints["_growth_tracker"];
+  push_host_state();
 }
 
 }  // namespace amp

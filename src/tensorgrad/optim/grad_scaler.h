@@ -6,6 +6,7 @@
 /// precision) is not here.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,15 @@ struct GradScalerOptions {
 /// optimizer.step() runs; update() reuses what step() read and reads only the flags of optimizers
 /// that were unscaled but not stepped. get_scale() never synchronizes.
 ///
+/// Inside a CUDA graph capture (Note [GradScaler in CUDA graphs] in optim/grad_scaler.cpp) scale(),
+/// unscale_(), step() and update() read nothing back: S and the growth tracker live in device memory
+/// the captured work reads and update() rewrites with the same rule, and step() applies the
+/// optimizer's update and then keeps the old parameters and state where the step found an inf/NaN.
+/// step() inside a capture supports SGD (whose whole state is on the device; Error for other
+/// optimizers) and returns true (whether a replay applies the step is decided on the device).
+/// After replays, the first call outside a capture (get_scale() included) reads S and the tracker
+/// back once.
+///
 /// Several optimizers can share one scaler: each has its own unscale_/step state until update(),
 /// which backs off when any of them saw an inf/NaN. Errors (tg::Error, PyTorch's messages): a second
 /// unscale_() or step() on one optimizer before update(), unscale_() after step(), unscale_/step/update
@@ -99,7 +109,8 @@ class GradScaler {
   /// is (PyTorch's update(new_scale)). Error unless new_scale is positive and finite.
   void update(double new_scale);
 
-  /// The current S (1.0 when disabled); no synchronization (Note [GradScaler synchronization]).
+  /// The current S (1.0 when disabled); no synchronization (Note [GradScaler synchronization]),
+  /// except the one read of S after replays of a graph that captured this scaler.
   double get_scale() const;
   /// The growth factor.
   double get_growth_factor() const { return growth_factor_; }
@@ -113,10 +124,12 @@ class GradScaler {
   int64_t get_growth_interval() const { return growth_interval_; }
   /// Sets the growth interval (Error unless >= 1).
   void set_growth_interval(int64_t n);
-  /// Clean steps since the last growth or backoff (PyTorch's _get_growth_tracker()).
-  int64_t get_growth_tracker() const { return growth_tracker_; }
+  /// Clean steps since the last growth or backoff (PyTorch's _get_growth_tracker()); read back once
+  /// after replays of a graph that captured this scaler.
+  int64_t get_growth_tracker() const;
   /// Whether the scaler is enabled.
   bool is_enabled() const { return enabled_; }
+
 
   /// PyTorch's state_dict keys as 0-d CPU tensors: "scale", "growth_factor" and "backoff_factor"
   /// (float64), "growth_interval" and "_growth_tracker" (int64). Empty when disabled. tg::save(scaler,
@@ -147,6 +160,25 @@ class GradScaler {
   /// Whether any of the flags (0-d float32, as OptimizerState::found_inf) is set; one host read per device.
   static bool read_found_inf(const std::vector<RawTensor>& flags);
 
+  /// The scale and growth tracker in device memory, for work captured into CUDA graphs.
+  struct DeviceState;
+  /// Whether work on `device` is being captured into a CUDA graph now.
+  static bool capturing(Device device);
+  /// The device state's (scale, tracker) as float64 (2) on `device`, created in the current capture
+  /// when there is none, with a replay hook that writes the host's values there when they are newer.
+  RawTensor device_values(Device device);
+  /// When replays left newer values on the device than on the host: reads them back (one
+  /// synchronization) into scale_ and growth_tracker_.
+  void pull_device_state() const;
+  /// After the host changed scale_ or growth_tracker_: what the next replay writes to the device.
+  void push_host_state();
+  /// Inside a capture: the sum of every recorded inf/NaN flag (0-d float32 on the capture's device).
+  RawTensor found_inf_on_device(const std::vector<RawTensor>& flags, const char* who);
+  /// Inside a capture: optimizer.step(), then its parameters and state restored where `found` is set.
+  void step_on_device(optim::Optimizer& optimizer, const RawTensor& found);
+  /// Inside a capture: the update rule applied to the device state, with `found` the summed flag.
+  void update_on_device(const RawTensor& found);
+
   bool enabled_;
   double growth_factor_, backoff_factor_;
   int64_t growth_interval_;
@@ -156,6 +188,7 @@ class GradScaler {
   int64_t growth_tracker_ = 0;
   std::vector<RawTensor> scale_on_device_;   // 0-d copies of scale_, one per (device, dtype) scale() saw
   std::vector<OptimizerState> optimizers_;
+  std::shared_ptr<DeviceState> device_;   // shared with the replay hooks of graphs that captured the scaler
 };
 
 }  // namespace amp

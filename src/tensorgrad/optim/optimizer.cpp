@@ -207,7 +207,7 @@ void Optimizer::refuse_capture(const char* who) const {
     TG_CHECK(!p.device().is_cuda(), Error, who, ": step() inside a CUDA graph capture: its step count and bias "
              "corrections are computed on the host and would be frozen into the graph, so every replay would "
              "repeat this step's update; capture the forward and backward only and call step() after replay(), "
-             "or use SGD at a fixed lr, or Adam/AdamW with capturable(true)");
+             "or use SGD or Adam/AdamW with capturable(true)");
 }
 
 void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const {
@@ -217,13 +217,25 @@ void Optimizer::check_state_matches(const char* who, std::size_t i, const char* 
            "): its value was replaced by one of another shape since the last step; create a new optimizer for it");
 }
 
-// A captured SGD step replays with the learning rates it was captured with (they travel to the
-// update kernel by value), which is right while they stay; a scheduler that changes one between
-// replays would be ignored, so the graph's replay hook checks them and raises instead.
+// Note [Captured SGD]
+// ~~~~~~~~~~~~~~~~~~~
+// SGD's update has one per-step scalar, the learning rate, which travels to the update kernel by
+// value and so would be frozen into a CUDA graph that captured the step. A group without
+// capturable() keeps that: its captured step replays with the lr it was captured with, and the
+// graph's replay hook raises when the group's lr changed since (a scheduler's change would otherwise
+// be ignored). A group with capturable(true) reads its lr from a float64 on the device instead
+// (SgdParam::lr_value): one per captured parameter, in a block no temporary of the graph shares
+// (cuda::detail::graph_input, as Note [Captured Adam] in optim/adam.cpp explains), written with the
+// groups' current lrs by the replay hook before each replay (one small launch, no host wait). The
+// kernels round that double to the parameter's dtype exactly as an eager step rounds its lr, so N
+// replays with a scheduler stepping in between give the bits of N eager steps. Momentum buffers must
+// exist before the capture (a warm-up step): creating one inside would reset it at every replay.
 struct SGD::CapturedStep {
   SGD* owner;                        // null once the optimizer is destroyed
   std::vector<std::size_t> params;   // the captured parameters' indices
   std::vector<double> lrs;           // and the lr each was captured with
+  std::vector<bool> on_device;       // whether its group is capturable: its lr is read from values
+  RawTensor values;                  // float64 (params.size()) on the device, or undefined when none is
 };
 
 SGD::~SGD() {
@@ -236,6 +248,35 @@ void SGD::step() {
   for (std::size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) check_state_matches("SGD", i, "momentum_buffer", momentum_buffer_[i]);
   NoGradGuard no_grad;
+  bool capturing = false;   // a step on CUDA inside a capture: Note [Captured SGD]
+  for (const Tensor& p : params_)
+    capturing = capturing || (p.grad().defined() && p.device().is_cuda() && cuda::is_current_stream_capturing());
+  std::shared_ptr<CapturedStep> c;
+  if (capturing) {
+    c = std::make_shared<CapturedStep>();
+    c->owner = this;
+    bool any_capturable = false;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].grad().defined()) continue;
+      c->params.push_back(i);
+      c->lrs.push_back(lr_of(i));
+      c->on_device.push_back(options_of<SGDOptions>(i).capturable_);
+      any_capturable = any_capturable || c->on_device.back();
+    }
+    if (any_capturable) {
+      // Validated before anything is queued, so that a refused step leaves the capture intact.
+      const Device device = params_[c->params.front()].device();
+      for (std::size_t i : c->params) {
+        TG_CHECK(params_[i].device() == device && device.is_cuda(), Error, "SGD: a capturable step() inside a CUDA "
+                 "graph capture updates parameters on ", device, " and ", params_[i].device(), "; a capture holds "
+                 "the work of one CUDA device");
+        TG_CHECK(options_of<SGDOptions>(i).momentum_ == 0 || momentum_buffer_[i].defined(), Error,
+                 "SGD: the first step with momentum inside a CUDA graph capture: it creates the momentum buffer, "
+                 "and every replay would do so again; take one step before capturing (a warm-up)");
+      }
+      c->values = cuda::detail::graph_input(static_cast<int64_t>(c->params.size()), device.index());
+    }
+  }
   // One fused update of every parameter with a gradient per run of consecutive groups with the same
   // hyperparameters (the learning rate travels with each parameter, so groups that differ only in it
   // share the call): prim::sgd_step groups them by (device, dtype), one launch per 24 on CUDA.
@@ -269,31 +310,40 @@ void SGD::step() {
       } else if (buf.defined() && (buf.device() != p.device() || buf.dtype() != sd)) {
         buf = buf.to(p.device()).to(sd);   // the module moved: keep the momentum
       }
-      update.push_back(
-          SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i), first});
+      RawTensor lr_value;
+      if (c && c->values.defined()) {
+        const std::size_t r = updated.size();   // c->params lists the updated parameters in this order
+        if (c->on_device[r]) lr_value = c->values.narrow(0, static_cast<int64_t>(r), 1);
+      }
+      update.push_back(SgdParam{update_target(i), update_grad(i), o.momentum_ != 0 ? buf : RawTensor(), lr_of(i),
+                                first, lr_value});
       updated.push_back(i);
     }
   }
   flush();
   for (std::size_t i : updated) finish_update(i);
-  if (updated.empty() || !params_[updated.front()].device().is_cuda() || !cuda::is_current_stream_capturing()) return;
-  auto c = std::make_shared<CapturedStep>();
-  c->owner = this;
-  c->params = updated;
-  for (std::size_t i : updated) c->lrs.push_back(lr_of(i));
+  if (!c || c->params.empty()) return;
   captured_.erase(std::remove_if(captured_.begin(), captured_.end(), [](const auto& w) { return w.expired(); }),
                   captured_.end());
   captured_.push_back(c);
   cuda::detail::add_replay_hook([c] {
     TG_CHECK(c->owner != nullptr, Error, "CUDAGraph::replay: the SGD optimizer whose step was captured in this graph "
              "has been destroyed");
+    std::vector<double> values;
     for (std::size_t r = 0; r < c->params.size(); ++r) {
       const double now = c->owner->lr_of(c->params[r]);
-      TG_CHECK(now == c->lrs[r], Error, "CUDAGraph::replay: SGD's lr of parameter ", c->params[r], " (group ",
-               c->owner->group_of(c->params[r]), ") is ", now, " but the step was captured with ", c->lrs[r],
-               ": a captured SGD step keeps the lr it was captured with; capture the step again after changing it, "
-               "or use Adam/AdamW with capturable(true), which read theirs on the device");
+      if (c->on_device[r]) {
+        TG_CHECK(now >= 0, Error, "CUDAGraph::replay: SGD's lr of parameter ", c->params[r], " (group ",
+                 c->owner->group_of(c->params[r]), ") is negative (", now, "); set an lr >= 0 before replay()");
+      } else {
+        TG_CHECK(now == c->lrs[r], Error, "CUDAGraph::replay: SGD's lr of parameter ", c->params[r], " (group ",
+                 c->owner->group_of(c->params[r]), ") is ", now, " but the step was captured with ", c->lrs[r],
+                 ": a captured SGD step keeps the lr it was captured with; capture the step again after changing "
+                 "it, or build the optimizer with SGDOptions(lr).capturable(true), which reads it on the device");
+      }
+      values.push_back(now);
     }
+    if (c->values.defined()) cuda::detail::write_graph_input(c->values, values);   // no host wait
   });
 }
 

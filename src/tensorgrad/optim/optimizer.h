@@ -249,8 +249,9 @@ class Optimizer {
   /// Error naming who when a parameter lives on a CUDA device whose stream is being captured into a
   /// CUDA graph: the step's scalars (step counts, bias corrections) are computed on the host and
   /// would be frozen into the graph, so replays would repeat one step's update (PyTorch raises for
-  /// capturable=False). SGD, whose update has no such scalar, does not call it; Adam with
-  /// capturable(true) captures its step instead (Note [Captured Adam] in optim/adam.cpp).
+  /// capturable=False). SGD, whose only per-step scalar is its lr, does not call it (Note [Captured
+  /// SGD] in optim/optimizer.cpp); Adam with capturable(true) captures its step instead (Note
+  /// [Captured Adam] in optim/adam.cpp).
   void refuse_capture(const char* who) const;
   /// Before a step: the state tensor `name` of parameter i (undefined: not created yet) still has the
   /// parameter's shape; ShapeError naming who otherwise (the parameter's value was replaced by
@@ -329,17 +330,27 @@ struct SGDOptions : OptionsBase<SGDOptions> {
   /// Nesterov momentum (needs momentum > 0 and dampening 0, else Error). nesterov() turns it on (so
   /// there is no getter of that name: read nesterov_).
   SGDOptions& nesterov(bool n = true) { nesterov_ = n; return *this; }
+  /// Whether a step inside a CUDA graph capture reads the group's learning rate from device memory
+  /// that each replay's hook writes first (default false), so that a scheduler changing the lr
+  /// between replays takes effect, as Adam's capturable does (Note [Captured SGD] in
+  /// optim/optimizer.cpp). Without it a captured step keeps the lr it was captured with, and a
+  /// replay after the lr changed raises. Momentum buffers must exist before the capture either way
+  /// (a warm-up step). Eager steps are the same with or without it.
+  SGDOptions& capturable(bool c) { capturable_ = c; return *this; }
+  /// See capturable(bool).
+  bool capturable() const { return capturable_; }
   /// "SGDOptions".
   const char* type_name() const override { return "SGDOptions"; }
   /// PyTorch's checks: learning rate, momentum and weight_decay >= 0; nesterov needs momentum > 0 and
   /// dampening 0.
   void check(const std::string& who) const override;
-  /// momentum, dampening, weight_decay, nesterov.
+  /// momentum, dampening, weight_decay, nesterov, capturable.
   void fields(OptionFields& f) override {
     f("momentum", momentum_);
     f("dampening", dampening_);
     f("weight_decay", weight_decay_);
     f("nesterov", nesterov_);
+    f("capturable", capturable_);
   }
   double lr_;   ///< The learning rate, the default for groups without one.
   double momentum_ = 0;   ///< See momentum().
@@ -347,6 +358,7 @@ struct SGDOptions : OptionsBase<SGDOptions> {
   double weight_decay_ = 0;   ///< See weight_decay().
   /// See nesterov().
   bool nesterov_ = false;
+  bool capturable_ = false;   ///< See capturable(bool).
 };
 
 /// torch.optim.SGD: d = g + wd w; v = momentum v + (1 - dampening) d (v = d at the first step);
@@ -370,7 +382,7 @@ class SGD : public Optimizer {
   ~SGD() override;
 
  private:
-  struct CapturedStep;   // a step inside a CUDA graph capture: its lrs, checked at each replay
+  struct CapturedStep;   // a step inside a CUDA graph capture: its lrs, checked or written at each replay
   void on_params_added() override { momentum_buffer_.resize(params_.size()); }
   std::vector<RawTensor> momentum_buffer_;   // one per parameter once its group has momentum != 0
   std::vector<std::weak_ptr<CapturedStep>> captured_;   // owned by the graphs' replay hooks

@@ -239,6 +239,13 @@ RawTensor vector_norm(const RawTensor& x, double p, const char* who, std::size_t
 /// get_total_norm of tensors, each defined.
 RawTensor total_norm(const std::vector<RawTensor>& tensors, double p, bool error_if_nonfinite, const char* who) {
   if (tensors.empty()) return prim::full({}, 0.0, kFloat32, Device::cpu());
+  // Checking the total needs its value on the host, a synchronization a CUDA graph cannot hold
+  // (PyTorch cannot check it inside a graph either): refused before any work is queued, so the
+  // capture stays usable.
+  TG_CHECK(!(error_if_nonfinite && tensors[0].device().is_cuda() && cuda::is_current_stream_capturing()), Error, who,
+           ": error_if_nonfinite=true inside a CUDA graph capture: checking the total norm reads it back to the "
+           "host, which a capture cannot do; pass error_if_nonfinite=false (a non-finite total then makes the "
+           "clipped gradients NaN or 0, as PyTorch's), and check the returned norm after replay()");
   for (std::size_t i = 0; i < tensors.size(); ++i)
     TG_CHECK(is_floating(tensors[i].dtype()), DTypeError, who, ": tensor ", i, " is ", dtype_name(tensors[i].dtype()),
              ": linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",

@@ -145,12 +145,16 @@ class LinearLR : public LRScheduler {
 /// all, on the first tensor's device (a float32 0 on the CPU when there are none). norm_type: p > 0
 /// ((sum |x|^p)^(1/p)), inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), p < 0 (the same
 /// formula; Error for an empty tensor then, and for inf on an empty tensor). Error when
-/// error_if_nonfinite and the total is NaN or infinite, with PyTorch's message. Note [Clipping dtypes].
+/// error_if_nonfinite and the total is NaN or infinite, with PyTorch's message. Nothing is read back
+/// without error_if_nonfinite, so it can be captured into a CUDA graph; with it, Error inside a
+/// capture (before any work is queued). Note [Clipping dtypes].
 Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0, bool error_if_nonfinite = false);
 
 /// torch.nn.utils.clip_grads_with_norm_: multiplies every gradient of params by
 /// min(max_norm / (total_norm + 1e-6), 1), computed in total_norm's dtype, as PyTorch does: a NaN
-/// total makes every gradient NaN, an infinite one makes them 0 (NaN where they are infinite).
+/// total makes every gradient NaN, an infinite one makes them 0 (NaN where they are infinite). The
+/// coefficient is computed and applied on the device (always multiplied, as PyTorch's foreach path),
+/// so it can be captured into a CUDA graph.
 void clip_grads_with_norm_(const std::vector<Tensor>& params, double max_norm, const Tensor& total_norm);
 
 /// torch.nn.utils.clip_grad_norm_: get_total_norm of the gradients of params (parameters without one

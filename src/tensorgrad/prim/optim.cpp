@@ -46,6 +46,10 @@ void sgd_step(const std::vector<SgdParam>& params, const SgdHyper& hyper) {
     check_floating("sgd_step", p.param);
     check_update_tensor("sgd_step", p.param, p.grad, "gradient", false);
     check_update_tensor("sgd_step", p.param, p.velocity, "momentum buffer", hyper.momentum == 0);
+    TG_CHECK(!p.lr_value.defined() || (p.lr_value.dtype() == kFloat64 && p.lr_value.numel() == 1 &&
+                                       p.lr_value.device() == p.param.device()),
+             Error, "sgd_step: the learning rate value must be one float64 on ", p.param.device(), ", got ",
+             tensor_meta_str(p.lr_value), " on ", p.lr_value.device());
   }
   for (const std::vector<SgdParam>& group : by_device_and_dtype(params)) {
     backend_for(group.front().param.device()).sgd_step(group, hyper);

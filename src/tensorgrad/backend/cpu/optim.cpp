@@ -14,7 +14,9 @@ void CpuBackend::sgd_step(const std::vector<SgdParam>& params, const SgdHyper& h
       T* w = sp.param.data<T>();
       const T* g = sp.grad.data<T>();
       T* v = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
-      const SgdScalars<T> k = sgd_scalars<T>(hyper, sp.lr, sp.first_step);
+      const SgdScalars<T> k = sp.lr_value.defined()
+                                  ? with_lr_value(sgd_scalars<T>(hyper, sp.lr, sp.first_step), sp.lr_value.data<double>())
+                                  : sgd_scalars<T>(hyper, sp.lr, sp.first_step);
       parallel_for(sp.param.numel(), 4, [&](int64_t b, int64_t e) {
         with_kernels([&](auto kernels) {
           using K = decltype(kernels);

@@ -36,7 +36,10 @@
 //   threads may allocate pinned memory (a DataLoader's workers) meanwhile, but must not queue work
 //   on the capturing device.
 // Hyperparameters passed to kernels by value are frozen into the graph: an optimizer that changes
-// its scalars between steps (Adam's bias corrections) must read them from device memory instead.
+// its scalars between steps (Adam's bias corrections, a scheduled lr) must read them from device
+// memory instead (Note [Captured Adam], Note [Captured SGD]), and a decision that depends on values
+// computed in the step (GradScaler's skip of an inf/NaN step) must be taken on the device (Note
+// [GradScaler in CUDA graphs] in optim/grad_scaler.cpp).
 
 namespace tg {
 namespace cuda {

@@ -22,6 +22,7 @@ struct SgdMulti {
   const T* g[kSgdTensors];
   T* v[kSgdTensors];   // null without momentum
   SgdScalars<T> scalars[kSgdTensors];   // sgd_scalars(): the same values the CPU loop gets
+  const double* lr_value[kSgdTensors];   // null, or SgdParam::lr_value: replaces scalars[k].lr
   int64_t start[kSgdTensors + 1];
   int count;
   struct Loaded {
@@ -37,7 +38,7 @@ struct SgdMulti {
     return {k, j, w[k][j], g[k][j], v[k] != nullptr && !scalars[k].first_step ? v[k][j] : T(0)};
   }
   __device__ void store(int64_t, const Loaded& a) const {
-    const SgdScalars<T>& s = scalars[a.k];
+    const SgdScalars<T> s = lr_value[a.k] != nullptr ? with_lr_value(scalars[a.k], lr_value[a.k]) : scalars[a.k];
     if (v[a.k] == nullptr) {
       w[a.k][a.j] = optim_math::sgd_plain(a.w, a.g, s);
       return;
@@ -108,6 +109,7 @@ void CudaBackend::sgd_step(const std::vector<SgdParam>& params, const SgdHyper& 
       body.g[k] = sp.grad.data<T>();
       body.v[k] = sp.velocity.defined() ? sp.velocity.data<T>() : nullptr;
       body.scalars[k] = sgd_scalars<T>(hyper, sp.lr, sp.first_step);
+      body.lr_value[k] = sp.lr_value.defined() ? sp.lr_value.data<double>() : nullptr;
       body.start[k + 1] = body.start[k] + n;
       if (++body.count == kSgdTensors) flush();
     }
