@@ -6,6 +6,9 @@
 # by running it on fake CUDA tensors (FakeTensorMode) with CUDA autocast switched on directly: autocast
 # dispatches on the tensors' device, so the fake tensors take CUDA's lists. Each line prints the op and,
 # per region, the four output dtypes as letters: b bfloat16, h float16, f float32, d float64.
+# gaussian_nll_loss runs on the fake tensors without its data-dependent check of var; ctc_loss cannot run
+# on them, and the last line says instead whether CUDA's autocast has a kernel for it (False: not listed,
+# so it runs in its input's dtype).
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -57,7 +60,33 @@ def ops(dev):
         ("margin_ranking_loss", lambda d: F.margin_ranking_loss(t(3, 5, dt=d), t(3, 5, dt=d), t(3, 5, dt=d).sign())),
         ("cosine_embedding_loss",
          lambda d: F.cosine_embedding_loss(t(3, 5, dt=d), t(3, 5, dt=d), torch.tensor([1.0, -1.0, 1.0], device=dev))),
-    ]
+        ("hinge_embedding_loss", lambda d: F.hinge_embedding_loss(t(3, 5, dt=d), t(3, 5, dt=d).sign())),
+        ("triplet_margin_loss", lambda d: F.triplet_margin_loss(t(3, 5, dt=d), t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("multi_margin_loss", lambda d: F.multi_margin_loss(t(3, 5, dt=d), target)),
+        ("poisson_nll_loss", lambda d: F.poisson_nll_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("gaussian_nll_loss", lambda d: gaussian_nll_loss(t(3, 5, dt=d), t(3, 5, dt=d), t(3, 5, dt=d), dev)),
+        ("soft_margin_loss", lambda d: F.soft_margin_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("multilabel_soft_margin_loss", lambda d: F.multilabel_soft_margin_loss(t(3, 5, dt=d), t(3, 5, dt=d))),
+        ("multilabel_margin_loss",
+         lambda d: F.multilabel_margin_loss(t(3, 5, dt=d), torch.zeros(3, 5, dtype=torch.long, device=dev))),
+        ("triplet_margin_with_distance_loss",
+         lambda d: F.triplet_margin_with_distance_loss(t(3, 5, dt=d), t(3, 5, dt=d), t(3, 5, dt=d))),
+    ] + ([] if dev != "cpu" else [
+        # fake CUDA tensors cannot run ctc_loss; CUDA's list is read from the dispatcher below
+        ("ctc_loss", lambda d: F.ctc_loss(t(6, 2, 4, dt=d), torch.ones(2, 3, dtype=torch.long), [6, 6], [3, 2])),
+    ])
+
+
+def gaussian_nll_loss(x, target, var, dev):
+    """F.gaussian_nll_loss; on fake tensors without its data-dependent check torch.any(var < 0)."""
+    if dev == "cpu":
+        return F.gaussian_nll_loss(x, target, var)
+    real_any = torch.any
+    torch.any = lambda _: False
+    try:
+        return F.gaussian_nll_loss(x, target, var)
+    finally:
+        torch.any = real_any
 
 
 def table(dev):
@@ -86,3 +115,4 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     print("cuda")
     for name, cols in table("cuda").items():
         print(f"  {name:30s} {' '.join(cols)}")
+print("cuda list has ctc_loss:", torch._C._dispatch_has_kernel_for_dispatch_key("aten::ctc_loss.IntList", "AutocastCUDA"))

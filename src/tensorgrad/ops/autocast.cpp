@@ -19,7 +19,17 @@ namespace amp {
 //   op                                                   CPU       CUDA
 //   matmul, linear, conv1d, conv2d,                      lower     lower
 //   scaled_dot_product_attention
-//   cross_entropy, mse_loss                              float32   float32
+//   cross_entropy, mse_loss, nll_loss, l1_loss,          float32   float32
+//   smooth_l1_loss, huber_loss, kl_div,
+//   binary_cross_entropy_with_logits,
+//   margin_ranking_loss, cosine_embedding_loss,
+//   hinge_embedding_loss, triplet_margin_loss,
+//   multi_margin_loss, multilabel_margin_loss,
+//   poisson_nll_loss, soft_margin_loss
+//   binary_cross_entropy                                 float32   refused (ops/loss.cpp)
+//   ctc_loss                                             float32   -
+//   gaussian_nll_loss, multilabel_soft_margin_loss,      -         float32 (*)
+//   triplet_margin_with_distance_loss (*)
 //   softmax, log_softmax, sum, exp, log, pow,            -         float32
 //   layer_norm, group_norm, softplus
 //   every other op (mean, batch_norm, gelu, ...)         -         -
@@ -37,6 +47,12 @@ namespace amp {
 // products through float32] in ops/linalg.cpp). scaled_dot_product_attention casts q, k, v and a
 // float mask where it runs fused (CUDA: Note [Fused attention]); composed, each of its ops casts by its
 // own policy, which gives the listed output dtype too.
+// (*) PyTorch composes these three in Python from listed ops (log and pow, sum, pairwise_distance's
+// norm), which run in float32 under CUDA autocast and in the inputs' dtype on the CPU; tensorgrad's
+// compositions cast their floating inputs to float32 on entry under CUDA autocast instead, which gives
+// the same output dtype (with the subtractions before the listed ops in float32 too, where PyTorch
+// does them in the lower precision). triplet_margin_with_distance_loss casts only with its default
+// distance: with a distance_function, that function's ops decide, as in PyTorch.
 // The casts are differentiable `to` ops, so gradients flow back in each input's dtype. Autocast applies
 // to ops called on its own thread only, and not to backward (which runs in the dtypes the forward
 // chose).
@@ -74,7 +90,7 @@ namespace {
 using detail::AutocastOp;
 using detail::CastPolicy;
 
-constexpr int kOps = static_cast<int>(AutocastOp::CosineEmbeddingLoss) + 1;
+constexpr int kOps = static_cast<int>(AutocastOp::TripletMarginWithDistanceLoss) + 1;
 // kPolicy[op] = {CPU, CUDA}: Note [Autocast op lists]
 constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::Lower, CastPolicy::Lower},       // Matmul
@@ -103,6 +119,16 @@ constexpr CastPolicy kPolicy[kOps][2] = {
     {CastPolicy::Float32, CastPolicy::Float32},   // KlDiv
     {CastPolicy::Float32, CastPolicy::Float32},   // MarginRankingLoss
     {CastPolicy::Float32, CastPolicy::Float32},   // CosineEmbeddingLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // HingeEmbeddingLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // TripletMarginLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // MultiMarginLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // PoissonNllLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // SoftMarginLoss
+    {CastPolicy::Float32, CastPolicy::Float32},   // MultilabelMarginLoss
+    {CastPolicy::Float32, CastPolicy::None},      // CtcLoss: CUDA's list does not have it
+    {CastPolicy::None, CastPolicy::Float32},      // GaussianNllLoss: PyTorch's composition, float32 on CUDA
+    {CastPolicy::None, CastPolicy::Float32},      // MultilabelSoftMarginLoss: likewise
+    {CastPolicy::None, CastPolicy::Float32},      // TripletMarginWithDistanceLoss: the default distance
 };
 
 /// One parameter's copies in the region: Note [Autocast cast cache].

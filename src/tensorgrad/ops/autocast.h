@@ -66,6 +66,16 @@ enum class AutocastOp : uint8_t {
   KlDiv,
   MarginRankingLoss,
   CosineEmbeddingLoss,
+  HingeEmbeddingLoss,
+  TripletMarginLoss,
+  MultiMarginLoss,
+  PoissonNllLoss,
+  SoftMarginLoss,
+  MultilabelMarginLoss,
+  CtcLoss,
+  GaussianNllLoss,
+  MultilabelSoftMarginLoss,
+  TripletMarginWithDistanceLoss,
 };
 /// What autocast does to an op's floating inputs.
 enum class CastPolicy : uint8_t {

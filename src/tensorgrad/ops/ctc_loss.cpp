@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -69,9 +70,12 @@ std::vector<int64_t> read_lengths(const char* what, const Tensor& lengths, int64
 
 }  // namespace
 
-Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
+Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets, const std::vector<int64_t>& input_lengths,
                 const std::vector<int64_t>& target_lengths, int64_t blank, Reduction reduction, bool zero_infinity) {
   const char* op = "ctc_loss";
+  // float32 under CPU autocast; CUDA's list does not have it (Note [Autocast op lists])
+  const Tensor log_probs =
+      log_probs_in.defined() ? amp::detail::cast(amp::detail::AutocastOp::CtcLoss, log_probs_in) : log_probs_in;
   // ---- checks, before anything is computed
   TG_CHECK(log_probs.dim() == 3 || log_probs.dim() == 2, ShapeError, op,
            ": log_probs must be (T, N, C) or unbatched (T, C), got ", shape_str(log_probs.shape()));

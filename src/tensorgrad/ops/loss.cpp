@@ -292,7 +292,10 @@ Tensor cosine_embedding_loss(const Tensor& input1_in, const Tensor& input2_in, c
   return reduce_loss(add(positive, negative), reduction);
 }
 
-Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin, Reduction reduction) {
+Tensor hinge_embedding_loss(const Tensor& input_in, const Tensor& target_in, double margin, Reduction reduction) {
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::HingeEmbeddingLoss, input_in),
+               target = f32(AutocastOp::HingeEmbeddingLoss, target_in);
   prim::check_floating("hinge_embedding_loss", input.data());
   prim::check_same_device("hinge_embedding_loss", input.data(), target.data());
   // PyTorch's formula: where(y != 1, max(0, margin - x), 0) + where(y != -1, x, 0), so a target other
@@ -311,9 +314,13 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double ep
 }
 }  // namespace
 
-Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+Tensor triplet_margin_loss(const Tensor& anchor_in, const Tensor& positive_in, const Tensor& negative_in, double margin,
                            double p, double eps, bool swap, Reduction reduction) {
   const char* op = "triplet_margin_loss";
+  using amp::detail::AutocastOp;
+  const Tensor anchor = f32(AutocastOp::TripletMarginLoss, anchor_in),
+               positive = f32(AutocastOp::TripletMarginLoss, positive_in),
+               negative = f32(AutocastOp::TripletMarginLoss, negative_in);
   TG_CHECK(margin > 0, Error, op, ": margin must be greater than 0, got ", margin);
   TG_CHECK(p > 0, Error, op, ": p must be greater than 0, got ", p);
   TG_CHECK(anchor.dim() == positive.dim() && positive.dim() == negative.dim(), ShapeError, op,
@@ -331,9 +338,11 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   return reduce_loss(relu(add(sub(dist_pos, dist_neg), scalar_like(margin, dist_pos))), reduction);
 }
 
-Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, double margin, const Tensor& weight,
+Tensor multi_margin_loss(const Tensor& input_in, const Tensor& target, int64_t p, double margin, const Tensor& weight_in,
                          Reduction reduction) {
   const char* op = "multi_margin_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::MultiMarginLoss, input_in), weight = f32(AutocastOp::MultiMarginLoss, weight_in);
   TG_CHECK(p == 1 || p == 2, Error, op, ": only p == 1 and p == 2 supported (got ", p, ")");
   const int64_t nd = input.dim();
   TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
@@ -372,9 +381,11 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   return reduce_loss(loss, reduction);
 }
 
-Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
+Tensor poisson_nll_loss(const Tensor& input_in, const Tensor& target_in, bool log_input, bool full, double eps,
                         Reduction reduction) {
   const char* op = "poisson_nll_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::PoissonNllLoss, input_in), target = f32(AutocastOp::PoissonNllLoss, target_in);
   prim::check_floating(op, input.data());
   prim::check_same_device(op, input.data(), target.data());
   // exp(x) - t x with log-rate input, else x - t log(x + eps)
@@ -389,9 +400,13 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_inpu
   return reduce_loss(loss, reduction);
 }
 
-Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var_in, bool full, double eps,
+Tensor gaussian_nll_loss(const Tensor& input_in, const Tensor& target_in, const Tensor& var_arg, bool full, double eps,
                          Reduction reduction) {
   const char* op = "gaussian_nll_loss";
+  // under CUDA autocast all in float32, the dtype PyTorch's composition gives (Note [Autocast op lists])
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::GaussianNllLoss, input_in), target = f32(AutocastOp::GaussianNllLoss, target_in),
+               var_in = f32(AutocastOp::GaussianNllLoss, var_arg);
   prim::check_floating(op, input.data());
   prim::check_same_device(op, input.data(), var_in.data());
   if (var_in.numel() > 0) {   // one read back, as PyTorch's torch.any(var < 0)
@@ -430,8 +445,10 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, 
   return gaussian_nll_loss(input, target, full_like(input, var), full, eps, reduction);
 }
 
-Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor soft_margin_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
   const char* op = "soft_margin_loss";
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::SoftMarginLoss, input_in), target = f32(AutocastOp::SoftMarginLoss, target_in);
   prim::check_floating(op, input.data());
   prim::check_same_device(op, input.data(), target.data());
   // log(1 + exp(-y x)), PyTorch's formula as written (not softplus's threshold), so the values and the
@@ -439,9 +456,14 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction red
   return reduce_loss(log1p(exp(neg(mul(input, target)))), reduction);
 }
 
-Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+Tensor multilabel_soft_margin_loss(const Tensor& input_in, const Tensor& target_in, const Tensor& weight_in,
                                    Reduction reduction) {
   const char* op = "multilabel_soft_margin_loss";
+  // under CUDA autocast all in float32, the dtype PyTorch's composition gives (Note [Autocast op lists])
+  using amp::detail::AutocastOp;
+  const Tensor input = f32(AutocastOp::MultilabelSoftMarginLoss, input_in),
+               target = f32(AutocastOp::MultilabelSoftMarginLoss, target_in),
+               weight = f32(AutocastOp::MultilabelSoftMarginLoss, weight_in);
   prim::check_floating(op, input.data());
   prim::check_same_device(op, input.data(), target.data());
   if (weight.defined()) prim::check_same_device(op, input.data(), weight.data());
@@ -456,8 +478,9 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, co
   return reduce_loss(loss, reduction);
 }
 
-Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor multilabel_margin_loss(const Tensor& input_in, const Tensor& target, Reduction reduction) {
   const char* op = "multilabel_margin_loss";
+  const Tensor input = f32(amp::detail::AutocastOp::MultilabelMarginLoss, input_in);
   const int64_t nd = input.dim();
   TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
            ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
@@ -496,10 +519,15 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   return reduce_loss(loss, reduction);
 }
 
-Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor_in, const Tensor& positive_in, const Tensor& negative_in,
                                          const DistanceFunction& distance_function, double margin, bool swap,
                                          Reduction reduction) {
   const char* op = "triplet_margin_with_distance_loss";
+  // the default distance under CUDA autocast runs in float32, as PyTorch's pairwise_distance (its norm)
+  // does; a distance_function's own ops decide for it (Note [Autocast op lists])
+  using amp::detail::AutocastOp;
+  auto cast = [&](const Tensor& x) { return distance_function ? x : f32(AutocastOp::TripletMarginWithDistanceLoss, x); };
+  const Tensor anchor = cast(anchor_in), positive = cast(positive_in), negative = cast(negative_in);
   TG_CHECK(margin > 0, Error, op, ": margin must be greater than 0, got ", margin);
   TG_CHECK(anchor.dim() == positive.dim() && positive.dim() == negative.dim(), ShapeError, op,
            ": The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
