@@ -88,7 +88,7 @@ TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay with
   // exact value on every path (Note [Vectorizable exp]); float64 exp is libm's, the same everywhere.
   const Tensor x = spread({(1 << 19) + 3}, -87, 88, 45);
   const Tensor z = spread({4099}, -20, 20, 46), dy = spread({4099}, -1, 1, 47);
-  const Tensor y = tg::tanh(z);   // libm's tanhf: the same input to every path's backward
+  const Tensor y = tg::tanh(z);   // computed once: the same input to every path's backward
   const Tensor x64 = as64(x), exact_exp = tg::exp(x64), exact_sigmoid = tg::sigmoid(as64(z));
   // sigmoid = 1 / (1 + e^-z): e^-z within relative ex, the add and the division one rounding each:
   // relative ex + 2u from the exact value per path (O(u^2) terms: the 1e-12).
