@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "tensorgrad/ops/autocast.h"
 #include "tensorgrad/ops/creation.h"
@@ -54,6 +55,20 @@ void check_pair(const char* op, const Tensor& input, const Tensor& target) {
 /// x under autocast's float32 policy for op (Note [Autocast op lists]).
 Tensor f32(amp::detail::AutocastOp op, const Tensor& x) { return x.defined() ? amp::detail::cast(op, x) : x; }
 
+
+/// The checks multi_margin_loss and multilabel_margin_loss share, in PyTorch's words: input a
+/// non-empty vector or matrix (or 0-d) of a floating dtype, target int64 on its device. Returns the
+/// rows N and classes C.
+std::pair<int64_t, int64_t> margin_rows(const char* op, const Tensor& input, const Tensor& target) {
+  const int64_t nd = input.dim();
+  TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
+           ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
+  prim::check_floating(op, input.data());
+  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
+           dtype_name(target.dtype()));
+  prim::check_same_device(op, input.data(), target.data());
+  return {nd == 2 ? input.size(0) : 1, nd == 0 ? 1 : input.size(nd - 1)};
+}
 }  // namespace
 
 Tensor nll_loss(const Tensor& input_in, const Tensor& target, const Tensor& weight_in, Reduction reduction,
@@ -344,14 +359,8 @@ Tensor multi_margin_loss(const Tensor& input_in, const Tensor& target, int64_t p
   using amp::detail::AutocastOp;
   const Tensor input = f32(AutocastOp::MultiMarginLoss, input_in), weight = f32(AutocastOp::MultiMarginLoss, weight_in);
   TG_CHECK(p == 1 || p == 2, Error, op, ": only p == 1 and p == 2 supported (got ", p, ")");
+  const auto [N, C] = margin_rows(op, input, target);
   const int64_t nd = input.dim();
-  TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
-           ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
-  prim::check_floating(op, input.data());
-  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
-           dtype_name(target.dtype()));
-  prim::check_same_device(op, input.data(), target.data());
-  const int64_t N = nd == 2 ? input.size(0) : 1, C = nd == 0 ? 1 : input.size(nd - 1);
   TG_CHECK(target.dim() <= 1 && target.numel() == N, ShapeError, op,
            ": target tensor should be 1-D with size equal to the number of input samples (batch size). Expected "
            "target size (", N, "), but got ", shape_str(target.shape()), ". Input has shape ", shape_str(input.shape()), ".");
@@ -481,14 +490,8 @@ Tensor multilabel_soft_margin_loss(const Tensor& input_in, const Tensor& target_
 Tensor multilabel_margin_loss(const Tensor& input_in, const Tensor& target, Reduction reduction) {
   const char* op = "multilabel_margin_loss";
   const Tensor input = f32(amp::detail::AutocastOp::MultilabelMarginLoss, input_in);
+  const auto [N, C] = margin_rows(op, input, target);
   const int64_t nd = input.dim();
-  TG_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, ShapeError, op,
-           ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", shape_str(input.shape()));
-  prim::check_floating(op, input.data());
-  TG_CHECK(target.dtype() == kInt64, DTypeError, op, ": expected target of dtype int64 (class indices), got ",
-           dtype_name(target.dtype()));
-  prim::check_same_device(op, input.data(), target.data());
-  const int64_t N = nd == 2 ? input.size(0) : 1, C = nd == 0 ? 1 : input.size(nd - 1);
   const bool target_fits = nd == 2 ? target.dim() == 2 && target.size(0) == N && target.size(1) == C
                                    : target.dim() <= 1 && target.numel() == C;
   TG_CHECK(target_fits, ShapeError, op, ": inconsistent target size: ", shape_str(target.shape()),
