@@ -41,6 +41,36 @@ tg::Tensor spread(const tg::Shape& shape, double lo, double hi, uint64_t seed) {
 
 tg::Tensor as64(const tg::Tensor& x) { return tg::Tensor(x.data().to(tg::kFloat64), false); }
 
+/// The worst error of an odd function's float version f against its double reference ref: the largest
+/// ulp distance over every stride-th float from 0 up to end_bits and its negation, and where. Inputs
+/// whose exact result is subnormal in float go to on_subnormal(v, got, want) instead.
+struct Worst {
+  double ulps = 0;
+  float x = 0;
+};
+template <class F, class Ref, class OnSubnormal>
+Worst sweep_odd(uint32_t end_bits, uint32_t stride, F f, Ref ref, OnSubnormal on_subnormal) {
+  Worst w;
+  for (uint32_t bits = 0; bits < end_bits; bits += stride) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    for (float v : {x, -x}) {
+      const double want = ref(double(v));
+      const float got = f(v);
+      if (std::fabs(want) < double(std::numeric_limits<float>::min())) {
+        on_subnormal(v, got, want);
+        continue;
+      }
+      const double d = ulp_distance(got, want);
+      if (d > w.ulps) {
+        w.ulps = d;
+        w.x = v;
+      }
+    }
+  }
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("float exp is within 1 ulp of the exact value over its whole range") {
@@ -66,27 +96,13 @@ TEST_CASE("float exp is within 1 ulp of the exact value over its whole range") {
 TEST_CASE("float erf is within 3 ulp of the exact value for every binade (Note [Vectorizable erf])") {
   // Every 61st float from 0 up to 6 (past which erf is 1 in float), both signs: all binades, the
   // seam at 0.921875 and the clamp at 3.92 included.
-  double worst = 0;
-  float worst_x = 0;
-  for (uint32_t bits = 0; bits < 0x40c00000u; bits += 61) {
-    float x;
-    std::memcpy(&x, &bits, sizeof x);
-    for (float v : {x, -x}) {
-      const double want = std::erf(double(v));
-      const float got = tg::fn::erf(v);
-      if (std::fabs(want) < double(std::numeric_limits<float>::min())) {   // subnormal: one subnormal step
+  const Worst w = sweep_odd(
+      0x40c00000u, 61, [](float v) { return tg::fn::erf(v); }, [](double v) { return std::erf(v); },
+      [](float v, float got, double want) {   // subnormal: one subnormal step
         CHECK_MESSAGE(std::fabs(double(got) - want) <= double(std::numeric_limits<float>::denorm_min()),
                       "erf(" << v << ") = " << got << ", want " << want);
-        continue;
-      }
-      const double d = ulp_distance(got, want);
-      if (d > worst) {
-        worst = d;
-        worst_x = v;
-      }
-    }
-  }
-  CHECK_MESSAGE(worst <= 3.0, "worst error " << worst << " ulp at x = " << worst_x);
+      });
+  CHECK_MESSAGE(w.ulps <= 3.0, "worst error " << w.ulps << " ulp at x = " << w.x);
   CHECK(std::isnan(tg::fn::erf(std::numeric_limits<float>::quiet_NaN())));
   CHECK(tg::fn::erf(std::numeric_limits<float>::infinity()) == 1.f);
   CHECK(tg::fn::erf(-std::numeric_limits<float>::infinity()) == -1.f);
@@ -97,26 +113,10 @@ TEST_CASE("float erf is within 3 ulp of the exact value for every binade (Note [
 TEST_CASE("float tanh is within 1.5 ulp of the exact value for every binade (Note [Vectorizable tanh])") {
   // Every 37th float from 0 up to 10 (past which tanh is 1 in float), both signs: all binades and
   // the seam at 0.625.
-  double worst = 0;
-  float worst_x = 0;
-  for (uint32_t bits = 0; bits < 0x41200000u; bits += 37) {
-    float x;
-    std::memcpy(&x, &bits, sizeof x);
-    for (float v : {x, -x}) {
-      const double want = std::tanh(double(v));
-      const float got = tg::fn::tanh(v);
-      if (std::fabs(want) < double(std::numeric_limits<float>::min())) {   // subnormal: tanh(x) = x
-        CHECK(got == v);
-        continue;
-      }
-      const double d = ulp_distance(got, want);
-      if (d > worst) {
-        worst = d;
-        worst_x = v;
-      }
-    }
-  }
-  CHECK_MESSAGE(worst <= 1.5, "worst error " << worst << " ulp at x = " << worst_x);
+  const Worst w = sweep_odd(
+      0x41200000u, 37, [](float v) { return tg::fn::tanh(v); }, [](double v) { return std::tanh(v); },
+      [](float v, float got, double) { CHECK(got == v); });   // subnormal: tanh(x) = x
+  CHECK_MESSAGE(w.ulps <= 1.5, "worst error " << w.ulps << " ulp at x = " << w.x);
   CHECK(std::isnan(tg::fn::tanh(std::numeric_limits<float>::quiet_NaN())));
   CHECK(tg::fn::tanh(std::numeric_limits<float>::infinity()) == 1.f);
   CHECK(tg::fn::tanh(-std::numeric_limits<float>::infinity()) == -1.f);

@@ -244,6 +244,12 @@ decltype(auto) with_kernels(Body&& body) {
   return body(KernelsBaseline{});
 }
 
+/// Parts for a loop over M rows of D values (layer_norm's rows, the recurrent cells' rows): the pool's
+/// size when the work is large enough to pay for the threads, at most M.
+inline int row_parts(int64_t M, int64_t D) {
+  return M * D >= (int64_t(1) << 16) ? std::max(1, std::min<int>(parallel::max_threads(), static_cast<int>(M))) : 1;
+}
+
 /// Scratch memory from the caching allocator, for kernels that need a temporary buffer.
 template <class T>
 class Scratch {

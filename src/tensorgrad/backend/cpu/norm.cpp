@@ -26,10 +26,6 @@ namespace cpu {
 
 namespace {
 
-/// Parts for a row loop of M rows of D values: the pool's size when the work is large enough.
-int row_parts(int64_t M, int64_t D) {
-  return M * D >= (int64_t(1) << 16) ? std::max(1, std::min<int>(parallel::max_threads(), static_cast<int>(M))) : 1;
-}
 
 template <class T>
 const T* data_or_null(const RawTensor& t) {

@@ -11,9 +11,6 @@ namespace tg {
 namespace cpu {
 
 namespace {
-/// Parts for a loop over N rows of H elements: the pool's size when there are enough elements to pay
-/// for the threads.
-int row_parts(int64_t N, int64_t H) { return N * H >= (int64_t(1) << 15) ? parallel::max_threads() : 1; }
 
 // One row's loops, on the layouts of Note [Fused recurrent cells] (the LSTM's and the GRU's workspaces
 // (N, H, 8)). Each is a function of its own over restrict pointers (the outputs are fresh
