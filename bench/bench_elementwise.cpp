@@ -1,9 +1,10 @@
-// bench/bench_elementwise.cpp: elementwise ops on 16M floats with a fresh output each call (add, relu, exp)
-// and relu forward + backward, tensorgrad vs libtorch, in GB/s of compulsory traffic (each input read and
-// each output written once). Ceilings measured in the same run on the same threads: a plain c = a + b loop
+// bench/bench_elementwise.cpp: elementwise ops on 16M floats with a fresh output each call (add, relu, exp),
+// relu forward + backward, cumsum, and multinomial's draw from 256 rows of 64K weights (a language model's
+// sampling at a large vocabulary), tensorgrad vs libtorch, in GB/s of compulsory traffic (each input read
+// and each output written once; multinomial reads its weights and writes 256 indices). Ceilings measured in the same run on the same threads: a plain c = a + b loop
 // and std::memcpy into preallocated (already faulted) buffers, plus c = a + b into a freshly malloc'd
-// buffer (what a fresh output costs without a caching allocator). Target: add, relu and exp
-// >= 0.7x the a+b->c loop's bandwidth. Flags: --help (bench/common.h).
+// buffer (what a fresh output costs without a caching allocator). Target: add, relu, exp, cumsum
+// and multinomial >= 0.7x the a+b->c loop's bandwidth. Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <cstdlib>
@@ -59,7 +60,8 @@ Buffer alloc_floats(int64_t n) {
 int main(int argc, char** argv) {
   using namespace bench;
   const Options o = parse_options(argc, argv, "bench_elementwise",
-      "Elementwise ops on 16M floats (add, relu, exp, relu forward + backward), tensorgrad vs libtorch,\n"
+      "Elementwise ops on 16M floats (add, relu, exp, relu forward + backward, cumsum, multinomial),\n"
+      "tensorgrad vs libtorch,\n"
       "in GB/s against a plain a+b->c loop and memcpy measured in the same run.");
   set_threads(o.threads);
   tg::manual_seed(0);
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
 
   tg::Tensor a = tg::randn({n}), b = tg::randn({n});
   tg::Tensor x = tg::randn({n}, tg::TensorOptions().requires_grad(true)), g = tg::ones({n});
+  const tg::Tensor weights = (tg::abs(a) + 0.1).view({256, -1});
   struct Op {
     const char* name;
     double bytes;
@@ -124,6 +127,9 @@ int main(int argc, char** argv) {
          x.zero_grad();
        },
        torch_side::Elementwise::ReluForwardBackward, false},
+      {"cumsum", bytes2, [a] { tg::cumsum(a, 0); }, torch_side::Elementwise::Cumsum, true},
+      {"multinomial, 256 rows, 1 draw each", 4.0 * double(n), [weights] { tg::multinomial(weights, 1, true); },
+       torch_side::Elementwise::Multinomial, true},
   };
   struct Row {
     std::string name;

@@ -195,6 +195,12 @@ Work elementwise(Elementwise op, int64_t numel) {
       return [=] { torch::relu(a); };
     case Elementwise::Exp:
       return [=] { torch::exp(a); };
+    case Elementwise::Cumsum:
+      return [=] { torch::cumsum(a, 0); };
+    case Elementwise::Multinomial: {
+      torch::Tensor p = (a.abs() + 0.1).view({256, -1});
+      return [=] { torch::multinomial(p, 1, true); };
+    }
     case Elementwise::ReluForwardBackward: {
       torch::Tensor x = a.clone().requires_grad_(true), g = torch::ones({numel});
       return [=] {

@@ -34,8 +34,10 @@ Work mlp_step(int64_t batch, bool autocast = false);
 /// torch::matmul of two random (n, n) float32 matrices into a fresh output.
 Work matmul(int64_t n);
 
-enum class Elementwise { Add, Relu, Exp, ReluForwardBackward };
-/// Fresh output every call; ReluForwardBackward: y = relu(x), y.backward(ones), x.grad reset.
+enum class Elementwise { Add, Relu, Exp, ReluForwardBackward, Cumsum, Multinomial };
+/// Fresh output every call; ReluForwardBackward: y = relu(x), y.backward(ones), x.grad reset; Cumsum
+/// along the one dim; Multinomial one draw with replacement from each of 256 rows of numel / 256
+/// positive weights (|x| + 0.1).
 Work elementwise(Elementwise op, int64_t numel);
 
 /// cross_entropy(logits (n, c) requiring grad, random targets), mean, then backward; grad reset.

@@ -2279,6 +2279,36 @@ TEST_CASE("cuda: the fused LSTM and GRU cells are one launch forward and one bac
   CHECK(tg::cuda::detail::launch_count() - before == 1);
 }
 
+TEST_CASE("cuda: a fused LSTM or GRU layer launches two kernels per step forwards and three backwards") {
+  TG_NEED_CUDA();
+  // Note [Fused recurrent layer]: per step, the recurrent GEMM with its bias and the cell; backwards,
+  // the add of the output's gradient, the cell's backward and the GEMM of dh_prev. The difference
+  // between 16 and 8 steps leaves out what a layer launches once (copies of the states, W_hh's
+  // gradient, the losses).
+  using tg::detail::CellKind;
+  for (CellKind k : {CellKind::Lstm, CellKind::Gru}) {
+    CAPTURE(static_cast<int>(k));
+    const int64_t B = 4, H = 8, G = (k == CellKind::Lstm ? 4 : 3) * H;
+    auto launches = [&](int64_t T) {
+      const Tensor xp(randn_t({T * B, G}, 521, tg::kFloat32).to(kGpu), true);
+      const Tensor h0(randn_t({B, H}, 522, tg::kFloat32).to(kGpu), true), c0(randn_t({B, H}, 523, tg::kFloat32).to(kGpu));
+      const Tensor w(randn_t({G, H}, 524, tg::kFloat32).to(kGpu), true), b(randn_t({G}, 525, tg::kFloat32).to(kGpu), true);
+      const uint64_t before = tg::cuda::detail::launch_count();
+      auto [y, hn, cn] = tg::detail::recurrent_layer(k, xp, std::vector<int64_t>(static_cast<std::size_t>(T), B), h0,
+                                                     k == CellKind::Lstm ? c0 : Tensor(), w, b, Tensor(), false);
+      const uint64_t forward = tg::cuda::detail::launch_count() - before;
+      const Tensor loss = tg::sum(y) + tg::sum(hn);
+      const uint64_t mid = tg::cuda::detail::launch_count();
+      (void)tg::autograd::grad({loss}, {xp, h0, w, b});
+      return std::pair<uint64_t, uint64_t>{forward, tg::cuda::detail::launch_count() - mid};
+    };
+    const auto [f8, b8] = launches(8);
+    const auto [f16, b16] = launches(16);
+    CHECK(f16 - f8 == 2 * 8);
+    CHECK(b16 - b8 == 3 * 8);
+  }
+}
+
 TEST_CASE("cuda: LSTM and GRU on the device match the CPU, outputs and gradients, padded and packed") {
   TG_NEED_CUDA();
   // the recurrent layers: linears, the fused cells (ops/rnn.cpp), views and cat: the same module on both

@@ -375,3 +375,142 @@ TEST_CASE("rnn: the fused cells promote their operands and name their shapes in 
                        doctest::Contains("fused_gru_cell: expected floating gates and state"), tg::DTypeError);
   CHECK_THROWS_AS(tg::fused_lstm_cell(Tensor(), tg::randn({2, 8}), tg::randn({2, 2})), tg::Error);
 }
+
+namespace {
+
+/// While alive, recurrent layers run step by step instead of as one fused op per direction.
+struct StepByStep {
+  StepByStep() { tg::detail::set_fused_recurrent_layers(false); }
+  ~StepByStep() { tg::detail::set_fused_recurrent_layers(true); }
+  StepByStep(const StepByStep&) = delete;
+  StepByStep& operator=(const StepByStep&) = delete;
+};
+
+/// m's output, final states and every gradient (input, h0, c0, each parameter) in float64 on a batch
+/// of 4 sequences of up to 5 steps, padded (batch_first) or packed from unsorted lengths.
+template <class Layer>
+std::vector<Tensor> layer_results(Layer& m, int64_t input_size, int64_t state_rows, int64_t hidden, bool packed) {
+  constexpr bool kLstm = std::is_same<Layer, tg::nn::LSTM>::value;
+  m.zero_grad();
+  Tensor x = testing::randn64({4, 5, input_size}, 61);
+  Tensor h0 = testing::randn64({state_rows, 4, hidden}, 62), c0 = testing::randn64({state_rows, 4, hidden}, 63);
+  Tensor y, hn, cn;
+  auto run = [&](const auto& in, auto forward) {
+    if constexpr (kLstm) {
+      auto [out, state] = forward(in, std::tuple<Tensor, Tensor>{h0, c0});
+      std::tie(hn, cn) = state;
+      return out;
+    } else {
+      auto [out, h] = forward(in, h0);
+      hn = h;
+      return out;
+    }
+  };
+  if (packed) {
+    y = run(tg::nn::utils::rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 5, 3, 2}, true, false),
+            [&m](const auto& in, const auto& state) { return m.forward_with_packed_input(in, state); })
+            .data();
+  } else {
+    y = run(x, [&m](const auto& in, const auto& state) { return m.forward(in, state); });
+  }
+  Tensor loss = tg::sum(y * testing::vals(y.numel(), 0.5, 1, y.shape())) + tg::sum(hn * hn);
+  if (kLstm) loss = loss + tg::sum(cn * testing::vals(cn.numel(), -0.3, 0.7, cn.shape()));
+  loss.backward();
+  std::vector<Tensor> r{y, hn, x.grad(), h0.grad()};
+  if (kLstm) r.insert(r.end(), {cn, c0.grad()});
+  for (auto& [name, p] : m.named_parameters()) r.push_back(p.grad());
+  return r;
+}
+
+template <class Layer>
+void check_fused_equals_steps(Layer& m, int64_t input_size, int64_t state_rows, int64_t hidden) {
+  set_waves(m);
+  for (bool packed : {false, true}) {
+    CAPTURE(packed);
+    const std::vector<Tensor> fused = layer_results(m, input_size, state_rows, hidden, packed);
+    std::vector<Tensor> steps;
+    {
+      StepByStep off;
+      steps = layer_results(m, input_size, state_rows, hidden, packed);
+    }
+    REQUIRE(fused.size() == steps.size());
+    for (std::size_t k = 0; k < fused.size(); ++k) {
+      CAPTURE(k);
+      REQUIRE(fused[k].defined());
+      CHECK(fused[k].shape() == steps[k].shape());
+      CHECK(tg::allclose(fused[k], steps[k], 1e-12, 1e-12));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rnn: the fused LSTM and GRU layers equal the step-by-step loop, padded and packed") {
+  tg::nn::LSTM lstm(tg::nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).batch_first(true));
+  check_fused_equals_steps(lstm, 3, 4, 4);
+  tg::nn::GRU gru(tg::nn::GRUOptions(3, 5).num_layers(2).bidirectional(true).batch_first(true).bias(false));
+  check_fused_equals_steps(gru, 3, 4, 5);
+  tg::nn::LSTM lstm1(tg::nn::LSTMOptions(2, 3).batch_first(true).bias(false));
+  check_fused_equals_steps(lstm1, 2, 1, 3);
+}
+
+TEST_CASE("rnn: the fused layer's time loop allocates nothing per step") {
+  using tg::detail::CellKind;
+  // tensor allocations of one direction's forward and backward over T steps of 3 rows
+  auto allocations = [](CellKind k, int64_t T, bool reverse) {
+    const int64_t B = 3, H = 4, G = (k == CellKind::Lstm ? 4 : 3) * H;
+    const Tensor xp = testing::randn64({T * B, G}, 71), h0 = testing::randn64({B, H}, 72);
+    const Tensor c0 = k == CellKind::Lstm ? testing::randn64({B, H}, 73) : Tensor();
+    const Tensor w = testing::randn64({G, H}, 74), b = testing::randn64({G}, 75);
+    const std::size_t before = tg::memory::memory_stats().allocations_total;
+    {
+      auto [y, hn, cn] = tg::detail::recurrent_layer(k, xp, std::vector<int64_t>(static_cast<std::size_t>(T), B), h0,
+                                                     c0, w, b, Tensor(), reverse);
+      Tensor loss = tg::sum(y) + tg::sum(hn);
+      if (cn.defined()) loss = loss + tg::sum(cn);
+      (void)tg::autograd::grad({loss}, {xp, h0, w, b});
+    }
+    return tg::memory::memory_stats().allocations_total - before;
+  };
+  for (CellKind k : {CellKind::Lstm, CellKind::Gru})
+    for (bool reverse : {false, true}) {
+      CAPTURE(static_cast<int>(k));
+      CAPTURE(reverse);
+      CHECK(allocations(k, 24, reverse) == allocations(k, 3, reverse));
+      StepByStep off;   // the check can fail: step by step, every step allocates
+      CHECK(allocations(k, 24, reverse) > allocations(k, 3, reverse) + 21);
+    }
+}
+
+TEST_CASE("rnn: the fused layers' gradients and second derivatives, packed, both directions") {
+  using tg::detail::CellKind;
+  const std::vector<int64_t> bs{3, 3, 2, 1};   // 9 rows
+  for (CellKind k : {CellKind::Lstm, CellKind::Gru})
+    for (bool reverse : {false, true})
+      for (bool bias : {true, false}) {
+        CAPTURE(static_cast<int>(k));
+        CAPTURE(reverse);
+        CAPTURE(bias);
+        const bool lstm = k == CellKind::Lstm;
+        const int64_t H = 2, G = (lstm ? 4 : 3) * H;
+        std::vector<Tensor> in{testing::randn64({9, G}, 81), testing::randn64({3, H}, 82),
+                               testing::randn64({G, H}, 83)};
+        if (lstm) in.push_back(testing::randn64({3, H}, 84));
+        if (bias) in.push_back(testing::randn64({G}, 85));
+        auto fn = [&](const std::vector<Tensor>& v) {
+          auto [y, hn, cn] = tg::detail::recurrent_layer(k, v[0], bs, v[1], lstm ? v[3] : Tensor(), v[2],
+                                                         bias ? v.back() : Tensor(), Tensor(), reverse);
+          return lstm ? tg::cat({y, hn, cn}, 0) : tg::cat({y, hn}, 0);
+        };
+        {   // one fused node, the output rows a view of it (of its h part for an LSTM: narrow of select)
+          auto [y, hn, cn] = tg::detail::recurrent_layer(k, in[0], bs, in[1], lstm ? in[3] : Tensor(), in[2],
+                                                         bias ? in.back() : Tensor(), Tensor(), reverse);
+          REQUIRE(y.grad_fn() != nullptr);
+          const tg::Node* node = y.grad_fn()->next[0].fn.get();
+          if (lstm) node = node->next[0].fn.get();
+          CHECK(std::string(node->name) == (lstm ? "lstm_layer" : "gru_layer"));
+        }
+        CHECK(tg::autograd::gradcheck(fn, in));
+        CHECK(tg::autograd::gradgradcheck(fn, in));
+      }
+}

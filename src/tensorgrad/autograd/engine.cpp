@@ -506,6 +506,21 @@ void detail::run_backward_into(std::shared_ptr<Node> root, Tensor seed, Gradient
   sweep<Tensor>(&r, 1, /*retain_graph=*/true, &sink, nullptr);   // the gradients' graph reads the saved tensors
 }
 
+std::size_t detail::deliver_graph_grads(GradientSink& sink, VarGrads& g) {
+  std::size_t delivered = 0;
+  for (std::size_t e = 0; e < g.size(); ++e) {
+    const Tensor h = g.history(e);   // the leaf, or a Tensor whose grad_fn is the producer
+    if (!h.defined()) continue;
+    const void* key = h.grad_fn() ? static_cast<const void*>(h.grad_fn().get()) : h.impl().get();
+    if (Tensor* t = sink.find_graph(key); t != nullptr && t->defined()) {
+      ++delivered;
+      if (g.need(e)) g.set(e, std::move(*t));
+      *t = Tensor();   // an edge repeated (one tensor passed twice) gets it once
+    }
+  }
+  return delivered;
+}
+
 Tensor* detail::GradientSink::find_graph(const void* key) {
   for (auto& kv : graph_grads)
     if (kv.first == key) return &kv.second;

@@ -941,6 +941,12 @@ void run_backward_into(std::shared_ptr<Node> root, RawTensor seed, GradientSink&
 /// The same under create_graph: every gradient is collected in sink.graph_grads with its graph, and the
 /// part's graph is kept (the gradients' graph reads its saved tensors).
 void run_backward_into(std::shared_ptr<Node> root, Tensor seed, GradientSink& sink);
+/// After run_backward_into under create_graph, from the rule of a Node whose rule recomputed its
+/// output from its inputs (g.input): sets each input's gradient to what was collected where its
+/// history leads, once per edge (one tensor passed twice gets it once). Returns how many collected
+/// gradients were delivered; fewer than sink.graph_grads.size() means the recomputation read a tensor
+/// that requires grad which is not among the inputs.
+std::size_t deliver_graph_grads(GradientSink& sink, VarGrads& g);
 }  // namespace detail
 
 }  // namespace tg

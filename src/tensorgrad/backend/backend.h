@@ -335,12 +335,12 @@ class Backend {
   /// the sum over rows of dy xhat, db (D) = the sum over rows of dy. Sets each one that is defined.
   virtual void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd,
                                    const RawTensor& w, const RawTensor& dx, const RawTensor& dw, const RawTensor& db) = 0;
-  /// The LSTM cell's pointwise step (Note [Fused recurrent cells] in kernels/rnn.h), every operand
-  /// contiguous, float32 or float64: xg, hg (N, 4H), cx (N, H) -> hc (2, N, H) (h' then c') and the
-  /// workspace ws (N, H, 8).
+  /// The LSTM cell's pointwise step (Note [Fused recurrent cells] in kernels/rnn.h), float32 or float64,
+  /// contiguous but hc: xg, hg (N, 4H), cx (N, H) -> hc (2, N, H) (h' then c', each contiguous and
+  /// stride(0) apart: rows of one buffer or of two) and the workspace ws (N, H, 8).
   virtual void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
                          const RawTensor& ws) = 0;
-  /// The LSTM cell's gradient from dhc (2, N, H) and the forward's cx and ws -> dgates (N, 4H), dcx (N, H).
+  /// The LSTM cell's gradient from dhc (2, N, H; halves as hc's), the forward's cx and ws -> dgates (N, 4H), dcx (N, H).
   virtual void lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, const RawTensor& ws,
                                   const RawTensor& dgates, const RawTensor& dcx) = 0;
   /// The GRU cell's pointwise step: xg, hg (N, 3H), hx (N, H) -> hy (N, H) and the workspace ws (N, H, 8).

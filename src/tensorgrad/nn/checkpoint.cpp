@@ -178,18 +178,7 @@ struct CheckpointRule {
     } else if (y.requires_grad()) {   // fn returned an input or an older tensor as it is
       sink.graph_grads.emplace_back(y.grad_fn() ? static_cast<const void*>(y.grad_fn().get()) : y.impl().get(), grad);
     }
-    std::size_t delivered = 0;
-    for (std::size_t e = 0; e < g.size(); ++e) {
-      const Tensor h = g.history(e);   // the leaf, or a Tensor whose grad_fn is the producer
-      if (!h.defined()) continue;
-      const void* key = h.grad_fn() ? static_cast<const void*>(h.grad_fn().get()) : h.impl().get();
-      if (Tensor* t = sink.find_graph(key); t != nullptr && t->defined()) {
-        ++delivered;
-        if (g.need(e)) g.set(e, std::move(*t));
-        *t = Tensor();   // an edge repeated (one tensor passed twice) gets it once
-      }
-    }
-    TG_CHECK(delivered == sink.graph_grads.size(), AutogradError,
+    TG_CHECK(detail::deliver_graph_grads(sink, g) == sink.graph_grads.size(), AutogradError,
              "checkpoint: the recomputation read a tensor that requires grad which the forward did not read; "
              "the checkpointed function must compute the same thing when run again");
   }

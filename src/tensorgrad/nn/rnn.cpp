@@ -1,15 +1,12 @@
-// nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). Each time step is made of differentiable
-// ops: the input projection of a whole layer is one linear over every step (one GEMM instead of one per
-// step), the recurrent projection one linear per step, and the LSTM and GRU cells' pointwise part one
-// fused op (fused_lstm_cell, fused_gru_cell: one kernel each way).
+// nn/rnn.cpp: RNN, LSTM, GRU and their cells (nn/rnn.h). The input projection of a whole layer is
+// one linear over every step (one GEMM instead of one per step); the time loop of each direction is
+// tg::detail::recurrent_layer (ops/rnn.cpp): one fused op for LSTM and GRU, or steps of recorded ops
+// (a linear for the recurrent projection, then the cell); the cells run one such step.
 //
 // Padded and packed input run the same loop (RecurrentBase::run_rows) over rows laid out as a
 // PackedSequence's data: step t is batch_sizes[t] consecutive rows, the sequences still running at
 // t being a prefix of the batch (sorted longest first). A padded (L, N, .) input is the packed layout
-// with every batch size N. At each step the cell runs on that prefix only: going forwards, when the
-// batch shrinks the rows past the new size have ended, and their state is set aside as their final
-// state; going backwards, the batch grows, and the rows joining start from their initial state at
-// their own last step.
+// with every batch size N.
 #include "tensorgrad/nn/rnn.h"
 
 #include <cmath>
@@ -30,27 +27,6 @@ using detail::CellKind;
 
 int64_t gates_of(CellKind k) { return k == CellKind::Lstm ? 4 : k == CellKind::Gru ? 3 : 1; }
 
-/// One step from xp = W_ih x + b_ih (already computed) and the state (h, c): the new (h, c) (c
-/// undefined except for LSTM), PyTorch's gate order and formulas; w_hr (LSTM with proj_size) projects h.
-std::pair<Tensor, Tensor> step(CellKind k, const Tensor& xp, const Tensor& h, const Tensor& c, const Tensor& w_hh,
-                               const Tensor& b_hh, const Tensor& w_hr = Tensor()) {
-  const Tensor hp = linear(h, w_hh, b_hh);
-  switch (k) {
-    case CellKind::RnnTanh: return {tanh(add(xp, hp)), Tensor()};
-    case CellKind::RnnRelu: return {relu(add(xp, hp)), Tensor()};
-    default: break;
-  }
-  // LSTM and GRU: one fused op (Note [Fused recurrent cells] in kernels/rnn.h) on rows; an unbatched
-  // cell's (4H) or (3H) gates are one row
-  const bool row = h.dim() == 1;
-  auto rows = [row](const Tensor& t) { return row && t.defined() ? unsqueeze(t, 0) : t; };
-  auto unrow = [row](const Tensor& t) { return row ? squeeze(t, 0) : t; };
-  if (k == CellKind::Gru) return {unrow(fused_gru_cell(rows(xp), rows(hp), rows(h))), Tensor()};
-  auto [h_new, c_new] = fused_lstm_cell(rows(xp), rows(hp), rows(c));
-  h_new = unrow(h_new);
-  return {w_hr.defined() ? linear(h_new, w_hr) : h_new, unrow(c_new)};
-}
-
 /// slot = a fresh float32 tensor of `shape` from U(-bound, bound), registered on owner as name (the
 /// module keeps a reference to slot, which must outlive it: a member).
 void uniform_parameter(Module& owner, const std::string& name, Tensor& slot, const Shape& shape, double bound) {
@@ -66,63 +42,6 @@ void check_options(const char* layer, int64_t input_size, int64_t hidden_size, i
   TG_CHECK(dropout >= 0 && dropout <= 1, Error, layer,
            ": dropout should be a number in range [0, 1] representing the probability of an element being zeroed, got ",
            dropout);
-}
-
-/// One direction of one layer over packed rows: xp = W_ih x + b_ih of every row, bs the batch size
-/// of each step and offsets its first row, h0 and c0 the initial states of every sequence (bs[0]
-/// rows) -> the output rows (in xp's row order), and the final h and c of every sequence.
-std::tuple<Tensor, Tensor, Tensor> run_direction(CellKind k, const Tensor& xp, const std::vector<int64_t>& bs,
-                                                 const std::vector<int64_t>& offsets, const Tensor& h0,
-                                                 const Tensor& c0, const detail::RecurrentBase::Weights& w,
-                                                 bool reverse) {
-  const int64_t T = static_cast<int64_t>(bs.size());
-  if (T == 0) return {Tensor(prim::empty({0, h0.size(-1)}, h0.dtype(), h0.device())), h0, c0};
-  std::vector<Tensor> outputs(static_cast<std::size_t>(T));
-  if (!reverse) {
-    // the sequences that end before step t are the rows past bs[t]: their final state is set aside,
-    // last rows first
-    std::vector<Tensor> h_done, c_done;
-    Tensor h = h0, c = c0;
-    int64_t active = bs[0];
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t b = bs[static_cast<std::size_t>(t)];
-      if (b < active) {
-        h_done.push_back(narrow(h, 0, b, active - b));
-        h = narrow(h, 0, 0, b);
-        if (c.defined()) {
-          c_done.push_back(narrow(c, 0, b, active - b));
-          c = narrow(c, 0, 0, b);
-        }
-        active = b;
-      }
-      std::tie(h, c) = step(k, narrow(xp, 0, offsets[static_cast<std::size_t>(t)], b), h, c, w.w_hh, w.b_hh, w.w_hr);
-      outputs[static_cast<std::size_t>(t)] = h;
-    }
-    auto finals = [](std::vector<Tensor>& done, const Tensor& last) {
-      if (done.empty()) return last;
-      done.push_back(last);
-      std::reverse(done.begin(), done.end());   // back to the batch order: the rows still running first
-      return cat(done, 0);
-    };
-    const Tensor h_n = finals(h_done, h);
-    const Tensor c_n = c.defined() ? finals(c_done, c) : Tensor();
-    return {T == 1 ? outputs[0] : cat(outputs, 0), h_n, c_n};
-  }
-  // backwards from the last step: the sequences whose last step is t join there from their initial state
-  int64_t active = bs[static_cast<std::size_t>(T - 1)];
-  Tensor h = active == h0.size(0) ? h0 : narrow(h0, 0, 0, active);
-  Tensor c = !c0.defined() || active == c0.size(0) ? c0 : narrow(c0, 0, 0, active);
-  for (int64_t t = T - 1; t >= 0; --t) {
-    const int64_t b = bs[static_cast<std::size_t>(t)];
-    if (b > active) {
-      h = cat({h, narrow(h0, 0, active, b - active)}, 0);
-      if (c.defined()) c = cat({c, narrow(c0, 0, active, b - active)}, 0);
-      active = b;
-    }
-    std::tie(h, c) = step(k, narrow(xp, 0, offsets[static_cast<std::size_t>(t)], b), h, c, w.w_hh, w.b_hh, w.w_hr);
-    outputs[static_cast<std::size_t>(t)] = h;
-  }
-  return {T == 1 ? outputs[0] : cat(outputs, 0), h, c};
 }
 
 }  // namespace
@@ -166,12 +85,6 @@ std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run_rows(const Tensor&
                                                                    const Tensor& h0, const Tensor& c0,
                                                                    bool training) const {
   const int64_t dirs = bidirectional_ ? 2 : 1;
-  std::vector<int64_t> offsets(bs.size());
-  int64_t rows = 0;
-  for (std::size_t t = 0; t < bs.size(); ++t) {
-    offsets[t] = rows;
-    rows += bs[t];
-  }
   std::vector<Tensor> h_n, c_n;
   Tensor layer_input = data;
   for (int64_t l = 0; l < num_layers_; ++l) {
@@ -179,8 +92,9 @@ std::tuple<Tensor, Tensor, Tensor> detail::RecurrentBase::run_rows(const Tensor&
     for (int64_t d = 0; d < dirs; ++d) {
       const Weights& w = weights_[static_cast<std::size_t>(l * dirs + d)];
       const Tensor xp = linear(layer_input, w.w_ih, w.b_ih);   // every row at once
-      auto [out, h, c] = run_direction(kind_, xp, bs, offsets, select(h0, 0, l * dirs + d),
-                                       c0.defined() ? select(c0, 0, l * dirs + d) : Tensor(), w, d == 1);
+      auto [out, h, c] = tg::detail::recurrent_layer(kind_, xp, bs, select(h0, 0, l * dirs + d),
+                                                     c0.defined() ? select(c0, 0, l * dirs + d) : Tensor(), w.w_hh,
+                                                     w.b_hh, w.w_hr, d == 1);
       direction_outputs.push_back(out);
       h_n.push_back(h);
       if (c.defined()) c_n.push_back(c);
@@ -346,7 +260,7 @@ RNNCell::RNNCell(const RNNCellOptions& options) : options_(options) { make(*this
 Tensor RNNCell::forward(const Tensor& input, const Tensor& h) {
   const Tensor hx = state_or_zeros(input, h, "RNNCell");
   const CellKind k = options_.nonlinearity_ == kReLU ? CellKind::RnnRelu : CellKind::RnnTanh;
-  return step(k, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh, bias_hh).first;
+  return tg::detail::recurrent_step(k, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh, bias_hh).first;
 }
 std::string RNNCell::name() const {
   std::ostringstream os;
@@ -361,7 +275,8 @@ LSTMCell::LSTMCell(const LSTMCellOptions& options) : options_(options) { make(*t
 std::tuple<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::tuple<Tensor, Tensor>& state) {
   const Tensor h = state_or_zeros(input, std::get<0>(state), "LSTMCell");
   const Tensor c = state_or_zeros(input, std::get<1>(state), "LSTMCell");
-  std::pair<Tensor, Tensor> hc = step(CellKind::Lstm, linear(input, weight_ih, bias_ih), h, c, weight_hh, bias_hh);
+  std::pair<Tensor, Tensor> hc =
+      tg::detail::recurrent_step(CellKind::Lstm, linear(input, weight_ih, bias_ih), h, c, weight_hh, bias_hh);
   return {hc.first, hc.second};
 }
 std::string LSTMCell::name() const {
@@ -374,7 +289,8 @@ std::string LSTMCell::name() const {
 GRUCell::GRUCell(const GRUCellOptions& options) : options_(options) { make(*this, options, 3, "GRUCell"); }
 Tensor GRUCell::forward(const Tensor& input, const Tensor& h) {
   const Tensor hx = state_or_zeros(input, h, "GRUCell");
-  return step(CellKind::Gru, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh, bias_hh).first;
+  return tg::detail::recurrent_step(CellKind::Gru, linear(input, weight_ih, bias_ih), hx, Tensor(), weight_hh,
+                                    bias_hh).first;
 }
 std::string GRUCell::name() const {
   std::ostringstream os;

@@ -22,6 +22,7 @@
 #include "tensorgrad/nn/module.h"
 #include "tensorgrad/nn/packed_sequence.h"
 #include "tensorgrad/ops/ops.h"
+#include "tensorgrad/ops/recurrent.h"
 
 namespace tg {
 namespace nn {
@@ -64,8 +65,8 @@ struct RecurrentOptions {
   Self& self() { return static_cast<Self&>(*this); }
 };
 
-/// The step of a recurrent layer.
-enum class CellKind { RnnTanh, RnnRelu, Lstm, Gru };
+/// The step of a recurrent layer (ops/recurrent.h).
+using CellKind = tg::detail::CellKind;
 
 /// The shared body of RNN, LSTM and GRU: their options, parameters and the loop over layers,
 /// directions and time steps.

@@ -144,26 +144,34 @@ RawTensor addmm(const RawTensor& bias, const RawTensor& a, const RawTensor& b) {
            " and ", shape_str(b.shape()));
   check_same_device("addmm", a, bias);
   check_same_dtype("addmm", a, bias);
-  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  const int64_t M = a.shape()[0], N = b.shape()[1];
   TG_CHECK(bias.shape() == Shape{N}, ShapeError, "addmm: expected bias of shape [", N, "] for the product ",
            shape_x(a.shape()), " and ", shape_x(b.shape()), ", got ", shape_str(bias.shape()));
   RawTensor out = RawTensor::empty({M, N}, a.dtype(), a.device());
-  if (out.numel() == 0) return out;
-  Backend& backend = backend_for(a.device());
-  const RawTensor bc = bias.contiguous();
-  if (K > 0) {
-    const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
-    GemmArgs g = gemm_args(oa, ob, 1, M, N, K, out);
-    GemmEpilogue e;
-    e.bias = bc.raw_data();
-    if (backend.gemm_epilogue(g, e)) return out;
-    backend.copy(bc.expand({M, N}), out);   // the bias in every row, then out += a . b
-    g.beta = 1;
-    backend.gemm(g);
-    return out;
-  }
-  backend.copy(bc.expand({M, N}), out);   // an empty product: the bias alone
+  gemm_into(a, b, out, /*accumulate=*/false, bias.contiguous());
   return out;
+}
+
+void gemm_into(const RawTensor& a, const RawTensor& b, const RawTensor& out, bool accumulate, const RawTensor& bias) {
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (M == 0 || N == 0) return;
+  Backend& backend = backend_for(a.device());
+  if (K == 0) {   // empty sums: the bias alone, or zeros, without handing the BLAS pointers into empty storages
+    if (bias.defined()) backend.copy(bias.expand({M, N}), out);
+    else if (!accumulate) backend.fill(out, 0.0);
+    return;
+  }
+  const Operand oa = as_blas_operand(a), ob = as_blas_operand(b);
+  GemmArgs g = gemm_args(oa, ob, 1, M, N, K, out);
+  if (bias.defined()) {
+    GemmEpilogue e;
+    e.bias = bias.raw_data();
+    if (backend.gemm_epilogue(g, e)) return;
+    backend.copy(bias.expand({M, N}), out);   // the bias in every row, then out += a . b
+    accumulate = true;
+  }
+  g.beta = accumulate ? 1 : 0;
+  backend.gemm(g);
 }
 
 std::pair<RawTensor, RawTensor> matmul_row_sums(const RawTensor& a, const RawTensor& b) {

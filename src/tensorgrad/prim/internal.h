@@ -21,6 +21,12 @@ void check_index_range(const char* op, const RawTensor& index, int64_t size, int
 void check_representable(const char* op, double value, DType dtype);
 /// t converted to dtype (t itself when it has it), broadcast and permuted layouts kept (prim/promote.cpp).
 RawTensor as_dtype(const RawTensor& t, DType dtype);
+/// out (M, N), contiguous, = a (M, K) . b (K, N): 2-D, of one dtype Backend::gemm takes and one device, shapes
+/// already checked (prim/blas.cpp). accumulate adds out's values instead; a bias (N, contiguous) is
+/// added to every row instead (Note [Bias folded into the GEMM]). For callers that reuse one output
+/// buffer (addmm, the recurrent time loop in prim/rnn.cpp).
+void gemm_into(const RawTensor& a, const RawTensor& b, const RawTensor& out, bool accumulate,
+               const RawTensor& bias = RawTensor());
 
 }  // namespace prim
 }  // namespace tg

@@ -271,6 +271,37 @@ struct GruCellGrads {
 /// gru_cell's backward from dhy (N, H), with the forward's hx and workspace.
 GruCellGrads gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws);
 
+/// One direction of one LSTM or GRU layer, its whole time loop (Note [Fused recurrent layer] in
+/// prim/rnn.cpp): what the forward returns and the backward reads.
+struct RecurrentLayer {
+  RawTensor out;        ///< (R + 2B, H), LSTM (2, R + 2B, H): the states h (and c): h0, every row's, the final ones
+  RawTensor ws;         ///< (R, H, 8): every row's cell workspace (LstmCell::ws, GruCell::ws)
+  RawTensor joined;     ///< the states read where sequences join (backwards through a packed batch)
+  RawTensor joined_c;   ///< the same for the LSTM's cell state
+};
+/// The time loop of one direction of an LSTM (lstm) or GRU layer over R rows in a packed sequence's
+/// layout: step t is batch_sizes[t] consecutive rows (positive, non-increasing; B = batch_sizes[0]),
+/// forwards or, reverse, from the last step. xp (R, gates H) holds every row's input product W_ih x +
+/// b_ih; h0, c0 (B, H) the initial states (c0 LSTM only); w_hh (gates H, H) and b_hh (gates H,
+/// undefined: none). One dtype (float32 or float64) and device. In out, the output rows start at row
+/// B forwards and at row 0 in reverse; the final states are its last B rows.
+RecurrentLayer recurrent_layer(bool lstm, const RawTensor& xp, const std::vector<int64_t>& batch_sizes,
+                               const RawTensor& h0, const RawTensor& c0, const RawTensor& w_hh, const RawTensor& b_hh,
+                               bool reverse);
+/// The gradients of recurrent_layer.
+struct RecurrentLayerGrads {
+  RawTensor dxp;     ///< (R, gates H)
+  RawTensor dh0;     ///< (B, H)
+  RawTensor dc0;     ///< (B, H), LSTM only
+  RawTensor dw_hh;   ///< (gates H, H), when asked for
+  RawTensor db_hh;   ///< (gates H), when asked for
+};
+/// recurrent_layer's backward from dout (the gradient of RecurrentLayer::out) with the forward's
+/// result and w_hh; dw_hh and db_hh only when want_weights.
+RecurrentLayerGrads recurrent_layer_backward(bool lstm, const RawTensor& dout, const RecurrentLayer& forward,
+                                             const RawTensor& w_hh, const std::vector<int64_t>& batch_sizes,
+                                             bool reverse, bool want_weights);
+
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
 /// The forward of the fused attention: out and the log-sum-exp of each row of scores.
 struct Attention {

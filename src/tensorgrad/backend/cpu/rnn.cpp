@@ -71,9 +71,10 @@ void CpuBackend::lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTe
     using T = decltype(tag);
     const T *x = xg.data<T>(), *h = hg.data<T>(), *c = cx.data<T>();
     T *out = hc.data<T>(), *w = ws.data<T>();
+    const int64_t half = hc.strides()[0];   // c' is `half` elements after h'
     parallel::run(N, row_parts(N, H), [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n)
-        lstm_row(H, x + n * 4 * H, h + n * 4 * H, c + n * H, out + n * H, out + (N + n) * H, w + n * 8 * H);
+        lstm_row(H, x + n * 4 * H, h + n * 4 * H, c + n * H, out + n * H, out + half + n * H, w + n * 8 * H);
     });
   });
 }
@@ -85,9 +86,10 @@ void CpuBackend::lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, c
     using T = decltype(tag);
     const T *d = dhc.data<T>(), *c = cx.data<T>(), *w = ws.data<T>();
     T *dg = dgates.data<T>(), *dc = dcx.data<T>();
+    const int64_t half = dhc.strides()[0];   // dc' is `half` elements after dh'
     parallel::run(N, row_parts(N, H), [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n)
-        lstm_backward_row(H, d + n * H, d + (N + n) * H, c + n * H, w + n * 8 * H, dg + n * 4 * H, dc + n * H);
+        lstm_backward_row(H, d + n * H, d + half + n * H, c + n * H, w + n * 8 * H, dg + n * 4 * H, dc + n * H);
     });
   });
 }

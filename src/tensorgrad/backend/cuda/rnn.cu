@@ -17,7 +17,7 @@ template <class T>
 struct LstmCell {
   const T *xg, *hg, *cx;
   T *hc, *ws;
-  int64_t N, H;
+  int64_t half, H;   // c' is `half` elements after h' (hc's stride(0))
   __device__ void operator()(int64_t e) const {
     const int64_t n = e / H, j = e % H;
     const T* x = xg + n * 4 * H + j;
@@ -25,7 +25,7 @@ struct LstmCell {
     T* w = ws + e * 8;
     const T sum[4] = {x[0] + h[0], x[H] + h[H], x[2 * H] + h[2 * H], x[3 * H] + h[3 * H]};
     T act[4];
-    rnn_math::lstm_cell(sum, cx[e], act, hc[e], hc[N * H + e]);
+    rnn_math::lstm_cell(sum, cx[e], act, hc[e], hc[half + e]);
     for (int k = 0; k < 4; ++k) {
       w[k] = sum[k];
       w[4 + k] = act[k];
@@ -37,13 +37,13 @@ template <class T>
 struct LstmCellBackward {
   const T *dhc, *cx, *ws;
   T *dgates, *dcx;
-  int64_t N, H;
+  int64_t half, H;   // dc' is `half` elements after dh' (dhc's stride(0))
   __device__ void operator()(int64_t e) const {
     const int64_t n = e / H, j = e % H;
     const T* w = ws + e * 8;
     const T act[4] = {w[4], w[5], w[6], w[7]};
     T d[4];
-    rnn_math::lstm_cell_backward(act, cx[e], dhc[e], dhc[N * H + e], d, dcx[e]);
+    rnn_math::lstm_cell_backward(act, cx[e], dhc[e], dhc[half + e], d, dcx[e]);
     for (int k = 0; k < 4; ++k) dgates[n * 4 * H + k * H + j] = d[k];
   }
 };
@@ -97,7 +97,7 @@ void CudaBackend::lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawT
   dispatch_only<kFloat32, kFloat64>(xg.dtype(), "lstm_cell", [&](auto t) {
     using T = decltype(t);
     launch_flat(ctx_.stream(), N * H,
-                LstmCell<T>{xg.data<T>(), hg.data<T>(), cx.data<T>(), hc.data<T>(), ws.data<T>(), N, H});
+                LstmCell<T>{xg.data<T>(), hg.data<T>(), cx.data<T>(), hc.data<T>(), ws.data<T>(), hc.strides()[0], H});
   });
 }
 
@@ -108,7 +108,8 @@ void CudaBackend::lstm_cell_backward(const RawTensor& dhc, const RawTensor& cx, 
   dispatch_only<kFloat32, kFloat64>(dhc.dtype(), "lstm_cell_backward", [&](auto t) {
     using T = decltype(t);
     launch_flat(ctx_.stream(), N * H,
-                LstmCellBackward<T>{dhc.data<T>(), cx.data<T>(), ws.data<T>(), dgates.data<T>(), dcx.data<T>(), N, H});
+                LstmCellBackward<T>{dhc.data<T>(), cx.data<T>(), ws.data<T>(), dgates.data<T>(), dcx.data<T>(),
+                                    dhc.strides()[0], H});
   });
 }
 
