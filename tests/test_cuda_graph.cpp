@@ -881,10 +881,19 @@ void check_captured_scaler_iterations(tg::DType dtype, const Options& options, d
     for (std::size_t i = 0; i < a.size(); ++i) differs = differs || (a[i] - b[i]).abs().max().item<double>() > 0;
     CHECK(differs);
   }
-  // Eager iterations after the replays continue from the device's scale and step counts.
+  // An eager iteration after the replays continues from the device's scale and step counts, and a
+  // replay after it from the host's.
   auto [xk, yk] = data(kSteps);
   iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
   iteration(*captured, opt_captured, scaler_captured, xk.to(kGpu), yk.to(kGpu));
+  CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+  check_same_parameters(*eager, *captured);
+  check_same_state(state_copy(opt_eager), state_copy(opt_captured));
+  auto [xn, yn] = data(kSteps + 1);
+  const float eager_loss = std::get<0>(iteration(*eager, opt_eager, scaler_eager, xn.to(kGpu), yn.to(kGpu))).template item<float>();
+  feed(kSteps + 1);
+  graph.replay();
+  CHECK(same_bits(loss.item<float>(), eager_loss));
   CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
   check_same_parameters(*eager, *captured);
   check_same_state(state_copy(opt_eager), state_copy(opt_captured));
@@ -910,6 +919,59 @@ TEST_CASE("cuda graphs: a captured GradScaler iteration with Adam or AdamW keeps
     check_captured_scaler_iterations<tg::optim::AdamW>(
         dtype, tg::optim::AdamWOptions(1e-2).weight_decay(0.1).amsgrad().capturable(true), kScalerMaxNorm);
   }
+}
+
+// Note [Captured Adam]: one capturable Adam captured in two graphs, a plain step (its counts
+// advance on the host before each replay) and a GradScaler iteration (its counts advance on the
+// device); replayed alternately, each continues from the counts the other left, as eager steps do.
+TEST_CASE("cuda graphs: a plain and a GradScaler capture of one Adam alternate, each continuing the other's step counts") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  const auto options = tg::optim::AdamOptions(1e-2).capturable(true);
+  tg::optim::Adam opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
+  tg::amp::GradScaler scaler_eager, scaler_captured;
+  auto plain = [](Mlp& m, tg::optim::Adam& opt, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    tg::mse_loss(m.forward(x), y).backward();
+    opt.step();
+  };
+  auto scaled = [](Mlp& m, tg::optim::Adam& opt, tg::amp::GradScaler& scaler, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    scaler.scale(tg::mse_loss(m.forward(x), y)).backward();
+    scaler.step(opt);
+    scaler.update();
+  };
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);
+  auto [x0, y0] = batch(0);
+  x.copy_(x0);
+  y.copy_(y0);
+  plain(*eager, opt_eager, x0.to(kGpu), y0.to(kGpu));
+  plain(*captured, opt_captured, x, y);   // warm-up: the state
+  tg::cuda::CUDAGraph plain_graph, scaled_graph;
+  {
+    tg::cuda::GraphCapture capture(plain_graph);
+    plain(*captured, opt_captured, x, y);
+  }
+  {
+    tg::cuda::GraphCapture capture(scaled_graph);
+    scaled(*captured, opt_captured, scaler_captured, x, y);
+  }
+  for (int k = 1; k < 7; ++k) {   // scaled, scaled, plain, scaled, plain, plain
+    CAPTURE(k);
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+    const bool use_scaler = k == 1 || k == 2 || k == 4;
+    if (use_scaler) scaled(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    else plain(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu));
+    (use_scaler ? scaled_graph : plain_graph).replay();
+  }
+  check_same_parameters(*eager, *captured);
+  const auto state = state_copy(opt_captured);
+  check_same_state(state_copy(opt_eager), state);
+  for (const auto& [name, t] : state)
+    if (name.rfind("step.", 0) == 0) CHECK(t.item<int64_t>() == 7);   // the warm-up and six replays
 }
 
 TEST_CASE("cuda graphs: GradScaler::step inside a capture refuses an optimizer with host-side state") {
