@@ -362,12 +362,14 @@ TEST_CASE("clip_grad_norm: bad arguments raise tg::Error naming the call, before
   check_rel(a.grad(), {3, 4}, 0);
 }
 
-TEST_CASE("get_total_norm then clip_grads_with_norm_ is clip_grad_norm, and so is libtorch's clip_grad_norm_") {
+TEST_CASE("get_total_norm then clip_grads_with_norm_ is clip_grad_norm, libtorch's clip_grad_norm_ and clip_grad_norm_tensor") {
   Tensor a = random_grad({7, 3}, tg::kFloat16, 100, 61), b = random_grad({5}, tg::kFloat32, 3, 62);
   Tensor a2 = with_grad(a.grad().to_vector<double>(), tg::kFloat16, {7, 3});
   Tensor b2 = with_grad(b.grad().to_vector<double>(), tg::kFloat32);
   Tensor a3 = with_grad(a.grad().to_vector<double>(), tg::kFloat16, {7, 3});
   Tensor b3 = with_grad(b.grad().to_vector<double>(), tg::kFloat32);
+  Tensor a4 = with_grad(a.grad().to_vector<double>(), tg::kFloat16, {7, 3});
+  Tensor b4 = with_grad(b.grad().to_vector<double>(), tg::kFloat32);
   const Tensor total = tg::optim::get_total_norm({a.grad(), b.grad()}, 3.0);
   CHECK(total.dtype() == tg::kFloat32);   // promoted from float16 and float32
   tg::optim::clip_grads_with_norm_({a, b}, 0.5, total);
@@ -378,7 +380,16 @@ TEST_CASE("get_total_norm then clip_grads_with_norm_ is clip_grad_norm, and so i
   CHECK(a.grad().to_vector<double>() == a2.grad().to_vector<double>());
   CHECK(b.grad().to_vector<double>() == b2.grad().to_vector<double>());
   CHECK(a.grad().to_vector<double>() == a3.grad().to_vector<double>());
+  const Tensor norm = tg::optim::clip_grad_norm_tensor({a4, b4}, 0.5, 3.0);   // Python's return type
+  CHECK(norm.dim() == 0);
+  CHECK(norm.dtype() == tg::kFloat32);
+  CHECK(norm.item() == total.item());
+  CHECK(a.grad().to_vector<double>() == a4.grad().to_vector<double>());
+  CHECK(b.grad().to_vector<double>() == b4.grad().to_vector<double>());
   CHECK(tg::optim::get_total_norm({a.grad(), b.grad()}, 3.0).item() == doctest::Approx(0.5).epsilon(1e-2));
+  const Tensor none = tg::optim::clip_grad_norm_tensor({tg::zeros({2}, tg::TensorOptions().requires_grad(true))}, 1.0);
+  CHECK(none.dtype() == tg::kFloat32);   // no gradient: a float32 0 on the CPU, as get_total_norm of nothing
+  CHECK(none.item() == 0.0);
 }
 
 TEST_CASE("clip_grad_norm on CUDA and across devices matches the CPU") {

@@ -4,12 +4,16 @@
 // allocating in between), a replay is one launch, and what a capture cannot hold (a host
 // synchronization, a step whose scalars would freeze) raises a tg::Error and leaves the device usable.
 // On the CUDA emulator in CI (both stream modes); without a GPU only the DeviceError case runs.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -148,32 +152,35 @@ TEST_CASE("cuda graphs: N replays of a captured SGD training step equal N eager 
   CHECK_THROWS_AS(graph.replay(), tg::Error);
 }
 
-TEST_CASE("cuda graphs: a captured step that clips its gradients on the device replays as the eager steps") {
-  TG_NEED_CUDA();
+namespace {
+
+/// The gradient norm check_captured_clipping clips to: among its steps' norms.
+constexpr double kClipMaxNorm = 1.0;
+
+/// Eager steps that clip with clip_grad_norm (the double) against replays of one captured step that
+/// clips with clip_grad_norm_tensor, each with an optimizer of type Opt built from options: the norms
+/// and the parameters keep the same bits over steps where the clipping engages and steps where it
+/// does not. `then` continues on the captured model after the replays.
+template <class Opt, class Options>
+void check_captured_clipping(const Options& options,
+                             const std::function<void(tg::cuda::CUDAGraph&, Mlp&, Opt&, const Tensor&, const Tensor&)>& then) {
   const auto twins = twin_mlps(0.0);
   const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
-  tg::optim::SGD opt_eager(eager->parameters(), tg::optim::SGDOptions(0.05));
-  tg::optim::SGD opt_captured(captured->parameters(), tg::optim::SGDOptions(0.05));
-  constexpr double kMaxNorm = 0.05;   // below the gradients' norm: every step is clipped
-  auto grads_of = [](Mlp& m) {
-    std::vector<Tensor> g;
-    for (const Tensor& p : m.parameters()) g.push_back(p.grad());
-    return g;
-  };
+  Opt opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
+  constexpr int kSteps = 6;
   std::vector<double> eager_norms;
   auto eager_step = [&](int k) {
     auto [xk, yk] = batch(k);
     opt_eager.zero_grad();
     tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu)).backward();
-    eager_norms.push_back(tg::optim::clip_grad_norm(eager->parameters(), kMaxNorm));
+    eager_norms.push_back(tg::optim::clip_grad_norm(eager->parameters(), kClipMaxNorm));
     opt_eager.step();
   };
   Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), norm;
   auto captured_step = [&] {
     opt_captured.zero_grad();
     tg::mse_loss(captured->forward(x), y).backward();
-    norm = tg::optim::get_total_norm(grads_of(*captured));   // on the device: capture-safe
-    tg::optim::clip_grads_with_norm_(captured->parameters(), kMaxNorm, norm);
+    norm = tg::optim::clip_grad_norm_tensor(captured->parameters(), kClipMaxNorm);   // on the device: capture-safe
     opt_captured.step();
   };
   auto load = [&](int k) {
@@ -184,36 +191,58 @@ TEST_CASE("cuda graphs: a captured step that clips its gradients on the device r
   eager_step(0);
   load(0);
   captured_step();   // the warm-up
+  CHECK(same_bits(norm.item<float>(), static_cast<float>(eager_norms[0])));
   tg::cuda::CUDAGraph graph;
   {
     tg::cuda::GraphCapture capture(graph);
     captured_step();
   }
-  for (int k = 1; k < 4; ++k) {
+  int clipped = 0, unclipped = 0;
+  for (int k = 1; k < kSteps; ++k) {
     CAPTURE(k);
     eager_step(k);
     load(k);
     graph.replay();
-    CHECK(eager_norms[static_cast<std::size_t>(k)] > kMaxNorm);
-    CHECK(same_bits(norm.item<float>(), static_cast<float>(eager_norms[static_cast<std::size_t>(k)])));
+    const double eager_norm = eager_norms[static_cast<std::size_t>(k)];
+    (eager_norm > kClipMaxNorm ? clipped : unclipped) += 1;
+    CHECK(same_bits(norm.item<float>(), static_cast<float>(eager_norm)));
   }
+  MESSAGE("clipped on " << clipped << " replays, not on " << unclipped);
+  CHECK(clipped > 0);
+  CHECK(unclipped > 0);
   check_same_parameters(*eager, *captured);
-  SUBCASE("clip_grad_norm returns a double: refused inside a capture, naming the way that stays on the device") {
-    tg::cuda::CUDAGraph other;
-    other.capture_begin();
-    opt_captured.zero_grad();
-    tg::mse_loss(captured->forward(x), y).backward();
-    CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm(captured->parameters(), kMaxNorm),
-                         doctest::Contains("clip_grads_with_norm_(params, max_norm, get_total_norm(grads))"),
-                         tg::CudaError);
-    CHECK_THROWS_AS(other.capture_end(), tg::CudaError);
-  }
-  SUBCASE("a captured SGD step keeps its lr: a change before a replay is refused, not ignored") {
-    opt_captured.param_groups()[0].options().set_lr(0.01);
-    CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
-    opt_captured.param_groups()[0].options().set_lr(0.05);
-    graph.replay();
-  }
+  if (then) then(graph, *captured, opt_captured, x, y);
+}
+
+}  // namespace
+
+TEST_CASE("cuda graphs: a captured step that clips its gradients on the device replays as the eager steps") {
+  TG_NEED_CUDA();
+  check_captured_clipping<tg::optim::Adam>(tg::optim::AdamOptions(1e-2).capturable(true), {});
+  check_captured_clipping<tg::optim::SGD>(
+      tg::optim::SGDOptions(0.05),
+      [](tg::cuda::CUDAGraph& graph, Mlp& captured, tg::optim::SGD& opt_captured, const Tensor& x, const Tensor& y) {
+        SUBCASE("clip_grad_norm returns a double: refused inside a capture before any work, naming the tensor form") {
+          tg::cuda::CUDAGraph other;
+          other.capture_begin();
+          opt_captured.zero_grad();
+          tg::mse_loss(captured.forward(x), y).backward();
+          CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm(captured.parameters(), kClipMaxNorm),
+                               doctest::Contains("clip_grad_norm_tensor"), tg::Error);
+          CHECK_THROWS_WITH_AS(tg::nn::utils::clip_grad_norm_(captured.parameters(), kClipMaxNorm),
+                               doctest::Contains("clip_grad_norm (nn::utils::clip_grad_norm_): inside a CUDA graph "
+                                                 "capture"),
+                               tg::Error);
+          other.capture_end();   // the refusals queued nothing: the capture is fine
+          CHECK(other.num_nodes() > 0);
+        }
+        SUBCASE("a captured SGD step keeps its lr: a change before a replay is refused, not ignored") {
+          opt_captured.param_groups()[0].options().set_lr(0.01);
+          CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
+          opt_captured.param_groups()[0].options().set_lr(0.05);
+          graph.replay();
+        }
+      });
 }
 
 TEST_CASE("cuda graphs: dropout inside a capture draws fresh masks at each replay, those of the eager steps") {
@@ -687,7 +716,7 @@ TEST_CASE("cuda graphs: error_if_nonfinite cannot be checked inside a capture an
   tg::cuda::CUDAGraph graph;
   graph.capture_begin();
   CHECK_THROWS_WITH_AS(tg::optim::get_total_norm(grads, 2.0, true), doctest::Contains("error_if_nonfinite"), tg::Error);
-  CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm(model->parameters(), 1.0, 2.0, true),
+  CHECK_THROWS_WITH_AS(tg::optim::clip_grad_norm_tensor(model->parameters(), 1.0, 2.0, true),
                        doctest::Contains("error_if_nonfinite"), tg::Error);
   const Tensor norm = tg::optim::get_total_norm(grads, 2.0, false);
   graph.capture_end();   // the refusals queued nothing: the capture is fine
@@ -695,118 +724,282 @@ TEST_CASE("cuda graphs: error_if_nonfinite cannot be checked inside a capture an
   CHECK(same_bits(norm.item<float>(), eager_norm));
 }
 
+namespace {
+
+/// The state() entries of an optimizer, copied to the CPU (step counts and buffers).
+std::vector<std::pair<std::string, Tensor>> state_copy(const tg::optim::Optimizer& opt) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, t] : opt.state()) out.emplace_back(name, Tensor(t).to(Device::cpu()).clone());
+  return out;
+}
+
+/// Two optimizers' states hold the same entries with the same bits (float32 buffers, int64 counts).
+void check_same_state(const std::vector<std::pair<std::string, Tensor>>& a,
+                      const std::vector<std::pair<std::string, Tensor>>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(a[i].first);
+    REQUIRE(a[i].first == b[i].first);
+    REQUIRE(a[i].second.dtype() == b[i].second.dtype());
+    if (a[i].second.dtype() == tg::kInt64) CHECK(a[i].second.item<int64_t>() == b[i].second.item<int64_t>());
+    else check_same_bits(a[i].second, b[i].second);
+  }
+}
+
+/// The parameters of m copied to the CPU.
+std::vector<Tensor> parameters_copy(Mlp& m) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : m.parameters()) out.push_back(p.detach().to(Device::cpu()).clone());
+  return out;
+}
+
 // Note [GradScaler in CUDA graphs] in optim/grad_scaler.cpp: a whole mixed-precision iteration
-// (autocast forward, scaled backward, unscale_, clipping, step, update) captured once and replayed;
-// one replay sees an inf in its input, so its step is skipped and the scale backs off, and the scale
-// grows again after growth_interval clean steps, all decided on the device.
-TEST_CASE("cuda graphs: a captured GradScaler iteration skips inf steps and moves its scale as eager steps do") {
+// (autocast forward, scaled backward, unscale_, clip_grad_norm_tensor, step, update) captured once
+// and replayed against the same eager iterations, with optimizers of type Opt built from options.
+// One replay sees an inf in its input, so its step is skipped (parameters and the whole optimizer
+// state, step counts included, keep their bits) and the scale backs off; the scale grows again after
+// growth_interval clean steps, all decided on the device. max_norm lies among the gradients' norms,
+// so the clipping engages on some steps and not on others, and the lr halves between two replays.
+// For Adam, a control run whose skipped step advances the step counts (and nothing else) ends with
+// other parameters: the comparison sees a step count that a skip failed to keep.
+/// The max_norm of check_captured_scaler_iterations: among its steps' gradient norms.
+constexpr double kScalerMaxNorm = 1.0;
+
+template <class Opt, class Options>
+void check_captured_scaler_iterations(tg::DType dtype, const Options& options, double max_norm) {
+  constexpr bool kHasStepCounts = std::is_base_of<tg::optim::Adam, Opt>::value;
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second, control = twin_mlps(0.0).first;
+  Opt opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
+  Opt opt_control(control->parameters(), options);
+  const auto scaler_options = tg::amp::GradScalerOptions().init_scale(1024).growth_interval(2);
+  tg::amp::GradScaler scaler_eager(scaler_options), scaler_captured(scaler_options), scaler_control(scaler_options);
+  constexpr int kSteps = 8, kInfStep = 3, kLrStep = 5;
+  const double lr = options.lr();
+  auto data = [&](int k) {
+    auto [xk, yk] = batch(k);
+    if (k == kInfStep) xk = xk * std::numeric_limits<float>::infinity();
+    return std::make_pair(xk, yk);
+  };
+  auto iteration = [&](Mlp& m, Opt& opt, tg::amp::GradScaler& scaler, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss;
+    {
+      tg::amp::AutocastGuard guard(kGpu, dtype);
+      loss = tg::mse_loss(m.forward(x), y);
+    }
+    scaler.scale(loss).backward();
+    scaler.unscale_(opt);
+    const Tensor norm = tg::optim::clip_grad_norm_tensor(m.parameters(), max_norm);
+    const bool stepped = scaler.step(opt);
+    scaler.update();
+    return std::make_tuple(loss, norm, stepped);
+  };
+  auto lr_at = [&](int k) { return k < kLrStep ? lr : lr / 2; };
+  std::vector<float> eager_losses, eager_norms;
+  std::vector<double> eager_scales;
+  std::vector<int64_t> eager_trackers;
+  std::vector<bool> eager_stepped;
+  for (int k = 0; k < kSteps; ++k) {
+    auto [xk, yk] = data(k);
+    opt_eager.set_lr(lr_at(k));
+    const auto [loss, norm, stepped] = iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    eager_losses.push_back(loss.template item<float>());
+    eager_norms.push_back(norm.template item<float>());
+    eager_scales.push_back(scaler_eager.get_scale());
+    eager_trackers.push_back(scaler_eager.get_growth_tracker());
+    eager_stepped.push_back(stepped);
+    opt_control.set_lr(lr_at(k));
+    iteration(*control, opt_control, scaler_control, xk.to(kGpu), yk.to(kGpu));
+    if (kHasStepCounts && k == kInfStep) {   // the control: a skip that advanced the step counts
+      auto state = opt_control.state();
+      for (auto& [name, t] : state)
+        if (name.rfind("step.", 0) == 0) t = (Tensor(t) + 1).data();
+      opt_control.set_state(state);
+    }
+  }
+  // The schedule this test relies on: growth after two clean steps, then the skipped step's backoff
+  // and the regrowth; clipping on some clean steps and not on others.
+  CHECK(eager_scales[1] == 2048);
+  CHECK_FALSE(eager_stepped[kInfStep]);
+  CHECK(eager_scales[kInfStep] == eager_scales[kInfStep - 1] / 2);
+  CHECK(eager_scales[kInfStep + 2] == eager_scales[kInfStep] * 2);
+  int clipped = 0, unclipped = 0;
+  for (int k = 0; k < kSteps; ++k) {
+    if (k == kInfStep) continue;
+    (eager_norms[static_cast<std::size_t>(k)] > max_norm ? clipped : unclipped) += 1;
+  }
+  MESSAGE("clipped on " << clipped << " steps, not on " << unclipped);
+  CHECK(clipped > 0);
+  CHECK(unclipped > 0);
+
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss, norm;
+  auto feed = [&](int k) {
+    auto [xk, yk] = data(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  };
+  feed(0);
+  std::tie(loss, norm, std::ignore) = iteration(*captured, opt_captured, scaler_captured, x, y);   // warm-up: the state
+  CHECK(scaler_captured.get_scale() == eager_scales[0]);
+  tg::cuda::CUDAGraph graph;
+  {
+    tg::cuda::GraphCapture capture(graph);
+    std::tie(loss, norm, std::ignore) = iteration(*captured, opt_captured, scaler_captured, x, y);
+  }
+  std::vector<Tensor> params_before_inf;
+  std::vector<std::pair<std::string, Tensor>> state_before_inf;
+  for (int k = 1; k < kSteps; ++k) {
+    CAPTURE(k);
+    feed(k);
+    opt_captured.set_lr(lr_at(k));
+    if (k == kInfStep) {
+      params_before_inf = parameters_copy(*captured);
+      state_before_inf = state_copy(opt_captured);
+    }
+    graph.replay();
+    CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
+    if (k == kInfStep) CHECK_FALSE(std::isfinite(norm.item<float>()));
+    else CHECK(same_bits(norm.item<float>(), eager_norms[static_cast<std::size_t>(k)]));
+    // Read back only on some steps, so that replays in a row also carry the scale and the step
+    // counts on the device.
+    if (k == 2 || k >= kInfStep) {
+      CHECK(scaler_captured.get_scale() == eager_scales[static_cast<std::size_t>(k)]);
+      CHECK(scaler_captured.get_growth_tracker() == eager_trackers[static_cast<std::size_t>(k)]);
+    }
+    if (k == kInfStep) {   // the skipped step left every bit as it was, step counts included
+      const std::vector<Tensor> now = parameters_copy(*captured);
+      for (std::size_t i = 0; i < now.size(); ++i) check_same_bits(now[i], params_before_inf[i]);
+      check_same_state(state_copy(opt_captured), state_before_inf);
+    }
+  }
+  check_same_parameters(*eager, *captured);
+  check_same_state(state_copy(opt_eager), state_copy(opt_captured));
+  if (kHasStepCounts) {
+    bool differs = false;
+    const std::vector<Tensor> a = parameters_copy(*control), b = parameters_copy(*captured);
+    for (std::size_t i = 0; i < a.size(); ++i) differs = differs || (a[i] - b[i]).abs().max().item<double>() > 0;
+    CHECK(differs);
+  }
+  // An eager iteration after the replays continues from the device's scale and step counts, and a
+  // replay after it from the host's.
+  auto [xk, yk] = data(kSteps);
+  iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+  iteration(*captured, opt_captured, scaler_captured, xk.to(kGpu), yk.to(kGpu));
+  CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+  check_same_parameters(*eager, *captured);
+  check_same_state(state_copy(opt_eager), state_copy(opt_captured));
+  auto [xn, yn] = data(kSteps + 1);
+  const float eager_loss = std::get<0>(iteration(*eager, opt_eager, scaler_eager, xn.to(kGpu), yn.to(kGpu))).template item<float>();
+  feed(kSteps + 1);
+  graph.replay();
+  CHECK(same_bits(loss.item<float>(), eager_loss));
+  CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
+  check_same_parameters(*eager, *captured);
+  check_same_state(state_copy(opt_eager), state_copy(opt_captured));
+}
+
+}  // namespace
+
+TEST_CASE("cuda graphs: a captured GradScaler iteration with SGD skips inf steps and moves its scale as eager steps do") {
   TG_NEED_CUDA();
   for (tg::DType dtype : {tg::kBFloat16, tg::kFloat16}) {
     CAPTURE(tg::dtype_name(dtype));
-    const auto twins = twin_mlps(0.0);
-    const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
-    const auto options = tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true);
-    tg::optim::SGD opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
-    const auto scaler_options = tg::amp::GradScalerOptions().init_scale(1024).growth_interval(2);
-    tg::amp::GradScaler scaler_eager(scaler_options), scaler_captured(scaler_options);
-    constexpr int kSteps = 8, kInfStep = 3;
-    auto data = [&](int k) {
-      auto [xk, yk] = batch(k);
-      if (k == kInfStep) xk = xk * std::numeric_limits<float>::infinity();
-      return std::make_pair(xk, yk);
-    };
-    auto iteration = [&](Mlp& m, tg::optim::SGD& opt, tg::amp::GradScaler& scaler, const Tensor& x, const Tensor& y) {
-      opt.zero_grad();
-      Tensor loss;
-      {
-        tg::amp::AutocastGuard guard(kGpu, dtype);
-        loss = tg::mse_loss(m.forward(x), y);
-      }
-      scaler.scale(loss).backward();
-      scaler.unscale_(opt);
-      std::vector<Tensor> grads;
-      for (const Tensor& p : m.parameters()) grads.push_back(p.grad());
-      tg::optim::clip_grads_with_norm_(m.parameters(), 0.5, tg::optim::get_total_norm(grads));
-      const bool stepped = scaler.step(opt);
-      scaler.update();
-      return std::make_pair(loss, stepped);
-    };
-    std::vector<float> eager_losses;
-    std::vector<double> eager_scales;
-    std::vector<int64_t> eager_trackers;
-    std::vector<bool> eager_stepped;
-    for (int k = 0; k < kSteps; ++k) {
-      auto [xk, yk] = data(k);
-      const auto [loss, stepped] = iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
-      eager_losses.push_back(loss.item<float>());
-      eager_scales.push_back(scaler_eager.get_scale());
-      eager_trackers.push_back(scaler_eager.get_growth_tracker());
-      eager_stepped.push_back(stepped);
-    }
-    // The schedule this test relies on: growth after two clean steps, then the skipped step's backoff.
-    CHECK(eager_scales[1] == 2048);
-    CHECK_FALSE(eager_stepped[kInfStep]);
-    CHECK(eager_scales[kInfStep] == eager_scales[kInfStep - 1] / 2);
-    CHECK(eager_scales[kInfStep + 2] == eager_scales[kInfStep] * 2);
-    Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
-    auto feed = [&](int k) {
-      auto [xk, yk] = data(k);
-      x.copy_(xk);
-      y.copy_(yk);
-    };
-    feed(0);
-    loss = iteration(*captured, opt_captured, scaler_captured, x, y).first;   // warm-up: the momentum buffers
-    CHECK(scaler_captured.get_scale() == eager_scales[0]);
-    tg::cuda::CUDAGraph graph;
-    {
-      tg::cuda::GraphCapture capture(graph);
-      loss = iteration(*captured, opt_captured, scaler_captured, x, y).first;
-    }
-    std::vector<Tensor> before_inf;
-    for (int k = 1; k < kSteps; ++k) {
-      CAPTURE(k);
-      feed(k);
-      if (k == kInfStep)
-        for (const Tensor& p : captured->parameters()) before_inf.push_back(p.detach().clone());
-      graph.replay();
-      CHECK(same_bits(loss.item<float>(), eager_losses[static_cast<std::size_t>(k)]));
-      // Read back only on some steps, so that replays in a row also carry the scale on the device.
-      if (k == 2 || k >= kInfStep) {
-        CHECK(scaler_captured.get_scale() == eager_scales[static_cast<std::size_t>(k)]);
-        CHECK(scaler_captured.get_growth_tracker() == eager_trackers[static_cast<std::size_t>(k)]);
-      }
-      if (k == kInfStep) {   // the skipped step left every parameter bit as it was
-        const std::vector<Tensor> now = captured->parameters();
-        for (std::size_t i = 0; i < now.size(); ++i) check_same_bits(now[i], before_inf[i]);
-      }
-    }
-    check_same_parameters(*eager, *captured);
-    // Eager iterations after the replays continue from the device's scale.
-    auto [xk, yk] = data(kSteps);
-    iteration(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
-    iteration(*captured, opt_captured, scaler_captured, xk.to(kGpu), yk.to(kGpu));
-    CHECK(scaler_captured.get_scale() == scaler_eager.get_scale());
-    check_same_parameters(*eager, *captured);
+    check_captured_scaler_iterations<tg::optim::SGD>(dtype, tg::optim::SGDOptions(0.05).momentum(0.9).capturable(true),
+                                                     kScalerMaxNorm);
   }
+}
+
+TEST_CASE("cuda graphs: a captured GradScaler iteration with Adam or AdamW keeps a skipped step's count, as eager steps do") {
+  TG_NEED_CUDA();
+  for (tg::DType dtype : {tg::kBFloat16, tg::kFloat16}) {
+    CAPTURE(tg::dtype_name(dtype));
+    check_captured_scaler_iterations<tg::optim::Adam>(dtype, tg::optim::AdamOptions(1e-2).capturable(true),
+                                                      kScalerMaxNorm);
+    check_captured_scaler_iterations<tg::optim::AdamW>(
+        dtype, tg::optim::AdamWOptions(1e-2).weight_decay(0.1).amsgrad().capturable(true), kScalerMaxNorm);
+  }
+}
+
+// Note [Captured Adam]: one capturable Adam captured in two graphs, a plain step (its counts
+// advance on the host before each replay) and a GradScaler iteration (its counts advance on the
+// device); replayed alternately, each continues from the counts the other left, as eager steps do.
+TEST_CASE("cuda graphs: a plain and a GradScaler capture of one Adam alternate, each continuing the other's step counts") {
+  TG_NEED_CUDA();
+  const auto twins = twin_mlps(0.0);
+  const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
+  const auto options = tg::optim::AdamOptions(1e-2).capturable(true);
+  tg::optim::Adam opt_eager(eager->parameters(), options), opt_captured(captured->parameters(), options);
+  tg::amp::GradScaler scaler_eager, scaler_captured;
+  auto plain = [](Mlp& m, tg::optim::Adam& opt, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    tg::mse_loss(m.forward(x), y).backward();
+    opt.step();
+  };
+  auto scaled = [](Mlp& m, tg::optim::Adam& opt, tg::amp::GradScaler& scaler, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    scaler.scale(tg::mse_loss(m.forward(x), y)).backward();
+    scaler.step(opt);
+    scaler.update();
+  };
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);
+  auto [x0, y0] = batch(0);
+  x.copy_(x0);
+  y.copy_(y0);
+  plain(*eager, opt_eager, x0.to(kGpu), y0.to(kGpu));
+  plain(*captured, opt_captured, x, y);   // warm-up: the state
+  tg::cuda::CUDAGraph plain_graph, scaled_graph;
+  {
+    tg::cuda::GraphCapture capture(plain_graph);
+    plain(*captured, opt_captured, x, y);
+  }
+  {
+    tg::cuda::GraphCapture capture(scaled_graph);
+    scaled(*captured, opt_captured, scaler_captured, x, y);
+  }
+  for (int k = 1; k < 7; ++k) {   // scaled, scaled, plain, scaled, plain, plain
+    CAPTURE(k);
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+    const bool use_scaler = k == 1 || k == 2 || k == 4;
+    if (use_scaler) scaled(*eager, opt_eager, scaler_eager, xk.to(kGpu), yk.to(kGpu));
+    else plain(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu));
+    (use_scaler ? scaled_graph : plain_graph).replay();
+  }
+  check_same_parameters(*eager, *captured);
+  const auto state = state_copy(opt_captured);
+  check_same_state(state_copy(opt_eager), state);
+  for (const auto& [name, t] : state)
+    if (name.rfind("step.", 0) == 0) CHECK(t.item<int64_t>() == 7);   // the warm-up and six replays
 }
 
 TEST_CASE("cuda graphs: GradScaler::step inside a capture refuses an optimizer with host-side state") {
   TG_NEED_CUDA();
   const std::shared_ptr<Mlp> model = twin_mlps(0.0).first;
   const Tensor x = tg::randn({5, 8}).to(kGpu), y = tg::randn({5, 4}).to(kGpu);
-  tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3).capturable(true));
-  tg::amp::GradScaler scaler;
-  auto iteration = [&] {
-    adam.zero_grad();
-    scaler.scale(tg::mse_loss(model->forward(x), y)).backward();
-    return scaler.step(adam);
+  auto check_refused = [&](tg::optim::Optimizer& opt, const char* message) {
+    tg::amp::GradScaler scaler;
+    auto iteration = [&] {
+      opt.zero_grad();
+      scaler.scale(tg::mse_loss(model->forward(x), y)).backward();
+      return scaler.step(opt);
+    };
+    CHECK(iteration());   // eagerly fine (and the warm-up)
+    scaler.update();
+    tg::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    CHECK_THROWS_WITH_AS(iteration(), doctest::Contains(message), tg::Error);
+    graph.capture_end();   // nothing illegal reached the stream
   };
-  CHECK(iteration());   // eagerly fine
-  scaler.update();
-  tg::cuda::CUDAGraph graph;
-  graph.capture_begin();
-  CHECK_THROWS_WITH_AS(iteration(), doctest::Contains("only SGD"), tg::Error);
-  graph.capture_end();   // nothing illegal reached the stream
+  SUBCASE("RMSprop computes its scalars on the host") {
+    tg::optim::RMSprop rms(model->parameters(), tg::optim::RMSpropOptions(1e-3));
+    check_refused(rms, "only SGD and Adam/AdamW with capturable(true)");
+  }
+  SUBCASE("Adam without capturable") {
+    tg::optim::Adam adam(model->parameters(), tg::optim::AdamOptions(1e-3));
+    check_refused(adam, "capturable(true)");
+  }
 }
 
 TEST_CASE("cuda graphs: capturable and fixed-lr SGD groups in one capture, and GradScaler::update(new_scale)") {
@@ -858,8 +1051,9 @@ TEST_CASE("cuda graphs: capturable and fixed-lr SGD groups in one capture, and G
   CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("keeps the lr it was captured with"), tg::Error);
 }
 
-// What the refusal above advises for Adam: capture the forward and the scaled backward, then unscale,
-// step and update eagerly after each replay; the replays read the scale the eager update() left.
+// What the refusal above advises for the optimizers it refuses (here Adam without capturable):
+// capture the forward and the scaled backward, then unscale, step and update eagerly after each
+// replay; the replays read the scale the eager update() left.
 TEST_CASE("cuda graphs: a captured scaled backward with eager GradScaler steps follows the eager iterations") {
   TG_NEED_CUDA();
   const auto twins = twin_mlps(0.0);

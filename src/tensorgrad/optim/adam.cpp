@@ -55,32 +55,94 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
 // replay queues one small launch before the graph and the host never waits. The state must exist
 // before the capture (a warm-up step): creating it inside would zero it at every replay. The hook
 // holds the CapturedStep; the optimizer's destructor marks it gone, and a replay after that raises.
+//
+// Under a captured GradScaler (capture_step_unless_found) a replay may skip the step, which the
+// host cannot know without reading the flag back, so it cannot count the steps: the step counts of
+// the captured parameters move to the device (CapturedStep::steps, float64, a graph_input). Each
+// replay computes t = steps + 1 and the step values from it on the device, adam_step_values's
+// float64 operations in its order (1 - beta^t, lr / bc1, 1 / sqrt(bc2)), with lr, the decay
+// factor and the betas written by the hook, and stores where(found, steps, t) back, so a skipped
+// step leaves the count as PyTorch's fused step with found_inf does (Note [Skipped captured
+// steps] in optim/optimizer.cpp undoes the rest). The hook writes the host's counts there first
+// when they are newer (the first replay, or eager steps since); after replays, the first host use
+// of the counts (step(), state(), set_state(), another graph's replay) reads them back once
+// (pull_steps), so eager steps and replays can alternate. On the emulator the device's pow is the
+// host's and the replays give the eager bits; on a GPU the division and square root are correctly
+// rounded but CUDA's float64 pow is within 2 ulp, so a bias correction may differ from the host's
+// in its last bits: float32 parameters round those away except in the rarest cases, float64
+// parameters can differ in their last bits.
 struct Adam::CapturedStep {
   Adam* owner;                        // null once the optimizer is destroyed
   RawTensor values;                   // (n, 3) float64 on the device: AdamStepValues per parameter
   std::vector<std::size_t> params;    // the captured parameters' indices
   std::vector<AdamHyper> hyper;       // and their groups' hyperparameters
+  RawTensor steps;                    // skippable only: (n) float64, the step counts on the device
+  RawTensor inputs;                   // skippable only: (n, 4) float64, lr, decay, beta1, beta2 per parameter
 };
+
+namespace {
+/// Inside a capture: the AdamStepValues rows (n, 3) of the steps t (float64 (n, 1)) from inputs (n,
+/// 4: lr, decay, beta1, beta2), computed as adam_step_values computes them on the host.
+RawTensor step_values_on_device(const RawTensor& inputs, const RawTensor& t) {
+  auto column = [&](int64_t j) { return inputs.narrow(1, j, 1); };
+  const RawTensor one = prim::scalar_like(1.0, t);
+  const RawTensor bc1 = prim::sub(one, prim::binary(BinaryOp::Pow, column(2), t, "Adam"));
+  const RawTensor bc2 = prim::sub(one, prim::binary(BinaryOp::Pow, column(3), t, "Adam"));
+  const RawTensor step_size = prim::div(column(0), bc1);
+  const RawTensor inv_sqrt_bc2 = prim::div(one, prim::unary(UnaryOp::Sqrt, bc2));
+  return prim::cat({step_size, inv_sqrt_bc2, column(1)}, 1);
+}
+}  // namespace
 
 Adam::~Adam() {
   for (const auto& weak : captured_)
     if (auto c = weak.lock()) c->owner = nullptr;
 }
 
-void Adam::write_step_values(const CapturedStep& c) {
-  std::vector<double> values(3 * c.params.size());
-  for (std::size_t r = 0; r < c.params.size(); ++r) {
-    State& s = state_[c.params[r]];
+void Adam::write_step_values(const std::shared_ptr<CapturedStep>& c) {
+  if (c->steps.defined()) {   // the step counts advance on the device
+    if (device_steps_ != c) {   // the host's counts are newer: the device starts from them
+      pull_steps();
+      std::vector<double> steps;
+      for (std::size_t i : c->params) steps.push_back(static_cast<double>(state_[i].step));
+      cuda::detail::write_graph_input(c->steps, steps);
+      device_steps_ = c;
+    }
+    std::vector<double> inputs;
+    for (std::size_t r = 0; r < c->params.size(); ++r) {
+      const double lr = lr_of(c->params[r]);
+      const AdamHyper& h = c->hyper[r];
+      inputs.insert(inputs.end(), {lr, adam_step_values(h, lr, 1).decay, h.beta1, h.beta2});   // decay: any step's
+    }
+    cuda::detail::write_graph_input(c->inputs, inputs);
+    return;
+  }
+  pull_steps();
+  std::vector<double> values(3 * c->params.size());
+  for (std::size_t r = 0; r < c->params.size(); ++r) {
+    State& s = state_[c->params[r]];
     if (s.step < std::numeric_limits<int64_t>::max()) ++s.step;
-    const AdamStepValues v = adam_step_values(c.hyper[r], lr_of(c.params[r]), s.step);
+    const AdamStepValues v = adam_step_values(c->hyper[r], lr_of(c->params[r]), s.step);
     values[3 * r] = v.step_size;
     values[3 * r + 1] = v.inv_sqrt_bc2;
     values[3 * r + 2] = v.decay;
   }
-  cuda::detail::write_graph_input(c.values, values);   // no host wait, no staging buffer
+  cuda::detail::write_graph_input(c->values, values);   // no host wait, no staging buffer
 }
 
-void Adam::capture_step() {
+void Adam::pull_steps() const {
+  const std::shared_ptr<CapturedStep> c = device_steps_;
+  if (!c || cuda::is_current_stream_capturing()) return;
+  const RawTensor host = c->steps.to(Device::cpu()).contiguous();   // the one synchronization
+  const double* v = host.data<double>();
+  auto* self = const_cast<Adam*>(this);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (std::size_t r = 0; r < c->params.size(); ++r)   // 2^63 (a count at int64's limit) stays at the limit
+    self->state_[c->params[r]].step = v[r] >= 0x1p63 ? kMax : static_cast<int64_t>(v[r]);
+  self->device_steps_.reset();
+}
+
+void Adam::capture_step(const RawTensor& found_inf) {
   const char* who = decoupled_ ? "AdamW" : "Adam";
   std::vector<std::size_t> captured;
   Device device = Device::cpu();
@@ -107,41 +169,56 @@ void Adam::capture_step() {
   c->params = captured;
   // Written by the replay hook before each replay, so in memory no temporary of the graph shares.
   const int64_t n = static_cast<int64_t>(captured.size());
-  c->values = cuda::detail::graph_input(3 * n, device.index()).view({n, 3});
-  std::vector<AdamParam> update;
-  AdamHyper hyper;
-  hyper.decoupled = decoupled_;
-  auto flush = [&] {
-    if (!update.empty()) prim::adam_step(update, hyper);
-    update.clear();
-  };
-  for (std::size_t r = 0; r < captured.size(); ++r) {
-    const std::size_t i = captured[r];
-    const AdamOptions& o = options_of<AdamOptions>(i);
-    if (!same_hyper(o, hyper)) {
-      flush();
-      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
-    }
-    c->hyper.push_back(hyper);
-    const State& s = state_[i];
-    update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
-                               o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step + 1,
-                               c->values.select(0, static_cast<int64_t>(r))});
+  RawTensor next_steps;
+  if (found_inf.defined()) {   // the step counts on the device
+    c->steps = cuda::detail::graph_input(n, device.index()).view({n, 1});
+    c->inputs = cuda::detail::graph_input(4 * n, device.index()).view({n, 4});
+    next_steps = prim::add(c->steps, prim::scalar_like(1.0, c->steps));
+    c->values = step_values_on_device(c->inputs, next_steps);
+  } else {
+    c->values = cuda::detail::graph_input(3 * n, device.index()).view({n, 3});
   }
-  flush();
-  for (std::size_t i : captured) finish_update(i);
+  auto update_all = [&] {
+    std::vector<AdamParam> update;
+    AdamHyper hyper;
+    hyper.decoupled = decoupled_;
+    auto flush = [&] {
+      if (!update.empty()) prim::adam_step(update, hyper);
+      update.clear();
+    };
+    for (std::size_t r = 0; r < captured.size(); ++r) {
+      const std::size_t i = captured[r];
+      const AdamOptions& o = options_of<AdamOptions>(i);
+      if (!same_hyper(o, hyper)) {
+        flush();
+        hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
+      }
+      c->hyper.push_back(hyper);
+      const State& s = state_[i];
+      update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
+                                 o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step + 1,
+                                 c->values.select(0, static_cast<int64_t>(r))});
+    }
+    flush();
+    for (std::size_t i : captured) finish_update(i);
+  };
+  if (found_inf.defined()) {
+    restore_where_found(found_inf, update_all);   // Note [Skipped captured steps]
+    prim::copy_(c->steps, prim::where(found_mask(found_inf), c->steps, next_steps));
+  } else {
+    update_all();
+  }
   captured_.erase(std::remove_if(captured_.begin(), captured_.end(), [](const auto& w) { return w.expired(); }),
                   captured_.end());
   captured_.push_back(c);
   cuda::detail::add_replay_hook([c] {
     TG_CHECK(c->owner != nullptr, Error, "CUDAGraph::replay: the Adam optimizer whose step was captured in this "
              "graph has been destroyed");
-    c->owner->write_step_values(*c);
+    c->owner->write_step_values(c);
   });
 }
 
-void Adam::step() {
-  const char* who = decoupled_ ? "AdamW" : "Adam";
+void Adam::check_step(const char* who) const {
   check_grads(who);   // a step updates all parameters or none
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
@@ -149,15 +226,26 @@ void Adam::step() {
     check_state_matches(who, i, "exp_avg_sq", state_[i].exp_avg_sq);
     check_state_matches(who, i, "max_exp_avg_sq", state_[i].max_exp_avg_sq);
   }
+}
+
+void Adam::capture_step_unless_found(const RawTensor& found_inf) {
+  check_step(decoupled_ ? "AdamW" : "Adam");
+  NoGradGuard no_grad;
+  capture_step(found_inf);   // Note [Captured Adam]
+}
+
+void Adam::step() {
+  check_step(decoupled_ ? "AdamW" : "Adam");
   NoGradGuard no_grad;
   if (cuda::is_current_stream_capturing()) {
     bool on_cuda = false;
     for (const Tensor& p : params_) on_cuda = on_cuda || (p.grad().defined() && p.device().is_cuda());
     if (on_cuda) {
-      capture_step();   // Note [Captured Adam]
+      capture_step(RawTensor());   // Note [Captured Adam]
       return;
     }
   }
+  pull_steps();
   // One fused update of every parameter with a gradient per run of consecutive groups with the same
   // hyperparameters (the learning rate and amsgrad travel with each parameter, so groups that differ
   // only in them share the call): prim::adam_step groups them by (device, dtype), one launch per 24
@@ -205,6 +293,7 @@ void Adam::update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam
 }
 
 std::vector<std::pair<std::string, RawTensor>> Adam::state() const {
+  pull_steps();
   std::vector<std::pair<std::string, RawTensor>> out;
   for (std::size_t i = 0; i < state_.size(); ++i) {
     const State& s = state_[i];
@@ -221,6 +310,7 @@ std::vector<std::pair<std::string, RawTensor>> Adam::state() const {
 
 void Adam::set_state(const std::vector<std::pair<std::string, RawTensor>>& entries) {
   // Validate every entry and that each parameter's entries are complete, then copy, then swap.
+  pull_steps();   // the loaded counts replace the device's too: the next replay writes them there
   std::vector<State> next(params_.size());
   std::vector<RawTensor> masters(params_.size());
   std::vector<bool> has_step(params_.size(), false);

@@ -86,6 +86,10 @@ class Adam : public Optimizer {
   /// One update of every parameter with a gradient (see Optimizer::step). Inside a CUDA graph
   /// capture every group must be capturable and every parameter's state must exist (a warm-up step).
   void step() override;
+  /// step() inside a CUDA graph capture, skipped on the device where found_inf is set (see
+  /// Optimizer::capture_step_unless_found): the captured parameters' step counts then live on the
+  /// device, where a skipped replay leaves them (Note [Captured Adam] in optim/adam.cpp).
+  void capture_step_unless_found(const RawTensor& found_inf) override;
   /// The default options (those it was built with; each group's are in param_groups()).
   const AdamOptions& options() const { return static_cast<const AdamOptions&>(defaults()); }
   /// `exp_avg.<i>`, `exp_avg_sq.<i>`, `max_exp_avg_sq.<i>` (amsgrad) and `step.<i>` (0-d int64) per parameter.
@@ -105,14 +109,23 @@ class Adam : public Optimizer {
   };
   /// Creates or moves parameter i's state and appends its update (its group's options o).
   void update_one(std::size_t i, const AdamOptions& o, std::vector<AdamParam>& update, std::vector<std::size_t>& updated);
+  /// What every step checks first: the gradients and the state's shapes (Error naming who).
+  void check_step(const char* who) const;
   struct CapturedStep;   // Note [Captured Adam]
   /// A step inside a CUDA graph capture: the updates read their step values from device memory.
-  void capture_step();
-  /// Before a replay: advance the captured parameters' step counts and write their step values.
-  void write_step_values(const CapturedStep& c);
+  /// With found_inf defined, each replay skips it where found_inf is set and the step counts advance
+  /// on the device.
+  void capture_step(const RawTensor& found_inf);
+  /// Before a replay of c: write the values its updates read (and advance the host's step counts,
+  /// or give the device the host's counts when they are newer).
+  void write_step_values(const std::shared_ptr<CapturedStep>& c);
+  /// When replays of a skippable captured step left newer step counts on the device: reads them
+  /// back (one synchronization) into state_. Nothing inside a capture.
+  void pull_steps() const;
   bool decoupled_;
   std::vector<State> state_;
   std::vector<std::weak_ptr<CapturedStep>> captured_;   // owned by the graphs' replay hooks
+  std::shared_ptr<CapturedStep> device_steps_;   // the captured step whose device counts are newer than state_'s
 };
 
 /// Options of AdamW, as libtorch's AdamWOptions: AdamOptions with libtorch's AdamW default

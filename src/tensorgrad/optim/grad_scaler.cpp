@@ -55,11 +55,11 @@ float to_float(double v) { return static_cast<float>(v); }
 // - scale(outputs) multiplies by float32(S) converted on the device; unscale_() by float32(1 / S)
 //   taken in float64 on the device and rounded, PyTorch's reciprocal (and always: multiplying by 1
 //   changes no bits, so the eager skip of that case needs no twin).
-// - step() applies the optimizer's update, then puts back the parameters and the optimizer state
-//   it saved before the update wherever the summed inf/NaN flag is set (where(found, old, new)): a
-//   skipped step leaves every bit as it was. The optimizer's whole state must be on the device,
-//   which holds for SGD (its momentum buffers and master weights); Adam's step count is kept on the
-//   host and would advance, so other optimizers are refused.
+// - step() captures the optimizer's update so that each replay skips it on the device wherever the
+//   summed inf/NaN flag is set (Optimizer::capture_step_unless_found, Note [Skipped captured steps]
+//   in optim/optimizer.cpp): a skipped step leaves the parameters and the whole state, Adam's step
+//   counts included, bit for bit as they were. SGD and capturable Adam/AdamW support it; optimizers
+//   that compute their scalars on the host are refused.
 // - update() applies torch._amp_update_scale_'s rule with where(): backoff, or growth after
 //   growth_interval clean steps (kept when the float32 product is infinite), the products in float64
 //   rounded to float32 and S kept at least the smallest normal float32, as the eager update does.
@@ -118,26 +118,6 @@ RawTensor GradScaler::found_inf_on_device(const std::vector<RawTensor>& flags, c
     found = found.defined() ? prim::add(found, f) : f;
   }
   return found;
-}
-
-void GradScaler::step_on_device(optim::Optimizer& optimizer, const RawTensor& found) {
-  TG_CHECK(dynamic_cast<optim::SGD*>(&optimizer) != nullptr, Error, "GradScaler::step: inside a CUDA graph capture "
-           "the step is skipped on the device by restoring the optimizer's state, which needs all of it on the "
-           "device; this optimizer keeps part of it on the host (Adam's step count), so only SGD is supported; "
-           "capture the forward and the scaled backward only and call step() and update() after replay()");
-  // What the update writes: the parameters with a gradient and the optimizer's state tensors (the
-  // live buffers: SGD::state aliases them), saved before it.
-  std::vector<RawTensor> targets;
-  for (const Tensor& p : optimizer.params())
-    if (p.grad().defined()) targets.push_back(p.data());
-  for (const auto& entry : optimizer.state())
-    if (entry.second.device().is_cuda()) targets.push_back(entry.second);
-  std::vector<RawTensor> saved;
-  saved.reserve(targets.size());
-  for (const RawTensor& t : targets) saved.push_back(t.clone());
-  optimizer.step();
-  const RawTensor skip = prim::binary(BinaryOp::Ne, found, prim::scalar_like(0.0, found), "GradScaler::step");
-  for (std::size_t i = 0; i < targets.size(); ++i) prim::copy_(targets[i], prim::where(skip, saved[i], targets[i]));
 }
 
 GradScaler::GradScaler(GradScalerOptions options)
@@ -358,7 +338,7 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   TG_CHECK(!st.found_inf.empty(), Error, "step: No inf checks were recorded for this optimizer. None of its "
            "parameters has a gradient.");
   if (capturing(st.found_inf.front().device())) {   // Note [GradScaler in CUDA graphs]
-    step_on_device(optimizer, found_inf_on_device(st.found_inf, "step"));
+    optimizer.capture_step_unless_found(found_inf_on_device(st.found_inf, "step"));   // Note [Skipped captured steps]
     state_of(optimizer).stage = Stage::kStepped;
     return true;   // each replay decides on the device
   }

@@ -59,10 +59,11 @@ struct GradScalerOptions {
 ///
 /// Inside a CUDA graph capture (Note [GradScaler in CUDA graphs] in optim/grad_scaler.cpp) scale(),
 /// unscale_(), step() and update() read nothing back: S and the growth tracker live in device memory
-/// the captured work reads and update() rewrites with the same rule, and step() applies the
-/// optimizer's update and then keeps the old parameters and state where the step found an inf/NaN.
-/// step() inside a capture supports SGD (whose whole state is on the device; Error for other
-/// optimizers) and returns true (whether a replay applies the step is decided on the device).
+/// the captured work reads and update() rewrites with the same rule, and step() captures the
+/// optimizer's update so that a replay whose gradients held an inf/NaN keeps the old parameters and
+/// state, step counts included (optim::Optimizer::capture_step_unless_found). step() inside a capture
+/// supports SGD and Adam/AdamW with capturable(true) (Error for other optimizers) and returns true
+/// (whether a replay applies the step is decided on the device).
 /// After replays, the first call outside a capture (get_scale() included) reads S and the tracker
 /// back once.
 ///
@@ -174,8 +175,6 @@ class GradScaler {
   void push_host_state();
   /// Inside a capture: the sum of every recorded inf/NaN flag (0-d float32 on the capture's device).
   RawTensor found_inf_on_device(const std::vector<RawTensor>& flags, const char* who);
-  /// Inside a capture: optimizer.step(), then its parameters and state restored where `found` is set.
-  void step_on_device(optim::Optimizer& optimizer, const RawTensor& found);
   /// Inside a capture: the update rule applied to the device state, with `found` the summed flag.
   void update_on_device(const RawTensor& found);
 

@@ -210,6 +210,44 @@ void Optimizer::refuse_capture(const char* who) const {
              "or use SGD or Adam/AdamW with capturable(true)");
 }
 
+// Note [Skipped captured steps]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Eagerly a GradScaler reads its inf/NaN flag and calls step() or not; a CUDA graph cannot read it
+// back, so inside a capture each replay decides on the device (Note [GradScaler in CUDA graphs] in
+// optim/grad_scaler.cpp). capture_step_unless_found captures the update as usual, between a clone
+// of everything it writes and a where(found, saved, updated) copied back: the parameters with a
+// gradient and the optimizer's state tensors (state() aliases the live buffers: momentum, Adam's
+// moments, the float32 master copies of 16-bit parameters). A replay that found an inf or a NaN so
+// leaves every bit as it was, and a clean one keeps the update's bits (where() copies them). What
+// an optimizer keeps on the host must not advance either: SGD has nothing there; Adam moves its
+// captured step counts to the device and advances them with the same where() (Note [Captured Adam]
+// in optim/adam.cpp). The other optimizers compute their scalars on the host and are refused.
+void Optimizer::capture_step_unless_found(const RawTensor&) {
+  throw Error(detail::cat(name_, ": GradScaler::step inside a CUDA graph capture skips a step with inf/NaN "
+                          "gradients on the device, which needs the optimizer's whole state there; ", name_,
+                          " computes its scalars on the host, so only SGD and Adam/AdamW with capturable(true) "
+                          "are supported; capture the forward and the scaled backward only and call step() and "
+                          "update() after replay()"));
+}
+
+RawTensor Optimizer::found_mask(const RawTensor& found_inf) {
+  return prim::binary(BinaryOp::Ne, found_inf, prim::scalar_like(0.0, found_inf), "GradScaler::step");
+}
+
+void Optimizer::restore_where_found(const RawTensor& found_inf, const std::function<void()>& update) {
+  std::vector<RawTensor> targets;
+  for (const Tensor& p : params_)
+    if (p.grad().defined()) targets.push_back(p.data());
+  for (const auto& entry : state())
+    if (entry.second.device().is_cuda()) targets.push_back(entry.second);
+  std::vector<RawTensor> saved;
+  saved.reserve(targets.size());
+  for (const RawTensor& t : targets) saved.push_back(t.clone());
+  update();
+  const RawTensor skip = found_mask(found_inf);
+  for (std::size_t i = 0; i < targets.size(); ++i) prim::copy_(targets[i], prim::where(skip, saved[i], targets[i]));
+}
+
 void Optimizer::check_state_matches(const char* who, std::size_t i, const char* name, const RawTensor& state) const {
   const Tensor& p = params_[i];
   TG_CHECK(!state.defined() || state.shape() == p.shape(), ShapeError, who, ": the size of ", name, " (",
@@ -345,6 +383,10 @@ void SGD::step() {
     }
     if (c->values.defined()) cuda::detail::write_graph_input(c->values, values);   // no host wait
   });
+}
+
+void SGD::capture_step_unless_found(const RawTensor& found_inf) {
+  restore_where_found(found_inf, [this] { step(); });   // Note [Skipped captured steps]
 }
 
 // The base throws rather than returning nothing, so that an optimizer whose state was never wired

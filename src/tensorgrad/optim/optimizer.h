@@ -3,6 +3,7 @@
 // is one fused Backend::sgd_step per group (backend/cpu/optim.cpp, backend/cuda/optim.cu).
 // Adam/AdamW: optim/adam.h; RMSprop and the others: optim/optimizers.h; LBFGS: optim/lbfgs.h.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <typeinfo>
@@ -193,6 +194,13 @@ class Optimizer {
   /// Updates every parameter that has a gradient from it, without recording a graph. Every gradient
   /// and every group's options are checked first (Error), so a step updates all parameters or none.
   virtual void step() = 0;
+  /// Inside a CUDA graph capture (what amp::GradScaler::step calls there): captures one step that
+  /// each replay skips on the device wherever found_inf (a 0-d float32 on the capture's device:
+  /// nonzero or NaN when an inf/NaN gradient was found) is set, leaving the parameters and the whole
+  /// state, step counts included, bit for bit as they were (PyTorch's fused steps take found_inf the
+  /// same way). Nothing is read back. SGD and Adam/AdamW (with capturable(true)) override it; the
+  /// base raises Error naming the optimizer, whose step computes its scalars on the host.
+  virtual void capture_step_unless_found(const RawTensor& found_inf);
   /// Adds a group (PyTorch's add_param_group) with its options or the defaults; its state starts empty.
   void add_param_group(ParamGroup group);
   /// The number of parameter groups.
@@ -253,6 +261,13 @@ class Optimizer {
   /// SGD] in optim/optimizer.cpp); Adam with capturable(true) captures its step instead (Note
   /// [Captured Adam] in optim/adam.cpp).
   void refuse_capture(const char* who) const;
+  /// For capture_step_unless_found: runs `update` (the captured step) between a save of what it
+  /// writes (the parameters with a gradient and the CUDA tensors of state(), which alias the live
+  /// buffers) and a restore of those wherever found_inf is set (Note [Skipped captured steps]).
+  void restore_where_found(const RawTensor& found_inf, const std::function<void()>& update);
+  /// found_inf != 0 as a 0-d bool on its device (NaN counts as found): where a skipped step keeps
+  /// the old values.
+  static RawTensor found_mask(const RawTensor& found_inf);
   /// Before a step: the state tensor `name` of parameter i (undefined: not created yet) still has the
   /// parameter's shape; ShapeError naming who otherwise (the parameter's value was replaced by
   /// set_data with another shape), so that no fused update runs over a buffer of another size.
@@ -371,6 +386,9 @@ class SGD : public Optimizer {
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
   /// One update of every parameter with a gradient (see Optimizer::step).
   void step() override;
+  /// step() inside a CUDA graph capture, undone on the device where found_inf is set (see
+  /// Optimizer::capture_step_unless_found): SGD's whole state is on the device.
+  void capture_step_unless_found(const RawTensor& found_inf) override;
   /// "momentum_buffer.<parameter index>" (PyTorch's name) for each momentum buffer that exists (none
   /// before the first step). set_state also reads "velocity.<i>", the name in tensorgrad-1 checkpoints.
   std::vector<std::pair<std::string, RawTensor>> state() const override;

@@ -320,19 +320,33 @@ void clip_grads_with_norm_(const std::vector<Tensor>& params, double max_norm, c
   clip_with_norm(grads, max_norm, total_norm.data());
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
-  const std::vector<RawTensor> grads = defined_grads(params, "clip_grad_norm");
+namespace {
+/// clip_grad_norm_tensor's work, `who` naming the caller in messages.
+RawTensor clip_grad_norm_impl(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                              bool error_if_nonfinite, const char* who) {
+  const std::vector<RawTensor> grads = defined_grads(params, who);
   NoGradGuard no_grad;
-  const RawTensor total = total_norm(grads, norm_type, error_if_nonfinite, "clip_grad_norm");
+  const RawTensor total = total_norm(grads, norm_type, error_if_nonfinite, who);
   clip_with_norm(grads, max_norm, total);
-  try {
-    return total.item();   // the one synchronization with the device
-  } catch (const CudaError& e) {
-    if (!total.device().is_cuda() || !cuda::is_current_stream_capturing()) throw;
-    throw CudaError(detail::cat("clip_grad_norm: it returns the total norm as a double, which needs a host "
-                                "synchronization; inside a CUDA graph capture clip with clip_grads_with_norm_(params, "
-                                "max_norm, get_total_norm(grads)), which stays on the device (", e.what(), ")"));
-  }
+  return total;
+}
+}  // namespace
+
+Tensor clip_grad_norm_tensor(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) {
+  return Tensor(clip_grad_norm_impl(params, max_norm, norm_type, error_if_nonfinite, "clip_grad_norm_tensor"));
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+  // The double needs the total on the host, which a CUDA graph cannot read back: refused before any
+  // work is queued, so the capture stays usable.
+  for (const Tensor& p : params)
+    TG_CHECK(!(p.defined() && p.grad().defined() && p.grad().device().is_cuda() && cuda::is_current_stream_capturing()),
+             Error, "clip_grad_norm (nn::utils::clip_grad_norm_): inside a CUDA graph capture; it returns the total "
+             "norm as a double, which needs a host synchronization that a capture cannot hold; use "
+             "tg::optim::clip_grad_norm_tensor(params, max_norm, norm_type), which clips on the device and returns "
+             "the norm as a tensor (read it after replay())");
+  return clip_grad_norm_impl(params, max_norm, norm_type, error_if_nonfinite, "clip_grad_norm").item();   // the sync
 }
 
 }  // namespace optim

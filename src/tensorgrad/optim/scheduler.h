@@ -1,7 +1,7 @@
 // optim/scheduler.h: learning-rate schedulers in PyTorch's chainable form, stepped once per epoch (or
 // per iteration) after optimizer.step(): StepLR, CosineAnnealingLR, LinearLR (warm-up). Several on one
 // optimizer compose (Note [Chainable schedulers]). Also gradient-norm clipping: clip_grad_norm,
-// get_total_norm, clip_grads_with_norm_, and libtorch's tg::nn::utils::clip_grad_norm_.
+// clip_grad_norm_tensor, get_total_norm, clip_grads_with_norm_, and libtorch's tg::nn::utils::clip_grad_norm_.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -157,10 +157,20 @@ Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0
 /// so it can be captured into a CUDA graph.
 void clip_grads_with_norm_(const std::vector<Tensor>& params, double max_norm, const Tensor& total_norm);
 
-/// torch.nn.utils.clip_grad_norm_: get_total_norm of the gradients of params (parameters without one
-/// are skipped; Error for an undefined parameter), then clip_grads_with_norm_. Returns the total norm
-/// before clipping as a double (as libtorch's clip_grad_norm_ does; get_total_norm gives it as a
-/// tensor of its dtype). A negative or NaN max_norm is used as given, as PyTorch does.
+/// torch.nn.utils.clip_grad_norm_ as Python's returns: get_total_norm of the gradients of params
+/// (parameters without one are skipped; Error for an undefined parameter), then
+/// clip_grads_with_norm_. Returns the total norm before clipping as a 0-d tensor of its dtype on the
+/// first gradient's device (a float32 0 on the CPU when no parameter has a gradient). A negative or
+/// NaN max_norm is used as given, as PyTorch does. Nothing is read back (unless
+/// error_if_nonfinite), so it can be captured into a CUDA graph with the step it clips for; with
+/// error_if_nonfinite, Error inside a capture before any work is queued.
+Tensor clip_grad_norm_tensor(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
+                             bool error_if_nonfinite = false);
+
+/// clip_grad_norm_tensor with the total norm returned as a double (as libtorch's clip_grad_norm_
+/// returns it): one host synchronization. Error inside a CUDA graph capture of the gradients'
+/// device, before any work is queued: a capture cannot read the value back; use
+/// clip_grad_norm_tensor there.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                       bool error_if_nonfinite = false);
 
@@ -171,7 +181,8 @@ namespace utils {
 
 /// libtorch's spelling of tg::optim::clip_grad_norm (torch::nn::utils::clip_grad_norm_), with Python's
 /// rules: norm_type 0 counts the gradients with a nonzero element, where libtorch's C++ returns the
-/// number of gradients.
+/// number of gradients. It returns a double, so inside a CUDA graph capture it raises Error: use
+/// tg::optim::clip_grad_norm_tensor there (Python's return type, a tensor on the device).
 inline double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                               bool error_if_nonfinite = false) {
   return optim::clip_grad_norm(parameters, max_norm, norm_type, error_if_nonfinite);
