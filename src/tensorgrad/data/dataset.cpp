@@ -5,17 +5,13 @@
 #include <utility>
 
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/data/internal.h"
 #include "tensorgrad/prim/prim.h"
 
 namespace tg {
 namespace data {
 
 namespace {
-
-void check_index(int64_t index, int64_t size, const char* who) {
-  TG_CHECK(index >= 0 && index < size, IndexError, who, ": index ", index, " is out of range for a dataset of ", size,
-           " samples");
-}
 
 /// Stacks one field (data or target) of the examples along a new first dim: B x (...) -> (B, ...).
 RawTensor stack_field(const std::vector<Example<>>& examples, const std::vector<int64_t>& indices,
@@ -47,7 +43,7 @@ Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
   std::vector<Example<>> examples;
   examples.reserve(indices.size());
   for (int64_t index : indices) {
-    check_index(index, n, "Dataset::get_batch");
+    detail::check_index(index, n, "Dataset::get_batch");
     examples.push_back(get(index));
   }
   return {Tensor(stack_field(examples, indices, &Example<>::data, "data")),
@@ -66,13 +62,13 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data
 }
 
 Example<> TensorDataset::get(int64_t index) const {
-  check_index(index, size_, "TensorDataset::get");
+  detail::check_index(index, size_, "TensorDataset::get");
   return {Tensor(data_.data().select(0, index)), Tensor(targets_.data().select(0, index))};
 }
 
 Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   TG_CHECK(!indices.empty(), IndexError, "TensorDataset::get_batch: indices is empty");
-  for (int64_t index : indices) check_index(index, size_, "TensorDataset::get_batch");
+  for (int64_t index : indices) detail::check_index(index, size_, "TensorDataset::get_batch");
   const Shape shape{static_cast<int64_t>(indices.size())};
   // One gather per tensor: index (B) -> data (B, ...), targets (B, ...), fresh contiguous copies.
   RawTensor index = prim::from_host(indices.data(), shape, kInt64, data_.device());

@@ -7,16 +7,10 @@
 #include <utility>
 
 #include "tensorgrad/core/error.h"
+#include "tensorgrad/data/internal.h"
 
 namespace tg {
 namespace data {
-
-namespace {
-void check_index(int64_t index, int64_t size, const char* who) {
-  TG_CHECK(index >= 0 && index < size, IndexError, who, ": index ", index, " is out of range for a dataset of ", size,
-           " samples");
-}
-}  // namespace
 
 // ------------------------------------------------------------------------------------------------
 // Subset
@@ -29,7 +23,7 @@ Subset::Subset(const Dataset& dataset, std::vector<int64_t> indices) : dataset_(
 }
 
 Example<> Subset::get(int64_t index) const {
-  check_index(index, size(), "Subset::get");
+  detail::check_index(index, size(), "Subset::get");
   return dataset_->get(indices_[static_cast<size_t>(index)]);
 }
 
@@ -38,7 +32,7 @@ Batch Subset::get_batch(const std::vector<int64_t>& indices) const {
   std::vector<int64_t> mapped;
   mapped.reserve(indices.size());
   for (const int64_t index : indices) {
-    check_index(index, size(), "Subset::get_batch");
+    detail::check_index(index, size(), "Subset::get_batch");
     mapped.push_back(indices_[static_cast<size_t>(index)]);
   }
   return dataset_->get_batch(mapped);
@@ -61,7 +55,7 @@ ConcatDataset::ConcatDataset(std::vector<std::reference_wrapper<const Dataset>> 
 }
 
 Example<> ConcatDataset::get(int64_t index) const {
-  check_index(index, size(), "ConcatDataset::get");
+  detail::check_index(index, size(), "ConcatDataset::get");
   // the first dataset whose cumulative size exceeds index (PyTorch's bisect_right)
   const auto k = static_cast<size_t>(std::upper_bound(cumulative_sizes_.begin(), cumulative_sizes_.end(), index) -
                                      cumulative_sizes_.begin());

@@ -5,20 +5,12 @@
 
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/data/idx.h"
+#include "tensorgrad/data/internal.h"
 #include "tensorgrad/ops/ops.h"
 
 namespace tg {
 namespace data {
 namespace datasets {
-
-namespace {
-
-void check_index(size_t index, int64_t size, const char* who) {
-  TG_CHECK(index < static_cast<size_t>(size), IndexError, who, ": index ", index,
-           " is out of range for a dataset of ", size, " samples");
-}
-
-}  // namespace
 
 MNIST::MNIST(const std::string& root, Mode mode) : mode_(mode) {
   const data::MNIST files(root, mode == Mode::kTrain ? Split::Train : Split::Test);
@@ -27,7 +19,7 @@ MNIST::MNIST(const std::string& root, Mode mode) : mode_(mode) {
 }
 
 Example<> MNIST::get(size_t index) {
-  check_index(index, images_.size(0), "MNIST::get");
+  data::detail::check_index(index, images_.size(0), "MNIST::get");
   const auto i = static_cast<int64_t>(index);
   return {Tensor(images_.data().select(0, i)), Tensor(targets_.data().select(0, i))};
 }
@@ -43,7 +35,7 @@ TensorDataset::TensorDataset(Tensor t) : tensor(std::move(t)) {
 }
 
 TensorExample TensorDataset::get(size_t index) {
-  check_index(index, tensor.size(0), "TensorDataset::get");
+  data::detail::check_index(index, tensor.size(0), "TensorDataset::get");
   return tensor.select(0, static_cast<int64_t>(index));
 }
 
