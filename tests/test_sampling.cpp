@@ -62,6 +62,34 @@ TEST_CASE("multinomial with replacement: frequencies proportional to the weights
   CHECK(tg::multinomial(tg::ones({1}), 5, true).to_vector<int64_t>() == std::vector<int64_t>(5, 0));
 }
 
+TEST_CASE("multinomial with replacement: each draw inverts its row's CDF at the generator's uniform") {
+  // Rows of 100003 weights (not a multiple of the CPU's blocks of 8), some zero, one zero but for
+  // its last weight, one with a few large weights; float32 and float64. Each draw must be the first
+  // category whose float64 running sum over the total is above the uniform the same seed gives
+  // (draws at a rounding boundary of the running sums have probability about 1e-12 here).
+  const int64_t C = 100003, S = 37;
+  std::vector<double> w(static_cast<std::size_t>(3 * C));
+  for (int64_t k = 0; k < C; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    w[i] = k % 7 == 3 ? 0.0 : 0.5 + std::sin(0.37 * static_cast<double>(k)) * 0.4;
+    w[static_cast<std::size_t>(C) + i] = k == C - 1 ? 2.5 : 0.0;
+    w[static_cast<std::size_t>(2 * C) + i] = k % 9973 == 5 ? 1e4 : 1e-3;
+  }
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    const Tensor p = tg::from_vector(w, {3, C}).to(dt);
+    tg::manual_seed(123);
+    const std::vector<int64_t> got = tg::multinomial(p, S, true).to_vector<int64_t>();
+    tg::manual_seed(123);
+    const Tensor u = tg::rand({3, S}, tg::TensorOptions().dtype(tg::kFloat64));
+    const Tensor run = tg::cumsum(p.to(tg::kFloat64), 1);
+    const Tensor cdf = run / tg::narrow(run, 1, C - 1, 1);
+    const Tensor want = tg::sum(tg::unsqueeze(cdf, 1) <= tg::unsqueeze(u, 2), {2});
+    CHECK(got == want.to_vector<int64_t>());
+    for (int64_t j = 0; j < S; ++j) CHECK(got[static_cast<std::size_t>(S + j)] == C - 1);
+  }
+}
+
 TEST_CASE("multinomial without replacement: distinct indices, the first draw proportional to the weights") {
   tg::manual_seed(2);
   const int64_t rows = 6000;

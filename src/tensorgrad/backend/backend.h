@@ -239,6 +239,20 @@ class Backend {
   /// when reverse; op is Add or Mul. x and out contiguous, of one shape and dtype (float32, float64 or
   /// int64: prim::scan converts the others). Sets out.
   virtual void scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const RawTensor& out) = 0;
+  /// Multinomial draws with replacement by the inverse CDF (prim::sample_categories): probs (R, C), C
+  /// > 0, contiguous, float32 or float64; u (R, S) float64 in [0, 1) -> out (R, S) int64, each u's
+  /// category: the number of the row's running sums (float64, in order), divided by the last, that
+  /// are <= u, at most C - 1; status (R) int64: 1 for a row with a NaN, an infinity or a negative
+  /// element, else 2 where its sum is not positive, else 0 (a bad row's draws are unspecified). Returns
+  /// false, having done nothing, where this backend does not draw them itself (prim composes them).
+  virtual bool sample_categories(const RawTensor& probs, const RawTensor& u, const RawTensor& out,
+                                 const RawTensor& status) {
+    (void)probs;
+    (void)u;
+    (void)out;
+    (void)status;
+    return false;
+  }
   /// One (batched) matrix product, see GemmArgs.
   virtual void gemm(const GemmArgs& args) = 0;
   /// Whether gemm() multiplies operands of this floating dtype itself, with float32 accumulation for

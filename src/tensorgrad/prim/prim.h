@@ -58,6 +58,17 @@ RawTensor random(const philox::Distribution& dist, const Shape& shape, DType dty
               RngState* drawn_at = nullptr);
 /// The draws random() made at stream position `at`, again; the generator is left alone.
 RawTensor random_at(const philox::Distribution& dist, const Shape& shape, DType dtype, Device device, RngState at);
+/// torch.multinomial's draws with replacement from each row of probs (R, C) or (C), C > 0, floating, by the
+/// inverse CDF: out (R, S) int64, the category of each u (R, S) (float64 in [0, 1)), the first whose
+/// running sum (in float64), divided by the row's total, is above u. Error (torch.multinomial's
+/// words) for a NaN, an infinity or a negative probability, or a row whose sum is not positive. One
+/// pass over each row's probabilities where the backend draws them (Backend::sample_categories), else
+/// a composition of scans and comparisons.
+RawTensor sample_categories(const RawTensor& probs, const RawTensor& u);
+/// Error naming op, in torch.multinomial's words, unless every element of probs (floating) is finite
+/// and non-negative and every row (along the last dim) has a positive sum. Reads the verdict back: on
+/// CUDA a synchronization, the price of PyTorch's argument errors.
+void check_distribution(const RawTensor& probs, const char* op);
 /// The generator's position (tg::get_rng_state).
 RngState get_rng_state();
 /// Moves the generator to `state` (tg::set_rng_state).

@@ -1,11 +1,14 @@
 // prim/random.cpp: the one process-wide random stream (Philox, kernels/philox.h): manual_seed, the
 // draws and the generator state. Each draw reserves numel counters, so results do not depend on the
-// device or the thread count.
+// device or the thread count. Also multinomial's draws from given uniforms (sample_categories).
 #include "tensorgrad/prim/prim.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/prim/internal.h"
@@ -102,6 +105,62 @@ void set_rng_state(RngState state) {
   std::lock_guard<std::mutex> lock(g_rng_mutex);
   g_seed = state.seed;
   g_offset = state.offset;
+}
+
+// ---- multinomial's draws (ops/random.cpp)
+
+void check_distribution(const RawTensor& probs, const char* op) {
+  const RawTensor bad = binary(BinaryOp::Ne, probs, probs, op);   // NaN
+  const RawTensor a = unary(UnaryOp::Abs, probs);
+  const RawTensor inf = binary(BinaryOp::Eq, a, scalar_like(INFINITY, a), op);
+  const RawTensor neg = binary(BinaryOp::Lt, probs, scalar_like(0.0, probs), op);
+  const RawTensor count = add(add(sum(bad), sum(inf)), sum(neg));
+  TG_CHECK(count.item() == 0, Error, op,
+           ": probability tensor contains either `inf`, `nan` or element < 0 (shape ", shape_str(probs.shape()), ")");
+  if (probs.numel() == 0) return;
+  const RawTensor row_sums = reduce(ReduceOp::Sum, probs, {probs.dim() - 1}, false, op);
+  TG_CHECK(reduce(ReduceOp::Min, row_sums, {}, false, op).item() > 0, Error, op,
+           ": invalid multinomial distribution (sum of probabilities <= 0) in input of shape ", shape_str(probs.shape()));
+}
+
+RawTensor sample_categories(const RawTensor& probs, const RawTensor& u) {
+  const char* op = "multinomial";
+  check_defined(op, probs);
+  check_floating(op, probs);
+  const RawTensor rows = probs.dim() == 1 ? probs.unsqueeze(0) : probs;   // (R, C)
+  TG_CHECK(rows.dim() == 2 && u.dim() == 2 && u.shape()[0] == rows.shape()[0] && rows.shape()[1] > 0 &&
+               u.dtype() == kFloat64,
+           ShapeError, op, ": expected probabilities (C > 0) or (R, C > 0) and float64 draws (R, S), got ",
+           shape_str(probs.shape()), " and ", shape_str(u.shape()));
+  check_same_device(op, probs, u);
+  const int64_t R = rows.shape()[0], C = rows.shape()[1], S = u.shape()[1];
+  RawTensor out = RawTensor::empty({R, S}, kInt64, probs.device());
+  const RawTensor p = is_low_precision(rows.dtype()) ? rows.to(kFloat32) : rows.contiguous();
+  const RawTensor status = RawTensor::empty({R}, kInt64, probs.device());
+  if (backend_for(probs.device()).sample_categories(p, u.contiguous(), out, status)) {
+    auto rows_with = [&](double code) { return sum(binary(BinaryOp::Eq, status, scalar_like(code, status), op)).item(); };
+    TG_CHECK(R == 0 || rows_with(1) == 0, Error, op, ": probability tensor contains either `inf`, `nan` or element < 0 (shape ",
+             shape_str(probs.shape()), ")");
+    TG_CHECK(R == 0 || rows_with(2) == 0, Error, op, ": invalid multinomial distribution (sum of probabilities <= 0) in input of shape ",
+             shape_str(probs.shape()));
+    return out;
+  }
+  check_distribution(probs, op);
+  // Composed: the running sums divided by the total (the last is then exactly 1), and each draw is
+  // the count of those <= u: the category k with cdf[k-1] <= u < cdf[k], never one of probability 0.
+  // The (R, block, C) comparisons are done in blocks of draws of about 2^22 elements.
+  const RawTensor cdf_raw = scan(BinaryOp::Add, rows.to(kFloat64), 1, false, op);
+  const RawTensor cdf = div(cdf_raw, cdf_raw.narrow(1, C - 1, 1)).unsqueeze(1);   // (R, 1, C)
+  const int64_t block = std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(R * C, 1));
+  std::vector<RawTensor> parts;
+  for (int64_t start = 0; start < S; start += block) {
+    const int64_t n = std::min(block, S - start);
+    const RawTensor below = binary(BinaryOp::Le, cdf, u.narrow(1, start, n).unsqueeze(2), op);
+    parts.push_back(reduce(ReduceOp::Sum, below, {2}, false, op));   // (R, n) int64
+  }
+  out = parts.size() == 1 ? parts[0] : cat(parts, 1);
+  // rounding cannot push a count past C - 1 (cdf's last entry is 1 > u), but stay in range regardless
+  return where(binary(BinaryOp::Lt, out, scalar_like(double(C), out), op), out, scalar_like(double(C - 1), out));
 }
 
 }  // namespace prim

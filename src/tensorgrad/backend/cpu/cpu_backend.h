@@ -284,6 +284,8 @@ class CpuBackend final : public Backend {
   // backend/cpu/reduce.cpp
   void reduce(ReduceOp op, const RawTensor& x, const RawTensor& out) override;
   void scan(BinaryOp op, const RawTensor& x, int64_t dim, bool reverse, const RawTensor& out) override;
+  bool sample_categories(const RawTensor& probs, const RawTensor& u, const RawTensor& out,
+                         const RawTensor& status) override;
   // backend/cpu/softmax_loss.cpp
   void softmax(const RawTensor& x, int64_t dim, bool log, const RawTensor& out) override;
   void softmax_backward(const RawTensor& y, const RawTensor& dy, int64_t dim, bool log, const RawTensor& dx) override;
