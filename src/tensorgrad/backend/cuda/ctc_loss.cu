@@ -2,6 +2,8 @@
 // block per batch entry, its threads over the states (and the classes), looping over t with a
 // __syncthreads between steps; one launch for the forward (alpha, nll), one for the gradient (beta
 // and the rule), with kernels/ctc.h's rules in float64. The CPU twin is backend/cpu/ctc_loss.cpp.
+// Memory: alpha is (N, T, 2S + 1) float64 (PyTorch's log_alpha has that shape in the input's dtype, so
+// this is twice its size for float32), beta two rows per entry, and the rule (T, N, C) of the input's dtype.
 #include <cstdint>
 
 #include "tensorgrad/backend/cuda/kernels.cuh"
