@@ -2412,6 +2412,19 @@ TEST_CASE("cuda: ctc_loss on the device matches the CPU: values and gradients, e
         }
       }
     }
+    // unbatched (T, C) with int32 targets (widened on the device) and the lengths as CPU tensors
+    const Tensor one = tg::from_vector(std::vector<int32_t>{5, 1, 5, 1, 3});
+    auto run = [&](Device d) {
+      const Tensor lp(Tensor(b.lp).select(1, 5).to(d).data(), true);
+      const Tensor loss = tg::ctc_loss(lp, one.to(d), tg::from_vector(std::vector<int64_t>{11}, {}),
+                                       tg::from_vector(std::vector<int64_t>{5}, {}), 0, Reduction::Mean);
+      loss.backward();
+      return std::make_pair(loss, lp.grad());
+    };
+    const auto cpu = run(kCpu), gpu = run(kGpu);
+    CHECK(gpu.first.dim() == 0);
+    check_same(gpu.first, cpu.first, rtol, atol);
+    check_same(gpu.second, cpu.second, rtol, atol);
   }
 }
 
