@@ -694,7 +694,7 @@ std::vector<Case> parity_table(tg::DType dt) {
                [](auto& in) {
                  return tg::triplet_margin_with_distance_loss(in[0], in[1], in[2], {}, 2.0, true, tg::Reduction::Sum);
                }, R});
-  t.push_back({"ctc_loss", "(9, 3, 6) padded targets, copied to the CPU and back",
+  t.push_back({"ctc_loss", "(9, 3, 6) padded targets, on the device's kernels",
                {normal({9, 3, 6}, 265, dt), int_values({1, 2, 2, 3, 5, 5, 0, 0, 4, 1, 3, 0}, {3, 4}),
                 int_values({9, 7, 5}, {3}), int_values({4, 2, 3}, {3})},
                [](auto& in) { return tg::ctc_loss(tg::log_softmax(in[0], -1), in[1], in[2], in[3]); }, R});
@@ -2306,6 +2306,155 @@ TEST_CASE("cuda: a fused LSTM or GRU layer launches two kernels per step forward
     const auto [f16, b16] = launches(16);
     CHECK(f16 - f8 == 2 * 8);
     CHECK(b16 - b8 == 3 * 8);
+  }
+}
+
+// The CUDA emulator's counter of device-to-host copies (tests/cuda_emulator/runtime.cpp); absent on a GPU.
+extern "C" unsigned long long tg_cuda_emulator_device_to_host_copies() __attribute__((weak));
+
+/// ctc_loss's batch for the device tests: log_probs (T, 6, 7) of dtype dt (a log_softmax of seeded
+/// normals), the entries' lengths and targets, padded (6, 5) or concatenated: repeated labels (entries
+/// 0 and 5), an impossible alignment (entry 1: three equal labels need 5 steps, it has 3), input length
+/// 0 with a label (inf) and without (0), an empty target.
+struct CtcBatch {
+  RawTensor lp;
+  Tensor padded, concatenated;
+  std::vector<int64_t> il, tl;
+};
+CtcBatch ctc_batch(int64_t T, tg::DType dt, uint64_t seed) {
+  CtcBatch b;
+  b.lp = tg::log_softmax(Tensor(randn_t({T, 6, 7}, seed, tg::kFloat64)), -1).data().to(dt);
+  const std::vector<std::vector<int64_t>> targets = {{1, 2, 2, 3}, {4, 4, 4}, {5}, {}, {}, {5, 1, 5, 1, 3}};
+  b.il = {T, 3, 0, 0, T - 2, T - 1};
+  std::vector<int64_t> padded(6 * 5, 6), concatenated;   // padding: a valid class, never read
+  for (std::size_t e = 0; e < targets.size(); ++e) {
+    b.tl.push_back(static_cast<int64_t>(targets[e].size()));
+    for (std::size_t i = 0; i < targets[e].size(); ++i) {
+      padded[e * 5 + i] = targets[e][i];
+      concatenated.push_back(targets[e][i]);
+    }
+  }
+  b.padded = tg::from_vector(padded, {6, 5});
+  b.concatenated = tg::from_vector(concatenated);
+  return b;
+}
+
+TEST_CASE("cuda: ctc_loss computes on the device: no copy to the host, one launch each for alpha and the gradient") {
+  TG_NEED_CUDA();
+  using tg::Reduction;
+  // the op: no device-to-host copy for the loss and its gradient rule (a CPU round trip of the data
+  // makes several), and a launch count that does not grow with T (the recursions loop over t inside
+  // one launch, Note [ctc_loss] in kernels/ctc.h)
+  std::vector<uint64_t> launches;
+  for (int64_t T : {12, 40}) {
+    const CtcBatch b = ctc_batch(T, tg::kFloat32, 801);
+    const Tensor lp(b.lp.to(kGpu), true);
+    const Tensor tgt = b.padded.to(kGpu);
+    tg::cuda::synchronize();
+    const unsigned long long copies =
+        tg_cuda_emulator_device_to_host_copies != nullptr ? tg_cuda_emulator_device_to_host_copies() : 0;
+    const uint64_t before = tg::cuda::detail::launch_count();
+    const Tensor loss = tg::ctc_loss(lp, tgt, b.il, b.tl, 0, Reduction::Mean, true);
+    loss.backward();
+    launches.push_back(tg::cuda::detail::launch_count() - before);
+    if (tg_cuda_emulator_device_to_host_copies != nullptr) CHECK(tg_cuda_emulator_device_to_host_copies() == copies);
+    CHECK(std::isfinite(loss.item<double>()));
+    // the counter sees a copy: item() makes one
+    if (tg_cuda_emulator_device_to_host_copies != nullptr) CHECK(tg_cuda_emulator_device_to_host_copies() > copies);
+  }
+  CHECK(launches[0] == launches[1]);
+  // the kernels themselves: one launch for the forward, one for the rule
+  const CtcBatch b = ctc_batch(12, tg::kFloat64, 802);
+  std::vector<int64_t> len(b.il);
+  len.insert(len.end(), b.tl.begin(), b.tl.end());
+  for (int64_t e = 0; e < 6; ++e) len.push_back(e * 5);
+  tg::CtcArgs args;
+  args.T = 12;
+  args.N = 6;
+  args.C = 7;
+  args.S = 5;
+  const RawTensor lengths = tg::from_vector(len, {3, 6}).data().to(kGpu), lp = b.lp.to(kGpu), tgt = b.padded.data().to(kGpu);
+  uint64_t before = tg::cuda::detail::launch_count();
+  const tg::prim::CtcLoss f = tg::prim::ctc_loss(lp, tgt, lengths, args);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);
+  before = tg::cuda::detail::launch_count();
+  const RawTensor rule = tg::prim::ctc_loss_backward(lp, tgt, lengths, f, args);
+  CHECK(tg::cuda::detail::launch_count() - before == 1);
+  const tg::prim::CtcLoss fc = tg::prim::ctc_loss(b.lp, b.padded.data(), lengths.to(kCpu), args);
+  check_same(Tensor(f.nll), Tensor(fc.nll), 1e-11, 1e-12);
+  check_same(Tensor(rule), Tensor(tg::prim::ctc_loss_backward(b.lp, b.padded.data(), lengths.to(kCpu), fc, args)), 1e-11,
+             1e-12);
+  // a bad label is found by the kernel and raised at the next sync, as the CPU's IndexError
+  const Tensor bad = tg::from_vector(std::vector<int64_t>{1, 2, 7, 3, 0, 0}, {2, 3}).to(kGpu);
+  const Tensor small = Tensor(b.lp.to(kGpu)).narrow(1, 0, 2);
+  TG_CHECK_THROWS(tg::ctc_loss(small, bad, std::vector<int64_t>{12, 12}, std::vector<int64_t>{3, 1}).item<double>(),
+                  tg::IndexError, "ctc_loss: target 7 of batch entry 0 (position 2) is out of range for 7 classes");
+  TG_CHECK_THROWS(tg::ctc_loss(small, bad, std::vector<int64_t>{12, 12}, std::vector<int64_t>{2, 2}).item<double>(),
+                  tg::IndexError, "target 0 of batch entry 1 (position 1) is out of range for 7 classes or equal to blank 0");
+  CHECK(std::isfinite(tg::ctc_loss(small, bad, std::vector<int64_t>{12, 12}, std::vector<int64_t>{2, 1}).item<double>()));
+}
+
+TEST_CASE("cuda: ctc_loss on the device matches the CPU: values and gradients, every reduction, zero_infinity") {
+  TG_NEED_CUDA();
+  using tg::Reduction;
+  // Both backends compute in float64 in the same order (kernels/ctc.h); they differ only where the
+  // device's exp and log1p differ from libm's (at most a few ulp each), an error that grows with the
+  // T = 12 steps of a recursion: about 12 * 4 * 2^-53 * |alpha| <= 4e-13 in log space for |alpha| <= 40,
+  // so float64 values and gradients within rtol 1e-11 (25x that) and atol 1e-12. A float32 result is
+  // that float64 value rounded once: one float32 ulp (2^-23 relative) at most between the devices.
+  for (tg::DType dt : {tg::kFloat64, tg::kFloat32}) {
+    const double rtol = dt == tg::kFloat64 ? 1e-11 : std::ldexp(1.0, -23) + 1e-11, atol = 1e-12;
+    const CtcBatch b = ctc_batch(12, dt, 803);
+    const RawTensor w = randn_t({6}, 804, tg::kFloat64).to(dt);   // the gradient of the none reduction's losses
+    for (Reduction red : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
+      for (bool zero_infinity : {false, true}) {
+        for (bool concatenated : {false, true}) {
+          CAPTURE(tg::dtype_name(dt));
+          CAPTURE(static_cast<int>(red));
+          CAPTURE(zero_infinity);
+          CAPTURE(concatenated);
+          const Tensor& targets = concatenated ? b.concatenated : b.padded;
+          auto run = [&](Device d) {
+            const Tensor lp(b.lp.to(d), true);
+            const Tensor loss = tg::ctc_loss(lp, targets.to(d), b.il, b.tl, 0, red, zero_infinity);
+            (red == Reduction::None ? tg::sum(loss * Tensor(w.to(d))) : loss * 1.5).backward();
+            return std::make_pair(loss, lp.grad());
+          };
+          const auto cpu = run(kCpu), gpu = run(kGpu);
+          REQUIRE(gpu.first.device() == kGpu);
+          REQUIRE(gpu.second.device() == kGpu);
+          check_same(gpu.first, cpu.first, rtol, atol);
+          check_same(gpu.second, cpu.second, rtol, atol);
+          // the cases the batch is built for, on the device: inf (or 0) for entries 1 and 2, 0 for 3,
+          // zero rows past each input length, NaN rows of an impossible entry without zero_infinity
+          if (red == Reduction::None) {
+            const std::vector<double> l = gpu.first.to_vector<double>();
+            CHECK(l[1] == (zero_infinity ? 0.0 : INFINITY));
+            CHECK(l[2] == (zero_infinity ? 0.0 : INFINITY));
+            CHECK(l[3] == 0.0);
+            CHECK(std::isfinite(l[0]));
+            CHECK(std::isfinite(l[4]));
+          }
+          const Tensor g = gpu.second.to(kCpu);
+          CHECK(tg::sum(tg::abs(g.narrow(0, 3, 9).narrow(1, 1, 1))).item<double>() == 0.0);   // entry 1, t >= 3
+          CHECK(std::isnan(g.narrow(1, 1, 1).narrow(0, 0, 3).sum().item<double>()) == !zero_infinity);
+          CHECK(tg::sum(tg::abs(g.narrow(1, 2, 2))).item<double>() == 0.0);   // input length 0
+        }
+      }
+    }
+    // unbatched (T, C) with int32 targets (widened on the device) and the lengths as CPU tensors
+    const Tensor one = tg::from_vector(std::vector<int32_t>{5, 1, 5, 1, 3});
+    auto run = [&](Device d) {
+      const Tensor lp(Tensor(b.lp).select(1, 5).to(d).data(), true);
+      const Tensor loss = tg::ctc_loss(lp, one.to(d), tg::from_vector(std::vector<int64_t>{11}, {}),
+                                       tg::from_vector(std::vector<int64_t>{5}, {}), 0, Reduction::Mean);
+      loss.backward();
+      return std::make_pair(loss, lp.grad());
+    };
+    const auto cpu = run(kCpu), gpu = run(kGpu);
+    CHECK(gpu.first.dim() == 0);
+    check_same(gpu.first, cpu.first, rtol, atol);
+    check_same(gpu.second, cpu.second, rtol, atol);
   }
 }
 

@@ -301,6 +301,8 @@ void flush_all() {
 
 // The calls that make the host wait for a device (tg_cuda_emulator_host_waits).
 std::atomic<unsigned long long> g_host_waits{0};
+// The copies from device memory to host memory (tg_cuda_emulator_device_to_host_copies).
+std::atomic<unsigned long long> g_device_to_host{0};
 
 thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
 
@@ -1109,6 +1111,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaM
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
   const Region d = locate(dst, count, "cudaMemcpyAsync destination"), r = locate(src, count, "cudaMemcpyAsync source");
   if (!check_copy(d, r, kind, s->device, "cudaMemcpyAsync")) return fail(cudaErrorInvalidValue);
+  if (is_device(r.space) && !is_device(d.space)) ++g_device_to_host;
   if (s->capture != nullptr && (d.space == Space::Pageable || r.space == Space::Pageable)) {
     s->capture_invalid = true;   // a copy with pageable memory is not a graph node
     trace("cudaMemcpyAsync with pageable host memory refused during a stream capture");
@@ -1133,6 +1136,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpy
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
   const Region d = locate(dst, count, "cudaMemcpy destination"), r = locate(src, count, "cudaMemcpy source");
   if (!check_copy(d, r, kind, s->device, "cudaMemcpy")) return fail(cudaErrorInvalidValue);
+  if (is_device(r.space) && !is_device(d.space)) ++g_device_to_host;
   submit(s, copy_op(dst, src, count, r.space));
   ++g_host_waits;
   flush(s);
@@ -1393,3 +1397,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 // cudaDeviceSynchronize, synchronous cudaMemcpy, cudaMemcpyAsync into pageable memory, cudaFree and
 // cudaFreeHost. Tests count the waits of a training step with it (a weak symbol there: absent on a GPU).
 extern "C" unsigned long long tg_cuda_emulator_host_waits() { return tg_emu::g_host_waits.load(); }
+
+// The number of copies so far from device memory to host memory (cudaMemcpy, cudaMemcpyAsync; pinned or
+// pageable). Tests check with it that an op's data stays on the device (a weak symbol there too).
+extern "C" unsigned long long tg_cuda_emulator_device_to_host_copies() { return tg_emu::g_device_to_host.load(); }

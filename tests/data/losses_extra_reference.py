@@ -84,7 +84,7 @@ for name, vshape, kw, vscale, vshift in (
     report("gaussian_nll_loss " + name, F.gaussian_nll_loss(i, t, v, **kw), [i, t, v])
 
 # ---- ctc_loss: log_probs = log_softmax(x, -1), x = 2 fill; probes of the logits' gradient and of the
-# gradient PyTorch gives a log_probs leaf (Note [ctc_loss gradient] in src/tensorgrad/ops/ctc_loss.cpp)
+# gradient PyTorch gives a log_probs leaf (Note [ctc_loss gradient] in src/tensorgrad/kernels/ctc.h)
 def ctc(name, shape, targets, il, tl, **kw):
     x = leaf(shape, 1.0, 2.0)
     lp = F.log_softmax(x, -1)

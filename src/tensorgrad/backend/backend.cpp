@@ -55,6 +55,11 @@ IndexError cross_entropy_target_error(int64_t target, int64_t classes) {
   return IndexError(detail::cat("cross_entropy: target ", target, " is out of bounds for ", classes, " classes"));
 }
 
+IndexError ctc_target_error(int64_t label, int64_t entry, int64_t position, int64_t classes, int64_t blank) {
+  return IndexError(detail::cat("ctc_loss: target ", label, " of batch entry ", entry, " (position ", position,
+                                ") is out of range for ", classes, " classes or equal to blank ", blank));
+}
+
 // ---- RawTensor's methods that need a device: declared in core/raw_tensor.h, defined here where the devices are.
 
 RawTensor RawTensor::empty(const Shape& shape, DType dtype, Device device) {

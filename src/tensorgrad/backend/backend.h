@@ -32,6 +32,8 @@
 //                   compared by the tests
 //   rnn             rnn.h (the LSTM and GRU cells' pointwise step       rnn.cpp            rnn.cu
 //                   and its gradient)
+//   ctc             ctc.h (the CTC recursions' steps, lcab and the      ctc_loss.cpp       ctc_loss.cu
+//                   gradient rule; CtcArgs)
 //
 // plus backend/cpu/runtime.cpp and backend/cuda/runtime.cu (the backend objects and their settings).
 // The CPU class and its loop machinery (strided loops, the thread pool, the capability clones) are in
@@ -49,6 +51,7 @@
 #include "tensorgrad/core/error.h"
 #include "tensorgrad/core/raw_tensor.h"
 #include "tensorgrad/kernels/conv.h"
+#include "tensorgrad/kernels/ctc.h"
 #include "tensorgrad/kernels/elementwise.h"
 #include "tensorgrad/kernels/norm.h"
 #include "tensorgrad/kernels/optim.h"
@@ -363,6 +366,21 @@ class Backend {
   /// The GRU cell's gradient from dhy (N, H) and the forward's hx, ws -> dxg, dhg (N, 3H), dhx (N, H).
   virtual void gru_cell_backward(const RawTensor& dhy, const RawTensor& hx, const RawTensor& ws, const RawTensor& dxg,
                                  const RawTensor& dhg, const RawTensor& dhx) = 0;
+  /// The CTC forward (Note [ctc_loss] in kernels/ctc.h): log_probs (T, N, C) contiguous, float32 or
+  /// float64; targets int64 contiguous; lengths (3, N) int64: each entry's input length, target length
+  /// and the offset of its first label in targets (all checked, labels included on the CPU; CUDA
+  /// kernels report a bad label through the device error flag as ctc_target_error). Computes in float64:
+  /// sets alpha (N, T, 2S + 1) float64 (rows t >= the input length and states past 2 L_b + 1 are not
+  /// written) and nll (N) float64, the negative log-likelihood (inf without an alignment).
+  virtual void ctc_loss(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,
+                        const CtcArgs& args, const RawTensor& alpha, const RawTensor& nll) = 0;
+  /// The CTC gradient rule (Note [ctc_loss gradient] in kernels/ctc.h) from the forward's alpha and nll,
+  /// with the workspace beta (N, 2, 2S + 1) float64 (each entry's beta rows t + 1 and t while the
+  /// recursion runs backwards): sets grad (T, N, C) of log_probs' dtype, entry b's rows scaled as args
+  /// says (0 for t >= its input length, and for an inf nll under zero_infinity; NaN for a NaN nll).
+  virtual void ctc_loss_backward(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,
+                                 const RawTensor& alpha, const RawTensor& nll, const CtcArgs& args,
+                                 const RawTensor& beta, const RawTensor& grad) = 0;
   /// Waits until the device has finished all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   /// x (R, N) contiguous, viewed as R rows of its last dim N -> indices (R, N) int64 contiguous, set:
@@ -408,6 +426,9 @@ ReductionLayout reduction_layout(const RawTensor& x, const RawTensor& out);
 IndexError cross_entropy_target_error(int64_t target, int64_t classes);
 /// The IndexError for index out of [0, size) along dim in op (see cross_entropy_target_error()).
 IndexError index_out_of_range_error(const char* op, int64_t index, int64_t dim, int64_t size);
+/// The IndexError for ctc_loss's target `label` at `position` of batch entry `entry`, outside [0,
+/// classes) or equal to blank (see cross_entropy_target_error()).
+IndexError ctc_target_error(int64_t label, int64_t entry, int64_t position, int64_t classes, int64_t blank);
 
 /// The backend serving a device ("cuda" without an index: the current one). CUDA devices throw
 /// DeviceError with the reason when unusable.

@@ -313,6 +313,22 @@ RecurrentLayerGrads recurrent_layer_backward(bool lstm, const RawTensor& dout, c
                                              const RawTensor& w_hh, const std::vector<int64_t>& batch_sizes,
                                              bool reverse, bool want_weights);
 
+// ---- CTC loss (prim/ctc_loss.cpp; Note [ctc_loss] in kernels/ctc.h)
+/// The forward of the CTC loss.
+struct CtcLoss {
+  RawTensor nll;     ///< (N) float64: each entry's negative log-likelihood (inf without an alignment)
+  RawTensor alpha;   ///< (N, T, 2S + 1) float64: the forward variables, for ctc_loss_backward
+};
+/// The CTC forward: log_probs (T, N, C) floating (float16/bfloat16 through float32), targets int64 or
+/// int32 holding each entry's labels at its offset, lengths (3, N) int64 (input lengths, target
+/// lengths, offsets), all on one device; the lengths already checked against args (ops/ctc_loss.cpp).
+/// The labels are checked here (CPU) or by the kernel (CUDA, raised at the next sync).
+CtcLoss ctc_loss(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths, const CtcArgs& args);
+/// The CTC gradient rule (T, N, C) of log_probs' dtype (Note [ctc_loss gradient] in kernels/ctc.h) from
+/// the forward's result, each entry's rows scaled as args says.
+RawTensor ctc_loss_backward(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,
+                            const CtcLoss& forward, const CtcArgs& args);
+
 // ---- fused attention (prim/attention.cpp; shapes and mask strides built by ops/attention.cpp)
 /// The forward of the fused attention: out and the log-sum-exp of each row of scores.
 struct Attention {

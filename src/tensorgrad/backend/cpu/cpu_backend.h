@@ -315,6 +315,12 @@ class CpuBackend final : public Backend {
                   const RawTensor& rstd) override;
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd, const RawTensor& w,
                            const RawTensor& dx, const RawTensor& dw, const RawTensor& db) override;
+  // backend/cpu/ctc_loss.cpp
+  void ctc_loss(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths, const CtcArgs& args,
+                const RawTensor& alpha, const RawTensor& nll) override;
+  void ctc_loss_backward(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,
+                         const RawTensor& alpha, const RawTensor& nll, const CtcArgs& args, const RawTensor& beta,
+                         const RawTensor& grad) override;
   // backend/cpu/rnn.cpp
   void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
                  const RawTensor& ws) override;

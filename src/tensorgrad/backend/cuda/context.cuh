@@ -34,6 +34,9 @@ struct DeviceErrorFlag {
 };
 constexpr int kErrCrossEntropyTarget = 1;
 constexpr int kErrIndex = 2;
+// kErrCtcTarget: value is the label, bound the number of classes, op the batch entry, dim the position
+// in its target, pad the blank (ctc_target_error)
+constexpr int kErrCtcTarget = 3;
 constexpr int kOpIndexSelect = 0, kOpIndexAdd = 1, kOpGather = 2, kOpScatterAdd = 3;
 
 /// tg::Allocator over one device's CachingAllocator (Storage's deallocate never touches CUDA in
@@ -218,6 +221,12 @@ class CudaBackend final : public Backend {
                   const RawTensor& rstd) override;
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean, const RawTensor& rstd, const RawTensor& w,
                            const RawTensor& dx, const RawTensor& dw, const RawTensor& db) override;
+  // backend/cuda/ctc_loss.cu
+  void ctc_loss(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths, const CtcArgs& args,
+                const RawTensor& alpha, const RawTensor& nll) override;
+  void ctc_loss_backward(const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,
+                         const RawTensor& alpha, const RawTensor& nll, const CtcArgs& args, const RawTensor& beta,
+                         const RawTensor& grad) override;
   // backend/cuda/rnn.cu
   void lstm_cell(const RawTensor& xg, const RawTensor& hg, const RawTensor& cx, const RawTensor& hc,
                  const RawTensor& ws) override;

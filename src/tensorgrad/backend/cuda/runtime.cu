@@ -435,6 +435,7 @@ void DeviceContext::sync() {
     const char* op = f.op >= 0 && f.op < 4 ? kOps[f.op] : "index";
     throw index_out_of_range_error(op, f.value, f.dim, f.bound);
   }
+  if (f.code == kErrCtcTarget) throw ctc_target_error(f.value, f.op, f.dim, f.bound, f.pad);
   throw CudaError(tg::detail::cat("a kernel on cuda:", device_, " reported error code ", f.code));
 }
 

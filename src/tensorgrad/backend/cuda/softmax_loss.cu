@@ -226,7 +226,9 @@ __global__ void softmax_backward_cols_kernel(const T* y, const T* dy, T* dx, int
 // the first to look raises the error and the others return normally, instead of racing on the pinned
 // copy (two raising, or none). Nothing in the happy path waits or copies more than those 32 bytes per sync.
 // Index kernels (backend/cuda/index.cu) report out-of-range indices the same way, as the IndexError of
-// index_out_of_range_error; prim/checks.cpp checks only CPU indices on the host.
+// index_out_of_range_error; prim/checks.cpp checks only CPU indices on the host. ctc_loss's forward
+// kernel (backend/cuda/ctc_loss.cu) reports a bad label as ctc_target_error's IndexError; prim/ctc_loss.cpp
+// checks only CPU labels on the host.
 
 /// The team leader's part of cross_entropy_kernel: lse, and the row's loss or the error flag.
 /// Returns the loss as stored (0 for an ignored row).
