@@ -1,10 +1,11 @@
 // bench/bench_elementwise.cpp: elementwise ops on 16M floats with a fresh output each call (add, relu, exp),
 // relu forward + backward, cumsum, and multinomial's draw from 256 rows of 64K weights (a language model's
 // sampling at a large vocabulary), tensorgrad vs libtorch, in GB/s of compulsory traffic (each input read
-// and each output written once; multinomial reads its weights and writes 256 indices). Ceilings measured in the same run on the same threads: a plain c = a + b loop
-// and std::memcpy into preallocated (already faulted) buffers, plus c = a + b into a freshly malloc'd
-// buffer (what a fresh output costs without a caching allocator). Target: add, relu, exp, cumsum
-// and multinomial >= 0.7x the a+b->c loop's bandwidth. Flags: --help (bench/common.h).
+// and each output written once; multinomial reads its weights and writes 256 indices). Ceilings measured
+// in the same run on the same threads: a plain c = a + b loop and std::memcpy into preallocated (already
+// faulted) buffers, plus c = a + b into a freshly malloc'd buffer (what a fresh output costs without a
+// caching allocator). Target: add, relu, exp, cumsum and multinomial >= 0.7x the a+b->c loop's
+// bandwidth. Flags: --help (bench/common.h).
 #include "common.h"
 
 #include <cstdlib>

@@ -25,61 +25,82 @@ void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_
 
 // Note [Drawing categories in one pass]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A draw u in [0, 1) from a row of weights p (C of them) is the first category k whose running sum,
+// A draw u in [0, 1) from a row of weights p (C of them) is the first category whose running sum,
 // divided by the row's total, is above u: the inverse of the row's CDF, which prim composes as a scan,
 // a division and a count. Here each row is read once for its total and about half of it again per
-// walk, with nothing written but the draws, so that sampling a large vocabulary runs at the speed of
-// memory:
-// - The running sums are taken in blocks of 8 weights: the sum of a block is its weights added in
-//   order, and the running sum at a weight is the sum of the blocks before it plus the weights of its
-//   own block up to it, in order. A block's sum does not wait for the block before it, so the
-//   additions overlap; the last running sum is the total computed the same way, so it divides to
-//   exactly 1 > u and every draw finds a category, and a weight of 0 is never drawn (its running sum
-//   equals the one before it).
-// - A walk skips a block when the running sum at its end is at most u total (1 - 2^-50): a running sum
-//   whose quotient by the total rounds above u exceeds u total exactly, which exceeds that bound. Only
-//   the block where the draw lands is walked weight by weight, with the division.
+// walk, with nothing written but the draws:
+// - The row is cut into blocks of 64 weights. A block's sum is taken in 8 lanes (lane j adds weights
+//   j, j + 8, ... in order, in float64) combined as a fixed tree, which vectorizes; the total is the
+//   blocks' sums added in order. The same code gives the same sums in both passes.
+// - A walk skips a block when the sum of the blocks up to its end is at most u total (1 - 2^-40): a
+//   running sum whose quotient by the total rounds above u exceeds u total exactly, and the running
+//   sums inside a block differ from that bound's block sum by far less than the margin. Only the
+//   block where the draw lands is walked weight by weight: the running sum is the blocks before it
+//   plus its weights in order, and the draw is the first category of positive weight whose running
+//   sum divided by the total is above u (the last one of positive weight when rounding leaves none,
+//   which takes a u within about 1e-15 of 1). A weight of 0 is never drawn.
 // - A row's draws are walked in increasing order, all in one pass.
-// The totals check the weights too: a NaN, an infinity or a negative weight, or a total that is not
-// positive, gives the row a status that prim turns into torch.multinomial's errors.
+// The first pass checks the weights too: a NaN, an infinity or a negative weight (a sum that is not
+// finite, or a negative minimum), or a total that is not positive, gives the row a status that prim
+// turns into torch.multinomial's errors.
 namespace {
-constexpr int64_t kDrawBlock = 8;
+constexpr int64_t kLanes = 8, kDrawBlock = 8 * kLanes;
+
+/// The sum of weights [k0, k1) in float64: in 8 lanes combined as a tree when it is a whole block,
+/// in order otherwise (the row's last, partial block); min receives their minimum.
+template <class T>
+double block_sum(const T* p, int64_t k0, int64_t k1, double& min) {
+  if (k1 - k0 != kDrawBlock) {
+    double s = 0;
+    for (int64_t k = k0; k < k1; ++k) {
+      const double v = static_cast<double>(p[k]);
+      s += v;
+      min = v < min ? v : min;
+    }
+    return s;
+  }
+  // lanes 2j and 2j + 1 in pair j (GCC's vector extension: SSE2 on every x86-64, which GCC does not
+  // find in the plain loop)
+  typedef double Pair __attribute__((vector_size(16)));
+  Pair lane[kLanes / 2] = {}, low[kLanes / 2];
+  for (Pair& l : low) l = Pair{min, min};
+  for (int64_t i = 0; i < kDrawBlock; i += kLanes) {
+    const T* q = p + k0 + i;
+    for (int64_t j = 0; j < kLanes / 2; ++j) {
+      const Pair v = {static_cast<double>(q[2 * j]), static_cast<double>(q[2 * j + 1])};
+      lane[j] += v;
+      low[j] = v < low[j] ? v : low[j];
+    }
+  }
+  for (const Pair& l : low) min = std::min({min, l[0], l[1]});
+  return ((lane[0][0] + lane[0][1]) + (lane[1][0] + lane[1][1])) + ((lane[2][0] + lane[2][1]) + (lane[3][0] + lane[3][1]));
+}
 
 /// Draws out[j] for each u[j] (S of them) from the row p (C weights); returns the row's status.
 template <class T>
 int64_t draw_row(const T* p, int64_t C, const double* u, int64_t S, int64_t* out, std::vector<int64_t>& order) {
   const int64_t blocks = (C + kDrawBlock - 1) / kDrawBlock;
-  auto block_sum = [&](int64_t b) {
-    double s = 0;
-    for (int64_t k = b * kDrawBlock, e = std::min(C, k + kDrawBlock); k < e; ++k) s += static_cast<double>(p[k]);
-    return s;
-  };
-  double total = 0;
-  bool bad = false;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t k = b * kDrawBlock, e = std::min(C, k + kDrawBlock); k < e; ++k) {
-      const double v = static_cast<double>(p[k]);
-      bad = bad || !(v >= 0) || v == INFINITY;   // NaN fails v >= 0
-    }
-    total += block_sum(b);
-  }
-  if (bad) return 1;
+  double total = 0, min = 0;
+  for (int64_t b = 0; b < blocks; ++b) total += block_sum(p, b * kDrawBlock, std::min(C, (b + 1) * kDrawBlock), min);
+  if (!std::isfinite(total) || min < 0) return 1;   // a NaN or an infinity makes the sum NaN or infinite
   if (!(total > 0)) return 2;
   order.resize(static_cast<std::size_t>(S));
   std::iota(order.begin(), order.end(), int64_t(0));
   if (S > 1) std::sort(order.begin(), order.end(), [u](int64_t a, int64_t b) { return u[a] < u[b]; });
   std::size_t j = 0;
-  double before = 0;   // the sum of the blocks before b
+  double before = 0, ignored = 0;   // the sum of the blocks before b
   for (int64_t b = 0; b < blocks && j < order.size(); ++b) {
-    const double after = before + block_sum(b);
+    const int64_t k0 = b * kDrawBlock, k1 = std::min(C, k0 + kDrawBlock);
+    const double after = before + block_sum(p, k0, k1, ignored);
     while (j < order.size()) {
       const double uj = u[order[j]];
-      if (after <= uj * total * (1 - 0x1p-50) && b + 1 < blocks) break;   // lands in a later block
+      if (after <= uj * total * (1 - 0x1p-40) && b + 1 < blocks) break;   // lands in a later block
       int64_t found = -1;
       double run = 0;
-      for (int64_t k = b * kDrawBlock, e = std::min(C, k + kDrawBlock); k < e; ++k) {
-        run += static_cast<double>(p[k]);
-        if ((before + run) / total > uj) {
+      for (int64_t k = k0; k < k1; ++k) {
+        const double v = static_cast<double>(p[k]);
+        run += v;
+        if (v > 0 && (before + run) / total > uj) {
           found = k;
           break;
         }
@@ -89,7 +110,11 @@ int64_t draw_row(const T* p, int64_t C, const double* u, int64_t S, int64_t* out
     }
     before = after;
   }
-  for (; j < order.size(); ++j) out[order[j]] = C - 1;   // unreachable: the last running sum divides to 1
+  if (j < order.size()) {   // rounding left no running sum above u: the last category of positive weight
+    int64_t k = C - 1;
+    while (k > 0 && !(p[k] > 0)) --k;
+    for (; j < order.size(); ++j) out[order[j]] = k;
+  }
   return 0;
 }
 }  // namespace
