@@ -514,3 +514,18 @@ TEST_CASE("rnn: the fused layers' gradients and second derivatives, packed, both
         CHECK(tg::autograd::gradgradcheck(fn, in));
       }
 }
+
+TEST_CASE("rnn: an empty batch gives empty outputs and states, forward and backward") {
+  tg::nn::LSTM lstm(tg::nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true));
+  tg::nn::GRU gru(3, 4);
+  const Tensor x(tg::randn({5, 0, 3}).data(), true);
+  auto [y, state] = lstm.forward(x);
+  CHECK(y.shape() == tg::Shape{5, 0, 8});
+  CHECK(std::get<0>(state).shape() == tg::Shape{4, 0, 4});
+  CHECK(std::get<1>(state).shape() == tg::Shape{4, 0, 4});
+  auto [yg, hg] = gru.forward(x);
+  CHECK(yg.shape() == tg::Shape{5, 0, 4});
+  CHECK(hg.shape() == tg::Shape{1, 0, 4});
+  (tg::sum(y) + tg::sum(yg)).backward();
+  CHECK(x.grad().shape() == x.shape());
+}

@@ -191,12 +191,13 @@ std::tuple<Tensor, Tensor, Tensor> layer_steps(CellKind k, const Tensor& xp, con
   return {T == 1 ? outputs[0] : cat(outputs, 0), h, c};
 }
 
-/// Whether recurrent_layer runs as one fused op: an LSTM without projection or a GRU, every operand
-/// of one dtype that the fused loop computes in (float32, float64) and one device, and autocast off
-/// (under autocast the products run in its dtype, as linear does: step by step).
+/// Whether recurrent_layer runs as one fused op: an LSTM without projection or a GRU over at least one
+/// step of a nonempty batch, every operand of one dtype that the fused loop computes in (float32,
+/// float64) and one device, and autocast off (under autocast the products run in its dtype, as
+/// linear does: step by step).
 bool fusable(CellKind k, const Tensor& xp, const std::vector<int64_t>& bs, const Tensor& h0, const Tensor& c0,
              const Tensor& w_hh, const Tensor& b_hh, const Tensor& w_hr) {
-  if ((k != CellKind::Lstm && k != CellKind::Gru) || w_hr.defined() || bs.empty() || h0.dim() != 2 ||
+  if ((k != CellKind::Lstm && k != CellKind::Gru) || w_hr.defined() || bs.empty() || bs[0] <= 0 || h0.dim() != 2 ||
       !g_fused_layers.load(std::memory_order_relaxed))
     return false;
   const DType dt = xp.dtype();
