@@ -7,11 +7,35 @@
 #include <string>
 
 #include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/ops/conv_checks.h"
 #include "tensorgrad/prim/prim.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/ops/rules.h"
 
 namespace tg {
+
+void detail::check_conv_params(const char* op, bool transposed, const Shape& x, const Shape& w, const Tensor& bias,
+                               const int64_t* stride, const int64_t* padding, const int64_t* dilation, int n,
+                               int64_t groups) {
+  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
+  for (int i = 0; i < n; ++i) {
+    TG_CHECK(stride[i] > 0, ShapeError, op, ": non-positive stride is not supported");
+    TG_CHECK(padding[i] >= 0, ShapeError, op, ": negative padding is not supported");
+    TG_CHECK(dilation[i] > 0, ShapeError, op, ": dilation should be greater than zero");
+  }
+  TG_CHECK(w[0] % groups == 0 && w[0] > 0, ShapeError, op, ": Given groups=", groups,
+           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
+           " instead");
+  // a transposed convolution's weight is (in_channels, out_channels / groups, ...)
+  const int64_t in_channels = transposed ? w[0] : w[1] * groups, out_channels = transposed ? w[1] * groups : w[0];
+  TG_CHECK(x[1] == in_channels, ShapeError, op, ": Given ", transposed ? "transposed=1" : "groups=" + std::to_string(groups),
+           ", weight of size ", shape_str(w), ", expected input", shape_str(x), " to have ", in_channels,
+           " channels, but got ", x[1], " channels instead");
+  if (bias.defined())
+    TG_CHECK(bias.shape() == Shape{out_channels}, ShapeError, op, ": Given ", transposed ? "transposed=1, " : "",
+             "weight of size ", shape_str(w), ", expected bias to be 1-dimensional with ", out_channels,
+             " elements, but got bias of size ", shape_str(bias.shape()), " instead");
+}
 
 namespace {
 
@@ -36,20 +60,9 @@ Conv2dArgs conv_args(const char* op, int spatial, const Shape& x, const Shape& w
   TG_CHECK(static_cast<int64_t>(w.size()) == rank, ShapeError, op, ": expected weight of ", rank,
            " dims (out_channels, in_channels / groups, ", spatial == 2 ? "kH, kW" : "kW", "), got weight of size ",
            shape_str(w));
-  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
-  TG_CHECK(stride.first > 0 && stride.second > 0, ShapeError, op, ": non-positive stride is not supported");
-  TG_CHECK(padding.first >= 0 && padding.second >= 0, ShapeError, op, ": negative padding is not supported");
-  TG_CHECK(dilation.first > 0 && dilation.second > 0, ShapeError, op, ": dilation should be greater than zero");
-  TG_CHECK(w[0] % groups == 0 && w[0] > 0, ShapeError, op, ": Given groups=", groups,
-           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
-           " instead");
-  TG_CHECK(x[1] == w[1] * groups, ShapeError, op, ": Given groups=", groups, ", weight of size ", shape_str(w),
-           ", expected input", shape_str(x), " to have ", w[1] * groups, " channels, but got ", x[1],
-           " channels instead");
-  if (bias.defined())
-    TG_CHECK(bias.shape() == Shape{w[0]}, ShapeError, op, ": Given weight of size ", shape_str(w),
-             ", expected bias to be 1-dimensional with ", w[0], " elements, but got bias of size ",
-             shape_str(bias.shape()), " instead");
+  const int64_t strides[2] = {stride.first, stride.second}, paddings[2] = {padding.first, padding.second},
+                dilations[2] = {dilation.first, dilation.second};
+  detail::check_conv_params(op, false, x, w, bias, strides, paddings, dilations, 2, groups);
   Conv2dArgs a;
   a.N = x[0];
   a.C = x[1];
@@ -193,26 +206,16 @@ Tensor conv_transpose_node(const char* op, int spatial, const Tensor& x_in, cons
   auto sizes = [spatial](int64_t a, int64_t b) { return spatial == 2 ? sizes2(a, b) : "(" + std::to_string(b) + ")"; };
   TG_CHECK(w.size() == rank, ShapeError, op, ": expected weight of ", rank, " dims (in_channels, out_channels / groups, ",
            spatial == 2 ? "kH, kW" : "kW", "), got weight of size ", shape_str(w));
-  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
-  TG_CHECK(stride.first > 0 && stride.second > 0, ShapeError, op, ": non-positive stride is not supported");
-  TG_CHECK(padding.first >= 0 && padding.second >= 0, ShapeError, op, ": negative padding is not supported");
-  TG_CHECK(dilation.first > 0 && dilation.second > 0, ShapeError, op, ": dilation should be greater than zero");
+  const int64_t strides[2] = {stride.first, stride.second}, paddings[2] = {padding.first, padding.second},
+                dilations[2] = {dilation.first, dilation.second};
+  detail::check_conv_params(op, true, xs, w, bias, strides, paddings, dilations, 2, groups);
   TG_CHECK(output_padding.first >= 0 && output_padding.second >= 0 &&
                (output_padding.first < stride.first || output_padding.first < dilation.first) &&
                (output_padding.second < stride.second || output_padding.second < dilation.second),
            ShapeError, op, ": output padding must be smaller than either stride or dilation, but got output_padding ",
            sizes(output_padding.first, output_padding.second), ", stride ", sizes(stride.first, stride.second),
            " and dilation ", sizes(dilation.first, dilation.second));
-  TG_CHECK(w[0] > 0 && w[0] % groups == 0, ShapeError, op, ": Given groups=", groups,
-           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
-           " instead");
-  TG_CHECK(xs[1] == w[0], ShapeError, op, ": Given transposed=1, weight of size ", shape_str(w), ", expected input",
-           shape_str(xs), " to have ", w[0], " channels, but got ", xs[1], " channels instead");
   const int64_t out_channels = w[1] * groups;
-  if (bias.defined())
-    TG_CHECK(bias.shape() == Shape{out_channels}, ShapeError, op, ": Given transposed=1, weight of size ",
-             shape_str(w), ", expected bias to be 1-dimensional with ", out_channels,
-             " elements, but got bias of size ", shape_str(bias.shape()), " instead");
   const int64_t H = spatial == 2 ? xs[2] : 1, W = xs[rank - 1], KH = spatial == 2 ? w[2] : 1, KW = w[rank - 1];
   // The output size: (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1.
   const int64_t oh = (H - 1) * stride.first - 2 * padding.first + dilation.first * (KH - 1) + output_padding.first + 1;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensorgrad/ops/autocast.h"
+#include "tensorgrad/ops/conv_checks.h"
 #include "tensorgrad/ops/ops.h"
 #include "tensorgrad/prim/prim.h"
 
@@ -90,22 +91,7 @@ Tensor conv3d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
            shape_str(w));
   const std::vector<int64_t> stride = triple(op, "stride", stride_in), padding = triple(op, "padding", padding_in),
                              dilation = triple(op, "dilation", dilation_in);
-  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
-  for (int i = 0; i < 3; ++i) {
-    TG_CHECK(stride[i] > 0, ShapeError, op, ": non-positive stride is not supported");
-    TG_CHECK(padding[i] >= 0, ShapeError, op, ": negative padding is not supported");
-    TG_CHECK(dilation[i] > 0, ShapeError, op, ": dilation should be greater than zero");
-  }
-  TG_CHECK(w[0] % groups == 0 && w[0] > 0, ShapeError, op, ": Given groups=", groups,
-           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
-           " instead");
-  TG_CHECK(xs[1] == w[1] * groups, ShapeError, op, ": Given groups=", groups, ", weight of size ", shape_str(w),
-           ", expected input", shape_str(xs), " to have ", w[1] * groups, " channels, but got ", xs[1],
-           " channels instead");
-  if (bias.defined())
-    TG_CHECK(bias.shape() == Shape{w[0]}, ShapeError, op, ": Given weight of size ", shape_str(w),
-             ", expected bias to be 1-dimensional with ", w[0], " elements, but got bias of size ",
-             shape_str(bias.shape()), " instead");
+  detail::check_conv_params(op, false, xs, w, bias, stride.data(), padding.data(), dilation.data(), 3, groups);
   std::vector<int64_t> padded(3), effective(3);
   bool fits = true;
   for (int i = 0; i < 3; ++i) {
@@ -156,26 +142,13 @@ Tensor conv_transpose3d(const Tensor& input_in, const Tensor& weight_in, const T
   const std::vector<int64_t> stride = triple(op, "stride", stride_in), padding = triple(op, "padding", padding_in),
                              output_padding = triple(op, "output_padding", output_padding_in),
                              dilation = triple(op, "dilation", dilation_in);
-  TG_CHECK(groups > 0, ShapeError, op, ": non-positive groups is not supported (groups=", groups, ")");
+  detail::check_conv_params(op, true, xs, w, bias, stride.data(), padding.data(), dilation.data(), 3, groups);
   bool op_ok = true;
-  for (int i = 0; i < 3; ++i) {
-    TG_CHECK(stride[i] > 0, ShapeError, op, ": non-positive stride is not supported");
-    TG_CHECK(padding[i] >= 0, ShapeError, op, ": negative padding is not supported");
-    TG_CHECK(dilation[i] > 0, ShapeError, op, ": dilation should be greater than zero");
+  for (int i = 0; i < 3; ++i)
     op_ok = op_ok && output_padding[i] >= 0 && (output_padding[i] < stride[i] || output_padding[i] < dilation[i]);
-  }
   TG_CHECK(op_ok, ShapeError, op, ": output padding must be smaller than either stride or dilation, but got output_padding ",
            sizes3(output_padding), ", stride ", sizes3(stride), " and dilation ", sizes3(dilation));
-  TG_CHECK(w[0] > 0 && w[0] % groups == 0, ShapeError, op, ": Given groups=", groups,
-           ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", shape_str(w),
-           " instead");
-  TG_CHECK(xs[1] == w[0], ShapeError, op, ": Given transposed=1, weight of size ", shape_str(w), ", expected input",
-           shape_str(xs), " to have ", w[0], " channels, but got ", xs[1], " channels instead");
   const int64_t out_channels = w[1] * groups;
-  if (bias.defined())
-    TG_CHECK(bias.shape() == Shape{out_channels}, ShapeError, op, ": Given transposed=1, weight of size ",
-             shape_str(w), ", expected bias to be 1-dimensional with ", out_channels,
-             " elements, but got bias of size ", shape_str(bias.shape()), " instead");
   // The output size: (in - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1.
   std::vector<int64_t> out(3);
   bool positive = true;
