@@ -83,6 +83,30 @@ TEST_CASE("cpu capability: every path runs the single-rounding ops bit for bit l
       });
 }
 
+TEST_CASE("cpu capability: cumsum, cumprod and multinomial's block sums give the baseline's bits on every path") {
+  // The scans' 64-byte blocks and multinomial's 8-lane block sums run the same trees of single adds
+  // (or multiplies) on every path: Note [Vectorized scan], Note [Drawing categories in one pass].
+  const Tensor a = spread({3, 40001}, -1, 1, 51), near_one = spread({40001}, 0.999, 1.001, 52);
+  const Tensor weights = spread({5, 3001}, 0, 1, 53);
+  against_baseline(
+      [&] {
+        Tensor leaf(a.data().clone(), true);
+        (tg::cumsum(leaf, 1) * near_one).sum().backward();   // the reverse scan of the weights
+        tg::manual_seed(54);
+        const Tensor draws = tg::multinomial(weights, 7, true);
+        tg::manual_seed(54);
+        const Tensor draws64 = tg::multinomial(as64(weights), 7, true);
+        return std::vector<Tensor>{tg::cumsum(a, 1), tg::cumsum(as64(a), 1), tg::cumprod(near_one, 0),
+                                   tg::cumprod(as64(near_one), 0), leaf.grad(), draws, draws64};
+      },
+      [](const std::vector<Tensor>& base, const std::vector<Tensor>& got) {
+        for (std::size_t i = 0; i < base.size(); ++i) {
+          CAPTURE(i);
+          check_equal(got[i], base[i]);
+        }
+      });
+}
+
 TEST_CASE("cpu capability: exp sigmoid and tanh backward on every path stay within their derived bounds") {
   // Above the parallel threshold, with tails: exp over its whole finite range, within kExpUlps of the
   // exact value on every path (Note [Vectorizable exp]); float64 exp is libm's, the same everywhere.

@@ -337,10 +337,11 @@ TEST_CASE("reductions and rearrangements: errors name the op and the shapes") {
   TG_CHECK_THROWS(tg::repeat_interleave(x, 2, 3), tg::IndexError, "repeat_interleave");
 }
 
-TEST_CASE("cumsum and cumprod: long lines (the CPU's chunked chains and their tails) against a sequential loop") {
-  // lengths around the kernel's segment and chunk sizes (8 x 32 = 256, 8 x 512 = 4096), each forward and,
-  // through the backward (the gradient of sum(cumsum(x) * w) is w summed from the end), reverse
-  for (int64_t n : {255, 256, 257, 1000, 4095, 4096, 4097, 3 * 4096 + 5, 70001}) {
+TEST_CASE("cumsum and cumprod: long lines (the CPU's 64-byte blocks and their tails) against a sequential loop") {
+  // lengths around the kernel's blocks (8 doubles or int64s, 16 floats: Note [Vectorized scan]), each
+  // forward and, through the backward (the gradient of sum(cumsum(x) * w) is w summed from the end),
+  // reverse
+  for (int64_t n : {1, 7, 8, 9, 16, 17, 255, 1000, 4097, 70001}) {
     CAPTURE(n);
     Tensor x = testing::randn64({2, n}, 400 + static_cast<uint64_t>(n));
     Tensor w = testing::randn64({2, n}, 500 + static_cast<uint64_t>(n), false);
@@ -373,5 +374,28 @@ TEST_CASE("cumsum and cumprod: long lines (the CPU's chunked chains and their ta
     double prod = 1, worst_p = 0;
     for (int64_t k = 0; k < n; ++k) worst_p = std::max(worst_p, std::fabs(pc[static_cast<std::size_t>(k)] / (prod *= pv[static_cast<std::size_t>(k)]) - 1));
     CHECK(worst_p < 1e-11);
+    // float32, forwards and backwards: each output is a sum of its k + 1 terms in at most k / 16 + 6
+    // roundings (the running value once per block, the block's tree, the combine), so it is within
+    // (k / 16 + 6) 2^-24 of the sum of their magnitudes from the exact sum
+    Tensor x32(x.data().to(tg::kFloat32), true);
+    const Tensor w32(w.data().to(tg::kFloat32), false);
+    Tensor y32 = tg::cumsum(x32, 1);
+    tg::sum(y32 * w32).backward();
+    const std::vector<double> x32v = x32.to_vector<double>(), w32v = w32.to_vector<double>();
+    const std::vector<double> y32v = y32.to_vector<double>(), g32v = x32.grad().to_vector<double>();
+    bool within = true;
+    for (int64_t r = 0; r < 2; ++r) {
+      double acc = 0, mag = 0, back = 0, back_mag = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const double bound = double(k / 16 + 6) * 0x1p-24;
+        const std::size_t f = static_cast<std::size_t>(r * n + k), b = static_cast<std::size_t>(r * n + (n - 1 - k));
+        acc += x32v[f];
+        mag += std::fabs(x32v[f]);
+        back += w32v[b];
+        back_mag += std::fabs(w32v[b]);
+        within = within && std::fabs(y32v[f] - acc) <= bound * mag && std::fabs(g32v[b] - back) <= bound * back_mag;
+      }
+    }
+    CHECK(within);
   }
 }

@@ -21,6 +21,30 @@ namespace {
 bool same_hyper(const AdamOptions& o, const AdamHyper& h) {
   return o.beta1_ == h.beta1 && o.beta2_ == h.beta2 && o.eps_ == h.eps && o.weight_decay_ == h.weight_decay;
 }
+
+/// Updates params[r] (of a group with options *options[r]) by prim::adam_step, one call per run of
+/// consecutive parameters whose groups share their hyperparameters (same_hyper), and returns each
+/// parameter's. prim::adam_step groups a call's parameters by (device, dtype): one launch per 24 on CUDA.
+std::vector<AdamHyper> step_in_runs(const std::vector<AdamParam>& params,
+                                    const std::vector<const AdamOptions*>& options, bool decoupled) {
+  std::vector<AdamHyper> hypers;
+  hypers.reserve(params.size());
+  std::vector<AdamParam> run;
+  AdamHyper hyper;
+  hyper.decoupled = decoupled;
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    const AdamOptions& o = *options[r];
+    if (!same_hyper(o, hyper)) {
+      if (!run.empty()) prim::adam_step(run, hyper);
+      run.clear();
+      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled};
+    }
+    hypers.push_back(hyper);
+    run.push_back(params[r]);
+  }
+  if (!run.empty()) prim::adam_step(run, hyper);
+  return hypers;
+}
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
@@ -180,26 +204,17 @@ void Adam::capture_step(const RawTensor& found_inf) {
   }
   auto update_all = [&] {
     std::vector<AdamParam> update;
-    AdamHyper hyper;
-    hyper.decoupled = decoupled_;
-    auto flush = [&] {
-      if (!update.empty()) prim::adam_step(update, hyper);
-      update.clear();
-    };
+    std::vector<const AdamOptions*> options;
     for (std::size_t r = 0; r < captured.size(); ++r) {
       const std::size_t i = captured[r];
       const AdamOptions& o = options_of<AdamOptions>(i);
-      if (!same_hyper(o, hyper)) {
-        flush();
-        hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
-      }
-      c->hyper.push_back(hyper);
       const State& s = state_[i];
       update.push_back(AdamParam{update_target(i), update_grad(i), s.exp_avg, s.exp_avg_sq,
                                  o.amsgrad_ ? s.max_exp_avg_sq : RawTensor(), lr_of(i), s.step + 1,
                                  c->values.select(0, static_cast<int64_t>(r))});
+      options.push_back(&o);
     }
-    flush();
+    c->hyper = step_in_runs(update, options, decoupled_);
     for (std::size_t i : captured) finish_update(i);
   };
   if (found_inf.defined()) {
@@ -246,27 +261,17 @@ void Adam::step() {
     }
   }
   pull_steps();
-  // One fused update of every parameter with a gradient per run of consecutive groups with the same
-  // hyperparameters (the learning rate and amsgrad travel with each parameter, so groups that differ
-  // only in them share the call): prim::adam_step groups them by (device, dtype), one launch per 24
-  // on CUDA.
+  // One fused update of every parameter with a gradient (the others were not reached by this backward).
   std::vector<AdamParam> update;
   std::vector<std::size_t> updated;   // their indices
-  AdamHyper hyper;
-  hyper.decoupled = decoupled_;
-  auto flush = [&] {
-    if (!update.empty()) prim::adam_step(update, hyper);
-    update.clear();
-  };
+  std::vector<const AdamOptions*> options;
   for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
     const AdamOptions& o = options_of<AdamOptions>(i);
-    if (!same_hyper(o, hyper)) {
-      flush();
-      hyper = AdamHyper{o.beta1_, o.beta2_, o.eps_, o.weight_decay_, decoupled_};
-    }
-    if (params_[i].grad().defined()) update_one(i, o, update, updated);   // else not reached by this backward
+    update_one(i, o, update, updated);
+    options.push_back(&o);
   }
-  flush();
+  step_in_runs(update, options, decoupled_);
   for (std::size_t i : updated) finish_update(i);
 }
 

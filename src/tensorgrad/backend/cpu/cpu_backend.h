@@ -17,6 +17,7 @@
 #include <limits>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tensorgrad/backend/backend.h"

@@ -27,71 +27,45 @@ void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A draw u in [0, 1) from a row of weights p (C of them) is the first category whose running sum,
 // divided by the row's total, is above u: the inverse of the row's CDF, which prim composes as a scan,
-// a division and a count. Here each row is read once for its total and about half of it again per
-// walk, with nothing written but the draws:
+// a division and a count. Here each row is read once, plus one block of 64 weights per draw, with
+// nothing written but the draws:
 // - The row is cut into blocks of 64 weights. A block's sum is taken in 8 lanes (lane j adds weights
-//   j, j + 8, ... in order, in float64) combined as a fixed tree, which vectorizes; the total is the
-//   blocks' sums added in order. The same code gives the same sums in both passes.
-// - A walk skips a block when the sum of the blocks up to its end is at most u total (1 - 2^-40): a
-//   running sum whose quotient by the total rounds above u exceeds u total exactly, and the running
-//   sums inside a block differ from that bound's block sum by far less than the margin. Only the
-//   block where the draw lands is walked weight by weight: the running sum is the blocks before it
-//   plus its weights in order, and the draw is the first category of positive weight whose running
-//   sum divided by the total is above u (the last one of positive weight when rounding leaves none,
-//   which takes a u within about 1e-15 of 1). A weight of 0 is never drawn.
+//   j, j + 8, ... in order, in float64) combined as a fixed tree, on every code path
+//   (kernels.inc's category_block_sums); the total is the blocks' sums added in order. The sums are
+//   kept (8 bytes per 64 weights) for the walk.
+// - A walk skips a block when the sum of the kept block sums up to its end is at most
+//   u total (1 - 2^-40): a running sum whose quotient by the total rounds above u exceeds u total
+//   exactly, and the running sums inside a block differ from that bound's block sum by far less than
+//   the margin. Only the block where the draw lands is walked weight by weight: the running sum is
+//   the blocks before it plus its weights in order, and the draw is the first category of positive
+//   weight whose running sum divided by the total is above u (the last one of positive weight when
+//   rounding leaves none, which takes a u within about 1e-15 of 1). A weight of 0 is never drawn.
 // - A row's draws are walked in increasing order, all in one pass.
 // The first pass checks the weights too: a NaN, an infinity or a negative weight (a sum that is not
 // finite, or a negative minimum), or a total that is not positive, gives the row a status that prim
 // turns into torch.multinomial's errors.
 namespace {
-constexpr int64_t kLanes = 8, kDrawBlock = 8 * kLanes;
-
-/// The sum of weights [k0, k1) in float64: in 8 lanes combined as a tree when it is a whole block,
-/// in order otherwise (the row's last, partial block); min receives their minimum.
-template <class T>
-double block_sum(const T* p, int64_t k0, int64_t k1, double& min) {
-  if (k1 - k0 != kDrawBlock) {
-    double s = 0;
-    for (int64_t k = k0; k < k1; ++k) {
-      const double v = static_cast<double>(p[k]);
-      s += v;
-      min = v < min ? v : min;
-    }
-    return s;
-  }
-  // lanes 2j and 2j + 1 in pair j (GCC's vector extension: SSE2 on every x86-64, which GCC does not
-  // find in the plain loop)
-  typedef double Pair __attribute__((vector_size(16)));
-  Pair lane[kLanes / 2] = {}, low[kLanes / 2];
-  for (Pair& l : low) l = Pair{min, min};
-  for (int64_t i = 0; i < kDrawBlock; i += kLanes) {
-    const T* q = p + k0 + i;
-    for (int64_t j = 0; j < kLanes / 2; ++j) {
-      const Pair v = {static_cast<double>(q[2 * j]), static_cast<double>(q[2 * j + 1])};
-      lane[j] += v;
-      low[j] = v < low[j] ? v : low[j];
-    }
-  }
-  for (const Pair& l : low) min = std::min({min, l[0], l[1]});
-  return ((lane[0][0] + lane[0][1]) + (lane[1][0] + lane[1][1])) + ((lane[2][0] + lane[2][1]) + (lane[3][0] + lane[3][1]));
-}
+constexpr int64_t kDrawBlock = 64;
 
 /// Draws out[j] for each u[j] (S of them) from the row p (C weights); returns the row's status.
+/// sums holds room for the row's block sums.
 template <class T>
-int64_t draw_row(const T* p, int64_t C, const double* u, int64_t S, int64_t* out, std::vector<int64_t>& order) {
+int64_t draw_row(const T* p, int64_t C, const double* u, int64_t S, int64_t* out, std::vector<int64_t>& order,
+                 std::vector<double>& sums) {
   const int64_t blocks = (C + kDrawBlock - 1) / kDrawBlock;
   double total = 0, min = 0;
-  for (int64_t b = 0; b < blocks; ++b) total += block_sum(p, b * kDrawBlock, std::min(C, (b + 1) * kDrawBlock), min);
+  with_kernels([&](auto k) { decltype(k)::category_block_sums(p, C, sums.data(), &min); });
+  for (int64_t b = 0; b < blocks; ++b) total += sums[static_cast<std::size_t>(b)];
   if (!std::isfinite(total) || min < 0) return 1;   // a NaN or an infinity makes the sum NaN or infinite
   if (!(total > 0)) return 2;
   order.resize(static_cast<std::size_t>(S));
   std::iota(order.begin(), order.end(), int64_t(0));
   if (S > 1) std::sort(order.begin(), order.end(), [u](int64_t a, int64_t b) { return u[a] < u[b]; });
   std::size_t j = 0;
-  double before = 0, ignored = 0;   // the sum of the blocks before b
+  double before = 0;   // the sum of the blocks before b
   for (int64_t b = 0; b < blocks && j < order.size(); ++b) {
     const int64_t k0 = b * kDrawBlock, k1 = std::min(C, k0 + kDrawBlock);
-    const double after = before + block_sum(p, k0, k1, ignored);
+    const double after = before + sums[static_cast<std::size_t>(b)];
     while (j < order.size()) {
       const double uj = u[order[j]];
       if (after <= uj * total * (1 - 0x1p-40) && b + 1 < blocks) break;   // lands in a later block
@@ -130,7 +104,8 @@ bool CpuBackend::sample_categories(const RawTensor& probs, const RawTensor& u, c
     int64_t* st = status.data<int64_t>();
     parallel_for(R, 2 * C + S, [&](int64_t r0, int64_t r1) {
       std::vector<int64_t> order;
-      for (int64_t r = r0; r < r1; ++r) st[r] = draw_row(p + r * C, C, draws + r * S, S, o + r * S, order);
+      std::vector<double> sums(static_cast<std::size_t>((C + kDrawBlock - 1) / kDrawBlock));
+      for (int64_t r = r0; r < r1; ++r) st[r] = draw_row(p + r * C, C, draws + r * S, S, o + r * S, order, sums);
     });
   });
   return true;
