@@ -2394,6 +2394,47 @@ TEST_CASE("cuda: ctc_loss computes on the device: no copy to the host, one launc
   CHECK(std::isfinite(tg::ctc_loss(small, bad, std::vector<int64_t>{12, 12}, std::vector<int64_t>{2, 1}).item<double>()));
 }
 
+TEST_CASE("cuda: multinomial with replacement draws on the device in one launch, the CPU's categories") {
+  TG_NEED_CUDA();
+  // The kernel runs the CPU's arithmetic (Note [Drawing categories in one pass] in
+  // backend/cpu/random.cpp), so the same uniforms give the same categories: rows of many 64-weight
+  // blocks and a partial last one, a third of the weights 0 (never drawn), a row whose only weights
+  // are its last two, in float32 and float64.
+  for (tg::DType dt : {tg::kFloat32, tg::kFloat64}) {
+    CAPTURE(tg::dtype_name(dt));
+    tg::manual_seed(900);
+    const Tensor r = tg::rand({3, 10007}, tg::TensorOptions().dtype(dt));
+    Tensor w = tg::where(r > 0.33, r, tg::zeros_like(r));
+    std::vector<double> last(10007, 0.0);
+    last[10005] = 1;
+    last[10006] = 3;
+    w = tg::cat({w, tg::from_vector(last, {1, 10007}).to(dt)}, 0);
+    tg::manual_seed(901);
+    const std::vector<int64_t> cpu = tg::multinomial(w, 1000, true).to_vector<int64_t>();
+    tg::manual_seed(901);
+    const std::vector<int64_t> gpu = tg::multinomial(w.to(kGpu), 1000, true).to_vector<int64_t>();
+    CHECK(gpu == cpu);
+    const std::vector<double> wv = w.to_vector<double>();
+    bool positive = true;
+    for (std::size_t i = 0; i < gpu.size(); ++i) positive = positive && wv[(i / 1000) * 10007 + std::size_t(gpu[i])] > 0;
+    CHECK(positive);
+    // the backend's part: one launch for any number of rows, draws and weights
+    const RawTensor p = w.data().to(kGpu), u = tg::rand({4, 1000}, tg::TensorOptions().dtype(tg::kFloat64)).data().to(kGpu);
+    const RawTensor out = RawTensor::empty({4, 1000}, tg::kInt64, kGpu), status = RawTensor::empty({4}, tg::kInt64, kGpu);
+    const uint64_t before = tg::cuda::detail::launch_count();
+    CHECK(tg::backend_for(kGpu).sample_categories(p, u, out, status));
+    CHECK(tg::cuda::detail::launch_count() - before == 1);
+    CHECK(Tensor(status).to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0});
+  }
+  // bad rows are found by the kernel and raised as on the CPU
+  const Tensor nan_row = tg::from_vector(std::vector<double>{0.5, 1.0, std::nan(""), 1.0}, {2, 2}).to(kGpu);
+  TG_CHECK_THROWS(tg::multinomial(nan_row, 3, true), tg::Error, "probability tensor contains either `inf`, `nan` or element < 0");
+  const Tensor negative = tg::from_vector(std::vector<double>{0.5, -1.0, 2.0}, {3}).to(kGpu);
+  TG_CHECK_THROWS(tg::multinomial(negative, 3, true), tg::Error, "probability tensor contains either `inf`, `nan` or element < 0");
+  const Tensor zero_row = tg::from_vector(std::vector<double>{0.5, 1.0, 0.0, 0.0}, {2, 2}).to(kGpu);
+  TG_CHECK_THROWS(tg::multinomial(zero_row, 3, true), tg::Error, "invalid multinomial distribution (sum of probabilities <= 0)");
+}
+
 TEST_CASE("cuda: ctc_loss on the device matches the CPU: values and gradients, every reduction, zero_infinity") {
   TG_NEED_CUDA();
   using tg::Reduction;

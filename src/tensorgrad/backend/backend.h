@@ -247,7 +247,7 @@ class Backend {
   /// category: the number of the row's running sums (float64, in order), divided by the last, that
   /// are <= u, at most C - 1; status (R) int64: 1 for a row with a NaN, an infinity or a negative
   /// element, else 2 where its sum is not positive, else 0 (a bad row's draws are unspecified). Returns
-  /// false, having done nothing, where this backend does not draw them itself (prim composes them).
+  /// false, having done nothing, where this backend cannot draw them (prim then raises an Error).
   virtual bool sample_categories(const RawTensor& probs, const RawTensor& u, const RawTensor& out,
                                  const RawTensor& status) {
     (void)probs;

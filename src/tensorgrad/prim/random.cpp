@@ -1,6 +1,7 @@
 // prim/random.cpp: the one process-wide random stream (Philox, kernels/philox.h): manual_seed, the
 // draws and the generator state. Each draw reserves numel counters, so results do not depend on the
-// device or the thread count. Also multinomial's draws from given uniforms (sample_categories).
+// device or the thread count. Also multinomial's draws from given uniforms (sample_categories), which
+// each backend makes in one pass (Note [Drawing categories in one pass] in backend/cpu/random.cpp).
 #include "tensorgrad/prim/prim.h"
 
 #include <algorithm>
@@ -133,34 +134,18 @@ RawTensor sample_categories(const RawTensor& probs, const RawTensor& u) {
            ShapeError, op, ": expected probabilities (C > 0) or (R, C > 0) and float64 draws (R, S), got ",
            shape_str(probs.shape()), " and ", shape_str(u.shape()));
   check_same_device(op, probs, u);
-  const int64_t R = rows.shape()[0], C = rows.shape()[1], S = u.shape()[1];
-  RawTensor out = RawTensor::empty({R, S}, kInt64, probs.device());
+  const int64_t R = rows.shape()[0], S = u.shape()[1];
+  const RawTensor out = RawTensor::empty({R, S}, kInt64, probs.device());
   const RawTensor p = is_low_precision(rows.dtype()) ? rows.to(kFloat32) : rows.contiguous();
   const RawTensor status = RawTensor::empty({R}, kInt64, probs.device());
-  if (backend_for(probs.device()).sample_categories(p, u.contiguous(), out, status)) {
-    auto rows_with = [&](double code) { return sum(binary(BinaryOp::Eq, status, scalar_like(code, status), op)).item(); };
-    TG_CHECK(R == 0 || rows_with(1) == 0, Error, op, ": probability tensor contains either `inf`, `nan` or element < 0 (shape ",
-             shape_str(probs.shape()), ")");
-    TG_CHECK(R == 0 || rows_with(2) == 0, Error, op, ": invalid multinomial distribution (sum of probabilities <= 0) in input of shape ",
-             shape_str(probs.shape()));
-    return out;
-  }
-  check_distribution(probs, op);
-  // Composed: the running sums divided by the total (the last is then exactly 1), and each draw is
-  // the count of those <= u: the category k with cdf[k-1] <= u < cdf[k], never one of probability 0.
-  // The (R, block, C) comparisons are done in blocks of draws of about 2^22 elements.
-  const RawTensor cdf_raw = scan(BinaryOp::Add, rows.to(kFloat64), 1, false, op);
-  const RawTensor cdf = div(cdf_raw, cdf_raw.narrow(1, C - 1, 1)).unsqueeze(1);   // (R, 1, C)
-  const int64_t block = std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(R * C, 1));
-  std::vector<RawTensor> parts;
-  for (int64_t start = 0; start < S; start += block) {
-    const int64_t n = std::min(block, S - start);
-    const RawTensor below = binary(BinaryOp::Le, cdf, u.narrow(1, start, n).unsqueeze(2), op);
-    parts.push_back(reduce(ReduceOp::Sum, below, {2}, false, op));   // (R, n) int64
-  }
-  out = parts.size() == 1 ? parts[0] : cat(parts, 1);
-  // rounding cannot push a count past C - 1 (cdf's last entry is 1 > u), but stay in range regardless
-  return where(binary(BinaryOp::Lt, out, scalar_like(double(C), out), op), out, scalar_like(double(C - 1), out));
+  TG_CHECK(backend_for(probs.device()).sample_categories(p, u.contiguous(), out, status), Error, op,
+           ": draws with replacement are not implemented on ", probs.device());
+  auto rows_with = [&](double code) { return sum(binary(BinaryOp::Eq, status, scalar_like(code, status), op)).item(); };
+  TG_CHECK(rows_with(1) == 0, Error, op, ": probability tensor contains either `inf`, `nan` or element < 0 (shape ",
+           shape_str(probs.shape()), ")");
+  TG_CHECK(rows_with(2) == 0, Error, op, ": invalid multinomial distribution (sum of probabilities <= 0) in input of shape ",
+           shape_str(probs.shape()));
+  return out;
 }
 
 }  // namespace prim

@@ -198,6 +198,8 @@ class CudaBackend final : public Backend {
   void scatter_add(const RawTensor& dst, int64_t dim, const RawTensor& index, const RawTensor& src) override;
   // backend/cuda/random.cu
   void random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) override;
+  bool sample_categories(const RawTensor& probs, const RawTensor& u, const RawTensor& out,
+                         const RawTensor& status) override;
   // backend/cuda/blas.cpp
   void gemm(const GemmArgs& args) override;
   bool gemm_epilogue(const GemmArgs& args, const GemmEpilogue& epilogue) override;

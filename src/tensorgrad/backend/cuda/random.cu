@@ -3,7 +3,8 @@
 // gives the same values on both devices. Compiled with -fmad=false (CMakeLists.txt) so that no
 // multiply-add is fused differently from the CPU; the remaining difference is the last-ulp accuracy
 // of the device's double log/cos (float32 results are identical in practice). Inside a CUDA graph
-// capture the seed and offset come from device memory instead (RandomFromSlot).
+// capture the seed and offset come from device memory instead (RandomFromSlot). Also multinomial's
+// draws with replacement (sample_categories_kernel), the CPU's arithmetic on the device.
 #include "tensorgrad/backend/cuda/kernels.cuh"
 #include "tensorgrad/kernels/philox.h"
 
@@ -36,7 +37,108 @@ struct RandomFromSlot {
   }
 };
 
+/// Multinomial's draws with replacement, one block per row: the CPU's arithmetic step for step (Note
+/// [Drawing categories in one pass] in backend/cpu/random.cpp), so that the same uniforms give the same
+/// categories on both devices. The threads sum the row's blocks of 64 weights (8 lanes in order,
+/// combined as the CPU's tree) into `after`; thread 0 turns those into the running sums after each
+/// block, in order (the last is the row's total); then each thread takes draws: the first block whose
+/// running sum is above u total (1 - 2^-40) by bisection (the running sums never decrease), then the
+/// CPU's walk from there. Compiled with -fmad=false, as this whole file: only adds, multiplies and a
+/// divide, rounded as on the CPU.
+template <class T>
+__global__ void sample_categories_kernel(const T* probs, int64_t C, const double* u, int64_t S, int64_t* out,
+                                         int64_t* status, double* after_all, int64_t blocks) {
+  const int64_t r = blockIdx.x;
+  const T* p = probs + r * C;
+  double* after = after_all + r * blocks;
+  __shared__ int negative;
+  __shared__ double total_shared;
+  if (threadIdx.x == 0) negative = 0;
+  __syncthreads();
+  bool neg = false;
+  for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+    const int64_t k0 = b * 64, k1 = k0 + 64 <= C ? k0 + 64 : C;
+    double s = 0;
+    if (k1 - k0 == 64) {
+      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t i = k0; i < k1; i += 8)
+        for (int j = 0; j < 8; ++j) {
+          const double v = static_cast<double>(p[i + j]);
+          lane[j] += v;
+          neg = neg || v < 0;
+        }
+      s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    } else {
+      for (int64_t k = k0; k < k1; ++k) {
+        const double v = static_cast<double>(p[k]);
+        s += v;
+        neg = neg || v < 0;
+      }
+    }
+    after[b] = s;
+  }
+  if (neg) negative = 1;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double run = 0;
+    for (int64_t b = 0; b < blocks; ++b) after[b] = run = run + after[b];
+    total_shared = run;
+  }
+  __syncthreads();
+  const double total = total_shared;
+  // a NaN or an infinity makes the total NaN or infinite
+  const int64_t st = !isfinite(total) || negative ? 1 : !(total > 0) ? 2 : 0;
+  if (threadIdx.x == 0) status[r] = st;
+  if (st != 0) return;
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    const double uj = u[r * S + j], bound = uj * total * (1 - 0x1p-40);
+    int64_t lo = 0, hi = blocks - 1;   // the first block whose running sum is above the bound, or the last
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (after[mid] > bound) hi = mid;
+      else lo = mid + 1;
+    }
+    int64_t found = -1;
+    for (int64_t b = lo; b < blocks && found < 0; ++b) {
+      if (after[b] <= bound && b + 1 < blocks) continue;
+      const double before = b == 0 ? 0.0 : after[b - 1];
+      double run = 0;
+      for (int64_t k = b * 64, k1 = k + 64 <= C ? k + 64 : C; k < k1; ++k) {
+        const double v = static_cast<double>(p[k]);
+        run += v;
+        if (v > 0 && (before + run) / total > uj) {
+          found = k;
+          break;
+        }
+      }
+    }
+    if (found < 0) {   // rounding left no running sum above u: the last category of positive weight
+      found = C - 1;
+      while (found > 0 && !(static_cast<double>(p[found]) > 0)) --found;
+    }
+    out[r * S + j] = found;
+  }
+}
+
 }  // namespace
+
+bool CudaBackend::sample_categories(const RawTensor& probs, const RawTensor& u, const RawTensor& out,
+                                    const RawTensor& status) {
+  const int64_t R = probs.shape()[0], C = probs.shape()[1], S = u.shape()[1];
+  if (R == 0) return true;
+  TG_CHECK(R <= INT32_MAX, ShapeError, "multinomial: ", R, " rows exceed the CUDA grid");
+  DeviceGuard guard(ctx_.device());
+  const int64_t blocks = (C + 63) / 64;
+  const RawTensor after = RawTensor::empty({R, blocks}, kFloat64, probs.device());
+  dispatch_only<kFloat32, kFloat64>(probs.dtype(), "multinomial", [&](auto tag) {
+    using T = decltype(tag);
+    TG_LAUNCH(static_cast<unsigned>(R), 256, 0, ctx_.stream(), sample_categories_kernel<T>)(
+        probs.data<T>(), C, u.data<double>(), S, out.data<int64_t>(), status.data<int64_t>(), after.data<double>(),
+        blocks);
+    TG_CUDA_CHECK(cudaGetLastError());
+  });
+  return true;
+}
 
 void CudaBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_t offset, const RawTensor& out) {
   const int64_t n = out.numel();
