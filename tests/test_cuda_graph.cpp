@@ -58,6 +58,25 @@ std::pair<Tensor, Tensor> batch(int k) {
   return {tg::randn({5, 8}), tg::randn({5, 4})};
 }
 
+/// The static input buffers of a captured MLP step: feed(k) copies step k's batch into them.
+struct StaticBatch {
+  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);
+  void feed(int k) {
+    auto [xk, yk] = batch(k);
+    x.copy_(xk);
+    y.copy_(yk);
+  }
+};
+
+/// One training step of m on (x, y): zero_grad, the MSE loss, backward, opt.step(); the loss.
+Tensor mlp_step(Mlp& m, tg::optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+  opt.zero_grad();
+  Tensor loss = tg::mse_loss(m.forward(x), y);
+  loss.backward();
+  opt.step();
+  return loss;
+}
+
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 void check_same_bits(const Tensor& a, const Tensor& b) {
@@ -95,31 +114,20 @@ TEST_CASE("cuda graphs: N replays of a captured SGD training step equal N eager 
   const std::shared_ptr<Mlp> eager = twins.first, captured = twins.second;
   tg::optim::SGD opt_eager(eager->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3));
   tg::optim::SGD opt_captured(captured->parameters(), tg::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3));
-  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);   // the static inputs
+  StaticBatch in;   // the static inputs
+  const Tensor& x = in.x;
+  const Tensor& y = in.y;
   constexpr int kSteps = 6;
   std::vector<float> eager_losses;
   auto eager_step = [&](int k) {
     auto [xk, yk] = batch(k);
-    opt_eager.zero_grad();
-    const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
-    loss.backward();
-    opt_eager.step();
-    eager_losses.push_back(loss.item<float>());
+    eager_losses.push_back(mlp_step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu)).item<float>());
   };
   Tensor loss;
-  auto captured_step = [&] {
-    opt_captured.zero_grad();
-    loss = tg::mse_loss(captured->forward(x), y);
-    loss.backward();
-    opt_captured.step();
-  };
+  auto captured_step = [&] { loss = mlp_step(*captured, opt_captured, x, y); };
   // Step 0 eagerly on both (the warm-up creates the momentum buffers), then the capture.
   eager_step(0);
-  {
-    auto [x0, y0] = batch(0);
-    x.copy_(x0);
-    y.copy_(y0);
-  }
+  in.feed(0);
   captured_step();
   CHECK(same_bits(loss.item<float>(), eager_losses[0]));
   tg::cuda::CUDAGraph graph;
@@ -137,9 +145,7 @@ TEST_CASE("cuda graphs: N replays of a captured SGD training step equal N eager 
   for (int k = 1; k < kSteps; ++k) {
     CAPTURE(k);
     eager_step(k);   // eager work (and its allocations) between replays
-    auto [xk, yk] = batch(k);
-    x.copy_(xk);
-    y.copy_(yk);
+    in.feed(k);
     const uint64_t before = tg::cuda::detail::launch_count();
     graph.replay();
     CHECK(tg::cuda::detail::launch_count() - before == 1);   // a replay is one launch
@@ -176,20 +182,18 @@ void check_captured_clipping(const Options& options,
     eager_norms.push_back(tg::optim::clip_grad_norm(eager->parameters(), kClipMaxNorm));
     opt_eager.step();
   };
-  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), norm;
+  StaticBatch in;
+  const Tensor& x = in.x;
+  const Tensor& y = in.y;
+  Tensor norm;
   auto captured_step = [&] {
     opt_captured.zero_grad();
     tg::mse_loss(captured->forward(x), y).backward();
     norm = tg::optim::clip_grad_norm_tensor(captured->parameters(), kClipMaxNorm);   // on the device: capture-safe
     opt_captured.step();
   };
-  auto load = [&](int k) {
-    auto [xk, yk] = batch(k);
-    x.copy_(xk);
-    y.copy_(yk);
-  };
   eager_step(0);
-  load(0);
+  in.feed(0);
   captured_step();   // the warm-up
   CHECK(same_bits(norm.item<float>(), static_cast<float>(eager_norms[0])));
   tg::cuda::CUDAGraph graph;
@@ -201,7 +205,7 @@ void check_captured_clipping(const Options& options,
   for (int k = 1; k < kSteps; ++k) {
     CAPTURE(k);
     eager_step(k);
-    load(k);
+    in.feed(k);
     graph.replay();
     const double eager_norm = eager_norms[static_cast<std::size_t>(k)];
     (eager_norm > kClipMaxNorm ? clipped : unclipped) += 1;
@@ -258,22 +262,11 @@ TEST_CASE("cuda graphs: dropout inside a capture draws fresh masks at each repla
   constexpr int kSteps = 5;
   tg::manual_seed(77);
   std::vector<float> eager_losses;
-  for (int k = 0; k < kSteps; ++k) {
-    opt_eager.zero_grad();
-    const Tensor loss = tg::mse_loss(eager->forward(x), y);
-    loss.backward();
-    opt_eager.step();
-    eager_losses.push_back(loss.item<float>());
-  }
+  for (int k = 0; k < kSteps; ++k) eager_losses.push_back(mlp_step(*eager, opt_eager, x, y).item<float>());
   CHECK(eager_losses[1] != eager_losses[2]);   // the masks do change from step to step
   tg::manual_seed(77);
   Tensor loss;
-  auto step = [&] {
-    opt_captured.zero_grad();
-    loss = tg::mse_loss(captured->forward(x), y);
-    loss.backward();
-    opt_captured.step();
-  };
+  auto step = [&] { loss = mlp_step(*captured, opt_captured, x, y); };
   step();   // warm-up: eager step 0
   CHECK(same_bits(loss.item<float>(), eager_losses[0]));
   const tg::RngState before_capture = tg::get_rng_state();
@@ -426,31 +419,17 @@ TEST_CASE("cuda graphs: a captured capturable AdamW step follows its step count 
   tg::optim::AdamW opt_eager(eager->parameters(), tg::optim::AdamWOptions(1e-2).weight_decay(0.1));
   tg::optim::AdamW opt_captured(captured->parameters(), tg::optim::AdamWOptions(1e-2).weight_decay(0.1).capturable(true));
   tg::optim::ExponentialLR sched_eager(opt_eager, 0.7), sched_captured(opt_captured, 0.7);
-  Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu);
   constexpr int kSteps = 6;
   std::vector<float> eager_losses;
   for (int k = 0; k < kSteps; ++k) {
     auto [xk, yk] = batch(k);
-    opt_eager.zero_grad();
-    const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
-    loss.backward();
-    opt_eager.step();
+    eager_losses.push_back(mlp_step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu)).item<float>());
     sched_eager.step();
-    eager_losses.push_back(loss.item<float>());
   }
+  StaticBatch in;
   Tensor loss;
-  auto step = [&] {
-    opt_captured.zero_grad();
-    loss = tg::mse_loss(captured->forward(x), y);
-    loss.backward();
-    opt_captured.step();
-  };
-  auto feed = [&](int k) {
-    auto [xk, yk] = batch(k);
-    x.copy_(xk);
-    y.copy_(yk);
-  };
-  feed(0);
+  auto step = [&] { loss = mlp_step(*captured, opt_captured, in.x, in.y); };
+  in.feed(0);
   step();   // warm-up: creates the state
   sched_captured.step();
   CHECK(same_bits(loss.item<float>(), eager_losses[0]));
@@ -461,7 +440,7 @@ TEST_CASE("cuda graphs: a captured capturable AdamW step follows its step count 
   }
   for (int k = 1; k < kSteps; ++k) {
     CAPTURE(k);
-    feed(k);
+    in.feed(k);
     const uint64_t before = tg::cuda::detail::launch_count();
     graph.replay();
     CHECK(tg::cuda::detail::launch_count() - before == 2);   // the step values' launch, then the graph
@@ -650,28 +629,15 @@ TEST_CASE("cuda graphs: a captured capturable SGD step follows a scheduler's lr 
     std::vector<double> eager_lrs;
     for (int k = 0; k < kSteps; ++k) {
       auto [xk, yk] = batch(k);
-      opt_eager.zero_grad();
-      const Tensor loss = tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu));
-      loss.backward();
       eager_lrs.push_back(opt_eager.lr());
-      opt_eager.step();
+      eager_losses.push_back(mlp_step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu)).item<float>());
       sched_eager->step();
-      eager_losses.push_back(loss.item<float>());
     }
     CHECK(eager_lrs.back() < eager_lrs.front());   // the schedule did change the lr
-    Tensor x = tg::zeros({5, 8}).to(kGpu), y = tg::zeros({5, 4}).to(kGpu), loss;
-    auto step = [&] {
-      opt_captured.zero_grad();
-      loss = tg::mse_loss(captured->forward(x), y);
-      loss.backward();
-      opt_captured.step();
-    };
-    auto feed = [&](int k) {
-      auto [xk, yk] = batch(k);
-      x.copy_(xk);
-      y.copy_(yk);
-    };
-    feed(0);
+    StaticBatch in;
+    Tensor loss;
+    auto step = [&] { loss = mlp_step(*captured, opt_captured, in.x, in.y); };
+    in.feed(0);
     step();   // warm-up: creates the momentum buffers
     sched_captured->step();
     tg::cuda::CUDAGraph graph;
@@ -681,7 +647,7 @@ TEST_CASE("cuda graphs: a captured capturable SGD step follows a scheduler's lr 
     }
     for (int k = 1; k < kSteps; ++k) {
       CAPTURE(k);
-      feed(k);
+      in.feed(k);
       CHECK(opt_captured.lr() == eager_lrs[static_cast<std::size_t>(k)]);
       const uint64_t before = tg::cuda::detail::launch_count();
       graph.replay();
@@ -692,13 +658,11 @@ TEST_CASE("cuda graphs: a captured capturable SGD step follows a scheduler's lr 
     check_same_parameters(*eager, *captured);
     // Negative control: one more replay at a different lr than the eager twin's next step moves the
     // parameters elsewhere than that step does.
-    feed(kSteps);
+    in.feed(kSteps);
     opt_captured.set_lr(opt_captured.lr() * 3);
     graph.replay();
     auto [xk, yk] = batch(kSteps);
-    opt_eager.zero_grad();
-    tg::mse_loss(eager->forward(xk.to(kGpu)), yk.to(kGpu)).backward();
-    opt_eager.step();
+    mlp_step(*eager, opt_eager, xk.to(kGpu), yk.to(kGpu));
     const double diff = (eager->fc1->weight - captured->fc1->weight).abs().max().item<double>();
     CHECK(diff > 0);
   }
