@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tensorgrad/backend/cpu/cpu_backend.h"
+#include "tensorgrad/kernels/sampling.h"
 
 namespace tg {
 namespace cpu {
@@ -26,9 +27,9 @@ void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_
 // Note [Drawing categories in one pass]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A draw u in [0, 1) from a row of weights p (C of them) is the first category whose running sum,
-// divided by the row's total, is above u: the inverse of the row's CDF, which prim composes as a scan,
-// a division and a count. Here each row is read once, plus one block of 64 weights per draw, with
-// nothing written but the draws:
+// divided by the row's total, is above u: the inverse of the row's CDF. Each row is read once, plus
+// one block of 64 weights per draw, with nothing written but the draws (the value-level rules are
+// kernels/sampling.h's, which the CUDA kernel runs too):
 // - The row is cut into blocks of 64 weights. A block's sum is taken in 8 lanes (lane j adds weights
 //   j, j + 8, ... in order, in float64) combined as a fixed tree, on every code path
 //   (kernels.inc's category_block_sums); the total is the blocks' sums added in order. The sums are
@@ -45,7 +46,7 @@ void CpuBackend::random(const philox::Distribution& dist, uint64_t seed, uint64_
 // finite, or a negative minimum), or a total that is not positive, gives the row a status that prim
 // turns into torch.multinomial's errors.
 namespace {
-constexpr int64_t kDrawBlock = 64;
+constexpr int64_t kDrawBlock = sampling::kBlock;
 
 /// Draws out[j] for each u[j] (S of them) from the row p (C weights); returns the row's status.
 /// sums holds room for the row's block sums.
@@ -68,25 +69,15 @@ int64_t draw_row(const T* p, int64_t C, const double* u, int64_t S, int64_t* out
     const double after = before + sums[static_cast<std::size_t>(b)];
     while (j < order.size()) {
       const double uj = u[order[j]];
-      if (after <= uj * total * (1 - 0x1p-40) && b + 1 < blocks) break;   // lands in a later block
-      int64_t found = -1;
-      double run = 0;
-      for (int64_t k = k0; k < k1; ++k) {
-        const double v = static_cast<double>(p[k]);
-        run += v;
-        if (v > 0 && (before + run) / total > uj) {
-          found = k;
-          break;
-        }
-      }
+      if (after <= sampling::skip_bound(uj, total) && b + 1 < blocks) break;   // lands in a later block
+      const int64_t found = sampling::walk_block(p, k0, k1, before, total, uj);
       if (found < 0) break;   // not in this block after all
       out[order[j++]] = found;
     }
     before = after;
   }
-  if (j < order.size()) {   // rounding left no running sum above u: the last category of positive weight
-    int64_t k = C - 1;
-    while (k > 0 && !(p[k] > 0)) --k;
+  if (j < order.size()) {   // rounding left no running sum above u
+    const int64_t k = sampling::last_positive(p, C);
     for (; j < order.size(); ++j) out[order[j]] = k;
   }
   return 0;

@@ -7,6 +7,7 @@
 // draws with replacement (sample_categories_kernel), the CPU's arithmetic on the device.
 #include "tensorgrad/backend/cuda/kernels.cuh"
 #include "tensorgrad/kernels/philox.h"
+#include "tensorgrad/kernels/sampling.h"
 
 namespace tg {
 namespace cuda {
@@ -38,12 +39,11 @@ struct RandomFromSlot {
 };
 
 /// Multinomial's draws with replacement, one block per row: the CPU's arithmetic step for step (Note
-/// [Drawing categories in one pass] in backend/cpu/random.cpp), so that the same uniforms give the same
-/// categories on both devices. The threads sum the row's blocks of 64 weights (8 lanes in order,
-/// combined as the CPU's tree) into `after`; thread 0 turns those into the running sums after each
-/// block, in order (the last is the row's total); then each thread takes draws: the first block whose
-/// running sum is above u total (1 - 2^-40) by bisection (the running sums never decrease), then the
-/// CPU's walk from there. Compiled with -fmad=false, as this whole file: only adds, multiplies and a
+/// [Drawing categories in one pass] in backend/cpu/random.cpp, the rules of kernels/sampling.h), so that
+/// the same uniforms give the same categories on both devices. The threads sum the row's blocks of 64
+/// weights into `after`; thread 0 turns those into the running sums after each block, in order (the
+/// last is the row's total); then each thread takes draws: the first block whose running sum is above
+/// the skip bound by bisection (the running sums never decrease), then the CPU's walk from there. Compiled with -fmad=false, as this whole file: only adds, multiplies and a
 /// divide, rounded as on the CPU.
 template <class T>
 __global__ void sample_categories_kernel(const T* probs, int64_t C, const double* u, int64_t S, int64_t* out,
@@ -57,25 +57,8 @@ __global__ void sample_categories_kernel(const T* probs, int64_t C, const double
   __syncthreads();
   bool neg = false;
   for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
-    const int64_t k0 = b * 64, k1 = k0 + 64 <= C ? k0 + 64 : C;
-    double s = 0;
-    if (k1 - k0 == 64) {
-      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t i = k0; i < k1; i += 8)
-        for (int j = 0; j < 8; ++j) {
-          const double v = static_cast<double>(p[i + j]);
-          lane[j] += v;
-          neg = neg || v < 0;
-        }
-      s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    } else {
-      for (int64_t k = k0; k < k1; ++k) {
-        const double v = static_cast<double>(p[k]);
-        s += v;
-        neg = neg || v < 0;
-      }
-    }
-    after[b] = s;
+    const int64_t k0 = b * sampling::kBlock, k1 = k0 + sampling::kBlock <= C ? k0 + sampling::kBlock : C;
+    after[b] = sampling::block_sum(p, k0, k1, &neg);
   }
   if (neg) negative = 1;
   __syncthreads();
@@ -91,7 +74,7 @@ __global__ void sample_categories_kernel(const T* probs, int64_t C, const double
   if (threadIdx.x == 0) status[r] = st;
   if (st != 0) return;
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
-    const double uj = u[r * S + j], bound = uj * total * (1 - 0x1p-40);
+    const double uj = u[r * S + j], bound = sampling::skip_bound(uj, total);
     int64_t lo = 0, hi = blocks - 1;   // the first block whose running sum is above the bound, or the last
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
@@ -101,21 +84,10 @@ __global__ void sample_categories_kernel(const T* probs, int64_t C, const double
     int64_t found = -1;
     for (int64_t b = lo; b < blocks && found < 0; ++b) {
       if (after[b] <= bound && b + 1 < blocks) continue;
-      const double before = b == 0 ? 0.0 : after[b - 1];
-      double run = 0;
-      for (int64_t k = b * 64, k1 = k + 64 <= C ? k + 64 : C; k < k1; ++k) {
-        const double v = static_cast<double>(p[k]);
-        run += v;
-        if (v > 0 && (before + run) / total > uj) {
-          found = k;
-          break;
-        }
-      }
+      const int64_t k0 = b * sampling::kBlock, k1 = k0 + sampling::kBlock <= C ? k0 + sampling::kBlock : C;
+      found = sampling::walk_block(p, k0, k1, b == 0 ? 0.0 : after[b - 1], total, uj);
     }
-    if (found < 0) {   // rounding left no running sum above u: the last category of positive weight
-      found = C - 1;
-      while (found > 0 && !(static_cast<double>(p[found]) > 0)) --found;
-    }
+    if (found < 0) found = sampling::last_positive(p, C);   // rounding left no running sum above u
     out[r * S + j] = found;
   }
 }
