@@ -49,7 +49,10 @@ namespace detail {
 // fragment). Per-warp scalars of a row (running max, sum) live in the 4 lanes that hold it and combine
 // with two shuffles. The sizes keep each block under the 48 KB of static shared memory (36-44 KB):
 // D = 64: 2 warps, tiles of 32; D = 128: 1 warp, tiles of 16. They are chosen for correctness first;
-// the GPU benchmark (tools/gpu_check.sh, bench stage) is where they are to be tuned.
+// the GPU benchmark (tools/gpu_check.sh, bench stage) is where they are to be tuned. Every loop over a
+// fragment array is unrolled (#pragma unroll): an array indexed by a rolled loop's counter lives in
+// local memory, which nvcc did for the 16-bit kernels' accumulators and score tiles. The test
+// cuda_mma_kernels_in_registers (tests/CMakeLists.txt) has ptxas fail on local memory or spills.
 
 namespace {
 
@@ -127,21 +130,19 @@ __global__ void attention_mma_forward_kernel(const T* q, const T* k, const T* v,
   const int ek = round_up(g.E, mma::Policy<PI>::kK);
   load_tile<T, D, LD>(qs, R, q, g.q, b, i0, g.L, g.E);
   float m[2] = {minus_inf<float>(), minus_inf<float>()}, l[2] = {0.0f, 0.0f};
-  float o[D / 8][4];
-  for (auto& f : o)
-    for (float& x : f) x = 0.0f;
+  float o[D / 8][4] = {};
   const int64_t s_end = g.causal ? (i0 + R < g.S ? i0 + R : g.S) : g.S;
   for (int64_t j0 = 0; j0 < s_end; j0 += KT) {
     __syncthreads();   // the previous tiles are consumed (the first time: qs is written)
     load_tile<T, D, LD>(ks, KT, k, g.k, b, j0, g.S, g.E);
     load_tile<T, D, LD>(vs, KT, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
-    float s[KT / 8][4];
-    for (auto& f : s)
-      for (float& x : f) x = 0.0f;
+    float s[KT / 8][4] = {};
     mma::warp_gemm<PI, KT / 8>(s, &qs[warp * kStripe][0], LD, 1, &ks[0][0], 1, LD, ek);
     float mx[2] = {minus_inf<float>(), minus_inf<float>()};
+#pragma unroll
     for (int n = 0; n < KT / 8; ++n)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const mma::Pos p = mma::acc_pos(lane, e);
         const int64_t i = i0 + warp * kStripe + p.row, j = j0 + 8 * n + p.col;
@@ -149,13 +150,16 @@ __global__ void attention_mma_forward_kernel(const T* q, const T* k, const T* v,
         mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
       }
     float alpha[2], m_new[2];
+#pragma unroll
     for (int h = 0; h < 2; ++h) {
       m_new[h] = fmaxf(m[h], QuadMax()(mx[h]));
       // every key so far masked: nothing to rescale; otherwise exp(-inf) = 0 drops an empty past
       alpha[h] = m_new[h] == minus_inf<float>() ? 1.0f : expf(m[h] - m_new[h]);
     }
     float sum[2] = {0.0f, 0.0f};
+#pragma unroll
     for (int n = 0; n < KT / 8; ++n)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int h = e / 2;
         const float p = s[n][e] == minus_inf<float>() ? 0.0f : expf(s[n][e] - m_new[h]);
@@ -163,16 +167,21 @@ __global__ void attention_mma_forward_kernel(const T* q, const T* k, const T* v,
         const mma::Pos at = mma::acc_pos(lane, e);
         ps[warp][at.row][8 * n + at.col] = p;
       }
+#pragma unroll
     for (int h = 0; h < 2; ++h) {
       l[h] = l[h] * alpha[h] + QuadSum()(sum[h]);
       m[h] = m_new[h];
     }
+#pragma unroll
     for (auto& f : o)
+#pragma unroll
       for (int e = 0; e < 4; ++e) f[e] *= alpha[e / 2];
     __syncwarp();   // the stripe's probabilities are staged
     mma::warp_gemm<PI, D / 8, true>(o, &ps[warp][0][0], PL, 1, &vs[0][0], LD, 1, KT);
   }
+#pragma unroll
   for (int n = 0; n < D / 8; ++n)
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
       const mma::Pos p = mma::acc_pos(lane, e);
       const int64_t i = i0 + warp * kStripe + p.row, d = 8 * n + p.col;
@@ -182,6 +191,7 @@ __global__ void attention_mma_forward_kernel(const T* q, const T* k, const T* v,
       out[g.out.at(b, i) + d] = static_cast<T>(row_l == 0.0f ? 0.0f : o[n][e] / row_l);
     }
   if (lane % 4 == 0)
+#pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t i = i0 + warp * kStripe + lane / 4 + 8 * h;
       if (i < g.L) lse[b * g.L + i] = l[h] == 0.0f ? INFINITY : m[h] + logf(l[h]);
@@ -219,9 +229,7 @@ __global__ void attention_mma_dq_kernel(const T* q, const T* k, const T* v, cons
     row_delta[r] = dot;
     row_lse[r] = i < g.L ? lse[b * g.L + i] : 0.0f;
   }
-  float acc[D / 8][4];
-  for (auto& f : acc)
-    for (float& x : f) x = 0.0f;
+  float acc[D / 8][4] = {};
   const float scale = static_cast<float>(g.scale);
   const int64_t s_end = g.causal ? (i0 + R < g.S ? i0 + R : g.S) : g.S;
   for (int64_t j0 = 0; j0 < s_end; j0 += KT) {
@@ -229,12 +237,12 @@ __global__ void attention_mma_dq_kernel(const T* q, const T* k, const T* v, cons
     load_tile<T, D, LD>(ks, KT, k, g.k, b, j0, g.S, g.E);
     load_tile<T, D, LD>(vs, KT, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
-    float s[KT / 8][4], dp[KT / 8][4];
-    for (int n = 0; n < KT / 8; ++n)
-      for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.0f;
+    float s[KT / 8][4] = {}, dp[KT / 8][4] = {};
     mma::warp_gemm<PI, KT / 8>(s, &qs[warp * kStripe][0], LD, 1, &ks[0][0], 1, LD, ek);
     mma::warp_gemm<PI, KT / 8>(dp, &gs[warp * kStripe][0], LD, 1, &vs[0][0], 1, LD, evk);
+#pragma unroll
     for (int n = 0; n < KT / 8; ++n)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const mma::Pos at = mma::acc_pos(lane, e);
         const int r = warp * kStripe + at.row;
@@ -249,7 +257,9 @@ __global__ void attention_mma_dq_kernel(const T* q, const T* k, const T* v, cons
     __syncwarp();   // the stripe's score gradients are staged
     mma::warp_gemm<PI, D / 8, true>(acc, &ps[warp][0][0], PL, 1, &ks[0][0], LD, 1, KT);
   }
+#pragma unroll
   for (int n = 0; n < D / 8; ++n)
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
       const mma::Pos at = mma::acc_pos(lane, e);
       const int64_t i = i0 + warp * kStripe + at.row, c = 8 * n + at.col;
@@ -276,9 +286,7 @@ __global__ void attention_mma_dkv_kernel(const T* q, const T* k, const T* v, con
   const int ek = round_up(g.E, mma::Policy<PI>::kK), evk = round_up(g.Ev, mma::Policy<PI>::kK);
   load_tile<T, D, LD>(ks, R, k, g.k, b, j0, g.S, g.E);
   load_tile<T, D, LD>(vs, R, v, g.v, b, j0, g.S, g.Ev);
-  float dk_acc[D / 8][4], dv_acc[D / 8][4];
-  for (int n = 0; n < D / 8; ++n)
-    for (int e = 0; e < 4; ++e) dk_acc[n][e] = dv_acc[n][e] = 0.0f;
+  float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
   const float scale = static_cast<float>(g.scale);
   // with is_causal, queries before the block's first key attend none of its keys
   for (int64_t i0 = g.causal ? j0 : 0; i0 < g.L; i0 += QT) {
@@ -291,12 +299,12 @@ __global__ void attention_mma_dkv_kernel(const T* q, const T* k, const T* v, con
       tile_delta[c] = i < g.L ? delta[b * g.L + i] : 0.0f;
     }
     __syncthreads();
-    float st[QT / 8][4], dpt[QT / 8][4];   // (key, query): S^T = K Q^T, dP^T = V dO^T
-    for (int n = 0; n < QT / 8; ++n)
-      for (int e = 0; e < 4; ++e) st[n][e] = dpt[n][e] = 0.0f;
+    float st[QT / 8][4] = {}, dpt[QT / 8][4] = {};   // (key, query): S^T = K Q^T, dP^T = V dO^T
     mma::warp_gemm<PI, QT / 8>(st, &ks[warp * kStripe][0], LD, 1, &qs[0][0], 1, LD, ek);
     mma::warp_gemm<PI, QT / 8>(dpt, &vs[warp * kStripe][0], LD, 1, &gs[0][0], 1, LD, evk);
+#pragma unroll
     for (int n = 0; n < QT / 8; ++n)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const mma::Pos at = mma::acc_pos(lane, e);
         const int c = 8 * n + at.col;
@@ -312,7 +320,9 @@ __global__ void attention_mma_dkv_kernel(const T* q, const T* k, const T* v, con
     __syncwarp();   // P^T staged
     mma::warp_gemm<PI, D / 8, true>(dv_acc, &ps[warp][0][0], PL, 1, &gs[0][0], LD, 1, QT);
     __syncwarp();   // every lane has read P^T
+#pragma unroll
     for (int n = 0; n < QT / 8; ++n)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         const mma::Pos at = mma::acc_pos(lane, e);
         ps[warp][at.row][8 * n + at.col] = st[n][e];
@@ -320,7 +330,9 @@ __global__ void attention_mma_dkv_kernel(const T* q, const T* k, const T* v, con
     __syncwarp();   // dS^T staged
     mma::warp_gemm<PI, D / 8, true>(dk_acc, &ps[warp][0][0], PL, 1, &qs[0][0], LD, 1, QT);
   }
+#pragma unroll
   for (int n = 0; n < D / 8; ++n)
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
       const mma::Pos at = mma::acc_pos(lane, e);
       const int64_t j = j0 + warp * kStripe + at.row, c = 8 * n + at.col;

@@ -65,13 +65,41 @@ TG_HD uint32_t tf32_bits(float x) {
   return u;
 }
 
-/// The pair (lo, hi) as one 32-bit register of two float16s / bfloat16s, lo in the lower half.
+/// The pair (lo, hi) as one 32-bit register of two float16s / bfloat16s, lo in the lower half, each
+/// rounded to nearest even. On sm_80 and newer this is one cvt instruction, which gives the software
+/// conversion's bits for every value but NaN (a NaN stays a NaN, its payload may differ); the software
+/// form costs a dozen integer instructions per element inside the products' inner loop.
 TG_HD uint32_t pack_half2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
   return uint32_t(tg::detail::float_to_half_bits(lo)) | uint32_t(tg::detail::float_to_half_bits(hi)) << 16;
+#endif
 }
 TG_HD uint32_t pack_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
   return uint32_t(tg::detail::float_to_bfloat16_bits(lo)) | uint32_t(tg::detail::float_to_bfloat16_bits(hi)) << 16;
+#endif
 }
+/// The two float16s of a packed register as floats (exact): half 0 is the lower half.
+TG_HD float unpack_half(uint32_t reg, int half) {
+  const uint16_t h = static_cast<uint16_t>(half == 0 ? reg & 0xffffu : reg >> 16);
+#if defined(__CUDA_ARCH__)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
+  return tg::detail::half_bits_to_float(h);
+#endif
+}
+/// The two bfloat16s of a packed register as floats (exact): a shift or a mask.
+TG_HD float unpack_bf16(uint32_t reg, int half) { return tg::detail::bits_float(half == 0 ? reg << 16 : reg & 0xffff0000u); }
 
 enum class Kind { Tf32, F16, Bf16 };
 
@@ -79,8 +107,7 @@ enum class Kind { Tf32, F16, Bf16 };
 namespace emulated {
 inline float element(Kind kind, uint32_t reg, int half) {
   if (kind == Kind::Tf32) return tg::detail::bits_float(reg & 0xffffe000u);   // the hardware reads 19 bits
-  const uint16_t h = static_cast<uint16_t>(half == 0 ? reg & 0xffffu : reg >> 16);
-  return kind == Kind::F16 ? tg::detail::half_bits_to_float(h) : tg::detail::bfloat16_bits_to_float(h);
+  return kind == Kind::F16 ? unpack_half(reg, half) : unpack_bf16(reg, half);
 }
 /// d = a b + c for the warp: each lane passes its fragments and gets its own d.
 inline void mma(Kind kind, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
@@ -199,19 +226,24 @@ struct Policy<Precision::Bf16> {
 template <Precision P, int NT, bool SplitA = false>
 __device__ __forceinline__ void warp_gemm(float (&acc)[NT][4], const float* a, int a_r, int a_k, const float* b,
                                           int b_k, int b_n, int K) {
+  // Every loop over fragments is unrolled: an accumulator indexed by a loop counter that nvcc left
+  // rolled lives in local memory (a stack frame in `ptxas -v`) instead of registers.
   const int lane = static_cast<int>(threadIdx.x % 32);
   constexpr int kK = Policy<P>::kK;
   for (int k0 = 0; k0 < K; k0 += kK) {
     if constexpr (P == Precision::Tf32x3) {
       uint32_t a_big[4], a_small[4];
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         const Pos p = tf32_a_pos(lane, i);
         const float x = a[p.row * a_r + (k0 + p.col) * a_k];
         a_big[i] = tf32_bits(x);
         a_small[i] = tf32_bits(x - tg::detail::bits_float(a_big[i]));
       }
+#pragma unroll
       for (int n = 0; n < NT; ++n) {
         uint32_t b_big[2], b_small[2];
+#pragma unroll
         for (int i = 0; i < 2; ++i) {
           const Pos p = tf32_b_pos(lane, i);
           const float x = b[(k0 + p.row) * b_k + (8 * n + p.col) * b_n];
@@ -224,29 +256,39 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[NT][4], const float* a, i
       }
     } else {
       constexpr bool f16 = P == Precision::F16;
+      constexpr Kind kind = f16 ? Kind::F16 : Kind::Bf16;
+      auto pack = [](float lo, float hi) { return f16 ? pack_half2(lo, hi) : pack_bf16x2(lo, hi); };
       uint32_t ar[4], ar_small[4];
+#pragma unroll
       for (int r = 0; r < 4; ++r) {
-        float x[2], rest[2];
+        float x[2];
+#pragma unroll
         for (int h = 0; h < 2; ++h) {
           const Pos p = h16_a_pos(lane, 2 * r + h);
           x[h] = a[p.row * a_r + (k0 + p.col) * a_k];
-          rest[h] = x[h] - (f16 ? float(Half(x[h])) : float(BFloat16(x[h])));
         }
-        ar[r] = f16 ? pack_half2(x[0], x[1]) : pack_bf16x2(x[0], x[1]);
-        ar_small[r] = f16 ? pack_half2(rest[0], rest[1]) : pack_bf16x2(rest[0], rest[1]);
+        ar[r] = pack(x[0], x[1]);
+        if constexpr (SplitA) {   // the rest after rounding to the 16-bit type, itself rounded
+          const float big0 = f16 ? unpack_half(ar[r], 0) : unpack_bf16(ar[r], 0);
+          const float big1 = f16 ? unpack_half(ar[r], 1) : unpack_bf16(ar[r], 1);
+          ar_small[r] = pack(x[0] - big0, x[1] - big1);
+        }
       }
+#pragma unroll
       for (int n = 0; n < NT; ++n) {
         uint32_t br[2];
+#pragma unroll
         for (int r = 0; r < 2; ++r) {
           float x[2];
+#pragma unroll
           for (int h = 0; h < 2; ++h) {
             const Pos p = h16_b_pos(lane, 2 * r + h);
             x[h] = b[(k0 + p.row) * b_k + (8 * n + p.col) * b_n];
           }
-          br[r] = f16 ? pack_half2(x[0], x[1]) : pack_bf16x2(x[0], x[1]);
+          br[r] = pack(x[0], x[1]);
         }
-        if (SplitA) mma_sync<f16 ? Kind::F16 : Kind::Bf16>(acc[n], ar_small, br, acc[n]);
-        mma_sync<f16 ? Kind::F16 : Kind::Bf16>(acc[n], ar, br, acc[n]);
+        if constexpr (SplitA) mma_sync<kind>(acc[n], ar_small, br, acc[n]);
+        mma_sync<kind>(acc[n], ar, br, acc[n]);
       }
     }
   }
