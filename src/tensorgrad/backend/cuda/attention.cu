@@ -82,9 +82,11 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   load_rows<T, M, D>(qs, kRows, q, g.q, b, i0, g.L, g.E);
   M m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][C];
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     m[rr] = minus_inf<M>();
     l[rr] = M(0);
+#pragma unroll
     for (int c = 0; c < C; ++c) o[rr][c] = M(0);
   }
   // with is_causal, keys after the block's last row are masked for all of its rows
@@ -94,6 +96,7 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
     load_rows<T, M, D + 1>(ks, kTile, k, g.k, b, j0, g.S, g.E);
     load_rows<T, M, D>(vs, kTile, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
+#pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp * kRowsPerWarp + rr;
       const int64_t i = i0 + r, j = j0 + lane;
@@ -108,9 +111,11 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
       const M alpha = texp(m[rr] - m_new);       // rescales what was summed under the old max (0 from -inf)
       const M p = texp(s - m_new);               // 0 for masked keys
       l[rr] = l[rr] * alpha + warp_allreduce(p, SumOp());
+#pragma unroll
       for (int c = 0; c < C; ++c) o[rr][c] *= alpha;
       for (int jj = 0; jj < kTile; ++jj) {
         const M pj = shfl_idx(p, jj);
+#pragma unroll
         for (int c = 0; c < C; ++c) {
           const int64_t d = lane + 32 * c;
           if (d < g.Ev) o[rr][c] += pj * vs[jj][d];
@@ -119,6 +124,7 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
       m[rr] = m_new;
     }
   }
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t i = i0 + warp * kRowsPerWarp + rr;
     if (i >= g.L) continue;
@@ -126,6 +132,7 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* 
     // every key masked (l is at least 1 once any score is finite): out 0 and lse +inf, so that the
     // backward's exp(s - lse) is 0 for each of its keys (Note [Fused attention])
     const bool empty = l[rr] == M(0);
+#pragma unroll
     for (int c = 0; c < C; ++c) {
       const int64_t d = lane + 32 * c;
       if (d < g.Ev) oi[d] = static_cast<T>(empty ? M(0) : o[rr][c] / l[rr]);
@@ -153,6 +160,7 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
   load_rows<T, M, D>(gs, kRows, dout, g.dout, b, i0, g.L, g.Ev);
   M row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], acc[kRowsPerWarp][C];
   __syncthreads();   // gs is written
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int r = warp * kRowsPerWarp + rr;
     const int64_t i = i0 + r;
@@ -164,6 +172,7 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
     row_delta[rr] = warp_allreduce(part, SumOp());
     if (i < g.L && lane == 0) delta[b * g.L + i] = row_delta[rr];
     row_lse[rr] = i < g.L ? lse[b * g.L + i] : M(0);
+#pragma unroll
     for (int c = 0; c < C; ++c) acc[rr][c] = M(0);
   }
   const M scale = static_cast<M>(g.scale);
@@ -173,6 +182,7 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
     load_rows<T, M, D + 1>(ks, kTile, k, g.k, b, j0, g.S, g.E);
     load_rows<T, M, D + 1>(vs, kTile, v, g.v, b, j0, g.S, g.Ev);
     __syncthreads();
+#pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp * kRowsPerWarp + rr;
       const int64_t i = i0 + r, j = j0 + lane;
@@ -186,6 +196,7 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
       }
       for (int jj = 0; jj < kTile; ++jj) {
         const M dsj = shfl_idx(ds, jj);
+#pragma unroll
         for (int c = 0; c < C; ++c) {
           const int64_t e = lane + 32 * c;
           if (e < g.E) acc[rr][c] += dsj * ks[jj][e];
@@ -193,9 +204,11 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const T*
       }
     }
   }
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t i = i0 + warp * kRowsPerWarp + rr;
     if (i >= g.L) continue;
+#pragma unroll
     for (int c = 0; c < C; ++c) {
       const int64_t e = lane + 32 * c;
       if (e < g.E) dq[(b * g.L + i) * g.E + e] = static_cast<T>(acc[rr][c]);
@@ -221,7 +234,9 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
   load_rows<T, M, D>(ks, kRows, k, g.k, b, j0, g.S, g.E);
   load_rows<T, M, D>(vs, kRows, v, g.v, b, j0, g.S, g.Ev);
   M dk_acc[kRowsPerWarp][C], dv_acc[kRowsPerWarp][C];
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr)
+#pragma unroll
     for (int c = 0; c < C; ++c) dk_acc[rr][c] = dv_acc[rr][c] = M(0);
   const M scale = static_cast<M>(g.scale);
   // with is_causal, queries before the block's first key attend none of its keys
@@ -236,6 +251,7 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
       tile_delta[threadIdx.x] = i < g.L ? delta[b * g.L + i] : M(0);
     }
     __syncthreads();
+#pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp * kRowsPerWarp + rr;
       const int64_t j = j0 + r, i = i0 + lane;
@@ -249,6 +265,7 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
       }
       for (int ii = 0; ii < kTile; ++ii) {
         const M pi = shfl_idx(p, ii), dsi = shfl_idx(ds, ii);
+#pragma unroll
         for (int c = 0; c < C; ++c) {
           const int64_t d = lane + 32 * c;
           if (d < g.Ev) dv_acc[rr][c] += pi * gs[ii][d];
@@ -257,9 +274,11 @@ __global__ void attention_dkv_kernel(const T* q, const T* k, const T* v, const T
       }
     }
   }
+#pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int64_t j = j0 + warp * kRowsPerWarp + rr;
     if (j >= g.S) continue;
+#pragma unroll
     for (int c = 0; c < C; ++c) {
       const int64_t d = lane + 32 * c;
       if (d < g.E) dk[(b * g.S + j) * g.E + d] = static_cast<T>(dk_acc[rr][c]);

@@ -51,8 +51,9 @@ namespace detail {
 // D = 64: 2 warps, tiles of 32; D = 128: 1 warp, tiles of 16. They are chosen for correctness first;
 // the GPU benchmark (tools/gpu_check.sh, bench stage) is where they are to be tuned. Every loop over a
 // fragment array is unrolled (#pragma unroll): an array indexed by a rolled loop's counter lives in
-// local memory, which nvcc did for the 16-bit kernels' accumulators and score tiles. The test
-// cuda_mma_kernels_in_registers (tests/CMakeLists.txt) has ptxas fail on local memory or spills.
+// local memory, and nvcc leaves long loop bodies (the 16-bit products') rolled on its own. The test
+// cuda_kernels_in_registers_* (tests/CMakeLists.txt) has ptxas fail on local memory or spills, for
+// these kernels and the CUDA-core ones of attention.cu.
 
 namespace {
 
