@@ -676,26 +676,24 @@ Tensor gaussian_blur(const Tensor& img, const std::vector<int64_t>& kernel_size,
   TG_CHECK(px < W && py < H, ShapeError, who, ": Padding size should be less than the corresponding input dimension, "
            "but got: padding (", px, ", ", py, ") for an image of size (", H, ", ", W, ")");
   const std::vector<double> kx = detail::gaussian_kernel(k[0], s[0]), ky = detail::gaussian_kernel(k[1], s[1]);
-  std::vector<double> tmp(h.v.size()), out(h.v.size());
-  // separable: along the width, then the height, each over the reflected border
-  for (int64_t p = 0; p < h.planes; ++p)
-    for (int64_t i = 0; i < H; ++i)
-      for (int64_t j = 0; j < W; ++j) {
-        double acc = 0;
-        for (int64_t t = 0; t < k[0]; ++t)
-          acc += kx[static_cast<size_t>(t)] *
-                 h.v[static_cast<size_t>((p * H + i) * W + detail::reflect(j + t - px, W))];
-        tmp[static_cast<size_t>((p * H + i) * W + j)] = acc;
-      }
-  for (int64_t p = 0; p < h.planes; ++p)
-    for (int64_t i = 0; i < H; ++i)
-      for (int64_t j = 0; j < W; ++j) {
-        double acc = 0;
-        for (int64_t t = 0; t < k[1]; ++t)
-          acc += ky[static_cast<size_t>(t)] *
-                 tmp[static_cast<size_t>((p * H + detail::reflect(i + t - py, H)) * W + j)];
-        out[static_cast<size_t>((p * H + i) * W + j)] = acc;
-      }
+  // Separable: along the width, then along the height. A pass sums the weights times the neighbours
+  // of (i, j) along its axis, the border reflected.
+  auto pass = [&](const std::vector<double>& src, const std::vector<double>& w, int64_t radius, bool along_width) {
+    std::vector<double> dst(src.size());
+    for (int64_t p = 0; p < h.planes; ++p)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          double acc = 0;
+          for (int64_t t = 0; t < static_cast<int64_t>(w.size()); ++t) {
+            const int64_t si = along_width ? i : detail::reflect(i + t - radius, H);
+            const int64_t sj = along_width ? detail::reflect(j + t - radius, W) : j;
+            acc += w[static_cast<size_t>(t)] * src[static_cast<size_t>((p * H + si) * W + sj)];
+          }
+          dst[static_cast<size_t>((p * H + i) * W + j)] = acc;
+        }
+    return dst;
+  };
+  const std::vector<double> out = pass(pass(h.v, kx, px, true), ky, py, false);
   return detail::from_host(out, img.shape(), img);
 }
 

@@ -6,13 +6,14 @@
 
 #include "tensorgrad/prim/prim.h"
 
+#include "tensorgrad/prim/internal.h"
+
 namespace tg {
 namespace prim {
 
 namespace {
 // Note [Low precision through float32] (prim/blas.cpp): float16 / bfloat16 operands run the float32
 // kernels and are rounded back once.
-RawTensor as_float32(const RawTensor& t) { return t.defined() && is_low_precision(t.dtype()) ? t.to(kFloat32) : t; }
 RawTensor back_to(const RawTensor& t, DType dtype) { return t.defined() && t.dtype() != dtype ? t.to(dtype) : t; }
 }  // namespace
 
@@ -25,7 +26,7 @@ RawTensor conv2d(const RawTensor& x, const RawTensor& weight, const RawTensor& b
   }
   check_floating("conv2d", x);
   if (is_low_precision(x.dtype()))
-    return conv2d(as_float32(x), as_float32(weight), as_float32(bias), args).to(x.dtype());
+    return conv2d(through_float32(x), through_float32(weight), through_float32(bias), args).to(x.dtype());
   Conv2dArgs a = args;
   a.dtype = x.dtype();
   RawTensor out = RawTensor::empty({a.N, a.O, a.OH, a.OW}, x.dtype(), x.device());
@@ -39,7 +40,7 @@ Conv2dGrads conv2d_backward(const RawTensor& x, const RawTensor& weight, const R
                             bool want_dx, bool want_dweight, bool want_dbias) {
   const DType dtype = dy_in.dtype();
   if (is_low_precision(dtype)) {
-    Conv2dGrads g = conv2d_backward(as_float32(x), as_float32(weight), as_float32(dy_in), args, want_dx, want_dweight,
+    Conv2dGrads g = conv2d_backward(through_float32(x), through_float32(weight), through_float32(dy_in), args, want_dx, want_dweight,
                                     want_dbias);
     return {back_to(g.dx, dtype), back_to(g.dweight, dtype), back_to(g.dbias, dtype)};
   }
@@ -69,7 +70,7 @@ Conv2dGrads conv2d_backward(const RawTensor& x, const RawTensor& weight, const R
 std::pair<RawTensor, RawTensor> max_pool2d(const RawTensor& x_in, const Pool2dArgs& args) {
   check_floating("max_pool2d", x_in);
   if (is_low_precision(x_in.dtype())) {   // exact either way: a maximum needs no rounding
-    std::pair<RawTensor, RawTensor> r = max_pool2d(as_float32(x_in), args);
+    std::pair<RawTensor, RawTensor> r = max_pool2d(through_float32(x_in), args);
     return {r.first.to(x_in.dtype()), r.second};
   }
   const RawTensor x = x_in.contiguous();
@@ -82,7 +83,7 @@ std::pair<RawTensor, RawTensor> max_pool2d(const RawTensor& x_in, const Pool2dAr
 
 RawTensor max_pool2d_backward(const RawTensor& dy_in, const RawTensor& indices, const Shape& x_shape, const Pool2dArgs& args) {
   if (is_low_precision(dy_in.dtype()))
-    return max_pool2d_backward(as_float32(dy_in), indices, x_shape, args).to(dy_in.dtype());
+    return max_pool2d_backward(through_float32(dy_in), indices, x_shape, args).to(dy_in.dtype());
   const RawTensor dy = dy_in.contiguous();
   RawTensor dx = RawTensor::empty(x_shape, dy.dtype(), dy.device());
   if (dx.numel() == 0) return dx;
@@ -96,7 +97,7 @@ RawTensor max_pool2d_backward(const RawTensor& dy_in, const RawTensor& indices, 
 
 RawTensor avg_pool2d(const RawTensor& x_in, const Pool2dArgs& args) {
   check_floating(args.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", x_in);
-  if (is_low_precision(x_in.dtype())) return avg_pool2d(as_float32(x_in), args).to(x_in.dtype());
+  if (is_low_precision(x_in.dtype())) return avg_pool2d(through_float32(x_in), args).to(x_in.dtype());
   const RawTensor x = x_in.contiguous();
   RawTensor out = RawTensor::empty({x.shape()[0], x.shape()[1], args.OH, args.OW}, x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).avg_pool2d(x, args, out);
@@ -104,7 +105,7 @@ RawTensor avg_pool2d(const RawTensor& x_in, const Pool2dArgs& args) {
 }
 
 RawTensor avg_pool2d_backward(const RawTensor& dy_in, const Shape& x_shape, const Pool2dArgs& args) {
-  if (is_low_precision(dy_in.dtype())) return avg_pool2d_backward(as_float32(dy_in), x_shape, args).to(dy_in.dtype());
+  if (is_low_precision(dy_in.dtype())) return avg_pool2d_backward(through_float32(dy_in), x_shape, args).to(dy_in.dtype());
   const RawTensor dy = dy_in.contiguous();
   RawTensor dx = RawTensor::empty(x_shape, dy.dtype(), dy.device());
   if (dx.numel() == 0) return dx;

@@ -13,7 +13,7 @@ namespace prim {
 
 namespace {
 /// log_probs contiguous, in float32 when it is a 16-bit float.
-RawTensor operand(const RawTensor& t) { return (is_low_precision(t.dtype()) ? t.to(kFloat32) : t).contiguous(); }
+RawTensor operand(const RawTensor& t) { return through_float32(t).contiguous(); }
 
 /// Checks log_probs, targets and lengths against args; returns targets as int64, contiguous.
 RawTensor checked_targets(const char* op, const RawTensor& log_probs, const RawTensor& targets, const RawTensor& lengths,

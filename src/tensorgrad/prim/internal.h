@@ -21,6 +21,10 @@ void check_index_range(const char* op, const RawTensor& index, int64_t size, int
 void check_representable(const char* op, double value, DType dtype);
 /// t converted to dtype (t itself when it has it), broadcast and permuted layouts kept (prim/promote.cpp).
 RawTensor as_dtype(const RawTensor& t, DType dtype);
+/// t in float32 when it is a float16 or bfloat16 tensor, else t itself (also when undefined): the
+/// operands of the kernels that exist for float32 and float64 only (Note [Low precision through
+/// float32] in prim/blas.cpp; prim/promote.cpp).
+RawTensor through_float32(const RawTensor& t);
 /// out (M, N), contiguous, = a (M, K) . b (K, N): 2-D, of one dtype Backend::gemm takes and one device, shapes
 /// already checked (prim/blas.cpp). accumulate adds out's values instead; a bias (N, contiguous) is
 /// added to every row instead (Note [Bias folded into the GEMM]). For callers that reuse one output

@@ -11,9 +11,6 @@ namespace tg {
 namespace prim {
 
 namespace {
-/// t in float32 when x is a 16-bit float (t undefined stays undefined).
-RawTensor through_float32(const RawTensor& t, bool lowp) { return lowp && t.defined() ? t.to(kFloat32) : t; }
-
 void check_rows(const char* op, const RawTensor& x, const RawTensor& w, const RawTensor& b) {
   check_defined(op, x);
   check_floating(op, x);
@@ -31,8 +28,8 @@ void check_rows(const char* op, const RawTensor& x, const RawTensor& w, const Ra
 LayerNorm layer_norm(const RawTensor& x, const RawTensor& w, const RawTensor& b, double eps) {
   check_rows("layer_norm", x, w, b);
   const bool lowp = is_low_precision(x.dtype());
-  const RawTensor xc = through_float32(x, lowp).contiguous();
-  const RawTensor wc = through_float32(w, lowp).contiguous(), bc = through_float32(b, lowp).contiguous();
+  const RawTensor xc = through_float32(x).contiguous();
+  const RawTensor wc = through_float32(w).contiguous(), bc = through_float32(b).contiguous();
   const int64_t M = x.shape()[0], D = x.shape()[1];
   LayerNorm r;
   r.y = RawTensor::empty({M, D}, xc.dtype(), x.device());
@@ -50,7 +47,7 @@ LayerNormGrads layer_norm_backward(const RawTensor& dy, const RawTensor& x, cons
   TG_CHECK(dy.shape() == x.shape(), ShapeError, "layer_norm_backward: gradient of shape ", shape_str(dy.shape()),
            " for rows of shape ", shape_str(x.shape()));
   const bool lowp = is_low_precision(x.dtype());
-  const RawTensor xc = through_float32(x, lowp).contiguous(), wc = through_float32(w, lowp).contiguous();
+  const RawTensor xc = through_float32(x).contiguous(), wc = through_float32(w).contiguous();
   const RawTensor dyc = as_dtype(dy, xc.dtype()).contiguous();
   const int64_t M = x.shape()[0], D = x.shape()[1];
   LayerNormGrads g;

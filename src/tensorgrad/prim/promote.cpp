@@ -51,6 +51,10 @@ DType scalar_dtype(double value, DType like) {
 /// t converted to dtype (t itself when it has it). An expanded view (dims of stride 0) is converted at
 /// its stored size and expanded again, so a broadcast operand is never materialized; a permuted
 /// contiguous one keeps its layout.
+RawTensor through_float32(const RawTensor& t) {
+  return t.defined() && is_low_precision(t.dtype()) ? t.to(kFloat32) : t;
+}
+
 RawTensor as_dtype(const RawTensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Shape stored = t.shape();

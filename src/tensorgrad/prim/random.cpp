@@ -136,7 +136,7 @@ RawTensor sample_categories(const RawTensor& probs, const RawTensor& u) {
   check_same_device(op, probs, u);
   const int64_t R = rows.shape()[0], S = u.shape()[1];
   const RawTensor out = RawTensor::empty({R, S}, kInt64, probs.device());
-  const RawTensor p = is_low_precision(rows.dtype()) ? rows.to(kFloat32) : rows.contiguous();
+  const RawTensor p = through_float32(rows).contiguous();
   const RawTensor status = RawTensor::empty({R}, kInt64, probs.device());
   TG_CHECK(backend_for(probs.device()).sample_categories(p, u.contiguous(), out, status), Error, op,
            ": draws with replacement are not implemented on ", probs.device());

@@ -16,7 +16,7 @@ namespace prim {
 
 namespace {
 /// t contiguous, in float32 when it is a 16-bit float.
-RawTensor operand(const RawTensor& t) { return (is_low_precision(t.dtype()) ? t.to(kFloat32) : t).contiguous(); }
+RawTensor operand(const RawTensor& t) { return through_float32(t).contiguous(); }
 
 /// Checks the gates xg, hg (N, gates H) and the state s (N, H) of a cell.
 void check_cell(const char* op, const RawTensor& xg, const RawTensor& hg, const RawTensor& s, int64_t gates) {
