@@ -1627,6 +1627,46 @@ TEST_CASE("cuda: binary ops with a broadcast scalar, row or block match the CPU 
   }
 }
 
+TEST_CASE("cuda: copies that transpose (t(), permutes that move the last dim) give the CPU's bits in every dtype") {
+  // The tiled kernel of Note [Tiled transpose copy] for (batched) transposes of at least 16 x 16, the
+  // strided kernel for the rest; every element size (1, 2, 4 and 8 bytes), tiles cut by the edges.
+  TG_NEED_CUDA();
+  struct Case {
+    const char* name;
+    tg::Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Case> cases = {
+      {"2-D, tiles cut by both edges", {37, 70}, {1, 0}},
+      {"2-D, whole tiles", {64, 96}, {1, 0}},
+      {"2-D, 16 x 16 (the smallest tiled)", {16, 16}, {1, 0}},
+      {"2-D, 5 x 100 (strided)", {5, 100}, {1, 0}},
+      {"batched", {3, 33, 50}, {0, 2, 1}},
+      {"two batch dims that coalesce", {2, 3, 40, 17}, {0, 1, 3, 2}},
+      {"(B, L, H, D) -> (B, H, D, L)", {2, 20, 3, 24}, {0, 2, 3, 1}},
+      {"a permute that coalesces to 4 dims (strided)", {3, 4, 18, 20}, {2, 0, 3, 1}},
+  };
+  for (tg::DType dt : {tg::kFloat64, tg::kFloat32, tg::kFloat16, tg::kBFloat16, tg::kInt64, tg::kInt32, tg::kInt8,
+                       tg::kUInt8, tg::kBool}) {
+    const std::string dtype = tg::dtype_name(dt);
+    CAPTURE(dtype);
+    for (const Case& c : cases) {
+      const std::string layout = c.name;
+      CAPTURE(layout);
+      const RawTensor x = tg::is_floating(dt) ? randn_t(c.shape, 31, dt) : randint_t(c.shape, 31, 0, 100).to(dt);
+      const Tensor cpu = Tensor(x).permute(c.perm).contiguous();
+      const Tensor gpu = Tensor(x.to(kGpu)).permute(c.perm).contiguous();
+      CHECK(gpu.dtype() == dt);
+      CHECK(gpu.is_contiguous());
+      check_same(gpu, cpu, 0, 0);
+      // a view that starts off the storage's first element and skips a column of every row
+      const Tensor vc = Tensor(x).narrow(-1, 1, c.shape.back() - 1).permute(c.perm).contiguous();
+      const Tensor vg = Tensor(x.to(kGpu)).narrow(-1, 1, c.shape.back() - 1).permute(c.perm).contiguous();
+      check_same(vg, vc, 0, 0);
+    }
+  }
+}
+
 TEST_CASE("cuda: reductions and softmax and cross-entropy are bitwise deterministic") {
   TG_NEED_CUDA();
   tg::manual_seed(5);

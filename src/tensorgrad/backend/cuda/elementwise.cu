@@ -8,7 +8,9 @@
 // also takes unaligned contiguous views and broadcast scalars (a zero stride) at the same memory
 // traffic. This file instantiates ~900 kernels (81 casts, ~100 binary (dtype, op) pairs), so each
 // variant more is a visible share of the build (nvcc, the emulator, its sanitizer build).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "tensorgrad/backend/cuda/kernels.cuh"
@@ -172,6 +174,99 @@ template <class T>
 constexpr bool kVectorizable = std::is_same<T, float>::value || std::is_same<T, double>::value ||
                                std::is_same<T, int64_t>::value;
 
+// Note [Tiled transpose copy]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A copy whose destination runs along one dim and whose source runs along another (contiguous(t(x)),
+// a permute that moves the innermost dim) cannot be coalesced on both sides by one thread per
+// element: the strided kernel writes in order and reads with a stride, so each read fetches a
+// 32-byte sector for one element. transpose_copy_kernel moves 32 x 32 tiles through shared memory:
+// a warp reads 32 consecutive source elements of a tile's column, the block syncs, and a warp writes
+// 32 consecutive destination elements of a row (the tile padded by one column so that the column
+// read of shared memory does not hit one bank). The copy moves bits, so one kernel per element size
+// serves every dtype; casts keep the strided kernel. Taken when the loop coalesces to (rows, cols)
+// or (batch, rows, cols) with both sides at least kTransposeTile / 2.
+constexpr int kTransposeTile = 32;
+
+/// dst(b, r, c) = src(b, r, c) for a (batch, rows, cols) loop with dst at b * dbs + r * drs + c and
+/// src at b * sbs + r + c * scs: Note [Tiled transpose copy]. E is an unsigned integer of the element's size.
+template <class E>
+__global__ void transpose_copy_kernel(E* dst, const E* src, int64_t batch, int64_t rows, int64_t cols, int64_t drs,
+                                      int64_t scs, int64_t dbs, int64_t sbs) {
+  __shared__ E tile[kTransposeTile][kTransposeTile + 1];   // [column in the tile][row in the tile]
+  constexpr int kLanes = kTransposeTile, kSteps = kBlock / kTransposeTile;
+  const int lane = static_cast<int>(threadIdx.x % kLanes), step = static_cast<int>(threadIdx.x / kLanes);
+  const int64_t tiles_r = (rows + kTransposeTile - 1) / kTransposeTile;
+  const int64_t tiles_c = (cols + kTransposeTile - 1) / kTransposeTile;
+  const int64_t per_batch = tiles_r * tiles_c;
+  for (int64_t t = blockIdx.x; t < batch * per_batch; t += gridDim.x) {   // the same t for the whole block
+    const int64_t b = t / per_batch, in_batch = t % per_batch;
+    const int64_t r0 = in_batch / tiles_c * kTransposeTile, c0 = in_batch % tiles_c * kTransposeTile;
+    const E* s = src + b * sbs;
+    E* d = dst + b * dbs;
+    for (int k = step; k < kTransposeTile; k += kSteps) {   // lanes along the source's rows
+      const int64_t r = r0 + lane, c = c0 + k;
+      if (r < rows && c < cols) tile[k][lane] = s[r + c * scs];
+    }
+    __syncthreads();
+    for (int k = step; k < kTransposeTile; k += kSteps) {   // lanes along the destination's columns
+      const int64_t r = r0 + k, c = c0 + lane;
+      if (r < rows && c < cols) d[r * drs + c] = tile[lane][k];
+    }
+    __syncthreads();   // the tile is read before the next one is written
+  }
+}
+
+template <std::size_t Bytes>
+struct BitsOf;
+template <>
+struct BitsOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct BitsOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct BitsOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct BitsOf<8> {
+  using type = uint64_t;
+};
+
+/// Runs transpose_copy_kernel for a same-dtype copy whose loop is a (batched) transpose; false (nothing
+/// launched) for every other layout: Note [Tiled transpose copy].
+bool transpose_copy(cudaStream_t stream, const RawTensor& src, const RawTensor& dst) {
+  const Coalesced<2> c = coalesce<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  const std::size_t nd = c.sizes.size();
+  if (nd != 2 && nd != 3) return false;
+  const std::size_t ri = nd - 2, ci = nd - 1;   // ci: the destination's contiguous dim
+  const int64_t rows = c.sizes[ri], cols = c.sizes[ci];
+  if (c.strides[ci][0] != 1 || c.strides[ri][1] != 1 || c.strides[ci][1] <= 1) return false;
+  if (rows < kTransposeTile / 2 || cols < kTransposeTile / 2) return false;
+  const int64_t batch = nd == 3 ? c.sizes[0] : 1;
+  const int64_t dbs = nd == 3 ? c.strides[0][0] : 0, sbs = nd == 3 ? c.strides[0][1] : 0;
+  const int64_t tiles = batch * ((rows + kTransposeTile - 1) / kTransposeTile) *
+                        ((cols + kTransposeTile - 1) / kTransposeTile);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, kMaxGrid));
+  auto launch = [&](auto bits) {
+    using E = decltype(bits);
+    TG_LAUNCH(grid, kBlock, 0, stream, transpose_copy_kernel<E>)(static_cast<E*>(dst.raw_data()),
+                                                                 static_cast<const E*>(src.raw_data()), batch, rows,
+                                                                 cols, c.strides[ri][0], c.strides[ci][1], dbs, sbs);
+    TG_CUDA_CHECK(cudaGetLastError());
+  };
+  switch (dtype_size(dst.dtype())) {
+    case 1: launch(BitsOf<1>::type{}); break;
+    case 2: launch(BitsOf<2>::type{}); break;
+    case 4: launch(BitsOf<4>::type{}); break;
+    case 8: launch(BitsOf<8>::type{}); break;
+    default: return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
@@ -189,6 +284,7 @@ void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
                                   cudaMemcpyDeviceToDevice, stream));
     return;
   }
+  if (src.dtype() == dst.dtype() && transpose_copy(stream, src, dst)) return;
   dispatch_dtype(src.dtype(), [&](auto s) {
     dispatch_dtype(dst.dtype(), [&](auto d) {
       using S = decltype(s);
