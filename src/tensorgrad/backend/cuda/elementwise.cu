@@ -216,25 +216,6 @@ __global__ void transpose_copy_kernel(E* dst, const E* src, int64_t batch, int64
   }
 }
 
-template <std::size_t Bytes>
-struct BitsOf;
-template <>
-struct BitsOf<1> {
-  using type = uint8_t;
-};
-template <>
-struct BitsOf<2> {
-  using type = uint16_t;
-};
-template <>
-struct BitsOf<4> {
-  using type = uint32_t;
-};
-template <>
-struct BitsOf<8> {
-  using type = uint64_t;
-};
-
 /// Runs transpose_copy_kernel for a same-dtype copy whose loop is a (batched) transpose; false (nothing
 /// launched) for every other layout: Note [Tiled transpose copy].
 bool transpose_copy(cudaStream_t stream, const RawTensor& src, const RawTensor& dst) {
@@ -258,10 +239,10 @@ bool transpose_copy(cudaStream_t stream, const RawTensor& src, const RawTensor& 
     TG_CUDA_CHECK(cudaGetLastError());
   };
   switch (dtype_size(dst.dtype())) {
-    case 1: launch(BitsOf<1>::type{}); break;
-    case 2: launch(BitsOf<2>::type{}); break;
-    case 4: launch(BitsOf<4>::type{}); break;
-    case 8: launch(BitsOf<8>::type{}); break;
+    case 1: launch(uint8_t{}); break;
+    case 2: launch(uint16_t{}); break;
+    case 4: launch(uint32_t{}); break;
+    case 8: launch(uint64_t{}); break;
     default: return false;
   }
   return true;
